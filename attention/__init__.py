@@ -1,0 +1,91 @@
+"""Chapter 3 of *Build a Large Language Model (From Scratch)*, stage by stage, as tested torch code.
+
+Read the modules in this order; each adds a few lines to the one before:
+
+1. ``tokens``: GPT-2 token ids with tiktoken, offline-friendly.
+2. ``embeddings``: the book's six 3-d vectors, or seeded vectors for any text.
+3. ``simplified``: scores, softmax weights and context vectors, no weights.
+4. ``trainable``: ``W_query``/``W_key``/``W_value`` and 1/sqrt(d_k) scaling.
+5. ``causal``: hiding future tokens, two ways, and ``CausalAttention``.
+6. ``dropout``: dropping attention weights while training.
+7. ``multihead``: the wrapper of heads and the efficient ``MultiHeadAttention``.
+8. ``trace``: every intermediate of a forward pass, named in the book's words.
+
+Example, reproducing the chapter's last printed output::
+
+    import torch
+    from attention import BOOK_INPUTS, MultiHeadAttention
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+    mha(torch.stack([BOOK_INPUTS, BOOK_INPUTS]))[0, 0]  # tensor([0.3190, 0.4858])
+"""
+
+from .causal import (
+    CausalAttention,
+    MaskingComparison,
+    causal_mask,
+    compare_masking,
+    mask_by_renormalizing,
+    mask_with_neg_inf,
+)
+from .dropout import DropoutAverage, DropoutDraw, apply_dropout, dropout_average, dropout_keep_mask
+from .embeddings import BOOK_INPUTS, BOOK_SENTENCE, BOOK_TOKENS, embed_tokens, token_vector
+from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper, multihead_from_wrapper, to_torch_multihead
+from .simplified import (
+    NormalizationComparison,
+    SimplifiedAttention,
+    attention_loop,
+    compare_normalizations,
+    context_contributions,
+    normalize_by_sum,
+    overflow_demo,
+    simplified_attention,
+    softmax_naive,
+)
+from .tokens import Tokenization, load_bpe, tokenize
+from .trace import Trace, build, trace
+from .trainable import ScalingLab, SelfAttention_v1, SelfAttention_v2, attend, load_v2_weights_into_v1, scaling_lab
+
+__all__ = [
+    "BOOK_INPUTS",
+    "BOOK_SENTENCE",
+    "BOOK_TOKENS",
+    "CausalAttention",
+    "DropoutAverage",
+    "DropoutDraw",
+    "MaskingComparison",
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
+    "NormalizationComparison",
+    "ScalingLab",
+    "SelfAttention_v1",
+    "SelfAttention_v2",
+    "SimplifiedAttention",
+    "Tokenization",
+    "Trace",
+    "apply_dropout",
+    "attend",
+    "attention_loop",
+    "build",
+    "causal_mask",
+    "compare_masking",
+    "compare_normalizations",
+    "context_contributions",
+    "dropout_average",
+    "dropout_keep_mask",
+    "embed_tokens",
+    "load_bpe",
+    "load_v2_weights_into_v1",
+    "mask_by_renormalizing",
+    "mask_with_neg_inf",
+    "multihead_from_wrapper",
+    "normalize_by_sum",
+    "overflow_demo",
+    "scaling_lab",
+    "simplified_attention",
+    "softmax_naive",
+    "to_torch_multihead",
+    "token_vector",
+    "tokenize",
+    "trace",
+]

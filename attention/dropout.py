@@ -1,0 +1,102 @@
+"""Stage 6: dropout on the attention weights (book section 3.5.2).
+
+What is new: while training, each attention weight is dropped (set to zero)
+with probability ``p``, and the survivors are multiplied by 1/(1-p) so that
+each weight keeps its expected value. A row then no longer sums to 1, but its
+average over many draws does. In eval mode nothing is dropped.
+
+The draws here are exactly ``F.dropout``'s: ``seed=123`` gives what
+``torch.manual_seed(123)`` followed by ``F.dropout`` gives, but from a private
+generator, so concurrent users of a server never disturb each other's draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .causal import check_dropout
+from .trainable import check_size
+
+MAX_DROPOUT_SAMPLES = 2000
+
+
+def dropout_keep_mask(shape: tuple[int, ...], p: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The survivors of one dropout draw: True = kept, False = dropped.
+
+    Shapes: returns ``shape``, bool.
+    """
+    check_dropout(p)
+    return torch.empty(shape).bernoulli_(1 - p, generator=generator).bool()
+
+
+@dataclass(frozen=True)
+class DropoutDraw:
+    """One dropout draw on a weight matrix.
+
+    Shapes: ``attn_weights``, ``keep`` and ``dropped_weights`` (..., num_tokens,
+    num_tokens); ``row_sums`` (..., num_tokens).
+    """
+
+    attn_weights: torch.Tensor
+    keep: torch.Tensor
+    dropped_weights: torch.Tensor
+    row_sums: torch.Tensor
+    p: float
+    training: bool
+
+
+def apply_dropout(attn_weights: torch.Tensor, p: float, *, seed: int = 123, training: bool = True) -> DropoutDraw:
+    """Drop weights with probability ``p`` and scale the survivors by 1/(1-p).
+
+    In eval mode (``training=False``) the weights come back unchanged.
+    """
+    check_dropout(p)
+    if not training or p == 0:
+        keep = torch.ones_like(attn_weights, dtype=torch.bool)  # (..., num_tokens, num_tokens)
+        dropped = attn_weights
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        keep = dropout_keep_mask(tuple(attn_weights.shape), p, generator)  # (..., num_tokens, num_tokens)
+        dropped = attn_weights * (keep / (1 - p))  # (..., num_tokens, num_tokens)
+    return DropoutDraw(
+        attn_weights=attn_weights,
+        keep=keep,
+        dropped_weights=dropped,
+        row_sums=dropped.sum(dim=-1),
+        p=p,
+        training=training,
+    )
+
+
+@dataclass(frozen=True)
+class DropoutAverage:
+    """The mean of many dropout draws converging back to the undropped weights.
+
+    Shapes: ``mean_weights`` (num_tokens, num_tokens) after all samples;
+    ``num_samples`` and ``max_abs_error`` (len(checkpoints),): the largest
+    |mean - attn_weights| after that many draws.
+    """
+
+    mean_weights: torch.Tensor
+    num_samples: torch.Tensor
+    max_abs_error: torch.Tensor
+
+
+def dropout_average(attn_weights: torch.Tensor, p: float, num_samples: int = 1000, seed: int = 123) -> DropoutAverage:
+    """Average ``num_samples`` dropout draws (seeds ``seed``, ``seed+1``, ...)."""
+    check_dropout(p)
+    check_size("num_samples", num_samples, upper=MAX_DROPOUT_SAMPLES)
+    total = torch.zeros_like(attn_weights)  # (..., num_tokens, num_tokens)
+    checkpoints, errors = [], []
+    for sample in range(1, num_samples + 1):
+        total += apply_dropout(attn_weights, p, seed=seed + sample - 1).dropped_weights
+        if sample in (1, num_samples) or (sample & (sample - 1)) == 0 or sample % 50 == 0:
+            checkpoints.append(sample)
+            errors.append((total / sample - attn_weights).abs().max().item())
+    return DropoutAverage(
+        mean_weights=total / num_samples,
+        num_samples=torch.tensor(checkpoints),
+        max_abs_error=torch.tensor(errors),
+    )

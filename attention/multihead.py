@@ -1,0 +1,192 @@
+"""Stage 7: multi-head attention (book section 3.6).
+
+What is new: several causal attention heads run side by side, each with its
+own projections, and their context vectors are concatenated. The chapter
+builds this twice:
+
+* ``MultiHeadAttentionWrapper`` stacks ``num_heads`` separate
+  ``CausalAttention`` modules and concatenates their outputs, giving
+  ``num_heads * d_out`` features. Easy to read, but the heads run one by one.
+* ``MultiHeadAttention`` does one projection of size ``d_out`` per Q/K/V,
+  splits it into heads with ``view`` and ``transpose``, attends in all heads
+  at once by batched matrix multiplication, merges the heads back and mixes
+  them with ``out_proj``. Here ``d_out`` is the total, ``head_dim = d_out // num_heads``.
+
+``multihead_from_wrapper`` and ``to_torch_multihead`` copy weights between
+these and ``torch.nn.MultiheadAttention`` so their outputs can be compared.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .causal import MAX_CONTEXT_LENGTH, CausalAttention, causal_mask, check_dropout, check_num_tokens
+from .trainable import attend, check_batch, check_size
+
+MAX_HEADS = 64
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """``num_heads`` ``CausalAttention`` heads, built one after another, outputs concatenated.
+
+    Shapes: x (b, num_tokens, d_in) → (b, num_tokens, num_heads * d_out).
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ):
+        super().__init__()
+        check_size("num_heads", num_heads, upper=MAX_HEADS)
+        self.d_in, self.d_out, self.num_heads = d_in, d_out, num_heads
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_steps(x, training=self.training)
+
+    def forward_steps(self, x, *, training=False, generator=None, record=None):
+        """The forward pass; with a ``record``, each head's steps go to ``record["heads"]``."""
+        head_records = [] if record is None else record.setdefault("heads", [])
+        outputs = []
+        for head in self.heads:
+            head_record = None if record is None else {}
+            outputs.append(head.forward_steps(x, training=training, generator=generator, record=head_record))
+            if head_record is not None:
+                head_records.append(head_record)
+        return torch.cat(outputs, dim=-1)  # (b, num_tokens, num_heads * d_out)
+
+
+class MultiHeadAttention(nn.Module):
+    """Efficient multi-head causal attention: one projection per Q/K/V, split into heads.
+
+    Parameters are created in the book's order, ``W_query``, ``W_key``,
+    ``W_value``, ``out_proj``, so ``torch.manual_seed(123)`` before construction
+    reproduces the chapter's printed outputs.
+
+    Shapes: x (b, num_tokens, d_in) → (b, num_tokens, d_out).
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ):
+        super().__init__()
+        check_size("d_in", d_in)
+        check_size("d_out", d_out)
+        check_size("num_heads", num_heads, upper=MAX_HEADS)
+        check_size("context_length", context_length, upper=MAX_CONTEXT_LENGTH)
+        check_dropout(dropout)
+        if d_out % num_heads != 0:
+            raise ValueError(
+                f"d_out must be divisible by num_heads, so that each head gets d_out // num_heads "
+                f"dimensions; d_out={d_out} and num_heads={num_heads} do not divide."
+            )
+        self.d_in, self.d_out, self.num_heads = d_in, d_out, num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length))  # (context_length, context_length)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_steps(x, training=self.training)
+
+    def forward_steps(self, x, *, training=False, generator=None, record=None):
+        """The forward pass; ``trace`` calls it with a ``record`` to keep every step."""
+        check_batch(x, self.d_in, batched=True)
+        b, num_tokens, d_in = x.shape
+        check_num_tokens(num_tokens, self.mask.shape[0])
+        keys = self.W_key(x)  # (b, num_tokens, d_out)
+        queries = self.W_query(x)  # (b, num_tokens, d_out)
+        values = self.W_value(x)  # (b, num_tokens, d_out)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
+        keys = keys.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+        queries = queries.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+        values = values.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+
+        mask = self.mask[:num_tokens, :num_tokens]  # (num_tokens, num_tokens)
+        context_vec = attend(
+            queries,
+            keys,
+            values,
+            mask=mask,
+            dropout_p=self.dropout.p,
+            training=training,
+            generator=generator,
+            record=record,
+        )  # (b, num_heads, num_tokens, head_dim)
+        context_vec = context_vec.transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # (b, num_tokens, d_out)
+        if record is not None:
+            record["context"] = context_vec
+        return self.out_proj(context_vec)  # (b, num_tokens, d_out)
+
+
+def multihead_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:
+    """An efficient ``MultiHeadAttention`` that computes exactly what ``wrapper`` does.
+
+    Head i's (d_out, d_in) weights become rows i*d_out to (i+1)*d_out of each
+    fused projection, and ``out_proj`` is the identity, since the wrapper
+    only concatenates. Shapes: the result maps (b, num_tokens, d_in) to
+    (b, num_tokens, num_heads * d_out).
+    """
+    first = wrapper.heads[0]
+    has_bias = first.W_query.bias is not None
+    mha = MultiHeadAttention(
+        wrapper.d_in,
+        wrapper.num_heads * wrapper.d_out,
+        first.mask.shape[0],
+        first.dropout.p,
+        wrapper.num_heads,
+        qkv_bias=has_bias,
+    )
+    with torch.no_grad():
+        for name in ("W_query", "W_key", "W_value"):
+            fused = getattr(mha, name)
+            fused.weight.copy_(torch.cat([getattr(h, name).weight for h in wrapper.heads], dim=0))  # (h*d_out, d_in)
+            if has_bias:
+                fused.bias.copy_(torch.cat([getattr(h, name).bias for h in wrapper.heads], dim=0))  # (h*d_out,)
+        mha.out_proj.weight.copy_(torch.eye(mha.d_out))  # (h*d_out, h*d_out)
+        mha.out_proj.bias.zero_()
+    return mha
+
+
+def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """``torch.nn.MultiheadAttention`` with ``mha``'s weights, for checking against PyTorch.
+
+    PyTorch's module maps ``embed_dim`` to ``embed_dim``, so ``mha`` needs
+    ``d_in == d_out``. Call it with ``attn_mask=causal_mask(num_tokens)``.
+    """
+    if mha.d_in != mha.d_out:
+        raise ValueError(f"torch.nn.MultiheadAttention needs d_in == d_out, got d_in={mha.d_in}, d_out={mha.d_out}.")
+    torch_mha = nn.MultiheadAttention(mha.d_out, mha.num_heads, dropout=mha.dropout.p, bias=True, batch_first=True)
+    with torch.no_grad():
+        torch_mha.in_proj_weight.copy_(
+            torch.cat([mha.W_query.weight, mha.W_key.weight, mha.W_value.weight], dim=0)
+        )  # (3*d_out, d_in)
+        if mha.W_query.bias is None:
+            torch_mha.in_proj_bias.zero_()
+        else:
+            torch_mha.in_proj_bias.copy_(torch.cat([mha.W_query.bias, mha.W_key.bias, mha.W_value.bias]))  # (3*d_out,)
+        torch_mha.out_proj.weight.copy_(mha.out_proj.weight)  # (d_out, d_out)
+        torch_mha.out_proj.bias.copy_(mha.out_proj.bias)  # (d_out,)
+    return torch_mha.train(mha.training)
+
