@@ -189,4 +189,3 @@ def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
         torch_mha.out_proj.weight.copy_(mha.out_proj.weight)  # (d_out, d_out)
         torch_mha.out_proj.bias.copy_(mha.out_proj.bias)  # (d_out,)
     return torch_mha.train(mha.training)
-

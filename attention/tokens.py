@@ -40,7 +40,7 @@ import tiktoken_ext.openai_public as openai_public
 RANKS_URL = "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken"
 RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 # tiktoken stores a downloaded file under the sha1 of its URL.
-RANKS_CACHE_KEY = hashlib.sha1(RANKS_URL.encode()).hexdigest()
+RANKS_CACHE_KEY = hashlib.sha1(RANKS_URL.encode(), usedforsecurity=False).hexdigest()
 ENDOFTEXT = "<|endoftext|>"
 ENDOFTEXT_ID = 50256
 GPT2_VOCAB_SIZE = 50257
@@ -103,7 +103,7 @@ def _read_cached_ranks_file() -> bytes | None:
 def _download_ranks_file(timeout: float) -> bytes | None:
     """Fetch the rank file once and keep it in the per-user cache."""
     try:
-        with urllib.request.urlopen(RANKS_URL, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
+        with urllib.request.urlopen(RANKS_URL, timeout=timeout) as response:
             data = response.read()
     except OSError:
         return None

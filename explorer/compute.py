@@ -1,0 +1,294 @@
+"""The cached calls pages make into the ``attention`` package.
+
+Each function here turns validated ``Settings`` into the numbers one page
+draws, by calling the package and converting its tensors to numpy. No
+attention math happens here: it selects, slices and converts. Modules and the
+tokenizer are ``st.cache_resource`` (built once, shared, never mutated);
+results are ``st.cache_data`` with bounded entries, so moving between pages
+or steps recomputes nothing that is unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+import torch
+
+import attention
+from attention import tokens as tokens_module
+
+from .settings import BOOK, Settings
+
+CACHE_ENTRIES = 32
+
+
+@st.cache_resource(show_spinner=False)
+def bpe_encoding():
+    """GPT-2's BPE, loaded once per server process (None if unreachable)."""
+    return tokens_module.load_bpe()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The sentence as the pages see it: tokens and their embeddings.
+
+    ``inputs`` is (num_tokens, d_in). ``truncated_from`` is the token count
+    before truncation to ``context_length``, or None.
+    """
+
+    pieces: tuple[str, ...]
+    ids: tuple[int, ...]
+    inputs: np.ndarray
+    tokenizer: str
+    truncated_from: int | None
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def tokenize_text(text: str) -> attention.Tokenization:
+    return attention.tokenize(text, encoding=bpe_encoding())
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -> Prepared:
+    """Tokens and input embeddings for the book preset or a typed sentence.
+
+    Raises ``ValueError`` with a learner-friendly message for an empty sentence.
+    """
+    if source == BOOK:
+        book = tokenize_text(attention.BOOK_SENTENCE)
+        return Prepared(
+            pieces=attention.BOOK_TOKENS,
+            ids=book.ids,
+            inputs=attention.BOOK_INPUTS.numpy().copy(),
+            tokenizer=book.tokenizer,
+            truncated_from=None,
+        )
+    if not text.strip():
+        raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
+    tokenized = tokenize_text(text)
+    ids, pieces = tokenized.ids, tokenized.pieces
+    truncated_from = None
+    if len(ids) > context_length:
+        truncated_from = len(ids)
+        ids, pieces = ids[:context_length], pieces[:context_length]
+    inputs = attention.embed_tokens(ids, d_in, seed)  # (num_tokens, d_in)
+    return Prepared(
+        pieces=tuple(pieces),
+        ids=tuple(ids),
+        inputs=inputs.numpy(),
+        tokenizer=tokenized.tokenizer,
+        truncated_from=truncated_from,
+    )
+
+
+def prepared(settings: Settings) -> Prepared:
+    return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
+
+
+MODULES = {
+    "SelfAttention_v1": attention.SelfAttention_v1,
+    "SelfAttention_v2": attention.SelfAttention_v2,
+    "CausalAttention": attention.CausalAttention,
+    "MultiHeadAttentionWrapper": attention.MultiHeadAttentionWrapper,
+    "MultiHeadAttention": attention.MultiHeadAttention,
+}
+
+
+@st.cache_resource(max_entries=CACHE_ENTRIES, show_spinner=False)
+def module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int):
+    """A module built like the book: ``torch.manual_seed(seed)`` then the constructor. Shared, read-only."""
+    cls = MODULES[name]
+    if name in ("SelfAttention_v1", "SelfAttention_v2"):
+        return attention.build(cls, seed, d_in, d_out)
+    if name == "CausalAttention":
+        return attention.build(cls, seed, d_in, d_out, context_length, dropout)
+    return attention.build(cls, seed, d_in, d_out, context_length, dropout, num_heads=num_heads)
+
+
+def module_for(name: str, settings: Settings):
+    return module(
+        name,
+        settings.seed,
+        settings.effective_d_in,
+        settings.d_out,
+        settings.context_length,
+        settings.dropout,
+        settings.num_heads,
+    )
+
+
+def trace_arrays(trace: attention.Trace) -> dict[str, np.ndarray]:
+    """A trace's tensors as numpy arrays, ready to cache and draw."""
+    return {name: tensor.numpy() for name, tensor in trace.tensors().items() if name != "module"}
+
+
+def _inputs_tensor(settings: Settings) -> torch.Tensor:
+    return torch.from_numpy(prepared(settings).inputs)  # (num_tokens, d_in)
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def module_trace(settings: Settings, name: str) -> dict[str, np.ndarray]:
+    """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout."""
+    trace = attention.trace(
+        module_for(name, settings),
+        _inputs_tensor(settings),
+        training=settings.training,
+        seed=settings.seed,
+    )
+    return trace_arrays(trace)
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def simplified_view(settings: Settings, query: int) -> dict:
+    """Section 3.3 on the sentence: scores, weights, context vectors, and one query's details."""
+    inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
+    result = attention.simplified_attention(inputs)
+    row = result.attn_scores[query]  # (num_tokens,)
+    normalized = attention.compare_normalizations(row)
+    overflow = attention.overflow_demo(row)
+    loop = attention.attention_loop(inputs) if inputs.shape[0] <= 64 else None
+    return {
+        "inputs": inputs.numpy(),
+        "attn_scores": result.attn_scores.numpy(),
+        "attn_weights": result.attn_weights.numpy(),
+        "context_vecs": result.context_vecs.numpy(),
+        "by_sum": normalized.by_sum.numpy(),
+        "naive_softmax": normalized.naive_softmax.numpy(),
+        "torch_softmax": normalized.torch_softmax.numpy(),
+        "overflow_scores": overflow.attn_scores.numpy(),
+        "overflow_naive": overflow.naive_softmax.numpy(),
+        "overflow_torch": overflow.torch_softmax.numpy(),
+        "contributions": attention.context_contributions(inputs, result.attn_weights, query).numpy(),
+        "loop_max_difference": None if loop is None else float((loop.context_vecs - result.context_vecs).abs().max()),
+    }
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def qkv_view(settings: Settings) -> dict:
+    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2."""
+    inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
+    sa_v1 = module_for("SelfAttention_v1", settings)
+    steps = trace_arrays(attention.trace(sa_v1, inputs))
+    sa_v2 = module_for("SelfAttention_v2", settings)
+    copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
+    attention.load_v2_weights_into_v1(copy, sa_v2)
+    with torch.no_grad():
+        v1_out = copy(inputs)  # (num_tokens, d_out)
+        v2_out = sa_v2(inputs)  # (num_tokens, d_out)
+    return {
+        "W_query": sa_v1.W_query.detach().numpy().copy(),
+        "W_key": sa_v1.W_key.detach().numpy().copy(),
+        "W_value": sa_v1.W_value.detach().numpy().copy(),
+        "steps": steps,
+        "v1_output": v1_out.numpy(),
+        "v2_output": v2_out.numpy(),
+        "v1_v2_max_difference": float((v1_out - v2_out).abs().max()),
+    }
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed: int) -> dict:
+    """The scaling lab: softmax saturation against d_k, with and without 1/sqrt(d_k)."""
+    lab = attention.scaling_lab(d_ks=d_ks, num_keys=num_keys, temperature=temperature, seed=seed)
+    return {name: getattr(lab, name).numpy() for name in lab.__dataclass_fields__}
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def mask_view(settings: Settings) -> dict:
+    """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways."""
+    steps = module_trace(settings, "CausalAttention")
+    comparison = attention.compare_masking(torch.from_numpy(steps["scaled_scores"][0, 0]))
+    return {
+        "steps": steps,
+        "unmasked_weights": comparison.unmasked_weights.numpy(),
+        "mask": comparison.mask.numpy(),
+        "masked_scores": comparison.masked_scores.numpy(),
+        "weights_neg_inf": comparison.weights_neg_inf.numpy(),
+        "weights_renormalized": comparison.weights_renormalized.numpy(),
+        "max_abs_difference": comparison.max_abs_difference,
+    }
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def dropout_view(settings: Settings, num_samples: int) -> dict:
+    """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws."""
+    steps = module_trace(settings, "CausalAttention")
+    weights = torch.from_numpy(steps["attn_weights"][0, 0])  # (num_tokens, num_tokens)
+    draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
+    average = attention.dropout_average(weights, settings.dropout, num_samples=num_samples, seed=settings.seed)
+    return {
+        "attn_weights": weights.numpy(),
+        "keep": draw.keep.numpy(),
+        "dropped_weights": draw.dropped_weights.numpy(),
+        "row_sums": draw.row_sums.numpy(),
+        "mean_weights": average.mean_weights.numpy(),
+        "num_samples": average.num_samples.numpy(),
+        "max_abs_error": average.max_abs_error.numpy(),
+        "ones_demo": attention.apply_dropout(torch.ones(6, 6), 0.5, seed=123).dropped_weights.numpy(),
+    }
+
+
+PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password)
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def batch_view(settings: Settings, second_text: str | None) -> dict:
+    """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
+
+    ``second_text=None`` repeats the first sentence, as the book does. A
+    shorter sentence is padded at the end with ``<|endoftext|>`` (GPT-2's pad
+    token); ``unpadded_max_difference`` measures that padding at the end does
+    not change the real tokens' outputs, because the causal mask hides it.
+    """
+    first = prepared(settings)
+    if second_text is None:
+        second_pieces, second_inputs = first.pieces, torch.from_numpy(first.inputs)
+    else:
+        other = prepare("text", second_text, settings.effective_d_in, settings.seed, settings.context_length)
+        second_pieces, second_inputs = other.pieces, torch.from_numpy(other.inputs)
+    first_inputs = torch.from_numpy(first.inputs)  # (T1, d_in)
+    lengths = (first_inputs.shape[0], second_inputs.shape[0])
+    num_tokens = max(lengths)
+    pad_vector = attention.token_vector(attention.tokens.ENDOFTEXT_ID, settings.effective_d_in, settings.seed)
+    rows, pieces = [], []
+    for item_inputs, item_pieces in ((first_inputs, first.pieces), (second_inputs, second_pieces)):
+        padding = num_tokens - item_inputs.shape[0]
+        rows.append(torch.cat([item_inputs, pad_vector.expand(padding, -1)]))  # (num_tokens, d_in)
+        pieces.append(tuple(item_pieces) + (PAD_TOKEN,) * padding)
+    batch = torch.stack(rows)  # (2, num_tokens, d_in)
+    ca = module_for("CausalAttention", settings)
+    steps = trace_arrays(attention.trace(ca, batch, training=settings.training, seed=settings.seed))
+    differences = []
+    for item, length in enumerate(lengths):
+        alone = attention.trace(ca, batch[item, :length], training=False).output[0]  # (length, d_out)
+        batched = torch.from_numpy(steps["output"][item, :length])  # (length, d_out)
+        differences.append(float((alone - batched).abs().max()) if not settings.training else float("nan"))
+    return {
+        "steps": steps,
+        "pieces": pieces,
+        "lengths": lengths,
+        "batch_shape": tuple(batch.shape),
+        "mask_buffer_shape": tuple(ca.mask.shape),
+        "unpadded_max_difference": differences,
+    }
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def multihead_view(settings: Settings) -> dict:
+    """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights."""
+    inputs = _inputs_tensor(settings).unsqueeze(0)  # (1, num_tokens, d_in)
+    wrapper = module_for("MultiHeadAttentionWrapper", settings)
+    efficient = module_for("MultiHeadAttention", settings)
+    wrapper_steps = trace_arrays(attention.trace(wrapper, inputs, training=settings.training, seed=settings.seed))
+    efficient_steps = trace_arrays(attention.trace(efficient, inputs, training=settings.training, seed=settings.seed))
+    shared = attention.multihead_from_wrapper(wrapper).eval()
+    with torch.no_grad():
+        agreement = float((shared(inputs) - wrapper(inputs)).abs().max())
+    return {
+        "wrapper": wrapper_steps,
+        "efficient": efficient_steps,
+        "wrapper_vs_efficient_max_difference": agreement,
+        "projected_shape": (1, inputs.shape[1], settings.d_out),
+    }

@@ -1,0 +1,473 @@
+"""Pure figure builders: numbers and labels in, ``plotly.graph_objects.Figure`` out.
+
+Every page draws through these functions, so the conventions hold everywhere:
+
+* rows are queries and columns are keys, labelled with the tokens on numeric
+  axes (``tickvals``/``ticktext``), so a token that occurs twice stays two rows;
+* every token label passes through ``token_label``, which makes whitespace
+  visible and escapes it, so "<b>" or a link typed by a user is shown, never
+  interpreted by plotly;
+* colour scales are colour-blind-safe: Cividis for values that start at zero
+  (weights), ColorBrewer's RdBu, centred on zero, for signed values (scores, Q/K/V);
+* cell values are printed when the matrix is small; hover everywhere says the
+  row token, the column token, the value and what it means;
+* masked cells are blank and labelled "masked".
+
+Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math.
+"""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+SEQUENTIAL = "Cividis"
+DIVERGING = "RdBu_r"
+SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+MASKED_FILL = "#D9D9D9"
+TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many entries
+TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
+
+
+@dataclass(frozen=True)
+class FigureStyle:
+    """Font sizes and margins; ``PRESENTER`` is readable from the back of a room."""
+
+    font_size: int = 13
+    tick_size: int = 12
+    title_size: int = 16
+    cell_text_size: int = 12
+    height_per_row: int = 34
+    min_height: int = 260
+    max_height: int = 640
+
+
+DEFAULT_STYLE = FigureStyle()
+PRESENTER = FigureStyle(
+    font_size=20,
+    tick_size=18,
+    title_size=24,
+    cell_text_size=18,
+    height_per_row=44,
+    min_height=300,
+    max_height=560,
+)
+
+_INVISIBLE = {" ": "␣", "\t": "⇥", "\n": "↵", "\r": "␍"}
+
+
+def visible_token(piece: str, *, max_chars: int = 24) -> str:
+    """A token's text with whitespace and invisible characters made visible and
+    long pieces shortened; for places that show text literally (tables)."""
+    shown = []
+    for char in piece:
+        if char in _INVISIBLE:
+            shown.append(_INVISIBLE[char])
+        elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn"):
+            shown.append(f"⟨U+{ord(char):04X}⟩")
+        else:
+            shown.append(char)
+    text = "".join(shown) or "∅"
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    # Bidirectional text stays in its own run, so a right-to-left token cannot reorder its neighbours.
+    if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text):
+        text = "\u2068" + text + "\u2069"
+    return text
+
+
+def token_label(piece: str, *, max_chars: int = 24) -> str:
+    """A token as a plotly label: ``visible_token`` with HTML special characters
+    escaped, so "<b>" or a link typed by a user is shown, never interpreted."""
+    return html.escape(visible_token(piece, max_chars=max_chars), quote=False)
+
+
+def token_labels(pieces: Sequence[str]) -> list[str]:
+    return [token_label(p) for p in pieces]
+
+
+def plain_label(text: str) -> str:
+    """Escape a label that is not a token (a dimension name, a series name)."""
+    return html.escape(str(text), quote=False)
+
+
+def _ticks(count: int) -> list[int]:
+    if count <= TICK_LIMIT:
+        return list(range(count))
+    step = int(np.ceil(count / TICK_LIMIT))
+    return list(range(0, count, step))
+
+
+def _height(rows: int, style: FigureStyle, extra: int = 120) -> int:
+    return int(np.clip(rows * style.height_per_row + extra, style.min_height, style.max_height))
+
+
+def _layout(fig: go.Figure, title: str, style: FigureStyle, height: int) -> go.Figure:
+    fig.update_layout(
+        title={"text": plain_label(title), "font": {"size": style.title_size}, "x": 0, "xanchor": "left"},
+        font={"size": style.font_size},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40 + style.title_size, "b": 10},
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor=MASKED_FILL,
+        hoverlabel={"font": {"size": style.font_size}},
+    )
+    return fig
+
+
+def heatmap(
+    z,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "value",
+    meaning: str = "",
+    diverging: bool = False,
+    masked=None,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    row_title: str = "query",
+    col_title: str = "key",
+    decimals: int = 2,
+    highlight_row: int | None = None,
+    row_tokens: bool = True,
+    col_tokens: bool = True,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """A matrix as a heatmap with token (or other) labels on numeric axes.
+
+    ``row_labels``/``col_labels`` are raw token pieces (``row_tokens``/``col_tokens``
+    True) or plain names such as "dim 0"; either way they are made safe here.
+    ``masked`` (bool, same shape, True = masked) blanks cells and labels them "masked".
+    ``meaning`` is a sentence shown on hover.
+    """
+    values = np.asarray(z, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-d matrix, got shape {values.shape}.")
+    rows, cols = values.shape
+    if len(row_labels) != rows or len(col_labels) != cols:
+        raise ValueError(f"{rows}×{cols} matrix but {len(row_labels)} row and {len(col_labels)} column labels.")
+    hidden = np.zeros_like(values, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    hidden = hidden | ~np.isfinite(values)
+    shown = np.where(hidden, np.nan, values)
+
+    row_text = token_labels(row_labels) if row_tokens else [plain_label(x) for x in row_labels]
+    col_text = token_labels(col_labels) if col_tokens else [plain_label(x) for x in col_labels]
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
+    finite = shown[np.isfinite(shown)]
+    if diverging:
+        bound = float(np.max(np.abs(finite))) if finite.size else 1.0
+        zmin = -bound if zmin is None else zmin
+        zmax = bound if zmax is None else zmax
+    trace = go.Heatmap(
+        z=shown,
+        x=list(range(cols)),
+        y=list(range(rows)),
+        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=0 if diverging else None,
+        colorbar={"thickness": 12, "tickfont": {"size": style.tick_size}},
+        hoverongaps=False,
+        xgap=1 if small else 0,
+        ygap=1 if small else 0,
+    )
+    meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
+    if small:
+        trace.customdata = np.dstack(
+            [np.repeat(np.array(row_text, dtype=object)[:, None], cols, axis=1), np.tile(col_text, (rows, 1))]
+        )
+        trace.hovertemplate = (
+            f"{plain_label(row_title)}: %{{customdata[0]}}<br>{plain_label(col_title)}: %{{customdata[1]}}"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
+        )
+        trace.text = [
+            ["" if hidden[i, j] else f"{values[i, j]:.{decimals}f}" for j in range(cols)] for i in range(rows)
+        ]
+        trace.texttemplate = "%{text}"
+        trace.textfont = {"size": style.cell_text_size}
+    else:
+        trace.hovertemplate = (
+            f"{plain_label(row_title)} #%{{y}}<br>{plain_label(col_title)} #%{{x}}"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
+        )
+    fig = go.Figure(trace)
+    if masked is not None and small:
+        ii, jj = np.nonzero(hidden)
+        fig.add_trace(
+            go.Scatter(
+                x=jj.tolist(),
+                y=ii.tolist(),
+                mode="text",
+                text=["masked"] * len(ii),
+                textfont={"size": max(style.cell_text_size - 3, 9), "color": "#555555"},
+                hovertemplate="masked: this key is in the query's future (score −∞, weight 0)<extra></extra>",
+                showlegend=False,
+                name="masked",
+            )
+        )
+    if highlight_row is not None and 0 <= highlight_row < rows:
+        fig.add_shape(
+            type="rect",
+            x0=-0.5,
+            x1=cols - 0.5,
+            y0=highlight_row - 0.5,
+            y1=highlight_row + 0.5,
+            line={"color": "#D55E00", "width": 3},
+        )
+    row_ticks, col_ticks = _ticks(rows), _ticks(cols)
+    fig.update_yaxes(
+        tickvals=row_ticks,
+        ticktext=[row_text[i] for i in row_ticks],
+        autorange="reversed",
+        title={"text": plain_label(row_title) + "s"},
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_xaxes(
+        tickvals=col_ticks,
+        ticktext=[col_text[j] for j in col_ticks],
+        title={"text": plain_label(col_title) + "s"},
+        tickfont={"size": style.tick_size},
+        side="top",
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_layout(xaxis_title_standoff=4)
+    return _layout(fig, title, style, _height(rows, style))
+
+
+def bars(
+    values: Mapping[str, Sequence[float]],
+    labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "value",
+    meaning: str = "",
+    decimals: int = 4,
+    highlight: int | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """One or more series of per-token values as grouped bars (e.g. a score row
+    and its three normalizations). Non-finite values (nan, inf) are drawn as
+    empty bars labelled with what they are."""
+    x = list(range(len(labels)))
+    text_labels = token_labels(labels)
+    fig = go.Figure()
+    for index, (name, series) in enumerate(values.items()):
+        data = np.asarray(series, dtype=np.float64)
+        if data.shape != (len(labels),):
+            raise ValueError(f"series {name!r} has {data.size} values for {len(labels)} labels.")
+        finite = np.isfinite(data)
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=np.where(finite, data, 0.0),
+                name=plain_label(name),
+                marker_color=SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                text=[f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(data, finite, strict=True)],
+                textposition="outside" if len(labels) <= TEXT_CELL_LIMIT else "none",
+                customdata=np.array(text_labels, dtype=object),
+                hovertemplate=(
+                    f"%{{customdata}}<br>{plain_label(name)}: %{{text}}"
+                    + (f"<br>{plain_label(meaning)}" if meaning else "")
+                    + "<extra></extra>"
+                ),
+                cliponaxis=False,
+            )
+        )
+    if highlight is not None and 0 <= highlight < len(labels):
+        fig.add_vrect(x0=highlight - 0.5, x1=highlight + 0.5, fillcolor="#D55E00", opacity=0.12, line_width=0)
+    ticks = _ticks(len(labels))
+    fig.update_xaxes(tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickfont={"size": style.tick_size})
+    fig.update_yaxes(title={"text": plain_label(value_name)}, tickfont={"size": style.tick_size}, zeroline=True)
+    fig.update_layout(
+        barmode="group",
+        plot_bgcolor="rgba(0,0,0,0)",
+        legend={"orientation": "h", "y": -0.2},
+    )
+    fig = _layout(fig, title, style, style.min_height + 80)
+    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
+    return fig
+
+
+def stacked_contributions(
+    contributions,
+    token_pieces: Sequence[str],
+    *,
+    title: str,
+    dim_names: Sequence[str] | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """A context vector as the sum of each token's weighted input.
+
+    ``contributions`` is (num_tokens, d): row j is ``weight_j * x_j``. One bar
+    per dimension, stacked by token, so each bar's height is the context vector's entry.
+    """
+    data = np.asarray(contributions, dtype=np.float64)
+    num_tokens, dims = data.shape
+    names = list(dim_names) if dim_names is not None else [f"dim {k}" for k in range(dims)]
+    labels = token_labels(token_pieces)
+    fig = go.Figure()
+    for j in range(num_tokens):
+        fig.add_trace(
+            go.Bar(
+                x=list(range(dims)),
+                y=data[j],
+                name=f"{j}: {labels[j]}",
+                marker_color=SERIES_COLOURS[j % len(SERIES_COLOURS)],
+                hovertemplate=f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
+            )
+        )
+    totals = data.sum(axis=0)
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(dims)),
+            y=totals,
+            mode="markers+text",
+            text=[f"{t:.4f}" for t in totals] if dims <= TEXT_CELL_LIMIT else None,
+            textposition="top center",
+            marker={"symbol": "line-ew-open", "size": 28, "color": "#000000", "line": {"width": 3}},
+            name="context vector",
+            hovertemplate="context vector entry %{y:.4f}<extra></extra>",
+        )
+    )
+    ticks = _ticks(dims)
+    fig.update_xaxes(
+        tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks], tickfont={"size": style.tick_size}
+    )
+    fig.update_yaxes(tickfont={"size": style.tick_size}, title={"text": "sum of weighted inputs"})
+    fig.update_layout(barmode="relative", legend={"orientation": "h", "y": -0.25})
+    fig = _layout(fig, title, style, style.min_height + 140)
+    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
+    return fig
+
+
+def lines(
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    log_x: bool = False,
+    log_y: bool = False,
+    dashed: Sequence[str] = (),
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Several named series against a shared x axis (scaling lab, convergence, timings)."""
+    fig = go.Figure()
+    for index, (name, ys) in enumerate(series.items()):
+        fig.add_trace(
+            go.Scatter(
+                x=list(x),
+                y=list(np.asarray(ys, dtype=np.float64)),
+                mode="lines+markers",
+                name=plain_label(name),
+                line={
+                    "color": SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                    "dash": "dash" if name in dashed else "solid",
+                    "width": 3,
+                },
+                hovertemplate=f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
+                f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(
+        type="log" if log_x else "linear", title={"text": plain_label(x_title)}, tickfont={"size": style.tick_size}
+    )
+    fig.update_yaxes(
+        type="log" if log_y else "linear", title={"text": plain_label(y_title)}, tickfont={"size": style.tick_size}
+    )
+    fig.update_layout(legend={"orientation": "h", "y": -0.25})
+    fig = _layout(fig, title, style, style.min_height + 140)
+    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
+    return fig
+
+
+def heatmap_grid(
+    matrices,
+    titles: Sequence[str],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "attention weight",
+    masked=None,
+    columns: int = 3,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Several same-sized weight matrices (e.g. one per head) on one shared colour scale."""
+    stack = np.asarray(matrices, dtype=np.float64)
+    count, rows, cols = stack.shape
+    columns = max(1, min(columns, count))
+    grid_rows = int(np.ceil(count / columns))
+    fig = make_subplots(
+        rows=grid_rows,
+        cols=columns,
+        subplot_titles=[plain_label(t) for t in titles],
+        horizontal_spacing=0.06,
+        vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
+    )
+    hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    row_text, col_text = token_labels(row_labels), token_labels(col_labels)
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
+    finite = stack[np.isfinite(stack)]
+    zmax = float(finite.max()) if finite.size else 1.0
+    for k in range(count):
+        z = np.where(hidden, np.nan, stack[k])
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=list(range(cols)),
+                y=list(range(rows)),
+                colorscale=SEQUENTIAL,
+                zmin=0.0,
+                zmax=zmax,
+                showscale=k == 0,
+                colorbar={"thickness": 12},
+                hoverongaps=False,
+                text=[[("" if hidden[i, j] else f"{z[i, j]:.2f}") for j in range(cols)] for i in range(rows)]
+                if small
+                else None,
+                texttemplate="%{text}" if small else None,
+                hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
+                f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+            ),
+            row=k // columns + 1,
+            col=k % columns + 1,
+        )
+    row_ticks, col_ticks = _ticks(rows), _ticks(cols)
+    fig.update_yaxes(
+        tickvals=row_ticks,
+        ticktext=[row_text[i] for i in row_ticks],
+        autorange="reversed",
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+    )
+    fig.update_xaxes(
+        tickvals=col_ticks,
+        ticktext=[col_text[j] for j in col_ticks],
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+    )
+    height = min(style.max_height + 200, grid_rows * max(_height(rows, style, extra=60), 240))
+    return _layout(fig, title, style, height)
+
+
+def export_config(file_name: str, *, scale: int = 3) -> dict:
+    """plotly's toolbar config: PNG download at presentation resolution, named for the view."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": "png", "filename": safe, "scale": scale},
+        "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+    }

@@ -1,0 +1,222 @@
+"""The explorer's settings: one small object, validated at the boundary.
+
+``Settings`` holds everything a view depends on. It is built from widget
+values or from a URL's query parameters, and written back to the URL, so a
+link reproduces a view. Every value a user controls is clamped to ``LIMITS``,
+which keeps one session from exhausting a shared server; whatever had to be
+changed is reported as a notice, never as an error. This module does not
+import Streamlit and is tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+
+from attention.embeddings import BOOK_SENTENCE
+
+BOOK = "book"
+TEXT = "text"
+MAX_TEXT_CHARS = 60_000  # a long paste is kept whole; only its first context_length tokens are used
+MAX_URL_TEXT_CHARS = 2_000  # longer sentences are not put in a link
+
+
+@dataclass(frozen=True)
+class Limit:
+    low: float
+    high: float
+    help: str
+
+
+LIMITS = {
+    "d_in": Limit(1, 1024, "embedding size of each token (the book's preset is fixed at 3)"),
+    "d_out": Limit(1, 1024, "output size; for multi-head attention the total, split across heads"),
+    "num_heads": Limit(1, 16, "number of attention heads; d_out must be divisible by it"),
+    "context_length": Limit(1, 1024, "longest sequence the mask covers; longer input is truncated"),
+    "dropout": Limit(0.0, 0.9, "probability of dropping each attention weight while training"),
+    "seed": Limit(0, 2**31 - 1, "seed for the weights, the embeddings and the dropout draws"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a view depends on. The defaults are the book's chapter-3 example."""
+
+    source: str = BOOK  # "book": the book's six 3-d vectors; "text": the typed sentence
+    text: str = BOOK_SENTENCE
+    d_in: int = 3
+    d_out: int = 2
+    num_heads: int = 2
+    context_length: int = 1024
+    dropout: float = 0.0
+    seed: int = 123
+    training: bool = False
+
+    @property
+    def effective_d_in(self) -> int:
+        return 3 if self.source == BOOK else self.d_in
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_out // self.num_heads
+
+    def key(self) -> tuple:
+        """A hashable key for caches."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+DEFAULTS = Settings()
+
+
+def _clamp_int(name: str, raw, notices: list[str]) -> int:
+    limit = LIMITS[name]
+    default = getattr(DEFAULTS, name)
+    try:
+        value = int(str(raw).strip()) if not isinstance(raw, int) else raw
+    except (TypeError, ValueError):
+        notices.append(f"{name}={str(raw)[:40]!r} is not a whole number; using {default}.")
+        return default
+    if value < limit.low or value > limit.high:
+        clamped = int(min(max(value, limit.low), limit.high))
+        notices.append(f"{name}={str(raw)[:40]} is outside {int(limit.low)}–{int(limit.high)}; using {clamped}.")
+        return clamped
+    return value
+
+
+def _clamp_float(name: str, raw, notices: list[str]) -> float:
+    limit = LIMITS[name]
+    default = getattr(DEFAULTS, name)
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        notices.append(f"{name}={str(raw)[:40]!r} is not a number; using {default}.")
+        return default
+    if value < limit.low or value > limit.high:
+        clamped = min(max(value, limit.low), limit.high)
+        notices.append(f"{name}={str(raw)[:40]} is outside {limit.low}–{limit.high}; using {clamped}.")
+        return clamped
+    return round(value, 4)
+
+
+def _fit_heads(d_out: int, num_heads: int, keep: str, notices: list[str]) -> tuple[int, int]:
+    """Make d_out divisible by num_heads, changing the one the user did not just set."""
+    if d_out % num_heads == 0:
+        return d_out, num_heads
+    if keep == "num_heads":
+        fixed = d_out + num_heads - d_out % num_heads
+        if fixed > LIMITS["d_out"].high:
+            fixed = d_out - d_out % num_heads
+        notices.append(
+            f"MultiHeadAttention splits d_out evenly across heads: with num_heads={num_heads}, "
+            f"d_out={d_out} became {fixed}."
+        )
+        return fixed, num_heads
+    fixed = max(h for h in range(1, min(num_heads, d_out) + 1) if d_out % h == 0)
+    notices.append(
+        f"MultiHeadAttention splits d_out evenly across heads: d_out={d_out} is not divisible by "
+        f"num_heads={num_heads}, so num_heads became {fixed}."
+    )
+    return d_out, fixed
+
+
+def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[str]]:
+    """Clamp every value to ``LIMITS`` and fix impossible combinations, explaining each change.
+
+    When d_out and num_heads do not divide, ``keep`` names the one to leave alone.
+    """
+    notices: list[str] = []
+    source = settings.source if settings.source in (BOOK, TEXT) else BOOK
+    text = settings.text if isinstance(settings.text, str) else DEFAULTS.text
+    if len(text) > MAX_TEXT_CHARS:
+        notices.append(f"The text is {len(text):,} characters long; only the first {MAX_TEXT_CHARS:,} are used.")
+        text = text[:MAX_TEXT_CHARS]
+    values = {
+        "d_in": _clamp_int("d_in", settings.d_in, notices),
+        "d_out": _clamp_int("d_out", settings.d_out, notices),
+        "num_heads": _clamp_int("num_heads", settings.num_heads, notices),
+        "context_length": _clamp_int("context_length", settings.context_length, notices),
+        "dropout": _clamp_float("dropout", settings.dropout, notices),
+        "seed": _clamp_int("seed", settings.seed, notices),
+    }
+    values["d_out"], values["num_heads"] = _fit_heads(values["d_out"], values["num_heads"], keep, notices)
+    training = settings.training if isinstance(settings.training, bool) else DEFAULTS.training
+    return Settings(source=source, text=text, training=training, **values), notices
+
+
+_TRUE = {"1", "true", "yes", "on", "train"}
+_FALSE = {"0", "false", "no", "off", "eval"}
+QUERY_KEYS = ("input", "text", "d_in", "d_out", "heads", "ctx", "p", "seed", "mode")
+
+
+def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
+    """Settings from a URL's query parameters; bad or unknown values fall back with a notice."""
+    notices: list[str] = []
+    raw: dict = asdict(DEFAULTS)
+    source = params.get("input")
+    if source is not None:
+        if source in (BOOK, TEXT):
+            raw["source"] = source
+        else:
+            notices.append(f"input={str(source)[:40]!r} is unknown; showing the book's example.")
+    if "text" in params:
+        text = str(params["text"])
+        if len(text) > MAX_URL_TEXT_CHARS:
+            notices.append(
+                f"The sentence in the link is {len(text):,} characters; links carry at most "
+                f"{MAX_URL_TEXT_CHARS:,}, so it was cut there."
+            )
+            text = text[:MAX_URL_TEXT_CHARS]
+        raw["text"] = text
+        if source is None:
+            raw["source"] = TEXT
+    for key, field in (
+        ("d_in", "d_in"),
+        ("d_out", "d_out"),
+        ("heads", "num_heads"),
+        ("ctx", "context_length"),
+        ("p", "dropout"),
+        ("seed", "seed"),
+    ):
+        if key in params:
+            raw[field] = params[key]
+    if "mode" in params:
+        mode = str(params["mode"]).lower()
+        if mode in _TRUE:
+            raw["training"] = True
+        elif mode in _FALSE:
+            raw["training"] = False
+        else:
+            notices.append(f"mode={str(params['mode'])[:40]!r} is unknown; using eval.")
+    settings, more = validate(Settings(**raw))
+    return settings, notices + more
+
+
+def to_query_params(settings: Settings) -> dict[str, str]:
+    """The query parameters that reproduce ``settings``; values equal to the defaults are left out."""
+    params: dict[str, str] = {}
+    if settings.source != DEFAULTS.source:
+        params["input"] = settings.source
+    if settings.source == TEXT and len(settings.text) <= MAX_URL_TEXT_CHARS:
+        params["text"] = settings.text
+    pairs = (
+        ("d_in", settings.d_in, DEFAULTS.d_in),
+        ("d_out", settings.d_out, DEFAULTS.d_out),
+        ("heads", settings.num_heads, DEFAULTS.num_heads),
+        ("ctx", settings.context_length, DEFAULTS.context_length),
+        ("p", settings.dropout, DEFAULTS.dropout),
+        ("seed", settings.seed, DEFAULTS.seed),
+    )
+    for key, value, default in pairs:
+        if value != default:
+            params[key] = str(value)
+    if settings.training != DEFAULTS.training:
+        params["mode"] = "train" if settings.training else "eval"
+    return params
+
+
+def with_changes(settings: Settings, **changes) -> tuple[Settings, list[str]]:
+    """``settings`` with some fields changed, validated."""
+    return validate(replace(settings, **changes))

@@ -1,0 +1,198 @@
+"""Settings in the sidebar, mirrored in ``st.session_state`` and the URL.
+
+One ``Settings`` object is the source of truth. The sidebar widgets edit it;
+their ``on_change`` callback validates the new values and writes any
+correction back into the widgets before the page runs, so the sidebar never
+shows a value the pages do not use. The URL is rewritten after each run, so a
+copied link reproduces the view; a link's parameters are read once, when a
+session starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from .settings import BOOK, LIMITS, TEXT, Settings, from_query_params, to_query_params, validate
+
+_WIDGETS = {  # Settings field -> widget key
+    "source": "w_source",
+    "text": "w_text",
+    "d_in": "w_d_in",
+    "d_out": "w_d_out",
+    "num_heads": "w_num_heads",
+    "context_length": "w_context_length",
+    "dropout": "w_dropout",
+    "seed": "w_seed",
+    "training": "w_training",
+}
+PAGE_PARAMS = "page_params"  # query parameters a page adds for this run (step, query token, head)
+
+
+def _from_widgets() -> Settings:
+    state = st.session_state
+    return Settings(**{field: state[key] for field, key in _WIDGETS.items()})
+
+
+def _to_widgets(settings: Settings) -> None:
+    for field, key in _WIDGETS.items():
+        st.session_state[key] = getattr(settings, field)
+
+
+def _on_change(field: str = "") -> None:
+    settings, notices = validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out")
+    _to_widgets(settings)
+    st.session_state["settings"] = settings
+    st.session_state["settings_notices"] = notices
+
+
+def set_settings(**changes) -> None:
+    """Change settings from a page's button (use as an ``on_click`` callback)."""
+    settings, notices = validate(replace(current(), **changes))
+    _to_widgets(settings)
+    st.session_state["settings"] = settings
+    st.session_state["settings_notices"] = notices
+
+
+def ensure_entrypoint() -> None:
+    """Make sure ``streamlit_app.py`` (sidebar and navigation) runs around every page.
+
+    Streamlit treats an app with a ``pages/`` folder as an old-style
+    multipage app until the entry script has called ``st.navigation`` once in
+    the server process. If the first request after a start is a deep link
+    (``/causal_mask?step=3``), it runs that page file alone, without the
+    sidebar, and stays in that mode. Pages call this first: it switches the
+    process to ``st.navigation`` mode and reruns, so the entry script runs.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def current() -> Settings:
+    """The validated settings of this session (pages call this first)."""
+    ensure_entrypoint()
+    return st.session_state.get("settings", Settings())
+
+
+def start_session() -> None:
+    """Read the URL once per session into the settings and the pages' initial state."""
+    state = st.session_state
+    if "settings" in state:
+        return
+    params = st.query_params.to_dict()
+    settings, notices = from_query_params(params)
+    state["settings"] = settings
+    state["settings_notices"] = notices
+    state["initial_params"] = params
+    _to_widgets(settings)
+
+
+def sidebar() -> Settings:
+    """Draw the shared settings and return the validated ``Settings``."""
+    start_session()
+    state = st.session_state
+    with st.sidebar:
+        st.radio(
+            "Input",
+            (BOOK, TEXT),
+            key="w_source",
+            format_func=lambda s: "The book's example (6 tokens, 3-d)" if s == BOOK else "My own sentence",
+            on_change=_on_change,
+        )
+        st.text_input(
+            "Sentence",
+            key="w_text",
+            on_change=_on_change,
+            disabled=state["w_source"] == BOOK,
+            help="Any text: it is tokenized with GPT-2's BPE. Press Enter to apply.",
+        )
+        left, right = st.columns(2)
+        left.number_input(
+            "d_in",
+            min_value=int(LIMITS["d_in"].low),
+            max_value=int(LIMITS["d_in"].high),
+            key="w_d_in",
+            on_change=_on_change,
+            disabled=state["w_source"] == BOOK,
+            help=f"{LIMITS['d_in'].help} (1–{int(LIMITS['d_in'].high)})",
+        )
+        right.number_input(
+            "d_out",
+            min_value=int(LIMITS["d_out"].low),
+            max_value=int(LIMITS["d_out"].high),
+            key="w_d_out",
+            on_change=_on_change,
+            help=f"{LIMITS['d_out'].help} (1–{int(LIMITS['d_out'].high)})",
+        )
+        left.number_input(
+            "num_heads",
+            min_value=int(LIMITS["num_heads"].low),
+            max_value=int(LIMITS["num_heads"].high),
+            key="w_num_heads",
+            on_change=_on_change,
+            args=("num_heads",),
+            help=f"{LIMITS['num_heads'].help} (1–{int(LIMITS['num_heads'].high)})",
+        )
+        right.number_input(
+            "context_length",
+            min_value=int(LIMITS["context_length"].low),
+            max_value=int(LIMITS["context_length"].high),
+            key="w_context_length",
+            on_change=_on_change,
+            help=f"{LIMITS['context_length'].help} (1–{int(LIMITS['context_length'].high)})",
+        )
+        left.number_input(
+            "dropout p",
+            min_value=LIMITS["dropout"].low,
+            max_value=LIMITS["dropout"].high,
+            step=0.05,
+            format="%.2f",
+            key="w_dropout",
+            on_change=_on_change,
+            help=f"{LIMITS['dropout'].help} (0–{LIMITS['dropout'].high})",
+        )
+        right.number_input(
+            "seed",
+            min_value=int(LIMITS["seed"].low),
+            max_value=int(LIMITS["seed"].high),
+            key="w_seed",
+            on_change=_on_change,
+            help=LIMITS["seed"].help,
+        )
+        st.toggle(
+            "Training mode (dropout on)",
+            key="w_training",
+            on_change=_on_change,
+            help="In eval mode dropout does nothing; in training mode it drops attention weights.",
+        )
+        for notice in state.get("settings_notices", []):
+            st.info(notice, icon=":material/info:")
+    return state["settings"]
+
+
+def page_param(name: str, value) -> None:
+    """Record a page's own state (step, query token, head) for the URL of this run."""
+    st.session_state.setdefault(PAGE_PARAMS, {})[name] = str(value)
+
+
+def initial_param(name: str, page: str) -> str | None:
+    """A page parameter from the link that opened this session, used once by ``page``."""
+    used = st.session_state.setdefault("initial_params_used", set())
+    params = st.session_state.get("initial_params", {})
+    link_page = st.session_state.setdefault("link_page", page)  # the page the link opened
+    if page != link_page or (page, name) in used or name not in params:
+        return None
+    used.add((page, name))
+    return params[name]
+
+
+def sync_url() -> None:
+    """Write the current view into the URL, so the address bar is a deep link."""
+    params = to_query_params(current())
+    params.update(st.session_state.pop(PAGE_PARAMS, {}))
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)

@@ -1,0 +1,58 @@
+"""Helpers for driving the app with Streamlit's ``AppTest``.
+
+AppTest resets ``PagesManager.uses_pages_directory`` before every run, and
+because this project has a ``pages/`` folder, reruns then take Streamlit's
+old pages-directory path and execute the page without the entry script (no
+sidebar, no navigation). A real server sets the flag to False for good as
+soon as ``st.navigation`` runs; ``app()`` restores that behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import app_test as app_test_module
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = str(ROOT / "streamlit_app.py")
+
+
+class _NavigationPagesManager(PagesManager):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+
+app_test_module.PagesManager = _NavigationPagesManager
+
+
+def app(page: str | None = None, *, query_params: dict | None = None, timeout: float = 30) -> AppTest:
+    """An AppTest of the whole app, run once, then switched to ``page`` (e.g. "pages/tokens.py")."""
+    at = AppTest.from_file(ENTRY, default_timeout=timeout)
+    if query_params:
+        at.query_params.update(query_params)
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    return at
+
+
+def figure_specs(at: AppTest) -> list[dict]:
+    """The JSON of every plotly chart on the page."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def decode(value) -> np.ndarray:
+    """A plotly array from figure JSON: a plain list or a base64 typed array."""
+    if isinstance(value, dict) and "bdata" in value:
+        import base64
+
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if "shape" in value:
+            array = array.reshape([int(s) for s in str(value["shape"]).split(",")])
+        return array
+    return np.array(value, dtype=float)
