@@ -6,15 +6,25 @@ settings; each page in ``pages/`` shows one stage of the chapter.
 
 import streamlit as st
 
-from explorer import state
+from explorer import state, ui
 
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/grid_on:", layout="wide")
+st.set_page_config(
+    page_title="Attention Explorer",
+    page_icon=":material/grid_on:",
+    layout="wide",
+    initial_sidebar_state="collapsed" if state.presenter() else "auto",
+)
 
 PAGES = [
     st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/text_fields:", default=True),
 ]
 
-state.sidebar()
 navigation = st.navigation(PAGES)
+settings = state.sidebar()
+if state.presenter():
+    ui.presenter_css()
+ui.begin_run()
 navigation.run()
+ui.step_exports(navigation.title, settings)
+state.share_link(navigation.url_path)
 state.sync_url()

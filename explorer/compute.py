@@ -10,7 +10,7 @@ or steps recomputes nothing that is unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
@@ -157,6 +157,7 @@ def simplified_view(settings: Settings, query: int) -> dict:
         "by_sum": normalized.by_sum.numpy(),
         "naive_softmax": normalized.naive_softmax.numpy(),
         "torch_softmax": normalized.torch_softmax.numpy(),
+        "naive_vs_torch_max_difference": float((normalized.naive_softmax - normalized.torch_softmax).abs().max()),
         "overflow_scores": overflow.attn_scores.numpy(),
         "overflow_naive": overflow.naive_softmax.numpy(),
         "overflow_torch": overflow.torch_softmax.numpy(),
@@ -197,11 +198,18 @@ def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed:
 
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
 def mask_view(settings: Settings) -> dict:
-    """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways."""
-    steps = module_trace(settings, "CausalAttention")
+    """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
+
+    The trace runs in eval mode, so the context vectors are the masked weights
+    times the values; dropout has its own page.
+    """
+    steps = module_trace(replace(settings, training=False), "CausalAttention")
     comparison = attention.compare_masking(torch.from_numpy(steps["scaled_scores"][0, 0]))
     return {
+        "pieces": prepared(settings).pieces,
+        "truncated_from": prepared(settings).truncated_from,
         "steps": steps,
+        "mask_buffer_shape": tuple(module_for("CausalAttention", settings).mask.shape),
         "unmasked_weights": comparison.unmasked_weights.numpy(),
         "mask": comparison.mask.numpy(),
         "masked_scores": comparison.masked_scores.numpy(),
@@ -211,18 +219,40 @@ def mask_view(settings: Settings) -> dict:
     }
 
 
+DROPOUT_CELL_BUDGET = attention.dropout.MAX_DROPOUT_SAMPLES * 64 * 64  # weights drawn per average, at most
+
+
+def dropout_sample_limit(num_tokens: int) -> int:
+    """The most draws one average may take: all of them up to 64 tokens, fewer for longer inputs."""
+    return max(1, min(attention.dropout.MAX_DROPOUT_SAMPLES, DROPOUT_CELL_BUDGET // num_tokens**2))
+
+
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
 def dropout_view(settings: Settings, num_samples: int) -> dict:
-    """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws."""
+    """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
+
+    In eval mode nothing is dropped, so the average uses p = 0 too. ``num_samples``
+    is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
+    """
     steps = module_trace(settings, "CausalAttention")
     weights = torch.from_numpy(steps["attn_weights"][0, 0])  # (num_tokens, num_tokens)
     draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
-    average = attention.dropout_average(weights, settings.dropout, num_samples=num_samples, seed=settings.seed)
+    active = settings.training and settings.dropout > 0
+    max_samples = dropout_sample_limit(weights.shape[0])
+    num_samples = min(num_samples, max_samples)
+    average = attention.dropout_average(
+        weights, settings.dropout if active else 0.0, num_samples=num_samples, seed=settings.seed
+    )
     return {
+        "pieces": prepared(settings).pieces,
+        "mask": steps["mask"],
+        "active": active,
+        "scale": 1 / (1 - settings.dropout) if active else 1.0,
         "attn_weights": weights.numpy(),
         "keep": draw.keep.numpy(),
         "dropped_weights": draw.dropped_weights.numpy(),
         "row_sums": draw.row_sums.numpy(),
+        "max_samples": max_samples,
         "mean_weights": average.mean_weights.numpy(),
         "num_samples": average.num_samples.numpy(),
         "max_abs_error": average.max_abs_error.numpy(),
@@ -233,62 +263,100 @@ def dropout_view(settings: Settings, num_samples: int) -> dict:
 PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password)
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays, up to 64 MiB each
+
+
+@st.cache_data(max_entries=VIEW_ENTRIES, show_spinner=False)
 def batch_view(settings: Settings, second_text: str | None) -> dict:
     """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
 
-    ``second_text=None`` repeats the first sentence, as the book does. A
+    ``second_text=None`` (or blank) repeats the first sentence, as the book does. A
     shorter sentence is padded at the end with ``<|endoftext|>`` (GPT-2's pad
     token); ``unpadded_max_difference`` measures that padding at the end does
-    not change the real tokens' outputs, because the causal mask hides it.
+    not change the real tokens' outputs, because the causal mask hides it
+    (nan in training mode, where the dropout draws differ).
+
+    Shapes: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T),
+    after dropout when it is active; ``output`` (2, T, d_out).
     """
     first = prepared(settings)
-    if second_text is None:
-        second_pieces, second_inputs = first.pieces, torch.from_numpy(first.inputs)
+    if second_text is None or not second_text.strip():
+        second = first
     else:
-        other = prepare("text", second_text, settings.effective_d_in, settings.seed, settings.context_length)
-        second_pieces, second_inputs = other.pieces, torch.from_numpy(other.inputs)
-    first_inputs = torch.from_numpy(first.inputs)  # (T1, d_in)
-    lengths = (first_inputs.shape[0], second_inputs.shape[0])
+        second = prepare("text", second_text, settings.effective_d_in, settings.seed, settings.context_length)
+    lengths = (len(first.pieces), len(second.pieces))
     num_tokens = max(lengths)
     pad_vector = attention.token_vector(attention.tokens.ENDOFTEXT_ID, settings.effective_d_in, settings.seed)
     rows, pieces = [], []
-    for item_inputs, item_pieces in ((first_inputs, first.pieces), (second_inputs, second_pieces)):
+    for item in (first, second):
+        item_inputs = torch.from_numpy(item.inputs)  # (T_item, d_in)
         padding = num_tokens - item_inputs.shape[0]
         rows.append(torch.cat([item_inputs, pad_vector.expand(padding, -1)]))  # (num_tokens, d_in)
-        pieces.append(tuple(item_pieces) + (PAD_TOKEN,) * padding)
+        pieces.append(tuple(item.pieces) + (PAD_TOKEN,) * padding)
     batch = torch.stack(rows)  # (2, num_tokens, d_in)
     ca = module_for("CausalAttention", settings)
-    steps = trace_arrays(attention.trace(ca, batch, training=settings.training, seed=settings.seed))
+    trace = attention.trace(ca, batch, training=settings.training, seed=settings.seed)
     differences = []
     for item, length in enumerate(lengths):
         alone = attention.trace(ca, batch[item, :length], training=False).output[0]  # (length, d_out)
-        batched = torch.from_numpy(steps["output"][item, :length])  # (length, d_out)
+        batched = trace.output[item, :length]  # (length, d_out)
         differences.append(float((alone - batched).abs().max()) if not settings.training else float("nan"))
     return {
-        "steps": steps,
         "pieces": pieces,
         "lengths": lengths,
+        "truncated_from": (first.truncated_from, second.truncated_from),
         "batch_shape": tuple(batch.shape),
         "mask_buffer_shape": tuple(ca.mask.shape),
+        "inputs": batch.numpy(),
+        "mask": trace.mask.numpy(),
+        "weights": trace.dropped_weights[:, 0].numpy(),
+        "dropout_active": trace.dropout_mask is not None,
+        "output": trace.output.numpy(),
         "unpadded_max_difference": differences,
     }
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+SHARED_D_OUT_LIMIT = 4096  # the largest d_out a MultiHeadAttention may have (attention.trainable.check_size)
+
+
+@st.cache_data(max_entries=VIEW_ENTRIES, show_spinner=False)
 def multihead_view(settings: Settings) -> dict:
-    """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights."""
+    """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights.
+
+    The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in
+    all, as in the book); the efficient module splits ``d_out`` into
+    ``num_heads`` heads of ``head_dim``. The agreement check builds a
+    ``MultiHeadAttention`` of ``num_heads * d_out`` outputs from the wrapper's
+    weights, in eval mode; it is None when that exceeds ``SHARED_D_OUT_LIMIT``.
+
+    Shapes: ``mask`` (T, T); ``*_weights`` (num_heads, T, T), after dropout when
+    it is active; ``wrapper_head_context`` (num_heads, T, d_out);
+    ``wrapper_output`` (T, num_heads * d_out); ``efficient_output`` (T, d_out);
+    ``efficient_shapes`` the batched shape of each traced tensor.
+    """
     inputs = _inputs_tensor(settings).unsqueeze(0)  # (1, num_tokens, d_in)
     wrapper = module_for("MultiHeadAttentionWrapper", settings)
     efficient = module_for("MultiHeadAttention", settings)
-    wrapper_steps = trace_arrays(attention.trace(wrapper, inputs, training=settings.training, seed=settings.seed))
-    efficient_steps = trace_arrays(attention.trace(efficient, inputs, training=settings.training, seed=settings.seed))
-    shared = attention.multihead_from_wrapper(wrapper).eval()
-    with torch.no_grad():
-        agreement = float((shared(inputs) - wrapper(inputs)).abs().max())
+    wrapper_trace = attention.trace(wrapper, inputs, training=settings.training, seed=settings.seed)
+    efficient_trace = attention.trace(efficient, inputs, training=settings.training, seed=settings.seed)
+    shared_d_out = settings.num_heads * settings.d_out
+    agreement = None
+    if shared_d_out <= SHARED_D_OUT_LIMIT:
+        shared = attention.multihead_from_wrapper(wrapper).eval()
+        with torch.no_grad():
+            reference = wrapper(inputs) if settings.training else wrapper_trace.output  # (1, num_tokens, h * d_out)
+            agreement = float((shared(inputs) - reference).abs().max())
     return {
-        "wrapper": wrapper_steps,
-        "efficient": efficient_steps,
+        "pieces": prepared(settings).pieces,
+        "truncated_from": prepared(settings).truncated_from,
+        "mask": efficient_trace.mask.numpy(),
+        "dropout_active": efficient_trace.dropout_mask is not None,
+        "wrapper_weights": wrapper_trace.dropped_weights[0].numpy(),
+        "wrapper_head_context": wrapper_trace.head_context[0].numpy(),
+        "wrapper_output": wrapper_trace.output[0].numpy(),
+        "efficient_weights": efficient_trace.dropped_weights[0].numpy(),
+        "efficient_output": efficient_trace.output[0].numpy(),
+        "efficient_shapes": {name: tuple(t.shape) for name, t in efficient_trace.tensors().items()},
+        "shared_d_out": shared_d_out,
         "wrapper_vs_efficient_max_difference": agreement,
-        "projected_shape": (1, inputs.shape[1], settings.d_out),
     }

@@ -110,10 +110,19 @@ def _height(rows: int, style: FigureStyle, extra: int = 120) -> int:
 
 def _layout(fig: go.Figure, title: str, style: FigureStyle, height: int) -> go.Figure:
     fig.update_layout(
-        title={"text": plain_label(title), "font": {"size": style.title_size}, "x": 0, "xanchor": "left"},
+        title={
+            "text": plain_label(title),
+            "font": {"size": style.title_size},
+            "x": 0,
+            "xanchor": "left",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 6},
+        },
         font={"size": style.font_size},
         height=height,
-        margin={"l": 10, "r": 10, "t": 40 + style.title_size, "b": 10},
+        margin={"l": 10, "r": 10, "t": 2 * style.title_size + 2 * style.tick_size + 24, "b": 10},
         paper_bgcolor="rgba(0,0,0,0)",
         plot_bgcolor=MASKED_FILL,
         hoverlabel={"font": {"size": style.font_size}},
@@ -170,6 +179,11 @@ def heatmap(
         z=shown,
         x=list(range(cols)),
         y=list(range(rows)),
+        meta={
+            "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
+            "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
+            "title": title,
+        },
         colorscale=DIVERGING if diverging else SEQUENTIAL,
         zmin=zmin,
         zmax=zmax,
@@ -419,6 +433,7 @@ def heatmap_grid(
     )
     hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     row_text, col_text = token_labels(row_labels), token_labels(col_labels)
+    row_raw, col_raw = [visible_token(x) for x in row_labels], [visible_token(x) for x in col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
     finite = stack[np.isfinite(stack)]
     zmax = float(finite.max()) if finite.size else 1.0
@@ -429,6 +444,7 @@ def heatmap_grid(
                 z=z,
                 x=list(range(cols)),
                 y=list(range(rows)),
+                meta={"rows": row_raw, "cols": col_raw, "title": titles[k]},
                 colorscale=SEQUENTIAL,
                 zmin=0.0,
                 zmax=zmax,
@@ -463,11 +479,148 @@ def heatmap_grid(
     return _layout(fig, title, style, height)
 
 
-def export_config(file_name: str, *, scale: int = 3) -> dict:
-    """plotly's toolbar config: PNG download at presentation resolution, named for the view."""
+def export_config(file_name: str, *, image_format: str = "png", scale: int = 3) -> dict:
+    """plotly's toolbar config: the camera button downloads PNG at presentation
+    resolution (``scale`` × the on-screen size) or SVG, named for the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
+    image_format = image_format if image_format in ("png", "svg") else "png"
     return {
         "displaylogo": False,
-        "toImageButtonOptions": {"format": "png", "filename": safe, "scale": scale},
+        "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": scale},
         "modeBarButtonsToRemove": ["lasso2d", "select2d"],
     }
+
+
+def _factor(value: float) -> str:
+    text = f"{value:.4g}".replace("-", "−")
+    return f"({text})" if value < 0 else text
+
+
+def dot_product_text(query_vector, key_vector, score: float, query: int, key: int, *, max_terms: int = 4) -> str:
+    """A dot product written out with its real numbers, numbered from 1 like the book:
+    "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.9544".
+
+    Only the first ``max_terms`` terms are written; the rest are "…". ``score``
+    is the dot product as the package computed it: nothing is computed here.
+    """
+    q = np.asarray(query_vector, dtype=np.float64)
+    k = np.asarray(key_vector, dtype=np.float64)
+    if q.shape != k.shape or q.ndim != 1:
+        raise ValueError(f"query and key vectors must have the same length, got {q.shape} and {k.shape}.")
+    terms = [f"{_factor(a)}×{_factor(b)}" for a, b in zip(q[:max_terms], k[:max_terms], strict=True)]
+    if q.size > max_terms:
+        terms.append(f"… ({q.size - max_terms:,} more terms)")
+    return f"x^({query + 1})·x^({key + 1}) = {' + '.join(terms)} = {score:.4f}"
+
+
+def dot_product_bars(
+    scores,
+    labels: Sequence[str],
+    query_vector,
+    key_vectors,
+    *,
+    query: int,
+    title: str,
+    value_name: str = "attention score",
+    max_terms: int = 4,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """One query's score row as bars; hovering a bar writes its dot product out.
+
+    ``scores`` (num_tokens,) are the query's dot products with every input,
+    ``query_vector`` (d,) and ``key_vectors`` (num_tokens, d) the inputs they
+    came from, used only to write the terms (see ``dot_product_text``). The
+    query's own bar is drawn in a second colour.
+    """
+    data = np.asarray(scores, dtype=np.float64)
+    keys = np.asarray(key_vectors, dtype=np.float64)
+    if data.shape != (len(labels),) or keys.shape[0] != len(labels):
+        raise ValueError(f"{data.size} scores and {keys.shape[0]} key vectors for {len(labels)} labels.")
+    text_labels = token_labels(labels)
+    written = [
+        dot_product_text(query_vector, keys[j], data[j], query, j, max_terms=max_terms) for j in range(len(keys))
+    ]
+    hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
+    small = len(labels) <= TEXT_CELL_LIMIT
+    fig = go.Figure(
+        go.Bar(
+            x=list(range(len(labels))),
+            y=data,
+            marker_color=[SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))],
+            text=[f"{v:.4f}" for v in data] if small else None,
+            textposition="outside" if small else "none",
+            hovertext=hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+            cliponaxis=False,
+            showlegend=False,
+        )
+    )
+    ticks = _ticks(len(labels))
+    fig.update_xaxes(
+        tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickfont={"size": style.tick_size}, title="key"
+    )
+    fig.update_yaxes(title={"text": plain_label(value_name)}, tickfont={"size": style.tick_size}, zeroline=True)
+    fig = _layout(fig, title, style, style.min_height + 60)
+    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
+    return fig
+
+
+def dropout_heatmap(
+    z,
+    keep,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    masked=None,
+    value_name: str = "attention weight after dropout",
+    meaning: str = "",
+    zmax: float | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Weights after one dropout draw: dropped cells blank and labelled "dropped".
+
+    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
+    (True = masked) marks the causal mask's future cells, which stay labelled
+    "masked" (they are 0 whether or not the draw dropped them). When the matrix
+    is too large for cell text, dropped cells carry a small "×".
+    """
+    values = np.asarray(z, dtype=np.float64)
+    future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    dropped = ~np.asarray(keep, dtype=bool) & ~future
+    fig = heatmap(
+        values,
+        row_labels,
+        col_labels,
+        title=title,
+        value_name=value_name,
+        meaning=meaning,
+        masked=future | dropped,
+        zmin=0.0,
+        zmax=zmax,
+        style=style,
+    )
+    fig.data = fig.data[:1]  # relabel the blank cells: "masked" and "dropped" separately
+    rows, cols = values.shape
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
+    label_size = max(style.cell_text_size - 3, 9)
+    for cells, text, hover in (
+        (future, "masked", "masked: this key is in the query's future (score −∞, weight 0)"),
+        (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
+    ):
+        ii, jj = np.nonzero(cells)
+        if ii.size == 0 or (not small and (text == "masked" or rows > TICK_LIMIT or cols > TICK_LIMIT)):
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=jj.tolist(),
+                y=ii.tolist(),
+                mode="text",
+                text=[text if small else "×"] * len(ii),
+                textfont={"size": label_size, "color": "#555555" if text == "masked" else "#B2182B"},
+                hovertemplate=f"{hover}<extra></extra>",
+                showlegend=False,
+                name=text,
+            )
+        )
+    return fig

@@ -10,11 +10,21 @@ session starts.
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import replace
 
 import streamlit as st
 
-from .settings import BOOK, LIMITS, TEXT, Settings, from_query_params, to_query_params, validate
+from .settings import (
+    BOOK,
+    LIMITS,
+    MAX_URL_TEXT_CHARS,
+    TEXT,
+    Settings,
+    from_query_params,
+    to_query_params,
+    validate,
+)
 
 _WIDGETS = {  # Settings field -> widget key
     "source": "w_source",
@@ -27,7 +37,8 @@ _WIDGETS = {  # Settings field -> widget key
     "seed": "w_seed",
     "training": "w_training",
 }
-PAGE_PARAMS = "page_params"  # query parameters a page adds for this run (step, query token, head)
+PAGE_PARAMS = "page_params"
+LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
 
 
 def _from_widgets() -> Settings:
@@ -88,7 +99,14 @@ def start_session() -> None:
     state["settings"] = settings
     state["settings_notices"] = notices
     state["initial_params"] = params
+    state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
     _to_widgets(settings)
+
+
+def presenter() -> bool:
+    """Presenter mode: large fonts, reduced chrome, for a projector (``?present=1``)."""
+    start_session()
+    return bool(st.session_state.get("presenter"))
 
 
 def sidebar() -> Settings:
@@ -96,6 +114,12 @@ def sidebar() -> Settings:
     start_session()
     state = st.session_state
     with st.sidebar:
+        st.toggle(
+            "Presenter mode",
+            key="presenter",
+            help="Large fonts and figures for a projector; also opens with ?present=1 in the link.",
+        )
+        st.session_state[LINK_SLOT] = st.container()
         st.radio(
             "Input",
             (BOOK, TEXT),
@@ -171,6 +195,14 @@ def sidebar() -> Settings:
         )
         for notice in state.get("settings_notices", []):
             st.info(notice, icon=":material/info:")
+        st.segmented_control(
+            "Figure download format",
+            ("png", "svg"),
+            default="png",
+            key="w_image_format",
+            format_func=str.upper,
+            help="What the camera button in each figure's toolbar downloads; PNG is 3× the on-screen size.",
+        )
     return state["settings"]
 
 
@@ -190,9 +222,31 @@ def initial_param(name: str, page: str) -> str | None:
     return params[name]
 
 
+def view_params() -> dict[str, str]:
+    """The query parameters that reproduce what is on screen now."""
+    params = to_query_params(current())
+    params.update(st.session_state.get(PAGE_PARAMS, {}))
+    if st.session_state.get("presenter"):
+        params["present"] = "1"
+    return params
+
+
+def share_link(url_path: str) -> None:
+    """The "Copy link to this view" control, in the sidebar slot ``sidebar()`` reserved."""
+    parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
+    query = urllib.parse.urlencode(view_params(), quote_via=urllib.parse.quote)
+    link = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + url_path, query, ""))
+    slot = st.session_state.get(LINK_SLOT) or st.sidebar
+    with slot.popover("Copy link to this view", icon=":material/link:", width="stretch"):
+        st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
+        st.code(link, language=None, wrap_lines=True)
+        if current().source == TEXT and len(current().text) > MAX_URL_TEXT_CHARS:
+            st.warning(f"Sentences over {MAX_URL_TEXT_CHARS:,} characters are not put in links.")
+
+
 def sync_url() -> None:
     """Write the current view into the URL, so the address bar is a deep link."""
-    params = to_query_params(current())
-    params.update(st.session_state.pop(PAGE_PARAMS, {}))
+    params = view_params()
+    st.session_state.pop(PAGE_PARAMS, None)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)

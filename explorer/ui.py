@@ -63,6 +63,7 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     )
     middle.progress((index + 1) / len(steps))
     state.page_param("step", index + 1)
+    st.session_state["run_step"] = (page, index, steps[index])
     return index
 
 
@@ -76,9 +77,105 @@ def show_code(*objects: Callable | type, title: str = "Show the code") -> None:
             st.code(inspect.getsource(obj), language="python")
 
 
+FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
+IMAGE_FORMAT = "w_image_format"
+
+
+def begin_run() -> None:
+    """Forget the previous run's figures (the entry script calls this before the page)."""
+    st.session_state[FIGURES] = []
+    st.session_state.pop("run_step", None)
+
+
+def _axis_labels(axis) -> list[str] | None:
+    return None if axis.ticktext is None else [html.unescape(t) for t in axis.ticktext]
+
+
+def figure_tables(fig) -> list[dict]:
+    """The numbers behind a figure's traces, with readable labels, for CSV and JSON exports."""
+    tables = []
+    for trace in fig.data:
+        entry = {"type": trace.type, "name": html.unescape(trace.name or "")}
+        meta = trace.meta if isinstance(trace.meta, dict) else {}
+        if trace.type == "heatmap":
+            entry["values"] = np.asarray(trace.z, dtype=float)
+            entry["rows"] = meta.get("rows") or _axis_labels(fig.layout.yaxis)
+            entry["cols"] = meta.get("cols") or _axis_labels(fig.layout.xaxis)
+            entry["title"] = meta.get("title", "")
+        elif trace.type in ("bar", "scatter") and trace.y is not None:
+            entry["x"] = list(trace.x) if trace.x is not None else None
+            entry["labels"] = _axis_labels(fig.layout.xaxis)
+            entry["values"] = np.asarray(trace.y, dtype=float)
+        else:
+            continue
+        tables.append(entry)
+    return tables
+
+
+def tables_csv(tables: list[dict]) -> str:
+    """Every heatmap of a figure as CSV: token labels in the header and the first column."""
+    blocks = []
+    for table in tables:
+        if table["type"] != "heatmap":
+            continue
+        values = table["values"]
+        rows = table["rows"] if table["rows"] and len(table["rows"]) == values.shape[0] else range(values.shape[0])
+        cols = table["cols"] if table["cols"] and len(table["cols"]) == values.shape[1] else range(values.shape[1])
+        blocks.append(matrix_csv(values, [str(r) for r in rows], [str(c) for c in cols], corner=table["title"]))
+    return "\n".join(blocks)
+
+
 def chart(fig, name: str, *, key: str | None = None) -> None:
-    """Draw a plotly figure with a toolbar that exports PNG at presentation resolution."""
-    st.plotly_chart(fig, key=key, config=figures.export_config(name), width="stretch")
+    """Draw a plotly figure: the toolbar downloads PNG (3× resolution) or SVG, named for the view;
+    heatmaps get a CSV download, and the numbers join this step's JSON export."""
+    image_format = st.session_state.get(IMAGE_FORMAT, "png")
+    st.plotly_chart(fig, key=key, config=figures.export_config(name, image_format=image_format), width="stretch")
+    tables = figure_tables(fig)
+    title = html.unescape(fig.layout.title.text or name)
+    st.session_state.setdefault(FIGURES, []).append({"name": name, "title": title, "tables": tables})
+    if any(t["type"] == "heatmap" for t in tables):
+        st.download_button(
+            "CSV",
+            data=lambda: tables_csv(tables),
+            file_name=f"{name}.csv",
+            mime="text/csv",
+            on_click="ignore",
+            icon=":material/download:",
+            type="tertiary",
+            key=f"csv:{key or name}",
+            help="This figure's matrix, with token labels in the header and the first column",
+        )
+
+
+def step_exports(page_title: str, settings) -> None:
+    """A "download this step's numbers" JSON button for everything drawn in this run."""
+    drawn = st.session_state.get(FIGURES, [])
+    if not drawn:
+        return
+    step = st.session_state.get("run_step", (page_title, 0, ""))
+    payload = {
+        "page": page_title,
+        "step": step[1] + 1,
+        "step_title": step[2],
+        "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
+        "figures": [
+            {"name": d["name"], "title": d["title"], "traces": [_json_table(t) for t in d["tables"]]} for d in drawn
+        ],
+    }
+    file_name = "".join(c if c.isalnum() else "-" for c in f"{page_title}-step{step[1] + 1}").strip("-").lower()
+    st.download_button(
+        "Download this step's numbers (JSON)",
+        data=lambda: step_json(payload),
+        file_name=f"{file_name}.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/data_object:",
+        key="step_json",
+    )
+
+
+def _json_table(table: dict) -> dict:
+    return {k: v for k, v in table.items() if v is not None}
 
 
 def matrix_csv(matrix, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "") -> str:
@@ -120,3 +217,20 @@ def guard(function: Callable, *args, **kwargs):
     except ValueError as error:
         show_error(error)
         st.stop()
+
+
+PRESENTER_CSS = """
+<style>
+[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] {display: none;}
+[data-testid="stMainBlockContainer"] {padding-top: 0.6rem; padding-bottom: 0.5rem; max-width: 100%;}
+[data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0 0 0.2rem 0;}
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p {font-size: 1.3rem; line-height: 1.45;}
+[data-testid="stMainBlockContainer"] button p {font-size: 1.2rem;}
+[data-testid="stExpander"] summary p {font-size: 1.1rem;}
+</style>
+"""
+
+
+def presenter_css() -> None:
+    """Larger text and less chrome for projection."""
+    st.html(PRESENTER_CSS)

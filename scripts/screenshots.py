@@ -75,10 +75,18 @@ def server(port: int):
         process.wait(timeout=20)
 
 
-def wait_for_app(page) -> None:
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
-    page.wait_for_timeout(800)
+def wait_for_app(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the script run has finished and every plotly figure has painted."""
+    page.wait_for_selector("[data-testid='stSidebar'], [data-testid='stMain']", timeout=timeout_ms)
+    page.wait_for_function(
+        """() => document.querySelector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]')
+              && !document.querySelector('[data-testid="stStatusWidget"]')
+              && !document.querySelector('[data-testid="stSkeleton"]')
+              && [...document.querySelectorAll('.js-plotly-plot')].every(p => p.querySelector('.main-svg'))""",
+        timeout=timeout_ms,
+        polling=250,
+    )
+    page.wait_for_timeout(1000)
 
 
 def main() -> None:

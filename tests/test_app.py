@@ -1,0 +1,117 @@
+"""The app as a whole, through AppTest: navigation, shared settings, deep links, presenter mode, exports."""
+
+import csv
+import io
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+from apptest_support import app, decode, figure_specs
+
+import attention
+from explorer import figures, ui
+
+
+def share_link(at) -> str:
+    links = [c.value for c in at.code if c.value.startswith("http")]
+    assert len(links) == 1, "exactly one share link is on the page"
+    return links[0]
+
+
+def test_default_view_is_the_books_example():
+    at = app()
+    assert not at.exception
+    assert at.radio(key="w_source").value == "book"
+    table = at.dataframe[0].value
+    assert list(table["token"]) == list(attention.BOOK_TOKENS)
+    assert list(table["id"]) == [7120, 7002, 4940, 351, 530, 2239]
+
+
+def test_settings_persist_across_pages():
+    at = app()
+    at.number_input(key="w_seed").set_value(7).run()
+    at.switch_page("pages/simplified.py").run()
+    assert at.number_input(key="w_seed").value == 7
+    at.switch_page("pages/tokens.py").run()
+    assert at.number_input(key="w_seed").value == 7
+    assert not at.exception
+
+
+def test_deep_link_restores_settings_and_step():
+    at = app(query_params={"input": "text", "text": "Hello <b>world</b>", "d_in": "5", "seed": "9", "step": "2"})
+    assert not at.exception
+    assert at.text_input(key="w_text").value == "Hello <b>world</b>"
+    assert at.number_input(key="w_d_in").value == 5
+    assert "Step 2 of 2" in at.markdown[0].value
+    z = decode(figure_specs(at)[0]["data"][0]["z"])
+    ids = attention.tokenize("Hello <b>world</b>").ids
+    np.testing.assert_allclose(z, attention.embed_tokens(ids, 5, 9).numpy(), atol=1e-6)
+
+
+def test_share_link_reproduces_the_view():
+    at = app()
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input("The cat sat & the dog ran").run()
+    at.number_input(key="w_seed").set_value(42).run()
+    at.button(key="next:tokens").click().run()
+    link = share_link(at)
+    params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert params["text"] == "The cat sat & the dog ran" and params["seed"] == "42" and params["step"] == "2"
+    fresh = app(query_params=params)
+    assert not fresh.exception
+    original = decode(figure_specs(at)[0]["data"][0]["z"])
+    reproduced = decode(figure_specs(fresh)[0]["data"][0]["z"])
+    np.testing.assert_array_equal(original, reproduced)
+
+
+def test_hostile_query_parameters_fall_back_with_a_visible_notice():
+    at = app(query_params={"d_in": "99999999", "heads": "-3", "p": "nan", "text": "x" * 100_000, "zzz": "1"})
+    assert not at.exception
+    notices = " ".join(i.value for i in at.sidebar.info)
+    assert "d_in" in notices and "num_heads" in notices and "dropout" in notices and "links carry" in notices
+    assert at.number_input(key="w_d_in").value == 1024
+
+
+def test_presenter_mode_from_the_link():
+    at = app(query_params={"present": "1", "step": "2"})
+    assert at.toggle(key="presenter").value is True
+    layout = figure_specs(at)[0]["layout"]
+    assert layout["yaxis"]["tickfont"]["size"] >= 18
+    assert layout["title"]["font"]["size"] >= 22
+    assert "present=1" in share_link(at)
+
+
+def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
+    at = app()
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input("   \t ").run()
+    assert not at.exception
+    assert any("Type a sentence" in w.value for w in at.warning)
+    assert at.text_input(key="w_text").value == "   \t "
+
+
+def test_long_text_is_truncated_with_a_notice():
+    at = app()
+    at.number_input(key="w_context_length").set_value(8).run()
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input("one two three four five six seven eight nine ten eleven").run()
+    assert not at.exception
+    assert any("only the first 8" in i.value for i in at.info)
+    assert len(at.dataframe[0].value) == 8
+
+
+def test_each_step_offers_json_and_heatmaps_offer_csv():
+    at = app(query_params={"step": "2"})
+    labels = [b.label for b in at.get("download_button")]
+    assert "CSV" in labels and "Download this step's numbers (JSON)" in labels
+
+
+def test_csv_and_json_exports_carry_labels_and_numbers():
+    fig = figures.heatmap(np.array([[1.0, np.nan], [0.25, 0.75]]), ["<b>", " a"], ["<b>", " a"], title="w")
+    tables = ui.figure_tables(fig)
+    rows = list(csv.reader(io.StringIO(ui.tables_csv(tables))))
+    assert rows[0] == ["w", "<b>", "␣a"]
+    assert rows[1][0] == "<b>" and rows[2] == ["␣a", "0.25", "0.75"]
+    payload = json.loads(ui.step_json({"tables": tables}))
+    assert payload["tables"][0]["values"] == [[1.0, None], [0.25, 0.75]]
+    assert payload["tables"][0]["rows"] == ["<b>", "␣a"]

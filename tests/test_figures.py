@@ -1,0 +1,100 @@
+"""The shared figure builders: labels are literal and distinct, conventions hold, numbers survive."""
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from explorer import figures
+
+HOSTILE = ["<b>bold</b>", "<br>", '<a href="javascript:alert(1)">x</a>', "&amp;", " step", " step"]
+
+
+def test_token_label_escapes_and_makes_whitespace_visible():
+    assert figures.token_label("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+    assert figures.token_label(" step") == "␣step"
+    assert figures.token_label("\t\n") == "⇥↵"
+    assert figures.token_label("\u200b") == "⟨U+200B⟩"
+    assert figures.token_label("&amp;") == "&amp;amp;"
+    assert figures.token_label("") == "∅"
+    assert len(figures.token_label("x" * 100)) <= 24
+
+
+def test_visible_token_is_not_escaped_for_literal_displays():
+    assert figures.visible_token("<b>") == "<b>"
+    assert figures.visible_token(" a") == "␣a"
+
+
+def test_heatmap_keeps_duplicate_tokens_distinct_and_escapes_labels():
+    z = np.arange(36, dtype=float).reshape(6, 6)
+    fig = figures.heatmap(z, HOSTILE, HOSTILE, title="scores <i>", diverging=True)
+    heat = fig.data[0]
+    assert list(heat.x) == list(range(6)) and list(heat.y) == list(range(6))
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert len(ticks) == 6 and ticks[-1] == ticks[-2] == "␣step"
+    assert all("<" not in t for t in ticks)
+    assert fig.layout.title.text == "scores &lt;i&gt;"
+    np.testing.assert_allclose(np.asarray(heat.z), z)
+    assert heat.zmid == 0 and heat.zmin == -35 and heat.zmax == 35
+
+
+def test_heatmap_masked_cells_are_blank_and_labelled():
+    z = np.ones((3, 3))
+    mask = np.triu(np.ones((3, 3), dtype=bool), k=1)
+    fig = figures.heatmap(z, ["a", "b", "c"], ["a", "b", "c"], title="masked", masked=mask)
+    heat = fig.data[0]
+    assert np.isnan(np.asarray(heat.z, dtype=float)[mask]).all()
+    labels = [t for t in fig.data if t.name == "masked"]
+    assert len(labels) == 1 and list(labels[0].text) == ["masked"] * 3
+
+
+def test_heatmap_prints_cell_values_only_when_small():
+    small = figures.heatmap(np.eye(4), list("abcd"), list("abcd"), title="small")
+    assert small.data[0].texttemplate == "%{text}"
+    labels = [str(i) for i in range(40)]
+    large = figures.heatmap(np.eye(40), labels, labels, title="large")
+    assert large.data[0].texttemplate is None
+    assert "query #" in large.data[0].hovertemplate
+
+
+def test_heatmap_rejects_mismatched_labels():
+    with pytest.raises(ValueError, match="labels"):
+        figures.heatmap(np.eye(3), ["a"], ["a", "b", "c"], title="bad")
+
+
+def test_bars_show_non_finite_values_as_text():
+    fig = figures.bars({"naive": [np.nan, 1.0], "torch": [0.5, 0.5]}, ["a", "<b>"], title="t")
+    assert list(fig.data[0].text)[0] == "nan"
+    assert list(fig.data[0].y)[0] == 0.0
+    assert list(fig.layout.xaxis.ticktext) == ["a", "&lt;b&gt;"]
+
+
+def test_stacked_contributions_sum_to_the_context_vector():
+    contributions = np.array([[0.1, 0.2], [0.3, -0.1]])
+    fig = figures.stacked_contributions(contributions, ["x", "y"], title="ctx")
+    total = [t for t in fig.data if t.name == "context vector"][0]
+    np.testing.assert_allclose(total.y, contributions.sum(axis=0))
+    assert fig.layout.barmode == "relative"
+
+
+def test_lines_and_grid_build():
+    fig = figures.lines([1, 2, 4], {"a": [1, 2, 3]}, title="t", x_title="x", y_title="y", log_x=True)
+    assert fig.layout.xaxis.type == "log"
+    grid = figures.heatmap_grid(
+        np.random.rand(5, 3, 3), [f"head {i}" for i in range(5)], list("abc"), list("abc"), title="heads", columns=3
+    )
+    assert sum(isinstance(t, go.Heatmap) for t in grid.data) == 5
+
+
+def test_presenter_style_meets_the_projection_minimums():
+    fig = figures.heatmap(np.eye(3), list("abc"), list("abc"), title="t", style=figures.PRESENTER)
+    assert fig.layout.yaxis.tickfont.size >= 18
+    assert fig.layout.title.font.size >= 22
+    assert figures.PRESENTER.cell_text_size >= 18
+
+
+def test_export_config_names_files_and_offers_png_and_svg():
+    png = figures.export_config("causal mask/weights <1>")
+    assert png["toImageButtonOptions"] == {"format": "png", "filename": "causal-mask-weights--1", "scale": 3}
+    svg = figures.export_config("x", image_format="svg")
+    assert svg["toImageButtonOptions"]["format"] == "svg"
+    assert figures.export_config("x", image_format="exe")["toImageButtonOptions"]["format"] == "png"
