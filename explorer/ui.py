@@ -21,8 +21,17 @@ def style() -> figures.FigureStyle:
     return figures.PRESENTER if st.session_state.get("presenter") else figures.DEFAULT_STYLE
 
 
+CLICKER_CSS = """<style>
+[class*="st-key-clicker_"] {position: absolute; left: -10000px; height: 0; overflow: hidden;}
+</style>"""
+
+
 def stepper(page: str, steps: Sequence[str]) -> int:
-    """Previous / Next buttons (also the ← and → keys) and a step indicator; returns the step index."""
+    """Previous / Next buttons and a step indicator; returns the step index.
+
+    The ← and → keys press Previous and Next; PageUp and PageDown, which
+    presentation clickers send, do the same.
+    """
     key = f"step:{page}"
     if key not in st.session_state:
         linked = state.initial_param("step", page)
@@ -57,6 +66,10 @@ def stepper(page: str, steps: Sequence[str]) -> int:
         width="stretch",
         type="primary",
     )
+    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons kept off screen.
+    st.html(CLICKER_CSS)
+    for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
+        st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
     middle.markdown(
         f"<div style='text-align:center'><b>Step {index + 1} of {len(steps)}</b> · {html.escape(steps[index])}</div>",
         unsafe_allow_html=True,
