@@ -21,6 +21,7 @@ PAGES = [
 
 navigation = st.navigation(PAGES)
 settings = state.sidebar()
+ui.token_window_control(settings)
 if state.presenter():
     ui.presenter_css()
 ui.begin_run()

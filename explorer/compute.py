@@ -168,10 +168,14 @@ def simplified_view(settings: Settings, query: int) -> dict:
 
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
 def qkv_view(settings: Settings) -> dict:
-    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2."""
+    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
+
+    ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·).
+    """
     inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
-    steps = trace_arrays(attention.trace(sa_v1, inputs))
+    traced = trace_arrays(attention.trace(sa_v1, inputs))
+    steps = {name: value[0, 0] if value.ndim == 4 else value[0] for name, value in traced.items()}
     sa_v2 = module_for("SelfAttention_v2", settings)
     copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
     attention.load_v2_weights_into_v1(copy, sa_v2)
@@ -274,7 +278,7 @@ def batch_view(settings: Settings, second_text: str | None) -> dict:
     shorter sentence is padded at the end with ``<|endoftext|>`` (GPT-2's pad
     token); ``unpadded_max_difference`` measures that padding at the end does
     not change the real tokens' outputs, because the causal mask hides it
-    (nan in training mode, where the dropout draws differ).
+    (nan while dropout is active, since the dropout draws differ).
 
     Shapes: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T),
     after dropout when it is active; ``output`` (2, T, d_out).
@@ -300,7 +304,7 @@ def batch_view(settings: Settings, second_text: str | None) -> dict:
     for item, length in enumerate(lengths):
         alone = attention.trace(ca, batch[item, :length], training=False).output[0]  # (length, d_out)
         batched = trace.output[item, :length]  # (length, d_out)
-        differences.append(float((alone - batched).abs().max()) if not settings.training else float("nan"))
+        differences.append(float((alone - batched).abs().max()) if trace.dropout_mask is None else float("nan"))
     return {
         "pieces": pieces,
         "lengths": lengths,
@@ -331,7 +335,8 @@ def multihead_view(settings: Settings) -> dict:
 
     Shapes: ``mask`` (T, T); ``*_weights`` (num_heads, T, T), after dropout when
     it is active; ``wrapper_head_context`` (num_heads, T, d_out);
-    ``wrapper_output`` (T, num_heads * d_out); ``efficient_output`` (T, d_out);
+    ``wrapper_output`` (T, num_heads * d_out); ``efficient_context`` (T, d_out), the
+    heads merged, before ``out_proj``; ``efficient_output`` (T, d_out);
     ``efficient_shapes`` the batched shape of each traced tensor.
     """
     inputs = _inputs_tensor(settings).unsqueeze(0)  # (1, num_tokens, d_in)
@@ -355,6 +360,7 @@ def multihead_view(settings: Settings) -> dict:
         "wrapper_head_context": wrapper_trace.head_context[0].numpy(),
         "wrapper_output": wrapper_trace.output[0].numpy(),
         "efficient_weights": efficient_trace.dropped_weights[0].numpy(),
+        "efficient_context": efficient_trace.context[0].numpy(),
         "efficient_output": efficient_trace.output[0].numpy(),
         "efficient_shapes": {name: tuple(t.shape) for name, t in efficient_trace.tensors().items()},
         "shared_d_out": shared_d_out,

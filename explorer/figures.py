@@ -46,6 +46,8 @@ class FigureStyle:
     height_per_row: int = 34
     min_height: int = 260
     max_height: int = 640
+    token_window: tuple[int, int] | None = None  # show only tokens [start, stop) on token axes
+    max_cells_per_axis: int = 192  # larger matrices are drawn as block means, to keep payloads small
 
 
 DEFAULT_STYLE = FigureStyle()
@@ -130,6 +132,75 @@ def _layout(fig: go.Figure, title: str, style: FigureStyle, height: int) -> go.F
     return fig
 
 
+@dataclass(frozen=True)
+class MatrixView:
+    """The part of a matrix a heatmap draws: a token window, then block means if still large."""
+
+    values: np.ndarray
+    hidden: np.ndarray
+    row_labels: list[str]
+    col_labels: list[str]
+    row_positions: list[int]
+    col_positions: list[int]
+    row_tokens: bool
+    col_tokens: bool
+    block: int
+
+
+def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = values.shape
+    pad_r, pad_c = -rows % block, -cols % block
+    data = np.pad(np.where(hidden, np.nan, values), ((0, pad_r), (0, pad_c)), constant_values=np.nan)
+    blocks = data.reshape(data.shape[0] // block, block, data.shape[1] // block, block)
+    counts = np.isfinite(blocks).sum(axis=(1, 3))
+    sums = np.nansum(blocks, axis=(1, 3))
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    return means, counts == 0
+
+
+def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style: FigureStyle) -> MatrixView:
+    """Apply ``style.token_window`` to token axes, then draw block means if an axis is still
+    longer than ``style.max_cells_per_axis``, so a 1,024-token matrix is not sent cell by cell."""
+    row_labels, col_labels = list(row_labels), list(col_labels)
+    row_start = col_start = 0
+    if style.token_window is not None:
+        start, stop = style.token_window
+        if row_tokens:
+            values, hidden, row_labels = values[start:stop], hidden[start:stop], row_labels[start:stop]
+            row_start = start
+        if col_tokens:
+            values, hidden, col_labels = values[:, start:stop], hidden[:, start:stop], col_labels[start:stop]
+            col_start = start
+    rows, cols = values.shape
+    block = int(np.ceil(max(rows, cols) / style.max_cells_per_axis))
+    if block <= 1:
+        return MatrixView(
+            values,
+            hidden,
+            row_labels,
+            col_labels,
+            list(range(row_start, row_start + rows)),
+            list(range(col_start, col_start + cols)),
+            row_tokens,
+            col_tokens,
+            1,
+        )
+    means, empty = _block_means(values, hidden, block)
+    row_positions = list(range(row_start, row_start + rows, block))
+    col_positions = list(range(col_start, col_start + cols, block))
+    return MatrixView(
+        means,
+        empty,
+        [f"#{p}–{min(p + block, row_start + rows) - 1}" for p in row_positions],
+        [f"#{p}–{min(p + block, col_start + cols) - 1}" for p in col_positions],
+        row_positions,
+        col_positions,
+        False,
+        False,
+        block,
+    )
+
+
 def heatmap(
     z,
     row_labels: Sequence[str],
@@ -160,12 +231,17 @@ def heatmap(
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
         raise ValueError(f"heatmap needs a 2-d matrix, got shape {values.shape}.")
-    rows, cols = values.shape
-    if len(row_labels) != rows or len(col_labels) != cols:
-        raise ValueError(f"{rows}×{cols} matrix but {len(row_labels)} row and {len(col_labels)} column labels.")
+    if len(row_labels) != values.shape[0] or len(col_labels) != values.shape[1]:
+        raise ValueError(
+            f"{values.shape[0]}×{values.shape[1]} matrix but {len(row_labels)} row and {len(col_labels)} column labels."
+        )
     hidden = np.zeros_like(values, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     hidden = hidden | ~np.isfinite(values)
-    shown = np.where(hidden, np.nan, values)
+    view = fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style)
+    values, hidden, row_labels, col_labels = view.values, view.hidden, view.row_labels, view.col_labels
+    row_tokens, col_tokens = view.row_tokens, view.col_tokens
+    rows, cols = values.shape
+    shown = np.where(hidden, np.nan, values).astype(np.float32)
 
     row_text = token_labels(row_labels) if row_tokens else [plain_label(x) for x in row_labels]
     col_text = token_labels(col_labels) if col_tokens else [plain_label(x) for x in col_labels]
@@ -177,8 +253,8 @@ def heatmap(
         zmax = bound if zmax is None else zmax
     trace = go.Heatmap(
         z=shown,
-        x=list(range(cols)),
-        y=list(range(rows)),
+        x=view.col_positions,
+        y=view.row_positions,
         meta={
             "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
             "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
@@ -208,17 +284,18 @@ def heatmap(
         trace.texttemplate = "%{text}"
         trace.textfont = {"size": style.cell_text_size}
     else:
+        block = "" if view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
         trace.hovertemplate = (
             f"{plain_label(row_title)} #%{{y}}<br>{plain_label(col_title)} #%{{x}}"
-            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
         )
     fig = go.Figure(trace)
     if masked is not None and small:
         ii, jj = np.nonzero(hidden)
         fig.add_trace(
             go.Scatter(
-                x=jj.tolist(),
-                y=ii.tolist(),
+                x=[view.col_positions[j] for j in jj],
+                y=[view.row_positions[i] for i in ii],
                 mode="text",
                 text=["masked"] * len(ii),
                 textfont={"size": max(style.cell_text_size - 3, 9), "color": "#555555"},
@@ -227,18 +304,18 @@ def heatmap(
                 name="masked",
             )
         )
-    if highlight_row is not None and 0 <= highlight_row < rows:
+    if highlight_row is not None and highlight_row in view.row_positions and view.block == 1:
         fig.add_shape(
             type="rect",
-            x0=-0.5,
-            x1=cols - 0.5,
+            x0=view.col_positions[0] - 0.5,
+            x1=view.col_positions[-1] + 0.5,
             y0=highlight_row - 0.5,
             y1=highlight_row + 0.5,
             line={"color": "#D55E00", "width": 3},
         )
     row_ticks, col_ticks = _ticks(rows), _ticks(cols)
     fig.update_yaxes(
-        tickvals=row_ticks,
+        tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
         autorange="reversed",
         title={"text": plain_label(row_title) + "s"},
@@ -247,7 +324,7 @@ def heatmap(
         zeroline=False,
     )
     fig.update_xaxes(
-        tickvals=col_ticks,
+        tickvals=[view.col_positions[j] for j in col_ticks],
         ticktext=[col_text[j] for j in col_ticks],
         title={"text": plain_label(col_title) + "s"},
         tickfont={"size": style.tick_size},
@@ -417,9 +494,14 @@ def heatmap_grid(
     value_name: str = "attention weight",
     masked=None,
     columns: int = 3,
+    max_row_height: int | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several same-sized weight matrices (e.g. one per head) on one shared colour scale."""
+    """Several same-sized weight matrices (e.g. one per head) on one shared colour scale.
+
+    ``max_row_height`` caps each grid row's height in pixels, so that many
+    narrow subplots side by side stay on one screen instead of growing tall.
+    """
     stack = np.asarray(matrices, dtype=np.float64)
     count, rows, cols = stack.shape
     columns = max(1, min(columns, count))
@@ -432,18 +514,27 @@ def heatmap_grid(
         vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
     )
     hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
-    row_text, col_text = token_labels(row_labels), token_labels(col_labels)
-    row_raw, col_raw = [visible_token(x) for x in row_labels], [visible_token(x) for x in col_labels]
+    views = [
+        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
+        for k in range(count)
+    ]
+    view = views[0]
+    rows, cols = view.values.shape
+    row_text = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+    col_text = token_labels(view.col_labels) if view.col_tokens else [plain_label(x) for x in view.col_labels]
+    row_raw = [visible_token(x) for x in view.row_labels]
+    col_raw = [visible_token(x) for x in view.col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
     finite = stack[np.isfinite(stack)]
     zmax = float(finite.max()) if finite.size else 1.0
     for k in range(count):
-        z = np.where(hidden, np.nan, stack[k])
+        z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
+        hidden = views[k].hidden
         fig.add_trace(
             go.Heatmap(
                 z=z,
-                x=list(range(cols)),
-                y=list(range(rows)),
+                x=view.col_positions,
+                y=view.row_positions,
                 meta={"rows": row_raw, "cols": col_raw, "title": titles[k]},
                 colorscale=SEQUENTIAL,
                 zmin=0.0,
@@ -463,19 +554,22 @@ def heatmap_grid(
         )
     row_ticks, col_ticks = _ticks(rows), _ticks(cols)
     fig.update_yaxes(
-        tickvals=row_ticks,
+        tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
         autorange="reversed",
         tickfont={"size": style.tick_size},
         showgrid=False,
     )
     fig.update_xaxes(
-        tickvals=col_ticks,
+        tickvals=[view.col_positions[j] for j in col_ticks],
         ticktext=[col_text[j] for j in col_ticks],
         tickfont={"size": style.tick_size},
         showgrid=False,
     )
-    height = min(style.max_height + 200, grid_rows * max(_height(rows, style, extra=60), 240))
+    row_height = max(_height(rows, style, extra=60), 240)
+    if max_row_height is not None:
+        row_height = min(row_height, max_row_height)
+    height = min(style.max_height + 200, grid_rows * row_height)
     return _layout(fig, title, style, height)
 
 
@@ -509,7 +603,7 @@ def dot_product_text(query_vector, key_vector, score: float, query: int, key: in
         raise ValueError(f"query and key vectors must have the same length, got {q.shape} and {k.shape}.")
     terms = [f"{_factor(a)}×{_factor(b)}" for a, b in zip(q[:max_terms], k[:max_terms], strict=True)]
     if q.size > max_terms:
-        terms.append(f"… ({q.size - max_terms:,} more terms)")
+        terms.append(f"… ({q.size - max_terms:,} more)")
     return f"x^({query + 1})·x^({key + 1}) = {' + '.join(terms)} = {score:.4f}"
 
 
@@ -560,7 +654,7 @@ def dot_product_bars(
         tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickfont={"size": style.tick_size}, title="key"
     )
     fig.update_yaxes(title={"text": plain_label(value_name)}, tickfont={"size": style.tick_size}, zeroline=True)
-    fig = _layout(fig, title, style, style.min_height + 60)
+    fig = _layout(fig, title, style, style.min_height + 20)
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
     return fig
 
@@ -624,3 +718,15 @@ def dropout_heatmap(
             )
         )
     return fig
+
+
+def without_cell_text(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` with the numbers and "masked" labels printed in its cells removed.
+
+    For heatmaps drawn too narrow for their cell text (e.g. two side by side):
+    the values stay in the hover, masked cells stay blank.
+    """
+    copy = go.Figure(fig)
+    copy.data = [trace for trace in copy.data if not (trace.type == "scatter" and trace.mode == "text")]
+    copy.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})
+    return copy

@@ -215,8 +215,11 @@ def initial_param(name: str, page: str) -> str | None:
     """A page parameter from the link that opened this session, used once by ``page``."""
     used = st.session_state.setdefault("initial_params_used", set())
     params = st.session_state.get("initial_params", {})
-    link_page = st.session_state.setdefault("link_page", page)  # the page the link opened
-    if page != link_page or (page, name) in used or name not in params:
+    if page != "any":  # "any": a parameter that belongs to no page in particular
+        link_page = st.session_state.setdefault("link_page", page)  # the page the link opened
+        if page != link_page:
+            return None
+    if (page, name) in used or name not in params:
         return None
     used.add((page, name))
     return params[name]

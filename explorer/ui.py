@@ -4,6 +4,7 @@ charts with exports, and friendly handling of bad input."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import inspect
 import io
@@ -13,12 +14,53 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from . import figures, state
+from . import compute, figures, state
+
+WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
+WINDOW_KEY = "w_window"
 
 
 def style() -> figures.FigureStyle:
-    """The figure style for this session (presenter mode makes everything larger)."""
-    return figures.PRESENTER if st.session_state.get("presenter") else figures.DEFAULT_STYLE
+    """The figure style for this session: presenter mode makes everything larger, and
+    the sidebar's token window narrows token axes to the tokens chosen there."""
+    base = figures.PRESENTER if st.session_state.get("presenter") else figures.DEFAULT_STYLE
+    window = st.session_state.get("token_window")
+    return dataclasses.replace(base, token_window=window) if window else base
+
+
+def token_window_control(settings) -> None:
+    """For long inputs, a sidebar slider that picks which tokens the heatmaps show cell by cell.
+
+    Without it, a long sentence is drawn whole as block means (see ``figures.fit_matrix``).
+    """
+    st.session_state.pop("token_window", None)
+    try:
+        num_tokens = len(compute.prepared(settings).ids)
+    except ValueError:
+        return
+    if num_tokens <= WINDOW_THRESHOLD:
+        return
+    if WINDOW_KEY not in st.session_state or st.session_state.get("window_tokens") != num_tokens:
+        linked = state.initial_param("win", "any")
+        start, stop = 0, num_tokens
+        if linked and "-" in linked:
+            first, _, last = linked.partition("-")
+            if first.isdigit() and last.isdigit():
+                start, stop = sorted((min(int(first), num_tokens), min(int(last), num_tokens)))
+        st.session_state[WINDOW_KEY] = (start, max(stop, start + 1))
+        st.session_state["window_tokens"] = num_tokens
+    with st.sidebar:
+        start, stop = st.slider(
+            "Tokens shown in heatmaps",
+            0,
+            num_tokens,
+            key=WINDOW_KEY,
+            help=f"{num_tokens:,} tokens are too many to read cell by cell: the full range is drawn as "
+            "block means; narrow it to inspect single cells (hover shows the token positions).",
+        )
+    if (start, stop) != (0, num_tokens):
+        st.session_state["token_window"] = (start, max(stop, start + 1))
+        state.page_param("win", f"{start}-{stop}")
 
 
 CLICKER_CSS = """<style>
