@@ -98,3 +98,31 @@ def test_export_config_names_files_and_offers_png_and_svg():
     svg = figures.export_config("x", image_format="svg")
     assert svg["toImageButtonOptions"]["format"] == "svg"
     assert figures.export_config("x", image_format="exe")["toImageButtonOptions"]["format"] == "png"
+
+
+def test_large_matrices_are_drawn_as_block_means_with_a_small_payload():
+    size = 1024
+    weights = np.tril(np.random.default_rng(0).random((size, size)))
+    weights /= weights.sum(axis=1, keepdims=True)
+    mask = np.triu(np.ones((size, size), dtype=bool), k=1)
+    labels = [f"t{i}" for i in range(size)]
+    fig = figures.heatmap(weights, labels, labels, title="big", masked=mask)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    block = int(np.ceil(size / figures.DEFAULT_STYLE.max_cells_per_axis))
+    assert z.shape == (int(np.ceil(size / block)),) * 2
+    np.testing.assert_allclose(z[0, 0], weights[:block, :block][~mask[:block, :block]].mean(), rtol=1e-6)
+    assert np.isnan(z[0, -1]), "a block that is all masked stays blank"
+    assert len(fig.to_json()) < 2_000_000 / 4
+
+
+def test_token_window_slices_token_axes_and_keeps_positions():
+    size = 100
+    data = np.arange(size * 5, dtype=float).reshape(size, 5)
+    style = figures.FigureStyle(token_window=(40, 50))
+    fig = figures.heatmap(
+        data, [f"t{i}" for i in range(size)], [f"d{k}" for k in range(5)], title="w", col_tokens=False, style=style
+    )
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), data[40:50])
+    assert list(fig.data[0].y) == list(range(40, 50))
+    assert list(fig.layout.yaxis.ticktext)[0] == "t40"
+    assert list(fig.layout.xaxis.ticktext) == [f"d{k}" for k in range(5)]
