@@ -59,7 +59,7 @@ def apply_dropout(attn_weights: torch.Tensor, p: float, *, seed: int = 123, trai
     else:
         generator = torch.Generator().manual_seed(seed)
         keep = dropout_keep_mask(tuple(attn_weights.shape), p, generator)  # (..., num_tokens, num_tokens)
-        dropped = attn_weights * (keep / (1 - p))  # (..., num_tokens, num_tokens)
+        dropped = attn_weights * (keep.to(attn_weights.dtype) / (1 - p))  # (..., num_tokens, num_tokens)
     return DropoutDraw(
         attn_weights=attn_weights,
         keep=keep,

@@ -166,7 +166,7 @@ def multihead_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAtten
                 fused.bias.copy_(torch.cat([getattr(h, name).bias for h in wrapper.heads], dim=0))  # (h*d_out,)
         mha.out_proj.weight.copy_(torch.eye(mha.d_out))  # (h*d_out, h*d_out)
         mha.out_proj.bias.zero_()
-    return mha
+    return mha.train(wrapper.training)
 
 
 def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:

@@ -26,9 +26,12 @@ import base64
 import bisect
 import functools
 import hashlib
+import http.client
+import math
 import os
 import re
 import tempfile
+import time
 import urllib.request
 import zlib
 from dataclasses import dataclass
@@ -105,7 +108,7 @@ def _download_ranks_file(timeout: float) -> bytes | None:
     try:
         with urllib.request.urlopen(RANKS_URL, timeout=timeout) as response:
             data = response.read()
-    except OSError:
+    except (OSError, http.client.HTTPException):  # no network, a refused or a truncated download
         return None
     if not _verified(data):
         return None
@@ -129,17 +132,21 @@ def _parse_ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-@functools.lru_cache(maxsize=1)
-def load_bpe(download: bool = True, timeout: float = 10.0) -> tiktoken.Encoding | None:
-    """GPT-2's BPE as a tiktoken ``Encoding``, or ``None`` if no copy is reachable.
+RETRY_AFTER_S = 300.0  # after a failed download, wait this long before trying again
+_last_failure = -math.inf
 
-    Looks in the cache folders first (no network), then downloads once.
-    """
+
+@functools.lru_cache(maxsize=1)
+def _encoding(download: bool, timeout: float) -> tiktoken.Encoding:
+    """GPT-2's BPE; raises ``LookupError`` if unreachable (exceptions are not cached)."""
+    global _last_failure
     data = _read_cached_ranks_file()
-    if data is None and download:
+    if data is None and download and time.monotonic() - _last_failure > RETRY_AFTER_S:
         data = _download_ranks_file(timeout)
+        if data is None:
+            _last_failure = time.monotonic()
     if data is None:
-        return None
+        raise LookupError("GPT-2's BPE rank file is not reachable")
     return tiktoken.Encoding(
         name="r50k_base",
         pat_str=openai_public.r50k_pat_str,
@@ -147,6 +154,28 @@ def load_bpe(download: bool = True, timeout: float = 10.0) -> tiktoken.Encoding 
         special_tokens={ENDOFTEXT: ENDOFTEXT_ID},
         explicit_n_vocab=GPT2_VOCAB_SIZE,
     )
+
+
+def load_bpe(download: bool = True, timeout: float = 10.0) -> tiktoken.Encoding | None:
+    """GPT-2's BPE as a tiktoken ``Encoding``, or ``None`` if no copy is reachable.
+
+    Looks in the cache folders first (no network), then downloads once. A
+    success is kept for the process; after a failure the cache folders are
+    checked again on every call and the download retried after ``RETRY_AFTER_S``.
+    """
+    try:
+        return _encoding(download, timeout)
+    except LookupError:
+        return None
+
+
+def _clear_cache() -> None:
+    global _last_failure
+    _last_failure = -math.inf
+    _encoding.cache_clear()
+
+
+load_bpe.cache_clear = _clear_cache  # type: ignore[attr-defined]
 
 
 def _readable_pieces(token_bytes: list[bytes]) -> list[str]:
@@ -195,10 +224,18 @@ _WORDS = re.compile(r"\s*\S+|\s+")
 
 
 def _word_level(text: str) -> Tokenization:
-    pieces = tuple(_WORDS.findall(text))
-    # Stable ids: the same word always maps to the same id, in any process.
-    ids = tuple(zlib.crc32(p.encode("utf-8")) % GPT2_VOCAB_SIZE for p in pieces)
-    return Tokenization(ids=ids, pieces=pieces, tokenizer=WORD_LEVEL_NAME)
+    pieces: list[str] = []
+    ids: list[int] = []
+    for part in re.split(f"({re.escape(ENDOFTEXT)})", text):
+        if part == ENDOFTEXT:
+            pieces.append(part)
+            ids.append(ENDOFTEXT_ID)
+            continue
+        for word in _WORDS.findall(part):
+            pieces.append(word)
+            # Stable ids: the same word always maps to the same id, in any process, never 50256.
+            ids.append(zlib.crc32(word.encode("utf-8")) % ENDOFTEXT_ID)
+    return Tokenization(ids=tuple(ids), pieces=tuple(pieces), tokenizer=WORD_LEVEL_NAME)
 
 
 def tokenize(text: str, *, encoding: tiktoken.Encoding | None = None) -> Tokenization:

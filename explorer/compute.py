@@ -24,9 +24,9 @@ from .settings import BOOK, Settings
 CACHE_ENTRIES = 32
 
 
-@st.cache_resource(show_spinner=False)
 def bpe_encoding():
-    """GPT-2's BPE, loaded once per server process (None if unreachable)."""
+    """GPT-2's BPE (None if unreachable). ``load_bpe`` keeps a success for the whole
+    process and retries a failure later, so this is not cached again here."""
     return tokens_module.load_bpe()
 
 

@@ -1,0 +1,284 @@
+"""Stage 7, multi-head attention: the book's numbers, oracle tests against the book's listing,
+``torch.nn.MultiheadAttention`` and ``F.scaled_dot_product_attention``, and the wrapper conversion."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from attention import (
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    build,
+    causal_mask,
+    multihead_from_wrapper,
+    to_torch_multihead,
+    trace,
+)
+
+BOOK = {"atol": 1e-4, "rtol": 0}
+BOOK_WRAPPER_OUTPUT = torch.tensor(
+    [
+        [-0.4519, 0.2216, 0.4772, 0.1063],
+        [-0.5874, 0.0058, 0.5891, 0.3257],
+        [-0.6300, -0.0632, 0.6202, 0.3860],
+        [-0.5675, -0.0843, 0.5478, 0.3589],
+        [-0.5526, -0.0981, 0.5321, 0.3428],
+        [-0.5299, -0.1081, 0.5077, 0.3493],
+    ]
+)
+BOOK_MHA_OUTPUT = torch.tensor(
+    [
+        [0.3190, 0.4858],
+        [0.2943, 0.3897],
+        [0.2856, 0.3593],
+        [0.2693, 0.3873],
+        [0.2639, 0.3928],
+        [0.2575, 0.4028],
+    ]
+)
+ORACLE = {"atol": 1e-5, "rtol": 1e-5}
+
+
+class BookMultiHeadAttention(nn.Module):
+    """The book's listing 3.5, verbatim apart from names: the oracle."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        attn_scores = queries @ keys.transpose(2, 3)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)
+
+
+def random_tensor(seed: int, *shape: int) -> torch.Tensor:
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_book_wrapper_output(book_batch):
+    torch.manual_seed(123)
+    wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+
+    context_vecs = wrapper(book_batch)
+
+    assert context_vecs.shape == (2, 6, 4)
+    assert torch.allclose(context_vecs[0], BOOK_WRAPPER_OUTPUT, **BOOK)
+    assert torch.allclose(context_vecs[1], BOOK_WRAPPER_OUTPUT, **BOOK)
+
+
+def test_book_multihead_output(book_batch):
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+
+    context_vecs = mha(book_batch)
+
+    assert context_vecs.shape == (2, 6, 2)
+    assert torch.allclose(context_vecs[0], BOOK_MHA_OUTPUT, **BOOK)
+    assert torch.allclose(context_vecs[1], BOOK_MHA_OUTPUT, **BOOK)
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_parameters_are_created_in_the_books_order(qkv_bias):
+    names = [name for name, _ in MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, qkv_bias=qkv_bias).named_parameters()]
+    modules = list(dict.fromkeys(name.split(".")[0] for name in names))
+
+    assert modules == ["W_query", "W_key", "W_value", "out_proj"]
+    assert names[0] == "W_query.weight"
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_same_seed_same_parameters_as_the_book(qkv_bias):
+    torch.manual_seed(123)
+    book = BookMultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias)
+    torch.manual_seed(123)
+    ours = MultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias)
+
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in book.named_parameters()]
+    for name, parameter in book.named_parameters():
+        assert torch.equal(ours.get_parameter(name), parameter)
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_book_listing_gives_the_same_output_and_dropout_draws(book_batch, mode):
+    book = BookMultiHeadAttention(3, 4, 6, 0.5, 2)
+    ours = MultiHeadAttention(3, 4, 6, 0.5, 2)
+    ours.load_state_dict(book.state_dict())  # the book's mask is float 0/1
+    getattr(book, mode)()
+    getattr(ours, mode)()
+
+    torch.manual_seed(11)
+    expected = book(book_batch)
+    torch.manual_seed(11)
+
+    assert torch.allclose(ours(book_batch), expected, atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    num_heads=st.integers(2, 8),
+    head_dim=st.integers(2, 4),
+    num_tokens=st.integers(1, 6),
+    batch=st.integers(1, 3),
+    qkv_bias=st.booleans(),
+)
+def test_agrees_with_torch_multihead_attention(seed, num_heads, head_dim, num_tokens, batch, qkv_bias):
+    d_model = num_heads * head_dim
+    mha = build(MultiHeadAttention, seed, d_model, d_model, 6, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
+    torch_mha = to_torch_multihead(mha)
+    x = random_tensor(seed, batch, num_tokens, d_model)  # (b, T, d_model)
+
+    expected, expected_weights = torch_mha(
+        x, x, x, attn_mask=causal_mask(num_tokens), need_weights=True, average_attn_weights=False
+    )  # (b, T, d_model), (b, h, T, T)
+    steps = trace(mha, x)
+
+    assert not torch_mha.training
+    assert torch.allclose(mha(x), expected, **ORACLE)
+    assert torch.allclose(steps.output, expected, **ORACLE)
+    assert torch.allclose(steps.attn_weights, expected_weights, **ORACLE)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    num_heads=st.integers(2, 8),
+    head_dim=st.integers(2, 4),
+    d_in=st.integers(1, 6),
+    num_tokens=st.integers(1, 6),
+    batch=st.integers(1, 3),
+)
+def test_agrees_with_scaled_dot_product_attention(seed, num_heads, head_dim, d_in, num_tokens, batch):
+    mha = build(MultiHeadAttention, seed, d_in, num_heads * head_dim, 6, 0.0, num_heads=num_heads)
+    steps = trace(mha, random_tensor(seed, batch, num_tokens, d_in))
+
+    expected = F.scaled_dot_product_attention(steps.queries, steps.keys, steps.values, is_causal=True)
+
+    assert torch.allclose(steps.head_context, expected, **ORACLE)
+    assert torch.allclose(steps.output, mha.out_proj(steps.context), **ORACLE)
+
+
+def test_torch_multihead_needs_d_in_equal_to_d_out():
+    with pytest.raises(ValueError, match="d_in == d_out"):
+        to_torch_multihead(MultiHeadAttention(3, 2, 6, 0.0, num_heads=2))
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_torch_multihead_keeps_the_modules_mode(mode):
+    mha = getattr(MultiHeadAttention(4, 4, 6, 0.1, num_heads=2), mode)()
+
+    assert to_torch_multihead(mha).training == mha.training
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    num_heads=st.integers(1, 4),
+    d_in=st.integers(1, 4),
+    d_out=st.integers(1, 3),
+    num_tokens=st.integers(1, 5),
+    qkv_bias=st.booleans(),
+)
+def test_multihead_from_wrapper_computes_what_the_wrapper_does(seed, num_heads, d_in, d_out, num_tokens, qkv_bias):
+    wrapper = build(MultiHeadAttentionWrapper, seed, d_in, d_out, 5, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
+    mha = multihead_from_wrapper(wrapper)
+    x = random_tensor(seed, 2, num_tokens, d_in)
+
+    assert (mha.d_out, mha.num_heads, mha.head_dim) == (num_heads * d_out, num_heads, d_out)
+    assert torch.allclose(mha(x), wrapper(x), atol=1e-6)
+    assert torch.allclose(trace(mha, x).attn_weights, trace(wrapper, x).attn_weights, atol=1e-6)
+
+
+def test_multihead_from_book_wrapper(book_batch):
+    wrapper = build(MultiHeadAttentionWrapper, 123, 3, 2, 6, 0.0, num_heads=2)
+
+    assert torch.allclose(multihead_from_wrapper(wrapper)(book_batch)[0], BOOK_WRAPPER_OUTPUT, **BOOK)
+
+
+def test_multihead_from_an_eval_wrapper_with_dropout_is_in_eval_mode_too(book_batch):
+    wrapper = build(MultiHeadAttentionWrapper, 123, 3, 2, 6, 0.5, num_heads=2)  # eval mode
+    mha = multihead_from_wrapper(wrapper)
+
+    assert mha.training == wrapper.training
+    assert torch.allclose(mha(book_batch), wrapper(book_batch), atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    num_tokens=st.integers(2, 6),
+    wrapped=st.booleans(),
+    data=st.data(),
+)
+def test_future_tokens_never_change_past_outputs(seed, num_tokens, wrapped, data):
+    t = data.draw(st.integers(1, num_tokens - 1), label="first changed position")
+    cls = MultiHeadAttentionWrapper if wrapped else MultiHeadAttention
+    module = build(cls, seed, 4, 4, 6, 0.0, num_heads=2)
+    x = random_tensor(seed, 2, num_tokens, 4)
+    changed = x.clone()
+    changed[:, t:] = random_tensor(seed + 1, 2, num_tokens - t, 4) * 10
+
+    before, after = module(x), module(changed)
+
+    assert torch.allclose(before[:, :t], after[:, :t], atol=1e-6)
+    assert not torch.allclose(before[:, t:], after[:, t:])
+
+
+def test_d_out_not_divisible_by_num_heads_is_a_clear_error():
+    with pytest.raises(ValueError, match="d_out must be divisible by num_heads"):
+        MultiHeadAttention(3, 5, 6, 0.0, num_heads=2)
+
+
+@pytest.mark.parametrize("cls", [MultiHeadAttention, MultiHeadAttentionWrapper])
+def test_more_tokens_than_context_length_is_a_clear_error(cls, book_batch):
+    with pytest.raises(ValueError, match="6 tokens but context_length is 4"):
+        cls(3, 2, 4, 0.0, num_heads=2)(book_batch)
+
+
+@pytest.mark.parametrize("cls", [MultiHeadAttention, MultiHeadAttentionWrapper])
+@pytest.mark.parametrize(
+    ("x", "words"),
+    [
+        (torch.ones(2, 6, 4), "d_in=3"),
+        (torch.ones(2, 0, 3), "empty"),
+        (torch.ones(6, 3), "unsqueeze"),
+    ],
+    ids=["wrong-embedding-size", "empty", "unbatched"],
+)
+def test_bad_inputs_are_clear_errors(cls, x, words):
+    with pytest.raises(ValueError, match=words):
+        cls(3, 2, 6, 0.0, num_heads=2)(x)
+
+
+@pytest.mark.parametrize("cls", [MultiHeadAttention, MultiHeadAttentionWrapper])
+@pytest.mark.parametrize("dropout", [-0.1, 1.0, 1.5])
+def test_dropout_outside_zero_to_one_is_a_clear_error(cls, dropout):
+    with pytest.raises(ValueError, match="dropout must be at least 0 and below 1"):
+        cls(3, 2, 6, dropout, num_heads=2)
+
+
+@pytest.mark.parametrize("cls", [MultiHeadAttention, MultiHeadAttentionWrapper])
+@pytest.mark.parametrize("num_heads", [0, 65])
+def test_num_heads_out_of_range_is_a_clear_error(cls, num_heads):
+    with pytest.raises(ValueError, match="num_heads must be between 1 and 64"):
+        cls(3, 2, 6, 0.0, num_heads=num_heads)
