@@ -10,6 +10,7 @@ Read the modules in this order; each adds a few lines to the one before:
 6. ``dropout``: dropping attention weights while training.
 7. ``multihead``: the wrapper of heads and the efficient ``MultiHeadAttention``.
 8. ``trace``: every intermediate of a forward pass, named in the book's words.
+9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 
 Example, reproducing the chapter's last printed output::
 
@@ -30,6 +31,7 @@ from .causal import (
 )
 from .dropout import DropoutAverage, DropoutDraw, apply_dropout, dropout_average, dropout_keep_mask
 from .embeddings import BOOK_INPUTS, BOOK_SENTENCE, BOOK_TOKENS, embed_tokens, token_vector
+from .fast import fast_multihead
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper, multihead_from_wrapper, to_torch_multihead
 from .simplified import (
     NormalizationComparison,
@@ -74,6 +76,7 @@ __all__ = [
     "dropout_average",
     "dropout_keep_mask",
     "embed_tokens",
+    "fast_multihead",
     "load_bpe",
     "load_v2_weights_into_v1",
     "mask_by_renormalizing",
