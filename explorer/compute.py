@@ -58,12 +58,13 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
     """
     if source == BOOK:
         book = tokenize_text(attention.BOOK_SENTENCE)
+        kept = min(len(attention.BOOK_TOKENS), context_length)
         return Prepared(
-            pieces=attention.BOOK_TOKENS,
-            ids=book.ids,
-            inputs=attention.BOOK_INPUTS.numpy().copy(),
+            pieces=attention.BOOK_TOKENS[:kept],
+            ids=book.ids[:kept],
+            inputs=attention.BOOK_INPUTS[:kept].numpy().copy(),
             tokenizer=book.tokenizer,
-            truncated_from=None,
+            truncated_from=len(attention.BOOK_TOKENS) if kept < len(attention.BOOK_TOKENS) else None,
         )
     if not text.strip():
         raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")

@@ -99,6 +99,13 @@ def plain_label(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
+def plural(word: str) -> str:
+    """An axis title from a row or column name: "query" → "queries", "key" → "keys"."""
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word if word.endswith("s") else word + "s"
+
+
 def _ticks(count: int) -> list[int]:
     if count <= TICK_LIMIT:
         return list(range(count))
@@ -318,7 +325,7 @@ def heatmap(
         tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
         autorange="reversed",
-        title={"text": plain_label(row_title) + "s"},
+        title={"text": plain_label(plural(row_title))},
         tickfont={"size": style.tick_size},
         showgrid=False,
         zeroline=False,
@@ -326,7 +333,7 @@ def heatmap(
     fig.update_xaxes(
         tickvals=[view.col_positions[j] for j in col_ticks],
         ticktext=[col_text[j] for j in col_ticks],
-        title={"text": plain_label(col_title) + "s"},
+        title={"text": plain_label(plural(col_title))},
         tickfont={"size": style.tick_size},
         side="top",
         showgrid=False,
@@ -659,6 +666,9 @@ def dot_product_bars(
     return fig
 
 
+WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis
+
+
 def dropout_heatmap(
     z,
     keep,
@@ -676,8 +686,11 @@ def dropout_heatmap(
 
     ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
     (True = masked) marks the causal mask's future cells, which stay labelled
-    "masked" (they are 0 whether or not the draw dropped them). When the matrix
-    is too large for cell text, dropped cells carry a small "×".
+    "masked" (they are 0 whether or not the draw dropped them). The words fit
+    cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
+    dropped cells get a small "×" and future cells stay blank. ``heatmap``'s
+    token window and block means apply; block means average the surviving
+    weights and carry no marks.
     """
     values = np.asarray(z, dtype=np.float64)
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
@@ -695,23 +708,29 @@ def dropout_heatmap(
         style=style,
     )
     fig.data = fig.data[:1]  # relabel the blank cells: "masked" and "dropped" separately
-    rows, cols = values.shape
-    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
+    view = fit_matrix(values, future | dropped, row_labels, col_labels, True, True, style)
+    if view.block > 1:
+        return fig
+    rows, cols = view.row_positions, view.col_positions
+    small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
     label_size = max(style.cell_text_size - 3, 9)
     for cells, text, hover in (
         (future, "masked", "masked: this key is in the query's future (score −∞, weight 0)"),
         (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
     ):
-        ii, jj = np.nonzero(cells)
-        if ii.size == 0 or (not small and (text == "masked" or rows > TICK_LIMIT or cols > TICK_LIMIT)):
+        ii, jj = np.nonzero(cells[np.ix_(rows, cols)])
+        if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
             continue
         fig.add_trace(
             go.Scatter(
-                x=jj.tolist(),
-                y=ii.tolist(),
+                x=[cols[j] for j in jj],
+                y=[rows[i] for i in ii],
                 mode="text",
                 text=[text if small else "×"] * len(ii),
-                textfont={"size": label_size, "color": "#555555" if text == "masked" else "#B2182B"},
+                textfont={
+                    "size": label_size if small else style.cell_text_size,
+                    "color": "#555555" if text == "masked" else "#B2182B",
+                },
                 hovertemplate=f"{hover}<extra></extra>",
                 showlegend=False,
                 name=text,

@@ -31,14 +31,14 @@ app_test_module.PagesManager = _NavigationPagesManager
 
 
 def app(page: str | None = None, *, query_params: dict | None = None, timeout: float = 30) -> AppTest:
-    """An AppTest of the whole app, run once, then switched to ``page`` (e.g. "pages/tokens.py")."""
+    """An AppTest of the whole app, opened on ``page`` (e.g. "pages/tokens.py") as a link would open it,
+    with ``query_params`` in the URL."""
     at = AppTest.from_file(ENTRY, default_timeout=timeout)
     if query_params:
         at.query_params.update(query_params)
-    at.run()
     if page is not None:
-        at.switch_page(page).run()
-    return at
+        at.switch_page(page)
+    return at.run()
 
 
 def figure_specs(at: AppTest) -> list[dict]:

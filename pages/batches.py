@@ -1,0 +1,130 @@
+"""Batches & CausalAttention: two sentences stacked into one (b, num_tokens, d_in) tensor, one mask for both."""
+
+import streamlit as st
+
+import attention
+from explorer import compute, figures, state, ui
+from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
+
+settings = state.current()
+st.title("Batches & CausalAttention")
+second_text = None
+if settings.source == BOOK:
+    st.caption("The book stacks two copies of its six vectors. Choose “My own sentence” to batch two sentences.")
+else:
+    linked = state.initial_param("second", "batches")
+    if linked is not None and "second_text" not in st.session_state:
+        st.session_state["second_text"] = linked[:MAX_URL_TEXT_CHARS]
+    second_text = st.text_input(
+        "Second sentence of the batch",
+        key="second_text",
+        max_chars=MAX_TEXT_CHARS,
+        placeholder="Empty: the same as the first sentence, as in the book",
+        help="Tokenized like the first; the shorter sentence is padded at the end. Press Enter to apply.",
+        persist_state="session",
+    )
+    second_text = second_text if second_text and second_text.strip() else None
+    if second_text and len(second_text) <= MAX_URL_TEXT_CHARS:
+        state.page_param("second", second_text)
+data = ui.guard(compute.batch_view, settings, second_text)
+pieces, lengths, mask, dropout_on = data["pieces"], data["lengths"], data["mask"], data["dropout_active"]
+b, num_tokens, d_in = data["batch_shape"]
+padding = [num_tokens - length for length in lengths]
+for index, cut in enumerate(data["truncated_from"]):
+    if cut:
+        st.info(f"Sentence {index + 1} has {cut:,} tokens; only the first {settings.context_length:,} are used.")
+
+step = ui.stepper("batches", ["Stack into a batch", "One mask slice", "Each item's weights", "Context vectors"])
+item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
+DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension"}
+
+
+def side_by_side(matrices, title, name, **options):
+    """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k"."""
+    bound = float(abs(matrices).max())
+    options.update(zmin=-bound if options.get("diverging") else float(matrices.min()), zmax=bound)
+    for i, column in enumerate(st.columns(b)):
+        with column:
+            cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
+            fig = figures.heatmap(
+                matrices[i], pieces[i], cols, title=f"{item_names[i]} · {title}", **options, style=ui.style()
+            )
+            narrow = matrices.shape[-1] > 8  # half a screen is too narrow for more columns' cell text
+            ui.chart(figures.without_cell_text(fig) if narrow else fig, f"{name}-{i}", key=f"{name}-{i}")
+
+
+if step == 0:
+    st.markdown(
+        "`CausalAttention` takes a **batch**: b sentences of equal length stacked into one (b, num_tokens, d_in) "
+        "tensor. The book stacks two copies of its input, `batch = torch.stack((inputs, inputs))`, shape "
+        f"(2, 6, 3). Here `batch.shape` is **{data['batch_shape']}**."
+    )
+    if any(padding):
+        short = padding.index(max(padding))
+        st.info(
+            f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}: the shorter "
+            f"one is **padded at the end** with {padding[short]} × `<|endoftext|>`. Every real token comes before "
+            "the padding, so the causal mask hides the padding from it.",
+            icon=":material/space_bar:",
+        )
+    side_by_side(data["inputs"], f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
+    ui.show_code(compute.batch_view, attention.token_vector)
+elif step == 1:
+    rows, cols = data["mask_buffer_shape"]
+    st.markdown(
+        f"`__init__` registers one buffer, `self.mask`, of shape **({rows}, {cols})** (context_length × "
+        f"context_length): built once, saved with the module, never trained. `forward` slices its corner, "
+        f"`self.mask[:{num_tokens}, :{num_tokens}]`, and that one ({num_tokens}, {num_tokens}) slice masks "
+        f"**every** item: `attn_scores` is ({b}, {num_tokens}, {num_tokens}) and `masked_fill` broadcasts the "
+        "mask over the batch dimension."
+    )
+    positions = [str(i) for i in range(num_tokens)]
+    axes = dict(row_tokens=False, col_tokens=False, row_title="query position", col_title="key position")
+    axes.update(meaning="1: this key is in the query's future", style=ui.style())
+    title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
+    fig = figures.heatmap(mask.astype(float), positions, positions, title=title, value_name="mask", decimals=0, **axes)
+    ui.chart(fig, "batch-mask-slice", key="batch-mask-slice")
+    ui.show_code(attention.CausalAttention.__init__, attention.causal_mask)
+elif step == 2:
+    notes = [
+        "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
+        f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
+        "Both items are the same sentence, so their weights are the same." if second_text is None else "",
+        "Padding rows attend to the real tokens before them, but no real token's row puts weight on a padding "
+        "column: those cells are in its future, masked."
+        if any(padding)
+        else "",
+        f"Dropout is on: these are the weights after one draw (survivors × 1/(1−{settings.dropout}))."
+        if dropout_on
+        else "",
+    ]
+    st.markdown(" ".join(note for note in notes if note))
+    title = "attn_weights" + (" after dropout" if dropout_on else "")
+    side_by_side(data["weights"], title, "batch-weights", masked=mask, value_name="attention weight")
+    ui.show_code(attention.attend)
+else:
+    output = data["output"]
+    d_out = output.shape[-1]
+    book = settings.source == BOOK and settings.seed == 123 and d_out == 2 and not dropout_on
+    first = ", ".join(f"{v:.4f}" for v in output[0, 0, :4])
+    if dropout_on:
+        alone = (
+            "Dropout is on, so a batch and a sentence run alone draw different dropout masks: the comparison "
+            "with each sentence alone is skipped (nan). Switch training off to measure it."
+        )
+    else:
+        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data["unpadded_max_difference"]))
+        alone = (
+            "Each sentence run **alone** (a batch of one, no padding) gives its real tokens the same context "
+            f"vectors: max |batched − alone| = {measured}."
+            + (" Padding at the end changed nothing: the causal mask hides it." if any(padding) else "")
+        )
+    st.markdown(
+        f"`context_vecs = ca(batch)`: ({b}, {num_tokens}, {d_in}) → **{tuple(output.shape)}**, that is "
+        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: [{first}{', …' if d_out > 4 else ''}]"
+        + (", the book's printed `CausalAttention` output. " if book else ". ")
+        + alone
+    )
+    decimals = 4 if d_out <= 4 else 2
+    side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", diverging=True, decimals=decimals, **DIMENSIONS)
+    ui.show_code(attention.CausalAttention.forward_steps)

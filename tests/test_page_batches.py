@@ -1,0 +1,125 @@
+"""The Batches & CausalAttention page through AppTest: every step, the book's numbers, padding, safe labels."""
+
+import numpy as np
+import torch
+from apptest_support import ENTRY, app, decode, figure_specs
+from streamlit.testing.v1 import AppTest
+
+import attention
+
+BOOK_OUTPUT_ROWS = [[-0.4519, 0.2216], [-0.5874, 0.0058]]  # printed in the book, section 3.5.3
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+
+
+def causal(seed: int = 123, d_in: int = 3, d_out: int = 2) -> attention.CausalAttention:
+    torch.manual_seed(seed)
+    return attention.CausalAttention(d_in, d_out, 1024, 0.0)
+
+
+def opened(params: dict) -> AppTest:
+    """The app as a link to this page opens it: its step and second sentence come from the link."""
+    at = AppTest.from_file(ENTRY, default_timeout=30)
+    at.query_params.update(params)
+    return at.switch_page("pages/batches.py").run()
+
+
+def zs(at) -> list[np.ndarray]:
+    """The first heatmap of every figure on the page."""
+    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_every_step_shows_the_books_batch():
+    batch = torch.stack((attention.BOOK_INPUTS, attention.BOOK_INPUTS))  # (2, 6, 3)
+    trace = attention.trace(causal(), batch)
+    at = app("pages/batches.py")
+    assert not at.exception
+
+    inputs = zs(at)
+    assert len(inputs) == 2 and "(2, 6, 3)" in markdown(at)
+    for item in inputs:
+        np.testing.assert_allclose(item, attention.BOOK_INPUTS.numpy(), atol=1e-6)
+
+    at.button(key="next:batches").click().run()
+    (mask,) = zs(at)
+    np.testing.assert_array_equal(mask, attention.causal_mask(6).numpy().astype(float))
+    assert "(1024, 1024)" in markdown(at) and "self.mask[:6, :6]" in markdown(at)
+
+    at.button(key="next:batches").click().run()
+    weights = zs(at)
+    assert len(weights) == 2
+    for item, z in enumerate(weights):
+        expected = trace.attn_weights[item, 0].numpy()
+        visible = ~attention.causal_mask(6).numpy()
+        assert np.isnan(z[~visible]).all()
+        np.testing.assert_allclose(z[visible], expected[visible], atol=1e-6)
+
+    at.button(key="next:batches").click().run()
+    outputs = zs(at)
+    for item, z in enumerate(outputs):
+        np.testing.assert_allclose(z, trace.output[item].numpy(), atol=1e-6)
+        np.testing.assert_allclose(z[:2], BOOK_OUTPUT_ROWS, atol=1e-4)
+    text = markdown(at)
+    assert "(2, 6, 2)" in text and "-0.4519, 0.2216" in text and "book's printed" in text
+    assert "max |batched − alone|" in text
+    assert at.button(key="next:batches").disabled
+    assert not at.exception
+
+
+def test_a_second_sentence_is_padded_at_the_end_and_changes_nothing():
+    at = opened({"input": "text", "text": "The cat sat on the mat", "step": "4"})
+    at.text_input(key="second_text").input("Hello world").run()
+    assert not at.exception
+    text = markdown(at)
+    assert "Padding at the end changed nothing" in text
+    assert "book's printed" not in text
+    first = attention.tokenize("The cat sat on the mat")
+    second = attention.tokenize("Hello world")
+    ca = causal()
+    for index, tokenized in enumerate((first, second)):
+        alone = ca(attention.embed_tokens(tokenized.ids, 3, 123).unsqueeze(0))[0].detach().numpy()
+        z = zs(at)[index]
+        assert z.shape == (len(first.ids), 2)
+        np.testing.assert_allclose(z[: len(tokenized.ids)], alone, atol=1e-5)
+    ticks = figure_specs(at)[1]["layout"]["yaxis"]["ticktext"]
+    assert ticks[-1] == "&lt;|endoftext|&gt;" and ticks.count("&lt;|endoftext|&gt;") == len(first.ids) - 2
+
+    at.button(key="prev:batches").click().run()
+    at.button(key="prev:batches").click().run()
+    at.button(key="prev:batches").click().run()
+    pad = attention.token_vector(attention.tokens.ENDOFTEXT_ID, 3, 123).numpy()
+    np.testing.assert_allclose(zs(at)[1][2:], np.tile(pad, (len(first.ids) - 2, 1)), atol=1e-6)
+    assert "padded at the end" in "\n".join(i.value for i in at.info)
+
+
+def test_the_second_sentence_comes_from_a_link_and_is_escaped():
+    at = opened({"input": "text", "text": "Hi there", "second": HOSTILE, "step": "3"})
+    assert not at.exception
+    assert at.text_input(key="second_text").value == HOSTILE
+    assert at.query_params["second"] == HOSTILE  # the page keeps it in the link
+    labels = figure_specs(at)[1]["layout"]["yaxis"]["ticktext"]
+    assert any("&lt;" in label for label in labels) and not any("<b>" in label for label in labels)
+    assert "javascript" not in markdown(at)
+
+
+def test_changing_the_seed_updates_the_weights_and_outputs():
+    at = opened({"step": "4"})
+    at.number_input(key="w_seed").set_value(7).run()
+    assert not at.exception
+    batch = torch.stack((attention.BOOK_INPUTS, attention.BOOK_INPUTS))
+    expected = attention.trace(causal(seed=7), batch).output.numpy()
+    np.testing.assert_allclose(zs(at)[0], expected[0], atol=1e-6)
+    assert not np.allclose(zs(at)[0][:2], BOOK_OUTPUT_ROWS, atol=1e-3)
+    assert "book's printed" not in markdown(at)
+
+
+def test_training_mode_says_why_the_comparison_is_skipped():
+    at = opened({"p": "0.5", "mode": "train", "step": "4"})
+    assert not at.exception
+    assert "comparison with each sentence alone is skipped" in markdown(at)
+    at.button(key="prev:batches").click().run()
+    titles = [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
+    assert all("after dropout" in title for title in titles)

@@ -1,0 +1,150 @@
+"""The Multi-head attention page through AppTest: every step, the book's numbers, head choice, paging, safe labels."""
+
+import numpy as np
+import torch
+from apptest_support import ENTRY, app, decode, figure_specs
+from streamlit.testing.v1 import AppTest
+
+import attention
+
+BOOK_WRAPPER_ROW = [-0.4519, 0.2216, 0.4772, 0.1063]  # printed in the book, section 3.6.1
+BOOK_MHA_ROW = [0.3190, 0.4858]  # printed in the book, section 3.6.2
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+
+
+def built(cls, seed: int = 123, d_in: int = 3, d_out: int = 2, num_heads: int = 2):
+    torch.manual_seed(seed)
+    return cls(d_in, d_out, 1024, 0.0, num_heads=num_heads)
+
+
+def opened(params: dict) -> AppTest:
+    """The app as a link to this page opens it: its step and head come from the link."""
+    at = AppTest.from_file(ENTRY, default_timeout=30)
+    at.query_params.update(params)
+    return at.switch_page("pages/multihead.py").run()
+
+
+def traces(spec: dict) -> list[np.ndarray]:
+    return [decode(trace["z"]) for trace in spec["data"] if trace["type"] == "heatmap"]
+
+
+def titles(at) -> list[str]:
+    return [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
+
+
+def subplot_titles(at) -> list[str]:
+    return [a["text"] for a in figure_specs(at)[0]["layout"].get("annotations", [])]
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def assert_weights(z: np.ndarray, expected: np.ndarray) -> None:
+    visible = ~attention.causal_mask(expected.shape[-1]).numpy()
+    assert np.isnan(z[~visible]).all()
+    np.testing.assert_allclose(z[visible], expected[visible], atol=1e-6)
+
+
+def test_every_step_with_the_books_numbers():
+    x = attention.BOOK_INPUTS.unsqueeze(0)  # (1, 6, 3)
+    wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), x)
+    efficient = attention.trace(built(attention.MultiHeadAttention), x)
+    at = app("pages/multihead.py")
+    assert not at.exception
+
+    heads = traces(figure_specs(at)[0])
+    assert len(heads) == 2 and subplot_titles(at) == ["head 0 (inspected)", "head 1"]
+    for k, z in enumerate(heads):
+        assert_weights(z, wrapper.attn_weights[0, k].numpy())
+
+    at.button(key="next:multihead").click().run()
+    weights, context = (traces(spec)[0] for spec in figure_specs(at))
+    assert_weights(weights, wrapper.attn_weights[0, 0].numpy())
+    np.testing.assert_allclose(context, wrapper.head_context[0, 0].numpy(), atol=1e-6)
+
+    at.button(key="next:multihead").click().run()
+    (concat,) = (traces(spec)[0] for spec in figure_specs(at))
+    np.testing.assert_allclose(concat, wrapper.output[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(concat[0], BOOK_WRAPPER_ROW, atol=1e-4)
+    assert figure_specs(at)[0]["layout"]["xaxis"]["ticktext"][2] == "head 1 · dim 0"
+    assert "-0.4519, 0.2216, 0.4772, 0.1063" in markdown(at) and "book's printed output" in markdown(at)
+
+    at.button(key="next:multihead").click().run()
+    table = at.dataframe[0].value
+    here = dict(zip(table["line"], table["here"], strict=True))
+    assert here["keys = keys.view(b, num_tokens, num_heads, head_dim)"] == "(1, 6, 2, 1)"
+    assert here["keys = keys.transpose(1, 2)"] == "(1, 2, 6, 1)"
+    assert here["attn_scores = queries @ keys.transpose(2, 3)"] == "(1, 2, 6, 6)"
+    assert here["context_vec = context_vec.contiguous().view(b, num_tokens, d_out)"] == "(1, 6, 2)"
+
+    at.button(key="next:multihead").click().run()
+    for k, z in enumerate(traces(figure_specs(at)[0])):
+        assert_weights(z, efficient.attn_weights[0, k].numpy())
+
+    at.button(key="next:multihead").click().run()
+    merged, output = (traces(spec)[0] for spec in figure_specs(at))
+    np.testing.assert_allclose(merged, efficient.context[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(output, efficient.output[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(output[0], BOOK_MHA_ROW, atol=1e-4)
+    assert "[0.3190, 0.4858]" in markdown(at)
+
+    at.button(key="next:multihead").click().run()
+    (metric,) = at.metric
+    assert float(metric.value) < 1e-6
+    assert at.button(key="next:multihead").disabled
+    assert not at.exception
+
+
+def test_the_inspected_head_comes_from_the_link_and_the_control():
+    wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), attention.BOOK_INPUTS)
+    at = opened({"head": "1", "step": "2"})
+    assert not at.exception
+    assert titles(at)[0] == "head 1: attn_weights"
+    assert_weights(traces(figure_specs(at)[0])[0], wrapper.attn_weights[0, 1].numpy())
+    assert at.query_params["head"] == "1"
+    at.segmented_control(key="head").set_value(0).run()
+    assert titles(at)[0] == "head 0: attn_weights" and at.query_params["head"] == "0"
+    at.button(key="prev:multihead").click().run()
+    assert subplot_titles(at)[0] == "head 0 (inspected)"
+
+
+def test_many_heads_are_shown_four_at_a_time():
+    at = opened({"heads": "16", "d_out": "32"})
+    assert not at.exception
+    assert subplot_titles(at) == ["head 0 (inspected)", "head 1", "head 2", "head 3"]
+    at.segmented_control(key="head_group").set_value(3).run()
+    assert subplot_titles(at) == ["head 12 (inspected)", "head 13", "head 14", "head 15"]
+    wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper, d_out=32, num_heads=16), attention.BOOK_INPUTS)
+    assert_weights(traces(figure_specs(at)[0])[2], wrapper.attn_weights[0, 14].numpy())
+    at.button(key="next:multihead").click().run()
+    assert at.segmented_control(key="head").value == 12 and titles(at)[0] == "head 12: attn_weights"
+
+
+def test_a_typed_sentence_and_a_new_seed_update_every_figure():
+    at = app("pages/multihead.py")
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input(HOSTILE).run()
+    at.number_input(key="w_seed").set_value(7).run()
+    assert not at.exception
+    ids = attention.tokenize(HOSTILE).ids
+    x = attention.embed_tokens(ids, 3, 7)
+    wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper, seed=7), x)
+    grid = figure_specs(at)[0]
+    for k, z in enumerate(traces(grid)):
+        assert_weights(z, wrapper.attn_weights[0, k].numpy())
+    labels = grid["layout"]["yaxis"]["ticktext"]
+    assert "&lt;" in labels and not any("<b>" in label for label in labels)
+    assert "javascript" not in markdown(at)
+    for _ in range(5):
+        at.button(key="next:multihead").click().run()
+    efficient = attention.trace(built(attention.MultiHeadAttention, seed=7), x)
+    np.testing.assert_allclose(traces(figure_specs(at)[1])[0], efficient.output[0].numpy(), atol=1e-6)
+    assert "book's printed" not in markdown(at)
+
+
+def test_the_agreement_check_explains_when_it_is_skipped():
+    at = opened({"heads": "16", "d_out": "512", "step": "7"})
+    assert not at.exception
+    assert not at.metric
+    assert "Skipped" in "\n".join(i.value for i in at.info)
