@@ -17,6 +17,8 @@ st.set_page_config(
 
 PAGES = [
     st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/text_fields:", default=True),
+    st.Page("pages/simplified.py", title="Simplified attention", icon=":material/scatter_plot:"),
+    st.Page("pages/qkv.py", title="Q, K, V & scaling", icon=":material/tune:"),
     st.Page("pages/batches.py", title="Batches & CausalAttention", icon=":material/stacks:"),
     st.Page("pages/multihead.py", title="Multi-head attention", icon=":material/view_module:"),
 ]

@@ -45,7 +45,7 @@ class FigureStyle:
     cell_text_size: int = 12
     height_per_row: int = 34
     min_height: int = 260
-    max_height: int = 640
+    max_height: int = 470  # a step's figure fits a 1280×720 screen under the title and stepper
     token_window: tuple[int, int] | None = None  # show only tokens [start, stop) on token axes
     max_cells_per_axis: int = 192  # larger matrices are drawn as block means, to keep payloads small
 
@@ -58,7 +58,7 @@ PRESENTER = FigureStyle(
     cell_text_size=18,
     height_per_row=44,
     min_height=300,
-    max_height=560,
+    max_height=470,
 )
 
 _INVISIBLE = {" ": "␣", "\t": "⇥", "\n": "↵", "\r": "␍"}
@@ -101,6 +101,8 @@ def plain_label(text: str) -> str:
 
 def plural(word: str) -> str:
     """An axis title from a row or column name: "query" → "queries", "key" → "keys"."""
+    if not word.isalpha():  # a symbol such as "d_out" names the axis as it is
+        return word
     if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
         return word[:-1] + "ies"
     return word if word.endswith("s") else word + "s"
@@ -443,7 +445,11 @@ def stacked_contributions(
         tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks], tickfont={"size": style.tick_size}
     )
     fig.update_yaxes(tickfont={"size": style.tick_size}, title={"text": "sum of weighted inputs"})
-    fig.update_layout(barmode="relative", legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(
+        barmode="relative",
+        legend={"orientation": "h", "y": -0.25},
+        showlegend=num_tokens <= TEXT_CELL_LIMIT,  # beyond that, hover names each token's share
+    )
     fig = _layout(fig, title, style, style.min_height + 140)
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
     return fig

@@ -77,7 +77,7 @@ def server(port: int):
 
 def wait_for_app(page, timeout_ms: int = 120_000) -> None:
     """Wait until the script run has finished and every plotly figure has painted."""
-    page.wait_for_selector("[data-testid='stSidebar'], [data-testid='stMain']", timeout=timeout_ms)
+    page.wait_for_selector("[data-testid='stMain']", timeout=timeout_ms)
     page.wait_for_function(
         """() => document.querySelector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]')
               && !document.querySelector('[data-testid="stStatusWidget"]')

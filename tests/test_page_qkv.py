@@ -1,0 +1,146 @@
+"""The Q, K, V & scaling page through AppTest: every step, the book's numbers, the scaling lab, safe labels."""
+
+import numpy as np
+import torch
+from apptest_support import app, decode, figure_specs
+
+import attention
+
+BOOK_QUERY = "[0.4306, 1.4551]"  # the query for "journey", section 3.4.1
+BOOK_SCORES = "[1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]"
+BOOK_WEIGHTS = "[0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]"
+BOOK_CONTEXT = "[0.3061, 0.8210]"
+D_KS = tuple(2**k for k in range(11))
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+
+
+def self_attention(seed: int = 123, d_in: int = 3, d_out: int = 2) -> attention.SelfAttention_v1:
+    torch.manual_seed(seed)
+    return attention.SelfAttention_v1(d_in, d_out)
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def zs(at) -> list[np.ndarray]:
+    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
+
+
+def lines(at) -> dict[str, list[np.ndarray]]:
+    """Each line chart's series, by the chart's title."""
+    return {
+        spec["layout"]["title"]["text"]: [decode(trace["y"]) for trace in spec["data"]]
+        for spec in figure_specs(at)
+        if spec["data"][0]["type"] == "scatter"
+    }
+
+
+def next_step(at) -> None:
+    at.button(key="next:qkv").click().run()
+    assert not at.exception
+
+
+def test_every_step_shows_the_books_numbers():
+    module = self_attention()
+    trace = attention.trace(module, attention.BOOK_INPUTS)
+    at = app("pages/qkv.py")
+    assert not at.exception
+
+    for z, weight in zip(zs(at), (module.W_query, module.W_key, module.W_value), strict=True):
+        np.testing.assert_allclose(z, weight.detach().numpy(), atol=1e-6)
+
+    next_step(at)
+    for z, name in zip(zs(at), ("queries", "keys", "values"), strict=True):
+        np.testing.assert_allclose(z, getattr(trace, name)[0, 0].numpy(), atol=1e-6)
+    assert f"queries[2] = {BOOK_QUERY}" in markdown(at)
+
+    next_step(at)
+    scores, scaled = zs(at)
+    np.testing.assert_allclose(scores, trace.attn_scores[0, 0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(scaled, trace.attn_scores[0, 0].numpy() / 2**0.5, atol=1e-6)
+    assert f"attn_scores[2] = {BOOK_SCORES}" in markdown(at) and "√2 = 1.4142" in markdown(at)
+
+    next_step(at)
+    weights, context = zs(at)
+    np.testing.assert_allclose(weights, trace.attn_weights[0, 0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(context, module(attention.BOOK_INPUTS).detach().numpy(), atol=1e-6)
+    assert f"attn_weights[2] = {BOOK_WEIGHTS}" in markdown(at)
+    assert f"context_vec[2] = {BOOK_CONTEXT}" in markdown(at)
+
+    lab = attention.scaling_lab(D_KS, num_keys=8, temperature=1.0, seed=123)
+    next_step(at)
+    charts = lines(at)
+    np.testing.assert_allclose(charts["largest weight in a row"][0], lab.unscaled_max_weight.numpy(), atol=1e-6)
+    np.testing.assert_allclose(charts["largest weight in a row"][1], lab.scaled_max_weight.numpy(), atol=1e-6)
+    np.testing.assert_allclose(charts["row entropy (nats)"][0], lab.unscaled_entropy.numpy(), atol=1e-6)
+    text = markdown(at)
+    assert f"averages **{lab.unscaled_max_weight[-1]:.2f}**" in text
+    assert f"Scaled: **{lab.scaled_max_weight[-1]:.2f}**" in text
+    assert lab.unscaled_max_weight[-1] > 0.9 > 0.5 > lab.scaled_max_weight[-1]  # the claim the text makes
+
+    next_step(at)
+    (grads,) = lines(at).values()
+    np.testing.assert_allclose(grads[0], lab.unscaled_grad_norm.numpy(), atol=1e-6)
+    np.testing.assert_allclose(grads[1], lab.scaled_grad_norm.numpy(), atol=1e-6)
+    example = figure_specs(at)[1]
+    np.testing.assert_allclose(decode(example["data"][0]["y"]), lab.example_unscaled.numpy(), atol=1e-6)
+    np.testing.assert_allclose(decode(example["data"][1]["y"]), lab.example_scaled.numpy(), atol=1e-6)
+    assert f"**{lab.unscaled_grad_norm[-1]:.3f}** at d_k = 1024" in markdown(at)
+
+    next_step(at)
+    v1_output, v2_output = zs(at)
+    torch.manual_seed(123)
+    v2 = attention.SelfAttention_v2(3, 2)
+    np.testing.assert_allclose(v2_output, v2(attention.BOOK_INPUTS).detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(v1_output, v2_output, atol=1e-6)
+    assert "max |difference| = **" in markdown(at)
+    assert at.button(key="next:qkv").disabled
+
+
+def test_the_lab_sliders_change_the_measurements_and_are_kept_between_steps():
+    at = app("pages/qkv.py")
+    at.session_state["step:qkv"] = 4
+    at.run()
+    at.slider(key="w_qkv_num_keys").set_value(32).run()
+    at.select_slider(key="w_qkv_temperature").set_value(4.0).run()
+    assert not at.exception
+    lab = attention.scaling_lab(D_KS, num_keys=32, temperature=4.0, seed=123)
+    np.testing.assert_allclose(lines(at)["row entropy (nats)"][0], lab.unscaled_entropy.numpy(), atol=1e-6)
+    assert "log 32 = 3.47" in markdown(at)
+
+    next_step(at)
+    assert at.slider(key="w_qkv_num_keys").value == 32
+    assert at.select_slider(key="w_qkv_temperature").value == 4.0
+    example = figure_specs(at)[1]
+    assert len(decode(example["data"][0]["y"])) == 32
+
+
+def test_a_new_seed_and_sentence_update_the_figures():
+    at = app("pages/qkv.py")
+    at.number_input(key="w_seed").set_value(7).run()
+    assert not at.exception
+    module = self_attention(seed=7)
+    np.testing.assert_allclose(zs(at)[0], module.W_query.detach().numpy(), atol=1e-6)
+
+    text = "The quick brown fox jumps over the lazy dog near the river"
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input(text).run()
+    at.number_input(key="w_d_out").set_value(4).run()
+    next_step(at)
+    inputs = attention.embed_tokens(attention.tokenize(text).ids, 3, 7)  # (12, 3)
+    expected = attention.trace(self_attention(seed=7, d_out=4), inputs).queries[0, 0]
+    np.testing.assert_allclose(zs(at)[0], expected.numpy(), atol=1e-5)
+
+
+def test_hostile_text_is_shown_literally():
+    at = app("pages/qkv.py")
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input(HOSTILE).run()
+    assert not at.exception
+    for _ in range(3):
+        next_step(at)
+        for spec in figure_specs(at):
+            ticks = spec["layout"]["yaxis"]["ticktext"]
+            assert not any("<" in tick for tick in ticks) and "&lt;/" in ticks
+    assert "javascript" not in markdown(at) and "<b>x" not in markdown(at)

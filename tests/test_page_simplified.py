@@ -1,0 +1,142 @@
+"""The Simplified attention page through AppTest: every step, the book's numbers, the query picker, safe labels."""
+
+import numpy as np
+import torch
+from apptest_support import ENTRY, app, decode, figure_specs
+from streamlit.testing.v1 import AppTest
+
+import attention
+
+BOOK_SCORES = [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]  # "journey", section 3.3.1
+BOOK_WEIGHTS = [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
+BOOK_CONTEXT = [0.4419, 0.6515, 0.5683]
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def series(spec: dict) -> dict[str, np.ndarray]:
+    """Each bar trace's values by name (non-finite values are drawn as 0 and named in the bar text)."""
+    return {trace.get("name", ""): decode(trace["y"]) for trace in spec["data"] if trace["type"] == "bar"}
+
+
+def next_step(at) -> None:
+    at.button(key="next:simplified").click().run()
+    assert not at.exception
+
+
+def test_every_step_shows_the_books_numbers():
+    book = attention.simplified_attention(attention.BOOK_INPUTS)
+    at = app("pages/simplified.py")
+    assert not at.exception
+    assert at.selectbox(key="w_simplified_query").value == 1  # "journey", as in the book
+
+    (spec,) = figure_specs(at)
+    scores = decode(spec["data"][0]["y"])
+    np.testing.assert_allclose(scores, book.attn_scores[1].numpy(), atol=1e-6)
+    np.testing.assert_allclose(scores, BOOK_SCORES, atol=1e-4)
+    hover = spec["data"][0]["hovertext"]
+    assert "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.9544" in hover[0]
+    assert "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.9544" in at.code[0].value
+
+    next_step(at)
+    (spec,) = figure_specs(at)
+    bars = series(spec)
+    compared = attention.compare_normalizations(book.attn_scores[1])
+    np.testing.assert_allclose(bars["attn_scores / sum"], compared.by_sum.numpy(), atol=1e-6)
+    np.testing.assert_allclose(bars["softmax_naive"], compared.naive_softmax.numpy(), atol=1e-6)
+    np.testing.assert_allclose(bars["torch.softmax"], BOOK_WEIGHTS, atol=1e-4)
+
+    next_step(at)
+    (spec,) = figure_specs(at)
+    overflow = attention.overflow_demo(book.attn_scores[1])
+    naive, torch_softmax = spec["data"][0], spec["data"][1]
+    assert [t == "nan" for t in naive["text"]] == torch.isnan(overflow.naive_softmax).tolist()
+    np.testing.assert_allclose(decode(torch_softmax["y"]), overflow.torch_softmax.numpy(), atol=1e-6)
+    table = at.dataframe[0].value
+    assert (table["softmax_naive"] == "nan").sum() == 4 and "149.5" in markdown(at)
+    assert "nan for 4 of 6 tokens" in markdown(at)
+
+    next_step(at)
+    (spec,) = figure_specs(at)
+    contributions = np.stack([decode(t["y"]) for t in spec["data"] if t["type"] == "bar"])
+    np.testing.assert_allclose(contributions.sum(axis=0), BOOK_CONTEXT, atol=1e-4)
+    assert "[0.4419, 0.6515, 0.5683]" in spec["layout"]["title"]["text"]
+
+    next_step(at)
+    scores_spec, weights_spec = figure_specs(at)
+    np.testing.assert_allclose(decode(scores_spec["data"][0]["z"]), book.attn_scores.numpy(), atol=1e-6)
+    np.testing.assert_allclose(decode(weights_spec["data"][0]["z"]), book.attn_weights.numpy(), atol=1e-6)
+
+    next_step(at)
+    (spec,) = figure_specs(at)
+    np.testing.assert_allclose(decode(spec["data"][0]["z"]), book.context_vecs.numpy(), atol=1e-6)
+    assert "max |difference| =" in markdown(at)
+    assert at.button(key="next:simplified").disabled
+
+
+def test_the_chosen_query_drives_every_step_and_the_url():
+    book = attention.simplified_attention(attention.BOOK_INPUTS)
+    at = app("pages/simplified.py")
+    at.selectbox(key="w_simplified_query").set_value(4).run()
+    (spec,) = figure_specs(at)
+    np.testing.assert_allclose(decode(spec["data"][0]["y"]), book.attn_scores[4].numpy(), atol=1e-6)
+    assert "x^(5)·x^(1) = 0.77×0.43" in spec["data"][0]["hovertext"][0]
+    assert at.query_params["query"] == "4"
+
+    at.switch_page("pages/tokens.py").run()
+    at.switch_page("pages/simplified.py").run()
+    assert at.selectbox(key="w_simplified_query").value == 4  # kept while the page was off screen
+    next_step(at)
+    next_step(at)
+    next_step(at)
+    (spec,) = figure_specs(at)
+    contributions = np.stack([decode(t["y"]) for t in spec["data"] if t["type"] == "bar"])
+    np.testing.assert_allclose(contributions.sum(axis=0), book.context_vecs[4].numpy(), atol=1e-6)
+
+
+def test_a_link_opens_its_query_and_step():
+    at = AppTest.from_file(ENTRY, default_timeout=30)
+    at.query_params.update({"query": "3", "step": "2"})
+    at.switch_page("pages/simplified.py").run()
+    assert not at.exception
+    assert at.selectbox(key="w_simplified_query").value == 3
+    (spec,) = figure_specs(at)
+    expected = torch.softmax(attention.simplified_attention(attention.BOOK_INPUTS).attn_scores[3], dim=-1)
+    np.testing.assert_allclose(decode(spec["data"][2]["y"]), expected.numpy(), atol=1e-6)
+
+
+def test_a_typed_sentence_with_a_larger_d_in_updates_the_figures():
+    text = "The quick brown fox jumps over the lazy dog"
+    at = app("pages/simplified.py")
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input(text).run()
+    at.number_input(key="w_d_in").set_value(16).run()
+    assert not at.exception
+    inputs = attention.embed_tokens(attention.tokenize(text).ids, 16, 123)  # (9, 16)
+    expected = attention.simplified_attention(inputs).attn_scores[1]
+    (spec,) = figure_specs(at)
+    np.testing.assert_allclose(decode(spec["data"][0]["y"]), expected.numpy(), atol=1e-5)
+    assert "… (12 more) = " in spec["data"][0]["hovertext"][0]
+
+    at.selectbox(key="w_simplified_query").set_value(8).run()
+    at.text_input(key="w_text").input("Hi").run()  # one token: the query falls back to it
+    assert not at.exception
+    assert at.selectbox(key="w_simplified_query").value == 0
+
+
+def test_hostile_text_is_shown_literally():
+    at = app("pages/simplified.py")
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input(HOSTILE).run()
+    assert not at.exception
+    for _ in range(5):
+        for spec in figure_specs(at):
+            ticks = spec["layout"]["xaxis"].get("ticktext", [])
+            assert not any("<" in tick for tick in ticks)
+            assert "&lt;/" in ticks or ticks[0] == "dim 0"  # tokens escaped; the context vector's axis is dims
+        next_step(at)
+    assert "javascript" not in markdown(at) and "<b>x" not in markdown(at)
+    assert at.selectbox(key="w_simplified_query").options[4] == "x^(5)  </"  # shown as plain text
