@@ -19,6 +19,8 @@ PAGES = [
     st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/text_fields:", default=True),
     st.Page("pages/simplified.py", title="Simplified attention", icon=":material/scatter_plot:"),
     st.Page("pages/qkv.py", title="Q, K, V & scaling", icon=":material/tune:"),
+    st.Page("pages/causal_mask.py", title="Causal mask", icon=":material/change_history:"),
+    st.Page("pages/dropout.py", title="Dropout", icon=":material/grain:"),
     st.Page("pages/batches.py", title="Batches & CausalAttention", icon=":material/stacks:"),
     st.Page("pages/multihead.py", title="Multi-head attention", icon=":material/view_module:"),
 ]
@@ -26,6 +28,7 @@ PAGES = [
 navigation = st.navigation(PAGES)
 settings = state.sidebar()
 ui.token_window_control(settings)
+ui.base_css()
 if state.presenter():
     ui.presenter_css()
 ui.begin_run()

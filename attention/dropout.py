@@ -88,7 +88,7 @@ def dropout_average(attn_weights: torch.Tensor, p: float, num_samples: int = 100
     """Average ``num_samples`` dropout draws (seeds ``seed``, ``seed+1``, ...)."""
     check_dropout(p)
     check_size("num_samples", num_samples, upper=MAX_DROPOUT_SAMPLES)
-    total = torch.zeros_like(attn_weights)  # (..., num_tokens, num_tokens)
+    total = torch.zeros_like(attn_weights, dtype=torch.float64)  # (..., num_tokens, num_tokens), summed in float64
     checkpoints, errors = [], []
     for sample in range(1, num_samples + 1):
         total += apply_dropout(attn_weights, p, seed=seed + sample - 1).dropped_weights
@@ -96,7 +96,7 @@ def dropout_average(attn_weights: torch.Tensor, p: float, num_samples: int = 100
             checkpoints.append(sample)
             errors.append((total / sample - attn_weights).abs().max().item())
     return DropoutAverage(
-        mean_weights=total / num_samples,
+        mean_weights=(total / num_samples).to(attn_weights.dtype),
         num_samples=torch.tensor(checkpoints),
         max_abs_error=torch.tensor(errors),
     )

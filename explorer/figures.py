@@ -33,6 +33,7 @@ SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E0
 MASKED_FILL = "#D9D9D9"
 TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many entries
 TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
+MASK_WORD_LIMIT = 8  # write "masked" in blank cells up to this many per axis (wider, the words overlap)
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ def heatmap(
             f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
         )
     fig = go.Figure(trace)
-    if masked is not None and small:
+    if masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT:
         ii, jj = np.nonzero(hidden)
         fig.add_trace(
             go.Scatter(
@@ -340,6 +341,7 @@ def heatmap(
         side="top",
         showgrid=False,
         zeroline=False,
+        automargin=True,
     )
     fig.update_layout(xaxis_title_standoff=4)
     return _layout(fig, title, style, _height(rows, style))

@@ -286,6 +286,16 @@ PRESENTER_CSS = """
 """
 
 
+BASE_CSS = """<style>
+[data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
+</style>"""
+
+
+def base_css() -> None:
+    """Less empty space above the title, so a step fits a 1280×720 screen."""
+    st.html(BASE_CSS)
+
+
 def presenter_css() -> None:
     """Larger text and less chrome for projection."""
     st.html(PRESENTER_CSS)

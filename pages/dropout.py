@@ -1,0 +1,133 @@
+"""Dropout: dropping attention weights while training, scaling the survivors, and the average of many draws."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import attention
+from explorer import compute, figures, state, ui
+
+SAMPLES = "dropout_samples"  # the page's own slider: how many draws to average
+
+settings = state.current()
+st.title("Dropout")
+requested = st.session_state.get(SAMPLES, 1000)
+data = ui.guard(compute.dropout_view, settings, requested)
+st.session_state[SAMPLES] = min(requested, data["max_samples"])  # kept while the slider is not shown
+pieces, mask, active, p = data["pieces"], data["mask"], data["active"], settings.dropout
+weights, keep, dropped = data["attn_weights"], data["keep"], data["dropped_weights"]
+style = pair_style = ui.style()
+if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
+    style = replace(style, max_height=min(style.max_height, 410))
+    pair_style = replace(style, max_height=min(style.max_height, 330))
+
+mode, action = st.columns([3, 2], vertical_alignment="center")
+mode.markdown(
+    f"Sidebar: **{'training' if settings.training else 'eval'} mode** · dropout p = **{p:.2f}** · "
+    f"seed **{settings.seed}**" + ("" if active else " · nothing is dropped")
+)
+action.button(
+    "Use the book's p = 0.5 in training mode",
+    on_click=state.set_settings,
+    kwargs={"dropout": 0.5, "training": True},
+    disabled=settings.training and p == 0.5,
+    key="book_dropout",
+    width="stretch",
+)
+step = ui.stepper(
+    "dropout",
+    ["The book's demo on ones", "One dropout draw", "Survivors × 1/(1−p)", "Row sums", "Many draws", "Mean vs weights"],
+)
+idle = "" if active else "Nothing is dropped: dropout acts only in **training mode with p > 0** (button above). "
+text, plot = st.columns([1, 2], gap="medium")
+if step >= 4:
+    text.slider("Dropout draws to average", 1, data["max_samples"], key=SAMPLES)
+
+
+def draw(fig, name):
+    with plot:
+        ui.chart(fig, name, key=name)
+
+
+if step == 0:
+    ones, labels = data["ones_demo"], [str(k) for k in range(6)]
+    text.markdown(
+        "The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on `torch.ones(6, 6)`. "
+        f"**{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
+        f"**{ones.max():.0f}** = 1/(1 − 0.5), so each entry's expected value stays 1."
+    )
+    plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
+    title = "Dropout(0.5) on torch.ones(6, 6)"
+    draw(figures.heatmap(ones, labels, labels, title=title, value_name="entry", style=style, **plain), "dropout-ones")
+    with text:
+        ui.show_code(attention.apply_dropout, attention.dropout_keep_mask)
+elif step == 1:
+    lost, visible = int((~keep & ~mask).sum()), int((~mask).sum())
+    text.markdown(
+        f"In training mode each weight is dropped with probability p = {p:.2f}. This draw (seed {settings.seed}) "
+        f"dropped **{lost}** of the {visible} weights the causal mask left visible."
+        if active
+        else idle + "The weights are the causal weights, unchanged."
+    )
+    title = "attn_weights after dropout"
+    draw(figures.dropout_heatmap(dropped, keep, pieces, pieces, title=title, masked=mask, style=style), "dropped")
+    with text:
+        ui.show_code(attention.attend)
+elif step == 2:
+    survivors = np.argwhere(keep & ~mask)
+    query, key = survivors[-1] if len(survivors) else (len(pieces) - 1, 0)
+    text.markdown(
+        f"Survivors are multiplied by 1/(1 − p) = **{data['scale']:.4f}**, so each weight keeps its expected "
+        "value: (1 − p) · w/(1 − p) = w. One survivor:"
+        if active
+        else idle + "Every weight survives, unscaled (factor 1):"
+    )
+    example = {"query": pieces[query], "key": pieces[key], "before": weights[query, key], "after": dropped[query, key]}
+    if len(survivors):
+        example = {k: [figures.visible_token(v) if isinstance(v, str) else f"{v:.4f}"] for k, v in example.items()}
+        text.dataframe(pd.DataFrame(example), hide_index=True)
+    else:
+        text.warning("This draw dropped every weight.")
+    title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
+    bars = {"before dropout": weights[query], "after dropout": dropped[query]}
+    draw(figures.bars(bars, pieces, title=title, value_name="attention weight", style=style), "dropout-row")
+elif step == 3:
+    sums = data["row_sums"]
+    text.markdown(
+        f"After dropout the rows no longer sum to 1: here they range from **{sums.min():.4f}** to "
+        f"**{sums.max():.4f}**. Training does not mind: on average the weights are unchanged (next step)."
+        if active
+        else idle + f"Every row still sums to 1 (from {sums.min():.4f} to {sums.max():.4f})."
+    )
+    bars = {"row sum after dropout": sums, "before dropout": weights.sum(axis=1)}
+    title = "Row sums of attn_weights"
+    draw(figures.bars(bars, pieces, title=title, value_name="row sum", style=style), "dropout-row-sums")
+else:
+    errors, counts = data["max_abs_error"], data["num_samples"]
+    note = text if step == 4 else plot  # step 6: the note sits beside the slider, the heatmaps below
+    note.markdown(
+        (idle + "Every draw equals the weights, so their mean does too (up to float rounding). " if not active else "")
+        + f"The mean of {counts[-1]:,} draws (seeds {settings.seed}, {settings.seed + 1}, …) approaches the "
+        f"undropped weights: the largest |mean − weight| is **{errors[-1]:.4f}**."
+    )
+    if data["max_samples"] < attention.dropout.MAX_DROPOUT_SAMPLES:
+        note.caption(f"For {len(pieces):,} tokens the slider stops at {data['max_samples']:,} draws.")
+    if step == 4:
+        series = {"max |mean − attn_weights|": errors}
+        options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True, "style": style}
+        draw(figures.lines(counts, series, title="Average of many draws", **options), "dropout-convergence")
+        with text:
+            ui.show_code(attention.dropout_average)
+    else:
+        views = (
+            (data["mean_weights"], f"Mean of {counts[-1]:,} draws", "dropout-mean"),
+            (weights, "attn_weights without dropout", "dropout-undropped"),
+        )
+        for column, (matrix, title, name) in zip(st.columns(2), views, strict=True):
+            with column:
+                fig = figures.heatmap(
+                    matrix, pieces, pieces, title=title, value_name="attention weight", masked=mask, style=pair_style
+                )
+                ui.chart(figures.without_cell_text(fig) if len(pieces) > 8 else fig, name, key=name)

@@ -1,0 +1,58 @@
+"""``figures.dropout_heatmap``: one dropout draw with dropped and masked cells told apart."""
+
+import numpy as np
+
+from explorer import figures
+
+FUTURE = np.triu(np.ones((4, 4), dtype=bool), 1)
+KEEP = np.array([[1, 0, 1, 1], [0, 1, 0, 1], [1, 1, 0, 1], [1, 0, 1, 1]], dtype=bool)
+WEIGHTS = np.tril(np.full((4, 4), 0.5)) * KEEP * 2  # survivors doubled, as with p = 0.5
+
+
+def labelled(fig, name: str) -> set[tuple[int, int]]:
+    traces = [t for t in fig.data if t.type == "scatter" and t.name == name]
+    return {(y, x) for t in traces for x, y in zip(t.x, t.y, strict=True)}
+
+
+def test_dropped_and_masked_cells_are_blank_and_labelled_apart():
+    tokens = ["a", "<b>", "a", "c"]
+    fig = figures.dropout_heatmap(WEIGHTS, KEEP, tokens, tokens, title="after dropout", masked=FUTURE)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    dropped = ~KEEP & ~FUTURE
+    assert np.isnan(z[FUTURE | dropped]).all()
+    np.testing.assert_allclose(z[~FUTURE & KEEP], WEIGHTS[~FUTURE & KEEP])
+    assert labelled(fig, "dropped") == {tuple(cell) for cell in np.argwhere(dropped)}
+    assert labelled(fig, "masked") == {tuple(cell) for cell in np.argwhere(FUTURE)}
+    texts = {t.name: set(t.text) for t in fig.data if t.type == "scatter"}
+    assert texts == {"masked": {"masked"}, "dropped": {"dropped"}}
+    assert list(fig.layout.yaxis.ticktext) == ["a", "&lt;b&gt;", "a", "c"]
+    assert fig.data[0].zmin == 0.0
+
+
+def test_nothing_dropped_adds_no_dropped_labels():
+    fig = figures.dropout_heatmap(np.tril(np.ones((3, 3))), np.ones((3, 3), bool), list("xyz"), list("xyz"), title="t")
+    assert [t.type for t in fig.data] == ["heatmap"]
+    assert np.isfinite(np.asarray(fig.data[0].z, dtype=float)).all()
+
+
+def test_medium_matrices_mark_dropped_cells_with_a_cross_and_large_ones_with_nothing():
+    rng = np.random.default_rng(0)
+    for size, marks in ((12, {"×"}), (60, set())):
+        keep = rng.random((size, size)) > 0.5
+        future = np.triu(np.ones((size, size), dtype=bool), 1)
+        tokens = [f"t{k}" for k in range(size)]
+        fig = figures.dropout_heatmap(np.where(keep, 1.0, 0.0), keep, tokens, tokens, title="t", masked=future)
+        texts = {text for t in fig.data if t.type == "scatter" for text in t.text}
+        assert texts == marks
+        assert not labelled(fig, "masked")
+
+
+def test_the_token_window_moves_the_labels_with_the_cells():
+    size = 20
+    keep = np.ones((size, size), dtype=bool)
+    keep[12, 11] = False
+    tokens = [f"t{k}" for k in range(size)]
+    style = figures.FigureStyle(token_window=(10, 14))
+    fig = figures.dropout_heatmap(np.ones((size, size)), keep, tokens, tokens, title="t", style=style)
+    assert labelled(fig, "dropped") == {(12, 11)}
+    assert list(fig.data[0].x) == [10, 11, 12, 13]

@@ -1,0 +1,112 @@
+"""The Causal mask page through AppTest: every step against ``CausalAttention``, the book's output, safe labels."""
+
+import numpy as np
+import torch
+from apptest_support import ENTRY, app, decode, figure_specs
+from streamlit.testing.v1 import AppTest
+
+import attention
+
+BOOK_OUTPUT_ROWS = [[-0.4519, 0.2216], [-0.5874, 0.0058]]  # printed in the book, section 3.5.3
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+
+
+def causal_trace(inputs: torch.Tensor, seed: int = 123, d_out: int = 2) -> attention.Trace:
+    torch.manual_seed(seed)  # as the book builds it
+    ca = attention.CausalAttention(inputs.shape[-1], d_out, 1024, 0.0)
+    return attention.trace(ca, inputs)
+
+
+def opened(params: dict) -> AppTest:
+    """The app as a link to this page opens it (its step comes from the link)."""
+    at = AppTest.from_file(ENTRY, default_timeout=30)
+    at.query_params.update(params)
+    return at.switch_page("pages/causal_mask.py").run()
+
+
+def zs(at) -> list[np.ndarray]:
+    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_every_step_matches_causal_attention_and_the_book():
+    trace = causal_trace(attention.BOOK_INPUTS)
+    comparison = attention.compare_masking(trace.scaled_scores[0, 0])
+    future = attention.causal_mask(6).numpy()
+    at = app("pages/causal_mask.py")
+    assert not at.exception
+
+    (unmasked,) = zs(at)
+    np.testing.assert_allclose(unmasked, comparison.unmasked_weights.numpy(), atol=1e-6)
+    share = comparison.unmasked_weights[torch.from_numpy(future)].sum().item() / 6
+    assert f"{share:.1%}" in markdown(at)
+
+    at.button(key="next:causal_mask").click().run()
+    (mask,) = zs(at)
+    np.testing.assert_array_equal(mask, future.astype(float))
+    assert "(1024, 1024)" in markdown(at) and "self.mask[:6, :6]" in markdown(at) and "**15** of 36" in markdown(at)
+
+    at.button(key="next:causal_mask").click().run()
+    (spec,) = figure_specs(at)
+    scores = decode(spec["data"][0]["z"])
+    assert np.isnan(scores[future]).all()
+    np.testing.assert_allclose(scores[~future], trace.scaled_scores[0, 0].numpy()[~future], atol=1e-6)
+    labels = [trace for trace in spec["data"] if trace.get("name") == "masked"]
+    assert len(labels) == 1 and labels[0]["text"] == ["masked"] * 15
+    assert "exp(−∞) = **0**" in markdown(at)
+
+    at.button(key="next:causal_mask").click().run()
+    (weights,) = zs(at)
+    np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)
+    assert np.isnan(weights[future]).all() and "its weight is 1.0000" in markdown(at)
+
+    at.button(key="next:causal_mask").click().run()
+    renormalized, neg_inf = zs(at)
+    np.testing.assert_allclose(renormalized[~future], comparison.weights_renormalized.numpy()[~future], atol=1e-6)
+    np.testing.assert_allclose(neg_inf[~future], comparison.weights_neg_inf.numpy()[~future], atol=1e-6)
+    assert f"max |(a) − (b)| = **{comparison.max_abs_difference:.1e}**" in markdown(at)
+
+    at.button(key="next:causal_mask").click().run()
+    (context,) = zs(at)
+    np.testing.assert_allclose(context, trace.output[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(context[:2], BOOK_OUTPUT_ROWS, atol=1e-4)
+    assert "[-0.4519, 0.2216]" in markdown(at) and "book's printed" in markdown(at)
+    assert at.button(key="next:causal_mask").disabled
+    assert not at.exception
+
+
+def test_changing_the_seed_updates_the_figures():
+    at = opened({"step": "6"})
+    at.number_input(key="w_seed").set_value(7).run()
+    assert not at.exception
+    expected = causal_trace(attention.BOOK_INPUTS, seed=7).output[0].numpy()
+    np.testing.assert_allclose(zs(at)[0], expected, atol=1e-6)
+    assert not np.allclose(zs(at)[0][:2], BOOK_OUTPUT_ROWS, atol=1e-3)
+    assert "book's printed" not in markdown(at)
+
+
+def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
+    at = opened({"input": "text", "text": "Hello", "step": "4"})
+    at.text_input(key="w_text").input(HOSTILE).run()
+    assert not at.exception
+    tokenized = attention.tokenize(HOSTILE)
+    trace = causal_trace(attention.embed_tokens(tokenized.ids, 3, 123))
+    num_tokens = len(tokenized.ids)
+    future = attention.causal_mask(num_tokens).numpy()
+    (spec,) = figure_specs(at)
+    weights = decode(spec["data"][0]["z"])
+    assert weights.shape == (num_tokens, num_tokens)
+    np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)
+    ticks = spec["layout"]["yaxis"]["ticktext"] + spec["layout"]["xaxis"]["ticktext"]
+    assert any("&lt;" in tick for tick in ticks) and not any("<b>" in tick for tick in ticks)
+    assert "javascript" not in markdown(at)
+
+
+def test_dropout_in_the_sidebar_leaves_this_page_in_eval_mode():
+    at = opened({"p": "0.5", "mode": "train", "step": "6"})
+    assert not at.exception
+    np.testing.assert_allclose(zs(at)[0][:2], BOOK_OUTPUT_ROWS, atol=1e-4)
+    assert "eval mode" in "\n".join(c.value for c in at.caption)

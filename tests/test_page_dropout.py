@@ -1,0 +1,153 @@
+"""The Dropout page through AppTest: the book's demo, one draw against ``nn.Dropout``, the average of many
+draws, eval mode, the book's-settings button, and safe labels."""
+
+import numpy as np
+import torch
+from apptest_support import ENTRY, app, decode, figure_specs
+from streamlit.testing.v1 import AppTest
+
+import attention
+from explorer import compute
+
+BOOK_DROPPED_ONES = [  # the book's Dropout(0.5) on torch.ones(6, 6) after torch.manual_seed(123)
+    [2, 2, 0, 2, 2, 0],
+    [0, 0, 0, 2, 0, 2],
+    [2, 2, 2, 2, 0, 2],
+    [0, 2, 2, 0, 0, 2],
+    [0, 2, 0, 2, 0, 2],
+    [0, 2, 2, 2, 2, 0],
+]
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+FUTURE = attention.causal_mask(6).numpy()
+
+
+def causal_weights(inputs: torch.Tensor = attention.BOOK_INPUTS, seed: int = 123) -> torch.Tensor:
+    torch.manual_seed(seed)  # as the book builds it
+    ca = attention.CausalAttention(inputs.shape[-1], 2, 1024, 0.0)
+    return attention.trace(ca, inputs).attn_weights[0, 0]  # (num_tokens, num_tokens)
+
+
+def opened(params: dict) -> AppTest:
+    """The app as a link to this page opens it (its step and settings come from the link)."""
+    at = AppTest.from_file(ENTRY, default_timeout=30)
+    at.query_params.update(params)
+    return at.switch_page("pages/dropout.py").run()
+
+
+def step(at, delta: int = 1) -> None:
+    at.button(key="next:dropout" if delta > 0 else "prev:dropout").click().run()
+
+
+def zs(at) -> list[np.ndarray]:
+    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_the_books_demo_then_eval_mode_drops_nothing():
+    weights = causal_weights().numpy()
+    at = app("pages/dropout.py")
+    assert not at.exception
+    np.testing.assert_array_equal(zs(at)[0], BOOK_DROPPED_ONES)
+    assert "**15** of 36" in markdown(at) and "**eval mode** · dropout p = **0.00**" in markdown(at)
+
+    step(at)
+    (spec,) = figure_specs(at)
+    shown = decode(spec["data"][0]["z"])
+    np.testing.assert_allclose(shown[~FUTURE], weights[~FUTURE], atol=1e-6)
+    assert not [t for t in spec["data"] if t.get("name") == "dropped"]
+    assert "Nothing is dropped" in markdown(at)
+
+    step(at)
+    step(at)
+    sums = decode(figure_specs(at)[0]["data"][0]["y"])
+    np.testing.assert_allclose(sums, 1.0, atol=1e-6)
+    step(at)
+    np.testing.assert_allclose(decode(figure_specs(at)[0]["data"][0]["y"]), 0.0, atol=1e-5)
+    assert "their mean does too" in markdown(at)
+
+
+def test_the_books_button_drops_weights_like_nn_dropout():
+    weights = causal_weights()
+    torch.manual_seed(123)
+    expected = torch.nn.Dropout(0.5)(weights).numpy()  # the book's way: a training-mode Dropout module
+    kept = expected != 0
+    at = opened({"step": "2"})
+    at.button(key="book_dropout").click().run()
+    assert not at.exception
+    assert at.toggle(key="w_training").value and at.number_input(key="w_dropout").value == 0.5
+    assert at.button(key="book_dropout").disabled
+
+    (spec,) = figure_specs(at)
+    shown = decode(spec["data"][0]["z"])
+    np.testing.assert_allclose(shown[kept], expected[kept], atol=1e-6)
+    assert np.isnan(shown[~kept]).all()
+    dropped = [t for t in spec["data"] if t.get("name") == "dropped"]
+    lost = int((~kept & ~FUTURE).sum())
+    assert len(dropped) == 1 and dropped[0]["text"] == ["dropped"] * lost
+    assert f"dropped **{lost}** of the 21" in markdown(at)
+
+    step(at)
+    query, key = np.argwhere(kept)[-1]
+    before, after = (decode(trace["y"]) for trace in figure_specs(at)[0]["data"])
+    np.testing.assert_allclose(before, weights.numpy()[query], atol=1e-6)
+    np.testing.assert_allclose(after, expected[query], atol=1e-6)
+    survivor = at.dataframe[0].value.iloc[0]
+    assert survivor["after"] == f"{expected[query, key]:.4f}" and "**2.0000**" in markdown(at)
+
+    step(at)
+    sums = decode(figure_specs(at)[0]["data"][0]["y"])
+    np.testing.assert_allclose(sums, expected.sum(axis=1), atol=1e-6)
+    assert f"**{sums.min():.4f}**" in markdown(at)
+
+
+def test_many_draws_converge_and_the_slider_is_kept_between_steps():
+    weights = causal_weights()
+    at = opened({"p": "0.5", "mode": "train", "step": "5"})
+    assert not at.exception
+    at.slider(key="dropout_samples").set_value(64).run()
+    average = attention.dropout_average(weights, 0.5, num_samples=64, seed=123)
+    line = figure_specs(at)[0]["data"][0]
+    np.testing.assert_array_equal(decode(line["x"]), average.num_samples.numpy())
+    np.testing.assert_allclose(decode(line["y"]), average.max_abs_error.numpy(), atol=1e-6)
+    assert figure_specs(at)[0]["layout"]["xaxis"]["type"] == "log"
+
+    step(at, -1)
+    step(at)
+    step(at)
+    assert at.slider(key="dropout_samples").value == 64
+    mean, undropped = zs(at)
+    np.testing.assert_allclose(mean[~FUTURE], average.mean_weights.numpy()[~FUTURE], atol=1e-6)
+    np.testing.assert_allclose(undropped[~FUTURE], weights.numpy()[~FUTURE], atol=1e-6)
+    assert f"**{average.max_abs_error[-1].item():.4f}**" in markdown(at)
+
+
+def test_changing_the_seed_changes_the_weights_and_the_draw():
+    at = opened({"p": "0.5", "mode": "train", "step": "2"})
+    at.number_input(key="w_seed").set_value(7).run()
+    assert not at.exception
+    expected = attention.apply_dropout(causal_weights(seed=7), 0.5, seed=7).dropped_weights.numpy()
+    shown = zs(at)[0]
+    np.testing.assert_allclose(shown[expected != 0], expected[expected != 0], atol=1e-6)
+    assert np.isnan(shown[expected == 0]).all()
+
+
+def test_hostile_text_is_shown_literally():
+    at = opened({"input": "text", "text": HOSTILE, "p": "0.5", "mode": "train", "step": "3"})
+    assert not at.exception
+    ids = attention.tokenize(HOSTILE).ids
+    assert figure_specs(at)[0]["data"][0]["x"] is not None
+    ticks = figure_specs(at)[0]["layout"]["xaxis"]["ticktext"]
+    assert len(ticks) == len(ids) and any("&lt;" in tick for tick in ticks)
+    assert not any("<b>" in tick for tick in ticks) and "javascript" not in markdown(at)
+    step(at, -1)
+    spec = figure_specs(at)[0]
+    assert not any("<b>" in tick for tick in spec["layout"]["yaxis"]["ticktext"])
+
+
+def test_long_inputs_average_fewer_draws():
+    assert compute.dropout_sample_limit(6) == attention.dropout.MAX_DROPOUT_SAMPLES
+    assert compute.dropout_sample_limit(64) == attention.dropout.MAX_DROPOUT_SAMPLES
+    assert 1 < compute.dropout_sample_limit(1024) < compute.dropout_sample_limit(200) < 2000
