@@ -16,7 +16,8 @@ st.set_page_config(
 )
 
 PAGES = [
-    st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/text_fields:", default=True),
+    st.Page("pages/why_attention.py", title="Why attention", icon=":material/lightbulb:", default=True),
+    st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/text_fields:"),
     st.Page("pages/simplified.py", title="Simplified attention", icon=":material/scatter_plot:"),
     st.Page("pages/qkv.py", title="Q, K, V & scaling", icon=":material/tune:"),
     st.Page("pages/causal_mask.py", title="Causal mask", icon=":material/change_history:"),

@@ -2,6 +2,7 @@
 
 Read the modules in this order; each adds a few lines to the one before:
 
+0. ``bahdanau``: the RNN encoder–decoder bottleneck and Bahdanau's additive attention.
 1. ``tokens``: GPT-2 token ids with tiktoken, offline-friendly.
 2. ``embeddings``: the book's six 3-d vectors, or seeded vectors for any text.
 3. ``simplified``: scores, softmax weights and context vectors, no weights.
@@ -21,6 +22,19 @@ Example, reproducing the chapter's last printed output::
     mha(torch.stack([BOOK_INPUTS, BOOK_INPUTS]))[0, 0]  # tensor([0.3190, 0.4858])
 """
 
+from .bahdanau import (
+    UNTRAINED_NOTE,
+    GRUWeights,
+    Seq2SeqTrace,
+    Seq2SeqWeights,
+    SelfAttentionContrast,
+    additive_scores,
+    encoder_decoder,
+    gru_input_part,
+    gru_step,
+    self_attention_contrast,
+    seq2seq_weights,
+)
 from .causal import (
     CausalAttention,
     MaskingComparison,
@@ -49,6 +63,17 @@ from .trace import Trace, build, trace
 from .trainable import ScalingLab, SelfAttention_v1, SelfAttention_v2, attend, load_v2_weights_into_v1, scaling_lab
 
 __all__ = [
+    "UNTRAINED_NOTE",
+    "GRUWeights",
+    "Seq2SeqTrace",
+    "Seq2SeqWeights",
+    "SelfAttentionContrast",
+    "additive_scores",
+    "encoder_decoder",
+    "gru_input_part",
+    "gru_step",
+    "self_attention_contrast",
+    "seq2seq_weights",
     "BOOK_INPUTS",
     "BOOK_SENTENCE",
     "BOOK_TOKENS",

@@ -10,6 +10,7 @@ or steps recomputes nothing that is unchanged.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -366,4 +367,80 @@ def multihead_view(settings: Settings) -> dict:
         "efficient_shapes": {name: tuple(t.shape) for name, t in efficient_trace.tensors().items()},
         "shared_d_out": shared_d_out,
         "wrapper_vs_efficient_max_difference": agreement,
+    }
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def why_view(settings: Settings, hidden_size: int) -> dict:
+    """Sections 3.1–3.2 on the sentence: a seeded GRU encoder–decoder with Bahdanau attention,
+    the bottleneck measured by autograd, and the same sequence attending to itself."""
+    inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
+    run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=settings.seed)
+    contrast = attention.self_attention_contrast(inputs, seed=settings.seed)
+    return {
+        "encoder_states": run.encoder_states.numpy(),
+        "final_state": run.final_state.numpy(),
+        "bahdanau_weights": run.bahdanau_weights.numpy(),
+        "final_state_share": run.final_state_share.numpy(),
+        "attention_context_share": run.attention_context_share.numpy(),
+        "final_state_influence": run.final_state_influence.numpy(),
+        "attention_context_influence": run.attention_context_influence.numpy(),
+        "dot_product_weights": contrast.dot_product_weights.numpy(),
+        "additive_weights": contrast.additive_weights.numpy(),
+        "additive_num_parameters": contrast.additive_num_parameters,
+    }
+
+
+SPEED_LOCK = threading.Lock()  # one measurement at a time on a server: timings need the machine to themselves
+SPEED_ENTRIES = 16
+
+
+def speed_devices() -> list[str]:
+    """The devices the Speed page can measure on: the CPU, and CUDA when a GPU is present."""
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+@st.cache_data(max_entries=SPEED_ENTRIES, show_spinner=False)
+def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_size: int, repeats: int, device: str):
+    """Every implementation's median time and peak memory against T (``attention.measure``), at these sizes.
+
+    Only one measurement runs at a time (``SPEED_LOCK``); the others wait. The
+    progress bar is made here, not by the page, because a cached result
+    replays what its function drew: the bar appears and ends empty.
+    Shapes: ``num_tokens`` and ``one_weights_mib`` (len(T),); ``time_ms`` and
+    ``peak_memory_mib`` name → (len(T),).
+    """
+    bar = st.progress(0.0, text="Starting the measurement…")
+    try:
+        while not SPEED_LOCK.acquire(timeout=0.5):  # waking up lets a user who leaves stop waiting
+            bar.progress(0.0, text="Another user's measurement is running…")
+        try:
+            result = attention.measure(
+                list(attention.IMPLEMENTATIONS),
+                num_tokens,
+                d_model=d_model,
+                num_heads=num_heads,
+                batch_size=batch_size,
+                repeats=repeats,
+                device=device,
+                on_progress=lambda done, total, label: bar.progress(done / total, text=f"{label} ({done}/{total})"),
+            )
+        finally:
+            SPEED_LOCK.release()
+    finally:
+        bar.empty()
+    names = result.implementations
+    return {
+        "implementations": names,
+        "num_tokens": np.array(result.num_tokens),
+        "time_ms": {name: np.array(result.time_ms[name]) for name in names},
+        "peak_memory_mib": {name: np.array(result.peak_memory_mib[name]) for name in names},
+        "time_exponent": {name: result.growth_exponent(name, "time_ms") for name in names},
+        "memory_exponent": {name: result.growth_exponent(name, "peak_memory_mib") for name in names},
+        "max_abs_difference": dict(result.max_abs_difference),
+        "one_weights_mib": np.array(
+            [attention.expected_attention_bytes(batch_size, num_heads, t) / 2**20 for t in result.num_tokens]
+        ),
+        "sizes": {"b": batch_size, "d_model": d_model, "num_heads": num_heads, "repeats": repeats},
+        "device": result.device,
     }

@@ -23,6 +23,7 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/lib/chromium/chromium"
+ROOT_PAGES = ("", "home", "why_attention")  # the navigation's default page has no path of its own
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -109,7 +110,8 @@ def main() -> None:
             for name in args.pages:
                 for step in args.steps.split(","):
                     query = "&".join(q for q in (f"step={step}", args.query) if q)
-                    page.goto(f"{base}/{name}?{query}")
+                    path = "" if name in ROOT_PAGES else name  # the default page lives at the root
+                    page.goto(f"{base}/{path}?{query}")
                     wait_for_app(page)
                     path = out / f"{name}-step{step}.png"
                     page.screenshot(path=str(path), full_page=args.full)

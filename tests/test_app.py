@@ -11,6 +11,8 @@ from apptest_support import app, decode, figure_specs
 import attention
 from explorer import figures, ui
 
+TOKENS = "pages/tokens.py"
+
 
 def share_link(at) -> str:
     links = [c.value for c in at.code if c.value.startswith("http")]
@@ -18,8 +20,9 @@ def share_link(at) -> str:
     return links[0]
 
 
-def test_default_view_is_the_books_example():
-    at = app()
+def test_the_app_opens_on_why_attention_with_the_books_example():
+    assert not app().exception
+    at = app(TOKENS)
     assert not at.exception
     assert at.radio(key="w_source").value == "book"
     table = at.dataframe[0].value
@@ -28,17 +31,19 @@ def test_default_view_is_the_books_example():
 
 
 def test_settings_persist_across_pages():
-    at = app()
+    at = app(TOKENS)
     at.number_input(key="w_seed").set_value(7).run()
     at.switch_page("pages/simplified.py").run()
     assert at.number_input(key="w_seed").value == 7
-    at.switch_page("pages/tokens.py").run()
+    at.switch_page(TOKENS).run()
     assert at.number_input(key="w_seed").value == 7
     assert not at.exception
 
 
 def test_deep_link_restores_settings_and_step():
-    at = app(query_params={"input": "text", "text": "Hello <b>world</b>", "d_in": "5", "seed": "9", "step": "2"})
+    at = app(
+        TOKENS, query_params={"input": "text", "text": "Hello <b>world</b>", "d_in": "5", "seed": "9", "step": "2"}
+    )
     assert not at.exception
     assert at.text_input(key="w_text").value == "Hello <b>world</b>"
     assert at.number_input(key="w_d_in").value == 5
@@ -49,7 +54,7 @@ def test_deep_link_restores_settings_and_step():
 
 
 def test_share_link_reproduces_the_view():
-    at = app()
+    at = app(TOKENS)
     at.radio(key="w_source").set_value("text").run()
     at.text_input(key="w_text").input("The cat sat & the dog ran").run()
     at.number_input(key="w_seed").set_value(42).run()
@@ -57,7 +62,7 @@ def test_share_link_reproduces_the_view():
     link = share_link(at)
     params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
     assert params["text"] == "The cat sat & the dog ran" and params["seed"] == "42" and params["step"] == "2"
-    fresh = app(query_params=params)
+    fresh = app(TOKENS, query_params=params)
     assert not fresh.exception
     original = decode(figure_specs(at)[0]["data"][0]["z"])
     reproduced = decode(figure_specs(fresh)[0]["data"][0]["z"])
@@ -65,7 +70,7 @@ def test_share_link_reproduces_the_view():
 
 
 def test_hostile_query_parameters_fall_back_with_a_visible_notice():
-    at = app(query_params={"d_in": "99999999", "heads": "-3", "p": "nan", "text": "x" * 100_000, "zzz": "1"})
+    at = app(TOKENS, query_params={"d_in": "99999999", "heads": "-3", "p": "nan", "text": "x" * 100_000, "zzz": "1"})
     assert not at.exception
     notices = " ".join(i.value for i in at.sidebar.info)
     assert "d_in" in notices and "num_heads" in notices and "dropout" in notices and "links carry" in notices
@@ -73,7 +78,7 @@ def test_hostile_query_parameters_fall_back_with_a_visible_notice():
 
 
 def test_presenter_mode_from_the_link():
-    at = app(query_params={"present": "1", "step": "2"})
+    at = app(TOKENS, query_params={"present": "1", "step": "2"})
     assert at.toggle(key="presenter").value is True
     layout = figure_specs(at)[0]["layout"]
     assert layout["yaxis"]["tickfont"]["size"] >= 18
@@ -82,7 +87,7 @@ def test_presenter_mode_from_the_link():
 
 
 def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
-    at = app()
+    at = app(TOKENS)
     at.radio(key="w_source").set_value("text").run()
     at.text_input(key="w_text").input("   \t ").run()
     assert not at.exception
@@ -91,7 +96,7 @@ def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
 
 
 def test_long_text_is_truncated_with_a_notice():
-    at = app()
+    at = app(TOKENS)
     at.number_input(key="w_context_length").set_value(8).run()
     at.radio(key="w_source").set_value("text").run()
     at.text_input(key="w_text").input("one two three four five six seven eight nine ten eleven").run()
@@ -101,7 +106,7 @@ def test_long_text_is_truncated_with_a_notice():
 
 
 def test_each_step_offers_json_and_heatmaps_offer_csv():
-    at = app(query_params={"step": "2"})
+    at = app(TOKENS, query_params={"step": "2"})
     labels = [b.label for b in at.get("download_button")]
     assert "CSV" in labels and "Download this step's numbers (JSON)" in labels
 

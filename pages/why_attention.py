@@ -1,0 +1,144 @@
+"""Why attention: the RNN encoder–decoder bottleneck and Bahdanau attention (sections 3.1–3.2)."""
+
+import streamlit as st
+
+import attention
+from explorer import compute, figures, state, ui
+
+settings = state.current()
+st.title("Why attention")
+data = ui.guard(compute.prepared, settings)
+hidden_size = st.session_state.setdefault("why_hidden", 16)
+view = ui.guard(compute.why_view, settings, hidden_size)
+pieces, num_tokens = data.pieces, len(data.pieces)
+st.caption(attention.UNTRAINED_NOTE)
+
+step = ui.stepper(
+    "why_attention",
+    [
+        "The encoder reads",
+        "One vector for everything",
+        "Bahdanau looks back",
+        "What each one sees",
+        "To self-attention",
+    ],
+)
+steps_dims = [f"h{k}" for k in range(hidden_size)]
+
+if step == 0:
+    text, control = st.columns([3, 1])
+    text.markdown(
+        "Before attention, translation used an **RNN encoder–decoder**. The encoder (here a GRU) reads the "
+        f"sentence one token at a time and updates a **hidden state** of {hidden_size} numbers; row *j* is the "
+        "state after reading tokens 1..*j*."
+    )
+    control.slider(
+        "hidden_size",
+        4,
+        attention.bahdanau.MAX_HIDDEN_SIZE,
+        value=hidden_size,
+        key="w_why_hidden",
+        on_change=lambda: st.session_state.update(why_hidden=st.session_state["w_why_hidden"]),
+        help="Size of the GRU's hidden state (bounded for a shared server).",
+    )
+    fig = figures.heatmap(
+        view["encoder_states"],
+        pieces,
+        steps_dims,
+        title="encoder_states: the hidden state after each token",
+        value_name="hidden state",
+        row_title="after token",
+        col_title="hidden unit",
+        col_tokens=False,
+        diverging=True,
+        style=ui.style(),
+    )
+    ui.chart(fig, "encoder-states")
+elif step == 1:
+    share = view["final_state_share"]
+    st.markdown(
+        "A plain decoder gets only the **last** hidden state. How much does each token still matter in it? "
+        "Autograd measures it: the norm of ∂final_state/∂x_j for every token j, shown as shares of the total. "
+        f"Here the first token keeps **{share[0]:.1%}** and the last **{share[-1]:.1%}**: each step back "
+        "fades, which is the bottleneck."
+    )
+    fig = figures.bars(
+        {"share of the final state's dependence": share},
+        pieces,
+        title="Influence of each token on the final state",
+        value_name="share",
+        meaning="norm of ∂final_state/∂x_j, as a share of all tokens",
+        style=ui.style(),
+    )
+    ui.chart(fig, "final-state-influence")
+elif step == 2:
+    weights = view["bahdanau_weights"]
+    st.markdown(
+        "Bahdanau attention (2014) lets the decoder **look back at every encoder state**. At each decoder "
+        "step an additive network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a softmax "
+        "turns the scores into weights over the input positions. Untrained, the network scores all states "
+        f"almost alike: the largest weight is {weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
+    )
+    fig = figures.heatmap(
+        weights,
+        [f"step {i}" for i in range(weights.shape[0])],
+        pieces,
+        title="bahdanau_weights",
+        value_name="attention weight",
+        row_title="decoder step",
+        col_title="encoder token",
+        meaning="how much this decoder step reads this encoder state",
+        row_tokens=False,
+        decimals=3,
+        style=ui.style(),
+    )
+    ui.chart(fig, "bahdanau-weights")
+elif step == 3:
+    final, context = view["final_state_share"], view["attention_context_share"]
+    st.markdown(
+        "The context vector reads every encoder state directly, so early tokens are not lost: the first "
+        f"token keeps **{context[0]:.1%}** of the context's dependence, against **{final[0]:.1%}** of the final "
+        f"state's (an even share would be {1 / num_tokens:.1%}). Try a longer sentence in the sidebar."
+    )
+    fig = figures.bars(
+        {"final state": final, "attention context": context},
+        pieces,
+        title="Each token's share: final state vs attention context",
+        value_name="share",
+        style=ui.style(),
+    )
+    ui.chart(fig, "final-vs-context")
+else:
+    st.markdown(
+        "Chapter 3 drops the RNN: the sequence **attends to itself**, and the score is a plain **dot "
+        f"product**, with no network to run for every pair (the additive one here has "
+        f"{view['additive_num_parameters']:,} untrained weights). Left: dot-product weights, as on the next "
+        "page. Right: the same pairs scored by the additive network."
+    )
+    left, right = st.columns(2)
+    with left:
+        ui.chart(
+            figures.heatmap(
+                view["dot_product_weights"],
+                pieces,
+                pieces,
+                title="dot product: softmax(x·xᵀ)",
+                value_name="attention weight",
+                style=ui.style(),
+            ),
+            "dot-product-weights",
+        )
+    with right:
+        ui.chart(
+            figures.heatmap(
+                view["additive_weights"],
+                pieces,
+                pieces,
+                title="additive: vᵀ tanh(W xᵢ + U xⱼ)",
+                value_name="attention weight",
+                style=ui.style(),
+            ),
+            "additive-weights",
+        )
+    st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
+ui.show_code(attention.encoder_decoder, attention.gru_step, attention.additive_scores)

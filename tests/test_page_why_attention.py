@@ -1,0 +1,72 @@
+"""The Why attention page: the RNN bottleneck and Bahdanau attention, on the user's sentence."""
+
+import numpy as np
+from apptest_support import app, decode, figure_specs
+
+import attention
+
+PAGE = "pages/why_attention.py"
+
+
+def heatmap_z(at, index=0):
+    return decode(figure_specs(at)[index]["data"][0]["z"])
+
+
+def bar_values(at, index=0):
+    return [decode(trace["y"]) for trace in figure_specs(at)[index]["data"] if trace["type"] == "bar"]
+
+
+def book_run(hidden_size=16, seed=123):
+    return attention.encoder_decoder(attention.BOOK_INPUTS, hidden_size=hidden_size, seed=seed)
+
+
+def test_every_step_shows_the_packages_numbers_for_the_book():
+    at = app(PAGE)
+    assert not at.exception
+    expected = book_run()
+    np.testing.assert_allclose(heatmap_z(at), expected.encoder_states.numpy(), atol=1e-6)
+    assert any("untrained" in c.value.lower() for c in at.caption)
+
+    at.button(key="next:why_attention").click().run()
+    (share,) = bar_values(at)
+    np.testing.assert_allclose(share, expected.final_state_share.numpy(), atol=1e-6)
+    assert f"{expected.final_state_share[0].item():.1%}" in at.markdown[1].value
+
+    at.button(key="next:why_attention").click().run()
+    np.testing.assert_allclose(heatmap_z(at), expected.bahdanau_weights.numpy(), atol=1e-6)
+
+    at.button(key="next:why_attention").click().run()
+    final, context = bar_values(at)
+    np.testing.assert_allclose(context, expected.attention_context_share.numpy(), atol=1e-6)
+    assert context[0] > final[0], "the attention context keeps the first token, the final state loses it"
+
+    at.button(key="next:why_attention").click().run()
+    contrast = attention.self_attention_contrast(attention.BOOK_INPUTS, seed=123)
+    np.testing.assert_allclose(heatmap_z(at, 0), contrast.dot_product_weights.numpy(), atol=1e-6)
+    np.testing.assert_allclose(heatmap_z(at, 1), contrast.additive_weights.numpy(), atol=1e-6)
+    assert at.button(key="next:why_attention").disabled
+    assert not at.exception
+
+
+def test_hidden_size_and_seed_change_the_numbers_and_persist_across_steps():
+    at = app(PAGE)
+    at.slider(key="w_why_hidden").set_value(8).run()
+    np.testing.assert_allclose(heatmap_z(at), book_run(hidden_size=8).encoder_states.numpy(), atol=1e-6)
+    at.button(key="next:why_attention").click().run()
+    at.button(key="prev:why_attention").click().run()
+    assert at.slider(key="w_why_hidden").value == 8
+    at.number_input(key="w_seed").set_value(5).run()
+    np.testing.assert_allclose(heatmap_z(at), book_run(hidden_size=8, seed=5).encoder_states.numpy(), atol=1e-6)
+
+
+def test_a_typed_sentence_and_hostile_text():
+    text = "<b>x</b> **y** [z](javascript:alert(1)) the cat sat on the mat"
+    at = app(PAGE, query_params={"input": "text", "text": text, "d_in": "8", "step": "2"})
+    assert not at.exception
+    ids = attention.tokenize(text).ids
+    inputs = attention.embed_tokens(ids, 8, 123)
+    (share,) = bar_values(at)
+    np.testing.assert_allclose(share, attention.encoder_decoder(inputs, seed=123).final_state_share.numpy(), atol=1e-6)
+    ticks = figure_specs(at)[0]["layout"]["xaxis"]["ticktext"]
+    assert "&lt;" in ticks and "<b>" not in "".join(ticks)
+    assert abs(float(share.sum()) - 1.0) < 1e-5
