@@ -37,6 +37,14 @@ _WIDGETS = {  # Settings field -> widget key
     "seed": "w_seed",
     "training": "w_training",
 }
+_NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
+    ("d_in", "d_in"),
+    ("d_out", "d_out"),
+    ("num_heads", "num_heads"),
+    ("context_length", "context_length"),
+    ("dropout", "dropout p"),
+    ("seed", "seed"),
+)
 PAGE_PARAMS = "page_params"
 LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
 
@@ -134,59 +142,24 @@ def sidebar() -> Settings:
             disabled=state["w_source"] == BOOK,
             help="Any text: it is tokenized with GPT-2's BPE. Press Enter to apply.",
         )
-        left, right = st.columns(2)
-        left.number_input(
-            "d_in",
-            min_value=int(LIMITS["d_in"].low),
-            max_value=int(LIMITS["d_in"].high),
-            key="w_d_in",
-            on_change=_on_change,
-            disabled=state["w_source"] == BOOK,
-            help=f"{LIMITS['d_in'].help} (1–{int(LIMITS['d_in'].high)})",
-        )
-        right.number_input(
-            "d_out",
-            min_value=int(LIMITS["d_out"].low),
-            max_value=int(LIMITS["d_out"].high),
-            key="w_d_out",
-            on_change=_on_change,
-            help=f"{LIMITS['d_out'].help} (1–{int(LIMITS['d_out'].high)})",
-        )
-        left.number_input(
-            "num_heads",
-            min_value=int(LIMITS["num_heads"].low),
-            max_value=int(LIMITS["num_heads"].high),
-            key="w_num_heads",
-            on_change=_on_change,
-            args=("num_heads",),
-            help=f"{LIMITS['num_heads'].help} (1–{int(LIMITS['num_heads'].high)})",
-        )
-        right.number_input(
-            "context_length",
-            min_value=int(LIMITS["context_length"].low),
-            max_value=int(LIMITS["context_length"].high),
-            key="w_context_length",
-            on_change=_on_change,
-            help=f"{LIMITS['context_length'].help} (1–{int(LIMITS['context_length'].high)})",
-        )
-        left.number_input(
-            "dropout p",
-            min_value=LIMITS["dropout"].low,
-            max_value=LIMITS["dropout"].high,
-            step=0.05,
-            format="%.2f",
-            key="w_dropout",
-            on_change=_on_change,
-            help=f"{LIMITS['dropout'].help} (0–{LIMITS['dropout'].high})",
-        )
-        right.number_input(
-            "seed",
-            min_value=int(LIMITS["seed"].low),
-            max_value=int(LIMITS["seed"].high),
-            key="w_seed",
-            on_change=_on_change,
-            help=LIMITS["seed"].help,
-        )
+        columns = st.columns(2)
+        for index, (field, label) in enumerate(_NUMBERS):
+            limit = LIMITS[field]
+            whole = field != "dropout"
+            columns[index % 2].number_input(
+                label,
+                min_value=int(limit.low) if whole else limit.low,
+                max_value=int(limit.high) if whole else limit.high,
+                step=1 if whole else 0.05,
+                format="%d" if whole else "%.2f",
+                key=_WIDGETS[field],
+                on_change=_on_change,
+                args=(field,),
+                disabled=field == "d_in" and state["w_source"] == BOOK,
+                help=f"{limit.help} ({limit.low:,.0f}–{limit.high:,.0f})"
+                if whole
+                else f"{limit.help} (0–{limit.high})",
+            )
         st.toggle(
             "Training mode (dropout on)",
             key="w_training",
