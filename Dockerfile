@@ -4,7 +4,8 @@ FROM python:3.11-slim
 
 ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    XDG_CACHE_HOME=/app/.cache
+    XDG_CACHE_HOME=/app/.cache \
+    KINETO_LOG_LEVEL=99
 
 WORKDIR /app
 COPY requirements.txt .

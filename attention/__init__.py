@@ -12,6 +12,7 @@ Read the modules in this order; each adds a few lines to the one before:
 7. ``multihead``: the wrapper of heads and the efficient ``MultiHeadAttention``.
 8. ``trace``: every intermediate of a forward pass, named in the book's words.
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
+10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
 Example, reproducing the chapter's last printed output::
 
@@ -25,9 +26,9 @@ Example, reproducing the chapter's last printed output::
 from .bahdanau import (
     UNTRAINED_NOTE,
     GRUWeights,
+    SelfAttentionContrast,
     Seq2SeqTrace,
     Seq2SeqWeights,
-    SelfAttentionContrast,
     additive_scores,
     encoder_decoder,
     gru_input_part,
@@ -58,38 +59,36 @@ from .simplified import (
     simplified_attention,
     softmax_naive,
 )
+from .speed import IMPLEMENTATIONS, SpeedResult, expected_attention_bytes, measure
 from .tokens import Tokenization, load_bpe, tokenize
 from .trace import Trace, build, trace
 from .trainable import ScalingLab, SelfAttention_v1, SelfAttention_v2, attend, load_v2_weights_into_v1, scaling_lab
 
 __all__ = [
-    "UNTRAINED_NOTE",
-    "GRUWeights",
-    "Seq2SeqTrace",
-    "Seq2SeqWeights",
-    "SelfAttentionContrast",
-    "additive_scores",
-    "encoder_decoder",
-    "gru_input_part",
-    "gru_step",
-    "self_attention_contrast",
-    "seq2seq_weights",
     "BOOK_INPUTS",
     "BOOK_SENTENCE",
     "BOOK_TOKENS",
+    "IMPLEMENTATIONS",
+    "UNTRAINED_NOTE",
     "CausalAttention",
     "DropoutAverage",
     "DropoutDraw",
+    "GRUWeights",
     "MaskingComparison",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "NormalizationComparison",
     "ScalingLab",
+    "SelfAttentionContrast",
     "SelfAttention_v1",
     "SelfAttention_v2",
+    "Seq2SeqTrace",
+    "Seq2SeqWeights",
     "SimplifiedAttention",
+    "SpeedResult",
     "Tokenization",
     "Trace",
+    "additive_scores",
     "apply_dropout",
     "attend",
     "attention_loop",
@@ -101,15 +100,22 @@ __all__ = [
     "dropout_average",
     "dropout_keep_mask",
     "embed_tokens",
+    "encoder_decoder",
+    "expected_attention_bytes",
     "fast_multihead",
+    "gru_input_part",
+    "gru_step",
     "load_bpe",
     "load_v2_weights_into_v1",
     "mask_by_renormalizing",
     "mask_with_neg_inf",
+    "measure",
     "multihead_from_wrapper",
     "normalize_by_sum",
     "overflow_demo",
     "scaling_lab",
+    "self_attention_contrast",
+    "seq2seq_weights",
     "simplified_attention",
     "softmax_naive",
     "to_torch_multihead",

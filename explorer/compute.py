@@ -11,6 +11,7 @@ or steps recomputes nothing that is unchanged.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -411,6 +412,13 @@ def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_
     ``peak_memory_mib`` name → (len(T),).
     """
     bar = st.progress(0.0, text="Starting the measurement…")
+    shown = [0.0]  # when the bar last moved: a few updates a second, so redrawing it does not slow the timings
+
+    def report(done: int, total: int, label: str) -> None:
+        if time.monotonic() - shown[0] >= 0.25 or done == total:
+            shown[0] = time.monotonic()
+            bar.progress(done / total, text=f"{label} ({done}/{total})")
+
     try:
         while not SPEED_LOCK.acquire(timeout=0.5):  # waking up lets a user who leaves stop waiting
             bar.progress(0.0, text="Another user's measurement is running…")
@@ -423,7 +431,7 @@ def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_
                 batch_size=batch_size,
                 repeats=repeats,
                 device=device,
-                on_progress=lambda done, total, label: bar.progress(done / total, text=f"{label} ({done}/{total})"),
+                on_progress=report,
             )
         finally:
             SPEED_LOCK.release()

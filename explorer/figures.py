@@ -757,3 +757,37 @@ def without_cell_text(fig: go.Figure) -> go.Figure:
     copy.data = [trace for trace in copy.data if not (trace.type == "scatter" and trace.mode == "text")]
     copy.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})
     return copy
+
+
+def measured_lines(
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    dashed: Sequence[str] = (),
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """``lines`` on log–log axes for measurements: a tick at every measured x, y ticks at powers of ten,
+    the legend beside the plot, and ``dashed`` series (computed references) in grey.
+
+    On log–log axes a cost that grows as x^k is a straight line of slope k, so T² and T lines
+    differ in steepness (the Speed page).
+    """
+    options = dict(title=title, x_title=x_title, y_title=y_title, log_x=True, log_y=True, dashed=dashed, style=style)
+    fig = lines(x, series, **options)
+    fig.update_xaxes(tickvals=list(x), ticktext=[f"{v:g}" for v in x])
+    fig.update_yaxes(dtick=1)
+    legend = {
+        "orientation": "v",
+        "x": 1.02,
+        "xanchor": "left",
+        "y": 1,
+        "yanchor": "top",
+        "font": {"size": style.tick_size},
+    }
+    fig.update_layout(legend=legend, height=style.min_height + 100)  # no legend rows under the plot
+    for name in dashed:
+        fig.update_traces(line_color="#666666", marker_color="#666666", selector={"name": plain_label(name)})
+    return fig

@@ -1,0 +1,353 @@
+"""Stage 9, going faster: measuring what each way of computing attention costs.
+
+What is new: nothing to compute; this module *measures*. ``measure`` runs one
+``MultiHeadAttention``'s parameters through several implementations that all
+give the same output, at several sequence lengths T, and records each one's
+median time and peak memory. What separates them is what they keep:
+
+* ``MultiHeadAttention`` (the chapter's module) makes one
+  (b, num_heads, T, T) buffer: ``attend`` overwrites it step by step;
+* the wrapper's heads run one after another, so only one head's (b, T, T)
+  buffer exists at a time, but each head is a separate, smaller product;
+* ``trace`` keeps every step: ``attn_scores``, ``scaled_scores``,
+  ``masked_scores`` and ``attn_weights`` are four (b, num_heads, T, T) tensors;
+* ``torch.nn.MultiheadAttention`` asked for each head's weights
+  (``need_weights=True, average_attn_weights=False``) makes and returns them;
+* ``F.scaled_dot_product_attention`` (after the book's three projections) and
+  ``fast_multihead`` never store a T × T matrix, so their memory grows as T,
+  not T².
+
+How it measures (``measure``): inputs and parameters are seeded; everything
+runs in eval mode under ``torch.inference_mode()``. Time is the median of
+single calls over ``repeats`` rounds. Each round calls every implementation in
+turn, so a burst of load from another process slows them all alike; one that
+takes less than ``MIN_ROUND_S`` is called several times per round, each call
+timed. The median ignores the calls that a busy machine stalls. Memory
+(``peak_memory_bytes``) is the most memory torch's allocator had handed out at
+any moment of one call, beyond what was allocated before it: the call's
+intermediates and its output, not the input or the parameters. Memory that
+bypasses torch's allocator (BLAS work space, thread stacks) is not counted.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .causal import MAX_CONTEXT_LENGTH, causal_mask
+from .fast import fast_multihead
+from .multihead import MAX_HEADS, MultiHeadAttention, MultiHeadAttentionWrapper, to_torch_multihead
+from .trace import build, trace
+from .trainable import check_size
+
+SEED = 123
+MIN_ROUND_S = 0.005  # a timing round calls a faster implementation several times
+MAX_CALLS_PER_ROUND = 100
+MAX_BATCH = 64
+MAX_REPEATS = 100
+MAX_WEIGHTS_BYTES = 256 * 2**20  # the largest (b, num_heads, T, T) float32 tensor measure() will make
+MIB = 2**20
+
+Call = Callable[[torch.Tensor], torch.Tensor]
+
+
+def chapter_module(mha: MultiHeadAttention) -> Call:
+    """The chapter's ``MultiHeadAttention.forward``."""
+    return mha
+
+
+def wrapper_of_heads(mha: MultiHeadAttention) -> Call:
+    """``MultiHeadAttentionWrapper`` holding ``mha``'s heads, one ``CausalAttention`` each, then ``out_proj``.
+
+    The inverse of ``multihead_from_wrapper``: head i gets rows
+    i*head_dim to (i+1)*head_dim of each projection, so concatenating the
+    heads gives ``mha``'s merged context vectors, and ``mha.out_proj`` mixes them.
+    """
+    has_bias = mha.W_query.bias is not None
+    args = (mha.d_in, mha.head_dim, mha.mask.shape[0], 0.0, mha.num_heads)
+    wrapper = build(MultiHeadAttentionWrapper, SEED, *args, qkv_bias=has_bias).to(mha.W_query.weight.device)
+    with torch.no_grad():
+        for i, head in enumerate(wrapper.heads):
+            rows = slice(i * mha.head_dim, (i + 1) * mha.head_dim)
+            for name in ("W_query", "W_key", "W_value"):
+                getattr(head, name).weight.copy_(getattr(mha, name).weight[rows])  # (head_dim, d_in)
+                if has_bias:
+                    getattr(head, name).bias.copy_(getattr(mha, name).bias[rows])  # (head_dim,)
+    return lambda x: mha.out_proj(wrapper(x))  # (b, T, d_out)
+
+
+def traced(mha: MultiHeadAttention) -> Call:
+    """``trace(mha, x)``, which keeps every intermediate, then its output."""
+    return lambda x: trace(mha, x).output  # (b, T, d_out)
+
+
+def torch_module_with_weights(mha: MultiHeadAttention) -> Call:
+    """``torch.nn.MultiheadAttention`` with ``mha``'s weights, returning every head's weights too.
+
+    Needs ``d_in == d_out`` (``to_torch_multihead``).
+    """
+    torch_mha = to_torch_multihead(mha).to(mha.W_query.weight.device).eval()
+    mask = causal_mask(mha.mask.shape[0]).to(mha.W_query.weight.device)  # (context_length, context_length)
+
+    def call(x: torch.Tensor) -> torch.Tensor:
+        T = x.shape[1]
+        output, _weights = torch_mha(
+            x, x, x, attn_mask=mask[:T, :T], need_weights=True, average_attn_weights=False
+        )  # (b, T, d_out), (b, num_heads, T, T)
+        return output
+
+    return call
+
+
+def sdpa_after_projections(mha: MultiHeadAttention) -> Call:
+    """The book's three projections, then PyTorch's fused ``F.scaled_dot_product_attention``."""
+
+    def call(x: torch.Tensor) -> torch.Tensor:
+        b, T, _ = x.shape
+        heads = (b, T, mha.num_heads, mha.head_dim)
+        queries = mha.W_query(x).view(heads).transpose(1, 2)  # (b, num_heads, T, head_dim)
+        keys = mha.W_key(x).view(heads).transpose(1, 2)  # (b, num_heads, T, head_dim)
+        values = mha.W_value(x).view(heads).transpose(1, 2)  # (b, num_heads, T, head_dim)
+        context_vec = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)  # (b, num_heads, T, hd)
+        context_vec = context_vec.transpose(1, 2).reshape(b, T, mha.d_out)  # (b, T, d_out)
+        return mha.out_proj(context_vec)  # (b, T, d_out)
+
+    return call
+
+
+def fused(mha: MultiHeadAttention) -> Call:
+    """``fast_multihead``: one stacked projection and the fused kernel (stage 9)."""
+    return lambda x: fast_multihead(mha, x)  # (b, T, d_out)
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One way to run a ``MultiHeadAttention``'s parameters."""
+
+    stage: str  # where it comes from
+    keeps: str  # what it holds in memory at once, besides the (b, T, ·) projections
+    build: Callable[[MultiHeadAttention], Call]  # the module → a call x → output
+
+
+IMPLEMENTATIONS = {
+    "MultiHeadAttention": Implementation(
+        "3.6, the chapter's module", "one (b, num_heads, T, T) buffer, overwritten step by step", chapter_module
+    ),
+    "MultiHeadAttentionWrapper": Implementation(
+        "3.6, heads one by one", "one head's (b, T, T) buffer at a time", wrapper_of_heads
+    ),
+    "trace": Implementation(
+        "8, every step kept",
+        "four (b, num_heads, T, T) tensors: attn_scores … attn_weights",
+        traced,
+    ),
+    "nn.MultiheadAttention": Implementation(
+        "PyTorch, weights returned",
+        "the scores and the weights it returns, (b, num_heads, T, T) each",
+        torch_module_with_weights,
+    ),
+    "F.scaled_dot_product_attention": Implementation(
+        "PyTorch's fused kernel", "no T × T matrix: blocks of queries and keys at a time", sdpa_after_projections
+    ),
+    "fast_multihead": Implementation(
+        "9, fused kernel, one projection", "no T × T matrix; the stacked (3 d_out, d_in) weight", fused
+    ),
+}
+
+
+def expected_attention_bytes(batch_size: int, num_heads: int, num_tokens: int, element_size: int = 4) -> int:
+    """Bytes of one (b, num_heads, T, T) tensor of ``element_size``-byte numbers (float32: 4).
+
+    Computed, not measured: what one ``attn_weights`` tensor takes.
+    """
+    return batch_size * num_heads * num_tokens * num_tokens * element_size
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the GPU to finish (CUDA calls return before their work is done)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory_bytes(call: Call, x: torch.Tensor) -> int:
+    """The most bytes torch's allocator had handed out during ``call(x)``, beyond those allocated before it.
+
+    On CUDA: ``torch.cuda.max_memory_allocated`` after a reset, minus what
+    was allocated before. On CPU: ``torch.autograd.profiler`` with
+    ``profile_memory=True`` records every allocation and free the calling
+    thread makes through torch's allocator; their running sum, in time order,
+    peaks at this number.
+    """
+    if x.device.type == "cuda":
+        synchronize(x.device)
+        torch.cuda.reset_peak_memory_stats(x.device)
+        before = torch.cuda.memory_allocated(x.device)
+        call(x)
+        synchronize(x.device)
+        return torch.cuda.max_memory_allocated(x.device) - before
+    with torch.autograd.profiler.profile(profile_memory=True) as profile:
+        call(x)
+    events = [event for event in profile.kineto_results.events() if event.name() == "[memory]"]
+    allocated = peak = 0
+    for event in sorted(events, key=lambda event: event.start_ns()):
+        allocated += event.nbytes()  # negative for a free
+        peak = max(peak, allocated)
+    return peak
+
+
+def call_seconds(call: Call, x: torch.Tensor, number: int) -> list[float]:
+    """The wall time of each of ``number`` calls, waiting for the GPU after each."""
+    seconds = []
+    for _ in range(number):
+        synchronize(x.device)
+        start = time.perf_counter()
+        call(x)
+        synchronize(x.device)
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+@dataclass(frozen=True)
+class SpeedResult:
+    """The median time of one call and the peak memory, per implementation and sequence length.
+
+    ``time_ms[name][i]`` and ``peak_memory_mib[name][i]`` belong to
+    ``num_tokens[i]``. ``max_abs_difference[name]`` is the largest
+    |output − ``MultiHeadAttention``'s output| over every T.
+    """
+
+    implementations: tuple[str, ...]
+    num_tokens: tuple[int, ...]
+    time_ms: dict[str, tuple[float, ...]]
+    peak_memory_mib: dict[str, tuple[float, ...]]
+    max_abs_difference: dict[str, float]
+    batch_size: int
+    d_model: int
+    num_heads: int
+    repeats: int
+    device: str
+
+    def growth_exponent(self, name: str, metric: str = "time_ms", points: int = 3) -> float:
+        """k in cost ∝ T^k at the largest T: the slope of a least-squares line on log–log axes through
+        the ``points`` largest T (all of them if there are fewer); nan with one T."""
+        sizes, values = self.num_tokens[-points:], getattr(self, metric)[name][-points:]
+        if len(sizes) < 2 or min(values) <= 0:
+            return math.nan
+        xs, ys = [math.log(t) for t in sizes], [math.log(v) for v in values]
+        x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
+        spread = sum((x - x_mean) ** 2 for x in xs)
+        return sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, ys, strict=True)) / spread
+
+
+def check_device(device: str) -> torch.device:
+    """``"cpu"``, or ``"cuda"`` when a GPU is present."""
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("device='cuda' needs a GPU, and this machine has none; use device='cpu'.")
+        return torch.device("cuda")
+    raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}.")
+
+
+def check_request(implementations, num_tokens_list, d_model, num_heads, batch_size, repeats) -> None:
+    """Raise a ``ValueError`` a learner understands unless ``measure`` can run these sizes."""
+    unknown = [name for name in implementations if name not in IMPLEMENTATIONS]
+    if not implementations or unknown or len(set(implementations)) != len(implementations):
+        choices = ", ".join(IMPLEMENTATIONS)
+        raise ValueError(f"Choose implementations, each once, from {choices}; got {list(implementations)}.")
+    if not num_tokens_list:
+        raise ValueError("Choose at least one sequence length T.")
+    for num_tokens in num_tokens_list:
+        check_size("num_tokens", num_tokens, upper=MAX_CONTEXT_LENGTH)
+    check_size("d_model", d_model)
+    check_size("num_heads", num_heads, upper=MAX_HEADS)
+    check_size("batch_size", batch_size, upper=MAX_BATCH)
+    check_size("repeats", repeats, upper=MAX_REPEATS)
+    if d_model % num_heads != 0:
+        raise ValueError(f"d_model must be divisible by num_heads; {d_model} and {num_heads} do not divide.")
+    largest = expected_attention_bytes(batch_size, num_heads, max(num_tokens_list))
+    if largest > MAX_WEIGHTS_BYTES:
+        raise ValueError(
+            f"One (b, num_heads, T, T) tensor would take {largest / MIB:,.0f} MiB at these sizes, and trace keeps "
+            f"four; the limit is {MAX_WEIGHTS_BYTES / MIB:,.0f} MiB per tensor. Use a smaller T, batch or num_heads."
+        )
+
+
+def measure(
+    implementations: Sequence[str],
+    num_tokens_list: Sequence[int],
+    *,
+    d_model: int,
+    num_heads: int,
+    batch_size: int = 1,
+    repeats: int = 3,
+    device: str = "cpu",
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> SpeedResult:
+    """Time each implementation and measure its peak memory at each sequence length T.
+
+    The module is ``MultiHeadAttention(d_model, d_model, max T, 0.0,
+    num_heads)`` built after ``torch.manual_seed(123)``, in eval mode (d_in =
+    d_out = d_model, as ``torch.nn.MultiheadAttention`` needs). At each T every
+    implementation is called once to warm up (its output is compared with the
+    module's), timed in ``repeats`` rounds, then called once more to measure
+    memory (see the module docstring). ``on_progress(done, total, label)`` is
+    called after every step.
+
+    Shapes: the input at each T is (batch_size, T, d_model), uniform in [0, 1).
+    """
+    names = tuple(implementations)
+    check_request(names, num_tokens_list, d_model, num_heads, batch_size, repeats)
+    where = check_device(device)
+    sizes = tuple(sorted(set(num_tokens_list)))
+    mha = build(MultiHeadAttention, SEED, d_model, d_model, sizes[-1], 0.0, num_heads=num_heads).to(where)
+    calls = {name: IMPLEMENTATIONS[name].build(mha) for name in names}
+    times: dict[str, list[float]] = {name: [] for name in names}
+    memory: dict[str, list[float]] = {name: [] for name in names}
+    differences = dict.fromkeys(names, 0.0)
+    total, done = len(sizes) * len(names) * (repeats + 2), 0
+
+    def progress(label: str) -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total, label)
+
+    with torch.inference_mode():
+        for T in sizes:
+            x = torch.rand(batch_size, T, d_model, generator=torch.Generator().manual_seed(SEED)).to(where)  # (b, T, d)
+            expected = mha(x)  # (b, T, d_model)
+            numbers = {}
+            for name, call in calls.items():
+                differences[name] = max(differences[name], (call(x) - expected).abs().max().item())  # warm-up
+                once = min(call_seconds(call, x, 2))
+                numbers[name] = max(1, min(MAX_CALLS_PER_ROUND, math.ceil(MIN_ROUND_S / max(once, 1e-9))))
+                progress(f"T = {T}: warming up {name}")
+            samples: dict[str, list[float]] = {name: [] for name in names}
+            for _ in range(repeats):
+                for name, call in calls.items():
+                    samples[name].extend(call_seconds(call, x, numbers[name]))
+                    progress(f"T = {T}: timing {name}")
+            for name, call in calls.items():
+                times[name].append(statistics.median(samples[name]) * 1e3)
+                memory[name].append(peak_memory_bytes(call, x) / MIB)
+                progress(f"T = {T}: memory of {name}")
+    return SpeedResult(
+        implementations=names,
+        num_tokens=sizes,
+        time_ms={name: tuple(values) for name, values in times.items()},
+        peak_memory_mib={name: tuple(values) for name, values in memory.items()},
+        max_abs_difference=differences,
+        batch_size=batch_size,
+        d_model=d_model,
+        num_heads=num_heads,
+        repeats=repeats,
+        device=where.type,
+    )

@@ -1,0 +1,164 @@
+"""Stage 9, measuring: every implementation computes ``MultiHeadAttention``'s output, ``measure`` returns
+sane medians and honest peak memory, and it rejects sizes it cannot run."""
+
+import math
+
+import pytest
+import torch
+
+import attention
+from attention import IMPLEMENTATIONS, MultiHeadAttention, SpeedResult, build, expected_attention_bytes, measure
+from attention.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
+
+ORACLE = {"atol": 1e-5, "rtol": 1e-5}
+MIB = 2**20
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+@pytest.mark.parametrize("name", list(IMPLEMENTATIONS))
+def test_every_implementation_gives_multihead_attentions_output(name, qkv_bias):
+    mha = build(MultiHeadAttention, 7, 12, 12, 9, 0.0, num_heads=3, qkv_bias=qkv_bias)
+    x = torch.rand(2, 9, 12, generator=torch.Generator().manual_seed(1)) * 4 - 2  # (b=2, T=9, d=12)
+
+    with torch.inference_mode():
+        output = IMPLEMENTATIONS[name].build(mha)(x)
+
+        assert output.shape == (2, 9, 12)
+        assert torch.allclose(output, mha(x), **ORACLE)
+
+
+def test_measure_returns_positive_medians_and_reports_progress():
+    progress = []
+    result = measure(
+        list(IMPLEMENTATIONS),
+        [32, 16],
+        d_model=8,
+        num_heads=2,
+        batch_size=2,
+        repeats=2,
+        on_progress=lambda done, total, label: progress.append((done, total, label)),
+    )
+
+    assert result.implementations == tuple(IMPLEMENTATIONS)
+    assert result.num_tokens == (16, 32)  # sorted
+    for name in IMPLEMENTATIONS:
+        assert len(result.time_ms[name]) == len(result.peak_memory_mib[name]) == 2
+        assert all(0 < t < 10_000 for t in result.time_ms[name]), name
+        assert all(m > 0 for m in result.peak_memory_mib[name]), name
+        assert result.max_abs_difference[name] < 1e-5, name
+    total = 2 * len(IMPLEMENTATIONS) * (2 + 2)
+    assert [done for done, _, _ in progress] == list(range(1, total + 1))
+    assert {t for _, t, _ in progress} == {total}
+    assert progress[-1][2] == "T = 32: memory of fast_multihead"
+
+
+def test_memory_counts_the_attention_matrices_each_implementation_keeps():
+    """At T=256 one (1, 2, T, T) tensor is 512 KiB, far more than the (T, d=16) projections."""
+    result = measure(list(IMPLEMENTATIONS), [256], d_model=16, num_heads=2, repeats=1)
+    one = expected_attention_bytes(1, 2, 256) / MIB
+    peak = {name: values[0] / one for name, values in result.peak_memory_mib.items()}
+
+    assert peak["trace"] >= 4  # attn_scores, scaled_scores, masked_scores, attn_weights
+    assert 1 <= peak["MultiHeadAttention"] < 2  # one buffer, overwritten in place, and the (T, T) mask
+    assert peak["nn.MultiheadAttention"] >= 2  # the scores and the returned weights
+    assert peak["MultiHeadAttentionWrapper"] < peak["MultiHeadAttention"]  # one head's buffer at a time
+    assert peak["F.scaled_dot_product_attention"] < 0.5
+    assert peak["fast_multihead"] < 0.5
+
+
+def test_peak_memory_sees_intermediates_that_are_freed_before_the_call_returns():
+    x = torch.zeros(1)
+    kept = peak_memory_bytes(lambda x: torch.ones(1000, 1000), x)
+    transient = peak_memory_bytes(lambda x: (torch.ones(1000, 1000) * 2).sum(), x)  # two 4 MB tensors at once
+
+    assert 4_000_000 <= kept < 4_100_000
+    assert 8_000_000 <= transient < 8_100_000
+
+
+def test_memory_does_not_depend_on_the_order_of_sizes():
+    first = measure(["trace", "fast_multihead"], [16, 48], d_model=8, num_heads=2, repeats=1)
+    second = measure(["fast_multihead", "trace"], [48, 16], d_model=8, num_heads=2, repeats=1)
+
+    assert first.peak_memory_mib == second.peak_memory_mib
+
+
+def test_expected_attention_bytes():
+    assert expected_attention_bytes(2, 3, 10) == 2 * 3 * 10 * 10 * 4
+    assert expected_attention_bytes(1, 1, 10, element_size=2) == 200
+
+
+def result_with(num_tokens, values) -> SpeedResult:
+    series = {"MultiHeadAttention": tuple(values)}
+    return SpeedResult(("MultiHeadAttention",), tuple(num_tokens), series, series, {}, 1, 8, 2, 1, "cpu")
+
+
+def test_growth_exponent_is_the_log_log_slope_through_the_largest_sizes():
+    quadratic_at_the_end = result_with([4, 8, 16, 32], [7.0, 1.0, 4.0, 16.0])
+    assert quadratic_at_the_end.growth_exponent("MultiHeadAttention") == pytest.approx(2.0)
+    assert result_with([8, 16], [5.0, 10.0]).growth_exponent("MultiHeadAttention", "peak_memory_mib") == pytest.approx(
+        1
+    )
+    noisy = result_with([8, 16, 32], [1.0, 2.5, 4.0]).growth_exponent("MultiHeadAttention")
+    assert noisy == pytest.approx(1.0)  # the fitted slope, not the last segment's 0.68
+    assert math.isnan(result_with([8], [5.0]).growth_exponent("MultiHeadAttention"))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"implementations": []}, "Choose implementations"),
+        ({"implementations": ["flash"]}, "Choose implementations"),
+        ({"implementations": ["trace", "trace"]}, "each once"),
+        ({"num_tokens_list": []}, "at least one"),
+        ({"num_tokens_list": [0]}, "num_tokens"),
+        ({"num_tokens_list": [5000]}, "num_tokens"),
+        ({"num_tokens_list": [8.5]}, "whole number"),
+        ({"d_model": 0}, "d_model"),
+        ({"num_heads": 3}, "divisible"),
+        ({"batch_size": 65}, "batch_size"),
+        ({"repeats": 0}, "repeats"),
+        ({"device": "tpu"}, "device"),
+        ({"batch_size": 64, "num_heads": 64, "d_model": 64, "num_tokens_list": [1024]}, "MiB"),
+    ],
+)
+def test_rejects_what_it_cannot_measure(changes, message):
+    request = {"implementations": ["trace"], "num_tokens_list": [8], "d_model": 8, "num_heads": 2, **changes}
+    implementations, num_tokens_list = request.pop("implementations"), request.pop("num_tokens_list")
+
+    with pytest.raises(ValueError, match=message):
+        measure(implementations, num_tokens_list, **request)
+
+
+def test_the_memory_bound_allows_the_pages_largest_sizes():
+    assert expected_attention_bytes(4, 12, 1024) <= MAX_WEIGHTS_BYTES
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_a_gpu_is_explained():
+    with pytest.raises(ValueError, match="needs a GPU"):
+        measure(["trace"], [8], d_model=8, num_heads=2, device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_measures_on_cuda():
+    result = measure(list(IMPLEMENTATIONS), [64, 256], d_model=32, num_heads=4, repeats=2, device="cuda")
+    one = expected_attention_bytes(1, 4, 256) / MIB
+
+    assert result.device == "cuda"
+    for name in IMPLEMENTATIONS:
+        assert all(t > 0 for t in result.time_ms[name]), name
+        assert result.max_abs_difference[name] < 1e-4, name
+    assert result.peak_memory_mib["trace"][-1] >= 4 * one
+    assert result.peak_memory_mib["fast_multihead"][-1] < one
+
+
+def test_exported_from_the_package():
+    assert attention.measure is measure
+    assert set(attention.IMPLEMENTATIONS) == {
+        "MultiHeadAttention",
+        "MultiHeadAttentionWrapper",
+        "trace",
+        "nn.MultiheadAttention",
+        "F.scaled_dot_product_attention",
+        "fast_multihead",
+    }
