@@ -1,0 +1,1133 @@
+"""Load benchmark: many students on one Attention Explorer server.
+
+Each simulated student is a lightweight client that speaks Streamlit's own
+websocket protocol (``/_stcore/stream``, protobuf ``BackMsg``/``ForwardMsg``),
+so the machine's time goes to the server rather than to browsers. A student
+opens the heaviest page with a sentence of their own (the link a browser would
+open), then repeatedly types a new sentence into the sidebar and waits until
+the page has been redrawn, thinking for a random time (exponential, mean 3 s)
+between edits.
+
+Usage (the commands behind the "Load" section of BENCHMARKS.md)::
+
+    python benchmarks/load.py pages                      # time every page and step with one student
+    python benchmarks/load.py classroom --students 1,30,100 --duration 60 --modes default,nogc,freeze
+    python benchmarks/load.py burst --students 30,100 --waves 3 --modes default,nogc,freeze
+    python benchmarks/load.py soak --students 30 --duration 600 --modes nogc
+    python benchmarks/load.py report --markdown BENCHMARKS.md   # tables from artifacts/load/results.jsonl
+
+Every scenario starts its own server (``benchmarks/serve.py``, which is
+``streamlit run streamlit_app.py`` plus garbage-collector options) on a free
+port, warms it up by opening every page once, runs, and appends one JSON line
+to ``artifacts/load/results.jsonl``. Server modes (``--modes``):
+
+* ``default``: Streamlit as configured: a full ``gc.collect(2)`` after every
+  script run (``runner.postScriptGC``, on unless turned off).
+* ``nogc``: ``--runner.postScriptGC false``.
+* ``freeze``: ``gc.freeze()`` after importing torch, numpy, pandas, plotly,
+  tiktoken and ``attention``, before Streamlit starts; postScriptGC on.
+* ``freeze-warm``: as ``freeze``, and ``gc.collect(); gc.freeze()`` again once
+  the warm-up has opened every page (SIGUSR1 to the server); postScriptGC on.
+* Parts combine with ``+``: ``nogc+freeze-warm``.
+
+What a measurement is:
+
+* **latency**: from sending the ``rerun_script`` BackMsg (the sentence's new
+  widget value) to the ``script_finished`` ForwardMsg that ends that run,
+  everything the page draws having arrived before it.
+* **throughput**: page runs finished per second, during the timed window.
+* **errors**: an exception element, an error box, a script that failed to
+  compile, a run whose sidebar does not show the sentence sent (stale), a run
+  that timed out, or a dropped connection.
+* **RSS**: the server process's ``VmRSS``, sampled every second.
+* **CPU**: the server's user+system CPU time per run; "other load" is the CPU
+  every other process on the machine used during the scenario, in cores.
+* **GC**: collections and the time spent in them, per generation, counted in
+  the server by ``gc.callbacks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+
+import websockets
+from streamlit.proto.Alert_pb2 import Alert
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "artifacts", "load", "results.jsonl")
+TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
+RUN_TIMEOUT_S = 300.0
+FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
+MAX_CACHED_HASHES = 500
+SCAN_PAUSE_S = 1.0
+STEP_RE = re.compile(r"Step (\d+) of (\d+)")
+WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
+
+_PROSE = (
+    "the a student reads every word of this long sentence about attention while her friend writes code on "
+    "an old laptop near window morning light falls across desk and teacher asks why softmax makes each row "
+    "sum to one because weights must share probability between tokens that came before so query looks at "
+    "keys values heads mask future context vector grows small large quickly slowly bright quiet river "
+    "mountain city garden music paper pencil coffee rain snow summer winter green blue red yellow cat dog "
+    "bird fish tree flower house school library train station bridge story question answer idea number "
+    "matrix column row dot product scale learn model layer input output embedding token journey starts "
+    "with one step"
+)
+WORDS = tuple(_PROSE.split())
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+def rerun_message(
+    *,
+    query_string: str = "",
+    page_name: str = "",
+    page_script_hash: str = "",
+    strings: dict[str, str] | None = None,
+    ints: dict[str, int] | None = None,
+    cached_hashes: list[str] | tuple[str, ...] = (),
+    url: str = "",
+) -> bytes:
+    """A ``BackMsg`` asking for a script run, serialized as a browser sends it.
+
+    ``page_name`` is the page's URL path (a link's first request);
+    ``page_script_hash`` the page the session is on (every later request).
+    ``strings`` and ``ints`` map widget ids to new values (a text input's
+    ``string_value``, an integer number input's ``int_value``); widgets not
+    named keep the values the session already holds.
+    """
+    msg = BackMsg()
+    state = msg.rerun_script
+    state.query_string = query_string
+    state.page_name = page_name
+    state.page_script_hash = page_script_hash
+    for widget_id, value in (strings or {}).items():
+        widget = state.widget_states.widgets.add()
+        widget.id = widget_id
+        widget.string_value = value
+    for widget_id, number in (ints or {}).items():
+        widget = state.widget_states.widgets.add()
+        widget.id = widget_id
+        widget.int_value = number
+    state.cached_message_hashes.extend(cached_hashes)
+    if url:
+        state.context_info.url = url
+        state.context_info.timezone = "UTC"
+        state.context_info.locale = "en-US"
+    return msg.SerializeToString()
+
+
+@dataclass
+class Reply:
+    """What one ``ForwardMsg`` means to a student."""
+
+    kind: str  # the ForwardMsg's type
+    finished: int | None = None  # script_finished status
+    final: bool = False  # ends the run (any script_finished but "finished early for a rerun")
+    page_script_hash: str | None = None  # the page this run shows (from the navigation message)
+    page_url: str | None = None  # and its URL path ("" for the default page)
+    pages: list[tuple[str, str]] | None = None  # every page of the app: (URL path, title)
+    query_string: str | None = None
+    widget: tuple[str, str, object] | None = None  # (widget key, id, value the server set, or None)
+    error: str | None = None
+    warning: str | None = None
+    notice: str | None = None  # an info box (the app's "this value was changed" notices)
+    markdown: str | None = None
+    cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
+
+
+def read_reply(data: bytes) -> Reply:
+    msg = ForwardMsg()
+    msg.ParseFromString(data)
+    kind = msg.WhichOneof("type") or ""
+    reply = Reply(kind)
+    if msg.metadata.cacheable and msg.hash:
+        reply.cache_hash = msg.hash
+    if kind == "script_finished":
+        reply.finished = msg.script_finished
+        reply.final = msg.script_finished != FINISHED_EARLY_FOR_RERUN
+        if msg.script_finished == FINISHED_WITH_COMPILE_ERROR:
+            reply.error = "script failed to compile"
+    elif kind == "navigation":
+        reply.page_script_hash = msg.navigation.page_script_hash
+        reply.pages = []
+        for page in msg.navigation.app_pages:
+            if page.page_script_hash == msg.navigation.page_script_hash:
+                reply.page_url = page.url_pathname
+            if not page.external_url:
+                reply.pages.append((page.url_pathname, page.page_name))
+    elif kind == "page_info_changed":
+        reply.query_string = msg.page_info_changed.query_string
+    elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+        element = msg.delta.new_element
+        etype = element.WhichOneof("type")
+        if etype == "exception":
+            reply.error = f"exception: {element.exception.type}: {element.exception.message[:120]}"
+        elif etype == "alert" and element.alert.format == Alert.ERROR:
+            reply.error = f"error box: {element.alert.body[:120]}"
+        elif etype == "alert" and element.alert.format == Alert.WARNING:
+            reply.warning = element.alert.body[:120]
+        elif etype == "alert" and element.alert.format == Alert.INFO:
+            reply.notice = element.alert.body[:160]
+        elif etype == "markdown":
+            reply.markdown = element.markdown.body
+        elif etype in ("text_input", "number_input"):
+            widget = getattr(element, etype)
+            value = widget.value if widget.HasField("value") else None
+            match = WIDGET_ID_RE.match(widget.id)
+            if match:
+                reply.widget = (match.group(1), widget.id, value)
+    return reply
+
+
+@dataclass
+class Run:
+    kind: str  # "open" or "edit"
+    sent: float  # time.perf_counter() when the BackMsg left
+    latency: float = float("nan")
+    ok: bool = False
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    messages: int = 0
+    bytes: int = 0
+
+    @property
+    def done(self) -> float:
+        return self.sent + self.latency
+
+
+class Student:
+    """One browser tab, reduced to the protocol: a session on one page of the app."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base  # http://127.0.0.1:PORT
+        self.ws = None
+        self.page_script_hash = ""
+        self.query_string = ""
+        self.page = ""
+        self.widget_ids: dict[str, str] = {}  # widget key -> id, as the server named them
+        self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
+        self.steps: int | None = None
+        self.app_pages: list[tuple[str, str]] = []
+
+    async def connect(self) -> None:
+        url = self.base.replace("http", "ws", 1) + "/_stcore/stream"
+        self.ws = await websockets.connect(url, subprotocols=["streamlit"], max_size=None, ping_interval=None)
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+
+    async def open(self, page: str, query: dict[str, str]) -> Run:
+        """Open a link to ``page`` (a new tab): the first run of a new session."""
+        self.page = page
+        self.query_string = urllib.parse.urlencode(query)
+        message = rerun_message(
+            query_string=self.query_string,
+            page_name=page,
+            url=f"{self.base}/{page}?{self.query_string}",
+            cached_hashes=list(self.cached),
+        )
+        return await self._run("open", message, expect_text=query.get("text"), exact=False)
+
+    async def edit(self, text: str, **numbers: int) -> Run:
+        """Type ``text`` into the sidebar's sentence and press Enter; ``numbers`` sets number inputs by key too."""
+        if TEXT_WIDGET_KEY not in self.widget_ids:
+            raise RuntimeError("the sentence widget has not been seen yet")
+        message = rerun_message(
+            query_string=self.query_string,
+            page_script_hash=self.page_script_hash,
+            strings={self.widget_ids[TEXT_WIDGET_KEY]: text},
+            ints={self.widget_ids[key]: value for key, value in numbers.items()},
+            url=f"{self.base}/{self.page}?{self.query_string}",
+            cached_hashes=list(self.cached),
+        )
+        return await self._run("edit", message, expect_text=text)
+
+    async def _run(self, kind: str, message: bytes, expect_text: str | None, exact: bool = True) -> Run:
+        """Send ``message`` and read until the run ends. The sidebar must then show ``expect_text``
+        (or, with ``exact=False``, a beginning of it: a link's text is cut at 2,000 characters)."""
+        run = Run(kind, time.perf_counter())
+        seen: dict[str, str | None] = {}
+
+        async def receive() -> None:
+            while True:
+                data = await self.ws.recv()
+                reply = read_reply(data)
+                run.messages += 1
+                run.bytes += len(data)
+                if reply.cache_hash:
+                    self.cached[reply.cache_hash] = None
+                    while len(self.cached) > MAX_CACHED_HASHES:
+                        self.cached.pop(next(iter(self.cached)))
+                if reply.page_script_hash:
+                    self.page_script_hash = reply.page_script_hash
+                    seen["page"] = reply.page_url
+                    self.app_pages = reply.pages or self.app_pages
+                if reply.query_string is not None:
+                    self.query_string = reply.query_string
+                if reply.widget:
+                    self.widget_ids[reply.widget[0]] = reply.widget[1]
+                    if reply.widget[0] == TEXT_WIDGET_KEY:
+                        seen["text"] = reply.widget[2]
+                if reply.markdown and self.steps is None and (match := STEP_RE.search(reply.markdown)):
+                    self.steps = int(match.group(2))
+                if reply.warning:
+                    run.warnings.append(reply.warning)
+                if reply.notice:
+                    run.notices.append(reply.notice)
+                if reply.error and run.error is None:
+                    run.error = reply.error
+                if reply.final:
+                    return
+
+        try:
+            await self.ws.send(message)
+            await asyncio.wait_for(receive(), RUN_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            run.error = f"timeout after {RUN_TIMEOUT_S:.0f} s"
+        except websockets.ConnectionClosed as exc:
+            run.error = f"connection closed: {exc}"
+        run.latency = time.perf_counter() - run.sent
+        seen_text = seen.get("text")
+        shown = seen.get("page")
+        if run.error is None and shown not in (None, self.page):
+            run.error = f"wrong page: {shown!r} instead of {self.page!r}"
+        if run.error is None and expect_text is not None and isinstance(seen_text, str):
+            shows_it = seen_text == expect_text if exact else expect_text.startswith(seen_text)
+            if not shows_it:
+                run.error = "stale: the sidebar does not show the sentence sent"
+        run.ok = run.error is None
+        return run
+
+
+def sentence(rng: random.Random) -> str:
+    words = rng.choices(WORDS, k=rng.randint(10, 20))
+    return " ".join(words).capitalize() + "."
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+
+def machine_busy_s() -> float:
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return (sum(values[:8]) - idle) / TICK
+
+
+def loadavg() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def parse_mode(mode: str) -> dict:
+    parts = set(mode.split("+"))
+    unknown = parts - {"default", "nogc", "freeze", "freeze-warm"}
+    if unknown:
+        raise SystemExit(f"unknown mode part(s): {sorted(unknown)}")
+    return {
+        "post_script_gc": "nogc" not in parts,
+        "freeze_imports": bool(parts & {"freeze", "freeze-warm"}),
+        "freeze_warm": "freeze-warm" in parts,
+    }
+
+
+class Server:
+    def __init__(self, mode: str, log_path: str) -> None:
+        self.mode = mode
+        self.options = parse_mode(mode)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.stats_path = log_path + ".gc.json"
+        self.proc: subprocess.Popen | None = None
+        self.pages: list[str] = []  # URL paths, "" for the default page (from warm_up)
+        self.titles: dict[str, str] = {}
+
+    def command(self) -> list[str]:
+        wrapper = [sys.executable, os.path.join("benchmarks", "serve.py"), "--stats", self.stats_path]
+        if self.options["freeze_imports"]:
+            wrapper.append("--freeze-imports")
+        return [
+            *wrapper,
+            "--",
+            "run",
+            "streamlit_app.py",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(self.port),
+            "--browser.gatherUsageStats",
+            "false",
+            "--runner.postScriptGC",
+            "true" if self.options["post_script_gc"] else "false",
+        ]
+
+    async def start(self, timeout: float = 180.0) -> None:
+        env = dict(os.environ)
+        cache = os.path.join(os.path.dirname(ROOT), "shared", "tiktoken_cache")
+        if "TIKTOKEN_CACHE_DIR" not in env and os.path.isdir(cache):
+            env["TIKTOKEN_CACHE_DIR"] = cache
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        log = open(self.log_path, "w")  # noqa: SIM115 (closed with the process)
+        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(self.base + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            await asyncio.sleep(0.3)
+        raise RuntimeError(f"server did not answer /_stcore/health in {timeout:.0f} s")
+
+    def rss_mib(self) -> float:
+        return proc_rss_mib(self.proc.pid)
+
+    def cpu_s(self) -> float:
+        return proc_cpu_s(self.proc.pid)
+
+    async def gc_stats(self) -> dict | None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.stats_path)
+        self.proc.send_signal(signal.SIGUSR2)
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError), open(self.stats_path) as f:
+                return json.load(f)
+        return None
+
+    def freeze_now(self) -> None:
+        self.proc.send_signal(signal.SIGUSR1)
+
+    def log_problems(self) -> list[str]:
+        with open(self.log_path, errors="replace") as f:
+            lines = f.read().splitlines()
+        return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+async def warm_up(server: Server, only: tuple[str, ...] | None = None) -> list[Run]:
+    """Open every page once and edit its sentence once, so the imports and first runs are behind us.
+
+    The app's pages are read from the navigation message of the first run
+    (the default page, URL path ""), into ``server.pages``.
+    """
+    rng = random.Random(0)
+    runs = []
+    first = Student(server.base)
+    await first.connect()
+    runs.append(await first.open("", {"input": "text", "text": sentence(rng)}))
+    runs.append(await first.edit(sentence(rng)))
+    await first.close()
+    server.pages = [path for path, _ in first.app_pages]
+    server.titles = dict(first.app_pages)
+    for page in only or server.pages:
+        if page == "":
+            continue
+        student = Student(server.base)
+        await student.connect()
+        runs.append(await student.open(page, {"input": "text", "text": sentence(rng)}))
+        runs.append(await student.edit(sentence(rng)))
+        await student.close()
+    if server.options["freeze_warm"]:
+        server.freeze_now()
+        await asyncio.sleep(1.0)
+    return runs
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    low, high = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def summarize(runs: list[Run]) -> dict:
+    latencies = [r.latency for r in runs if r.ok]
+    errors: dict[str, int] = {}
+    for r in runs:
+        if r.error:
+            errors[r.error] = errors.get(r.error, 0) + 1
+    warnings: dict[str, int] = {}
+    for r in runs:
+        for w in r.warnings:
+            warnings[w] = warnings.get(w, 0) + 1
+    return {
+        "runs": len(runs),
+        "ok": len(latencies),
+        "errors": sum(errors.values()),
+        "error_kinds": errors,
+        "warning_kinds": warnings,
+        "p50_s": percentile(latencies, 50),
+        "p95_s": percentile(latencies, 95),
+        "max_s": max(latencies) if latencies else float("nan"),
+        "mean_s": statistics.fmean(latencies) if latencies else float("nan"),
+        "kib_per_run": statistics.fmean(r.bytes for r in runs) / 1024 if runs else float("nan"),
+    }
+
+
+def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MiB) samples, in MiB per minute."""
+    if len(samples) < 3:
+        return float("nan")
+    xs, ys = [s[0] for s in samples], [s[1] for s in samples]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
+
+
+class Meter:
+    """Server RSS every ``every`` seconds, and CPU accounting between start and stop."""
+
+    def __init__(self, server: Server, every: float = 1.0) -> None:
+        self.server = server
+        self.every = every
+        self.samples: list[tuple[float, float]] = []
+        self._task = None
+
+    async def __aenter__(self):
+        self.t0 = time.perf_counter()
+        self.load_start = loadavg()
+        self.cpu0 = self.server.cpu_s()
+        self.self0 = sum(os.times()[:2])
+        self.busy0 = machine_busy_s()
+        self.gc0 = await self.server.gc_stats()
+        self._task = asyncio.create_task(self._sample())
+        return self
+
+    async def _sample(self) -> None:
+        while True:
+            self.samples.append((time.perf_counter() - self.t0, self.server.rss_mib()))
+            await asyncio.sleep(self.every)
+
+    async def __aexit__(self, *exc) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self.samples.append((time.perf_counter() - self.t0, self.server.rss_mib()))
+        self.elapsed = time.perf_counter() - self.t0
+        self.server_cpu = self.server.cpu_s() - self.cpu0
+        self.client_cpu = sum(os.times()[:2]) - self.self0
+        self.other_cores = max(0.0, (machine_busy_s() - self.busy0 - self.server_cpu - self.client_cpu) / self.elapsed)
+        self.load_end = loadavg()
+        self.gc1 = await self.server.gc_stats()
+
+    def report(self, runs: int) -> dict:
+        rss = [s[1] for s in self.samples]
+        gc = {}
+        if self.gc0 and self.gc1:
+            for gen in ("0", "1", "2"):
+                a, b = self.gc0["generations"][gen], self.gc1["generations"][gen]
+                gc[f"gen{gen}_collections"] = b["collections"] - a["collections"]
+                gc[f"gen{gen}_seconds"] = b["seconds"] - a["seconds"]
+                gc[f"gen{gen}_cpu_seconds"] = b["cpu_seconds"] - a["cpu_seconds"]
+            gc["max_pause_s"] = self.gc1["generations"]["2"]["max_seconds"]
+            gc["tracked_objects"] = self.gc1["tracked"]
+            gc["frozen_objects"] = self.gc1["frozen"]
+            if runs:
+                gc["gc_ms_per_run"] = 1000 * sum(gc[f"gen{g}_seconds"] for g in "012") / runs
+                gc["gc_cpu_ms_per_run"] = 1000 * sum(gc[f"gen{g}_cpu_seconds"] for g in "012") / runs
+        return {
+            "elapsed_s": self.elapsed,
+            "rss_start_mib": rss[0],
+            "rss_end_mib": rss[-1],
+            "rss_max_mib": max(rss),
+            "rss_slope_mib_per_min": slope_mib_per_min(self.samples),
+            "rss_slope_second_half_mib_per_min": slope_mib_per_min(
+                [x for x in self.samples if x[0] >= self.elapsed / 2]
+            ),
+            "server_cpu_s": self.server_cpu,
+            "server_cpu_ms_per_run": 1000 * self.server_cpu / runs if runs else float("nan"),
+            "client_cpu_s": self.client_cpu,
+            "other_load_cores": self.other_cores,
+            "loadavg_start": self.load_start,
+            "loadavg_end": self.load_end,
+            "gc": gc,
+        }
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+async def join(students: list[Student], page: str, step: int, rng: random.Random, spread_s: float) -> list[Run]:
+    """Every student opens the page with a sentence of their own, arriving over ``spread_s`` seconds."""
+
+    async def one(student: Student, delay: float) -> Run:
+        await asyncio.sleep(delay)
+        await student.connect()
+        return await student.open(page, {"input": "text", "text": sentence(rng), "step": str(step)})
+
+    return await asyncio.gather(*(one(s, rng.uniform(0, spread_s)) for s in students))
+
+
+MAX_SIZES = {"d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024", "p": "0.5", "mode": "train"}
+HOSTILE_LINK = {  # every value out of range or malformed: each must fall back with a notice, never an error
+    "input": "text",
+    "text": "overlong " * 400,
+    "d_in": "99999999",
+    "d_out": "-5",
+    "heads": "1000",
+    "ctx": "1e12",
+    "p": "nan",
+    "seed": "-1",
+    "mode": "maybe",
+    "step": "999",
+}
+
+
+def long_text(rng: random.Random, chars: int = 60_000) -> str:
+    """A paste as long as the sidebar keeps (``MAX_TEXT_CHARS``): far more than 1,024 tokens."""
+    words = []
+    total = 0
+    while total < chars:
+        words.append(rng.choice(WORDS))
+        total += len(words[-1]) + 1
+    return " ".join(words)[:chars]
+
+
+async def classroom(
+    server: Server, n: int, duration: float, think_s: float, page: str, step: int, seed: int, hogs: int = 0
+) -> dict:
+    """``n`` students edit and think; ``hogs`` more do the same with every size at its cap and a 60,000-character
+    paste (their runs are reported apart, as ``hog_edits``)."""
+    rng = random.Random(seed)
+    students = [Student(server.base) for _ in range(n)]
+    joins = await join(students, page, step, rng, spread_s=min(10.0, 0.1 * n))
+    hog_students = [Student(server.base) for _ in range(hogs)]
+    for hog in hog_students:
+        await hog.connect()
+        await hog.open(page, {"input": "text", "text": sentence(rng), "step": str(step), **MAX_SIZES})
+    runs: list[Run] = []
+    hog_runs: list[Run] = []
+    async with Meter(server) as meter:
+        start = time.perf_counter()
+        end = start + duration
+
+        async def student_loop(student: Student, own: random.Random, hog: bool = False) -> None:
+            await asyncio.sleep(own.expovariate(1 / think_s))
+            while time.perf_counter() < end:
+                if hog:
+                    hog_runs.append(await student.edit(long_text(own)))
+                else:
+                    runs.append(await student.edit(sentence(own)))
+                await asyncio.sleep(own.expovariate(1 / think_s))
+
+        await asyncio.gather(
+            *(student_loop(s, random.Random(seed * 1000 + i)) for i, s in enumerate(students)),
+            *(student_loop(s, random.Random(seed * 1000 - 1 - i), hog=True) for i, s in enumerate(hog_students)),
+        )
+    finished = [r for r in runs + hog_runs if start <= r.done <= end]
+    for s in students + hog_students:
+        await s.close()
+    result = {
+        "joins": summarize(joins),
+        "edits": summarize(runs),
+        "throughput_runs_per_s": len(finished) / duration,
+        **meter.report(len(runs) + len(hog_runs)),
+    }
+    if hogs:
+        result["hogs"] = hogs
+        result["hog_edits"] = summarize(hog_runs)
+    result["rss_samples"] = meter.samples[:: max(1, int(10 / meter.every))]
+    return result
+
+
+async def burst(server: Server, n: int, waves: int, pause_s: float, page: str, step: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    students = [Student(server.base) for _ in range(n)]
+    joins = await join(students, page, step, rng, spread_s=min(10.0, 0.1 * n))
+    wave_results = []
+    all_runs: list[Run] = []
+    async with Meter(server) as meter:
+        for _ in range(waves):
+            await asyncio.sleep(pause_s)
+            texts = [sentence(rng) for _ in students]
+            go = asyncio.Event()
+
+            async def send(student: Student, text: str, go: asyncio.Event = go) -> Run:
+                await go.wait()
+                return await student.edit(text)
+
+            tasks = [asyncio.create_task(send(s, t)) for s, t in zip(students, texts, strict=True)]
+            await asyncio.sleep(0)
+            fired = time.perf_counter()
+            go.set()
+            runs = await asyncio.gather(*tasks)
+            span = max(r.done for r in runs) - fired
+            wave_results.append({**summarize(runs), "span_s": span, "throughput_runs_per_s": n / span})
+            all_runs.extend(runs)
+    for s in students:
+        await s.close()
+    pooled = summarize(all_runs)
+    return {
+        "joins": summarize(joins),
+        "edits": pooled,
+        "waves": wave_results,
+        "throughput_runs_per_s": statistics.fmean(w["throughput_runs_per_s"] for w in wave_results),
+        **meter.report(len(all_runs)),
+    }
+
+
+async def pages_scan(server: Server, edits: int, seed: int) -> dict:
+    """One student on each page and step: open it, edit once to warm up, then time ``edits`` edits.
+
+    The heaviest page and step is the one whose runs cost the server the most
+    CPU time; on a busy machine that is steadier than their latency. The
+    student pauses ``SCAN_PAUSE_S`` after each run, as a student reading the
+    page would, so each run's CPU time includes its own post-run collection
+    and its latency does not include the previous run's.
+    """
+    rng = random.Random(seed)
+    table = []
+    load_start = loadavg()
+    for page in server.pages:
+        probe = Student(server.base)
+        await probe.connect()
+        await probe.open(page, {"input": "text", "text": sentence(rng)})
+        steps = probe.steps or 1
+        await probe.close()
+        for step in range(1, steps + 1):
+            student = Student(server.base)
+            await student.connect()
+            await student.open(page, {"input": "text", "text": sentence(rng), "step": str(step)})
+            await student.edit(sentence(rng))
+            runs = []
+            await asyncio.sleep(SCAN_PAUSE_S)
+            cpu0 = server.cpu_s()
+            for _ in range(edits):
+                runs.append(await student.edit(sentence(rng)))
+                await asyncio.sleep(SCAN_PAUSE_S)  # the collection after the run is counted, and not in the next
+            cpu = server.cpu_s() - cpu0  # an idle server uses next to no CPU in the pauses
+            await student.close()
+            row = {"page": page, "title": server.titles.get(page, ""), "step": step, "steps": steps, **summarize(runs)}
+            row["server_cpu_ms_per_run"] = 1000 * cpu / edits
+            table.append(row)
+            print(
+                f"  {page or '(default)':12s} step {step}/{steps}: p50 {row['p50_s'] * 1000:7.1f} ms, "
+                f"cpu {row['server_cpu_ms_per_run']:6.1f} ms/run, {row['kib_per_run']:6.1f} KiB, "
+                f"errors {row['errors']}",
+                flush=True,
+            )
+    heaviest = max(table, key=lambda r: r["server_cpu_ms_per_run"])
+    return {
+        "table": table,
+        "heaviest": {"page": heaviest["page"], "step": heaviest["step"]},
+        "loadavg_start": load_start,
+        "loadavg_end": loadavg(),
+    }
+
+
+def peak_reset(pid: int) -> None:
+    """Reset the kernel's high-water mark of the process's resident memory (``VmHWM``)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def caps_scan(server: Server, seed: int, growth_edits: int, growth_page: str) -> dict:
+    """One session at the caps on each page, and one link with every value out of range.
+
+    At the caps: the page opened from a link with every size at its limit
+    (``MAX_SIZES``), then one edit pasting 60,000 characters (the longest
+    text kept; only its first ``context_length`` = 1,024 tokens are used). For
+    that edit: latency, server CPU, resident memory before and after, and its
+    peak (``VmHWM``, reset just before). The caches keep what each page
+    computed, so memory accumulates over the pages in this order.
+
+    Then one session on ``growth_page`` at the caps makes ``growth_edits``
+    edits, each with a new seed and a new paste, and the server's resident
+    memory is read after each: how far one session can grow the caches.
+    """
+    rng = random.Random(seed)
+    rows = []
+    load_start = loadavg()
+    for page in server.pages:
+        student = Student(server.base)
+        await student.connect()
+        opened = await student.open(page, {"input": "text", "text": sentence(rng), **MAX_SIZES})
+        steps = student.steps or 1
+        peak_reset(server.proc.pid)
+        rss0, cpu0 = server.rss_mib(), server.cpu_s()
+        edit = await student.edit(long_text(rng))
+        row = {
+            "page": page,
+            "title": server.titles.get(page, ""),
+            "steps": steps,
+            "open": summarize([opened]),
+            "edit": summarize([edit]),
+            "server_cpu_s": server.cpu_s() - cpu0,
+            "rss_before_mib": rss0,
+            "rss_after_mib": server.rss_mib(),
+            "peak_mib": peak_mib(server.proc.pid),
+        }
+        hostile = Student(server.base)
+        await hostile.connect()
+        link = await hostile.open(page, HOSTILE_LINK)
+        row["hostile_link"] = {**summarize([link]), "notices": link.notices[:12]}
+        await hostile.close()
+        await student.close()
+        rows.append(row)
+        print(
+            f"  {page or '(default)':12s} at the caps: {edit.latency:6.1f} s, server CPU {row['server_cpu_s']:5.1f} s, "
+            f"RSS {rss0:.0f}->{row['rss_after_mib']:.0f} MiB (peak {row['peak_mib']:.0f}), errors "
+            f"{row['edit']['errors'] + row['open']['errors']}; hostile link: {link.latency:.1f} s, "
+            f"{len(link.notices)} notices, error {link.error}",
+            flush=True,
+        )
+    growth = []
+    if growth_edits:
+        student = Student(server.base)
+        await student.connect()
+        await student.open(growth_page, {"input": "text", "text": sentence(rng), **MAX_SIZES})
+        for i in range(growth_edits):
+            edit = await student.edit(long_text(rng), w_seed=1000 + i)
+            growth.append({"edit": i + 1, "latency_s": edit.latency, "error": edit.error, "rss_mib": server.rss_mib()})
+            print(
+                f"  {growth_page} at the caps, new seed and paste #{i + 1}: {edit.latency:.1f} s, "
+                f"RSS {growth[-1]['rss_mib']:.0f} MiB, error {edit.error}",
+                flush=True,
+            )
+        await student.close()
+    return {"table": rows, "growth": growth, "loadavg_start": load_start, "loadavg_end": loadavg()}
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def machine() -> dict:
+    model = platform.processor()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    import streamlit
+    import torch
+
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "ram_gib": round(mem_kib / 2**20, 1),
+        "python": platform.python_version(),
+        "streamlit": streamlit.__version__,
+        "torch": torch.__version__,
+        "kernel": platform.release(),
+    }
+
+
+async def wait_quiet(seconds: float, threshold: float) -> None:
+    """Wait up to ``seconds`` for the 1-minute load average to fall below ``threshold``."""
+    deadline = time.monotonic() + seconds
+    while loadavg() >= threshold and time.monotonic() < deadline:
+        await asyncio.sleep(5)
+
+
+def record(entry: dict, path: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+async def one_scenario(args, scenario: str, mode: str, n: int | None) -> dict:
+    label = f"{scenario}-{mode}" + (f"-{n}" if n else "") + (f"-hogs{args.hogs}" if args.hogs else "")
+    server = Server(mode, os.path.join(os.path.dirname(args.results), "logs", label + ".log"))
+    print(f"== {label}: starting server on {server.base} (load {loadavg():.2f})", flush=True)
+    await server.start()
+    try:
+        warm = await warm_up(server)
+        warm_errors = [r.error for r in warm if r.error]
+        print(f"   warmed up ({len(warm)} runs, errors: {warm_errors or 'none'}), RSS {server.rss_mib():.0f} MiB")
+        if scenario == "pages":
+            result = await pages_scan(server, args.edits, args.seed)
+        elif scenario == "classroom":
+            result = await classroom(
+                server, n, args.duration, args.think, args.page, args.step, args.seed, hogs=args.hogs
+            )
+        elif scenario == "caps":
+            result = await caps_scan(server, args.seed, args.growth, args.page)
+        elif scenario == "burst":
+            result = await burst(server, n, args.waves, args.pause, args.page, args.step, args.seed)
+        elif scenario == "soak":
+            result = await classroom(server, n, args.duration, args.think, args.page, args.step, args.seed)
+        else:
+            raise ValueError(scenario)
+        result["server_log_problems"] = server.log_problems()[:20]
+        result["warm_up_errors"] = warm_errors
+    finally:
+        server.stop()
+    entry = {
+        "scenario": scenario,
+        "mode": mode,
+        "students": n,
+        "hogs": args.hogs if scenario == "classroom" else 0,
+        "page": args.page,
+        "step": args.step,
+        "think_s": args.think,
+        "duration_s": args.duration if scenario in ("classroom", "soak") else None,
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join(["python", "benchmarks/load.py", *sys.argv[1:]]),
+        "server_command": " ".join(server.command()),
+        "machine": machine(),
+        **result,
+    }
+    record(entry, args.results)
+    print(summary_line(entry), flush=True)
+    return entry
+
+
+def summary_line(e: dict) -> str:
+    if e["scenario"] == "pages":
+        return f"   heaviest: {e['heaviest']}"
+    if e["scenario"] == "caps":
+        return f"   caps: peak RSS {max(r['peak_mib'] for r in e['table']):.0f} MiB"
+    ed = e["edits"]
+    return (
+        f"   {e['scenario']} {e['mode']} N={e['students']}: runs {ed['runs']}, p50 {ed['p50_s'] * 1000:.0f} ms, "
+        f"p95 {ed['p95_s'] * 1000:.0f} ms, max {ed['max_s'] * 1000:.0f} ms, "
+        f"{e['throughput_runs_per_s']:.2f} runs/s, errors {ed['errors']}, RSS {e['rss_start_mib']:.0f}->"
+        f"{e['rss_end_mib']:.0f} (max {e['rss_max_mib']:.0f}) MiB, server CPU {e['server_cpu_ms_per_run']:.0f} ms/run, "
+        f"GC {e['gc'].get('gc_cpu_ms_per_run', float('nan')):.1f} ms CPU/run, "
+        f"other load {e['other_load_cores']:.2f} cores, "
+        f"loadavg {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}"
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _page(row: dict) -> str:
+    return f"`{row['page']}`" if row["page"] else f"default ({row.get('title', '')})"
+
+
+def _ms(seconds: float) -> str:
+    return "–" if seconds != seconds else f"{seconds * 1000:,.0f}"
+
+
+def _scenario_rows(e: dict) -> list[str]:
+    rows = []
+    for who, ed in (("", e["edits"]), (" (hog)", e.get("hog_edits"))):
+        if ed is None:
+            continue
+        students = f"{e['students']}" + (f" + {e['hogs']} hog" if e.get("hogs") else "") + who
+        rows.append(
+            f"| {e['mode']} | {students} | {ed['runs']} | {_ms(ed['p50_s'])} | {_ms(ed['p95_s'])} "
+            f"| {_ms(ed['max_s'])} | {e['throughput_runs_per_s']:.2f} | {ed['errors']} "
+            f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} ({e['rss_max_mib']:.0f}) "
+            f"| {e['rss_slope_mib_per_min']:+.2f} | {e['server_cpu_ms_per_run']:.0f} "
+            f"| {e['gc'].get('gc_cpu_ms_per_run', float('nan')):.1f} | {e['other_load_cores']:.2f} "
+            f"| {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
+        )
+    return rows
+
+
+def report(results: list[dict]) -> str:
+    """Markdown tables of the latest result for each scenario, mode, class size and number of hogs."""
+    latest: dict[tuple, dict] = {}
+    for e in results:
+        latest[(e["scenario"], e["mode"], e["students"], e.get("hogs", 0))] = e
+    by_scenario: dict[str, list[dict]] = {}
+    for key, e in latest.items():
+        by_scenario.setdefault(key[0], []).append(e)
+    out = []
+    for e in by_scenario.get("pages", [])[-1:]:
+        out += [
+            f"One student on each page and step (mode `{e['mode']}`, {e['when']}, load average "
+            f"{e['loadavg_start']:.2f}→{e['loadavg_end']:.2f}): median latency of {e['table'][0]['runs']} edits.",
+            "",
+            "| page | step | p50 ms | server CPU ms/run | KiB/run | errors |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for r in e["table"]:
+            out.append(
+                f"| {_page(r)} | {r['step']}/{r['steps']} | {_ms(r['p50_s'])} | {r['server_cpu_ms_per_run']:.0f} "
+                f"| {r['kib_per_run']:.0f} | {r['errors']} |"
+            )
+        heaviest = e["heaviest"]
+        out += ["", f"Heaviest (most server CPU per run): `{heaviest['page']}` step {heaviest['step']}.", ""]
+    for scenario in ("classroom", "burst", "soak"):
+        rows = sorted(by_scenario.get(scenario, []), key=lambda e: (e["mode"], e["students"], e.get("hogs", 0)))
+        if not rows:
+            continue
+        first = rows[0]
+        where = f"page `{first['page']}` step {first['step']}"
+        if scenario == "burst":
+            where += f", {len(first['waves'])} waves per row, pooled"
+        else:
+            where += f", think time exponential with mean {first['think_s']:g} s, {first['duration_s']:g} s timed"
+        out += [
+            f"**{scenario}** ({where})",
+            "",
+            "| mode | students | runs | p50 ms | p95 ms | max ms | runs/s | errors | RSS start→end (max) MiB "
+            "| RSS slope MiB/min | server CPU ms/run | GC CPU ms/run | other load (cores) | load avg |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for e in rows:
+            out += _scenario_rows(e)
+        out.append("")
+    for e in by_scenario.get("caps", [])[-1:]:
+        out += [
+            f"**caps** (mode `{e['mode']}`, {e['when']}, load average {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f}):"
+            " one session per page opened with every size at its cap, then a 60,000-character paste; then a link"
+            " with every value out of range.",
+            "",
+            "| page | paste at the caps: s | server CPU s | RSS before→after MiB | peak MiB | errors "
+            "| hostile link: s | notices | errors |",
+            "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in e["table"]:
+            h = r["hostile_link"]
+            out.append(
+                f"| {_page(r)} | {r['edit']['max_s']:.1f} | {r['server_cpu_s']:.1f} "
+                f"| {r['rss_before_mib']:.0f}→{r['rss_after_mib']:.0f} | {r['peak_mib']:.0f} "
+                f"| {r['edit']['errors'] + r['open']['errors']} | {h['max_s']:.1f} | {len(h['notices'])} "
+                f"| {h['errors']} |"
+            )
+        if e.get("growth"):
+            out += [
+                "",
+                f"One session on `{e['page']}` at the caps, each edit a new seed and a new paste: "
+                "server RSS after each.",
+                "",
+                "| edit | " + " | ".join(str(g["edit"]) for g in e["growth"]) + " |",
+                "| --- | " + " | ".join("---:" for _ in e["growth"]) + " |",
+                "| s | " + " | ".join(f"{g['latency_s']:.1f}" for g in e["growth"]) + " |",
+                "| RSS MiB | " + " | ".join(f"{g['rss_mib']:.0f}" for g in e["growth"]) + " |",
+            ]
+        out.append("")
+    return "\n".join(out)
+
+
+BEGIN, END = "<!-- load-tables:begin -->", "<!-- load-tables:end -->"
+
+
+def update_markdown(path: str, tables: str) -> None:
+    """Replace the generated tables between the markers in ``path`` (the rest of the file is left alone)."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} block to fill")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w") as f:
+        f.write(f"{head}{BEGIN}\n{tables}\n{END}{tail}")
+
+
+def read_results(path: str) -> list[dict]:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+async def amain(args) -> None:
+    if args.scenario == "report":
+        tables = report(read_results(args.results))
+        if args.markdown:
+            update_markdown(args.markdown, tables)
+        print(tables)
+        return
+    modes = args.modes.split(",")
+    sizes = [int(n) for n in args.students.split(",")] if args.scenario not in ("pages", "caps") else [None]
+    for n in sizes:  # modes inside: the rows to compare run minutes apart, under similar outside load
+        for mode in modes:
+            await wait_quiet(args.wait_quiet, args.quiet_load)
+            await one_scenario(args, args.scenario, mode, n)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenario", choices=("pages", "classroom", "burst", "soak", "caps", "report"))
+    parser.add_argument("--modes", default="default", help="comma-separated server modes (see the docstring)")
+    parser.add_argument("--students", default="1,30,100", help="comma-separated class sizes")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of timed editing (classroom, soak)")
+    parser.add_argument("--think", type=float, default=3.0, help="mean think time between edits, seconds")
+    parser.add_argument("--waves", type=int, default=3, help="bursts per run (burst)")
+    parser.add_argument("--pause", type=float, default=3.0, help="seconds of quiet before each burst")
+    parser.add_argument("--page", default="multihead", help="the page every student views (URL path)")
+    parser.add_argument("--step", type=int, default=1, help="the step of that page")
+    parser.add_argument("--hogs", type=int, default=0, help="classroom: extra students at the caps")
+    parser.add_argument("--growth", type=int, default=10, help="caps: edits with new seeds at the caps")
+    parser.add_argument("--edits", type=int, default=5, help="timed edits per page and step (pages)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--wait-quiet", type=float, default=0.0, help="seconds to wait for a quiet machine first")
+    parser.add_argument("--quiet-load", type=float, default=1.0, help="the 1-minute load average that is quiet")
+    parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
+    parser.add_argument("--markdown", help="report: fill the generated block of this Markdown file")
+    args = parser.parse_args(argv)
+    asyncio.run(amain(args))
+
+
+if __name__ == "__main__":
+    main()

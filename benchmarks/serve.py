@@ -1,0 +1,140 @@
+"""Run the app exactly like ``streamlit run``, with garbage-collector options, for ``benchmarks/load.py``.
+
+Usage::
+
+    python benchmarks/serve.py [--freeze-imports] [--stats PATH] -- run streamlit_app.py --server.port 8600 ...
+
+Everything after ``--`` goes to Streamlit's own command line (``streamlit.web.cli``),
+in this process, so the server is the same one ``streamlit run`` starts.
+
+* ``--freeze-imports``: import torch, numpy, pandas, plotly, tiktoken and the
+  ``attention`` package, then call ``gc.freeze()`` before Streamlit starts. The
+  objects those imports created move to the permanent generation, which no
+  collection scans, so Streamlit's full collection after each script run
+  (``runner.postScriptGC``) and the collector's own generation-2 passes have
+  fewer objects to traverse.
+* SIGUSR1: ``gc.collect()`` then ``gc.freeze()`` now. ``load.py`` sends it
+  after its warm-up has run every page once, to try freezing everything the
+  first runs imported (plotly's validators, the app's modules) as well.
+* ``--stats PATH``: count every collection, its wall time and the CPU time of
+  the thread that ran it, per generation (``gc.callbacks``); SIGUSR2 writes the counts to PATH as JSON.
+* ``--profile PATH``: profile every script run (``cProfile`` around
+  Streamlit's ``ScriptRunner._run_script``, the post-run collection included);
+  SIGUSR2 writes the ``pstats`` of the runs since the previous SIGUSR2 to PATH. Profiling slows the
+  runs down; use it with one client, to see where a run's time goes.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_stats = {
+    gen: {"collections": 0, "seconds": 0.0, "cpu_seconds": 0.0, "collected": 0, "max_seconds": 0.0} for gen in (0, 1, 2)
+}
+_started = [0.0, 0.0]  # perf_counter, thread_time
+
+
+def _on_gc(phase: str, info: dict) -> None:
+    if phase == "start":
+        _started[:] = time.perf_counter(), time.thread_time()
+        return
+    took = time.perf_counter() - _started[0]
+    entry = _stats[info["generation"]]
+    entry["collections"] += 1
+    entry["seconds"] += took
+    entry["cpu_seconds"] += time.thread_time() - _started[1]
+    entry["collected"] += info["collected"]
+    entry["max_seconds"] = max(entry["max_seconds"], took)
+
+
+def _freeze_now(signum=None, frame=None) -> None:
+    gc.collect()
+    gc.freeze()
+
+
+def _dump(path: str):
+    def handler(signum=None, frame=None) -> None:
+        payload = {
+            "generations": _stats,
+            "frozen": gc.get_freeze_count(),
+            "tracked": len(gc.get_objects()),
+            "counts": gc.get_count(),
+            "thresholds": gc.get_threshold(),
+            "time": time.time(),
+        }
+        with open(path + ".tmp", "w") as f:
+            json.dump(payload, f)
+        os.replace(path + ".tmp", path)
+
+    return handler
+
+
+def _profile_runs(path: str) -> None:
+    import cProfile
+
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    profiler = cProfile.Profile()
+    original = ScriptRunner._run_script
+
+    def run_script(self, rerun_data):
+        profiler.enable()
+        try:
+            return original(self, rerun_data)
+        finally:
+            profiler.disable()
+
+    ScriptRunner._run_script = run_script
+    previous = signal.getsignal(signal.SIGUSR2)
+
+    def dump(signum=None, frame=None) -> None:
+        profiler.dump_stats(path)
+        profiler.clear()
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGUSR2, dump)
+
+
+def main(argv: list[str]) -> None:
+    if "--" not in argv:
+        raise SystemExit(__doc__)
+    split = argv.index("--")
+    options, streamlit_args = argv[:split], argv[split + 1 :]
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    if "--stats" in options:
+        path = options[options.index("--stats") + 1]
+        gc.callbacks.append(_on_gc)
+        signal.signal(signal.SIGUSR2, _dump(path))
+    signal.signal(signal.SIGUSR1, _freeze_now)
+    if "--freeze-imports" in options:
+        import numpy  # noqa: F401
+        import pandas  # noqa: F401
+        import plotly.graph_objects
+        import plotly.io  # noqa: F401
+        import tiktoken  # noqa: F401
+        import torch  # noqa: F401
+
+        import attention  # noqa: F401
+
+    from streamlit.web import cli
+
+    if "--profile" in options:
+        _profile_runs(options[options.index("--profile") + 1])
+    if "--freeze-imports" in options:
+        gc.collect()
+        gc.freeze()
+    sys.argv = ["streamlit", *streamlit_args]
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
