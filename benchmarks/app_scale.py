@@ -39,7 +39,8 @@ What it measures (results in ``artifacts/app_scale/results.json``, tables in BEN
    stepper: its cost over the bare page is the explorer's shell and imported heap (the
    post-run garbage collection scans torch's, plotly's and pandas' objects), and a page's cost
    over the shell is its own content. Bare and shell sessions are timed before every page, so
-   they see the same machine load; the ratio uses their median at the same T.
+   they see the same machine load; a page's ratio uses the median of the bare sessions timed
+   so far at the same T.
 3. **Bytes sent to the browser per rerun**: the sum of the websocket messages of that rerun
    (protobuf payloads; ``server.enableWebsocketCompression`` is off by default, so this is
    what goes on the wire, less framing).
@@ -1127,7 +1128,7 @@ def report(results: dict) -> str:
         f"{m.get('chromium', '')}. The *load* columns are the 1-minute load average at each timed run "
         "(min–max); other developers share this machine.",
         "",
-        "| phase | command | when | load averages (1/5/15 min) at start → end |",
+        "| phase | command | started | load average: 1/5/15 min at start → end, or the 1-min range of its timed runs |",
         "| --- | --- | --- | --- |",
     ]
     for name, phase in results.get("phases", {}).items():
@@ -1139,11 +1140,14 @@ def report(results: dict) -> str:
     sizes = sorted({s["T"] for s in summary})
     pages = list(dict.fromkeys(s["page"] for s in summary))
     if summary:
-        run = results.get("server_run", {})
         base = results["baseline"]
+        repeats = {t: sorted({len(r["samples_ms"]) for r in results["server"].values() if r["T"] == t}) for t in sizes}
+        counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
+        if len({tuple(n) for n in repeats.values()}) == 1:
+            counts = "/".join(map(str, next(iter(repeats.values()))))
         out += [
-            "**Server time of a rerun after a sentence change** (script run timed inside the server, median of "
-            f"{run.get('repeats', '?')} new sentences per page and step, started {run.get('started', '?')}). Each "
+            "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
+            f"{counts} new sentences per page and step). Each "
             "cell: the worst step's time as a multiple of the bare page at the same T (and its step), then the "
             "mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
             "",
