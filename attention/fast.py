@@ -13,9 +13,9 @@ for speed:
   ``W_value`` stacked into one (3 * d_out, d_in) weight, which is how
   ``torch.nn.MultiheadAttention`` stores them (``in_proj_weight``) and what
   nanoGPT calls ``c_attn``. Stacking copies the weights on every call, and
-  one large product still beats three (7% of the whole call at GPT-2 scale).
-  ``MultiHeadAttention`` itself keeps the book's three layers: there the
-  saving was within the noise of measurement.
+  one large product still beats three: 7 to 10% of the whole call at GPT-2
+  scale. ``MultiHeadAttention`` itself keeps the book's three layers, where
+  the saving was within the noise of measurement.
 
 At GPT-2 scale (b=8, T=1024, d=768, h=12) it takes half the time of
 ``mha(x)`` on a 2-core CPU and a quarter of the memory (see BENCHMARKS.md).

@@ -72,8 +72,10 @@ def attend(
     the (..., num_tokens, num_tokens) buffer that the first product made:
     ``out=`` says where each step writes. (Not while autograd records: the
     softmax's gradient needs its output kept.) At GPT-2 scale such a tensor
-    is 400 MB, and making one costs about as much as computing it: the
-    forward pass takes 0.6 of the time it took with a new tensor per step.
+    is 384 MiB, and a new one costs more than the arithmetic: on a 2-core
+    CPU, dividing the scores in place takes 25 ms, into a new tensor 127 ms,
+    most of it the first touch of fresh memory pages. The forward pass takes
+    0.6 of the time it took with a new tensor per step (see BENCHMARKS.md).
     The mask is *added*: -inf where masked, 0 elsewhere, which is the book's
     ``masked_fill`` with -inf (x + -inf = -inf, x + 0 = x) in one pass over
     the scores instead of a copy and a fill. Both paths compute the same
