@@ -47,6 +47,7 @@ from .trainable import check_size
 
 MAX_HIDDEN_SIZE = 32  # the exact Jacobian runs 2 * hidden_size copies of the sentence
 MAX_NUM_TOKENS = 1024
+QUERY_BLOCK = 128  # queries scored per call in self_attention_contrast
 MAX_SEED = 2**63 - 1
 UNTRAINED_NOTE = (
     "These weights are random and untrained: the patterns show how the mechanism works, not a trained translation."
@@ -423,8 +424,11 @@ def self_attention_contrast(inputs: torch.Tensor, attention_size: int = 16, seed
     dot_product = simplified_attention(x)
     query_parts = x @ W_a.T  # (num_tokens, attention_size)
     key_parts = x @ U_a.T  # (num_tokens, attention_size)
-    # One query at a time, as the decoder does, keeps memory at num_tokens x attention_size.
-    additive = torch.stack([additive_scores(q, key_parts, v_a) for q in query_parts])  # (num_tokens, num_tokens)
+    # QUERY_BLOCK queries at a time: one query per call (as the decoder works) costs a thousand
+    # small calls at T = 1,024; all at once would hold num_tokens² x attention_size numbers.
+    additive = torch.cat(
+        [additive_scores(block, key_parts, v_a) for block in query_parts.split(QUERY_BLOCK)]
+    )  # (num_tokens, num_tokens)
     return SelfAttentionContrast(
         dot_product_scores=dot_product.attn_scores,
         dot_product_weights=dot_product.attn_weights,

@@ -15,6 +15,7 @@ from attention import BOOK_INPUTS, embed_tokens, simplified_attention
 from attention.bahdanau import (
     MAX_HIDDEN_SIZE,
     MAX_NUM_TOKENS,
+    QUERY_BLOCK,
     additive_scores,
     encoder_decoder,
     gru_input_part,
@@ -311,6 +312,18 @@ def test_additive_half_is_additive_scores_row_by_row_and_seeded():
     assert not torch.allclose(
         self_attention_contrast(x, attention_size=3, seed=10).additive_weights, c.additive_weights
     )
+
+
+def test_additive_half_in_query_blocks_equals_one_query_at_a_time():
+    num_tokens = 2 * QUERY_BLOCK + 5  # two full blocks and a short one
+    x = embed_tokens(list(range(1000, 1000 + num_tokens)), 3, seed=2)
+    c = self_attention_contrast(x, attention_size=4, seed=3)
+    generator = torch.Generator().manual_seed(3)
+    W_a, U_a = ((torch.rand(4, 3, generator=generator) * 2 - 1) / math.sqrt(3) for _ in range(2))
+    v_a = (torch.rand(4, generator=generator) * 2 - 1) / 2
+    expected = torch.stack([additive_scores(W_a @ x_i, x @ U_a.T, v_a) for x_i in x])
+    assert c.additive_scores.shape == (num_tokens, num_tokens)
+    assert torch.allclose(c.additive_scores, expected, atol=1e-6)
 
 
 @settings(max_examples=25, deadline=None)
