@@ -32,6 +32,7 @@ DIVERGING = "RdBu_r"
 SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 MASKED_FILL = "#D9D9D9"
 TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many entries
+STACKED_TOKEN_LIMIT = 24  # blocks in a stacked context vector; more tokens share an "other" block
 TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
 MASK_WORD_LIMIT = 8  # write "masked" in blank cells up to this many per axis (wider, the words overlap)
 
@@ -413,13 +414,20 @@ def stacked_contributions(
 
     ``contributions`` is (num_tokens, d): row j is ``weight_j * x_j``. One bar
     per dimension, stacked by token, so each bar's height is the context vector's entry.
+    Above ``STACKED_TOKEN_LIMIT`` tokens, the ``STACKED_TOKEN_LIMIT - 1`` tokens with the
+    largest total |contribution| keep their own blocks and the rest are summed into one
+    "other N tokens" block: a thousand thin blocks are unreadable and slow to draw.
     """
     data = np.asarray(contributions, dtype=np.float64)
     num_tokens, dims = data.shape
     names = list(dim_names) if dim_names is not None else [f"dim {k}" for k in range(dims)]
     labels = token_labels(token_pieces)
+    shown = np.arange(num_tokens)
+    if num_tokens > STACKED_TOKEN_LIMIT:
+        largest = np.argsort(-np.abs(data).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1]
+        shown = np.sort(largest)
     fig = go.Figure()
-    for j in range(num_tokens):
+    for j in shown:
         fig.add_trace(
             go.Bar(
                 x=list(range(dims)),
@@ -427,6 +435,19 @@ def stacked_contributions(
                 name=f"{j}: {labels[j]}",
                 marker_color=SERIES_COLOURS[j % len(SERIES_COLOURS)],
                 hovertemplate=f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
+            )
+        )
+    if len(shown) < num_tokens:
+        others = np.ones(num_tokens, dtype=bool)
+        others[shown] = False
+        name = f"other {int(others.sum())} tokens"
+        fig.add_trace(
+            go.Bar(
+                x=list(range(dims)),
+                y=data[others].sum(axis=0),
+                name=name,
+                marker_color=MASKED_FILL,
+                hovertemplate=f"{name}<br>contribute %{{y:.4f}}<extra></extra>",
             )
         )
     totals = data.sum(axis=0)
@@ -450,7 +471,7 @@ def stacked_contributions(
     fig.update_layout(
         barmode="relative",
         legend={"orientation": "h", "y": -0.25},
-        showlegend=num_tokens <= TEXT_CELL_LIMIT,  # beyond that, hover names each token's share
+        showlegend=len(fig.data) - 1 <= TEXT_CELL_LIMIT,  # beyond that, hover names each token's share
     )
     fig = _layout(fig, title, style, style.min_height + 140)
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")

@@ -91,6 +91,12 @@ elif step == 3:
     st.markdown(
         f"The **context vector** $z^{{({query + 1})}}$ is the sum of all inputs, each weighted by its attention "
         "weight. Each coloured block is one token's weighted input; the black mark is their sum."
+        + (
+            f" With {len(pieces)} tokens, the {figures.STACKED_TOKEN_LIMIT - 1} largest contributions have "
+            "their own blocks and the grey block adds up the rest."
+            if len(pieces) > figures.STACKED_TOKEN_LIMIT
+            else ""
+        )
     )
     shown = ", ".join(f"{v:.4f}" for v in view["context_vecs"][query][:6])
     title = f"context_vec z^({query + 1}) = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"

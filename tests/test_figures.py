@@ -76,6 +76,22 @@ def test_stacked_contributions_sum_to_the_context_vector():
     assert fig.layout.barmode == "relative"
 
 
+def test_stacked_contributions_keep_the_largest_tokens_and_sum_the_rest():
+    num_tokens = figures.STACKED_TOKEN_LIMIT + 40
+    rng = np.random.default_rng(0)
+    contributions = rng.normal(size=(num_tokens, 3)) * 0.01
+    contributions[[5, 50]] *= 100  # two tokens that matter
+    fig = figures.stacked_contributions(contributions, [f"t{j}" for j in range(num_tokens)], title="ctx")
+    bars = [t for t in fig.data if isinstance(t, go.Bar)]
+    assert len(bars) == figures.STACKED_TOKEN_LIMIT
+    names = [b.name for b in bars]
+    assert "5: t5" in names and "50: t50" in names
+    assert names[-1] == "other 41 tokens"
+    np.testing.assert_allclose(np.sum([b.y for b in bars], axis=0), contributions.sum(axis=0))
+    total = [t for t in fig.data if t.name == "context vector"][0]
+    np.testing.assert_allclose(total.y, contributions.sum(axis=0))
+
+
 def test_lines_and_grid_build():
     fig = figures.lines([1, 2, 4], {"a": [1, 2, 3]}, title="t", x_title="x", y_title="y", log_x=True)
     assert fig.layout.xaxis.type == "log"

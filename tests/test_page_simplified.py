@@ -6,6 +6,7 @@ from apptest_support import ENTRY, app, decode, figure_specs
 from streamlit.testing.v1 import AppTest
 
 import attention
+from explorer import figures
 
 BOOK_SCORES = [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]  # "journey", section 3.3.1
 BOOK_WEIGHTS = [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
@@ -140,3 +141,20 @@ def test_hostile_text_is_shown_literally():
         next_step(at)
     assert "javascript" not in markdown(at) and "<b>x" not in markdown(at)
     assert at.selectbox(key="w_simplified_query").options[4] == "x^(5)  </"  # shown as plain text
+
+
+def test_a_long_sentence_stacks_the_largest_contributions_and_groups_the_rest():
+    text = " ".join(f"word{i}" for i in range(40))
+    at = app("pages/simplified.py", query_params={"step": "4"})
+    at.radio(key="w_source").set_value("text").run()
+    at.text_input(key="w_text").input(text).run()
+    assert not at.exception
+    num_tokens = len(attention.tokenize(text).ids)
+    (spec,) = figure_specs(at)
+    bars = [t for t in spec["data"] if t["type"] == "bar"]
+    assert len(bars) == figures.STACKED_TOKEN_LIMIT
+    assert bars[-1]["name"] == f"other {num_tokens - figures.STACKED_TOKEN_LIMIT + 1} tokens"
+    inputs = attention.embed_tokens(attention.tokenize(text).ids, 3, 123)  # (num_tokens, 3)
+    expected = attention.simplified_attention(inputs).context_vecs[1]
+    np.testing.assert_allclose(np.stack([decode(b["y"]) for b in bars]).sum(axis=0), expected.numpy(), atol=1e-5)
+    assert "the grey block adds up the rest" in markdown(at)
