@@ -24,6 +24,12 @@ from attention import tokens as tokens_module
 from .settings import BOOK, Settings
 
 CACHE_ENTRIES = 32
+MACHINE_THREADS = torch.get_num_threads()
+# One torch thread per script run: sessions already run side by side on their own threads, and
+# two intra-op threads per run on a busy 2-core server made Why attention at T = 1,024 take
+# 3.1-10.9 s instead of 1.2-1.4 s (BENCHMARKS.md). torch reads this when each new script thread
+# first computes. The Speed page measures with MACHINE_THREADS (speed_view).
+torch.set_num_threads(1)
 
 
 def bpe_encoding():
@@ -422,6 +428,7 @@ def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_
     try:
         while not SPEED_LOCK.acquire(timeout=0.5):  # waking up lets a user who leaves stop waiting
             bar.progress(0.0, text="Another user's measurement is running…")
+        torch.set_num_threads(MACHINE_THREADS)  # this thread's timings use every core, as in a notebook
         try:
             result = attention.measure(
                 list(attention.IMPLEMENTATIONS),
@@ -434,6 +441,7 @@ def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_
                 on_progress=report,
             )
         finally:
+            torch.set_num_threads(1)
             SPEED_LOCK.release()
     finally:
         bar.empty()
@@ -450,5 +458,5 @@ def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_
             [attention.expected_attention_bytes(batch_size, num_heads, t) / 2**20 for t in result.num_tokens]
         ),
         "sizes": {"b": batch_size, "d_model": d_model, "num_heads": num_heads, "repeats": repeats},
-        "device": result.device,
+        "device": result.device if result.device != "cpu" else f"cpu, {MACHINE_THREADS} threads",
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gc
 import html
 import inspect
 import io
@@ -12,9 +13,16 @@ import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pandas  # noqa: F401  Streamlit imports it for a page's first table; here, so that the freeze below covers it
 import streamlit as st
 
 from . import compute, figures, state
+
+# Streamlit runs a full gc.collect() after every script run (runner.postScriptGC). Freezing the
+# objects that importing torch, plotly and pandas made, once per process, leaves that collection
+# only what runs create: 124-212 ms -> 13-17 ms per rerun (BENCHMARKS.md, "Where the time goes").
+gc.collect()
+gc.freeze()
 
 WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
 WINDOW_KEY = "w_window"

@@ -1,0 +1,59 @@
+"""Two process-wide settings the explorer makes for a server shared by a classroom (BENCHMARKS.md,
+"Where the time goes"): torch computes on one thread per script run, and the objects made by the
+heavy imports are frozen out of the garbage collector's reach."""
+
+import gc
+import threading
+
+import pandas
+import plotly.graph_objects as go
+import torch
+from apptest_support import app
+
+from explorer import compute, ui
+
+
+def num_threads_in_a_new_thread() -> int:
+    """What torch uses in a thread started now, as Streamlit starts one for each script run."""
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    return seen[0]
+
+
+def test_script_runs_compute_with_one_torch_thread():
+    assert compute.MACHINE_THREADS >= 1
+    assert num_threads_in_a_new_thread() == 1
+
+
+def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatch):
+    import attention
+
+    measure, seen = attention.measure, []
+
+    def counting_measure(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(attention, "measure", counting_measure)
+    compute.speed_view.clear()
+    at = app("pages/speed.py")
+    at.multiselect(key="speed_T").set_value([16])
+    at.selectbox(key="speed_d").set_value(32)
+    at.selectbox(key="speed_device").set_value("cpu")
+    at.number_input(key="speed_repeats").set_value(1).run()
+    at.button(key="speed_run").click().run()
+
+    assert not at.exception
+    assert seen == [compute.MACHINE_THREADS]
+    assert at.session_state["speed:result"]["device"] == f"cpu, {compute.MACHINE_THREADS} threads"
+    assert num_threads_in_a_new_thread() == 1
+
+
+def test_importing_the_explorer_freezes_what_the_heavy_imports_made():
+    assert ui.gc is gc
+    assert gc.get_freeze_count() > 100_000
+    tracked = {id(obj) for obj in gc.get_objects()}  # the frozen objects are not among them
+    for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, compute.Prepared):
+        assert id(heavy) not in tracked
