@@ -1,0 +1,52 @@
+"""``explorer.compute``'s shared views: one read-only result for every session."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from explorer import compute
+from explorer.settings import DEFAULTS
+
+SHARED = [
+    lambda s: compute.module_trace(s, "CausalAttention"),
+    lambda s: compute.simplified_view(s, 1),
+    compute.qkv_view,
+    compute.mask_view,
+    lambda s: compute.dropout_view(s, 10),
+    lambda s: compute.batch_view(s, None),
+    compute.multihead_view,
+    lambda s: compute.why_view(s, 8),
+]
+
+
+def arrays(value):
+    if isinstance(value, np.ndarray):
+        yield value
+    elif hasattr(value, "values"):
+        for item in value.values():
+            yield from arrays(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from arrays(item)
+
+
+@pytest.mark.parametrize("view", SHARED)
+def test_a_shared_view_is_one_read_only_object(view):
+    settings = dataclasses.replace(DEFAULTS, seed=7)
+    first, again = view(settings), view(settings)
+    assert first is again  # a hit returns the stored object, not an unpickled copy
+    found = list(arrays(first))
+    assert found and all(not a.flags.writeable for a in found)
+    with pytest.raises(ValueError, match="read-only"):
+        found[0][...] = 0
+    with pytest.raises(TypeError):
+        first["extra"] = 1
+
+
+def test_read_only_keeps_the_structure_and_values():
+    value = {"a": np.arange(3), "b": [np.ones(2), {"c": np.zeros(1)}], "d": (1, "x")}
+    shared = compute.read_only(value)
+    np.testing.assert_array_equal(shared["a"], [0, 1, 2])
+    assert isinstance(shared["b"], list) and shared["d"] == (1, "x")
+    assert not shared["b"][1]["c"].flags.writeable
