@@ -11,8 +11,8 @@ between edits.
 Usage (the commands behind the "Load" section of BENCHMARKS.md)::
 
     python benchmarks/load.py pages                      # time every page and step with one student
-    python benchmarks/load.py classroom --students 1,30,100 --duration 60 --modes default,nogc,freeze
-    python benchmarks/load.py burst --students 30,100 --waves 3 --modes default,nogc,freeze
+    python benchmarks/load.py classroom --students 1,30,100 --duration 60 --modes default,nofreeze,nogc
+    python benchmarks/load.py burst --students 30,100 --waves 3 --modes default,nofreeze,nogc
     python benchmarks/load.py soak --students 30 --duration 600 --modes nogc
     python benchmarks/load.py report --markdown BENCHMARKS.md   # tables from artifacts/load/results.jsonl
 
@@ -21,14 +21,20 @@ Every scenario starts its own server (``benchmarks/serve.py``, which is
 port, warms it up by opening every page once, runs, and appends one JSON line
 to ``artifacts/load/results.jsonl``. Server modes (``--modes``):
 
-* ``default``: Streamlit as configured: a full ``gc.collect(2)`` after every
-  script run (``runner.postScriptGC``, on unless turned off).
+* ``default``: the app as shipped: Streamlit's full ``gc.collect(2)`` after every
+  script run (``runner.postScriptGC``, on unless turned off), and the app's
+  ``gc.freeze()`` once its imports are done (``explorer/ui.py``).
+* ``nofreeze``: the app's ``gc.freeze()`` skipped (``serve.py --no-app-freeze``),
+  as the app was before it had one.
 * ``nogc``: ``--runner.postScriptGC false``.
 * ``freeze``: ``gc.freeze()`` after importing torch, numpy, pandas, plotly,
-  tiktoken and ``attention``, before Streamlit starts; postScriptGC on.
+  tiktoken and ``attention``, before Streamlit starts (earlier than the app's
+  own); postScriptGC on.
 * ``freeze-warm``: as ``freeze``, and ``gc.collect(); gc.freeze()`` again once
   the warm-up has opened every page (SIGUSR1 to the server); postScriptGC on.
-* Parts combine with ``+``: ``nogc+freeze-warm``.
+* ``slotsK`` (K = 1, 2, ...): at most K script runs at a time; the others
+  wait for a slot instead of sharing the GIL (``serve.py --run-slots``).
+* Parts combine with ``+``: ``nogc+nofreeze``, ``nogc+freeze-warm+slots1``.
 
 What a measurement is:
 
@@ -368,13 +374,16 @@ def loadavg() -> float:
 
 def parse_mode(mode: str) -> dict:
     parts = set(mode.split("+"))
-    unknown = parts - {"default", "nogc", "freeze", "freeze-warm"}
-    if unknown:
-        raise SystemExit(f"unknown mode part(s): {sorted(unknown)}")
+    slots = [p for p in parts if re.fullmatch(r"slots\d+", p)]
+    unknown = parts - {"default", "nogc", "nofreeze", "freeze", "freeze-warm", *slots}
+    if unknown or len(slots) > 1:
+        raise SystemExit(f"unknown mode part(s): {sorted(unknown or slots)}")
     return {
         "post_script_gc": "nogc" not in parts,
         "freeze_imports": bool(parts & {"freeze", "freeze-warm"}),
         "freeze_warm": "freeze-warm" in parts,
+        "app_freeze": "nofreeze" not in parts,
+        "run_slots": int(slots[0][5:]) if slots else None,
     }
 
 
@@ -394,6 +403,10 @@ class Server:
         wrapper = [sys.executable, os.path.join("benchmarks", "serve.py"), "--stats", self.stats_path]
         if self.options["freeze_imports"]:
             wrapper.append("--freeze-imports")
+        if not self.options["app_freeze"]:
+            wrapper.append("--no-app-freeze")
+        if self.options["run_slots"]:
+            wrapper += ["--run-slots", str(self.options["run_slots"])]
         return [
             *wrapper,
             "--",

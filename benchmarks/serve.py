@@ -2,7 +2,8 @@
 
 Usage::
 
-    python benchmarks/serve.py [--freeze-imports] [--stats PATH] -- run streamlit_app.py --server.port 8600 ...
+    python benchmarks/serve.py [--freeze-imports] [--no-app-freeze] [--stats PATH] \
+        -- run streamlit_app.py --server.port 8600 ...
 
 Everything after ``--`` goes to Streamlit's own command line (``streamlit.web.cli``),
 in this process, so the server is the same one ``streamlit run`` starts.
@@ -18,6 +19,13 @@ in this process, so the server is the same one ``streamlit run`` starts.
   first runs imported (plotly's validators, the app's modules) as well.
 * ``--stats PATH``: count every collection, its wall time and the CPU time of
   the thread that ran it, per generation (``gc.callbacks``); SIGUSR2 writes the counts to PATH as JSON.
+* ``--no-app-freeze``: make ``gc.freeze`` do nothing once Streamlit starts, so
+  the app's own ``gc.collect(); gc.freeze()`` (``explorer/ui.py``) is skipped: the
+  app as it was before that change, for comparison.
+* ``--run-slots K``: at most K script runs at a time in the process (a
+  semaphore around Streamlit's ``ScriptRunner._run_script``); the others wait
+  their turn instead of sharing the GIL. An experiment: Streamlit has no such
+  option, but an app can do the same around ``navigation.run()``.
 * ``--profile PATH``: profile every script run (``cProfile`` around
   Streamlit's ``ScriptRunner._run_script``, the post-run collection included);
   SIGUSR2 writes the ``pstats`` of the runs since the previous SIGUSR2 to PATH. Profiling slows the
@@ -103,6 +111,28 @@ def _profile_runs(path: str) -> None:
     signal.signal(signal.SIGUSR2, dump)
 
 
+def _limit_runs(slots: int) -> None:
+    import threading
+
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    gate = threading.BoundedSemaphore(slots)
+    inside = threading.local()  # _run_script calls itself for a rerun: take a slot once per thread
+    original = ScriptRunner._run_script
+
+    def run_script(self, rerun_data):
+        if getattr(inside, "depth", 0):
+            return original(self, rerun_data)
+        with gate:
+            inside.depth = 1
+            try:
+                return original(self, rerun_data)
+            finally:
+                inside.depth = 0
+
+    ScriptRunner._run_script = run_script
+
+
 def main(argv: list[str]) -> None:
     if "--" not in argv:
         raise SystemExit(__doc__)
@@ -127,11 +157,15 @@ def main(argv: list[str]) -> None:
 
     from streamlit.web import cli
 
+    if "--run-slots" in options:
+        _limit_runs(int(options[options.index("--run-slots") + 1]))
     if "--profile" in options:
         _profile_runs(options[options.index("--profile") + 1])
     if "--freeze-imports" in options:
         gc.collect()
         gc.freeze()
+    if "--no-app-freeze" in options:
+        gc.freeze = lambda: None
     sys.argv = ["streamlit", *streamlit_args]
     cli.main(prog_name="streamlit")
 

@@ -115,3 +115,18 @@ def test_sentences_are_ten_to_twenty_words():
     for _ in range(50):
         assert 10 <= len(load.sentence(rng).split()) <= 20
     assert len(load.long_text(rng)) == 60_000
+
+
+def test_server_modes_parse_into_serve_options():
+    assert load.parse_mode("default") == {
+        "post_script_gc": True,
+        "freeze_imports": False,
+        "freeze_warm": False,
+        "app_freeze": True,
+        "run_slots": None,
+    }
+    mode = load.parse_mode("nogc+nofreeze+slots2")
+    assert (mode["post_script_gc"], mode["app_freeze"], mode["run_slots"]) == (False, False, 2)
+    for bad in ("fast", "slots", "slots1+slots2"):
+        with pytest.raises(SystemExit):
+            load.parse_mode(bad)
