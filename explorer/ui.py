@@ -10,6 +10,7 @@ import html
 import inspect
 import io
 import json
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -130,6 +131,23 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     return index
 
 
+_SOURCES: dict[Callable | type, str] = {}
+_SOURCES_LOCK = threading.Lock()
+
+
+def source_of(obj: Callable | type) -> str:
+    """``inspect.getsource(obj)``, read once per process and by one thread at a time.
+
+    For a class, ``getsource`` parses its whole module with ``ast.parse``. On Python 3.11,
+    two threads doing that at once can fail with "SystemError: AST constructor recursion
+    depth mismatch": the load benchmark's 30 students hit it once in 552 runs.
+    """
+    with _SOURCES_LOCK:
+        if obj not in _SOURCES:
+            _SOURCES[obj] = inspect.getsource(obj)
+        return _SOURCES[obj]
+
+
 def show_code(*objects: Callable | type, title: str = "Show the code") -> None:
     """The package source that computed what is on screen, read with ``inspect.getsource``."""
     with st.expander(title, icon=":material/code:"):
@@ -137,7 +155,7 @@ def show_code(*objects: Callable | type, title: str = "Show the code") -> None:
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`")
-            st.code(inspect.getsource(obj), language="python")
+            st.code(source_of(obj), language="python")
 
 
 FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export

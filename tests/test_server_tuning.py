@@ -3,6 +3,7 @@
 heavy imports are frozen out of the garbage collector's reach."""
 
 import gc
+import inspect
 import threading
 
 import pandas
@@ -57,3 +58,27 @@ def test_importing_the_explorer_freezes_what_the_heavy_imports_made():
     tracked = {id(obj) for obj in gc.get_objects()}  # the frozen objects are not among them
     for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, compute.Prepared):
         assert id(heavy) not in tracked
+
+
+def test_the_code_panel_reads_each_source_once_whatever_the_threads(monkeypatch):
+    import attention
+
+    read = []
+
+    def counting_getsource(obj):
+        read.append(obj)
+        return source(obj)
+
+    source = inspect.getsource
+    monkeypatch.setattr(ui, "_SOURCES", {})
+    monkeypatch.setattr(ui.inspect, "getsource", counting_getsource)
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(ui.source_of(attention.SelfAttention_v2))) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert read == [attention.SelfAttention_v2]  # parsed once: concurrent ast.parse can fail on Python 3.11
+    assert results == [source(attention.SelfAttention_v2)] * 8
