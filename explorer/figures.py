@@ -31,6 +31,7 @@ SEQUENTIAL = "Cividis"
 DIVERGING = "RdBu_r"
 SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 MASKED_FILL = "#D9D9D9"
+ROTATED_TICKS = 12  # above this many column labels, heatmaps draw them upright (tickangle -90)
 TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many entries
 STACKED_TOKEN_LIMIT = 24  # blocks in a stacked context vector; more tokens share an "other" block
 TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
@@ -325,6 +326,11 @@ def heatmap(
             line={"color": "#D55E00", "width": 3},
         )
     row_ticks, col_ticks = _ticks(rows), _ticks(cols)
+    # Many column labels are drawn upright, and plotly.js then puts a top axis's title a little
+    # too close: it overlapped their ends until it stood off by another line of tick text.
+    upright = len(col_ticks) > ROTATED_TICKS
+    standoff = 4 + (style.tick_size if upright else 0)
+    longest = max((len(col_text[j]) for j in col_ticks), default=0)
     fig.update_yaxes(
         tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
@@ -337,15 +343,19 @@ def heatmap(
     fig.update_xaxes(
         tickvals=[view.col_positions[j] for j in col_ticks],
         ticktext=[col_text[j] for j in col_ticks],
-        title={"text": plain_label(plural(col_title))},
+        title={"text": plain_label(plural(col_title)), "standoff": standoff},
         tickfont={"size": style.tick_size},
+        tickangle=-90 if upright else None,
         side="top",
         showgrid=False,
         zeroline=False,
         automargin=True,
     )
-    fig.update_layout(xaxis_title_standoff=4)
-    return _layout(fig, title, style, _height(rows, style))
+    fig = _layout(fig, title, style, _height(rows, style))
+    if upright:  # room above the plot for the figure's title, then the axis title, then the labels
+        labels_height = int(0.6 * style.tick_size * longest)
+        fig.update_layout(margin_t=2 * style.title_size + 2 * style.tick_size + standoff + labels_height + 12)
+    return fig
 
 
 def bars(

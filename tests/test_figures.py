@@ -142,3 +142,13 @@ def test_token_window_slices_token_axes_and_keeps_positions():
     assert list(fig.data[0].y) == list(range(40, 50))
     assert list(fig.layout.yaxis.ticktext)[0] == "t40"
     assert list(fig.layout.xaxis.ticktext) == [f"d{k}" for k in range(5)]
+
+
+def test_many_column_labels_stand_upright_below_the_axis_title_and_the_figure_title():
+    few = figures.heatmap(np.eye(6), list("abcdef"), list("abcdef"), title="t")
+    assert few.layout.xaxis.tickangle is None and few.layout.xaxis.title.standoff == 4
+    pieces = [f" token{j}" for j in range(figures.ROTATED_TICKS + 1)]
+    many = figures.heatmap(np.eye(len(pieces)), pieces, pieces, title="t")
+    assert many.layout.xaxis.tickangle == -90
+    assert many.layout.xaxis.title.standoff > few.layout.xaxis.title.standoff
+    assert many.layout.margin.t > few.layout.margin.t + 0.6 * figures.DEFAULT_STYLE.tick_size * len(" token0")
