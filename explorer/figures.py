@@ -111,11 +111,19 @@ def plural(word: str) -> str:
     return word if word.endswith("s") else word + "s"
 
 
-def _ticks(count: int) -> list[int]:
-    if count <= TICK_LIMIT:
+def _ticks(count: int, limit: int = TICK_LIMIT) -> list[int]:
+    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th."""
+    if count <= limit:
         return list(range(count))
-    step = int(np.ceil(count / TICK_LIMIT))
+    step = int(np.ceil(count / limit))
     return list(range(0, count, step))
+
+
+def _labels_that_fit(height: int, style: FigureStyle) -> int:
+    """How many token labels fit along a heatmap of this figure height without overlapping:
+    its plot area (the height less the title margin) over 1.3 lines of tick text each."""
+    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34)
+    return max(2, min(TICK_LIMIT, int(plot_height / (1.3 * style.tick_size))))
 
 
 def _height(rows: int, style: FigureStyle, extra: int = 120) -> int:
@@ -325,7 +333,8 @@ def heatmap(
             y1=highlight_row + 0.5,
             line={"color": "#D55E00", "width": 3},
         )
-    row_ticks, col_ticks = _ticks(rows), _ticks(cols)
+    fit = _labels_that_fit(_height(rows, style), style)  # columns too: side-by-side heatmaps are about square
+    row_ticks, col_ticks = _ticks(rows, fit), _ticks(cols, fit)
     # Many column labels are drawn upright, and plotly.js then puts a top axis's title a little
     # too close: it overlapped their ends until it stood off by another line of tick text.
     upright = len(col_ticks) > ROTATED_TICKS

@@ -152,3 +152,16 @@ def test_many_column_labels_stand_upright_below_the_axis_title_and_the_figure_ti
     assert many.layout.xaxis.tickangle == -90
     assert many.layout.xaxis.title.standoff > few.layout.xaxis.title.standoff
     assert many.layout.margin.t > few.layout.margin.t + 0.6 * figures.DEFAULT_STYLE.tick_size * len(" token0")
+
+
+def test_token_labels_thin_out_to_what_the_heatmaps_height_fits():
+    pieces = [f" t{j}" for j in range(58)]
+    shown = {}
+    for style in (figures.DEFAULT_STYLE, figures.PRESENTER):
+        fig = figures.heatmap(np.eye(58), pieces, pieces, title="t", style=style)
+        rows, cols = len(fig.layout.yaxis.ticktext), len(fig.layout.xaxis.ticktext)
+        assert rows == cols and rows * 1.3 * style.tick_size <= fig.layout.height  # no label over the next
+        shown[style.tick_size] = rows
+        few = figures.heatmap(np.eye(13), pieces[:13], pieces[:13], title="t", style=style)
+        assert list(few.layout.yaxis.ticktext) == [figures.token_label(p) for p in pieces[:13]]
+    assert shown[figures.PRESENTER.tick_size] < shown[figures.DEFAULT_STYLE.tick_size]
