@@ -1,0 +1,361 @@
+"""Heatmaps: a matrix with its rows as queries and its columns as keys.
+
+Token labels sit on numeric axes (``tickvals``/``ticktext``), so a token that occurs twice
+stays two rows; masked cells are blank and labelled "masked"; weights use one 0–1 sequential
+scale, signed values a diverging scale centred on zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .labels import plain_label, plural, token_labels, visible_token
+from .layout import (
+    DEFAULT_STYLE,
+    DIVERGING,
+    MASK_WORD_LIMIT,
+    ROTATED_TICKS,
+    SEQUENTIAL,
+    TEXT_CELL_LIMIT,
+    TICK_LIMIT,
+    FigureStyle,
+    apply_layout,
+    figure_height,
+    fit_matrix,
+    labels_that_fit,
+    tick_positions,
+)
+
+
+def heatmap(
+    z,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "value",
+    meaning: str = "",
+    diverging: bool = False,
+    masked=None,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    row_title: str = "query",
+    col_title: str = "key",
+    decimals: int = 2,
+    highlight_row: int | None = None,
+    row_tokens: bool = True,
+    col_tokens: bool = True,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """A matrix as a heatmap with token (or other) labels on numeric axes.
+
+    ``row_labels``/``col_labels`` are raw token pieces (``row_tokens``/``col_tokens``
+    True) or plain names such as "dim 0"; either way they are made safe here.
+    ``masked`` (bool, same shape, True = masked) blanks cells and labels them "masked".
+    ``meaning`` is a sentence shown on hover.
+    """
+    values = np.asarray(z, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-d matrix, got shape {values.shape}.")
+    if len(row_labels) != values.shape[0] or len(col_labels) != values.shape[1]:
+        raise ValueError(
+            f"{values.shape[0]}×{values.shape[1]} matrix but {len(row_labels)} row and {len(col_labels)} column labels."
+        )
+    hidden = np.zeros_like(values, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    hidden = hidden | ~np.isfinite(values)
+    view = fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style)
+    values, hidden, row_labels, col_labels = view.values, view.hidden, view.row_labels, view.col_labels
+    row_tokens, col_tokens = view.row_tokens, view.col_tokens
+    rows, cols = values.shape
+    shown = np.where(hidden, np.nan, values).astype(np.float32)
+
+    row_text = token_labels(row_labels) if row_tokens else [plain_label(x) for x in row_labels]
+    col_text = token_labels(col_labels) if col_tokens else [plain_label(x) for x in col_labels]
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
+    finite = shown[np.isfinite(shown)]
+    if diverging:
+        bound = float(np.max(np.abs(finite))) if finite.size else 1.0
+        zmin = -bound if zmin is None else zmin
+        zmax = bound if zmax is None else zmax
+    trace = go.Heatmap(
+        z=shown,
+        x=view.col_positions,
+        y=view.row_positions,
+        meta={
+            "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
+            "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
+            "title": title,
+        },
+        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=0 if diverging else None,
+        colorbar={"thickness": 12, "tickfont": {"size": style.tick_size}},
+        hoverongaps=False,
+        xgap=1 if small else 0,
+        ygap=1 if small else 0,
+    )
+    meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
+    if small:
+        trace.customdata = np.dstack(
+            [np.repeat(np.array(row_text, dtype=object)[:, None], cols, axis=1), np.tile(col_text, (rows, 1))]
+        )
+        trace.hovertemplate = (
+            f"{plain_label(row_title)}: %{{customdata[0]}}<br>{plain_label(col_title)}: %{{customdata[1]}}"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
+        )
+        trace.text = [
+            ["" if hidden[i, j] else f"{values[i, j]:.{decimals}f}" for j in range(cols)] for i in range(rows)
+        ]
+        trace.texttemplate = "%{text}"
+        trace.textfont = {"size": style.cell_text_size}
+    else:
+        block = "" if view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
+        trace.hovertemplate = (
+            f"{plain_label(row_title)} #%{{y}}<br>{plain_label(col_title)} #%{{x}}"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
+        )
+    fig = go.Figure(trace)
+    if masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT:
+        ii, jj = np.nonzero(hidden)
+        fig.add_trace(
+            go.Scatter(
+                x=[view.col_positions[j] for j in jj],
+                y=[view.row_positions[i] for i in ii],
+                mode="text",
+                text=["masked"] * len(ii),
+                textfont={"size": max(style.cell_text_size - 3, 9), "color": "#555555"},
+                hovertemplate="masked: this key is in the query's future (score −∞, weight 0)<extra></extra>",
+                showlegend=False,
+                name="masked",
+            )
+        )
+    if highlight_row is not None and highlight_row in view.row_positions and view.block == 1:
+        fig.add_shape(
+            type="rect",
+            x0=view.col_positions[0] - 0.5,
+            x1=view.col_positions[-1] + 0.5,
+            y0=highlight_row - 0.5,
+            y1=highlight_row + 0.5,
+            line={"color": "#D55E00", "width": 3},
+        )
+    fit = labels_that_fit(figure_height(rows, style), style)  # columns too: side-by-side heatmaps are about square
+    row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, fit)
+    # Many column labels are drawn upright, and plotly.js then puts a top axis's title a little
+    # too close: it overlapped their ends until it stood off by another line of tick text.
+    upright = len(col_ticks) > ROTATED_TICKS
+    standoff = 4 + (style.tick_size if upright else 0)
+    longest = max((len(col_text[j]) for j in col_ticks), default=0)
+    fig.update_yaxes(
+        tickvals=[view.row_positions[i] for i in row_ticks],
+        ticktext=[row_text[i] for i in row_ticks],
+        autorange="reversed",
+        title={"text": plain_label(plural(row_title))},
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_xaxes(
+        tickvals=[view.col_positions[j] for j in col_ticks],
+        ticktext=[col_text[j] for j in col_ticks],
+        title={"text": plain_label(plural(col_title)), "standoff": standoff},
+        tickfont={"size": style.tick_size},
+        tickangle=-90 if upright else None,
+        side="top",
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+    )
+    fig = apply_layout(fig, title, style, figure_height(rows, style))
+    if upright:  # room above the plot for the figure's title, then the axis title, then the labels
+        labels_height = int(0.6 * style.tick_size * longest)
+        fig.update_layout(margin_t=2 * style.title_size + 2 * style.tick_size + standoff + labels_height + 12)
+    return fig
+
+
+def heatmap_grid(
+    matrices,
+    titles: Sequence[str],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "attention weight",
+    masked=None,
+    columns: int = 3,
+    max_row_height: int | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Several same-sized weight matrices (e.g. one per head) on one shared colour scale.
+
+    ``max_row_height`` caps each grid row's height in pixels, so that many
+    narrow subplots side by side stay on one screen instead of growing tall.
+    """
+    stack = np.asarray(matrices, dtype=np.float64)
+    count, rows, cols = stack.shape
+    columns = max(1, min(columns, count))
+    grid_rows = int(np.ceil(count / columns))
+    fig = make_subplots(
+        rows=grid_rows,
+        cols=columns,
+        subplot_titles=[plain_label(t) for t in titles],
+        horizontal_spacing=0.06,
+        vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
+    )
+    hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    views = [
+        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
+        for k in range(count)
+    ]
+    view = views[0]
+    rows, cols = view.values.shape
+    row_text = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+    col_text = token_labels(view.col_labels) if view.col_tokens else [plain_label(x) for x in view.col_labels]
+    row_raw = [visible_token(x) for x in view.row_labels]
+    col_raw = [visible_token(x) for x in view.col_labels]
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
+    finite = stack[np.isfinite(stack)]
+    zmax = float(finite.max()) if finite.size else 1.0
+    for k in range(count):
+        z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
+        hidden = views[k].hidden
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=view.col_positions,
+                y=view.row_positions,
+                meta={"rows": row_raw, "cols": col_raw, "title": titles[k]},
+                colorscale=SEQUENTIAL,
+                zmin=0.0,
+                zmax=zmax,
+                showscale=k == 0,
+                colorbar={"thickness": 12},
+                hoverongaps=False,
+                text=[[("" if hidden[i, j] else f"{z[i, j]:.2f}") for j in range(cols)] for i in range(rows)]
+                if small
+                else None,
+                texttemplate="%{text}" if small else None,
+                hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
+                f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+            ),
+            row=k // columns + 1,
+            col=k % columns + 1,
+        )
+    row_ticks, col_ticks = tick_positions(rows), tick_positions(cols)
+    fig.update_yaxes(
+        tickvals=[view.row_positions[i] for i in row_ticks],
+        ticktext=[row_text[i] for i in row_ticks],
+        autorange="reversed",
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+    )
+    fig.update_xaxes(
+        tickvals=[view.col_positions[j] for j in col_ticks],
+        ticktext=[col_text[j] for j in col_ticks],
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+    )
+    row_height = max(figure_height(rows, style, extra=60), 240)
+    if max_row_height is not None:
+        row_height = min(row_height, max_row_height)
+    height = min(style.max_height + 200, grid_rows * row_height)
+    return apply_layout(fig, title, style, height)
+
+
+WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis
+
+
+def dropout_heatmap(
+    z,
+    keep,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    masked=None,
+    value_name: str = "attention weight after dropout",
+    meaning: str = "",
+    zmax: float | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Weights after one dropout draw: dropped cells blank and labelled "dropped".
+
+    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
+    (True = masked) marks the causal mask's future cells, which stay labelled
+    "masked" (they are 0 whether or not the draw dropped them). The words fit
+    cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
+    dropped cells get a small "×" and future cells stay blank. ``heatmap``'s
+    token window and block means apply; block means average the surviving
+    weights and carry no marks.
+    """
+    values = np.asarray(z, dtype=np.float64)
+    future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    dropped = ~np.asarray(keep, dtype=bool) & ~future
+    fig = heatmap(
+        values,
+        row_labels,
+        col_labels,
+        title=title,
+        value_name=value_name,
+        meaning=meaning,
+        masked=future | dropped,
+        zmin=0.0,
+        zmax=zmax,
+        style=style,
+    )
+    fig.data = fig.data[:1]  # relabel the blank cells: "masked" and "dropped" separately
+    view = fit_matrix(values, future | dropped, row_labels, col_labels, True, True, style)
+    if view.block > 1:
+        return fig
+    rows, cols = view.row_positions, view.col_positions
+    small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
+    label_size = max(style.cell_text_size - 3, 9)
+    for cells, text, hover in (
+        (future, "masked", "masked: this key is in the query's future (score −∞, weight 0)"),
+        (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
+    ):
+        ii, jj = np.nonzero(cells[np.ix_(rows, cols)])
+        if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[cols[j] for j in jj],
+                y=[rows[i] for i in ii],
+                mode="text",
+                text=[text if small else "×"] * len(ii),
+                textfont={
+                    "size": label_size if small else style.cell_text_size,
+                    "color": "#555555" if text == "masked" else "#B2182B",
+                },
+                hovertemplate=f"{hover}<extra></extra>",
+                showlegend=False,
+                name=text,
+            )
+        )
+    return fig
+
+
+def without_cell_text(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` with the numbers and "masked" labels printed in its cells removed.
+
+    For heatmaps drawn too narrow for their cell text (e.g. two side by side):
+    the values stay in the hover, masked cells stay blank. A figure with no cell
+    text (above ``TEXT_CELL_LIMIT`` tokens) is returned as it is: copying it costs
+    about 14 ms for nothing.
+    """
+    if not any(_prints_in_cells(trace) for trace in fig.data):
+        return fig
+    copy = go.Figure(fig)
+    copy.data = [trace for trace in copy.data if not (trace.type == "scatter" and trace.mode == "text")]
+    copy.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})
+    return copy
+
+
+def _prints_in_cells(trace) -> bool:
+    if trace.type == "scatter":
+        return trace.mode == "text"
+    return trace.type == "heatmap" and (trace.text is not None or trace.texttemplate is not None)
