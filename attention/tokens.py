@@ -4,16 +4,14 @@ Chapter 2 of the book tokenizes with GPT-2's byte-pair encoding (BPE) through
 tiktoken; chapter 3 starts from those tokens. This module does the same, and
 adds what a classroom tool needs:
 
-* **Offline.** ``tiktoken.get_encoding("gpt2")`` always goes to the network.
-  The ``r50k_base`` encoding has exactly GPT-2's ranks and is a single file,
-  so we look for that file first in ``TIKTOKEN_CACHE_DIR`` (and tiktoken's
-  other cache folders), then in a persistent per-user cache.
-* **Persistent.** A file downloaded once is kept in the per-user cache
-  (``~/.cache/attention-explorer/tiktoken`` or ``$XDG_CACHE_HOME/...``), under
-  tiktoken's own cache key, so a laptop works offline after its first run.
-* **Never crashes.** With no BPE file reachable at all, a clearly labelled
-  word-level tokenizer takes over. ``<|endoftext|>`` typed by a user becomes
-  GPT-2's special token 50256, as in the book.
+* **Offline.** ``tiktoken.get_encoding("gpt2")`` downloads its rank files on
+  first use. GPT-2's ranks are tiktoken's ``r50k_base`` file, one file of
+  835 KB, so the package ships it (``attention/data/r50k_base.tiktoken``, the
+  vocabulary OpenAI released with GPT-2 under the MIT license) and builds the
+  same ``Encoding`` from it: no download, no cache folder, no setting.
+* **Never crashes.** If the shipped file is missing or does not match its
+  sha256, a clearly labelled word-level tokenizer takes over. ``<|endoftext|>``
+  typed by a user becomes GPT-2's special token 50256, as in the book.
 * **Readable pieces.** A token holding only part of a multi-byte character
   (an emoji is often split over two or three tokens) is shown as that
   character and a marker: the two tokens of an emoji read ``"🙂[1/2]"`` and
@@ -26,13 +24,7 @@ import base64
 import bisect
 import functools
 import hashlib
-import http.client
-import math
-import os
 import re
-import tempfile
-import time
-import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,16 +32,14 @@ from pathlib import Path
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
-RANKS_URL = "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken"
-RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
-# tiktoken stores a downloaded file under the sha1 of its URL.
-RANKS_CACHE_KEY = hashlib.sha1(RANKS_URL.encode(), usedforsecurity=False).hexdigest()
+RANKS_PATH = Path(__file__).parent / "data" / "r50k_base.tiktoken"
+RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"  # tiktoken's own check
 ENDOFTEXT = "<|endoftext|>"
 ENDOFTEXT_ID = 50256
 GPT2_VOCAB_SIZE = 50257
 
 BPE_NAME = "GPT-2 BPE (tiktoken r50k_base)"
-WORD_LEVEL_NAME = "word-level fallback (GPT-2 BPE file not reachable)"
+WORD_LEVEL_NAME = "word-level fallback (GPT-2 BPE file missing or corrupt)"
 
 
 @dataclass(frozen=True)
@@ -72,57 +62,6 @@ class Tokenization:
         return self.tokenizer == BPE_NAME
 
 
-def user_cache_dir() -> Path:
-    """The persistent per-user folder where a downloaded BPE file is kept."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.environ.get("LOCALAPPDATA")
-    root = Path(base) if base else Path.home() / ".cache"
-    return root / "attention-explorer" / "tiktoken"
-
-
-def _candidate_dirs() -> list[Path]:
-    dirs = [os.environ.get("TIKTOKEN_CACHE_DIR"), os.environ.get("DATA_GYM_CACHE_DIR")]
-    found = [Path(d) for d in dirs if d]
-    found.append(user_cache_dir())
-    found.append(Path(tempfile.gettempdir()) / "data-gym-cache")
-    return found
-
-
-def _verified(data: bytes) -> bool:
-    return hashlib.sha256(data).hexdigest() == RANKS_SHA256
-
-
-def _read_cached_ranks_file() -> bytes | None:
-    for folder in _candidate_dirs():
-        path = folder / RANKS_CACHE_KEY
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if _verified(data):
-            return data
-    return None
-
-
-def _download_ranks_file(timeout: float) -> bytes | None:
-    """Fetch the rank file once and keep it in the per-user cache."""
-    try:
-        with urllib.request.urlopen(RANKS_URL, timeout=timeout) as response:
-            data = response.read()
-    except (OSError, http.client.HTTPException):  # no network, a refused or a truncated download
-        return None
-    if not _verified(data):
-        return None
-    folder = user_cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f"{RANKS_CACHE_KEY}.{os.getpid()}.tmp"
-        partial.write_bytes(data)
-        partial.replace(folder / RANKS_CACHE_KEY)
-    except OSError:
-        pass  # a read-only home still gets a working tokenizer for this run
-    return data
-
-
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
     ranks = {}
     for line in data.splitlines():
@@ -132,21 +71,19 @@ def _parse_ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-RETRY_AFTER_S = 300.0  # after a failed download, wait this long before trying again
-_last_failure = -math.inf
+@functools.cache
+def load_bpe() -> tiktoken.Encoding | None:
+    """GPT-2's BPE as a tiktoken ``Encoding``, built from the shipped rank file.
 
-
-@functools.lru_cache(maxsize=1)
-def _encoding(download: bool, timeout: float) -> tiktoken.Encoding:
-    """GPT-2's BPE; raises ``LookupError`` if unreachable (exceptions are not cached)."""
-    global _last_failure
-    data = _read_cached_ranks_file()
-    if data is None and download and time.monotonic() - _last_failure > RETRY_AFTER_S:
-        data = _download_ranks_file(timeout)
-        if data is None:
-            _last_failure = time.monotonic()
-    if data is None:
-        raise LookupError("GPT-2's BPE rank file is not reachable")
+    ``None`` if that file is missing or its sha256 is not GPT-2's. Built once
+    per process; ``load_bpe.cache_clear()`` forgets it.
+    """
+    try:
+        data = RANKS_PATH.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != RANKS_SHA256:
+        return None
     return tiktoken.Encoding(
         name="r50k_base",
         pat_str=openai_public.r50k_pat_str,
@@ -154,28 +91,6 @@ def _encoding(download: bool, timeout: float) -> tiktoken.Encoding:
         special_tokens={ENDOFTEXT: ENDOFTEXT_ID},
         explicit_n_vocab=GPT2_VOCAB_SIZE,
     )
-
-
-def load_bpe(download: bool = True, timeout: float = 10.0) -> tiktoken.Encoding | None:
-    """GPT-2's BPE as a tiktoken ``Encoding``, or ``None`` if no copy is reachable.
-
-    Looks in the cache folders first (no network), then downloads once. A
-    success is kept for the process; after a failure the cache folders are
-    checked again on every call and the download retried after ``RETRY_AFTER_S``.
-    """
-    try:
-        return _encoding(download, timeout)
-    except LookupError:
-        return None
-
-
-def _clear_cache() -> None:
-    global _last_failure
-    _last_failure = -math.inf
-    _encoding.cache_clear()
-
-
-load_bpe.cache_clear = _clear_cache  # type: ignore[attr-defined]
 
 
 def _readable_pieces(token_bytes: list[bytes]) -> list[str]:
@@ -243,8 +158,8 @@ def tokenize(text: str, *, encoding: tiktoken.Encoding | None = None) -> Tokeniz
 
     ``<|endoftext|>`` becomes the special token 50256 (the book's
     ``allowed_special={"<|endoftext|>"}``); any other text is ordinary text.
-    Without a reachable BPE file the result comes from a word-level tokenizer
-    and ``.tokenizer`` says so.
+    If the shipped BPE file is missing or corrupt, the result comes from a
+    word-level tokenizer and ``.tokenizer`` says so.
     """
     if not isinstance(text, str):
         raise ValueError(f"tokenize() needs a string of text, not {type(text).__name__}.")

@@ -1,19 +1,16 @@
-"""Stage 1, tokens: GPT-2's ids, readable pieces, the word-level fallback and the per-user cache.
+"""Stage 1, tokens: GPT-2's ids, readable pieces, the shipped rank file and the word-level fallback.
 
-The BPE tests need GPT-2's rank file; CI points ``TIKTOKEN_CACHE_DIR`` at
-``../shared/tiktoken_cache``. The fallback and cache tests hide every real
-copy (environment, temp folder, network) so they run the same on any machine.
+GPT-2's rank file ships inside the package, so these tests need no network and
+no environment variable. The oracle is tiktoken's own ``r50k_base``, reading the
+same file through tiktoken's cache and checking tiktoken's own hash of it.
 """
 
-import http.client
-import io
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
-import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,9 +22,9 @@ from attention import Tokenization, load_bpe, tokenize
 from attention import tokens as tokens_module
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_CACHE = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or REPO.parent / "shared" / "tiktoken_cache")
 CACHE_KEY = "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4"  # sha1 of the r50k_base URL, tiktoken's cache key
 ENDOFTEXT_ID = 50256
+SHIPPED_RANKS = tokens_module.RANKS_PATH
 
 BOOK_TEXT = "Hello, do you like tea? <|endoftext|> In the sunlit terraces of someunknownPlace."
 BOOK_IDS = (
@@ -84,73 +81,54 @@ ANY_TEXT = st.lists(st.one_of(st.text(max_size=8), FRAGMENTS), max_size=6).map("
 
 
 @pytest.fixture(scope="module")
-def r50k() -> tiktoken.Encoding:
-    """tiktoken's own r50k_base (GPT-2's ranks), loaded from the shared cache: the oracle."""
+def r50k(tmp_path_factory) -> tiktoken.Encoding:
+    """tiktoken's own r50k_base (GPT-2's ranks), built from the shipped file placed in its cache: the oracle."""
+    cache = tmp_path_factory.mktemp("tiktoken_cache")
+    shutil.copyfile(SHIPPED_RANKS, cache / CACHE_KEY)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TIKTOKEN_CACHE_DIR", str(SHARED_CACHE))
+        patch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
         return tiktoken.get_encoding("r50k_base")
 
 
 @pytest.fixture(scope="module")
 def gpt2():
-    """The package's GPT-2 BPE, with a clear message when the rank file is missing."""
+    """The package's GPT-2 BPE, with a clear message when the shipped rank file is missing."""
     encoding = load_bpe()
-    assert encoding is not None, "GPT-2's rank file is not reachable: set TIKTOKEN_CACHE_DIR=../shared/tiktoken_cache"
+    assert encoding is not None, f"GPT-2's rank file is missing or corrupt: {tokens_module.RANKS_PATH}"
     return encoding
 
 
-class FakeDownload:
-    """Stands in for ``urllib.request.urlopen``: serves ``payload`` or raises ``error``."""
-
-    def __init__(self) -> None:
-        self.payload = b""
-        self.error: Exception | None = urllib.error.URLError("this test has no network")
-        self.error_on_read = False
-        self.urls: list[str] = []
-
-    def __call__(self, url, timeout=None):
-        self.urls.append(url)
-        if self.error is not None and not self.error_on_read:
-            raise self.error
-        return FakeResponse(self.payload, self.error)
-
-
-class FakeResponse(io.BytesIO):
-    def __init__(self, payload: bytes, read_error: Exception | None) -> None:
-        super().__init__(payload)
-        self.read_error = read_error
-
-    def read(self, *args):
-        if self.read_error is not None:
-            raise self.read_error
-        return super().read(*args)
-
-
 @pytest.fixture
-def network(monkeypatch, tmp_path) -> FakeDownload:
-    """No reachable rank file: empty cache folders, a fresh per-user cache under tmp_path, a fake network.
+def ranks_file(monkeypatch, tmp_path) -> Path:
+    """Where the package looks for the rank file, moved to an empty temporary folder.
 
     ``load_bpe`` is cached, so it is cleared before and after the test.
     """
-    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LOCALAPPDATA"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    fake = FakeDownload()
-    monkeypatch.setattr(urllib.request, "urlopen", fake)
+    path = tmp_path / "r50k_base.tiktoken"
+    monkeypatch.setattr(tokens_module, "RANKS_PATH", path)
     load_bpe.cache_clear()
-    yield fake
+    yield path
     load_bpe.cache_clear()
 
 
-@pytest.fixture
-def user_cache_file(tmp_path) -> Path:
-    return tmp_path / "xdg" / "attention-explorer" / "tiktoken" / CACHE_KEY
-
-
-def shared_ranks() -> bytes:
-    return (SHARED_CACHE / CACHE_KEY).read_bytes()
+def run_python(script: str, env: dict[str, str], cwd: Path) -> list[str]:
+    """Run ``script`` in a fresh interpreter with no network, importing this checkout's package."""
+    no_network = (
+        "import socket\n"
+        "def offline(*args, **kwargs):\n"
+        "    raise OSError('this test has no network')\n"
+        "socket.socket.connect = socket.socket.connect_ex = socket.getaddrinfo = offline\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", no_network + script],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
 
 
 def test_book_sentence_gets_gpt2_ids(gpt2):
@@ -237,17 +215,57 @@ def test_tokenize_rejects_what_is_not_text():
         tokenize(None)
 
 
-def test_no_rank_file_falls_back_to_a_labelled_word_level_tokenizer(network):
+def test_shipped_rank_file_is_gpt2s():
+    data = SHIPPED_RANKS.read_bytes()
+
+    assert hashlib.sha256(data).hexdigest() == tokens_module.RANKS_SHA256
+    assert len(data.splitlines()) == ENDOFTEXT_ID  # every rank but the special token's
+
+
+def test_rank_file_is_package_data():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    shipped = SHIPPED_RANKS.relative_to(REPO / "attention").as_posix()
+
+    assert any(Path(shipped).match(pattern) for pattern in package_data["attention"])
+
+
+def test_gpt2_bpe_works_offline_with_no_cache_and_no_setting(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LOCALAPPDATA")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(home))
+    script = (
+        "from attention import tokenize\n"
+        "result = tokenize('Hello world')\n"
+        "print(result.tokenizer)\n"
+        "print(list(result.ids))\n"
+    )
+
+    lines = run_python(script, env, cwd=tmp_path)
+
+    assert lines == [tokens_module.BPE_NAME, "[15496, 995]"]
+    assert list(home.iterdir()) == []  # nothing downloaded or cached
+
+
+def test_a_missing_rank_file_falls_back_to_a_labelled_word_level_tokenizer(ranks_file):
     result = tokenize("Your journey starts  here\n")
 
+    assert load_bpe() is None
     assert not result.is_bpe
     assert "word-level" in result.tokenizer and "fallback" in result.tokenizer
     assert result.pieces == ("Your", " journey", " starts", "  here", "\n")
     assert all(0 <= i < 50257 for i in result.ids)
-    assert network.urls == [tokens_module.RANKS_URL]
 
 
-def test_fallback_ids_are_stable_across_sentences_and_calls(network):
+def test_a_corrupted_rank_file_is_not_used(ranks_file):
+    ranks_file.write_bytes(SHIPPED_RANKS.read_bytes()[:-10] + b"corrupted\n")
+
+    assert load_bpe() is None
+    assert not tokenize("tea").is_bpe
+
+
+def test_fallback_ids_are_stable_across_sentences_and_calls(ranks_file):
     first = tokenize("one step and one more step")
     again = tokenize("one step and one more step")
     other = tokenize("a step")
@@ -257,103 +275,26 @@ def test_fallback_ids_are_stable_across_sentences_and_calls(network):
     assert first.ids[0] != first.ids[1]
 
 
-def test_fallback_ids_are_stable_across_processes(network, tmp_path):
+def test_fallback_ids_are_stable_across_processes(ranks_file, tmp_path):
     text = "Your journey starts with one step"
     here = tokenize(text)
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATA_GYM_CACHE_DIR", "LOCALAPPDATA")}
-    env.update(TIKTOKEN_CACHE_DIR=str(empty), XDG_CACHE_HOME=str(empty), TMPDIR=str(empty))
     script = (
-        "import urllib.request\n"
-        "def offline(*args, **kwargs):\n"
-        "    raise OSError('offline')\n"
-        "urllib.request.urlopen = offline\n"
-        "from attention import tokenize\n"
-        f"result = tokenize({text!r})\n"
+        "from attention import tokens\n"
+        f"tokens.RANKS_PATH = tokens.RANKS_PATH.with_name({'missing-' + ranks_file.name!r})\n"
+        f"result = tokens.tokenize({text!r})\n"
         "print(result.tokenizer)\n"
         "print(list(result.ids))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, check=True, timeout=120
-    )
 
-    assert done.stdout.splitlines() == [here.tokenizer, str(list(here.ids))]
+    lines = run_python(script, dict(os.environ), cwd=tmp_path)
+
+    assert not here.is_bpe
+    assert lines == [here.tokenizer, str(list(here.ids))]
 
 
-def test_fallback_keeps_endoftext_as_gpt2s_special_token(network):
+def test_fallback_keeps_endoftext_as_gpt2s_special_token(ranks_file):
     # The module docstring: "<|endoftext|> typed by a user becomes GPT-2's special token 50256".
     result = tokenize("<|endoftext|>")
 
     assert not result.is_bpe
     assert result.ids == (ENDOFTEXT_ID,)
-
-
-@pytest.mark.parametrize(
-    ("error", "on_read"),
-    [
-        (urllib.error.URLError("offline"), False),
-        (TimeoutError("timed out"), False),
-        (ConnectionResetError("reset"), True),
-        (http.client.IncompleteRead(b"partial"), True),
-    ],
-    ids=["url-error", "timeout", "reset-while-reading", "truncated-download"],
-)
-def test_a_failed_download_falls_back_instead_of_raising(network, error, on_read):
-    network.error, network.error_on_read = error, on_read
-
-    result = tokenize("Hello <|endoftext|> world")
-
-    assert not result.is_bpe
-    assert "".join(result.pieces) == "Hello <|endoftext|> world"
-
-
-def test_download_is_kept_in_the_per_user_cache_and_reused_offline(network, user_cache_file):
-    network.payload, network.error = shared_ranks(), None
-
-    assert load_bpe() is not None
-    assert user_cache_file.read_bytes() == shared_ranks()
-    assert sorted(p.name for p in user_cache_file.parent.iterdir()) == [CACHE_KEY]  # no partial file left
-    assert network.urls == [tokens_module.RANKS_URL]
-
-    network.error = urllib.error.URLError("offline now")
-    load_bpe.cache_clear()
-    result = tokenize(BOOK_TEXT)
-
-    assert result.ids == BOOK_IDS
-    assert network.urls == [tokens_module.RANKS_URL]  # the second load never asked the network
-
-
-def test_a_corrupted_cached_file_is_ignored(network, user_cache_file):
-    user_cache_file.parent.mkdir(parents=True)
-    user_cache_file.write_bytes(shared_ranks()[:-10] + b"corrupted\n")
-
-    assert load_bpe() is None
-    assert not tokenize("tea").is_bpe
-
-    network.payload, network.error = shared_ranks(), None
-    load_bpe.cache_clear()
-
-    assert tokenize(BOOK_TEXT).ids == BOOK_IDS
-    assert user_cache_file.read_bytes() == shared_ranks()
-
-
-def test_a_download_with_the_wrong_hash_is_neither_used_nor_kept(network, user_cache_file):
-    network.payload, network.error = b"not the rank file", None
-
-    assert load_bpe() is None
-    assert not user_cache_file.exists()
-
-
-def test_an_unwritable_cache_still_gives_a_working_tokenizer(network, tmp_path, monkeypatch):
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("a file where the cache folder should be")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    network.payload, network.error = shared_ranks(), None
-
-    assert tokenize(BOOK_TEXT).ids == BOOK_IDS
-
-
-def test_no_download_means_no_network(network):
-    assert load_bpe(download=False) is None
-    assert network.urls == []
