@@ -1,5 +1,5 @@
-# Attention Explorer as a container: CPU-only torch, and GPT-2's BPE rank file baked into the image
-# so that the running app needs no network.
+# Attention Explorer as a container: CPU-only torch. GPT-2's BPE rank file ships inside the
+# attention package, so the running app needs no network.
 FROM python:3.11-slim
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -12,10 +12,6 @@ COPY requirements.txt .
 # The CPU wheel of torch (a plain `pip install torch` on Linux pulls a multi-GB CUDA build).
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
  && pip install -r requirements.txt
-
-COPY attention/ attention/
-# Download GPT-2's ranks (tiktoken r50k_base) into the per-user cache inside the image, and fail the build if absent.
-RUN python -c "from attention.tokens import load_bpe; assert load_bpe() is not None, 'GPT-2 BPE download failed'"
 
 COPY . .
 RUN useradd --create-home explorer && chown -R explorer /app

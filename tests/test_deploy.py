@@ -1,6 +1,7 @@
 """Deployability: a fresh virtual environment with only requirements.txt runs the app and answers /_stcore/health.
 
-This is what a hosted deploy does. It takes a minute or two (it installs torch), so it runs once per suite.
+This is what a hosted deploy does. It takes a minute or two (it installs torch), so it is marked ``slow``:
+the README's quick subset (``-m "not browser and not slow"``) leaves it out, and the full suite runs it.
 """
 
 import os
@@ -23,6 +24,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_fresh_venv_installs_requirements_and_serves_health(tmp_path):
     venv = tmp_path / "venv"
