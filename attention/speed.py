@@ -5,33 +5,44 @@ What is new: nothing to compute; this module *measures*. ``measure`` runs one
 give the same output, at several sequence lengths T, and records each one's
 median time and peak memory. What separates them is what they keep:
 
-* ``MultiHeadAttention`` (the chapter's module) makes one
-  (b, num_heads, T, T) buffer: ``attend`` overwrites it step by step;
+* ``MultiHeadAttention`` (the chapter's module) runs the book's lines as they
+  are: ``attn_scores`` (masked in place), the scaled scores and
+  ``attn_weights`` are each a (b, num_heads, T, T) tensor, up to three alive
+  at once, each freed when nothing refers to it;
 * the wrapper's heads run one after another, so only one head's (b, T, T)
-  buffer exists at a time, but each head is a separate, smaller product;
+  tensors exist at a time, but each head is a separate, smaller product;
 * ``trace`` keeps every step: ``attn_scores``, ``scaled_scores``,
   ``masked_scores`` and ``attn_weights`` are four (b, num_heads, T, T) tensors;
 * ``torch.nn.MultiheadAttention`` asked for each head's weights
   (``need_weights=True, average_attn_weights=False``) makes and returns them;
+  asked for none (``need_weights=False``) it returns none, and whether it
+  still makes them depends on PyTorch's fast-path conditions: measured, not assumed;
 * ``F.scaled_dot_product_attention`` (after the book's three projections) and
   ``fast_multihead`` never store a T × T matrix, so their memory grows as T,
   not T².
 
 How it measures (``measure``): inputs and parameters are seeded; everything
 runs in eval mode under ``torch.inference_mode()``. Time is the median of
-single calls over ``repeats`` rounds. Each round calls every implementation in
-turn, so a burst of load from another process slows them all alike; one that
-takes less than ``MIN_ROUND_S`` is called several times per round, each call
-timed. The median ignores the calls that a busy machine stalls. Memory
-(``peak_memory_bytes``) is the most memory torch's allocator had handed out at
-any moment of one call, beyond what was allocated before it: the call's
-intermediates and its output, not the input or the parameters. Memory that
-bypasses torch's allocator (BLAS work space, thread stacks) is not counted.
+single calls over ``repeats`` rounds. Each round calls every implementation
+once, in an order shuffled with a fixed seed, so a burst of load from another
+process slows them all alike and none always follows the same neighbour (after
+a trace frees 1.5 GB, say); one that takes less than ``MIN_ROUND_S`` is called
+several times per round, each call timed. The median ignores the calls that a
+busy machine stalls. Memory (``peak_memory_bytes``) is the most memory torch's
+allocator had handed out at any moment of one call, beyond what was allocated
+before it: the call's intermediates and its output, not the input or the
+parameters. Memory that bypasses torch's allocator (BLAS work space, thread
+stacks) is not counted. The load average (``os.getloadavg``) before and after
+is recorded, because on a shared machine it says how far to trust the times.
+
+``benchmarks/bench_attention.py`` is the command line over ``measure``, for
+sizes beyond the Speed page's (GPT-2's b=8, T=1,024, d=768, h=12).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -87,10 +98,11 @@ def traced(mha: MultiHeadAttention) -> Call:
     return lambda x: trace(mha, x).output  # (b, T, d_out)
 
 
-def torch_module_with_weights(mha: MultiHeadAttention) -> Call:
-    """``torch.nn.MultiheadAttention`` with ``mha``'s weights, returning every head's weights too.
+def torch_module(mha: MultiHeadAttention, *, need_weights: bool) -> Call:
+    """``torch.nn.MultiheadAttention`` with ``mha``'s weights and the causal mask; needs ``d_in == d_out``.
 
-    Needs ``d_in == d_out`` (``to_torch_multihead``).
+    With ``need_weights`` it also returns every head's weights
+    (``average_attn_weights=False``), which the call then drops.
     """
     torch_mha = to_torch_multihead(mha).to(mha.W_query.weight.device).eval()
     mask = causal_mask(mha.mask.shape[0]).to(mha.W_query.weight.device)  # (context_length, context_length)
@@ -98,11 +110,21 @@ def torch_module_with_weights(mha: MultiHeadAttention) -> Call:
     def call(x: torch.Tensor) -> torch.Tensor:
         T = x.shape[1]
         output, _weights = torch_mha(
-            x, x, x, attn_mask=mask[:T, :T], need_weights=True, average_attn_weights=False
-        )  # (b, T, d_out), (b, num_heads, T, T)
+            x, x, x, attn_mask=mask[:T, :T], need_weights=need_weights, average_attn_weights=False
+        )  # (b, T, d_out), and (b, num_heads, T, T) or None
         return output
 
     return call
+
+
+def torch_module_with_weights(mha: MultiHeadAttention) -> Call:
+    """``torch.nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)``."""
+    return torch_module(mha, need_weights=True)
+
+
+def torch_module_without_weights(mha: MultiHeadAttention) -> Call:
+    """``torch.nn.MultiheadAttention(..., need_weights=False)``."""
+    return torch_module(mha, need_weights=False)
 
 
 def sdpa_after_projections(mha: MultiHeadAttention) -> Call:
@@ -137,10 +159,10 @@ class Implementation:
 
 IMPLEMENTATIONS = {
     "MultiHeadAttention": Implementation(
-        "3.6, the chapter's module", "one (b, num_heads, T, T) buffer, overwritten step by step", chapter_module
+        "3.6, the chapter's module", "the scores, scaled scores and weights, (b, num_heads, T, T) each", chapter_module
     ),
     "MultiHeadAttentionWrapper": Implementation(
-        "3.6, heads one by one", "one head's (b, T, T) buffer at a time", wrapper_of_heads
+        "3.6, heads one by one", "one head's (b, T, T) tensors at a time", wrapper_of_heads
     ),
     "trace": Implementation(
         "8, every step kept",
@@ -151,6 +173,9 @@ IMPLEMENTATIONS = {
         "PyTorch, weights returned",
         "the scores and the weights it returns, (b, num_heads, T, T) each",
         torch_module_with_weights,
+    ),
+    "nn.MultiheadAttention without weights": Implementation(
+        "PyTorch, need_weights=False", "what PyTorch's path needs; it returns no weights", torch_module_without_weights
     ),
     "F.scaled_dot_product_attention": Implementation(
         "PyTorch's fused kernel", "no T × T matrix: blocks of queries and keys at a time", sdpa_after_projections
@@ -219,7 +244,9 @@ class SpeedResult:
 
     ``time_ms[name][i]`` and ``peak_memory_mib[name][i]`` belong to
     ``num_tokens[i]``. ``max_abs_difference[name]`` is the largest
-    |output − ``MultiHeadAttention``'s output| over every T.
+    |output − ``MultiHeadAttention``'s output| over every T. ``load_before``
+    and ``load_after`` are ``os.getloadavg()`` (1, 5 and 15 minutes) around
+    the measurement.
     """
 
     implementations: tuple[str, ...]
@@ -232,6 +259,13 @@ class SpeedResult:
     num_heads: int
     repeats: int
     device: str
+    load_before: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    load_after: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+
+    def ratio(self, name: str, to: str, metric: str = "time_ms") -> tuple[float, ...]:
+        """``name``'s medians (or peaks) divided by ``to``'s, at each T."""
+        mine, theirs = getattr(self, metric)[name], getattr(self, metric)[to]
+        return tuple(a / b if b > 0 else math.nan for a, b in zip(mine, theirs, strict=True))
 
     def growth_exponent(self, name: str, metric: str = "time_ms", points: int = 3) -> float:
         """k in cost ∝ T^k at the largest T: the slope of a least-squares line on log–log axes through
@@ -256,7 +290,9 @@ def check_device(device: str) -> torch.device:
     raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}.")
 
 
-def check_request(implementations, num_tokens_list, d_model, num_heads, batch_size, repeats) -> None:
+def check_request(
+    implementations, num_tokens_list, d_model, num_heads, batch_size, repeats, max_weights_bytes=MAX_WEIGHTS_BYTES
+) -> None:
     """Raise a ``ValueError`` a learner understands unless ``measure`` can run these sizes."""
     unknown = [name for name in implementations if name not in IMPLEMENTATIONS]
     if not implementations or unknown or len(set(implementations)) != len(implementations):
@@ -273,10 +309,10 @@ def check_request(implementations, num_tokens_list, d_model, num_heads, batch_si
     if d_model % num_heads != 0:
         raise ValueError(f"d_model must be divisible by num_heads; {d_model} and {num_heads} do not divide.")
     largest = expected_attention_bytes(batch_size, num_heads, max(num_tokens_list))
-    if largest > MAX_WEIGHTS_BYTES:
+    if largest > max_weights_bytes:
         raise ValueError(
             f"One (b, num_heads, T, T) tensor would take {largest / MIB:,.0f} MiB at these sizes, and trace keeps "
-            f"four; the limit is {MAX_WEIGHTS_BYTES / MIB:,.0f} MiB per tensor. Use a smaller T, batch or num_heads."
+            f"four; the limit is {max_weights_bytes / MIB:,.0f} MiB per tensor. Use a smaller T, batch or num_heads."
         )
 
 
@@ -290,6 +326,7 @@ def measure(
     repeats: int = 3,
     device: str = "cpu",
     on_progress: Callable[[int, int, str], None] | None = None,
+    max_weights_bytes: int = MAX_WEIGHTS_BYTES,
 ) -> SpeedResult:
     """Time each implementation and measure its peak memory at each sequence length T.
 
@@ -299,20 +336,23 @@ def measure(
     implementation is called once to warm up (its output is compared with the
     module's), timed in ``repeats`` rounds, then called once more to measure
     memory (see the module docstring). ``on_progress(done, total, label)`` is
-    called after every step.
+    called after every step. ``max_weights_bytes`` bounds one (b, num_heads,
+    T, T) tensor; the default keeps a shared server's measurement small.
 
     Shapes: the input at each T is (batch_size, T, d_model), uniform in [0, 1).
     """
     names = tuple(implementations)
-    check_request(names, num_tokens_list, d_model, num_heads, batch_size, repeats)
+    check_request(names, num_tokens_list, d_model, num_heads, batch_size, repeats, max_weights_bytes)
     where = check_device(device)
     sizes = tuple(sorted(set(num_tokens_list)))
+    load_before = os.getloadavg()
     mha = build(MultiHeadAttention, SEED, d_model, d_model, sizes[-1], 0.0, num_heads=num_heads).to(where)
     calls = {name: IMPLEMENTATIONS[name].build(mha) for name in names}
     times: dict[str, list[float]] = {name: [] for name in names}
     memory: dict[str, list[float]] = {name: [] for name in names}
     differences = dict.fromkeys(names, 0.0)
     total, done = len(sizes) * len(names) * (repeats + 2), 0
+    shuffle = torch.Generator().manual_seed(SEED)
 
     def progress(label: str) -> None:
         nonlocal done
@@ -332,8 +372,9 @@ def measure(
                 progress(f"T = {T}: warming up {name}")
             samples: dict[str, list[float]] = {name: [] for name in names}
             for _ in range(repeats):
-                for name, call in calls.items():
-                    samples[name].extend(call_seconds(call, x, numbers[name]))
+                for i in torch.randperm(len(names), generator=shuffle).tolist():
+                    name = names[i]
+                    samples[name].extend(call_seconds(calls[name], x, numbers[name]))
                     progress(f"T = {T}: timing {name}")
             for name, call in calls.items():
                 times[name].append(statistics.median(samples[name]) * 1e3)
@@ -350,4 +391,6 @@ def measure(
         num_heads=num_heads,
         repeats=repeats,
         device=where.type,
+        load_before=load_before,
+        load_after=os.getloadavg(),
     )

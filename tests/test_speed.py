@@ -1,7 +1,10 @@
 """Stage 9, measuring: every implementation computes ``MultiHeadAttention``'s output, ``measure`` returns
 sane medians and honest peak memory, and it rejects sizes it cannot run."""
 
+import importlib.util
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +15,16 @@ from attention.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
 
 ORACLE = {"atol": 1e-5, "rtol": 1e-5}
 MIB = 2**20
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name: str):
+    """A script of benchmarks/, imported as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
@@ -59,9 +72,9 @@ def test_memory_counts_the_attention_matrices_each_implementation_keeps():
     peak = {name: values[0] / one for name, values in result.peak_memory_mib.items()}
 
     assert peak["trace"] >= 4  # attn_scores, scaled_scores, masked_scores, attn_weights
-    assert 1 <= peak["MultiHeadAttention"] < 2  # one buffer, overwritten in place, and the (T, T) mask
+    assert 1 <= peak["MultiHeadAttention"] < peak["trace"]  # at least attn_weights; never all four at once
     assert peak["nn.MultiheadAttention"] >= 2  # the scores and the returned weights
-    assert peak["MultiHeadAttentionWrapper"] < peak["MultiHeadAttention"]  # one head's buffer at a time
+    assert peak["MultiHeadAttentionWrapper"] < peak["MultiHeadAttention"]  # one head's tensors at a time
     assert peak["F.scaled_dot_product_attention"] < 0.5
     assert peak["fast_multihead"] < 0.5
 
@@ -73,6 +86,46 @@ def test_peak_memory_sees_intermediates_that_are_freed_before_the_call_returns()
 
     assert 4_000_000 <= kept < 4_100_000
     assert 8_000_000 <= transient < 8_100_000
+
+
+def test_ratios_divide_medians_from_the_same_run_and_the_load_average_is_recorded():
+    result = measure(["trace", "fast_multihead"], [8, 16], d_model=8, num_heads=2, repeats=3)
+
+    assert result.ratio("trace", "trace") == (1.0, 1.0)
+    expected = tuple(a / b for a, b in zip(result.time_ms["fast_multihead"], result.time_ms["trace"], strict=True))
+    assert result.ratio("fast_multihead", "trace") == pytest.approx(expected)
+    assert result.ratio("trace", "fast_multihead", "peak_memory_mib")[-1] > 1  # trace keeps four T × T tensors
+    for load in (result.load_before, result.load_after):
+        assert len(load) == 3
+        assert all(value >= 0 for value in load)
+
+
+def test_the_tensor_bound_can_be_raised_for_a_benchmark():
+    request = {"d_model": 8, "num_heads": 8, "batch_size": 1, "repeats": 1}
+    with pytest.raises(ValueError, match="the limit is 0 MiB"):
+        measure(["fast_multihead"], [64], max_weights_bytes=1000, **request)  # one (1, 8, 64, 64) tensor: 128 KiB
+    assert measure(["fast_multihead"], [64], max_weights_bytes=2**17, **request).num_tokens == (64,)
+
+
+def test_the_command_line_prints_one_table_per_length_with_ratios_and_load(capsys):
+    bench = load_script("bench_attention")
+    bench.main(["--size", "toy", "--tokens", "4,6", "--repeats", "1", "--threads", "1", "--only", "trace",
+                "--only", "nn.MultiheadAttention"])  # fmt: skip
+    out = capsys.readouterr().out
+
+    assert "Command: `python benchmarks/bench_attention.py --size toy --tokens 4,6" in out
+    assert out.count("| trace | ") == out.count("| nn.MultiheadAttention | ") == 2
+    assert "#### b=2, T=4, d=3, h=3" in out
+    assert "#### b=2, T=6, d=3, h=3" in out
+    assert "Load average before: " in out
+    reference_rows = [line for line in out.splitlines() if line.startswith("| nn.MultiheadAttention | ")]
+    assert all(line.split(" | ")[2] == "1.00" for line in reference_rows)
+
+
+def test_the_command_line_explains_bad_sizes():
+    bench = load_script("bench_attention")
+    with pytest.raises(SystemExit, match="num_tokens must be between 1 and"):
+        bench.main(["--size", "toy", "--tokens", "0"])
 
 
 def test_memory_does_not_depend_on_the_order_of_sizes():
@@ -159,6 +212,7 @@ def test_exported_from_the_package():
         "MultiHeadAttentionWrapper",
         "trace",
         "nn.MultiheadAttention",
+        "nn.MultiheadAttention without weights",
         "F.scaled_dot_product_attention",
         "fast_multihead",
     }
