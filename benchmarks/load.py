@@ -13,12 +13,12 @@ Usage (the commands behind the "Load" section of BENCHMARKS.md)::
     python benchmarks/load.py pages                      # time every page and step with one student
     python benchmarks/load.py classroom --students 1,30,100 --duration 60 --modes default,nofreeze,nogc
     python benchmarks/load.py burst --students 30,100 --waves 3 --modes default,nofreeze,nogc
-    python benchmarks/load.py soak --students 30 --duration 600 --modes nogc
+    python benchmarks/load.py soak --students 30 --duration 600 --modes default
     python benchmarks/load.py report --markdown BENCHMARKS.md   # tables from artifacts/load/results.jsonl
 
-Every scenario starts its own server (``benchmarks/serve.py``, which is
-``streamlit run streamlit_app.py`` plus garbage-collector options) on a free
-port, warms it up by opening every page once, runs, and appends one JSON line
+Every scenario starts its own server (``launch.AppServer`` under
+``benchmarks/serve.py``, which is ``streamlit run streamlit_app.py`` plus
+measuring options) on a free port, warms it up by opening every page once, runs, and appends one JSON line
 to ``artifacts/load/results.jsonl``. Server modes (``--modes``):
 
 * ``default``: the app as shipped: Streamlit's full ``gc.collect(2)`` after every
@@ -27,14 +27,9 @@ to ``artifacts/load/results.jsonl``. Server modes (``--modes``):
 * ``nofreeze``: the app's ``gc.freeze()`` skipped (``serve.py --no-app-freeze``),
   as the app was before it had one.
 * ``nogc``: ``--runner.postScriptGC false``.
-* ``freeze``: ``gc.freeze()`` after importing torch, numpy, pandas, plotly,
-  tiktoken and ``attention``, before Streamlit starts (earlier than the app's
-  own); postScriptGC on.
-* ``freeze-warm``: as ``freeze``, and ``gc.collect(); gc.freeze()`` again once
-  the warm-up has opened every page (SIGUSR1 to the server); postScriptGC on.
 * ``slotsK`` (K = 1, 2, ...): at most K script runs at a time; the others
   wait for a slot instead of sharing the GIL (``serve.py --run-slots``).
-* Parts combine with ``+``: ``nogc+nofreeze``, ``nogc+freeze-warm+slots1``.
+* Parts combine with ``+``: ``nogc+nofreeze``, ``default+slots1``.
 
 What a measurement is:
 
@@ -63,14 +58,12 @@ import platform
 import random
 import re
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import websockets
 from streamlit.proto.Alert_pb2 import Alert
@@ -78,6 +71,11 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.launch import AppServer  # noqa: E402 (after the path is set)
+
 RESULTS = os.path.join(ROOT, "artifacts", "load", "results.jsonl")
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
 RUN_TIMEOUT_S = 300.0
@@ -337,27 +335,7 @@ def sentence(rng: random.Random) -> str:
 # --------------------------------------------------------------------------- the server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def proc_rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
 
 def machine_busy_s() -> float:
@@ -368,88 +346,39 @@ def machine_busy_s() -> float:
 
 
 def loadavg() -> float:
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
+    return os.getloadavg()[0]
 
 
 def parse_mode(mode: str) -> dict:
     parts = set(mode.split("+"))
     slots = [p for p in parts if re.fullmatch(r"slots\d+", p)]
-    unknown = parts - {"default", "nogc", "nofreeze", "freeze", "freeze-warm", *slots}
+    unknown = parts - {"default", "nogc", "nofreeze", *slots}
     if unknown or len(slots) > 1:
         raise SystemExit(f"unknown mode part(s): {sorted(unknown or slots)}")
     return {
         "post_script_gc": "nogc" not in parts,
-        "freeze_imports": bool(parts & {"freeze", "freeze-warm"}),
-        "freeze_warm": "freeze-warm" in parts,
         "app_freeze": "nofreeze" not in parts,
         "run_slots": int(slots[0][5:]) if slots else None,
     }
 
 
-class Server:
+class Server(AppServer):
+    """The app under ``serve.py``, in one of the modes, counting its garbage collections."""
+
     def __init__(self, mode: str, log_path: str) -> None:
-        self.mode = mode
-        self.options = parse_mode(mode)
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
+        self.mode, self.options = mode, parse_mode(mode)
         self.stats_path = log_path + ".gc.json"
-        self.proc: subprocess.Popen | None = None
+        serve = ["--stats", self.stats_path]
+        if not self.options["app_freeze"]:
+            serve.append("--no-app-freeze")
+        if self.options["run_slots"]:
+            serve += ["--run-slots", str(self.options["run_slots"])]
+        post_script_gc = "true" if self.options["post_script_gc"] else "false"
+        super().__init__(
+            log=Path(log_path), serve_options=serve, streamlit_options=("--runner.postScriptGC", post_script_gc)
+        )
         self.pages: list[str] = []  # URL paths, "" for the default page (from warm_up)
         self.titles: dict[str, str] = {}
-
-    def command(self) -> list[str]:
-        wrapper = [sys.executable, os.path.join("benchmarks", "serve.py"), "--stats", self.stats_path]
-        if self.options["freeze_imports"]:
-            wrapper.append("--freeze-imports")
-        if not self.options["app_freeze"]:
-            wrapper.append("--no-app-freeze")
-        if self.options["run_slots"]:
-            wrapper += ["--run-slots", str(self.options["run_slots"])]
-        return [
-            *wrapper,
-            "--",
-            "run",
-            "streamlit_app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(self.port),
-            "--browser.gatherUsageStats",
-            "false",
-            "--runner.postScriptGC",
-            "true" if self.options["post_script_gc"] else "false",
-        ]
-
-    async def start(self, timeout: float = 180.0) -> None:
-        env = dict(os.environ)
-        cache = os.path.join(os.path.dirname(ROOT), "shared", "tiktoken_cache")
-        if "TIKTOKEN_CACHE_DIR" not in env and os.path.isdir(cache):
-            env["TIKTOKEN_CACHE_DIR"] = cache
-        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        log = open(self.log_path, "w")  # noqa: SIM115 (closed with the process)
-        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(self.base + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            await asyncio.sleep(0.3)
-        raise RuntimeError(f"server did not answer /_stcore/health in {timeout:.0f} s")
-
-    def rss_mib(self) -> float:
-        return proc_rss_mib(self.proc.pid)
-
-    def cpu_s(self) -> float:
-        return proc_cpu_s(self.proc.pid)
 
     async def gc_stats(self) -> dict | None:
         with contextlib.suppress(FileNotFoundError):
@@ -461,25 +390,8 @@ class Server:
                 return json.load(f)
         return None
 
-    def freeze_now(self) -> None:
-        self.proc.send_signal(signal.SIGUSR1)
 
-    def log_problems(self) -> list[str]:
-        with open(self.log_path, errors="replace") as f:
-            lines = f.read().splitlines()
-        return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-async def warm_up(server: Server, only: tuple[str, ...] | None = None) -> list[Run]:
+async def warm_up(server: Server) -> list[Run]:
     """Open every page once and edit its sentence once, so the imports and first runs are behind us.
 
     The app's pages are read from the navigation message of the first run
@@ -494,7 +406,7 @@ async def warm_up(server: Server, only: tuple[str, ...] | None = None) -> list[R
     await first.close()
     server.pages = [path for path, _ in first.app_pages]
     server.titles = dict(first.app_pages)
-    for page in only or server.pages:
+    for page in server.pages:
         if page == "":
             continue
         student = Student(server.base)
@@ -502,9 +414,6 @@ async def warm_up(server: Server, only: tuple[str, ...] | None = None) -> list[R
         runs.append(await student.open(page, {"input": "text", "text": sentence(rng)}))
         runs.append(await student.edit(sentence(rng)))
         await student.close()
-    if server.options["freeze_warm"]:
-        server.freeze_now()
-        await asyncio.sleep(1.0)
     return runs
 
 
@@ -638,74 +547,32 @@ async def join(students: list[Student], page: str, step: int, rng: random.Random
     return await asyncio.gather(*(one(s, rng.uniform(0, spread_s)) for s in students))
 
 
-MAX_SIZES = {"d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024", "p": "0.5", "mode": "train"}
-HOSTILE_LINK = {  # every value out of range or malformed: each must fall back with a notice, never an error
-    "input": "text",
-    "text": "overlong " * 400,
-    "d_in": "99999999",
-    "d_out": "-5",
-    "heads": "1000",
-    "ctx": "1e12",
-    "p": "nan",
-    "seed": "-1",
-    "mode": "maybe",
-    "step": "999",
-}
-
-
-def long_text(rng: random.Random, chars: int = 60_000) -> str:
-    """A paste as long as the sidebar keeps (``MAX_TEXT_CHARS``): far more than 1,024 tokens."""
-    words = []
-    total = 0
-    while total < chars:
-        words.append(rng.choice(WORDS))
-        total += len(words[-1]) + 1
-    return " ".join(words)[:chars]
-
-
-async def classroom(
-    server: Server, n: int, duration: float, think_s: float, page: str, step: int, seed: int, hogs: int = 0
-) -> dict:
-    """``n`` students edit and think; ``hogs`` more do the same with every size at its cap and a 60,000-character
-    paste (their runs are reported apart, as ``hog_edits``)."""
+async def classroom(server: Server, n: int, duration: float, think_s: float, page: str, step: int, seed: int) -> dict:
+    """``n`` students edit and think, for ``duration`` seconds."""
     rng = random.Random(seed)
     students = [Student(server.base) for _ in range(n)]
     joins = await join(students, page, step, rng, spread_s=min(10.0, 0.1 * n))
-    hog_students = [Student(server.base) for _ in range(hogs)]
-    for hog in hog_students:
-        await hog.connect()
-        await hog.open(page, {"input": "text", "text": sentence(rng), "step": str(step), **MAX_SIZES})
     runs: list[Run] = []
-    hog_runs: list[Run] = []
     async with Meter(server) as meter:
         start = time.perf_counter()
         end = start + duration
 
-        async def student_loop(student: Student, own: random.Random, hog: bool = False) -> None:
+        async def student_loop(student: Student, own: random.Random) -> None:
             await asyncio.sleep(own.expovariate(1 / think_s))
             while time.perf_counter() < end:
-                if hog:
-                    hog_runs.append(await student.edit(long_text(own)))
-                else:
-                    runs.append(await student.edit(sentence(own)))
+                runs.append(await student.edit(sentence(own)))
                 await asyncio.sleep(own.expovariate(1 / think_s))
 
-        await asyncio.gather(
-            *(student_loop(s, random.Random(seed * 1000 + i)) for i, s in enumerate(students)),
-            *(student_loop(s, random.Random(seed * 1000 - 1 - i), hog=True) for i, s in enumerate(hog_students)),
-        )
-    finished = [r for r in runs + hog_runs if start <= r.done <= end]
-    for s in students + hog_students:
+        await asyncio.gather(*(student_loop(s, random.Random(seed * 1000 + i)) for i, s in enumerate(students)))
+    finished = [r for r in runs if start <= r.done <= end]
+    for s in students:
         await s.close()
     result = {
         "joins": summarize(joins),
         "edits": summarize(runs),
         "throughput_runs_per_s": len(finished) / duration,
-        **meter.report(len(runs) + len(hog_runs)),
+        **meter.report(len(runs)),
     }
-    if hogs:
-        result["hogs"] = hogs
-        result["hog_edits"] = summarize(hog_runs)
     result["rss_samples"] = meter.samples[:: max(1, int(10 / meter.every))]
     return result
 
@@ -795,87 +662,6 @@ async def pages_scan(server: Server, edits: int, seed: int) -> dict:
     }
 
 
-def peak_reset(pid: int) -> None:
-    """Reset the kernel's high-water mark of the process's resident memory (``VmHWM``)."""
-    with open(f"/proc/{pid}/clear_refs", "w") as f:
-        f.write("5")
-
-
-def peak_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-async def caps_scan(server: Server, seed: int, growth_edits: int, growth_page: str) -> dict:
-    """One session at the caps on each page, and one link with every value out of range.
-
-    At the caps: the page opened from a link with every size at its limit
-    (``MAX_SIZES``), then one edit pasting 60,000 characters (the longest
-    text kept; only its first ``context_length`` = 1,024 tokens are used). For
-    that edit: latency, server CPU, resident memory before and after, and its
-    peak (``VmHWM``, reset just before). The caches keep what each page
-    computed, so memory accumulates over the pages in this order.
-
-    Then one session on ``growth_page`` at the caps makes ``growth_edits``
-    edits, each with a new seed and a new paste, and the server's resident
-    memory is read after each: how far one session can grow the caches.
-    """
-    rng = random.Random(seed)
-    rows = []
-    load_start = loadavg()
-    for page in server.pages:
-        student = Student(server.base)
-        await student.connect()
-        opened = await student.open(page, {"input": "text", "text": sentence(rng), **MAX_SIZES})
-        steps = student.steps or 1
-        peak_reset(server.proc.pid)
-        rss0, cpu0 = server.rss_mib(), server.cpu_s()
-        edit = await student.edit(long_text(rng))
-        row = {
-            "page": page,
-            "title": server.titles.get(page, ""),
-            "steps": steps,
-            "open": summarize([opened]),
-            "edit": summarize([edit]),
-            "server_cpu_s": server.cpu_s() - cpu0,
-            "rss_before_mib": rss0,
-            "rss_after_mib": server.rss_mib(),
-            "peak_mib": peak_mib(server.proc.pid),
-        }
-        hostile = Student(server.base)
-        await hostile.connect()
-        link = await hostile.open(page, HOSTILE_LINK)
-        row["hostile_link"] = {**summarize([link]), "notices": link.notices[:12]}
-        await hostile.close()
-        await student.close()
-        rows.append(row)
-        print(
-            f"  {page or '(default)':12s} at the caps: {edit.latency:6.1f} s, server CPU {row['server_cpu_s']:5.1f} s, "
-            f"RSS {rss0:.0f}->{row['rss_after_mib']:.0f} MiB (peak {row['peak_mib']:.0f}), errors "
-            f"{row['edit']['errors'] + row['open']['errors']}; hostile link: {link.latency:.1f} s, "
-            f"{len(link.notices)} notices, error {link.error}",
-            flush=True,
-        )
-    growth = []
-    if growth_edits:
-        student = Student(server.base)
-        await student.connect()
-        await student.open(growth_page, {"input": "text", "text": sentence(rng), **MAX_SIZES})
-        for i in range(growth_edits):
-            edit = await student.edit(long_text(rng), w_seed=1000 + i)
-            growth.append({"edit": i + 1, "latency_s": edit.latency, "error": edit.error, "rss_mib": server.rss_mib()})
-            print(
-                f"  {growth_page} at the caps, new seed and paste #{i + 1}: {edit.latency:.1f} s, "
-                f"RSS {growth[-1]['rss_mib']:.0f} MiB, error {edit.error}",
-                flush=True,
-            )
-        await student.close()
-    return {"table": rows, "growth": growth, "loadavg_start": load_start, "loadavg_end": loadavg()}
-
-
 # --------------------------------------------------------------------------- driver
 
 
@@ -916,10 +702,10 @@ def record(entry: dict, path: str) -> None:
 
 
 async def one_scenario(args, scenario: str, mode: str, n: int | None) -> dict:
-    label = f"{scenario}-{mode}" + (f"-{n}" if n else "") + (f"-hogs{args.hogs}" if args.hogs else "")
+    label = f"{scenario}-{mode}" + (f"-{n}" if n else "")
     server = Server(mode, os.path.join(os.path.dirname(args.results), "logs", label + ".log"))
     print(f"== {label}: starting server on {server.base} (load {loadavg():.2f})", flush=True)
-    await server.start()
+    server.start()
     try:
         warm = await warm_up(server)
         warm_errors = [r.error for r in warm if r.error]
@@ -927,11 +713,7 @@ async def one_scenario(args, scenario: str, mode: str, n: int | None) -> dict:
         if scenario == "pages":
             result = await pages_scan(server, args.edits, args.seed)
         elif scenario == "classroom":
-            result = await classroom(
-                server, n, args.duration, args.think, args.page, args.step, args.seed, hogs=args.hogs
-            )
-        elif scenario == "caps":
-            result = await caps_scan(server, args.seed, args.growth, args.page)
+            result = await classroom(server, n, args.duration, args.think, args.page, args.step, args.seed)
         elif scenario == "burst":
             result = await burst(server, n, args.waves, args.pause, args.page, args.step, args.seed)
         elif scenario == "soak":
@@ -946,7 +728,6 @@ async def one_scenario(args, scenario: str, mode: str, n: int | None) -> dict:
         "scenario": scenario,
         "mode": mode,
         "students": n,
-        "hogs": args.hogs if scenario == "classroom" else 0,
         "page": args.page,
         "step": args.step,
         "think_s": args.think,
@@ -965,8 +746,6 @@ async def one_scenario(args, scenario: str, mode: str, n: int | None) -> dict:
 def summary_line(e: dict) -> str:
     if e["scenario"] == "pages":
         return f"   heaviest: {e['heaviest']}"
-    if e["scenario"] == "caps":
-        return f"   caps: peak RSS {max(r['peak_mib'] for r in e['table']):.0f} MiB"
     ed = e["edits"]
     return (
         f"   {e['scenario']} {e['mode']} N={e['students']}: runs {ed['runs']}, p50 {ed['p50_s'] * 1000:.0f} ms, "
@@ -990,28 +769,23 @@ def _ms(seconds: float) -> str:
     return "–" if seconds != seconds else f"{seconds * 1000:,.0f}"
 
 
-def _scenario_rows(e: dict) -> list[str]:
-    rows = []
-    for who, ed in (("", e["edits"]), (" (hog)", e.get("hog_edits"))):
-        if ed is None:
-            continue
-        students = f"{e['students']}" + (f" + {e['hogs']} hog" if e.get("hogs") else "") + who
-        rows.append(
-            f"| {e['mode']} | {students} | {ed['runs']} | {_ms(ed['p50_s'])} | {_ms(ed['p95_s'])} "
-            f"| {_ms(ed['max_s'])} | {e['throughput_runs_per_s']:.2f} | {ed['errors']} "
-            f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} ({e['rss_max_mib']:.0f}) "
-            f"| {e['rss_slope_mib_per_min']:+.2f} | {e['server_cpu_ms_per_run']:.0f} "
-            f"| {e['gc'].get('gc_cpu_ms_per_run', float('nan')):.1f} | {e['other_load_cores']:.2f} "
-            f"| {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
-        )
-    return rows
+def _scenario_row(e: dict) -> str:
+    ed = e["edits"]
+    return (
+        f"| {e['mode']} | {e['students']} | {ed['runs']} | {_ms(ed['p50_s'])} | {_ms(ed['p95_s'])} "
+        f"| {_ms(ed['max_s'])} | {e['throughput_runs_per_s']:.2f} | {ed['errors']} "
+        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} ({e['rss_max_mib']:.0f}) "
+        f"| {e['rss_slope_mib_per_min']:+.2f} | {e['server_cpu_ms_per_run']:.0f} "
+        f"| {e['gc'].get('gc_cpu_ms_per_run', float('nan')):.1f} | {e['other_load_cores']:.2f} "
+        f"| {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
+    )
 
 
 def report(results: list[dict]) -> str:
-    """Markdown tables of the latest result for each scenario, mode, class size and number of hogs."""
+    """Markdown tables of the latest result for each scenario, mode and class size."""
     latest: dict[tuple, dict] = {}
     for e in results:
-        latest[(e["scenario"], e["mode"], e["students"], e.get("hogs", 0))] = e
+        latest[(e["scenario"], e["mode"], e["students"])] = e
     by_scenario: dict[str, list[dict]] = {}
     for key, e in latest.items():
         by_scenario.setdefault(key[0], []).append(e)
@@ -1032,7 +806,7 @@ def report(results: list[dict]) -> str:
         heaviest = e["heaviest"]
         out += ["", f"Heaviest (most server CPU per run): `{heaviest['page']}` step {heaviest['step']}.", ""]
     for scenario in ("classroom", "burst", "soak"):
-        rows = sorted(by_scenario.get(scenario, []), key=lambda e: (e["mode"], e["students"], e.get("hogs", 0)))
+        rows = sorted(by_scenario.get(scenario, []), key=lambda e: (e["mode"], e["students"]))
         if not rows:
             continue
         first = rows[0]
@@ -1048,38 +822,7 @@ def report(results: list[dict]) -> str:
             "| RSS slope MiB/min | server CPU ms/run | GC CPU ms/run | other load (cores) | load avg |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |",
         ]
-        for e in rows:
-            out += _scenario_rows(e)
-        out.append("")
-    for e in by_scenario.get("caps", [])[-1:]:
-        out += [
-            f"**caps** (mode `{e['mode']}`, {e['when']}, load average {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f}):"
-            " one session per page opened with every size at its cap, then a 60,000-character paste; then a link"
-            " with every value out of range.",
-            "",
-            "| page | paste at the caps: s | server CPU s | RSS before→after MiB | peak MiB | errors "
-            "| hostile link: s | notices | errors |",
-            "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for r in e["table"]:
-            h = r["hostile_link"]
-            out.append(
-                f"| {_page(r)} | {r['edit']['max_s']:.1f} | {r['server_cpu_s']:.1f} "
-                f"| {r['rss_before_mib']:.0f}→{r['rss_after_mib']:.0f} | {r['peak_mib']:.0f} "
-                f"| {r['edit']['errors'] + r['open']['errors']} | {h['max_s']:.1f} | {len(h['notices'])} "
-                f"| {h['errors']} |"
-            )
-        if e.get("growth"):
-            out += [
-                "",
-                f"One session on `{e['page']}` at the caps, each edit a new seed and a new paste: "
-                "server RSS after each.",
-                "",
-                "| edit | " + " | ".join(str(g["edit"]) for g in e["growth"]) + " |",
-                "| --- | " + " | ".join("---:" for _ in e["growth"]) + " |",
-                "| s | " + " | ".join(f"{g['latency_s']:.1f}" for g in e["growth"]) + " |",
-                "| RSS MiB | " + " | ".join(f"{g['rss_mib']:.0f}" for g in e["growth"]) + " |",
-            ]
+        out += [_scenario_row(e) for e in rows]
         out.append("")
     return "\n".join(out)
 
@@ -1112,7 +855,7 @@ async def amain(args) -> None:
         print(tables)
         return
     modes = args.modes.split(",")
-    sizes = [int(n) for n in args.students.split(",")] if args.scenario not in ("pages", "caps") else [None]
+    sizes = [int(n) for n in args.students.split(",")] if args.scenario != "pages" else [None]
     for n in sizes:  # modes inside: the rows to compare run minutes apart, under similar outside load
         for mode in modes:
             await wait_quiet(args.wait_quiet, args.quiet_load)
@@ -1121,7 +864,7 @@ async def amain(args) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=("pages", "classroom", "burst", "soak", "caps", "report"))
+    parser.add_argument("scenario", choices=("pages", "classroom", "burst", "soak", "report"))
     parser.add_argument("--modes", default="default", help="comma-separated server modes (see the docstring)")
     parser.add_argument("--students", default="1,30,100", help="comma-separated class sizes")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of timed editing (classroom, soak)")
@@ -1130,8 +873,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pause", type=float, default=3.0, help="seconds of quiet before each burst")
     parser.add_argument("--page", default="multihead", help="the page every student views (URL path)")
     parser.add_argument("--step", type=int, default=1, help="the step of that page")
-    parser.add_argument("--hogs", type=int, default=0, help="classroom: extra students at the caps")
-    parser.add_argument("--growth", type=int, default=10, help="caps: edits with new seeds at the caps")
     parser.add_argument("--edits", type=int, default=5, help="timed edits per page and step (pages)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--wait-quiet", type=float, default=0.0, help="seconds to wait for a quiet machine first")

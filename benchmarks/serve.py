@@ -1,22 +1,17 @@
-"""Run the app exactly like ``streamlit run``, with garbage-collector options, for ``benchmarks/load.py``.
+"""Run the app exactly like ``streamlit run``, with measuring options, for ``load.py`` and ``app_scale.py``.
 
-Usage::
+Usage (``launch.AppServer(serve_options=[...])`` builds this command)::
 
-    python benchmarks/serve.py [--freeze-imports] [--no-app-freeze] [--stats PATH] \
+    python benchmarks/serve.py [--stats PATH] [--timings PATH] [--no-app-freeze] \
         -- run streamlit_app.py --server.port 8600 ...
 
 Everything after ``--`` goes to Streamlit's own command line (``streamlit.web.cli``),
 in this process, so the server is the same one ``streamlit run`` starts.
 
-* ``--freeze-imports``: import torch, numpy, pandas, plotly, tiktoken and the
-  ``attention`` package, then call ``gc.freeze()`` before Streamlit starts. The
-  objects those imports created move to the permanent generation, which no
-  collection scans, so Streamlit's full collection after each script run
-  (``runner.postScriptGC``) and the collector's own generation-2 passes have
-  fewer objects to traverse.
-* SIGUSR1: ``gc.collect()`` then ``gc.freeze()`` now. ``load.py`` sends it
-  after its warm-up has run every page once, to try freezing everything the
-  first runs imported (plotly's validators, the app's modules) as well.
+* ``--timings PATH``: append one JSON line per script run to PATH: the wall and
+  thread-CPU time from the start of ``ScriptRunner._run_script`` to
+  ``_on_script_finished`` (the script), and the time after it (Streamlit's
+  post-run ``gc.collect(2)``).
 * ``--stats PATH``: count every collection, its wall time and the CPU time of
   the thread that ran it, per generation (``gc.callbacks``); SIGUSR2 writes the counts to PATH as JSON.
 * ``--no-app-freeze``: make ``gc.freeze`` do nothing once Streamlit starts, so
@@ -66,11 +61,6 @@ def _on_gc(phase: str, info: dict) -> None:
     entry["max_seconds"] = max(entry["max_seconds"], took)
 
 
-def _freeze_now(signum=None, frame=None) -> None:
-    gc.collect()
-    gc.freeze()
-
-
 def _dump(path: str):
     def handler(signum=None, frame=None) -> None:
         payload = {
@@ -86,6 +76,34 @@ def _dump(path: str):
         os.replace(path + ".tmp", path)
 
     return handler
+
+
+def _time_runs(path: str) -> None:
+    import threading
+
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    original_run, original_finished = ScriptRunner._run_script, ScriptRunner._on_script_finished
+    local, lock = threading.local(), threading.Lock()
+
+    def on_script_finished(self, *args, **kwargs):
+        local.finished = (time.perf_counter(), time.thread_time())
+        return original_finished(self, *args, **kwargs)
+
+    def run_script(self, rerun_data):
+        local.finished = None
+        start, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return original_run(self, rerun_data)
+        finally:
+            end = time.perf_counter()
+            finished, finished_cpu = local.finished or (end, time.thread_time())
+            line = {"script_s": finished - start, "script_cpu_s": finished_cpu - cpu, "after_s": end - finished}
+            with lock, open(path, "a") as f:
+                f.write(json.dumps({**line, "total_s": end - start}) + "\n")
+
+    ScriptRunner._run_script = run_script
+    ScriptRunner._on_script_finished = on_script_finished
 
 
 def _profile_runs(path: str) -> None:
@@ -168,16 +186,6 @@ def main(argv: list[str]) -> None:
         path = options[options.index("--stats") + 1]
         gc.callbacks.append(_on_gc)
         signal.signal(signal.SIGUSR2, _dump(path))
-    signal.signal(signal.SIGUSR1, _freeze_now)
-    if "--freeze-imports" in options:
-        import numpy  # noqa: F401
-        import pandas  # noqa: F401
-        import plotly.graph_objects
-        import plotly.io  # noqa: F401
-        import tiktoken  # noqa: F401
-        import torch  # noqa: F401
-
-        import attention  # noqa: F401
 
     from streamlit.web import cli
 
@@ -187,9 +195,8 @@ def main(argv: list[str]) -> None:
         _trace_allocations(options[options.index("--tracemalloc") + 1])
     if "--profile" in options:
         _profile_runs(options[options.index("--profile") + 1])
-    if "--freeze-imports" in options:
-        gc.collect()
-        gc.freeze()
+    if "--timings" in options:  # outermost: a run's time includes its wait for a slot, if any
+        _time_runs(options[options.index("--timings") + 1])
     if "--no-app-freeze" in options:
         gc.freeze = lambda: None
     sys.argv = ["streamlit", *streamlit_args]

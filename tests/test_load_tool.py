@@ -20,6 +20,7 @@ _spec = importlib.util.spec_from_file_location("benchmarks_load", LOAD_PY)
 load = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = load  # dataclasses look their module up there
 _spec.loader.exec_module(load)
+launch = sys.modules["benchmarks.launch"]  # load.py imported it
 
 
 def test_a_link_opens_a_page_by_its_url_path():
@@ -114,19 +115,34 @@ def test_sentences_are_ten_to_twenty_words():
     rng = load.random.Random(0)
     for _ in range(50):
         assert 10 <= len(load.sentence(rng).split()) <= 20
-    assert len(load.long_text(rng)) == 60_000
 
 
 def test_server_modes_parse_into_serve_options():
-    assert load.parse_mode("default") == {
-        "post_script_gc": True,
-        "freeze_imports": False,
-        "freeze_warm": False,
-        "app_freeze": True,
-        "run_slots": None,
-    }
+    assert load.parse_mode("default") == {"post_script_gc": True, "app_freeze": True, "run_slots": None}
     mode = load.parse_mode("nogc+nofreeze+slots2")
     assert (mode["post_script_gc"], mode["app_freeze"], mode["run_slots"]) == (False, False, 2)
-    for bad in ("fast", "slots", "slots1+slots2"):
+    for bad in ("fast", "slots", "slots1+slots2", "freeze", "freeze-warm"):
         with pytest.raises(SystemExit):
             load.parse_mode(bad)
+
+
+def test_a_mode_becomes_the_servers_command_line(tmp_path):
+    command = load.Server("nogc+nofreeze+slots1", str(tmp_path / "s.log")).command()
+    serve, streamlit = command[: command.index("--")], command[command.index("--") + 1 :]
+
+    assert serve[1].endswith("benchmarks/serve.py")
+    assert serve[2:] == ["--stats", str(tmp_path / "s.log.gc.json"), "--no-app-freeze", "--run-slots", "1"]
+    assert streamlit[:2] == ["run", "streamlit_app.py"]
+    assert streamlit[streamlit.index("--runner.postScriptGC") + 1] == "false"
+    default = load.Server("default", str(tmp_path / "d.log")).command()
+    assert default[default.index("--runner.postScriptGC") + 1] == "true"
+    assert "--no-app-freeze" not in default and "--run-slots" not in default
+
+
+def test_a_plain_server_is_streamlit_run_on_its_own_free_port(tmp_path):
+    first, second = (launch.AppServer(log=tmp_path / f"{i}.log") for i in range(2))
+
+    assert first.command()[1:4] == ["-m", "streamlit", "run"]
+    assert first.command()[first.command().index("--server.port") + 1] == str(first.port)
+    assert first.base == f"http://127.0.0.1:{first.port}"
+    assert first.port != second.port

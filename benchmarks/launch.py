@@ -1,0 +1,144 @@
+"""Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
+
+``AppServer`` runs ``streamlit run SCRIPT`` on 127.0.0.1 and a free port, in
+its own process group, waits for ``/_stcore/health`` and stops the whole group
+when done. With ``serve_options`` it runs under ``benchmarks/serve.py``
+instead (timings, garbage-collector options, run slots), which is still
+Streamlit's own server in one process. ``launch_chromium`` starts the system's
+Chromium through Playwright with the flags every caller uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+VIEWPORT = {"width": 1280, "height": 720}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def missing_browser() -> str | None:
+    """Why Chromium cannot be driven here, or None."""
+    if importlib.util.find_spec("playwright") is None:
+        return "Python package playwright is not installed (pip install -r requirements-dev.txt)"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+def launch_chromium(playwright):
+    """Headless Chromium (``playwright.chromium``) with the project's flags; close it when done."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+
+class AppServer:
+    """``streamlit run script`` on a free port; ``start()`` returns its base URL once it is healthy.
+
+    ``serve_options`` (a list, possibly empty) runs it under ``benchmarks/serve.py``;
+    ``streamlit_options`` are added to Streamlit's command line; ``env`` to the environment.
+    """
+
+    def __init__(
+        self,
+        script: str = "streamlit_app.py",
+        *,
+        log: Path,
+        serve_options: list[str] | None = None,
+        streamlit_options: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.script, self.log, self.serve_options = script, Path(log), serve_options
+        self.streamlit_options, self.env = streamlit_options, env or {}
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        streamlit = [
+            *("run", self.script, "--server.port", str(self.port), "--server.address", "127.0.0.1"),
+            *("--server.headless", "true", "--browser.gatherUsageStats", "false", *self.streamlit_options),
+        ]
+        if self.serve_options is None:
+            return [sys.executable, "-m", "streamlit", *streamlit]
+        return [sys.executable, str(ROOT / "benchmarks" / "serve.py"), *self.serve_options, "--", *streamlit]
+
+    def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
+        env = {**os.environ, **self.env}
+        if "TIKTOKEN_CACHE_DIR" not in env and TIKTOKEN_CACHE.is_dir():
+            env["TIKTOKEN_CACHE_DIR"] = str(TIKTOKEN_CACHE)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(
+                self.command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the app server exited ({self.proc.returncode}):\n{self.log_tail()}")
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=5) as r:
+                if r.read() == b"ok":
+                    return self.base
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the app server did not start in {timeout:.0f} s:\n{self.log_tail()}")
+            time.sleep(every)
+
+    def stop(self) -> None:
+        """Terminate the server's process group, then kill it if it does not exit."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=20)
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def log_problems(self) -> list[str]:
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
+
+    def cpu_s(self) -> float:
+        """The server's user + system CPU seconds so far."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mib(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            kib = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), None)
+        return float("nan") if kib is None else kib / 1024
