@@ -14,6 +14,9 @@ Read the modules in this order; each adds a few lines to the one before:
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
+``checks`` holds every input check and limit; ``seeding`` the book's
+``torch.manual_seed`` made safe for a server.
+
 Example, reproducing the chapter's last printed output::
 
     import torch
@@ -47,7 +50,13 @@ from .causal import (
 from .dropout import DropoutAverage, DropoutDraw, apply_dropout, dropout_average, dropout_keep_mask
 from .embeddings import BOOK_INPUTS, BOOK_SENTENCE, BOOK_TOKENS, embed_tokens, token_vector
 from .fast import fast_multihead
-from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper, multihead_from_wrapper, to_torch_multihead
+from .multihead import (
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    WrapperSteps,
+    multihead_from_wrapper,
+    to_torch_multihead,
+)
 from .simplified import (
     NormalizationComparison,
     SimplifiedAttention,
@@ -62,7 +71,14 @@ from .simplified import (
 from .speed import IMPLEMENTATIONS, SpeedResult, expected_attention_bytes, measure
 from .tokens import Tokenization, load_bpe, tokenize
 from .trace import Trace, build, trace
-from .trainable import ScalingLab, SelfAttention_v1, SelfAttention_v2, attend, load_v2_weights_into_v1, scaling_lab
+from .trainable import (
+    AttentionSteps,
+    ScalingLab,
+    SelfAttention_v1,
+    SelfAttention_v2,
+    load_v2_weights_into_v1,
+    scaling_lab,
+)
 
 __all__ = [
     "BOOK_INPUTS",
@@ -70,6 +86,7 @@ __all__ = [
     "BOOK_TOKENS",
     "IMPLEMENTATIONS",
     "UNTRAINED_NOTE",
+    "AttentionSteps",
     "CausalAttention",
     "DropoutAverage",
     "DropoutDraw",
@@ -88,9 +105,9 @@ __all__ = [
     "SpeedResult",
     "Tokenization",
     "Trace",
+    "WrapperSteps",
     "additive_scores",
     "apply_dropout",
-    "attend",
     "attention_loop",
     "build",
     "causal_mask",

@@ -11,9 +11,9 @@ ways and shows they agree:
 
 ``CausalAttention`` also takes batches and applies dropout to the weights
 (stage 6). Its mask is a registered buffer named ``mask``, built once for
-``context_length`` tokens and sliced to the real number of tokens. The book
-stores it as float 0/1 and converts it with ``.bool()`` on every call; we store
-it as bool (True = masked) to skip that conversion.
+``context_length`` tokens as float 0/1 like the book's (so the book's state
+dicts load), converted with ``.bool()`` and sliced to the real number of
+tokens on each call.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .trainable import attend, check_batch, check_size
+from .checks import MAX_CONTEXT_LENGTH, check_batch, check_sizes
+from .trainable import AttentionSteps
 
-MAX_CONTEXT_LENGTH = 4096
+_REEXPORTED = (MAX_CONTEXT_LENGTH,)  # still imported from here by attention/speed.py
 
 
 def causal_mask(num_tokens: int) -> torch.Tensor:
@@ -90,23 +91,6 @@ def compare_masking(scaled_scores: torch.Tensor) -> MaskingComparison:
     )
 
 
-def check_dropout(dropout: float) -> None:
-    """Raise a ``ValueError`` unless ``dropout`` is a probability in [0, 1)."""
-    if isinstance(dropout, bool) or not isinstance(dropout, int | float):
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}.")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be at least 0 and below 1 (it is a probability), got {dropout}.")
-
-
-def check_num_tokens(num_tokens: int, context_length: int) -> None:
-    """Raise a ``ValueError`` if a sequence is longer than the mask was built for."""
-    if num_tokens > context_length:
-        raise ValueError(
-            f"The input has {num_tokens} tokens but context_length is {context_length}: "
-            "the causal mask only covers context_length tokens. Use a shorter text or a larger context_length."
-        )
-
-
 class CausalAttention(nn.Module):
     """Single-head causal self-attention with dropout, for batches (the book's ``CausalAttention``).
 
@@ -118,36 +102,28 @@ class CausalAttention(nn.Module):
 
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, qkv_bias: bool = False):
         super().__init__()
-        check_size("d_in", d_in)
-        check_size("d_out", d_out)
-        check_size("context_length", context_length, upper=MAX_CONTEXT_LENGTH)
-        check_dropout(dropout)
+        check_sizes(d_in, d_out, context_length=context_length, dropout=dropout)
         self.d_in, self.d_out = d_in, d_out
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", causal_mask(context_length))  # (context_length, context_length)
+        self.dropout = nn.Dropout(dropout)  # New
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))  # New
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.forward_steps(x, training=self.training)
+        return self.steps(x).output
 
-    def forward_steps(self, x, *, training=False, generator=None, record=None):
-        """The forward pass; ``trace`` calls it with a ``record`` to keep every step."""
-        check_batch(x, self.d_in, batched=True)
-        b, num_tokens, d_in = x.shape
-        check_num_tokens(num_tokens, self.mask.shape[0])
+    def steps(self, x: torch.Tensor) -> AttentionSteps:
+        check_batch(x, self.d_in, batched=True, context_length=self.mask.shape[0])
+        b, num_tokens, d_in = x.shape  # New: batch dimension b
         keys = self.W_key(x)  # (b, num_tokens, d_out)
         queries = self.W_query(x)  # (b, num_tokens, d_out)
         values = self.W_value(x)  # (b, num_tokens, d_out)
-        mask = self.mask[:num_tokens, :num_tokens]  # (num_tokens, num_tokens)
-        return attend(
-            queries,
-            keys,
-            values,
-            mask=mask,
-            dropout_p=self.dropout.p,
-            training=training,
-            generator=generator,
-            record=record,
-        )  # (b, num_tokens, d_out)
+        attn_scores = queries @ keys.transpose(1, 2)  # New: transpose dims 1 and 2, (b, num_tokens, num_tokens)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)  # New: in place
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (b, num_tokens, num_tokens)
+        dropped_weights = self.dropout(attn_weights)  # New, (b, num_tokens, num_tokens)
+        context_vec = dropped_weights @ values  # (b, num_tokens, d_out)
+        return AttentionSteps(
+            queries, keys, values, attn_scores, attn_weights, dropped_weights, context_vec, context_vec
+        )

@@ -5,9 +5,10 @@ with probability ``p``, and the survivors are multiplied by 1/(1-p) so that
 each weight keeps its expected value. A row then no longer sums to 1, but its
 average over many draws does. In eval mode nothing is dropped.
 
-The draws here are exactly ``F.dropout``'s: ``seed=123`` gives what
-``torch.manual_seed(123)`` followed by ``F.dropout`` gives, but from a private
-generator, so concurrent users of a server never disturb each other's draws.
+The draws here are the book's: ``apply_dropout(w, 0.5, seed=123)`` is
+``torch.manual_seed(123)`` then ``torch.nn.Dropout(0.5)(w)``, run under
+``seeding.seeded`` so that concurrent users of a server never disturb each
+other's draws.
 """
 
 from __future__ import annotations
@@ -15,20 +16,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
-from .causal import check_dropout
-from .trainable import check_size
+from .checks import check_dropout, check_size
+from .seeding import seeded
 
 MAX_DROPOUT_SAMPLES = 2000
 
 
-def dropout_keep_mask(shape: tuple[int, ...], p: float, generator: torch.Generator | None = None) -> torch.Tensor:
+def dropout_keep_mask(shape: tuple[int, ...], p: float, seed: int | None = None) -> torch.Tensor:
     """The survivors of one dropout draw: True = kept, False = dropped.
+
+    ``seed`` as in ``torch.manual_seed(seed)`` before the draw; None draws from the global generator.
 
     Shapes: returns ``shape``, bool.
     """
     check_dropout(p)
-    return torch.empty(shape).bernoulli_(1 - p, generator=generator).bool()
+    with seeded(seed):
+        return nn.Dropout(p)(torch.ones(shape)) != 0  # (*shape)
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,13 @@ def apply_dropout(attn_weights: torch.Tensor, p: float, *, seed: int = 123, trai
     In eval mode (``training=False``) the weights come back unchanged.
     """
     check_dropout(p)
-    if not training or p == 0:
-        keep = torch.ones_like(attn_weights, dtype=torch.bool)  # (..., num_tokens, num_tokens)
-        dropped = attn_weights
+    dropout = nn.Dropout(p).train(training)
+    with seeded(seed):
+        dropped = dropout(attn_weights)  # (..., num_tokens, num_tokens)
+    if training and p > 0:
+        keep = dropout_keep_mask(tuple(attn_weights.shape), p, seed)  # (..., num_tokens, num_tokens)
     else:
-        generator = torch.Generator().manual_seed(seed)
-        keep = dropout_keep_mask(tuple(attn_weights.shape), p, generator)  # (..., num_tokens, num_tokens)
-        dropped = attn_weights * (keep.to(attn_weights.dtype) / (1 - p))  # (..., num_tokens, num_tokens)
+        keep = torch.ones_like(dropped, dtype=torch.bool)  # (..., num_tokens, num_tokens)
     return DropoutDraw(
         attn_weights=attn_weights,
         keep=keep,

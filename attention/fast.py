@@ -35,9 +35,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .causal import check_num_tokens
+from .checks import check_batch
 from .multihead import MultiHeadAttention
-from .trainable import check_batch
 
 
 def fast_multihead(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
@@ -49,9 +48,8 @@ def fast_multihead(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     """
     if not isinstance(mha, MultiHeadAttention):
         raise ValueError(f"fast_multihead() needs a MultiHeadAttention, got {type(mha).__name__}.")
-    check_batch(x, mha.d_in, batched=True)
+    check_batch(x, mha.d_in, batched=True, context_length=mha.mask.shape[0])
     b, num_tokens, d_in = x.shape
-    check_num_tokens(num_tokens, mha.mask.shape[0])
     projections = (mha.W_query, mha.W_key, mha.W_value)
     qkv_weight = torch.cat([p.weight for p in projections])  # (3 * d_out, d_in)
     qkv_bias = None if mha.W_query.bias is None else torch.cat([p.bias for p in projections])  # (3 * d_out,)

@@ -18,13 +18,25 @@ these and ``torch.nn.MultiheadAttention`` so their outputs can be compared.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from .causal import MAX_CONTEXT_LENGTH, CausalAttention, causal_mask, check_dropout, check_num_tokens
-from .trainable import attend, check_batch, check_size
+from .causal import CausalAttention
+from .checks import MAX_HEADS, check_batch, check_heads, check_size, check_sizes
+from .trainable import AttentionSteps
 
-MAX_HEADS = 64
+
+@dataclass(frozen=True)
+class WrapperSteps:
+    """Each head's ``AttentionSteps`` and their concatenation, which is the wrapper's output.
+
+    Shapes: heads[i] as for ``CausalAttention``; output (b, num_tokens, num_heads * d_out).
+    """
+
+    heads: tuple[AttentionSteps, ...]
+    output: torch.Tensor
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -50,18 +62,12 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.forward_steps(x, training=self.training)
+        return self.steps(x).output
 
-    def forward_steps(self, x, *, training=False, generator=None, record=None):
-        """The forward pass; with a ``record``, each head's steps go to ``record["heads"]``."""
-        head_records = [] if record is None else record.setdefault("heads", [])
-        outputs = []
-        for head in self.heads:
-            head_record = None if record is None else {}
-            outputs.append(head.forward_steps(x, training=training, generator=generator, record=head_record))
-            if head_record is not None:
-                head_records.append(head_record)
-        return torch.cat(outputs, dim=-1)  # (b, num_tokens, num_heads * d_out)
+    def steps(self, x: torch.Tensor) -> WrapperSteps:
+        head_steps = tuple(head.steps(x) for head in self.heads)  # one CausalAttention after another
+        context_vec = torch.cat([steps.output for steps in head_steps], dim=-1)  # (b, num_tokens, num_heads * d_out)
+        return WrapperSteps(head_steps, context_vec)
 
 
 class MultiHeadAttention(nn.Module):
@@ -84,60 +90,46 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        check_size("d_in", d_in)
-        check_size("d_out", d_out)
-        check_size("num_heads", num_heads, upper=MAX_HEADS)
-        check_size("context_length", context_length, upper=MAX_CONTEXT_LENGTH)
-        check_dropout(dropout)
-        if d_out % num_heads != 0:
-            raise ValueError(
-                f"d_out must be divisible by num_heads, so that each head gets d_out // num_heads "
-                f"dimensions; d_out={d_out} and num_heads={num_heads} do not divide."
-            )
+        check_sizes(d_in, d_out, context_length=context_length, dropout=dropout)
+        check_heads(d_out, num_heads)
         self.d_in, self.d_out, self.num_heads = d_in, d_out, num_heads
-        self.head_dim = d_out // num_heads
+        self.head_dim = d_out // num_heads  # New: reduce the projection dim to match the output dim
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
+        self.out_proj = nn.Linear(d_out, d_out)  # New: a linear layer to combine head outputs
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", causal_mask(context_length))  # (context_length, context_length)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.forward_steps(x, training=self.training)
+        return self.steps(x).output
 
-    def forward_steps(self, x, *, training=False, generator=None, record=None):
-        """The forward pass; ``trace`` calls it with a ``record`` to keep every step."""
-        check_batch(x, self.d_in, batched=True)
+    def steps(self, x: torch.Tensor) -> AttentionSteps:
+        check_batch(x, self.d_in, batched=True, context_length=self.mask.shape[0])
         b, num_tokens, d_in = x.shape
-        check_num_tokens(num_tokens, self.mask.shape[0])
         keys = self.W_key(x)  # (b, num_tokens, d_out)
         queries = self.W_query(x)  # (b, num_tokens, d_out)
         values = self.W_value(x)  # (b, num_tokens, d_out)
 
-        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
-        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)  # New: split d_out into heads
         values = values.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
-        keys = keys.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
+
+        keys = keys.transpose(1, 2)  # New: (b, num_heads, num_tokens, head_dim)
         queries = queries.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
         values = values.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
 
-        mask = self.mask[:num_tokens, :num_tokens]  # (num_tokens, num_tokens)
-        context_vec = attend(
-            queries,
-            keys,
-            values,
-            mask=mask,
-            dropout_p=self.dropout.p,
-            training=training,
-            generator=generator,
-            record=record,
-        )  # (b, num_heads, num_tokens, head_dim)
-        context_vec = context_vec.transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
-        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # (b, num_tokens, d_out)
-        if record is not None:
-            record["context"] = context_vec
-        return self.out_proj(context_vec)  # (b, num_tokens, d_out)
+        attn_scores = queries @ keys.transpose(2, 3)  # New: per head, (b, num_heads, num_tokens, num_tokens)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]  # (num_tokens, num_tokens)
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (b, num_heads, T, T)
+        dropped_weights = self.dropout(attn_weights)  # (b, num_heads, num_tokens, num_tokens)
+
+        context_vec = (dropped_weights @ values).transpose(1, 2)  # New: (b, num_tokens, num_heads, head_dim)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # New: (b, num_tokens, d_out)
+        output = self.out_proj(context_vec)  # New: optional projection, (b, num_tokens, d_out)
+        return AttentionSteps(queries, keys, values, attn_scores, attn_weights, dropped_weights, context_vec, output)
 
 
 def multihead_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:

@@ -4,13 +4,14 @@ What is new: the inputs are first projected into *queries*, *keys* and
 *values* by three weight matrices, ``W_query``, ``W_key`` and ``W_value``,
 and the scores are divided by sqrt(d_k) before the softmax. Without that
 scaling, large dot products push the softmax towards a one-hot row whose
-gradient is almost zero (``scaling_lab`` measures this).
-
-``attend`` is the scaled dot-product step that every later module shares.
-The causal mask (stage 5) and dropout (stage 6) are its optional arguments;
-passing a ``record`` dict makes it keep each named intermediate for ``trace``.
-Hugging Face and nanoGPT call the same computation "scaled dot-product
+gradient is almost zero (``scaling_lab`` measures this). Hugging Face and
+nanoGPT call the step from scores to context vectors "scaled dot-product
 attention".
+
+Each class's ``steps(x)`` is the book's ``forward``, line for line, except
+that it returns what it computed as ``AttentionSteps`` instead of only the
+context vectors; ``forward`` returns ``steps(x).output``. So ``trace`` and
+``module(x)`` run one code path.
 """
 
 from __future__ import annotations
@@ -21,102 +22,34 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-
-def check_size(name: str, value: int, upper: int = 4096) -> None:
-    """Raise a ``ValueError`` unless ``value`` is a whole number in [1, upper]."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not 1 <= value <= upper:
-        raise ValueError(f"{name} must be between 1 and {upper}, got {value}.")
+from .checks import check_batch, check_size, check_sizes
 
 
-def check_batch(x: torch.Tensor, d_in: int, *, batched: bool) -> None:
-    """Check the embedding matrix a module receives, with a message a learner understands."""
-    expected = "(b, num_tokens, d_in)" if batched else "(num_tokens, d_in) or (b, num_tokens, d_in)"
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"The input must be a torch tensor of shape {expected}.")
-    if x.dim() not in ((3,) if batched else (2, 3)):
-        hint = " Wrap a single sentence as a batch with x.unsqueeze(0)." if batched and x.dim() == 2 else ""
-        raise ValueError(f"The input must have shape {expected}, got {tuple(x.shape)}.{hint}")
-    if x.numel() == 0:
-        raise ValueError(f"The input is empty (shape {tuple(x.shape)}): there must be at least one token.")
-    if not x.is_floating_point():
-        raise ValueError(f"The input must hold floating-point embeddings, got {x.dtype}; use x.float().")
-    if x.shape[-1] != d_in:
-        raise ValueError(
-            f"Each token's embedding must have d_in={d_in} numbers, but the input has "
-            f"{x.shape[-1]} (shape {tuple(x.shape)})."
-        )
+@dataclass(frozen=True)
+class AttentionSteps:
+    """What one forward pass computed, in the book's names.
 
+    ``attn_scores`` is ``queries @ keys.T`` as the book leaves it: from the
+    causal stage on, with -inf where the mask hides the future, and not yet
+    scaled. ``attn_weights`` are the softmax weights, ``dropped_weights`` the
+    same after dropout (the same tensor when dropout is off). ``context_vec``
+    is each token's weighted sum of values (the heads concatenated, for
+    multi-head attention) and ``output`` what ``forward`` returns.
 
-def attend(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    *,
-    mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    training: bool = False,
-    generator: torch.Generator | None = None,
-    record: dict | None = None,
-) -> torch.Tensor:
-    """Scaled dot-product attention, the step shared by every module from here on.
-
-    ``mask`` (True = masked) hides future tokens (stage 5). In training mode
-    with ``dropout_p > 0`` the weights are dropped and the survivors scaled by
-    1/(1-p), drawing exactly what ``F.dropout`` would from ``generator`` (or
-    the global generator when it is None) (stage 6).
-
-    Speed: a trace keeps every step, so there each step gets a tensor of its
-    own. Without a ``record`` no one else reads the steps, so they overwrite
-    the (..., num_tokens, num_tokens) buffer that the first product made:
-    ``out=`` says where each step writes. (Not while autograd records: the
-    softmax's gradient needs its output kept.) At GPT-2 scale such a tensor
-    is 384 MiB, and a new one costs more than the arithmetic: on a 2-core
-    CPU, dividing the scores in place takes 25 ms, into a new tensor 127 ms,
-    most of it the first touch of fresh memory pages. The forward pass takes
-    0.6 of the time it took with a new tensor per step (see BENCHMARKS.md).
-    The mask is *added*: -inf where masked, 0 elsewhere, which is the book's
-    ``masked_fill`` with -inf (x + -inf = -inf, x + 0 = x) in one pass over
-    the scores instead of a copy and a fill. Both paths compute the same
-    numbers bit for bit, so ``trace(m, x).output`` equals ``m(x)`` exactly.
-    Dropout costs nothing outside training.
-
-    Shapes: queries, keys, values (..., num_tokens, head_dim); mask
-    (num_tokens, num_tokens); returns the context vectors (..., num_tokens, head_dim).
+    Shapes: queries, keys, values (..., num_tokens, head_dim); attn_scores,
+    attn_weights, dropped_weights (..., num_tokens, num_tokens); context_vec,
+    output (..., num_tokens, d_out). For ``MultiHeadAttention`` "..." is
+    (b, num_heads); context_vec is (b, num_tokens, d_out), before ``out_proj``.
     """
-    attn_scores = queries @ keys.transpose(-2, -1)  # (..., num_tokens, num_tokens)
-    in_place = record is None and not attn_scores.requires_grad
-    out = attn_scores if in_place else None  # each step overwrites the scores, or makes a new tensor
-    scaled_scores = torch.div(attn_scores, keys.shape[-1] ** 0.5, out=out)  # (..., num_tokens, num_tokens)
-    masked_scores = scaled_scores
-    if mask is not None:
-        additive_mask = torch.zeros_like(mask, dtype=scaled_scores.dtype)  # (num_tokens, num_tokens)
-        additive_mask.masked_fill_(mask, -torch.inf)  # -inf where masked, 0 elsewhere
-        masked_scores = torch.add(scaled_scores, additive_mask, out=out)  # (..., num_tokens, num_tokens)
-    attn_weights = torch.softmax(masked_scores, dim=-1, out=out)  # (..., num_tokens, num_tokens)
-    keep_scaled = None
-    dropped_weights = attn_weights
-    if training and dropout_p > 0:
-        keep = torch.empty_like(attn_weights).bernoulli_(1 - dropout_p, generator=generator)  # 1 = kept
-        keep_scaled = keep.div_(1 - dropout_p)  # (..., num_tokens, num_tokens): 0 or 1/(1-p)
-        dropped_weights = attn_weights * keep_scaled  # (..., num_tokens, num_tokens)
-    context = dropped_weights @ values  # (..., num_tokens, head_dim)
-    if record is not None:
-        record.update(
-            queries=queries,
-            keys=keys,
-            values=values,
-            attn_scores=attn_scores,
-            scaled_scores=scaled_scores,
-            mask=mask,
-            masked_scores=masked_scores,
-            attn_weights=attn_weights,
-            dropout_mask=None if keep_scaled is None else keep_scaled != 0,
-            dropped_weights=dropped_weights,
-            head_context=context,
-        )
-    return context
+
+    queries: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
+    attn_scores: torch.Tensor
+    attn_weights: torch.Tensor
+    dropped_weights: torch.Tensor
+    context_vec: torch.Tensor
+    output: torch.Tensor
 
 
 class SelfAttention_v1(nn.Module):  # noqa: N801 (the book's name)
@@ -126,28 +59,29 @@ class SelfAttention_v1(nn.Module):  # noqa: N801 (the book's name)
     exactly as in the book, so ``torch.manual_seed(123)`` before construction
     reproduces its printed context vectors.
 
-    Shapes: x (num_tokens, d_in) or (b, num_tokens, d_in) → (..., num_tokens, d_out).
+    Shapes: x (num_tokens, d_in) → (num_tokens, d_out), one sentence as in the book.
     """
 
     def __init__(self, d_in: int, d_out: int):
         super().__init__()
-        check_size("d_in", d_in)
-        check_size("d_out", d_out)
+        check_sizes(d_in, d_out)
         self.d_in, self.d_out = d_in, d_out
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))  # (d_in, d_out)
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))  # (d_in, d_out)
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))  # (d_in, d_out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.forward_steps(x)
+        return self.steps(x).output
 
-    def forward_steps(self, x, *, training=False, generator=None, record=None):
-        """The forward pass; ``trace`` calls it with a ``record`` to keep every step."""
+    def steps(self, x: torch.Tensor) -> AttentionSteps:
         check_batch(x, self.d_in, batched=False)
-        keys = x @ self.W_key  # (..., num_tokens, d_out)
-        queries = x @ self.W_query  # (..., num_tokens, d_out)
-        values = x @ self.W_value  # (..., num_tokens, d_out)
-        return attend(queries, keys, values, record=record)  # (..., num_tokens, d_out)
+        keys = x @ self.W_key  # (num_tokens, d_out)
+        queries = x @ self.W_query  # (num_tokens, d_out)
+        values = x @ self.W_value  # (num_tokens, d_out)
+        attn_scores = queries @ keys.T  # omega, (num_tokens, num_tokens)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (num_tokens, num_tokens)
+        context_vec = attn_weights @ values  # (num_tokens, d_out)
+        return AttentionSteps(queries, keys, values, attn_scores, attn_weights, attn_weights, context_vec, context_vec)
 
 
 class SelfAttention_v2(nn.Module):  # noqa: N801 (the book's name)
@@ -158,28 +92,29 @@ class SelfAttention_v2(nn.Module):  # noqa: N801 (the book's name)
     add a bias (``qkv_bias``). ``load_v2_weights_into_v1`` shows that the two
     compute the same thing.
 
-    Shapes: x (num_tokens, d_in) or (b, num_tokens, d_in) → (..., num_tokens, d_out).
+    Shapes: x (num_tokens, d_in) → (num_tokens, d_out), one sentence as in the book.
     """
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False):
         super().__init__()
-        check_size("d_in", d_in)
-        check_size("d_out", d_out)
+        check_sizes(d_in, d_out)
         self.d_in, self.d_out = d_in, d_out
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.forward_steps(x)
+        return self.steps(x).output
 
-    def forward_steps(self, x, *, training=False, generator=None, record=None):
-        """The forward pass; ``trace`` calls it with a ``record`` to keep every step."""
+    def steps(self, x: torch.Tensor) -> AttentionSteps:
         check_batch(x, self.d_in, batched=False)
-        keys = self.W_key(x)  # (..., num_tokens, d_out)
-        queries = self.W_query(x)  # (..., num_tokens, d_out)
-        values = self.W_value(x)  # (..., num_tokens, d_out)
-        return attend(queries, keys, values, record=record)  # (..., num_tokens, d_out)
+        keys = self.W_key(x)  # New: nn.Linear, (num_tokens, d_out)
+        queries = self.W_query(x)  # New, (num_tokens, d_out)
+        values = self.W_value(x)  # New, (num_tokens, d_out)
+        attn_scores = queries @ keys.T  # (num_tokens, num_tokens)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (num_tokens, num_tokens)
+        context_vec = attn_weights @ values  # (num_tokens, d_out)
+        return AttentionSteps(queries, keys, values, attn_scores, attn_weights, attn_weights, context_vec, context_vec)
 
 
 def load_v2_weights_into_v1(sa_v1: SelfAttention_v1, sa_v2: SelfAttention_v2) -> SelfAttention_v1:

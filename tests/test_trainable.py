@@ -13,8 +13,6 @@ from attention import (
     BOOK_INPUTS,
     SelfAttention_v1,
     SelfAttention_v2,
-    attend,
-    causal_mask,
     load_v2_weights_into_v1,
     scaling_lab,
     trace,
@@ -73,12 +71,11 @@ def test_book_v2_context_vectors():
     num_tokens=st.integers(1, 6),
     d_in=st.integers(1, 5),
     d_out=st.integers(1, 5),
-    batched=st.booleans(),
 )
-def test_v2_weights_in_v1_give_the_same_output(seed, num_tokens, d_in, d_out, batched):
+def test_v2_weights_in_v1_give_the_same_output(seed, num_tokens, d_in, d_out):
     torch.manual_seed(seed)
     sa_v1, sa_v2 = SelfAttention_v1(d_in, d_out), SelfAttention_v2(d_in, d_out)
-    x = random_tensor(seed, 2, num_tokens, d_in) if batched else random_tensor(seed, num_tokens, d_in)
+    x = random_tensor(seed, num_tokens, d_in)
 
     assert load_v2_weights_into_v1(sa_v1, sa_v2) is sa_v1
     assert torch.allclose(sa_v1(x), sa_v2(x), atol=1e-6)
@@ -117,27 +114,37 @@ def test_scores_are_scaled_by_one_over_sqrt_head_dim(cls):
 @given(
     seed=st.integers(0, 2**32),
     num_tokens=st.integers(1, 6),
-    head_dim=st.integers(1, 6),
-    num_heads=st.integers(1, 3),
-    causal=st.booleans(),
+    d_out=st.integers(1, 6),
+    cls=st.sampled_from([SelfAttention_v1, SelfAttention_v2]),
 )
-def test_attend_equals_torch_scaled_dot_product_attention(seed, num_tokens, head_dim, num_heads, causal):
-    queries, keys, values = random_tensor(seed, 3, 2, num_heads, num_tokens, head_dim).unbind(0)  # (2, h, T, hd)
-    mask = causal_mask(num_tokens) if causal else None
+def test_steps_equal_torch_scaled_dot_product_attention(seed, num_tokens, d_out, cls):
+    torch.manual_seed(seed)
+    module = cls(3, d_out)
+    x = random_tensor(seed, num_tokens, 3)
 
-    expected = F.scaled_dot_product_attention(queries, keys, values, is_causal=causal)  # (2, h, T, hd)
+    with torch.no_grad():
+        steps = module.steps(x)
+        expected = F.scaled_dot_product_attention(steps.queries, steps.keys, steps.values)  # (num_tokens, d_out)
 
-    assert torch.allclose(attend(queries, keys, values, mask=mask), expected, atol=1e-5)
+    assert torch.allclose(steps.context_vec, expected, atol=1e-5)
+    assert torch.equal(module(x), steps.output)
 
 
-def test_attend_records_each_named_step():
-    queries, keys, values = random_tensor(0, 3, 4, 2).unbind(0)  # (4, 2) each
-    record = {}
-    context = attend(queries, keys, values, record=record)
+@pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
+def test_steps_are_named_as_in_the_book(cls):
+    torch.manual_seed(123)
+    steps = cls(3, 2).steps(BOOK_INPUTS)
 
-    assert torch.equal(record["head_context"], context)
-    assert torch.allclose(record["attn_scores"], queries @ keys.T)
-    assert record["mask"] is None and record["dropout_mask"] is None
+    assert torch.equal(steps.attn_scores, steps.queries @ steps.keys.T)
+    assert torch.equal(steps.attn_weights, torch.softmax(steps.attn_scores / 2**0.5, dim=-1))
+    assert steps.dropped_weights is steps.attn_weights  # no dropout before the causal stage
+    assert steps.output is steps.context_vec
+
+
+@pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
+def test_a_batch_is_a_clear_error_as_the_book_takes_one_sentence(cls):
+    with pytest.raises(ValueError, match="one sentence at a time"):
+        cls(3, 2)(torch.stack([BOOK_INPUTS, BOOK_INPUTS]))
 
 
 @pytest.fixture(scope="module")
