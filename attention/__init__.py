@@ -14,6 +14,7 @@ Read the modules in this order; each adds a few lines to the one before:
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
+``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server.
 
@@ -39,6 +40,7 @@ from .bahdanau import (
     self_attention_contrast,
     seq2seq_weights,
 )
+from .book import BookValues, book_values
 from .causal import (
     CausalAttention,
     MaskingComparison,
@@ -87,6 +89,7 @@ __all__ = [
     "IMPLEMENTATIONS",
     "UNTRAINED_NOTE",
     "AttentionSteps",
+    "BookValues",
     "CausalAttention",
     "DropoutAverage",
     "DropoutDraw",
@@ -109,6 +112,7 @@ __all__ = [
     "additive_scores",
     "apply_dropout",
     "attention_loop",
+    "book_values",
     "build",
     "causal_mask",
     "compare_masking",
