@@ -16,7 +16,8 @@ Read the modules in this order; each adds a few lines to the one before:
 
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
-``torch.manual_seed`` made safe for a server.
+``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
+mistakes (one changed line each) beside the right code and measures them.
 
 Example, reproducing the chapter's last printed output::
 
@@ -52,6 +53,7 @@ from .causal import (
 from .dropout import DropoutAverage, DropoutDraw, apply_dropout, dropout_average, dropout_keep_mask
 from .embeddings import BOOK_INPUTS, BOOK_SENTENCE, BOOK_TOKENS, embed_tokens, token_vector
 from .fast import fast_multihead
+from .mistakes import MISTAKES, Measure, Mistake, MistakeRun, SaturationCurve, run_mistake
 from .multihead import (
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
@@ -87,6 +89,7 @@ __all__ = [
     "BOOK_SENTENCE",
     "BOOK_TOKENS",
     "IMPLEMENTATIONS",
+    "MISTAKES",
     "UNTRAINED_NOTE",
     "AttentionSteps",
     "BookValues",
@@ -95,9 +98,13 @@ __all__ = [
     "DropoutDraw",
     "GRUWeights",
     "MaskingComparison",
+    "Measure",
+    "Mistake",
+    "MistakeRun",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "NormalizationComparison",
+    "SaturationCurve",
     "ScalingLab",
     "SelfAttentionContrast",
     "SelfAttention_v1",
@@ -134,6 +141,7 @@ __all__ = [
     "multihead_from_wrapper",
     "normalize_by_sum",
     "overflow_demo",
+    "run_mistake",
     "scaling_lab",
     "self_attention_contrast",
     "seq2seq_weights",
