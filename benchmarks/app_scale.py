@@ -7,53 +7,24 @@ Usage (the command behind the "App at scale" section of BENCHMARKS.md)::
     python benchmarks/app_scale.py profile --page multihead --step 1 --size 1024   # where a rerun's time goes
     python benchmarks/app_scale.py report                        # the tables again, from the saved results
 
-What it measures (results in ``artifacts/app_scale/results.json``, tables in BENCHMARKS.md):
+What it measures (results in ``artifacts/app_scale/results.json``; tables between markers in
+BENCHMARKS.md's "App at scale" section, which describes the method in full):
 
-1. **Server time of a rerun after a sentence change**, for every page, every step and
-   T = 6, 64, 256, 1,024 GPT-2 tokens. A fresh session opens the page from a link
-   (``?input=text&text=<T tokens>&step=k``); then the sidebar's sentence is replaced by a new
-   sentence of the same T (``repeats`` times, each one new, so every cache misses) and the
-   run is timed *inside the server*: the app runs under a small launcher (this file's
-   ``_serve`` mode, ``streamlit run`` in-process) that times ``ScriptRunner._run_script`` up
-   to ``_on_script_finished``, i.e. the script's run without the post-run garbage collection.
-   The protocol client's send → ``script_finished`` latency (``benchmarks/load.py``'s
-   ``Student``; client and server on one machine) and the server process's CPU time per
-   rerun are recorded next to it. Streamlit sends ``script_finished`` and then runs
-   ``gc.collect(2)`` (``runner.postScriptGC``) holding the GIL, so the client sees the end of
-   the run only after that collection: the report gives the ratio both without it (the
-   script) and with it (the whole rerun).
-2. **The bare page**, in the same run: a second server runs a generated app (``BARE_APP``) with
-   *the same widgets* as the explorer and nothing else: ``st.navigation`` over one page; in the
-   sidebar the presenter toggle, the share-link slot, the Input radio, the Sentence box, the six
-   number inputs in two columns (d_in, d_out, num_heads, context_length, dropout p, seed), the
-   training toggle and the figure-format control, with the same keys and ``on_change``
-   callbacks; above 48 tokens the token-window slider with the same range (the sentence is
-   tokenized with tiktoken's ``r50k_base`` to size it); on the page the title and the
-   stepper's widgets (Previous and Next with shortcuts, the two off-screen clicker buttons, the
-   step label and progress bar); the "Copy link to this view" popover and the URL sync. It
-   imports Streamlit and tiktoken only (no torch, pandas or plotly), so it is the floor
-   Streamlit itself sets for these widgets. A third server runs ``SHELL_APP``: the explorer's
-   entry script exactly (``explorer.state.sidebar``, ``ui.token_window_control``, which
-   tokenizes *and embeds* the sentence, ``ui.begin_run``, ``ui.step_exports``,
-   ``state.share_link``, ``state.sync_url``) around an empty page with the same title and
-   stepper: its cost over the bare page is the explorer's shell and imported heap (the
-   post-run garbage collection scans torch's, plotly's and pandas' objects), and a page's cost
-   over the shell is its own content. Bare and shell sessions are timed before every page, so
-   they see the same machine load; a page's ratio uses the median of the bare sessions timed
-   so far at the same T.
-3. **Bytes sent to the browser per rerun**: the sum of the websocket messages of that rerun
-   (protobuf payloads; ``server.enableWebsocketCompression`` is off by default, so this is
-   what goes on the wire, less framing).
-4. **Enter to painted, in Chromium**: on each page's heaviest step (most bytes at the largest
-   T measured among the steps that draw a chart, or ``--browser-steps``) at T = 64 and 1,024,
-   the sentence is typed into the sidebar and Enter pressed; the time runs from the ``keydown``
-   of Enter (page clock) to the frame after the last mutation inside any ``.js-plotly-plot``, once the run has finished,
-   nothing is stale, every heatmap has its image (the browser tests' ``SETTLED``) and no plot
-   has changed for ``QUIET_MS``.
-5. **Cold start**: from launching ``streamlit run streamlit_app.py`` to the first heatmap
-   painted in Chromium (already running), on ``/`` and on ``/tokens?step=2``; and
-   ``python -X importtime -c "import attention"``'s largest costs, and the time to import
-   ``explorer.compute``.
+1. **Server time of a rerun after a sentence change**, every page and step, T = 6, 64, 256, 1,024
+   GPT-2 tokens: a fresh session opens the page from a link, then the sidebar's sentence is
+   replaced by new sentences of the same T (every cache misses). ``serve.py --timings`` times
+   ``ScriptRunner._run_script`` inside the server, with and without the post-run
+   ``gc.collect(2)``; the protocol client is ``load.py``'s ``Student``.
+2. **The bare page** (``BARE_APP``: the explorer's widgets, Streamlit and tiktoken only) and
+   **the shell** (``SHELL_APP``: the explorer's entry script around an empty page), timed before
+   every page in the same run; a page's ratio uses the median of the bare sessions so far at that T.
+3. **Bytes sent to the browser per rerun**: the rerun's websocket payloads.
+4. **Enter to painted, in Chromium**, on each page's heaviest step (most bytes at the largest T
+   among the steps that draw a chart, or ``--browser-steps``) at T = 64 and 1,024: from the
+   ``keydown`` of Enter to the frame after the last change inside any plot, once the page has
+   settled (``launch.SETTLED``) and no plot has changed for ``QUIET_MS``.
+5. **Cold start**: ``streamlit run streamlit_app.py`` launched until the first heatmap is painted
+   in an already running Chromium; and ``python -X importtime -c "import attention"``.
 
 The load average is recorded at every timed run; other developers share this machine.
 """
@@ -63,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import cProfile
 import io
 import json
 import os
@@ -75,7 +45,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -88,22 +57,15 @@ if str(ROOT) not in sys.path:
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import load  # noqa: E402
+from load import WORDS, Student, replace_block  # noqa: E402
+
+from benchmarks.launch import CHROMIUM, SETTLED, TIKTOKEN_CACHE, VIEWPORT, AppServer, launch_chromium  # noqa: E402
+
 ARTIFACTS = ROOT / "artifacts" / "app_scale"
 RESULTS = ARTIFACTS / "results.json"
 MARKDOWN = ROOT / "BENCHMARKS.md"
-SECTION_START, SECTION_END = "<!-- app-scale:start -->", "<!-- app-scale:end -->"
 TABLES_START, TABLES_END = "<!-- app-scale:tables:start -->", "<!-- app-scale:tables:end -->"
-TIKTOKEN_CACHE = Path("/work/shared/tiktoken_cache")
-CHROMIUM = "/usr/lib/chromium/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-VIEWPORT = {"width": 1280, "height": 720}
 SIZES = (6, 64, 256, 1024)
 BROWSER_SIZES = (64, 1024)
 MAX_URL_TEXT_CHARS = 2_000  # explorer.settings: longer link texts are cut (with a notice)
@@ -111,80 +73,6 @@ BYTES_GOAL = 2 * 10**6
 GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
 QUIET_MS = 800  # the browser measurement ends once no plot has changed for this long
 PAGE_ALIASES = {"default": "", "why_attention": "", "": ""}
-
-
-# ------------------------------------------------------------------------------------------ the launcher
-#
-# ``python benchmarks/app_scale.py _serve --timings PATH [--profile PATH] -- run APP.py --server.port ...``
-# runs Streamlit's own command line in this process (as benchmarks/serve.py does) and appends one JSON line
-# per script run to PATH: the wall and thread-CPU time from the start of ``ScriptRunner._run_script`` to its
-# ``_on_script_finished`` (the page's run; reruns the script asks for, such as ``ensure_entrypoint``'s, are
-# included), and the time after it (the post-run ``gc.collect(2)``).
-
-
-def _serve(argv: list[str]) -> None:
-    split = argv.index("--")
-    options, streamlit_args = argv[:split], argv[split + 1 :]
-    timings = options[options.index("--timings") + 1]
-    profile_path = options[options.index("--profile") + 1] if "--profile" in options else None
-
-    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
-    from streamlit.web import cli
-
-    original_run, original_finished = ScriptRunner._run_script, ScriptRunner._on_script_finished
-    local = threading.local()
-    lock = threading.Lock()
-    profiler = cProfile.Profile() if profile_path else None
-
-    def on_script_finished(self, *args, **kwargs):
-        local.finished = (time.perf_counter(), time.thread_time())
-        return original_finished(self, *args, **kwargs)
-
-    def run_script(self, rerun_data):
-        local.finished = None
-        start, cpu = time.perf_counter(), time.thread_time()
-        if profiler is not None:
-            profiler.enable()
-        try:
-            return original_run(self, rerun_data)
-        finally:
-            if profiler is not None:
-                profiler.disable()
-            end, end_cpu = time.perf_counter(), time.thread_time()
-            finished, finished_cpu = local.finished or (end, end_cpu)
-            line = {
-                "session": getattr(self, "_session_id", ""),
-                "script_s": finished - start,
-                "script_cpu_s": finished_cpu - cpu,
-                "after_s": end - finished,
-                "total_s": end - start,
-            }
-            with lock, open(timings, "a") as f:
-                f.write(json.dumps(line) + "\n")
-
-    ScriptRunner._run_script = run_script
-    ScriptRunner._on_script_finished = on_script_finished
-    if "--freeze" in options:  # the gc.freeze() experiment: the heavy imports out of every collection's way
-        import gc
-
-        import pandas  # noqa: F401
-        import plotly.graph_objects  # noqa: F401
-
-        import explorer.compute
-        import explorer.figures
-        import explorer.ui  # noqa: F401
-
-        gc.collect()
-        gc.freeze()
-    if profiler is not None:
-
-        def dump(signum=None, frame=None) -> None:
-            profiler.dump_stats(profile_path)
-            profiler.clear()
-
-        signal.signal(signal.SIGUSR2, dump)
-    sys.argv = ["streamlit", *streamlit_args]
-    cli.main(prog_name="streamlit")
 
 
 # ------------------------------------------------------------------------------------------ the bare page
@@ -360,156 +248,36 @@ def write_apps(folder: Path) -> tuple[Path, Path]:
     return bare, shell
 
 
-# ------------------------------------------------------------------------------------------ machine, load
+# ------------------------------------------------------------------------------------------ machine, servers
 
 
 def loadavg() -> tuple[float, float, float]:
-    with open("/proc/loadavg") as f:
-        one, five, fifteen = (float(v) for v in f.read().split()[:3])
-    return one, five, fifteen
+    return os.getloadavg()
 
 
 def machine() -> dict:
-    model = ""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        found = re.search(r"Model name:\s*(.+)", out)
-        model = found.group(1).strip() if found else ""
-    with open("/proc/meminfo") as f:
-        mem_kib = int(f.readline().split()[1])
-    import platform
-
     import plotly
-    import streamlit
-    import torch
 
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "ram_gib": round(mem_kib / 2**20, 1),
-        "python": platform.python_version(),
-        "streamlit": streamlit.__version__,
-        "plotly": plotly.__version__,
-        "torch": torch.__version__,
-        "chromium": _chromium_version(),
-    }
-
-
-def _chromium_version() -> str:
+    chromium = ""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        return subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
-    return ""
+        chromium = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
+    return {**load.machine(), "plotly": plotly.__version__, "chromium": chromium}
 
 
-def server_env() -> dict:
-    env = dict(os.environ)
-    if "TIKTOKEN_CACHE_DIR" not in env and TIKTOKEN_CACHE.is_dir():
-        env["TIKTOKEN_CACHE_DIR"] = str(TIKTOKEN_CACHE)
-    env.pop("STREAMLIT_SERVER_PORT", None)
-    return env
+class TimedServer(AppServer):
+    """``streamlit run SCRIPT`` under ``serve.py --timings``, which times every script run."""
 
-
-# ------------------------------------------------------------------------------------------ servers
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def streamlit_args(script: str, port: int) -> list[str]:
-    return [
-        "run",
-        script,
-        "--server.headless",
-        "true",
-        "--server.address",
-        "127.0.0.1",
-        "--server.port",
-        str(port),
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-
-
-def wait_healthy(base: str, proc: subprocess.Popen, log: Path, timeout: float = 180.0, every: float = 0.3) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}; see {log}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(base + "/_stcore/health", timeout=2) as r:
-            if r.status == 200:
-                return
-        time.sleep(every)
-    raise RuntimeError(f"server did not answer /_stcore/health in {timeout:.0f} s; see {log}")
-
-
-def stop_process(proc: subprocess.Popen | None) -> None:
-    """Stop a server this script started (its own process group)."""
-    if proc is None or proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(20)
-
-
-class TimedServer:
-    """``streamlit run SCRIPT`` under this file's ``_serve`` launcher, which times every script run."""
-
-    def __init__(
-        self,
-        script: str,
-        name: str,
-        profile: Path | None = None,
-        extra: list[str] | None = None,
-        freeze: bool = False,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        self.env = env or {}
-        self.script = script
-        self.extra = extra or []
-        self.freeze = freeze
+    def __init__(self, script: str, name: str, profile: Path | None = None) -> None:
         self.name = name
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.log = ARTIFACTS / f"{name}.log"
         self.timings = ARTIFACTS / f"{name}.timings.jsonl"
-        self.profile = profile
-        self.proc: subprocess.Popen | None = None
+        serve = ["--timings", str(self.timings), *(["--profile", str(profile)] if profile else [])]
+        super().__init__(script, log=ARTIFACTS / f"{name}.log", serve_options=serve)
         self.pages: list[tuple[str, str]] = []
 
-    def command(self) -> list[str]:
-        launcher = [sys.executable, str(Path(__file__).resolve()), "_serve", "--timings", str(self.timings)]
-        if self.profile:
-            launcher += ["--profile", str(self.profile)]
-        if self.freeze:
-            launcher.append("--freeze")
-        return [*launcher, "--", *streamlit_args(self.script, self.port), *self.extra]
-
-    def start(self) -> None:
+    def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
+        self.timings.parent.mkdir(parents=True, exist_ok=True)
         self.timings.write_text("")
-        with self.log.open("w") as log:
-            self.proc = subprocess.Popen(
-                self.command(),
-                cwd=ROOT,
-                env={**server_env(), **self.env},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_healthy(self.base, self.proc, self.log)
-
-    def stop(self) -> None:
-        stop_process(self.proc)
+        return super().start(timeout, every)
 
     def mark(self) -> int:
         with self.timings.open() as f:
@@ -529,16 +297,6 @@ class TimedServer:
             await asyncio.sleep(0.02)
         return None
 
-    def cpu_s(self) -> float:
-        ticks = os.sysconf("SC_CLK_TCK")
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / ticks
-
-    def log_problems(self) -> list[str]:
-        text = self.log.read_text(errors="replace").splitlines()
-        return [line[:200] for line in text if "Traceback" in line or " ERROR " in line or "Exception" in line]
-
 
 # ------------------------------------------------------------------------------------------ sentences
 
@@ -547,8 +305,6 @@ class Sentences:
     """New sentences of exactly T GPT-2 tokens (``attention.tokenize``), never the same one twice."""
 
     def __init__(self, seed: int = 7) -> None:
-        from load import WORDS
-
         import attention
 
         self.words = WORDS
@@ -580,32 +336,6 @@ def link_text(text: str) -> tuple[str, bool]:
 # ------------------------------------------------------------------------------------------ protocol phase
 
 
-_ELEMENTS = {"plotly_chart": 0}
-
-
-def count_charts() -> None:
-    """Count the plotly charts each run sends: wrap ``load.read_reply``, which ``Student`` calls per message."""
-    import load
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    if getattr(load.read_reply, "counts_charts", False):
-        return
-    original = load.read_reply
-
-    def read_reply(data: bytes):
-        reply = original(data)
-        if reply.kind == "delta":
-            msg = ForwardMsg.FromString(data)
-            if msg.delta.WhichOneof("type") == "new_element" and msg.delta.new_element.WhichOneof("type") == (
-                "plotly_chart"
-            ):
-                _ELEMENTS["plotly_chart"] += 1
-        return reply
-
-    read_reply.counts_charts = True
-    load.read_reply = read_reply
-
-
 def median(values) -> float:
     values = [v for v in values if v == v]
     return statistics.median(values) if values else float("nan")
@@ -613,8 +343,6 @@ def median(values) -> float:
 
 async def open_session(server: TimedServer, page: str, num_tokens: int, step: int, sentences: Sentences):
     """A fresh session on ``page`` at ``step`` opened from a link with a sentence of ``num_tokens`` tokens."""
-    from load import Student
-
     student = Student(server.base)
     await student.connect()
     shown, cut = link_text(sentences.make(num_tokens))
@@ -634,43 +362,25 @@ async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: in
     for _ in range(repeats):
         text = sentences.make(num_tokens)
         await asyncio.sleep(0.2)  # the previous run's post-run collection is over
-        mark, cpu0, load = server.mark(), server.cpu_s(), loadavg()[0]
-        _ELEMENTS["plotly_chart"] = 0
+        mark, load = server.mark(), loadavg()[0]
         run = await student.edit(text)
-        charts = _ELEMENTS["plotly_chart"]
-        timing = await server.timing_after(mark)
-        rows.append(
-            {
-                "client_s": run.latency,
-                "script_s": timing["script_s"] if timing else float("nan"),
-                "script_cpu_s": timing["script_cpu_s"] if timing else float("nan"),  # the script thread's CPU
-                "gc_s": timing["after_s"] if timing else float("nan"),
-                "total_s": timing["total_s"] if timing else float("nan"),
-                "server_cpu_s": server.cpu_s() - cpu0,
-                "bytes": run.bytes,
-                "messages": run.messages,
-                "charts": charts,
-                "load": load,
-                "error": run.error,
-                "warnings": run.warnings[:3],
-            }
-        )
+        timing = await server.timing_after(mark) or dict.fromkeys(("script_s", "after_s", "total_s"), float("nan"))
+        seconds = {
+            "script": timing["script_s"],
+            "client": run.latency,
+            "gc": timing["after_s"],
+            "total": timing["total_s"],
+        }
+        rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
     ok = [r for r in rows if not r["error"]]
     return {
-        "script_ms": median(1000 * r["script_s"] for r in ok),
-        "client_ms": median(1000 * r["client_s"] for r in ok),
-        "script_cpu_ms": median(1000 * r["script_cpu_s"] for r in ok),
-        "cpu_ms": median(1000 * r["server_cpu_s"] for r in ok),
-        "gc_ms": median(1000 * r["gc_s"] for r in ok),
-        "total_ms": median(1000 * r["total_s"] for r in ok),
+        **{f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")},
         "bytes": median(r["bytes"] for r in ok),
         "bytes_max": max((r["bytes"] for r in ok), default=float("nan")),
-        "messages": median(r["messages"] for r in ok),
         "charts": max((r["charts"] for r in rows), default=0),
         "load": [r["load"] for r in rows],
         "errors": [r["error"] for r in rows if r["error"]],
-        "warnings": sorted({w for r in rows for w in r["warnings"]}),
-        "samples_ms": [round(1000 * r["script_s"], 1) for r in rows],
+        "samples_ms": [round(1000 * r["script"], 1) for r in rows],
     }
 
 
@@ -700,7 +410,6 @@ async def warm_up(app: TimedServer, baselines: dict, pages: list[str], sentences
 
 
 async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str], results: dict) -> None:
-    count_charts()
     sentences = Sentences(seed=args.seed)
     started = time.time()
     print(f"warming up (load {loadavg()[0]:.2f})", flush=True)
@@ -715,9 +424,7 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
             for step in [s for s in wanted if 1 <= s <= steps[page]]:
                 row = await measure(app, page, step, num_tokens, args.repeats, sentences)
                 bare_ms = median(r["script_ms"] for r in baseline["bare"])
-                shell_ms = median(r["script_ms"] for r in baseline["shell"])
                 bare_total = median(r["total_ms"] for r in baseline["bare"])
-                bare_client = median(r["client_ms"] for r in baseline["bare"])
                 row.update(
                     page=page,
                     title=titles.get(page, page),
@@ -725,13 +432,8 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
                     steps=steps[page],
                     T=num_tokens,
                     bare_ms=bare_ms,
-                    shell_ms=shell_ms,
-                    bare_total_ms=bare_total,
-                    bare_client_ms=bare_client,
                     ratio=row["script_ms"] / bare_ms,
-                    cpu_ratio=row["script_cpu_ms"] / median(r["script_cpu_ms"] for r in baseline["bare"]),
                     total_ratio=row["total_ms"] / bare_total,
-                    client_ratio=row["client_ms"] / bare_client,
                     when=time.strftime("%Y-%m-%d %H:%M"),
                 )
                 results["server"][f"{page}|{step}|{num_tokens}"] = row
@@ -746,20 +448,8 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
             results["baseline"][f"{name}|{num_tokens}"] = {
                 "name": name,
                 "T": num_tokens,
-                "script_ms": median(r["script_ms"] for r in rows),
-                "script_ms_range": [
-                    min(r["script_ms"] for r in rows),
-                    max(r["script_ms"] for r in rows),
-                ],
-                "client_ms": median(r["client_ms"] for r in rows),
-                "script_cpu_ms": median(r["script_cpu_ms"] for r in rows),
-                "total_ms": median(r["total_ms"] for r in rows),
-                "gc_ms": median(r["gc_ms"] for r in rows),
-                "cpu_ms": median(r["cpu_ms"] for r in rows),
-                "bytes": median(r["bytes"] for r in rows),
+                **{key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")},
                 "load": [v for r in rows for v in r["load"]],
-                "samples": len(rows) * args.repeats,
-                "errors": [e for r in rows for e in r["errors"]],
             }
         print(
             f"  T={num_tokens:5d} bare {results['baseline'][f'bare|{num_tokens}']['script_ms']:.1f} ms, shell "
@@ -811,23 +501,6 @@ new MutationObserver((records) => {
   }
 }).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true});
 """
-
-SETTLED = """() => {
-  const app = document.querySelector('.stApp');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
-  if (document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]')) return false;
-  if (document.querySelector('[data-testid="stStatusWidget"] [data-testid="stSpinner"]')) return false;
-  const main = document.querySelector('[data-testid="stMain"]');
-  if (!main || !main.querySelector('[data-testid="stHeading"], [data-testid="stAlert"]')) return false;
-  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
-    if (!plot._fullData || !plot._fullLayout || !plot.querySelector('.main-svg')) return false;
-    const heatmaps = plot._fullData.filter((t) => t.type === 'heatmap' && t.visible === true).length;
-    const images = [...plot.querySelectorAll('.hm image')];
-    if (images.filter((i) => (i.getAttribute('href') || '').startsWith('data:image/')).length < heatmaps) return false;
-  }
-  return true;
-}"""
 
 FIRST_HEATMAP = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
@@ -927,7 +600,7 @@ def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> No
             forced[PAGE_ALIASES.get(name, name)] = int(step)
     chosen = heaviest_steps(results, pages, forced)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         try:
             for page in pages:
                 for num_tokens in args.browser_sizes:
@@ -974,28 +647,14 @@ def cold_start_phase(args, results: dict) -> None:
     targets = [("", ""), ("tokens", "step=2")]
     rows = {}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         try:
             for path, query in targets:
                 samples = []
                 for _ in range(args.cold_repeats):
-                    port = free_port()
-                    base = f"http://127.0.0.1:{port}"
-                    log = ARTIFACTS / "cold.log"
-                    load = loadavg()[0]
-                    command = [sys.executable, "-m", "streamlit", *streamlit_args("streamlit_app.py", port)]
-                    with log.open("w") as out:
-                        t0 = time.perf_counter()
-                        proc = subprocess.Popen(
-                            command,
-                            cwd=ROOT,
-                            env=server_env(),
-                            stdout=out,
-                            stderr=subprocess.STDOUT,
-                            start_new_session=True,
-                        )
-                    try:
-                        wait_healthy(base, proc, log, every=0.05)
+                    load, server = loadavg()[0], AppServer(log=ARTIFACTS / "cold.log")
+                    t0 = time.perf_counter()
+                    with server as base:
                         healthy = time.perf_counter() - t0
                         context = browser.new_context(viewport=VIEWPORT)
                         context.set_default_timeout(300_000)
@@ -1004,8 +663,6 @@ def cold_start_phase(args, results: dict) -> None:
                         page.wait_for_function(f"() => ({FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
                         painted = time.perf_counter() - t0
                         context.close()
-                    finally:
-                        stop_process(proc)
                     samples.append({"healthy_s": healthy, "painted_s": painted, "load": load})
                     print(
                         f"  cold start /{path}{'?' + query if query else ''}: healthy {healthy:.1f} s, "
@@ -1025,7 +682,7 @@ def cold_start_phase(args, results: dict) -> None:
 
 def import_phase(results: dict, repeats: int = 3) -> None:
     """``python -X importtime -c "import attention"`` (largest costs) and the time to import explorer.compute."""
-    env = server_env()
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))}
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import attention"],
         cwd=ROOT,
@@ -1386,33 +1043,6 @@ def verdicts(results: dict) -> list[str]:
     return lines
 
 
-SECTION_TEMPLATE = f"""{SECTION_START}
-## App at scale
-
-Generated by `benchmarks/app_scale.py` (see its docstring for the method); the tables between the markers
-below are rewritten on every run, the text around them is not.
-
-{TABLES_START}
-{TABLES_END}
-{SECTION_END}
-"""
-
-
-def update_markdown(path: Path, tables: str) -> None:
-    """Fill this section's generated block in ``path``, creating the file or the section if missing."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if SECTION_START not in text:
-        text = text.rstrip("\n") + "\n\n" + SECTION_TEMPLATE
-    head, rest = text.split(SECTION_START, 1)
-    section, tail = rest.split(SECTION_END, 1)
-    if TABLES_START not in section:
-        section = section.rstrip("\n") + f"\n\n{TABLES_START}\n{TABLES_END}\n"
-    before, after = section.split(TABLES_START, 1)
-    _, after = after.split(TABLES_END, 1)
-    section = f"{before}{TABLES_START}\n{tables}\n{TABLES_END}{after}"
-    path.write_text(f"{head}{SECTION_START}{section}{SECTION_END}{tail}")
-
-
 # ------------------------------------------------------------------------------------------ profile
 
 
@@ -1420,9 +1050,7 @@ async def profile_run(args) -> None:
     """One page, step and T under cProfile: open, warm up, then ``repeats`` timed sentence changes."""
     page = PAGE_ALIASES.get(args.page, args.page)
     stats_path = ARTIFACTS / f"profile-{page or 'default'}-{args.step}-{args.size}.pstats"
-    extra = args.server_args.split() if args.server_args else []
-    env = dict(item.split("=", 1) for item in args.server_env.split(",")) if args.server_env else {}
-    server = TimedServer("streamlit_app.py", "profile", profile=stats_path, extra=extra, freeze=args.freeze, env=env)
+    server = TimedServer("streamlit_app.py", "profile", profile=stats_path)
     server.start()
     try:
         sentences = Sentences(seed=args.seed + 2)
@@ -1468,8 +1096,6 @@ def save_results(results: dict) -> None:
 def run_all(args) -> None:
     results = {"server": {}, "baseline": {}, "browser": {}} if args.fresh else load_results(Path(args.results))
     results["path"] = args.results
-    frozen = " (app and shell: gc.freeze() after imports)" if args.freeze else ""
-    results["server_args"] = " ".join(filter(None, [args.server_args, args.server_env])) + frozen
     results["machine"] = machine()
     results.setdefault("phases", {})
     command = " ".join(["python", "benchmarks/app_scale.py", *sys.argv[1:]])
@@ -1484,13 +1110,11 @@ def run_all(args) -> None:
 
     print(f"machine: {results['machine']}", flush=True)
     wanted = [PAGE_ALIASES.get(p, p) for p in args.pages.split(",")] if args.pages else None
-    extra = args.server_args.split() if args.server_args else []
-    env = dict(item.split("=", 1) for item in args.server_env.split(",")) if args.server_env else {}
-    app = TimedServer("streamlit_app.py", "app", extra=extra, freeze=args.freeze, env=env)
+    app = TimedServer("streamlit_app.py", "app")
     bare_path, shell_path = write_apps(Path(tempfile.mkdtemp(prefix="app_scale_")))
-    baselines = {  # the bare page is never frozen: it is Streamlit's floor
-        "bare": TimedServer(str(bare_path), "bare", extra=extra, env=env),
-        "shell": TimedServer(str(shell_path), "shell", extra=extra, freeze=args.freeze, env=env),
+    baselines = {
+        "bare": TimedServer(str(bare_path), "bare"),
+        "shell": TimedServer(str(shell_path), "shell"),
     }
     try:
         if not args.no_server or not args.no_browser:
@@ -1521,8 +1145,6 @@ def run_all(args) -> None:
 
 
 async def discover_pages(app: TimedServer) -> list[str]:
-    from load import Student
-
     student = Student(app.base)
     await student.connect()
     await student.open("", {})
@@ -1535,14 +1157,11 @@ def finish(results: dict, args) -> None:
     tables = report(results)
     print(tables)
     if not args.no_markdown:
-        update_markdown(Path(args.markdown), tables)
+        replace_block(args.markdown, TABLES_START, TABLES_END, tables)
         print(f"updated {args.markdown}")
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["_serve"]:
-        _serve(argv[1:])
-        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="run", choices=("run", "report", "profile"))
     parser.add_argument("--pages", help="comma-separated URL paths (default/why_attention for the first page)")
@@ -1558,13 +1177,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cold-repeats", type=int, default=3)
     parser.add_argument("--fresh", action="store_true", help="forget earlier results instead of updating them")
     parser.add_argument("--results", default=str(RESULTS), help="JSON file of results (updated, not replaced)")
-    parser.add_argument(
-        "--server-args", help="extra Streamlit options for every server, e.g. '--runner.postScriptGC false'"
-    )
-    parser.add_argument(
-        "--freeze", action="store_true", help="experiment: gc.freeze() after the app's imports, before Streamlit starts"
-    )
-    parser.add_argument("--server-env", help="environment for every server, KEY=VALUE,...: 'OMP_NUM_THREADS=1'")
     parser.add_argument("--markdown", default=str(MARKDOWN))
     parser.add_argument("--no-markdown", action="store_true")
     parser.add_argument("--seed", type=int, default=7)

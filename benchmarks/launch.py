@@ -33,6 +33,25 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 VIEWPORT = {"width": 1280, "height": 720}
+# A JavaScript predicate for page.wait_for_function: the run has finished, nothing is stale, and every plot has
+# drawn, each heatmap with its image (or the page shows an exception, which the caller then reports).
+SETTLED = """() => {
+  const app = document.querySelector('.stApp');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
+  if (document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]')) return false;
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!main) return false;
+  if (document.querySelector('[data-testid="stException"]')) return true;
+  if (!main.querySelector('[data-testid="stHeading"], [data-testid="stAlert"]')) return false;
+  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
+    if (!plot._fullData || !plot._fullLayout || !plot.querySelector('.main-svg')) return false;
+    const heatmaps = plot._fullData.filter((t) => t.type === 'heatmap' && t.visible === true).length;
+    const images = [...plot.querySelectorAll('.hm image')];
+    if (images.filter((i) => (i.getAttribute('href') || '').startsWith('data:image/')).length < heatmaps) return false;
+  }
+  return true;
+}"""
 
 
 def free_port() -> int:

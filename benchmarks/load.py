@@ -157,6 +157,7 @@ class Reply:
     warning: str | None = None
     notice: str | None = None  # an info box (the app's "this value was changed" notices)
     markdown: str | None = None
+    chart: bool = False  # a new plotly chart
     cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
 
 
@@ -195,6 +196,8 @@ def read_reply(data: bytes) -> Reply:
             reply.notice = element.alert.body[:160]
         elif etype == "markdown":
             reply.markdown = element.markdown.body
+        elif etype == "plotly_chart":
+            reply.chart = True
         elif etype in ("text_input", "number_input"):
             widget = getattr(element, etype)
             value = widget.value if widget.HasField("value") else None
@@ -215,6 +218,7 @@ class Run:
     notices: list[str] = field(default_factory=list)
     messages: int = 0
     bytes: int = 0
+    charts: int = 0
 
     @property
     def done(self) -> float:
@@ -282,6 +286,7 @@ class Student:
                 reply = read_reply(data)
                 run.messages += 1
                 run.bytes += len(data)
+                run.charts += reply.chart
                 if reply.cache_hash:
                     self.cached[reply.cache_hash] = None
                     while len(self.cached) > MAX_CACHED_HASHES:
@@ -830,16 +835,16 @@ def report(results: list[dict]) -> str:
 BEGIN, END = "<!-- load-tables:begin -->", "<!-- load-tables:end -->"
 
 
-def update_markdown(path: str, tables: str) -> None:
-    """Replace the generated tables between the markers in ``path`` (the rest of the file is left alone)."""
+def replace_block(path: str, begin: str, end: str, text: str) -> None:
+    """Replace what lies between the markers ``begin`` and ``end`` in ``path``; the rest of the file stays."""
     with open(path) as f:
-        text = f.read()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{path} has no {BEGIN} ... {END} block to fill")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+        whole = f.read()
+    if begin not in whole or end not in whole:
+        raise SystemExit(f"{path} has no {begin} ... {end} block to fill")
+    head, rest = whole.split(begin, 1)
+    _, tail = rest.split(end, 1)
     with open(path, "w") as f:
-        f.write(f"{head}{BEGIN}\n{tables}\n{END}{tail}")
+        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
 def read_results(path: str) -> list[dict]:
@@ -851,7 +856,7 @@ async def amain(args) -> None:
     if args.scenario == "report":
         tables = report(read_results(args.results))
         if args.markdown:
-            update_markdown(args.markdown, tables)
+            replace_block(args.markdown, BEGIN, END, tables)
         print(tables)
         return
     modes = args.modes.split(",")
