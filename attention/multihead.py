@@ -66,8 +66,7 @@ class MultiHeadAttentionWrapper(nn.Module):
 
     def steps(self, x: torch.Tensor) -> WrapperSteps:
         head_steps = tuple(head.steps(x) for head in self.heads)  # one CausalAttention after another
-        context_vec = torch.cat([steps.output for steps in head_steps], dim=-1)  # (b, num_tokens, num_heads * d_out)
-        return WrapperSteps(head_steps, context_vec)
+        return WrapperSteps(head_steps, torch.cat([s.output for s in head_steps], dim=-1))  # (b, T, num_heads * d_out)
 
 
 class MultiHeadAttention(nn.Module):
