@@ -11,82 +11,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/lib/chromium/chromium"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium  # noqa: E402
+
 ROOT_PAGES = ("", "home", "why_attention")  # the navigation's default page has no path of its own
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def server(port: int):
-    env = dict(os.environ)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "streamlit_app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 def wait_for_app(page, timeout_ms: int = 120_000) -> None:
-    """Wait until the script run has finished and every plotly figure has painted."""
-    page.wait_for_selector("[data-testid='stMain']", timeout=timeout_ms)
-    page.wait_for_function(
-        """() => document.querySelector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]')
-              && !document.querySelector('[data-testid="stStatusWidget"]')
-              && !document.querySelector('[data-testid="stSkeleton"]')
-              && [...document.querySelectorAll('.js-plotly-plot')].every(p => p.querySelector('.main-svg'))""",
-        timeout=timeout_ms,
-        polling=250,
-    )
+    """Wait until the script run has finished and every plotly figure has painted, then a second more."""
+    page.wait_for_function(SETTLED, timeout=timeout_ms, polling=250)
     page.wait_for_timeout(1000)
 
 
@@ -102,10 +42,10 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        base = args.url or stack.enter_context(server(free_port()))
+        base = args.url or stack.enter_context(AppServer(log=ROOT / "artifacts" / "screens" / "server.log"))
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            browser = launch_chromium(playwright)
+            context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
             for name in args.pages:
                 for step in args.steps.split(","):

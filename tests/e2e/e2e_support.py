@@ -30,13 +30,13 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 import attention
+from benchmarks.launch import SETTLED, VIEWPORT  # one definition for the browser tests, benchmarks and scripts
 from explorer import figures
 
 CUT_SHORT = ForwardMsg.FINISHED_EARLY_FOR_RERUN  # a run interrupted by a newer rerun (fastReruns)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "e2e"
-VIEWPORT = {"width": 1280, "height": 720}
 TIMEOUT_MS = 180_000  # a page load can take 20+ s on a busy 2-core machine; a cold first load longer
 NEGATIVE_WAIT_MS = 1_500  # how long to watch for a rerun request that must not be sent
 
@@ -111,24 +111,6 @@ def is_harmless(text: str, url: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------- the page
-
-SETTLED = """() => {
-  const app = document.querySelector('.stApp');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
-  if (document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]')) return false;
-  const main = document.querySelector('[data-testid="stMain"]');
-  if (!main) return false;
-  if (document.querySelector('[data-testid="stException"]')) return true;  // assert_no_exception reports it
-  if (!main.querySelector('[data-testid="stHeading"], [data-testid="stAlert"]')) return false;
-  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
-    if (!plot._fullData || !plot._fullLayout || !plot.querySelector('.main-svg')) return false;
-    const heatmaps = plot._fullData.filter((t) => t.type === 'heatmap' && t.visible === true).length;
-    const images = [...plot.querySelectorAll('.hm image')];
-    if (images.filter((i) => (i.getAttribute('href') || '').startsWith('data:image/')).length < heatmaps) return false;
-  }
-  return true;
-}"""
 
 INJECTED = """() => {
   const found = [];
