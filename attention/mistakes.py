@@ -175,7 +175,8 @@ MISTAKES: dict[str, Mistake] = {
             "tril instead of triu",
             _MASK_LINE,
             _MASK_LINE.replace("triu", "tril"),
-            "torch.tril keeps the lower triangle, so the mask hides the past and shows the future.",
+            "tril(..., diagonal=1) marks the lower triangle, the diagonal and the next token: the mask hides the past "
+            "and shows what comes two places later.",
             replace(RIGHT, mask=mask_buffer_tril),
         ),
         Mistake(
@@ -200,7 +201,7 @@ MISTAKES: dict[str, Mistake] = {
             "Dividing by d_k instead of √d_k",
             _SOFTMAX_LINE,
             "attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)",
-            "Dividing by d_k shrinks the scores too far: every weight tends to 1/num_tokens, whatever the scores.",
+            "Dividing by d_k shrinks the scores too far: each row tends to equal weights, whatever the scores.",
             replace(RIGHT, weigh=weigh_divided_by_d_k),
         ),
         Mistake(
@@ -225,7 +226,8 @@ MISTAKES: dict[str, Mistake] = {
             "Masking after the softmax without renormalising",
             "attn_scores.masked_fill_(mask_bool, -torch.inf)\n" + _SOFTMAX_LINE,
             _SOFTMAX_LINE + "\nattn_weights.masked_fill_(mask_bool, 0)",
-            "The softmax already shared each row's weight with the future; zeroing it afterwards leaves rows below 1.",
+            "The softmax already shared each row's weight with the future; zeroing it afterwards leaves rows below 1, "
+            "and the later tokens' scores still shape every weight through the softmax's denominator.",
             replace(RIGHT, weigh=weigh_mask_after_softmax),
         ),
         Mistake(
@@ -233,7 +235,8 @@ MISTAKES: dict[str, Mistake] = {
             "Softmax over the wrong dimension",
             _SOFTMAX_LINE,
             _SOFTMAX_LINE.replace("dim=-1", "dim=-2"),
-            "dim=-2 normalises each key's column across queries, so a query's weights no longer sum to 1.",
+            "dim=-2 normalises each key's column across queries: a query's weights no longer sum to 1, and they "
+            "depend on the queries of later tokens.",
             replace(RIGHT, weigh=weigh_wrong_dim),
         ),
         Mistake(
@@ -268,6 +271,8 @@ def forward(
 
     ``keep`` is a dropout draw, (b, num_heads, num_tokens, num_tokens) with 1
     where a weight survives; without one there is no dropout (eval mode).
+
+    Shapes: x (b, num_tokens, d_in); see ``Forward``.
     """
     b, num_tokens, d_in = x.shape
     keys = steps.split(mha, mha.W_key(x))  # (b, num_heads, num_tokens, head_dim)
