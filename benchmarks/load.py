@@ -508,17 +508,15 @@ class Meter:
         rss = [s[1] for s in self.samples]
         gc = {}
         if self.gc0 and self.gc1:
-            for gen in ("0", "1", "2"):
-                a, b = self.gc0["generations"][gen], self.gc1["generations"][gen]
-                gc[f"gen{gen}_collections"] = b["collections"] - a["collections"]
-                gc[f"gen{gen}_seconds"] = b["seconds"] - a["seconds"]
-                gc[f"gen{gen}_cpu_seconds"] = b["cpu_seconds"] - a["cpu_seconds"]
-            gc["max_pause_s"] = self.gc1["generations"]["2"]["max_seconds"]
-            gc["tracked_objects"] = self.gc1["tracked"]
-            gc["frozen_objects"] = self.gc1["frozen"]
-            if runs:
-                gc["gc_ms_per_run"] = 1000 * sum(gc[f"gen{g}_seconds"] for g in "012") / runs
-                gc["gc_cpu_ms_per_run"] = 1000 * sum(gc[f"gen{g}_cpu_seconds"] for g in "012") / runs
+            generations = [(self.gc0["generations"][g], self.gc1["generations"][g]) for g in "012"]
+            gc = {
+                "collections": [b["collections"] - a["collections"] for a, b in generations],
+                "max_pause_s": self.gc1["generations"]["2"]["max_seconds"],
+                "tracked_objects": self.gc1["tracked"],
+                "frozen_objects": self.gc1["frozen"],
+            }
+            for key, field_name in (("gc_ms_per_run", "seconds"), ("gc_cpu_ms_per_run", "cpu_seconds")):
+                gc[key] = 1000 * sum(b[field_name] - a[field_name] for a, b in generations) / max(runs, 1)
         return {
             "elapsed_s": self.elapsed,
             "rss_start_mib": rss[0],
