@@ -1,6 +1,7 @@
 """Stage 8, trace: every intermediate of a forward pass for all five modules, shapes as documented,
 seeded dropout draws, reproducible ``build``, and the package's public names."""
 
+import concurrent.futures
 import contextlib
 import dataclasses
 
@@ -318,3 +319,29 @@ def test_every_public_name_is_importable():
     assert missing == []
     assert unexported == []
     assert broken == []
+
+
+def test_eval_trace_keeps_two_score_sized_tensors_and_derives_the_rest_on_use():
+    steps = trace(make("MultiHeadAttention"), random_tensor(3, 2, 5, 3))
+    stored = {name for name, value in vars(steps).items() if isinstance(value, torch.Tensor) and value.dim() == 4}
+
+    assert stored == {"queries", "keys", "values", "book_scores", "attn_weights", "dropped_weights"}
+    assert steps.dropped_weights is steps.attn_weights
+    assert torch.isneginf(steps.book_scores[..., causal_mask(5)]).all()  # the book's masked_fill_, in place
+    steps.scaled_scores  # noqa: B018 (derived on first use, then kept)
+    assert "scaled_scores" in vars(steps) and "attn_scores" in vars(steps)
+
+
+def test_a_shared_module_traced_in_both_modes_from_many_threads_gives_each_its_mode():
+    module = build(MultiHeadAttention, 1, 3, 4, 6, 0.5, num_heads=2)
+    expected = trace(module, BOOK_INPUTS).output
+
+    def traced(i: int) -> torch.Tensor:
+        return trace(module, BOOK_INPUTS, training=i % 2 == 1, seed=i).output
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        outputs = list(pool.map(traced, range(64)))
+
+    assert all(torch.equal(output, expected) for output in outputs[0::2])
+    assert not any(torch.equal(output, expected) for output in outputs[1::2])
+    assert not module.training
