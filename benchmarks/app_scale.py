@@ -776,6 +776,128 @@ def goal_for(num_tokens: int) -> float | None:
     return None
 
 
+def row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def flag(value: float, goal: float | None) -> str:
+    return "" if goal is None else (" ✅" if value <= goal else " ❌")
+
+
+def server_tables(results: dict, summary: list[dict]) -> list[str]:
+    """The tables of the server phase: time (× bare, then ms), the whole rerun, bytes, and every step."""
+    base, server = results["baseline"], results["server"]
+    sizes = sorted({s["T"] for s in summary})
+    pages = list(dict.fromkeys(s["page"] for s in summary))
+    found = {(s["page"], s["T"]): s for s in summary}
+    names = {"bare": "bare page", "shell": "shell"}
+    columns = [f"T = {t:,}" for t in sizes]
+    align = row("---", *("---:" for _ in sizes))
+
+    def loads(rows: list[dict]) -> str:
+        return _load([v for r in rows for v in r["load"]])
+
+    def per_page(cell, load: bool = False) -> list[str]:
+        """One row per page: ``cell(summary)`` at each T, and the load of its runs if asked."""
+        last = [loads([s for s in summary if s["page"] == p]) for p in pages] if load else [None] * len(pages)
+        cells = [[cell(found[p, t]) if (p, t) in found else "–" for t in sizes] for p in pages]
+        return [row(_page_name(p), *c, *filter(None, [x])) for p, c, x in zip(pages, cells, last, strict=True)]
+
+    def per_baseline(cell, labels=names, load: bool = False) -> list[str]:
+        """A row for the bare page and one for the shell: ``cell(baseline, T)`` at each T, and the load if asked."""
+        lines = []
+        for n in names:
+            found_rows = [base.get(f"{n}|{t}") for t in sizes]
+            cells = [cell(b, t) if b else "–" for b, t in zip(found_rows, sizes, strict=True)]
+            lines.append(row(labels[n], *cells, *([loads([b for b in found_rows if b])] if load else [])))
+        return lines
+
+    repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
+    counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
+    if len({tuple(n) for n in repeats.values()}) == 1:
+        counts = "/".join(map(str, next(iter(repeats.values()))))
+    ratios = per_baseline(
+        lambda b, t: f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)",
+        {"bare": "bare page", "shell": "shell (entry script, empty page)"},
+        load=True,
+    )
+    ratios += per_page(
+        lambda s: (
+            f"{s['worst']['ratio']:.1f}× ({s['worst']['step']}){flag(s['worst']['ratio'], goal_for(s['T']))}"
+            f" · {s['mean_ratio']:.1f}×"
+        ),
+        load=True,
+    )
+
+    def whole(s: dict) -> str:
+        rows = [r for r in server.values() if r["page"] == s["page"] and r["T"] == s["T"]]
+        w = max(rows, key=lambda r: r["total_ratio"])
+        mark = flag(w["total_ratio"], goal_for(s["T"]))
+        return f"{_fmt_ms(w['total_ms'])} ({w['total_ratio']:.1f}×{mark}; GC {_fmt_ms(w['gc_ms'])})"
+
+    def most_bytes(s: dict) -> str:
+        most = s["bytes"]["bytes_max"]
+        return f"{most / 1024:,.0f} ({s['bytes']['step']})" + (" ⚠️" if most > BYTES_GOAL else "")
+
+    out = [
+        "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
+        f"{counts} new sentences per page and step). Each "
+        "cell: the worst step's time as a multiple of the bare page at the same T (and its step), then the "
+        "mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
+        "",
+        row("page", *(f"{c}: worst (step) · mean" for c in columns), "load"),
+        row("---", *("---:" for _ in sizes), "---"),
+        *ratios,
+        "",
+        "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the worst "
+        "step in brackets):",
+        "",
+        row("page", *(f"{c} ms" for c in columns)),
+        align,
+        *per_page(
+            lambda s: (
+                f"{_fmt_ms(s['worst']['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(s['worst']['client_ms'])})"
+            )
+        ),
+        "",
+        "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
+        "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
+        "the collection's median ms in brackets):",
+        "",
+        row("page", *columns),
+        align,
+        *per_baseline(
+            lambda b, t: (
+                f"{_fmt_ms(b['total_ms'])} ({b['total_ms'] / base[f'bare|{t}']['total_ms']:.1f}×; "
+                f"GC {_fmt_ms(b['gc_ms'])})"
+            )
+        ),
+        *per_page(whole),
+        "",
+        "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, in "
+        "KiB; ⚠️ over 2 MB):",
+        "",
+        row("page", *columns),
+        align,
+        *per_baseline(lambda b, t: f"{b['bytes'] / 1024:,.0f}"),
+        *per_page(most_bytes),
+        "",
+        "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>",
+        "",
+        row("page", "step", *columns, "load"),
+        row("---", "---:", *("---:" for _ in sizes), "---"),
+    ]
+    for page in pages:
+        for step in sorted({r["step"] for r in server.values() if r["page"] == page}):
+            rows = [server.get(f"{page}|{step}|{t}") for t in sizes]
+            cells = [
+                f"{_fmt_ms(r['script_ms'])} ({r['ratio']:.1f}×) · {r['bytes'] / 1024:,.0f} KiB" if r else "–"
+                for r in rows
+            ]
+            out.append(row(_page_name(page), str(step), *cells, loads([r for r in rows if r])))
+    return [*out, "", "</details>", ""]
+
+
 def report(results: dict) -> str:
     out: list[str] = []
     m = results.get("machine", {})
@@ -794,137 +916,8 @@ def report(results: dict) -> str:
         out.append(f"| {name} | `{phase['command']}` | {phase['when']} | {start} → {end} |")
     out.append("")
     summary = page_summary(results)
-    sizes = sorted({s["T"] for s in summary})
-    pages = list(dict.fromkeys(s["page"] for s in summary))
     if summary:
-        base = results["baseline"]
-        repeats = {t: sorted({len(r["samples_ms"]) for r in results["server"].values() if r["T"] == t}) for t in sizes}
-        counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
-        if len({tuple(n) for n in repeats.values()}) == 1:
-            counts = "/".join(map(str, next(iter(repeats.values()))))
-        out += [
-            "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
-            f"{counts} new sentences per page and step). Each "
-            "cell: the worst step's time as a multiple of the bare page at the same T (and its step), then the "
-            "mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
-            "",
-            "| page | " + " | ".join(f"T = {t:,}: worst (step) · mean" for t in sizes) + " | load |",
-            "| --- | " + " | ".join("---:" for _ in sizes) + " | --- |",
-        ]
-        for name in ("bare", "shell"):
-            cells = []
-            for t in sizes:
-                b = base.get(f"{name}|{t}")
-                cells.append(
-                    "–"
-                    if not b
-                    else f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)"
-                )
-            loads = [v for t in sizes for v in base.get(f"{name}|{t}", {}).get("load", [])]
-            label = "bare page" if name == "bare" else "shell (entry script, empty page)"
-            out.append(f"| {label} | " + " | ".join(cells) + f" | {_load(loads)} |")
-        for page in pages:
-            cells, loads = [], []
-            for t in sizes:
-                s = next((s for s in summary if s["page"] == page and s["T"] == t), None)
-                if s is None:
-                    cells.append("–")
-                    continue
-                goal = goal_for(t)
-                flag = "" if goal is None else (" ✅" if s["worst"]["ratio"] <= goal else " ❌")
-                cells.append(f"{s['worst']['ratio']:.1f}× ({s['worst']['step']}){flag} · {s['mean_ratio']:.1f}×")
-                loads += s["load"]
-            out.append(f"| {_page_name(page)} | " + " | ".join(cells) + f" | {_load(loads)} |")
-        out += [
-            "",
-            "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the worst "
-            "step in brackets):",
-            "",
-            "| page | " + " | ".join(f"T = {t:,} ms" for t in sizes) + " |",
-            "| --- | " + " | ".join("---:" for _ in sizes) + " |",
-        ]
-        for page in pages:
-            cells = []
-            for t in sizes:
-                s = next((s for s in summary if s["page"] == page and s["T"] == t), None)
-                cells.append(
-                    "–"
-                    if s is None
-                    else f"{_fmt_ms(s['worst']['script_ms'])} · {_fmt_ms(s['mean_ms'])} "
-                    f"({_fmt_ms(s['worst']['client_ms'])})"
-                )
-            out.append(f"| {_page_name(page)} | " + " | ".join(cells) + " |")
-        out += [
-            "",
-            "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
-            "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
-            "the collection's median ms in brackets):",
-            "",
-            "| page | " + " | ".join(f"T = {t:,}" for t in sizes) + " |",
-            "| --- | " + " | ".join("---:" for _ in sizes) + " |",
-        ]
-        for name in ("bare", "shell"):
-            cells = []
-            for t in sizes:
-                b = base.get(f"{name}|{t}")
-                ratio = b["total_ms"] / base[f"bare|{t}"]["total_ms"] if b else float("nan")
-                cells.append("–" if not b else f"{_fmt_ms(b['total_ms'])} ({ratio:.1f}×; GC {_fmt_ms(b['gc_ms'])})")
-            out.append(f"| {'bare page' if name == 'bare' else 'shell'} | " + " | ".join(cells) + " |")
-        for page in pages:
-            cells = []
-            for t in sizes:
-                rows_t = [r for r in results["server"].values() if r["page"] == page and r["T"] == t]
-                if not rows_t:
-                    cells.append("–")
-                    continue
-                worst = max(rows_t, key=lambda r: r["total_ratio"])
-                goal = goal_for(t)
-                flag = "" if goal is None else (" ✅" if worst["total_ratio"] <= goal else " ❌")
-                cells.append(
-                    f"{_fmt_ms(worst['total_ms'])} ({worst['total_ratio']:.1f}×{flag}; GC {_fmt_ms(worst['gc_ms'])})"
-                )
-            out.append(f"| {_page_name(page)} | " + " | ".join(cells) + " |")
-        out += [
-            "",
-            "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, in "
-            "KiB; ⚠️ over 2 MB):",
-            "",
-            "| page | " + " | ".join(f"T = {t:,}" for t in sizes) + " |",
-            "| --- | " + " | ".join("---:" for _ in sizes) + " |",
-        ]
-        for name in ("bare", "shell"):
-            cells = [f"{base[f'{name}|{t}']['bytes'] / 1024:,.0f}" if f"{name}|{t}" in base else "–" for t in sizes]
-            out.append(f"| {'bare page' if name == 'bare' else 'shell'} | " + " | ".join(cells) + " |")
-        for page in pages:
-            cells = []
-            for t in sizes:
-                s = next((s for s in summary if s["page"] == page and s["T"] == t), None)
-                if s is None:
-                    cells.append("–")
-                    continue
-                b = s["bytes"]["bytes_max"]
-                cells.append(f"{b / 1024:,.0f} ({s['bytes']['step']})" + (" ⚠️" if b > BYTES_GOAL else ""))
-            out.append(f"| {_page_name(page)} | " + " | ".join(cells) + " |")
-        out += [
-            "",
-            "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>",
-            "",
-            "| page | step | " + " | ".join(f"T = {t:,}" for t in sizes) + " | load |",
-            "| --- | ---: | " + " | ".join("---:" for _ in sizes) + " | --- |",
-        ]
-        rows = sorted(results["server"].values(), key=lambda r: (pages.index(r["page"]), r["step"], r["T"]))
-        for page in pages:
-            for step in sorted({r["step"] for r in rows if r["page"] == page}):
-                cells, loads = [], []
-                for t in sizes:
-                    r = results["server"].get(f"{page}|{step}|{t}")
-                    if r is None:
-                        cells.append("–")
-                        continue
-                    cells.append(f"{_fmt_ms(r['script_ms'])} ({r['ratio']:.1f}×) · {r['bytes'] / 1024:,.0f} KiB")
-                    loads += r["load"]
-                out.append(f"| {_page_name(page)} | {step} | " + " | ".join(cells) + f" | {_load(loads)} |")
-        out += ["", "</details>", ""]
+        out += server_tables(results, summary)
     browser = results.get("browser", {})
     if browser:
         out += [
