@@ -7,7 +7,9 @@ settings; each page in ``pages/`` shows one stage of the chapter.
 import streamlit as st
 
 from explorer import state, ui
+from explorer.server import configure_server
 
+configure_server()
 st.set_page_config(
     page_title="Attention Explorer",
     page_icon=":material/grid_on:",

@@ -1,59 +1,44 @@
 """The cached calls pages make into the ``attention`` package.
 
 Each function here turns validated ``Settings`` into the numbers one page
-draws, by calling the package and converting its tensors to numpy. No
-attention math happens here: it selects, slices and converts. Modules and the
-tokenizer are ``st.cache_resource`` (built once, shared, never mutated).
-Views of T × T arrays are ``shared_view``s: one read-only result for every
-session, with bounded entries. Small results are ``st.cache_data``. Moving
-between pages or steps recomputes nothing that is unchanged.
+draws, by calling the package and converting its tensors to numpy: a frozen
+dataclass from ``results``. No attention math happens here: it selects, slices
+and converts. How each result is cached is declared where it is produced
+(``caching`` explains the kinds). Moving between pages or steps recomputes
+nothing that is unchanged.
 """
 
 from __future__ import annotations
 
-import functools
-import threading
-import time
-from dataclasses import dataclass, replace
-from types import MappingProxyType
+from dataclasses import fields, replace
 
-import numpy as np
 import streamlit as st
 import torch
 
 import attention
 from attention import tokens as tokens_module
 
+from .caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
+from .results import (
+    BatchView,
+    DropoutView,
+    MaskView,
+    MultiheadView,
+    Prepared,
+    QkvView,
+    ScalingView,
+    SimplifiedView,
+    TraceArrays,
+    WhyView,
+)
 from .settings import BOOK, Settings
-
-CACHE_ENTRIES = 32
-MACHINE_THREADS = torch.get_num_threads()
-# One torch thread per script run: sessions already run side by side on their own threads, and
-# two intra-op threads per run on a busy 2-core server made Why attention at T = 1,024 take
-# 3.1-10.9 s instead of 1.2-1.4 s (BENCHMARKS.md). torch reads this when each new script thread
-# first computes. The Speed page measures with MACHINE_THREADS (speed_view).
-torch.set_num_threads(1)
+from .shapes import line_shapes
 
 
 def bpe_encoding():
     """GPT-2's BPE (None if unreachable). ``load_bpe`` keeps a success for the whole
     process and retries a failure later, so this is not cached again here."""
     return tokens_module.load_bpe()
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """The sentence as the pages see it: tokens and their embeddings.
-
-    ``inputs`` is (num_tokens, d_in). ``truncated_from`` is the token count
-    before truncation to ``context_length``, or None.
-    """
-
-    pieces: tuple[str, ...]
-    ids: tuple[int, ...]
-    inputs: np.ndarray
-    tokenizer: str
-    truncated_from: int | None
 
 
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
@@ -131,43 +116,13 @@ def module_for(name: str, settings: Settings):
     )
 
 
-def read_only(value):
-    """``value`` with every numpy array in it made read-only and every dict a read-only mapping.
-
-    ``shared_view`` results are one object shared by every session: a page that wrote
-    into one would change what other students see, so writing fails loudly instead.
-    """
-    if isinstance(value, np.ndarray):
-        value.setflags(write=False)
-        return value
-    if isinstance(value, dict):
-        return MappingProxyType({key: read_only(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return type(value)(read_only(item) for item in value)
-    return value
-
-
-def shared_view(max_entries: int):
-    """``st.cache_resource`` for a view of T × T arrays, with its result made ``read_only``.
-
-    ``st.cache_data`` pickles a result when it stores it and unpickles a copy on
-    every hit: 54 ms for ``mask_view``'s 38 MiB at T = 1,024, paid again at every
-    step. A shared read-only result costs nothing on a hit.
-    """
-
-    def decorate(function):
-        @functools.wraps(function)
-        def made_read_only(*args, **kwargs):
-            return read_only(function(*args, **kwargs))
-
-        return st.cache_resource(max_entries=max_entries, show_spinner=False)(made_read_only)
-
-    return decorate
-
-
-def trace_arrays(trace: attention.Trace) -> dict[str, np.ndarray]:
+def trace_arrays(trace: attention.Trace) -> TraceArrays:
     """A trace's tensors as numpy arrays, ready to cache and draw."""
-    return {name: tensor.numpy() for name, tensor in trace.tensors().items() if name != "module"}
+    arrays = {}
+    for field in fields(TraceArrays):
+        tensor = getattr(trace, field.name)
+        arrays[field.name] = None if tensor is None else tensor.numpy()
+    return TraceArrays(**arrays)
 
 
 def _inputs_tensor(settings: Settings) -> torch.Tensor:
@@ -175,7 +130,7 @@ def _inputs_tensor(settings: Settings) -> torch.Tensor:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def module_trace(settings: Settings, name: str) -> dict[str, np.ndarray]:
+def module_trace(settings: Settings, name: str) -> TraceArrays:
     """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout."""
     trace = attention.trace(
         module_for(name, settings),
@@ -187,7 +142,7 @@ def module_trace(settings: Settings, name: str) -> dict[str, np.ndarray]:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def simplified_view(settings: Settings, query: int) -> dict:
+def simplified_view(settings: Settings, query: int) -> SimplifiedView:
     """Section 3.3 on the sentence: scores, weights, context vectors, and one query's details."""
     inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
     result = attention.simplified_attention(inputs)
@@ -195,80 +150,78 @@ def simplified_view(settings: Settings, query: int) -> dict:
     normalized = attention.compare_normalizations(row)
     overflow = attention.overflow_demo(row)
     loop = attention.attention_loop(inputs) if inputs.shape[0] <= 64 else None
-    return {
-        "inputs": inputs.numpy(),
-        "attn_scores": result.attn_scores.numpy(),
-        "attn_weights": result.attn_weights.numpy(),
-        "context_vecs": result.context_vecs.numpy(),
-        "by_sum": normalized.by_sum.numpy(),
-        "naive_softmax": normalized.naive_softmax.numpy(),
-        "torch_softmax": normalized.torch_softmax.numpy(),
-        "naive_vs_torch_max_difference": float((normalized.naive_softmax - normalized.torch_softmax).abs().max()),
-        "overflow_scores": overflow.attn_scores.numpy(),
-        "overflow_naive": overflow.naive_softmax.numpy(),
-        "overflow_torch": overflow.torch_softmax.numpy(),
-        "contributions": attention.context_contributions(inputs, result.attn_weights, query).numpy(),
-        "loop_max_difference": None if loop is None else float((loop.context_vecs - result.context_vecs).abs().max()),
-    }
+    return SimplifiedView(
+        inputs=inputs.numpy(),
+        attn_scores=result.attn_scores.numpy(),
+        attn_weights=result.attn_weights.numpy(),
+        context_vecs=result.context_vecs.numpy(),
+        by_sum=normalized.by_sum.numpy(),
+        naive_softmax=normalized.naive_softmax.numpy(),
+        torch_softmax=normalized.torch_softmax.numpy(),
+        naive_vs_torch_max_difference=float((normalized.naive_softmax - normalized.torch_softmax).abs().max()),
+        overflow_scores=overflow.attn_scores.numpy(),
+        overflow_naive=overflow.naive_softmax.numpy(),
+        overflow_torch=overflow.torch_softmax.numpy(),
+        contributions=attention.context_contributions(inputs, result.attn_weights, query).numpy(),
+        loop_max_difference=None if loop is None else float((loop.context_vecs - result.context_vecs).abs().max()),
+    )
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def qkv_view(settings: Settings) -> dict:
+def qkv_view(settings: Settings) -> QkvView:
     """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
 
     ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·).
     """
     inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
-    traced = trace_arrays(attention.trace(sa_v1, inputs))
-    steps = {name: value[0, 0] if value.ndim == 4 else value[0] for name, value in traced.items()}
+    steps = trace_arrays(attention.trace(sa_v1, inputs)).first_head()
     sa_v2 = module_for("SelfAttention_v2", settings)
     copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
     attention.load_v2_weights_into_v1(copy, sa_v2)
     with torch.no_grad():
         v1_out = copy(inputs)  # (num_tokens, d_out)
         v2_out = sa_v2(inputs)  # (num_tokens, d_out)
-    return {
-        "W_query": sa_v1.W_query.detach().numpy().copy(),
-        "W_key": sa_v1.W_key.detach().numpy().copy(),
-        "W_value": sa_v1.W_value.detach().numpy().copy(),
-        "steps": steps,
-        "v1_output": v1_out.numpy(),
-        "v2_output": v2_out.numpy(),
-        "v1_v2_max_difference": float((v1_out - v2_out).abs().max()),
-    }
+    return QkvView(
+        W_query=sa_v1.W_query.detach().numpy().copy(),
+        W_key=sa_v1.W_key.detach().numpy().copy(),
+        W_value=sa_v1.W_value.detach().numpy().copy(),
+        steps=steps,
+        v1_output=v1_out.numpy(),
+        v2_output=v2_out.numpy(),
+        v1_v2_max_difference=float((v1_out - v2_out).abs().max()),
+    )
 
 
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed: int) -> dict:
+def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed: int) -> ScalingView:
     """The scaling lab: softmax saturation against d_k, with and without 1/sqrt(d_k)."""
     lab = attention.scaling_lab(d_ks=d_ks, num_keys=num_keys, temperature=temperature, seed=seed)
-    return {name: getattr(lab, name).numpy() for name in lab.__dataclass_fields__}
+    return ScalingView(**{field.name: getattr(lab, field.name).numpy() for field in fields(ScalingView)})
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def mask_view(settings: Settings) -> dict:
+def mask_view(settings: Settings) -> MaskView:
     """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
 
     The trace runs in eval mode, so the context vectors are the masked weights
     times the values; dropout has its own page.
     """
     steps = module_trace(replace(settings, training=False), "CausalAttention")
-    comparison = attention.compare_masking(
-        torch.tensor(steps["scaled_scores"][0, 0])
-    )  # a copy: shared arrays are read-only
-    return {
-        "pieces": prepared(settings).pieces,
-        "truncated_from": prepared(settings).truncated_from,
-        "steps": steps,
-        "mask_buffer_shape": tuple(module_for("CausalAttention", settings).mask.shape),
-        "unmasked_weights": comparison.unmasked_weights.numpy(),
-        "mask": comparison.mask.numpy(),
-        "masked_scores": comparison.masked_scores.numpy(),
-        "weights_neg_inf": comparison.weights_neg_inf.numpy(),
-        "weights_renormalized": comparison.weights_renormalized.numpy(),
-        "max_abs_difference": comparison.max_abs_difference,
-    }
+    scaled_scores = torch.tensor(steps.scaled_scores[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
+    comparison = attention.compare_masking(scaled_scores)
+    return MaskView(
+        pieces=prepared(settings).pieces,
+        truncated_from=prepared(settings).truncated_from,
+        steps=steps,
+        mask_buffer_shape=tuple(module_for("CausalAttention", settings).mask.shape),
+        unmasked_weights=comparison.unmasked_weights.numpy(),
+        mask=comparison.mask.numpy(),
+        masked_scores=comparison.masked_scores.numpy(),
+        weights_neg_inf=comparison.weights_neg_inf.numpy(),
+        weights_renormalized=comparison.weights_renormalized.numpy(),
+        max_abs_difference=comparison.max_abs_difference,
+    )
 
 
 DROPOUT_CELL_BUDGET = attention.dropout.MAX_DROPOUT_SAMPLES * 64 * 64  # weights drawn per average, at most
@@ -280,14 +233,14 @@ def dropout_sample_limit(num_tokens: int) -> int:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def dropout_view(settings: Settings, num_samples: int) -> dict:
+def dropout_view(settings: Settings, num_samples: int) -> DropoutView:
     """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
 
     In eval mode nothing is dropped, so the average uses p = 0 too. ``num_samples``
     is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
     """
     steps = module_trace(settings, "CausalAttention")
-    weights = torch.tensor(steps["attn_weights"][0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
+    weights = torch.tensor(steps.attn_weights[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
     active = settings.training and settings.dropout > 0
     max_samples = dropout_sample_limit(weights.shape[0])
@@ -295,31 +248,28 @@ def dropout_view(settings: Settings, num_samples: int) -> dict:
     average = attention.dropout_average(
         weights, settings.dropout if active else 0.0, num_samples=num_samples, seed=settings.seed
     )
-    return {
-        "pieces": prepared(settings).pieces,
-        "mask": steps["mask"],
-        "active": active,
-        "scale": 1 / (1 - settings.dropout) if active else 1.0,
-        "attn_weights": weights.numpy(),
-        "keep": draw.keep.numpy(),
-        "dropped_weights": draw.dropped_weights.numpy(),
-        "row_sums": draw.row_sums.numpy(),
-        "max_samples": max_samples,
-        "mean_weights": average.mean_weights.numpy(),
-        "num_samples": average.num_samples.numpy(),
-        "max_abs_error": average.max_abs_error.numpy(),
-        "ones_demo": attention.apply_dropout(torch.ones(6, 6), 0.5, seed=123).dropped_weights.numpy(),
-    }
+    return DropoutView(
+        pieces=prepared(settings).pieces,
+        mask=steps.mask,
+        active=active,
+        scale=1 / (1 - settings.dropout) if active else 1.0,
+        attn_weights=weights.numpy(),
+        keep=draw.keep.numpy(),
+        dropped_weights=draw.dropped_weights.numpy(),
+        row_sums=draw.row_sums.numpy(),
+        max_samples=max_samples,
+        mean_weights=average.mean_weights.numpy(),
+        num_samples=average.num_samples.numpy(),
+        max_abs_error=average.max_abs_error.numpy(),
+        ones_demo=attention.apply_dropout(torch.ones(6, 6), 0.5, seed=123).dropped_weights.numpy(),
+    )
 
 
 PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password)
 
 
-VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays, up to 64 MiB each
-
-
 @shared_view(max_entries=VIEW_ENTRIES)
-def batch_view(settings: Settings, second_text: str | None) -> dict:
+def batch_view(settings: Settings, second_text: str | None) -> BatchView:
     """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
 
     ``second_text=None`` (or blank) repeats the first sentence, as the book does. A
@@ -353,26 +303,26 @@ def batch_view(settings: Settings, second_text: str | None) -> dict:
         alone = attention.trace(ca, batch[item, :length], training=False).output[0]  # (length, d_out)
         batched = trace.output[item, :length]  # (length, d_out)
         differences.append(float((alone - batched).abs().max()) if trace.dropout_mask is None else float("nan"))
-    return {
-        "pieces": pieces,
-        "lengths": lengths,
-        "truncated_from": (first.truncated_from, second.truncated_from),
-        "batch_shape": tuple(batch.shape),
-        "mask_buffer_shape": tuple(ca.mask.shape),
-        "inputs": batch.numpy(),
-        "mask": trace.mask.numpy(),
-        "weights": trace.dropped_weights[:, 0].numpy(),
-        "dropout_active": trace.dropout_mask is not None,
-        "output": trace.output.numpy(),
-        "unpadded_max_difference": differences,
-    }
+    return BatchView(
+        pieces=tuple(pieces),
+        lengths=lengths,
+        truncated_from=(first.truncated_from, second.truncated_from),
+        batch_shape=tuple(batch.shape),
+        mask_buffer_shape=tuple(ca.mask.shape),
+        inputs=batch.numpy(),
+        mask=trace.mask.numpy(),
+        weights=trace.dropped_weights[:, 0].numpy(),
+        dropout_active=trace.dropout_mask is not None,
+        output=trace.output.numpy(),
+        unpadded_max_difference=tuple(differences),
+    )
 
 
 SHARED_D_OUT_LIMIT = 4096  # the largest d_out a MultiHeadAttention may have (attention.trainable.check_size)
 
 
 @shared_view(max_entries=VIEW_ENTRIES)
-def multihead_view(settings: Settings) -> dict:
+def multihead_view(settings: Settings) -> MultiheadView:
     """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights.
 
     The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in
@@ -385,7 +335,7 @@ def multihead_view(settings: Settings) -> dict:
     it is active; ``wrapper_head_context`` (num_heads, T, d_out);
     ``wrapper_output`` (T, num_heads * d_out); ``efficient_context`` (T, d_out), the
     heads merged, before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``efficient_shapes`` the batched shape of each traced tensor.
+    ``shape_rows`` each line of ``MultiHeadAttention.steps`` with the shape it made here.
     """
     inputs = _inputs_tensor(settings).unsqueeze(0)  # (1, num_tokens, d_in)
     wrapper = module_for("MultiHeadAttentionWrapper", settings)
@@ -399,103 +349,39 @@ def multihead_view(settings: Settings) -> dict:
         with torch.no_grad():
             reference = wrapper(inputs) if settings.training else wrapper_trace.output  # (1, num_tokens, h * d_out)
             agreement = float((shared(inputs) - reference).abs().max())
-    return {
-        "pieces": prepared(settings).pieces,
-        "truncated_from": prepared(settings).truncated_from,
-        "mask": efficient_trace.mask.numpy(),
-        "dropout_active": efficient_trace.dropout_mask is not None,
-        "wrapper_weights": wrapper_trace.dropped_weights[0].numpy(),
-        "wrapper_head_context": wrapper_trace.head_context[0].numpy(),
-        "wrapper_output": wrapper_trace.output[0].numpy(),
-        "efficient_weights": efficient_trace.dropped_weights[0].numpy(),
-        "efficient_context": efficient_trace.context[0].numpy(),
-        "efficient_output": efficient_trace.output[0].numpy(),
-        "efficient_shapes": {name: tuple(t.shape) for name, t in efficient_trace.tensors().items()},
-        "shared_d_out": shared_d_out,
-        "wrapper_vs_efficient_max_difference": agreement,
-    }
+    return MultiheadView(
+        pieces=prepared(settings).pieces,
+        truncated_from=prepared(settings).truncated_from,
+        mask=efficient_trace.mask.numpy(),
+        dropout_active=efficient_trace.dropout_mask is not None,
+        wrapper_weights=wrapper_trace.dropped_weights[0].numpy(),
+        wrapper_head_context=wrapper_trace.head_context[0].numpy(),
+        wrapper_output=wrapper_trace.output[0].numpy(),
+        efficient_weights=efficient_trace.dropped_weights[0].numpy(),
+        efficient_context=efficient_trace.context[0].numpy(),
+        efficient_output=efficient_trace.output[0].numpy(),
+        shape_rows=line_shapes(attention.MultiHeadAttention.steps, efficient, inputs),
+        shared_d_out=shared_d_out,
+        wrapper_vs_efficient_max_difference=agreement,
+    )
 
 
-@shared_view(max_entries=8)
-def why_view(settings: Settings, hidden_size: int) -> dict:
+@shared_view(max_entries=VIEW_ENTRIES)
+def why_view(settings: Settings, hidden_size: int) -> WhyView:
     """Sections 3.1–3.2 on the sentence: a seeded GRU encoder–decoder with Bahdanau attention,
     the bottleneck measured by autograd, and the same sequence attending to itself."""
     inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
     run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=settings.seed)
     contrast = attention.self_attention_contrast(inputs, seed=settings.seed)
-    return {
-        "encoder_states": run.encoder_states.numpy(),
-        "final_state": run.final_state.numpy(),
-        "bahdanau_weights": run.bahdanau_weights.numpy(),
-        "final_state_share": run.final_state_share.numpy(),
-        "attention_context_share": run.attention_context_share.numpy(),
-        "final_state_influence": run.final_state_influence.numpy(),
-        "attention_context_influence": run.attention_context_influence.numpy(),
-        "dot_product_weights": contrast.dot_product_weights.numpy(),
-        "additive_weights": contrast.additive_weights.numpy(),
-        "additive_num_parameters": contrast.additive_num_parameters,
-    }
-
-
-SPEED_LOCK = threading.Lock()  # one measurement at a time on a server: timings need the machine to themselves
-SPEED_ENTRIES = 16
-
-
-def speed_devices() -> list[str]:
-    """The devices the Speed page can measure on: the CPU, and CUDA when a GPU is present."""
-    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
-
-
-@st.cache_data(max_entries=SPEED_ENTRIES, show_spinner=False)
-def speed_view(num_tokens: tuple[int, ...], d_model: int, num_heads: int, batch_size: int, repeats: int, device: str):
-    """Every implementation's median time and peak memory against T (``attention.measure``), at these sizes.
-
-    Only one measurement runs at a time (``SPEED_LOCK``); the others wait. The
-    progress bar is made here, not by the page, because a cached result
-    replays what its function drew: the bar appears and ends empty.
-    Shapes: ``num_tokens`` and ``one_weights_mib`` (len(T),); ``time_ms`` and
-    ``peak_memory_mib`` name → (len(T),).
-    """
-    bar = st.progress(0.0, text="Starting the measurement…")
-    shown = [0.0]  # when the bar last moved: a few updates a second, so redrawing it does not slow the timings
-
-    def report(done: int, total: int, label: str) -> None:
-        if time.monotonic() - shown[0] >= 0.25 or done == total:
-            shown[0] = time.monotonic()
-            bar.progress(done / total, text=f"{label} ({done}/{total})")
-
-    try:
-        while not SPEED_LOCK.acquire(timeout=0.5):  # waking up lets a user who leaves stop waiting
-            bar.progress(0.0, text="Another user's measurement is running…")
-        torch.set_num_threads(MACHINE_THREADS)  # this thread's timings use every core, as in a notebook
-        try:
-            result = attention.measure(
-                list(attention.IMPLEMENTATIONS),
-                num_tokens,
-                d_model=d_model,
-                num_heads=num_heads,
-                batch_size=batch_size,
-                repeats=repeats,
-                device=device,
-                on_progress=report,
-            )
-        finally:
-            torch.set_num_threads(1)
-            SPEED_LOCK.release()
-    finally:
-        bar.empty()
-    names = result.implementations
-    return {
-        "implementations": names,
-        "num_tokens": np.array(result.num_tokens),
-        "time_ms": {name: np.array(result.time_ms[name]) for name in names},
-        "peak_memory_mib": {name: np.array(result.peak_memory_mib[name]) for name in names},
-        "time_exponent": {name: result.growth_exponent(name, "time_ms") for name in names},
-        "memory_exponent": {name: result.growth_exponent(name, "peak_memory_mib") for name in names},
-        "max_abs_difference": dict(result.max_abs_difference),
-        "one_weights_mib": np.array(
-            [attention.expected_attention_bytes(batch_size, num_heads, t) / 2**20 for t in result.num_tokens]
-        ),
-        "sizes": {"b": batch_size, "d_model": d_model, "num_heads": num_heads, "repeats": repeats},
-        "device": result.device if result.device != "cpu" else f"cpu, {MACHINE_THREADS} threads",
-    }
+    return WhyView(
+        encoder_states=run.encoder_states.numpy(),
+        final_state=run.final_state.numpy(),
+        bahdanau_weights=run.bahdanau_weights.numpy(),
+        final_state_share=run.final_state_share.numpy(),
+        attention_context_share=run.attention_context_share.numpy(),
+        final_state_influence=run.final_state_influence.numpy(),
+        attention_context_influence=run.attention_context_influence.numpy(),
+        dot_product_weights=contrast.dot_product_weights.numpy(),
+        additive_weights=contrast.additive_weights.numpy(),
+        additive_num_parameters=contrast.additive_num_parameters,
+    )

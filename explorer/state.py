@@ -198,6 +198,29 @@ def initial_param(name: str, page: str) -> str | None:
     return params[name]
 
 
+def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> int:
+    """An index a page keeps across reruns and steps (the inspected head, the query token).
+
+    It starts from the link's ``name`` parameter (or ``default``), lives in plain state under
+    ``key`` so that it outlives the widgets that change it, is clamped below ``count``, and is
+    written into this run's URL.
+    """
+    if key not in st.session_state:
+        linked = initial_param(name, page)
+        st.session_state[key] = int(linked) if linked is not None and linked.isdigit() else default
+    index = st.session_state[key] = min(st.session_state[key], count - 1)
+    page_param(name, index)
+    return index
+
+
+def kept_widget(key: str, widget: str, default) -> dict:
+    """Arguments for a widget whose value is kept under ``key`` while the widget is off screen
+    (Streamlit forgets a widget's state when a rerun does not draw it)."""
+    st.session_state.setdefault(key, default)
+    st.session_state[widget] = st.session_state[key]
+    return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}
+
+
 def view_params() -> dict[str, str]:
     """The query parameters that reproduce what is on screen now."""
     params = to_query_params(current())

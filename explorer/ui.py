@@ -3,27 +3,21 @@ charts with exports, and friendly handling of bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
-import gc
 import html
 import inspect
 import io
 import json
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
-import pandas  # noqa: F401  Streamlit imports it for a page's first table; here, so that the freeze below covers it
 import streamlit as st
 
 from . import compute, figures, state
-
-# Streamlit runs a full gc.collect() after every script run (runner.postScriptGC). Freezing the
-# objects that importing torch, plotly and pandas made, once per process, leaves that collection
-# only what runs create: 124-212 ms -> 13-17 ms per rerun (BENCHMARKS.md, "Where the time goes").
-gc.collect()
-gc.freeze()
 
 WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
 WINDOW_KEY = "w_window"
@@ -206,9 +200,13 @@ def tables_csv(tables: list[dict]) -> str:
     return "\n".join(blocks)
 
 
-def chart(fig, name: str, *, key: str | None = None) -> None:
+def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
     """Draw a plotly figure: the toolbar downloads PNG (3× resolution) or SVG, named for the view;
-    heatmaps get a CSV download, and the numbers join this step's JSON export."""
+    heatmaps get a CSV download, and the numbers join this step's JSON export.
+
+    ``cell_text=False`` drops the numbers printed in cells, for heatmaps drawn too narrow for them.
+    """
+    fig = fig if cell_text else figures.without_cell_text(fig)
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     st.plotly_chart(fig, key=key, config=figures.export_config(name, image_format=image_format), width="stretch")
     tables = figure_tables(fig)
@@ -284,6 +282,44 @@ def step_json(payload: dict) -> str:
         return value
 
     return json.dumps(clean(payload), indent=1, ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def progress(text: str, *, every_s: float = 0.25) -> Iterator[Callable[[int, int, str], None]]:
+    """A progress bar for a long computation; yields ``report(done, total, label)`` to move it.
+
+    The bar moves a few times a second at most, so redrawing it does not slow what it
+    measures; ``total`` 0 shows ``label`` alone. The bar is removed when the block ends.
+    """
+    bar = st.progress(0.0, text=text)
+    shown = [0.0]
+
+    def report(done: int, total: int, label: str) -> None:
+        if total == 0:
+            bar.progress(0.0, text=label)
+        elif time.monotonic() - shown[0] >= every_s or done == total:
+            shown[0] = time.monotonic()
+            bar.progress(done / total, text=f"{label} ({done}/{total})")
+
+    try:
+        yield report
+    finally:
+        bar.empty()
+
+
+def truncation_notice(truncated_from: int | None, context_length: int, *, subject: str = "The text") -> None:
+    """Say that only the first ``context_length`` tokens are used, when the input had more."""
+    if truncated_from:
+        st.info(
+            f"{subject} has {truncated_from:,} tokens; only the first {context_length:,} (context_length) are used.",
+            icon=":material/content_cut:",
+        )
+
+
+def first_values(matrix, count: int = 4) -> str:
+    """A matrix's first row as the book prints it: "[0.3190, 0.4858]", with "…" when there are more."""
+    row = np.asarray(matrix)[0]
+    return "[" + ", ".join(f"{v:.4f}" for v in row[:count]) + (", …]" if row.size > count else "]")
 
 
 def show_error(error: ValueError) -> None:

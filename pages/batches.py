@@ -27,10 +27,10 @@ else:
     if second_text and len(second_text) <= MAX_URL_TEXT_CHARS:
         state.page_param("second", second_text)
 data = ui.guard(compute.batch_view, settings, second_text)
-pieces, lengths, mask, dropout_on = data["pieces"], data["lengths"], data["mask"], data["dropout_active"]
-b, num_tokens, d_in = data["batch_shape"]
+pieces, lengths, mask, dropout_on = data.pieces, data.lengths, data.mask, data.dropout_active
+b, num_tokens, d_in = data.batch_shape
 padding = [num_tokens - length for length in lengths]
-for index, cut in enumerate(data["truncated_from"]):
+for index, cut in enumerate(data.truncated_from):
     if cut:
         st.info(f"Sentence {index + 1} has {cut:,} tokens; only the first {settings.context_length:,} are used.")
 
@@ -57,7 +57,7 @@ if step == 0:
     st.markdown(
         "`CausalAttention` takes a **batch**: b sentences of equal length stacked into one (b, num_tokens, d_in) "
         "tensor. The book stacks two copies of its input, `batch = torch.stack((inputs, inputs))`, shape "
-        f"(2, 6, 3). Here `batch.shape` is **{data['batch_shape']}**."
+        f"(2, 6, 3). Here `batch.shape` is **{data.batch_shape}**."
     )
     if any(padding):
         short = padding.index(max(padding))
@@ -67,10 +67,10 @@ if step == 0:
             "the padding, so the causal mask hides the padding from it.",
             icon=":material/space_bar:",
         )
-    side_by_side(data["inputs"], f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
+    side_by_side(data.inputs, f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
     ui.show_code(compute.batch_view, attention.token_vector)
 elif step == 1:
-    rows, cols = data["mask_buffer_shape"]
+    rows, cols = data.mask_buffer_shape
     st.markdown(
         f"`__init__` registers one buffer, `self.mask`, of shape **({rows}, {cols})** (context_length × "
         f"context_length): built once, saved with the module, never trained. `forward` slices its corner, "
@@ -100,10 +100,10 @@ elif step == 2:
     ]
     st.markdown(" ".join(note for note in notes if note))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
-    side_by_side(data["weights"], title, "batch-weights", masked=mask, value_name="attention weight")
-    ui.show_code(attention.attend)
+    side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
+    ui.show_code(attention.CausalAttention.steps)
 else:
-    output = data["output"]
+    output = data.output
     d_out = output.shape[-1]
     book = settings.source == BOOK and settings.seed == 123 and d_out == 2 and not dropout_on
     first = ", ".join(f"{v:.4f}" for v in output[0, 0, :4])
@@ -113,7 +113,7 @@ else:
             "with each sentence alone is skipped (nan). Switch training off to measure it."
         )
     else:
-        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data["unpadded_max_difference"]))
+        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
         alone = (
             "Each sentence run **alone** (a batch of one, no padding) gives its real tokens the same context "
             f"vectors: max |batched − alone| = {measured}."
@@ -127,4 +127,4 @@ else:
     )
     decimals = 4 if d_out <= 4 else 2
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", diverging=True, decimals=decimals, **DIMENSIONS)
-    ui.show_code(attention.CausalAttention.forward_steps)
+    ui.show_code(attention.CausalAttention.steps)

@@ -15,9 +15,9 @@ settings = state.current()
 st.title("Dropout")
 requested = st.session_state.get(SAMPLES, 1000)
 data = ui.guard(compute.dropout_view, settings, requested)
-st.session_state[SAMPLES] = min(requested, data["max_samples"])  # kept while the slider is not shown
-pieces, mask, active, p = data["pieces"], data["mask"], data["active"], settings.dropout
-weights, keep, dropped = data["attn_weights"], data["keep"], data["dropped_weights"]
+st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
+pieces, mask, active, p = data.pieces, data.mask, data.active, settings.dropout
+weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
 style = pair_style = ui.style()
 if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
     style = replace(style, max_height=min(style.max_height, 410))
@@ -43,7 +43,7 @@ step = ui.stepper(
 idle = "" if active else "Nothing is dropped: dropout acts only in **training mode with p > 0** (button above). "
 text, plot = st.columns([1, 2], gap="medium")
 if step >= 4:
-    text.slider("Dropout draws to average", 1, data["max_samples"], key=SAMPLES)
+    text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
 
 
 def draw(fig, name):
@@ -52,7 +52,7 @@ def draw(fig, name):
 
 
 if step == 0:
-    ones, labels = data["ones_demo"], [str(k) for k in range(6)]
+    ones, labels = data.ones_demo, [str(k) for k in range(6)]
     text.markdown(
         "The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on `torch.ones(6, 6)`. "
         f"**{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
@@ -74,12 +74,12 @@ elif step == 1:
     title = "attn_weights after dropout"
     draw(figures.dropout_heatmap(dropped, keep, pieces, pieces, title=title, masked=mask, style=style), "dropped")
     with text:
-        ui.show_code(attention.attend)
+        ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
     survivors = np.argwhere(keep & ~mask)
     query, key = survivors[-1] if len(survivors) else (len(pieces) - 1, 0)
     text.markdown(
-        f"Survivors are multiplied by 1/(1 − p) = **{data['scale']:.4f}**, so each weight keeps its expected "
+        f"Survivors are multiplied by 1/(1 − p) = **{data.scale:.4f}**, so each weight keeps its expected "
         "value: (1 − p) · w/(1 − p) = w. One survivor:"
         if active
         else idle + "Every weight survives, unscaled (factor 1):"
@@ -94,7 +94,7 @@ elif step == 2:
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
     draw(figures.bars(bars, pieces, title=title, value_name="attention weight", style=style), "dropout-row")
 elif step == 3:
-    sums = data["row_sums"]
+    sums = data.row_sums
     text.markdown(
         f"After dropout the rows no longer sum to 1: here they range from **{sums.min():.4f}** to "
         f"**{sums.max():.4f}**. Training does not mind: on average the weights are unchanged (next step)."
@@ -105,15 +105,15 @@ elif step == 3:
     title = "Row sums of attn_weights"
     draw(figures.bars(bars, pieces, title=title, value_name="row sum", style=style), "dropout-row-sums")
 else:
-    errors, counts = data["max_abs_error"], data["num_samples"]
+    errors, counts = data.max_abs_error, data.num_samples
     note = text if step == 4 else plot  # step 6: the note sits beside the slider, the heatmaps below
     note.markdown(
         (idle + "Every draw equals the weights, so their mean does too (up to float rounding). " if not active else "")
         + f"The mean of {counts[-1]:,} draws (seeds {settings.seed}, {settings.seed + 1}, …) approaches the "
         f"undropped weights: the largest |mean − weight| is **{errors[-1]:.4f}**."
     )
-    if data["max_samples"] < attention.dropout.MAX_DROPOUT_SAMPLES:
-        note.caption(f"For {len(pieces):,} tokens the slider stops at {data['max_samples']:,} draws.")
+    if data.max_samples < attention.dropout.MAX_DROPOUT_SAMPLES:
+        note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
     if step == 4:
         series = {"max |mean − attn_weights|": errors}
         options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True, "style": style}
@@ -122,7 +122,7 @@ else:
             ui.show_code(attention.dropout_average)
     else:
         views = (
-            (data["mean_weights"], f"Mean of {counts[-1]:,} draws", "dropout-mean"),
+            (data.mean_weights, f"Mean of {counts[-1]:,} draws", "dropout-mean"),
             (weights, "attn_weights without dropout", "dropout-undropped"),
         )
         for column, (matrix, title, name) in zip(st.columns(2), views, strict=True):

@@ -10,36 +10,24 @@ from explorer.settings import BOOK
 settings = state.current()
 st.title("Multi-head attention")
 data = ui.guard(compute.multihead_view, settings)
-pieces, mask, dropout_on = data["pieces"], data["mask"], data["dropout_active"]
+pieces, mask, dropout_on = data.pieces, data.mask, data.dropout_active
 num_heads, num_tokens, d_out, head_dim = settings.num_heads, len(pieces), settings.d_out, settings.head_dim
-if data["truncated_from"]:
-    st.info(f"The text has {data['truncated_from']:,} tokens; only the first {settings.context_length:,} are used.")
-
-HEAD = "multihead:head"  # plain state: it outlives the widgets that set it
-if HEAD not in st.session_state:
-    linked = state.initial_param("head", "multihead")
-    st.session_state[HEAD] = int(linked) if linked is not None and linked.isdigit() else 0
-head = st.session_state[HEAD] = min(st.session_state[HEAD], num_heads - 1)
-state.page_param("head", head)
+ui.truncation_notice(data.truncated_from, settings.context_length)
+HEAD = "multihead:head"
+head = state.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size = max(1, min(4, 2**20 // num_tokens**2))  # heads drawn at once: at most 4, fewer for long inputs
 group = range(head - head % group_size, min(num_heads, head - head % group_size + group_size))
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 book = settings.source == BOOK and settings.seed == 123 and d_out == 2 and num_heads == 2 and not dropout_on
-CONTEXT = dict(col_tokens=False, row_title="token", col_title="dimension", diverging=True, value_name="context value")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 step = ui.stepper("multihead", [*steps, "Same weights, same output"])
-
-
-def keep(key: str, scale: int) -> None:
-    st.session_state[HEAD] = st.session_state[key] * scale
 
 
 def head_control(label: str, key: str, options, scale: int, format_func) -> None:
     """A control for the inspected head (scale 1) or its group of heads (scale group_size); the choice lives in HEAD."""
     st.session_state[key] = head // scale
-    st.segmented_control(
-        label, options, key=key, required=True, on_change=keep, args=(key, scale), format_func=format_func
-    )
+    update = lambda: st.session_state.update({HEAD: st.session_state[key] * scale})  # noqa: E731
+    st.segmented_control(label, options, key=key, required=True, on_change=update, format_func=format_func)
 
 
 def heads_grid(weights, title: str, name: str) -> None:
@@ -50,12 +38,22 @@ def heads_grid(weights, title: str, name: str) -> None:
     titles = [f"head {k}" + (" (inspected)" if k == head and num_heads > 1 else "") for k in group]
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     fig = figures.heatmap_grid(weights[group.start : group.stop], titles, pieces, pieces, **layout, style=ui.style())
-    ui.chart(fig if len(group) * num_tokens <= 12 else figures.without_cell_text(fig), name, key=name)
+    ui.chart(fig, name, key=name, cell_text=len(group) * num_tokens <= 12)
 
 
 def matrix(z, title: str, name: str, cols) -> None:
-    decimals = 4 if z.shape[1] <= 4 else 2  # the book prints 4; wider matrices have narrower cells
-    fig = figures.heatmap(z, pieces, cols, title=title, decimals=decimals, **CONTEXT, style=ui.style())
+    """Token rows × dimension columns; 4 decimals as the book prints them, 2 when the cells are narrower."""
+    options = dict(col_tokens=False, row_title="token", col_title="dimension", diverging=True)
+    fig = figures.heatmap(
+        z,
+        pieces,
+        cols,
+        title=title,
+        value_name="context value",
+        decimals=4 if z.shape[1] <= 4 else 2,
+        **options,
+        style=ui.style(),
+    )
     ui.chart(fig, name, key=name)
 
 
@@ -67,22 +65,17 @@ def labels(dims: int, heads: range | None = None) -> list[str]:
     return [f"h{k}·{j}" if wide else f"head {k} · dim {j}" for k in heads for j in range(dims)]
 
 
-def first_row(z, count: int = 4) -> str:
-    return "[" + ", ".join(f"{v:.4f}" for v in z[0, :count]) + (", …]" if z.shape[1] > count else "]")
-
-
 if step == 0:
     st.markdown(
         f"`MultiHeadAttentionWrapper` runs **{num_heads}** `CausalAttention` heads side by side. Each has its own "
         "`W_query`, `W_key`, `W_value`, built one after another from the seed, so each head attends differently."
     )
-    heads_grid(data["wrapper_weights"], f"{weights_name} of each head", "wrapper-heads")
+    heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
     ui.show_code(attention.MultiHeadAttentionWrapper)
 elif step == 1:
     if num_heads > 1:
-        head_control(
-            "Head to inspect", "head", range(num_heads), 1, lambda k: f"head {k}" if num_heads <= 8 else str(k)
-        )
+        names = (lambda k: f"head {k}") if num_heads <= 8 else str
+        head_control("Head to inspect", "head", range(num_heads), 1, names)
     st.markdown(
         f"Head {head} is an ordinary `CausalAttention`: its `attn_weights` times its own values give its own "
         f"context vectors, shape (num_tokens, d_out) = ({num_tokens}, {d_out})."
@@ -90,64 +83,49 @@ elif step == 1:
     left, right = st.columns([3, 2])
     with left:
         options = dict(title=f"head {head}: {weights_name}", value_name="attention weight", masked=mask, zmin=0.0)
-        fig = figures.heatmap(data["wrapper_weights"][head], pieces, pieces, **options, style=ui.style())
-        ui.chart(fig if num_tokens <= 10 else figures.without_cell_text(fig), "head-weights", key="head-weights")
+        fig = figures.heatmap(data.wrapper_weights[head], pieces, pieces, **options, style=ui.style())
+        ui.chart(fig, "head-weights", key="head-weights", cell_text=num_tokens <= 10)
     with right:
-        matrix(data["wrapper_head_context"][head], f"head {head}: context_vec", "head-context", labels(d_out))
-    ui.show_code(attention.CausalAttention.forward_steps, attention.attend)
+        matrix(data.wrapper_head_context[head], f"head {head}: context_vec", "head-context", labels(d_out))
+    ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
-    output = data["wrapper_output"]
+    output = data.wrapper_output
     shown = range(num_heads) if num_tokens * num_heads * d_out <= 2**20 else group
     st.markdown(
         f"`torch.cat([head(x) for head in self.heads], dim=-1)`: each head's d_out = {d_out} columns side by side, "
         f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}). "
-        f"First row: {first_row(output)}"
+        f"First row: {ui.first_values(output)}"
         + (", the book's printed output." if book else ".")
         + " Head 0 is built first after the seed, so its columns equal `CausalAttention`'s output (Batches page)."
     )
     part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     matrix(z, f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}", "wrapper-output", labels(d_out, shown))
-    ui.show_code(attention.MultiHeadAttentionWrapper.forward_steps)
+    ui.show_code(attention.MultiHeadAttentionWrapper.steps)
 elif step == 3:
-    shape = data["efficient_shapes"]
-    b, h, t, hd = shape["keys"]
     st.markdown(
         f"`MultiHeadAttention` projects **once** to d_out = {d_out}, then splits: `view` cuts d_out into "
         f"num_heads = {num_heads} heads of head_dim = {head_dim}, `transpose` puts heads before tokens, and one "
-        "batched matmul attends in every head at once. Live shapes for this input (b = 1 sentence):"
+        "batched matmul attends in every head at once. Each line of `steps` and the shape it made for this input "
+        "(b = 1 sentence), recorded as it ran:"
     )
-    split, heads = "(b, num_tokens, num_heads, head_dim)", "(b, num_heads, num_tokens, head_dim)"
-    scores, merged = "(b, num_heads, num_tokens, num_tokens)", "(b, num_tokens, d_out)"
-    rows = [
-        ("x", "(b, num_tokens, d_in)", shape["inputs"]),
-        ("keys = self.W_key(x)  (queries, values alike)", merged, shape["context"]),
-        ("keys = keys.view(b, num_tokens, num_heads, head_dim)", split, (b, t, h, hd)),
-        ("keys = keys.transpose(1, 2)", heads, shape["keys"]),
-        ("attn_scores = queries @ keys.transpose(2, 3)", scores, shape["attn_scores"]),
-        ("attn_weights = softmax(scaled, masked scores)", scores, shape["attn_weights"]),
-        ("context_vec = attn_weights @ values", heads, shape["head_context"]),
-        ("context_vec = context_vec.transpose(1, 2)", split, (b, t, h, hd)),
-        ("context_vec = context_vec.contiguous().view(b, num_tokens, d_out)", merged, shape["context"]),
-        ("context_vec = self.out_proj(context_vec)", merged, shape["output"]),
-    ]
-    table = pd.DataFrame([(code, names, str(live)) for code, names, live in rows], columns=["line", "shape", "here"])
-    st.dataframe(table, hide_index=True, width="stretch")
-    ui.show_code(attention.MultiHeadAttention.forward_steps)
+    rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
+    st.dataframe(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
+    ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 4:
     st.markdown(
-        f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {data['efficient_shapes']['attn_weights']}"
+        f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *data.efficient_weights.shape)}"
         f": every head's weights from one batched matmul. Each head compares queries and keys of head_dim = "
         f"{head_dim} numbers (the wrapper's heads: d_out = {d_out}) with other weights, so its pattern differs."
     )
-    heads_grid(data["efficient_weights"], f"{weights_name} of each head", "efficient-heads")
-    ui.show_code(attention.attend)
+    heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
+    ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 5:
-    context, output = data["efficient_context"], data["efficient_output"]
+    context, output = data.efficient_context, data.efficient_output
     st.markdown(
         f"`transpose` and `contiguous().view` put the heads' context vectors side by side again: d_out = {d_out} "
         "columns, like the wrapper's concatenation. Then `out_proj`, a d_out × d_out linear layer, mixes the heads. "
-        f"First row: {first_row(output)}" + (", the book's printed `MultiHeadAttention` output." if book else ".")
+        f"First row: {ui.first_values(output)}" + (", the book's printed `MultiHeadAttention` output." if book else ".")
     )
     left, right = st.columns(2)
     with left:
@@ -155,18 +133,18 @@ elif step == 5:
         matrix(context, f"heads merged ({num_tokens}, {d_out})", "efficient-context", cols)
     with right:
         matrix(output, f"out_proj → output ({num_tokens}, {d_out})", "efficient-output", labels(d_out))
-    ui.show_code(attention.MultiHeadAttention.forward_steps)
+    ui.show_code(attention.MultiHeadAttention.steps)
 else:
-    difference = data["wrapper_vs_efficient_max_difference"]
+    difference = data.wrapper_vs_efficient_max_difference
     st.markdown(
         "The two modules differ in their weights, not in what they compute. `multihead_from_wrapper` stacks head "
         "i's `W_query`, `W_key`, `W_value` as rows i·d_out…(i+1)·d_out of one fused projection (d_out = "
-        f"num_heads · d_out = {data['shared_d_out']}) and makes `out_proj` the identity, since the wrapper only "
+        f"num_heads · d_out = {data.shared_d_out}) and makes `out_proj` the identity, since the wrapper only "
         "concatenates. Then both give the same output (eval mode)."
     )
     if difference is None:
         st.info(
-            f"Skipped: the fused module would need d_out = {data['shared_d_out']:,}, more than MultiHeadAttention "
+            f"Skipped: the fused module would need d_out = {data.shared_d_out:,}, more than MultiHeadAttention "
             f"allows ({compute.SHARED_D_OUT_LIMIT:,}). Lower d_out or num_heads to measure it."
         )
     else:

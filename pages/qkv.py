@@ -11,10 +11,10 @@ settings = state.current()
 st.title("Q, K, V & scaling")
 pieces = ui.guard(compute.prepared, settings).pieces
 view = ui.guard(compute.qkv_view, settings)
-steps = view["steps"]
+steps = view.steps
 titles = ["W_query, W_key, W_value", "Queries, keys, values", "Scores, then ÷ √d_k", "Weights and context vectors"]
 step = ui.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradients", "SelfAttention_v1 = v2"])
-example, d_k = min(1, len(pieces) - 1), steps["keys"].shape[-1]
+example, d_k = min(1, len(pieces) - 1), steps.keys.shape[-1]
 D_KS = tuple(2**k for k in range(11))  # d_k = 1 … 1024
 TEMPERATURES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 UNSCALED, SCALED = "unscaled", "scaled by 1/√d_k"
@@ -46,7 +46,7 @@ def side_by_side(*named_figures: tuple) -> None:
 def example_rows(**names: str) -> str:
     """The example token's row of each step's matrix (label=step name), as the book prints them."""
     rows = {
-        k: ", ".join(f"{v:.4f}" for v in steps[n][example][:8]) + ", …" * (steps[n].shape[1] > 8)
+        k: ", ".join(f"{v:.4f}" for v in getattr(steps, n)[example][:8]) + ", …" * (getattr(steps, n).shape[1] > 8)
         for k, n in names.items()
     }
     return f" Row {example + 1}, outlined: " + ", ".join(f"`{k}[{example + 1}] = [{row}]`" for k, row in rows.items())
@@ -61,7 +61,7 @@ def kept(name: str, default) -> dict:
 
 
 def lab_lines(name: str, title: str, lab: dict) -> tuple:
-    series = {UNSCALED: lab[f"unscaled_{name}"], SCALED: lab[f"scaled_{name}"]}
+    series = {UNSCALED: getattr(lab, f"unscaled_{name}"), SCALED: getattr(lab, f"scaled_{name}")}
     fig = figures.lines(D_KS, series, title=title, x_title="d_k", y_title=title, log_x=True, style=ui.style())
     return name, fig.update_xaxes(tickvals=D_KS).update_layout(height=ui.style().min_height + 70)
 
@@ -71,9 +71,9 @@ if step == 0:
         "Each embedding is projected three ways by **trainable** d_in × d_out matrices, created with `torch.rand` "
         f"after `torch.manual_seed({settings.seed})` as in the book. Training would adjust them."
     )
-    dims = [f"in {i}" for i in range(steps["inputs"].shape[1])]
+    dims = [f"in {i}" for i in range(steps.inputs.shape[1])]
     w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
-    side_by_side(*(matrix(w, view[w], **w_options) for w in ("W_query", "W_key", "W_value")))
+    side_by_side(*(matrix(w, getattr(view, w), **w_options) for w in ("W_query", "W_key", "W_value")))
     ui.show_code(attention.SelfAttention_v1)
 elif step == 1:
     st.markdown(
@@ -81,8 +81,8 @@ elif step == 1:
         "looks for), a key (what it offers to be found by) and a value (what it passes on)."
         + example_rows(queries="queries", keys="keys", values="values")
     )
-    side_by_side(*(matrix(n, steps[n]) for n in ("queries", "keys", "values")))
-    ui.show_code(attention.SelfAttention_v1.forward_steps)
+    side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
+    ui.show_code(attention.SelfAttention_v1.steps)
 elif step == 2:
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
@@ -91,10 +91,10 @@ elif step == 2:
     )
     scaled_title = f"scaled_scores = attn_scores / √{d_k}"
     side_by_side(
-        matrix("attn_scores", steps["attn_scores"], keys=True, row_title="query"),
-        matrix("scaled_scores", steps["scaled_scores"], keys=True, row_title="query", title=scaled_title),
+        matrix("attn_scores", steps.attn_scores, keys=True, row_title="query"),
+        matrix("scaled_scores", steps.scaled_scores, keys=True, row_title="query", title=scaled_title),
     )
-    ui.show_code(attention.attend)
+    ui.show_code(attention.SelfAttention_v1.steps)
 elif step == 3:
     st.markdown(
         "`torch.softmax(scaled_scores, dim=-1)` turns each row into weights that sum to 1; `attn_weights @ values` "
@@ -102,10 +102,10 @@ elif step == 3:
         + example_rows(attn_weights="attn_weights", context_vec="output")
     )
     side_by_side(
-        matrix("attn_weights", steps["attn_weights"], keys=True, row_title="query", diverging=False, zmin=0.0),
-        matrix("output", steps["output"], title="context_vecs = attn_weights @ values"),
+        matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", diverging=False, zmin=0.0),
+        matrix("output", steps.output, title="context_vecs = attn_weights @ values"),
     )
-    ui.show_code(attention.attend)
+    ui.show_code(attention.SelfAttention_v1.steps)
 elif step in (4, 5):
     left, right = st.columns(2)
     temperature = left.select_slider("Temperature (divides every score)", TEMPERATURES, **kept("temperature", 1.0))
@@ -115,21 +115,21 @@ elif step in (4, 5):
     if step == 4:
         st.markdown(
             f"Dot products of random d_k-dim queries and keys spread like √d_k, so unscaled the softmax saturates: "
-            f"{top} the largest weight averages **{lab['unscaled_max_weight'][-1]:.2f}**, entropy "
-            f"**{lab['unscaled_entropy'][-1]:.2f}** nats. Scaled: **{lab['scaled_max_weight'][-1]:.2f}** and "
-            f"**{lab['scaled_entropy'][-1]:.2f}** (uniform: log {num_keys} = {math.log(num_keys):.2f})."
+            f"{top} the largest weight averages **{lab.unscaled_max_weight[-1]:.2f}**, entropy "
+            f"**{lab.unscaled_entropy[-1]:.2f}** nats. Scaled: **{lab.scaled_max_weight[-1]:.2f}** and "
+            f"**{lab.scaled_entropy[-1]:.2f}** (uniform: log {num_keys} = {math.log(num_keys):.2f})."
         )
         side_by_side(
             lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
         )
     else:
-        grads = lab["unscaled_grad_norm"]
+        grads = lab.unscaled_grad_norm
         st.markdown(
             "Training needs the gradient of the output with respect to the scores (measured by autograd). Unscaled "
             f"it falls from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** {top}; scaled it is still "
-            f"**{lab['scaled_grad_norm'][-1]:.3f}**. A saturated row barely learns."
+            f"**{lab.scaled_grad_norm[-1]:.3f}**. A saturated row barely learns."
         )
-        one_row = {UNSCALED: lab["example_unscaled"], SCALED: lab["example_scaled"]}
+        one_row = {UNSCALED: lab.example_unscaled, SCALED: lab.example_scaled}
         keys = [f"k{j + 1}" for j in range(num_keys)]
         row_fig = figures.bars(
             one_row, keys, title=f"one softmax row {top}", value_name="attention weight", decimals=2, style=ui.style()
@@ -141,10 +141,10 @@ else:
     st.markdown(
         "`SelfAttention_v2` uses `nn.Linear`, which stores each weight transposed (d_out × d_in) and initializes it "
         "differently. Copy v2's weights, transposed, into v1 and the outputs agree: max |difference| = "
-        f"**{view['v1_v2_max_difference']:.3g}**."
+        f"**{view.v1_v2_max_difference:.3g}**."
     )
     side_by_side(
-        matrix("v1_output", view["v1_output"], title="SelfAttention_v1 with v2's weights", highlight_row=None),
-        matrix("v2_output", view["v2_output"], title="SelfAttention_v2", highlight_row=None),
+        matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", highlight_row=None),
+        matrix("v2_output", view.v2_output, title="SelfAttention_v2", highlight_row=None),
     )
     ui.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)

@@ -29,7 +29,7 @@ state.page_param("query", query)
 view = ui.guard(compute.simplified_view, settings, query)
 steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
 step = ui.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
-inputs, scores, x = view["inputs"], view["attn_scores"][query], f"$x^{{({query + 1})}}$"
+inputs, scores, x = view.inputs, view.attn_scores[query], f"$x^{{({query + 1})}}$"
 
 if step == 0:
     st.markdown(
@@ -46,10 +46,10 @@ elif step == 1:
     st.markdown(
         "Weights should be positive and sum to 1. Dividing by the row's sum gives a sum of 1, but a negative "
         "score would give a negative weight; **softmax** exponentiates first, so every weight is positive. "
-        f"`softmax_naive` and `torch.softmax` differ here by at most {view['naive_vs_torch_max_difference']:.2g}."
+        f"`softmax_naive` and `torch.softmax` differ here by at most {view.naive_vs_torch_max_difference:.2g}."
     )
-    series = {"attn_scores / sum": view["by_sum"], "softmax_naive": view["naive_softmax"]}
-    series["torch.softmax"] = view["torch_softmax"]
+    series = {"attn_scores / sum": view.by_sum, "softmax_naive": view.naive_softmax}
+    series["torch.softmax"] = view.torch_softmax
     fig = figures.bars(
         series,
         pieces,
@@ -60,9 +60,9 @@ elif step == 1:
     ui.chart(fig, "normalizations", key="normalizations")
     ui.show_code(attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
 elif step == 2:
-    broken = int(pd.isna(view["overflow_naive"]).sum())
+    broken = int(pd.isna(view.overflow_naive).sum())
     st.markdown(
-        f"Multiply the scores by 100: the largest becomes **{view['overflow_scores'].max():.1f}**. In float32, "
+        f"Multiply the scores by 100: the largest becomes **{view.overflow_scores.max():.1f}**. In float32, "
         "exp() of anything above 88.7 is inf, and inf / inf is nan: "
         + (
             f"**`softmax_naive` gives nan for {broken} of {len(pieces)} tokens**. "
@@ -71,8 +71,8 @@ elif step == 2:
         )
         + "`torch.softmax` subtracts the row's maximum before exp(), so it cannot overflow."
     )
-    series = {"softmax_naive": view["overflow_naive"], "torch.softmax": view["overflow_torch"]}
-    columns = {"key": [figures.visible_token(p) for p in pieces], "score×100": view["overflow_scores"], **series}
+    series = {"softmax_naive": view.overflow_naive, "torch.softmax": view.overflow_torch}
+    columns = {"key": [figures.visible_token(p) for p in pieces], "score×100": view.overflow_scores, **series}
     table = pd.DataFrame({name: [v if name == "key" else f"{v:.4g}" for v in c] for name, c in columns.items()})
     left, right = st.columns(2)
     with left:
@@ -98,9 +98,9 @@ elif step == 3:
             else ""
         )
     )
-    shown = ", ".join(f"{v:.4f}" for v in view["context_vecs"][query][:6])
+    shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
     title = f"context_vec z^({query + 1}) = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
-    fig = figures.stacked_contributions(view["contributions"], pieces, title=title, style=ui.style())
+    fig = figures.stacked_contributions(view.contributions, pieces, title=title, style=ui.style())
     ui.chart(fig, "context-vector", key="contributions")
     ui.show_code(attention.context_contributions)
 elif step == 4:
@@ -113,7 +113,7 @@ elif step == 4:
     ):
         with column:
             fig = figures.heatmap(
-                view[name],
+                getattr(view, name),
                 pieces,
                 pieces,
                 title=name,
@@ -127,7 +127,7 @@ elif step == 4:
             ui.chart(fig, name.replace("_", "-"), key=name)
     ui.show_code(attention.simplified_attention)
 else:
-    difference = view["loop_max_difference"]
+    difference = view.loop_max_difference
     st.markdown(
         "`context_vecs = attn_weights @ inputs` gives every context vector in one matrix product. "
         + (
@@ -138,7 +138,7 @@ else:
     )
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     fig = figures.heatmap(
-        view["context_vecs"],
+        view.context_vecs,
         pieces,
         dims,
         title="context_vecs = attn_weights @ inputs",

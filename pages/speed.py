@@ -5,7 +5,7 @@ import streamlit as st
 
 import attention
 from attention import speed
-from explorer import compute, figures, state, ui
+from explorer import figures, state, timing, ui
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
@@ -15,7 +15,7 @@ ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
 state.current()  # the sidebar's settings do not apply here; the sizes below do
 st.title("Speed")
-devices = compute.speed_devices()
+devices = timing.speed_devices()
 NO_GPU = "No GPU on this server; CUDA results appear when one is present." if devices == ["cpu"] else ""
 defaults = {"speed_T": list(T_CHOICES[2:]), "speed_d": 256, "speed_h": 4, "speed_b": 1, "speed_repeats": 3}
 for key, value in {**defaults, "speed_device": devices[-1]}.items():
@@ -38,7 +38,10 @@ with sizes_column.popover(label, icon=":material/tune:", width="stretch", key="s
     st.caption(NO_GPU)
 if run.button("Run the comparison", icon=":material/play_arrow:", type="primary", disabled=not choice[0],
               key="speed_run", width="stretch"):  # fmt: skip
-    st.session_state[RESULT] = ui.guard(compute.speed_view, tuple(sorted(choice[0])), *choice[1:])
+    with ui.progress("Starting the measurement…") as report:
+        st.session_state[RESULT] = ui.guard(
+            timing.speed_view, tuple(sorted(choice[0])), *choice[1:], on_progress=report
+        )
 data = st.session_state.get(RESULT)
 step = ui.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
 
@@ -61,13 +64,13 @@ def mib(name: str) -> str:
 
 
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
-    sizes = ", ".join(f"{k} = {v}" for k, v in data["sizes"].items() if k != "repeats")
+    sizes = ", ".join(f"{k} = {v}" for k, v in data.sizes.items() if k != "repeats")
     options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=ui.style())
-    ui.chart(figures.measured_lines(T, series, title=f"{title} · {data['device']}, {sizes}", **options), name, key=name)
+    ui.chart(figures.measured_lines(T, series, title=f"{title} · {data.device}, {sizes}", **options), name, key=name)
 
 
 def time_step() -> None:
-    fastest, k, span = min(time_ms, key=lambda n: time_ms[n][-1]), data["time_exponent"], T[-3:]
+    fastest, k, span = min(time_ms, key=lambda n: time_ms[n][-1]), data.time_exponent, T[-3:]
     growth = (
         f" From T = {span[0]} to {span[-1]} the time of `{REFERENCE}` grew as $T^{{{k[REFERENCE]:.1f}}}$, that of "
         f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$: the fused kernel still computes every q·k score, it "
@@ -94,7 +97,7 @@ def memory_step() -> None:
 
 
 def why_step() -> None:
-    k, fused = data["memory_exponent"], "F.scaled_dot_product_attention"
+    k, fused = data.memory_exponent, "F.scaled_dot_product_attention"
     grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
     linear = f", growing as $T^{{{k[fused]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
     st.markdown(
@@ -102,7 +105,7 @@ def why_step() -> None:
         f"({amount(one[-1])}), because it keeps four, and takes {pace('trace')}. `{REFERENCE}` overwrites one buffer "
         f"in place: {mib(REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns every head's "
         f"weights: {mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper holds one head's "
-        f"buffer at a time ({mib('MultiHeadAttentionWrapper')}) but runs {data['sizes']['num_heads']} smaller products "
+        f"buffer at a time ({mib('MultiHeadAttentionWrapper')}) but runs {data.sizes['num_heads']} smaller products "
         f"one after another: {pace('MultiHeadAttentionWrapper')}. `{fused}` and `fast_multihead` never materialize "
         f"the T × T weights: {mib(fused)} and {mib('fast_multihead')}{linear} and take {ratio(fused):.1f}× and "
         f"{ratio('fast_multihead'):.1f}× the time of `{REFERENCE}`."
@@ -110,7 +113,7 @@ def why_step() -> None:
     rows = [(n, time_ms[n][-1], ratio(n), memory[n][-1], memory[n][-1] / one[-1]) for n in time_ms]
     columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one weights tensor"]
     st.dataframe(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
-    ui.show_code(attention.attend, attention.fast_multihead)
+    ui.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
 
 
 if step == 0:
@@ -122,13 +125,13 @@ if step == 0:
     table = pd.DataFrame(rows, columns=["implementation", "chapter stage", "keeps in memory at once"])
     st.dataframe(table, hide_index=True, width="stretch")
     if data:
-        worst = max(data["max_abs_difference"].values())
+        worst = max(data.max_abs_difference.values())
         st.markdown(f"Measured: every output equals `{REFERENCE}`'s to within {worst:.1e} (largest |difference|).")
     st.caption(NO_GPU)
     ui.show_code(*(impl.build for impl in attention.IMPLEMENTATIONS.values()))
 elif not data:
     st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
 else:
-    T, one = list(data["num_tokens"]), data["one_weights_mib"]
-    time_ms, memory = data["time_ms"], data["peak_memory_mib"]
+    T, one = list(data.num_tokens), data.one_weights_mib
+    time_ms, memory = data.time_ms, data.peak_memory_mib
     (time_step, memory_step, why_step)[step - 1]()

@@ -42,7 +42,7 @@ if step == 0:
         help="Size of the GRU's hidden state (bounded for a shared server).",
     )
     fig = figures.heatmap(
-        view["encoder_states"],
+        view.encoder_states,
         pieces,
         steps_dims,
         title="encoder_states: the hidden state after each token",
@@ -55,7 +55,7 @@ if step == 0:
     )
     ui.chart(fig, "encoder-states")
 elif step == 1:
-    share = view["final_state_share"]
+    share = view.final_state_share
     st.markdown(
         "A plain decoder gets only the **last** hidden state. How much does each token still matter in it? "
         "Autograd measures it: the norm of ∂final_state/∂x_j for every token j, shown as shares of the total. "
@@ -72,7 +72,7 @@ elif step == 1:
     )
     ui.chart(fig, "final-state-influence")
 elif step == 2:
-    weights = view["bahdanau_weights"]
+    weights = view.bahdanau_weights
     st.markdown(
         "Bahdanau attention (2014) lets the decoder **look back at every encoder state**. At each decoder "
         "step an additive network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a softmax "
@@ -94,7 +94,7 @@ elif step == 2:
     )
     ui.chart(fig, "bahdanau-weights")
 elif step == 3:
-    final, context = view["final_state_share"], view["attention_context_share"]
+    final, context = view.final_state_share, view.attention_context_share
     st.markdown(
         "The context vector reads every encoder state directly, so early tokens are not lost: the first "
         f"token keeps **{context[0]:.1%}** of the context's dependence, against **{final[0]:.1%}** of the final "
@@ -112,14 +112,14 @@ else:
     st.markdown(
         "Chapter 3 drops the RNN: the sequence **attends to itself**, and the score is a plain **dot "
         f"product**, with no network to run for every pair (the additive one here has "
-        f"{view['additive_num_parameters']:,} untrained weights). Left: dot-product weights, as on the next "
+        f"{view.additive_num_parameters:,} untrained weights). Left: dot-product weights, as on the next "
         "page. Right: the same pairs scored by the additive network."
     )
     left, right = st.columns(2)
     with left:
         ui.chart(
             figures.heatmap(
-                view["dot_product_weights"],
+                view.dot_product_weights,
                 pieces,
                 pieces,
                 title="dot product: softmax(x·xᵀ)",
@@ -131,7 +131,7 @@ else:
     with right:
         ui.chart(
             figures.heatmap(
-                view["additive_weights"],
+                view.additive_weights,
                 pieces,
                 pieces,
                 title="additive: vᵀ tanh(W xᵢ + U xⱼ)",

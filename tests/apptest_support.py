@@ -1,10 +1,8 @@
 """Helpers for driving the app with Streamlit's ``AppTest``.
 
-AppTest resets ``PagesManager.uses_pages_directory`` before every run, and
-because this project has a ``pages/`` folder, reruns then take Streamlit's
-old pages-directory path and execute the page without the entry script (no
-sidebar, no navigation). A real server sets the flag to False for good as
-soon as ``st.navigation`` runs; ``app()`` restores that behaviour.
+``app()`` keeps the app in ``st.navigation`` mode across AppTest's reruns, as a real server
+does once the entry script has run: ``explorer.state.ensure_entrypoint`` explains why a
+``pages/`` folder makes that necessary. (AppTest resets the flag before every run.)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer import compute
+from explorer import caching, compute
 from explorer.settings import DEFAULTS
 
 SHARED = [
@@ -23,6 +23,9 @@ SHARED = [
 def arrays(value):
     if isinstance(value, np.ndarray):
         yield value
+    elif dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            yield from arrays(getattr(value, field.name))
     elif hasattr(value, "values"):
         for item in value.values():
             yield from arrays(item)
@@ -40,13 +43,44 @@ def test_a_shared_view_is_one_read_only_object(view):
     assert found and all(not a.flags.writeable for a in found)
     with pytest.raises(ValueError, match="read-only"):
         found[0][...] = 0
-    with pytest.raises(TypeError):
-        first["extra"] = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.pieces = ()
 
 
 def test_read_only_keeps_the_structure_and_values():
     value = {"a": np.arange(3), "b": [np.ones(2), {"c": np.zeros(1)}], "d": (1, "x")}
-    shared = compute.read_only(value)
+    shared = caching.read_only(value)
     np.testing.assert_array_equal(shared["a"], [0, 1, 2])
     assert isinstance(shared["b"], list) and shared["d"] == (1, "x")
     assert not shared["b"][1]["c"].flags.writeable
+    with pytest.raises(TypeError):
+        shared["e"] = 1
+
+
+def test_read_only_reaches_into_frozen_results():
+    @dataclasses.dataclass(frozen=True)
+    class Result:
+        weights: np.ndarray
+        by_name: dict
+
+    shared = caching.read_only(Result(np.eye(2), {"head 0": np.ones(3)}))
+    assert not shared.weights.flags.writeable and not shared.by_name["head 0"].flags.writeable
+    with pytest.raises(TypeError):
+        shared.by_name["head 1"] = np.zeros(3)
+
+
+def test_remembered_keeps_one_shared_result_per_key_and_forgets_the_oldest():
+    calls = []
+
+    @caching.remembered(max_entries=2)
+    def measured(size, *, on_progress=None):
+        calls.append(size)
+        return {"size": np.full(2, size)}
+
+    assert measured(1) is measured(1, on_progress=print)  # the callback is not part of the key
+    measured(2), measured(3), measured(1)
+    assert calls == [1, 2, 3, 1]
+    assert not measured(3)["size"].flags.writeable
+    measured.clear()
+    measured(3)
+    assert calls == [1, 2, 3, 1, 3]

@@ -1,5 +1,7 @@
 """The Multi-head attention page through AppTest: every step, the book's numbers, head choice, paging, safe labels."""
 
+import inspect
+
 import numpy as np
 import torch
 from apptest_support import ENTRY, app, decode, figure_specs
@@ -72,11 +74,15 @@ def test_every_step_with_the_books_numbers():
 
     at.button(key="next:multihead").click().run()
     table = at.dataframe[0].value
+    source = " ".join(inspect.getsource(attention.MultiHeadAttention.steps).split())
+    assert all(line in source for line in table["line"])  # every row is a line of the code, as it reads
     here = dict(zip(table["line"], table["here"], strict=True))
-    assert here["keys = keys.view(b, num_tokens, num_heads, head_dim)"] == "(1, 6, 2, 1)"
+    assert here["keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)"] == "(1, 6, 2, 1)"
     assert here["keys = keys.transpose(1, 2)"] == "(1, 2, 6, 1)"
-    assert here["attn_scores = queries @ keys.transpose(2, 3)"] == "(1, 2, 6, 6)"
-    assert here["context_vec = context_vec.contiguous().view(b, num_tokens, d_out)"] == "(1, 6, 2)"
+    assert here["context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)"] == "(1, 6, 2)"
+    scores = table[table["line"].str.startswith("attn_scores = queries @ keys.transpose(")]
+    assert list(scores["here"]) == ["(1, 2, 6, 6)"]
+    assert list(scores["shape"]) == ["(b, num_heads, num_tokens, num_tokens)"]
 
     at.button(key="next:multihead").click().run()
     for k, z in enumerate(traces(figure_specs(at)[0])):

@@ -6,7 +6,7 @@ import torch
 from apptest_support import app, decode, figure_specs
 
 import attention
-from explorer import compute
+from explorer import server
 
 SMALLEST = {"speed_T": [16, 32], "speed_d": 32, "speed_repeats": 1}  # num_heads 4, b 1: under a second
 
@@ -55,7 +55,7 @@ def test_run_then_every_step_draws_the_measurement():
     data = at.session_state["speed:result"]
 
     assert not at.exception
-    worst = max(data["max_abs_difference"].values())
+    worst = max(data.max_abs_difference.values())
     assert worst < 1e-5
     assert f"within {worst:.1e}" in markdown(at)
 
@@ -65,13 +65,13 @@ def test_run_then_every_step_draws_the_measurement():
     for name, (x, y) in drawn.items():
         assert x == [16, 32]
         assert (y > 0).all()
-        np.testing.assert_allclose(y, data["time_ms"][name])
-    fastest = min(data["time_ms"], key=lambda n: data["time_ms"][n][-1])
+        np.testing.assert_allclose(y, data.time_ms[name])
+    fastest = min(data.time_ms, key=lambda n: data.time_ms[n][-1])
     assert f"`{fastest}` is fastest" in markdown(at)
 
     next_step(at)  # memory against T: the package's (deterministic) allocations and the computed tensor size
     drawn = series(at)
-    torch.set_num_threads(compute.MACHINE_THREADS)  # as the page measures; some allocations depend on it
+    torch.set_num_threads(server.MACHINE_THREADS)  # as the page measures; some allocations depend on it
     try:
         expected = attention.measure(list(attention.IMPLEMENTATIONS), [16, 32], d_model=32, num_heads=4, repeats=1)
     finally:
@@ -83,8 +83,8 @@ def test_run_then_every_step_draws_the_measurement():
     np.testing.assert_allclose(drawn["one (b, num_heads, T, T) tensor, computed"][1], one)
 
     next_step(at)  # why: sentences and a table read from the measurement
-    trace_kib = data["peak_memory_mib"]["trace"][-1] * 1024
-    ratio = data["peak_memory_mib"]["trace"][-1] / data["one_weights_mib"][-1]
+    trace_kib = data.peak_memory_mib["trace"][-1] * 1024
+    ratio = data.peak_memory_mib["trace"][-1] / data.one_weights_mib[-1]
     assert f"`trace` peaks at {trace_kib:.0f} KiB, {ratio:.1f}× one weights tensor (16 KiB)" in markdown(at)
     assert "never materialize" in markdown(at)
     table = at.dataframe[0].value
@@ -98,11 +98,10 @@ def test_pressing_run_again_replays_the_cached_measurement():
     again = measured(app("pages/speed.py"))  # another session, the same sizes
 
     assert not again.exception
-    for name, values in first.session_state["speed:result"]["time_ms"].items():
-        np.testing.assert_array_equal(again.session_state["speed:result"]["time_ms"][name], values)
+    assert again.session_state["speed:result"] is first.session_state["speed:result"]  # measured once, shared
     again.button(key="speed_run").click().run()  # and the same session once more
     assert not again.exception
-    assert [bar.proto.value for bar in again.get("progress")] == [25]  # the stepper's; the replayed one ended empty
+    assert [bar.proto.value for bar in again.get("progress")] == [25]  # the stepper's; the measurement's is gone
 
 
 def test_num_heads_offers_only_divisors_of_d_model():

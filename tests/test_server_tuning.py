@@ -1,17 +1,19 @@
-"""Two process-wide settings the explorer makes for a server shared by a classroom (BENCHMARKS.md,
-"Where the time goes"): torch computes on one thread per script run, and the objects made by the
-heavy imports are frozen out of the garbage collector's reach."""
+"""Two process-wide settings ``configure_server()`` makes for a server shared by a classroom
+(BENCHMARKS.md, "Where the time goes"): torch computes on one thread per script run, and the
+objects made by the heavy imports are frozen out of the garbage collector's reach."""
 
 import gc
 import inspect
+import subprocess
+import sys
 import threading
 
 import pandas
 import plotly.graph_objects as go
 import torch
-from apptest_support import app
+from apptest_support import ROOT, app
 
-from explorer import compute, ui
+from explorer import results, server, timing, ui
 
 
 def num_threads_in_a_new_thread() -> int:
@@ -23,8 +25,19 @@ def num_threads_in_a_new_thread() -> int:
     return seen[0]
 
 
+def test_importing_the_explorer_changes_nothing_until_the_server_is_configured():
+    code = (
+        "import gc, torch; from explorer import compute, server, timing, ui; "
+        "print(gc.get_freeze_count(), torch.get_num_threads() == server.MACHINE_THREADS)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "True"]
+
+
 def test_script_runs_compute_with_one_torch_thread():
-    assert compute.MACHINE_THREADS >= 1
+    server.configure_server()
+    server.configure_server()  # a second call (every rerun of the entry script makes one) changes nothing
+    assert server.MACHINE_THREADS >= 1
     assert num_threads_in_a_new_thread() == 1
 
 
@@ -38,7 +51,7 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(attention, "measure", counting_measure)
-    compute.speed_view.clear()
+    timing.speed_view.clear()
     at = app("pages/speed.py")
     at.multiselect(key="speed_T").set_value([16])
     at.selectbox(key="speed_d").set_value(32)
@@ -47,16 +60,16 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
     at.button(key="speed_run").click().run()
 
     assert not at.exception
-    assert seen == [compute.MACHINE_THREADS]
-    assert at.session_state["speed:result"]["device"] == f"cpu, {compute.MACHINE_THREADS} threads"
+    assert seen == [server.MACHINE_THREADS]
+    assert at.session_state["speed:result"].device == f"cpu, {server.MACHINE_THREADS} threads"
     assert num_threads_in_a_new_thread() == 1
 
 
-def test_importing_the_explorer_freezes_what_the_heavy_imports_made():
-    assert ui.gc is gc
+def test_configuring_the_server_freezes_what_the_heavy_imports_made():
+    server.configure_server()
     assert gc.get_freeze_count() > 100_000
     tracked = {id(obj) for obj in gc.get_objects()}  # the frozen objects are not among them
-    for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, compute.Prepared):
+    for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, results.Prepared):
         assert id(heavy) not in tracked
 
 
