@@ -11,8 +11,9 @@ median time and peak memory. What separates them is what they keep:
   at once, each freed when nothing refers to it;
 * the wrapper's heads run one after another, so only one head's (b, T, T)
   tensors exist at a time, but each head is a separate, smaller product;
-* ``trace`` keeps every step: ``attn_scores``, ``scaled_scores``,
-  ``masked_scores`` and ``attn_weights`` are four (b, num_heads, T, T) tensors;
+* ``trace`` keeps what that forward made (the masked ``attn_scores`` and
+  ``attn_weights``) and derives the other steps only when asked, so it costs
+  what the module costs;
 * ``torch.nn.MultiheadAttention`` asked for each head's weights
   (``need_weights=True, average_attn_weights=False``) makes and returns them;
   asked for none (``need_weights=False``) it returns none, and whether it
@@ -26,7 +27,7 @@ runs in eval mode under ``torch.inference_mode()``. Time is the median of
 single calls over ``repeats`` rounds. Each round calls every implementation
 once, in an order shuffled with a fixed seed, so a burst of load from another
 process slows them all alike and none always follows the same neighbour (after
-a trace frees 1.5 GB, say); one that takes less than ``MIN_ROUND_S`` is called
+one frees a gigabyte, say); one that takes less than ``MIN_ROUND_S`` is called
 several times per round, each call timed. The median ignores the calls that a
 busy machine stalls. Memory (``peak_memory_bytes``) is the most memory torch's
 allocator had handed out at any moment of one call, beyond what was allocated
@@ -94,7 +95,7 @@ def wrapper_of_heads(mha: MultiHeadAttention) -> Call:
 
 
 def traced(mha: MultiHeadAttention) -> Call:
-    """``trace(mha, x)``, which keeps every intermediate, then its output."""
+    """``trace(mha, x)``, which keeps what the forward made, then its output."""
     return lambda x: trace(mha, x).output  # (b, T, d_out)
 
 
@@ -166,7 +167,7 @@ IMPLEMENTATIONS = {
     ),
     "trace": Implementation(
         "8, every step kept",
-        "four (b, num_heads, T, T) tensors: attn_scores … attn_weights",
+        "the forward's attn_scores and attn_weights; the other steps derived when asked",
         traced,
     ),
     "nn.MultiheadAttention": Implementation(
@@ -311,8 +312,9 @@ def check_request(
     largest = expected_attention_bytes(batch_size, num_heads, max(num_tokens_list))
     if largest > max_weights_bytes:
         raise ValueError(
-            f"One (b, num_heads, T, T) tensor would take {largest / MIB:,.0f} MiB at these sizes, and trace keeps "
-            f"four; the limit is {max_weights_bytes / MIB:,.0f} MiB per tensor. Use a smaller T, batch or num_heads."
+            f"One (b, num_heads, T, T) tensor would take {largest / MIB:,.0f} MiB at these sizes, and an "
+            f"implementation may hold several; the limit is {max_weights_bytes / MIB:,.0f} MiB per tensor. "
+            "Use a smaller T, batch or num_heads."
         )
 
 

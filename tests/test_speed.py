@@ -71,8 +71,8 @@ def test_memory_counts_the_attention_matrices_each_implementation_keeps():
     one = expected_attention_bytes(1, 2, 256) / MIB
     peak = {name: values[0] / one for name, values in result.peak_memory_mib.items()}
 
-    assert peak["trace"] >= 4  # attn_scores, scaled_scores, masked_scores, attn_weights
-    assert 1 <= peak["MultiHeadAttention"] < peak["trace"]  # at least attn_weights; never all four at once
+    assert peak["MultiHeadAttention"] >= 2  # attn_scores and attn_weights are alive together at the softmax
+    assert peak["trace"] < peak["MultiHeadAttention"] + 0.5  # a trace keeps those; the other steps are derived
     assert peak["nn.MultiheadAttention"] >= 2  # the scores and the returned weights
     assert peak["MultiHeadAttentionWrapper"] < peak["MultiHeadAttention"]  # one head's tensors at a time
     assert peak["F.scaled_dot_product_attention"] < 0.5
@@ -94,7 +94,7 @@ def test_ratios_divide_medians_from_the_same_run_and_the_load_average_is_recorde
     assert result.ratio("trace", "trace") == (1.0, 1.0)
     expected = tuple(a / b for a, b in zip(result.time_ms["fast_multihead"], result.time_ms["trace"], strict=True))
     assert result.ratio("fast_multihead", "trace") == pytest.approx(expected)
-    assert result.ratio("trace", "fast_multihead", "peak_memory_mib")[-1] > 1  # trace keeps four T × T tensors
+    assert result.ratio("trace", "fast_multihead", "peak_memory_mib")[-1] > 1  # trace keeps T × T tensors
     for load in (result.load_before, result.load_after):
         assert len(load) == 3
         assert all(value >= 0 for value in load)
@@ -201,7 +201,7 @@ def test_measures_on_cuda():
     for name in IMPLEMENTATIONS:
         assert all(t > 0 for t in result.time_ms[name]), name
         assert result.max_abs_difference[name] < 1e-4, name
-    assert result.peak_memory_mib["trace"][-1] >= 4 * one
+    assert result.peak_memory_mib["trace"][-1] >= 2 * one  # attn_scores and attn_weights
     assert result.peak_memory_mib["fast_multihead"][-1] < one
 
 
