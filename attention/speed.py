@@ -52,11 +52,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .causal import MAX_CONTEXT_LENGTH, causal_mask
+from .causal import causal_mask
+from .checks import MAX_CONTEXT_LENGTH, MAX_HEADS, check_size
 from .fast import fast_multihead
-from .multihead import MAX_HEADS, MultiHeadAttention, MultiHeadAttentionWrapper, to_torch_multihead
+from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper, to_torch_multihead
 from .trace import build, trace
-from .trainable import check_size
 
 SEED = 123
 MIN_ROUND_S = 0.005  # a timing round calls a faster implementation several times

@@ -40,8 +40,10 @@ REFERENCE = "nn.MultiheadAttention"
 
 
 def machine(threads: int, device: str) -> str:
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "")
     text = (
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs "
+        f"{model or platform.machine()}, {os.cpu_count()} logical CPUs "
         f"({len(os.sched_getaffinity(0))} usable); Python {platform.python_version()}, torch {torch.__version__}, "
         f"torch.get_num_threads() = {threads}"
     )
