@@ -25,6 +25,7 @@ from .multihead import MultiHeadAttention
 
 SATURATION_D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 LARGE_D_K = 512  # the d_k at which the scaling mistakes are measured
+MAX_DROPOUT_WEIGHTS = 2_000_000  # weights drawn in all for the dropout average; long inputs get fewer draws
 
 
 # The five steps of the forward pass, right.
@@ -365,7 +366,9 @@ def run_mistake(
 
     Everything runs in eval mode except ``dropout_without_rescale``, which
     drops with ``mha.dropout.p``: the shown draw is seeded with ``seed``, the
-    row-sum average is over ``dropout_samples`` draws. ``seed`` also draws the
+    row-sum average is over ``dropout_samples`` draws of head 0's weights (fewer
+    for long inputs, each of which averages more rows; the measure's label
+    says how many). ``seed`` also draws the
     change to later tokens that tests whether the first token sees them.
 
     Shapes: x (num_tokens, d_in) or (b, num_tokens, d_in).
@@ -699,6 +702,7 @@ def _dropout(mha, x, right, wrong, curve, samples, seed):
     p = mha.dropout.p
     right_now, wrong_now = right[0, 0].sum(dim=-1).mean().item(), wrong[0, 0].sum(dim=-1).mean().item()
     attn_weights = forward(mha, x, RIGHT).attn_weights[0, 0]  # (num_tokens, num_tokens), before dropout
+    samples = max(1, min(samples, MAX_DROPOUT_WEIGHTS // attn_weights.numel()))
     generator = torch.Generator().manual_seed(seed)
     right_sums, wrong_sums = [], []
     for _ in range(samples):

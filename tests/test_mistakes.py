@@ -210,6 +210,7 @@ def test_view_without_transpose_is_harmless_with_one_head(random_x):
 def test_dropout_without_rescale_sums_to_1_minus_p(random_mha, random_x):
     result = run_mistake("dropout_without_rescale", random_mha, random_x, dropout_samples=1000)
     average = result.measure("mean_row_sum")
+    assert "over 1000 draws" in average.label
     assert average.right == pytest.approx(1.0, abs=0.02)
     assert average.wrong == pytest.approx(1 - random_mha.dropout.p, abs=0.02)
     torch.testing.assert_close(result.wrong_weights, result.right_weights * (1 - random_mha.dropout.p))
