@@ -691,13 +691,6 @@ def machine() -> dict:
     }
 
 
-async def wait_quiet(seconds: float, threshold: float) -> None:
-    """Wait up to ``seconds`` for the 1-minute load average to fall below ``threshold``."""
-    deadline = time.monotonic() + seconds
-    while loadavg() >= threshold and time.monotonic() < deadline:
-        await asyncio.sleep(5)
-
-
 def record(entry: dict, path: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a") as f:
@@ -861,7 +854,6 @@ async def amain(args) -> None:
     sizes = [int(n) for n in args.students.split(",")] if args.scenario != "pages" else [None]
     for n in sizes:  # modes inside: the rows to compare run minutes apart, under similar outside load
         for mode in modes:
-            await wait_quiet(args.wait_quiet, args.quiet_load)
             await one_scenario(args, args.scenario, mode, n)
 
 
@@ -878,8 +870,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--step", type=int, default=1, help="the step of that page")
     parser.add_argument("--edits", type=int, default=5, help="timed edits per page and step (pages)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--wait-quiet", type=float, default=0.0, help="seconds to wait for a quiet machine first")
-    parser.add_argument("--quiet-load", type=float, default=1.0, help="the 1-minute load average that is quiet")
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
     parser.add_argument("--markdown", help="report: fill the generated block of this Markdown file")
     args = parser.parse_args(argv)

@@ -67,9 +67,6 @@ def _dump(path: str):
             "generations": _stats,
             "frozen": gc.get_freeze_count(),
             "tracked": len(gc.get_objects()),
-            "counts": gc.get_count(),
-            "thresholds": gc.get_threshold(),
-            "time": time.time(),
         }
         with open(path + ".tmp", "w") as f:
             json.dump(payload, f)
