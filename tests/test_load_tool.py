@@ -146,3 +146,13 @@ def test_a_plain_server_is_streamlit_run_on_its_own_free_port(tmp_path):
     assert first.command()[first.command().index("--server.port") + 1] == str(first.port)
     assert first.base == f"http://127.0.0.1:{first.port}"
     assert first.port != second.port
+
+
+def test_a_plotly_chart_is_counted_and_nothing_else_is():
+    chart = ForwardMsg()
+    chart.delta.new_element.plotly_chart.spec = "{}"
+    text = ForwardMsg()
+    text.delta.new_element.markdown.body = "Step 1 of 3"
+
+    assert load.read_reply(chart.SerializeToString()).chart
+    assert not load.read_reply(text.SerializeToString()).chart
