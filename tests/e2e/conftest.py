@@ -7,42 +7,15 @@ The server and the browser are always stopped, also when a test fails.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-from e2e_support import ARTIFACTS, ROOT, AppPage, open_page
+from e2e_support import ARTIFACTS, AppPage, open_page
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from benchmarks.launch import AppServer, launch_chromium, missing_browser
+
 SERVER_START_SECONDS = 180
-
-
-def missing_requirement() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    if importlib.util.find_spec("playwright") is None:
-        return "Python package playwright is not installed (pip install -r requirements-dev.txt)"
-    if not os.access(CHROMIUM, os.X_OK):
-        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-    return None
-
-
-MISSING = missing_requirement()
+MISSING = missing_browser()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,74 +37,18 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """Terminate the server's process group, then kill it if it does not exit."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=20)
-
-
 @pytest.fixture(scope="session")
 def server(_browser_available) -> str:
     """``streamlit run streamlit_app.py`` on 127.0.0.1 and a free port; yields the base URL."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log_path = ARTIFACTS / "server.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "streamlit_app.py",
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            cwd=ROOT,
-            env=dict(os.environ),  # TIKTOKEN_CACHE_DIR and the rest reach the app
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so _stop ends it and its children
-        )
+    app = AppServer(log=ARTIFACTS / "server.log")
     try:
-        base_url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while True:
-            if process.poll() is not None:
-                log_tail = log_path.read_text(errors="replace")[-3000:]
-                pytest.fail(f"the app server exited ({process.returncode}):\n{log_tail}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=5) as response:
-                    if response.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                log_tail = log_path.read_text(errors="replace")[-3000:]
-                pytest.fail(f"the app server did not start in {SERVER_START_SECONDS} s:\n{log_tail}")
-            time.sleep(0.5)
+        base_url = app.start(timeout=SERVER_START_SECONDS, every=0.5)  # stops the server if it fails to start
+    except RuntimeError as error:
+        pytest.fail(str(error), pytrace=False)
+    try:
         yield base_url
     finally:
-        _stop(process)
+        app.stop()
 
 
 @pytest.fixture(scope="session")
@@ -139,7 +56,7 @@ def browser(_browser_available):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = launch_chromium(playwright)
         try:
             yield chromium
         finally:
