@@ -1,0 +1,222 @@
+"""The GPT-2 loader, on small checkpoints generated here in both layouts readers have.
+
+The oracle is GPT-2 computed straight from the Hugging Face tensors (Conv1D
+weights, fused ``c_attn``), written independently of ``attention.gpt``.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from attention import trace
+from attention.gpt import GPTConfig, GPTModel, layer_input
+from attention.gpt2 import CHECKPOINT_VARIABLE, gpt2_from_environment, load_gpt2
+
+VOCAB, CONTEXT, D, LAYERS, HEADS = 100, 16, 32, 2, 4
+IDS = [5, 17, 99, 0, 42, 42, 7, 63, 12]
+
+
+def hf_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
+    """A tiny GPT-2 with Hugging Face's key names and layouts; Conv1D weights are (in, out)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape, scale=0.3):
+        return torch.randn(*shape, generator=g) * scale
+
+    tensors = {"wte.weight": rand(VOCAB, D), "wpe.weight": rand(CONTEXT, D), "ln_f.weight": 1 + rand(D, scale=0.1)}
+    tensors["ln_f.bias"] = rand(D, scale=0.1)
+    for n in range(LAYERS):
+        p = f"h.{n}."
+        tensors |= {
+            p + "ln_1.weight": 1 + rand(D, scale=0.1),
+            p + "ln_1.bias": rand(D, scale=0.1),
+            p + "attn.c_attn.weight": rand(D, 3 * D),
+            p + "attn.c_attn.bias": rand(3 * D, scale=0.1),
+            p + "attn.c_proj.weight": rand(D, D),
+            p + "attn.c_proj.bias": rand(D, scale=0.1),
+            p + "ln_2.weight": 1 + rand(D, scale=0.1),
+            p + "ln_2.bias": rand(D, scale=0.1),
+            p + "mlp.c_fc.weight": rand(D, 4 * D),
+            p + "mlp.c_fc.bias": rand(4 * D, scale=0.1),
+            p + "mlp.c_proj.weight": rand(4 * D, D),
+            p + "mlp.c_proj.bias": rand(D, scale=0.1),
+        }
+    return tensors
+
+
+def oracle_layer_norm(x, weight, bias):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5) * weight + bias
+
+
+def oracle_attention(x, t, n):
+    """GPT-2's attention in layer n from the HF tensors: fused qkv by Conv1D, causal softmax, c_proj."""
+    p = f"h.{n}.attn."
+    num_tokens = x.shape[0]
+    qkv = x @ t[p + "c_attn.weight"] + t[p + "c_attn.bias"]  # (T, 3D)
+    q, k, v = qkv.split(D, dim=-1)
+    head = D // HEADS
+    q, k, v = (m.reshape(num_tokens, HEADS, head).permute(1, 0, 2) for m in (q, k, v))  # (H, T, head)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(head)
+    future = torch.ones(num_tokens, num_tokens).triu(1).bool()
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    context = (weights @ v).permute(1, 0, 2).reshape(num_tokens, D)
+    return context @ t[p + "c_proj.weight"] + t[p + "c_proj.bias"], weights
+
+
+def oracle_forward(ids, t):
+    """Returns each layer's attention input (after ln_1), each attention output, and the logits."""
+    x = t["wte.weight"][ids] + t["wpe.weight"][: len(ids)]
+    inputs, outputs = [], []
+    for n in range(LAYERS):
+        p = f"h.{n}."
+        a_in = oracle_layer_norm(x, t[p + "ln_1.weight"], t[p + "ln_1.bias"])
+        a_out, _ = oracle_attention(a_in, t, n)
+        inputs.append(a_in)
+        outputs.append(a_out)
+        x = x + a_out
+        m = oracle_layer_norm(x, t[p + "ln_2.weight"], t[p + "ln_2.bias"])
+        h = m @ t[p + "mlp.c_fc.weight"] + t[p + "mlp.c_fc.bias"]
+        h = 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))
+        x = x + h @ t[p + "mlp.c_proj.weight"] + t[p + "mlp.c_proj.bias"]
+    logits = oracle_layer_norm(x, t["ln_f.weight"], t["ln_f.bias"]) @ t["wte.weight"].T
+    return inputs, outputs, logits
+
+
+def assert_matches_oracle(model: GPTModel, t: dict[str, torch.Tensor]) -> None:
+    inputs, outputs, logits = oracle_forward(IDS, t)
+    for n in range(LAYERS):
+        view = layer_input(model, IDS, n)
+        assert torch.allclose(view.inputs[0], inputs[n], atol=1e-5)
+        steps = trace(view.attention, view.inputs)
+        assert torch.allclose(steps.output[0], outputs[n], atol=1e-5)
+        assert torch.allclose(steps.attn_weights[0], oracle_attention(inputs[n], t, n)[1], atol=1e-5)
+    with torch.no_grad():
+        assert torch.allclose(model(torch.tensor([IDS]))[0], logits, atol=1e-4)
+
+
+def test_hugging_face_safetensors_matches_gpt2_computed_from_its_tensors(tmp_path):
+    t = hf_tensors()
+    path = tmp_path / "model.safetensors"
+    save_file(t, str(path))
+    model = load_gpt2(path, n_heads=HEADS)
+    assert model.cfg.qkv_bias and model.cfg.tie_weights
+    assert (model.cfg.n_layers, model.cfg.emb_dim, model.cfg.context_length) == (LAYERS, D, CONTEXT)
+    assert_matches_oracle(model, t)
+
+
+def test_transformer_prefix_and_mask_buffers_are_accepted(tmp_path):
+    t = hf_tensors(1)
+    prefixed = {"transformer." + k: v for k, v in t.items()}
+    prefixed |= {f"transformer.h.{n}.attn.bias": torch.ones(1, 1, CONTEXT, CONTEXT).tril() for n in range(LAYERS)}
+    prefixed["lm_head.weight"] = t["wte.weight"].clone()
+    path = tmp_path / "model.safetensors"
+    save_file(prefixed, str(path))
+    assert_matches_oracle(load_gpt2(path, n_heads=HEADS), t)
+
+
+def test_the_books_pth_state_dict_loads_with_its_mask_and_untied_head(tmp_path):
+    t = hf_tensors(2)
+    hf_path = tmp_path / "model.safetensors"
+    save_file(t, str(hf_path))
+    state = load_gpt2(hf_path, n_heads=HEADS).state_dict()
+    state["out_head.weight"] = t["wte.weight"].clone()  # the book's model keeps its own out_head
+    for n in range(LAYERS):
+        state[f"trf_blocks.{n}.att.mask"] = torch.triu(torch.ones(CONTEXT, CONTEXT), diagonal=1)  # the book's float
+    pth = tmp_path / "gpt2-small.pth"
+    torch.save(state, pth)
+    model = load_gpt2(pth, n_heads=HEADS)
+    assert not model.cfg.tie_weights
+    assert_matches_oracle(model, t)
+
+
+def test_the_books_model_and_optimizer_file_loads(tmp_path):
+    cfg = GPTConfig(vocab_size=VOCAB, context_length=CONTEXT, emb_dim=D, n_heads=HEADS, n_layers=LAYERS)
+    torch.manual_seed(0)
+    original = GPTModel(cfg).eval()
+    pth = tmp_path / "model_and_optimizer.pth"
+    torch.save({"model_state_dict": original.state_dict(), "optimizer_state_dict": {}}, pth)
+    model = load_gpt2(pth, n_heads=HEADS)
+    ids = torch.tensor([IDS])
+    with torch.no_grad():
+        assert torch.equal(model(ids), original(ids))
+
+
+def write_bad(tmp_path, kind: str):
+    t = hf_tensors()
+    if kind == "corrupt safetensors":
+        path = tmp_path / "model.safetensors"
+        save_file(t, str(path))
+        path.write_bytes(path.read_bytes()[:200])
+    elif kind == "corrupt pth":
+        path = tmp_path / "model.pth"
+        path.write_bytes(b"\x00not a checkpoint" * 10)
+    elif kind == "pickled code":
+        path = tmp_path / "model.pth"
+        path.write_bytes(pickle.dumps(print, protocol=2))
+    elif kind == "missing key":
+        del t["h.1.mlp.c_fc.bias"]
+        path = tmp_path / "model.safetensors"
+        save_file(t, str(path))
+    elif kind == "wrong shape":
+        t["h.0.attn.c_attn.weight"] = torch.zeros(D, 2 * D)
+        path = tmp_path / "model.safetensors"
+        save_file(t, str(path))
+    elif kind == "not gpt-2":
+        path = tmp_path / "model.safetensors"
+        save_file({"encoder.weight": torch.zeros(3, 3)}, str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("corrupt safetensors", "corrupt"),
+        ("corrupt pth", "corrupt"),
+        ("pickled code", "could not be read"),
+        ("missing key", "h.1.mlp.c_fc.bias"),
+        ("wrong shape", "c_attn.weight has shape"),
+        ("not gpt-2", "neither"),
+    ],
+)
+def test_a_bad_file_gives_a_clear_message_and_no_exception(tmp_path, kind, words):
+    path = write_bad(tmp_path, kind)
+    with pytest.raises(ValueError, match=words):
+        load_gpt2(path, n_heads=HEADS)
+    result = gpt2_from_environment({CHECKPOINT_VARIABLE: str(path)})
+    assert not result.ok and result.model is None
+    assert words in result.message and result.message.startswith("GPT-2 weights not loaded")
+
+
+def test_a_wrong_shape_in_the_books_layout_names_the_tensor(tmp_path):
+    cfg = GPTConfig(vocab_size=VOCAB, context_length=CONTEXT, emb_dim=D, n_heads=HEADS, n_layers=LAYERS)
+    state = GPTModel(cfg).state_dict()
+    state["trf_blocks.1.ff.layers.0.weight"] = torch.zeros(3, D)
+    pth = tmp_path / "model.pth"
+    torch.save(state, pth)
+    with pytest.raises(ValueError, match=r"trf_blocks\.1\.ff\.layers\.0\.weight has shape \(3, 32\)"):
+        load_gpt2(pth, n_heads=HEADS)
+
+
+def test_environment_variable_unset_or_pointing_nowhere(tmp_path):
+    unset = gpt2_from_environment({})
+    assert not unset.ok and CHECKPOINT_VARIABLE in unset.message
+    missing = gpt2_from_environment({CHECKPOINT_VARIABLE: str(tmp_path / "absent.safetensors")})
+    assert not missing.ok and "no file" in missing.message
+    folder = gpt2_from_environment({CHECKPOINT_VARIABLE: str(tmp_path)})
+    assert not folder.ok and "not a file" in folder.message
+
+
+def test_environment_variable_loads_a_good_file_once(tmp_path):
+    path = tmp_path / "model.safetensors"
+    save_file(hf_tensors(), str(path))
+    first = gpt2_from_environment({CHECKPOINT_VARIABLE: str(path)})
+    assert first.ok, first.message
+    assert first.model.cfg.n_heads == 1  # emb_dim // 64, at least 1: GPT-2's 64-wide heads
+    assert gpt2_from_environment({CHECKPOINT_VARIABLE: str(path)}).model is first.model
