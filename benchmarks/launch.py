@@ -11,6 +11,7 @@ Chromium through Playwright with the flags every caller uses.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import socket
@@ -57,6 +58,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def missing_browser() -> str | None:
+    """Why Chromium cannot be driven here, or None."""
+    if importlib.util.find_spec("playwright") is None:
+        return "Python package playwright is not installed (pip install -r requirements-dev.txt)"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    return None
 
 
 def launch_chromium(playwright):
