@@ -1,0 +1,151 @@
+"""Two app processes behind nginx (deploy/run_cluster.py): both serve, a browser stays on one, and
+the proxy adds its security headers and enforces its limits.
+
+It starts two Streamlit servers and nginx on 127.0.0.1, so it is marked ``slow``. Without nginx it
+is skipped, except in CI (``CI=true``), where .ci/run installs nginx and a missing one fails.
+All its traffic goes to loopback, and every loop in it is bounded.
+"""
+
+import base64
+import hashlib
+import http.client
+import importlib.util
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("run_cluster", ROOT / "deploy" / "run_cluster.py")
+run_cluster = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run_cluster)
+
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if run_cluster.nginx_binary() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("nginx is missing in CI (.ci/run installs it)")
+        pytest.skip("nginx is not installed (apt-get install nginx)")
+    with run_cluster.Cluster(processes=2) as running:
+        yield running
+
+
+def get(cluster, path: str, cookie: str | None = None, method: str = "GET", headers: dict | None = None):
+    """One request through nginx; returns (status, headers as a list of pairs)."""
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+    try:
+        all_headers = {**(headers or {}), **({"Cookie": cookie} if cookie else {})}
+        conn.request(method, path, headers=all_headers)
+        reply = conn.getresponse()
+        reply.read()
+        return reply.status, reply.getheaders()
+    finally:
+        conn.close()
+
+
+def header(pairs, name: str) -> list[str]:
+    return [value for key, value in pairs if key.lower() == name.lower()]
+
+
+def route_cookie(pairs) -> str | None:
+    cookies = [c.split(";", 1)[0] for c in header(pairs, "Set-Cookie") if c.startswith("explorer_route=")]
+    return cookies[0] if cookies else None
+
+
+def websocket_handshake(cluster, cookie: str) -> tuple[str, dict[str, str]]:
+    """Open /_stcore/stream through nginx the way a browser does; returns the status line and headers."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (
+        "GET /_stcore/stream HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{cluster.port}\r\n"
+        f"Origin: http://127.0.0.1:{cluster.port}\r\n"
+        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: streamlit\r\n"
+        f"Cookie: {cookie}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", cluster.port), timeout=30) as sock:
+        sock.sendall(request.encode())
+        data = b""
+        while b"\r\n\r\n" not in data and len(data) < 65536:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    status, *lines = data.split(b"\r\n\r\n", 1)[0].decode().split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+    assert headers.get("sec-websocket-accept") == accept
+    return status, headers
+
+
+@pytest.mark.slow
+def test_both_processes_serve_through_the_proxy(cluster):
+    backends = {f"127.0.0.1:{port}" for port in cluster.app_ports}
+    seen = set()
+    for student in range(24):
+        status, pairs = get(cluster, "/_stcore/health", cookie=f"explorer_route=student-{student}")
+        assert status == 200
+        seen.update(header(pairs, "X-Upstream"))
+    assert seen == backends
+
+
+@pytest.mark.slow
+def test_a_browser_stays_on_one_process_over_http_and_websocket(cluster):
+    status, pairs = get(cluster, "/")
+    assert status == 200
+    cookie = route_cookie(pairs)
+    assert cookie, "the first reply sets the route cookie"
+    (first,) = header(pairs, "X-Upstream")
+    for path in ["/", "/_stcore/health", "/_stcore/host-config", "/multihead", "/_stcore/health"]:
+        status, pairs = get(cluster, path, cookie=cookie)
+        assert status == 200, path
+        assert header(pairs, "X-Upstream") == [first], path
+        assert route_cookie(pairs) is None, "a browser with the cookie keeps it"
+    status_line, headers = websocket_handshake(cluster, cookie)
+    assert status_line.split()[1] == "101", status_line
+    assert headers["x-upstream"] == first
+
+
+@pytest.mark.slow
+def test_the_proxy_adds_frame_and_content_headers(cluster):
+    status, pairs = get(cluster, "/")
+    assert status == 200
+    assert header(pairs, "Content-Security-Policy") == ["frame-ancestors 'self'"]
+    assert header(pairs, "X-Frame-Options") == ["SAMEORIGIN"]
+    assert header(pairs, "X-Content-Type-Options") == ["nosniff"]
+
+
+@pytest.mark.slow
+def test_a_body_over_the_limit_is_refused_before_it_reaches_the_app(cluster):
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+    try:
+        # Only the declared length: nginx answers from the header, before any body is sent.
+        conn.putrequest("POST", "/_stcore/upload_file/x/y")
+        conn.putheader("Content-Length", str(2 * 1024 * 1024))
+        conn.endheaders()
+        reply = conn.getresponse()
+        assert reply.status == 413
+        assert header(reply.getheaders(), "X-Upstream") == [], "no app process saw it"
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_a_request_flood_from_one_client_is_limited(cluster):
+    """Beyond the burst (400) at 50 requests a second, one address gets 429; at most 2,000 requests."""
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+    statuses = []
+    try:
+        while len(statuses) < 2000 and 429 not in statuses:
+            conn.request("GET", "/_stcore/health", headers={"Cookie": "explorer_route=flood"})
+            reply = conn.getresponse()
+            reply.read()
+            statuses.append(reply.status)
+    finally:
+        conn.close()
+    assert statuses.count(200) >= 400, "the burst a class needs gets through"
+    assert statuses[-1] == 429
