@@ -226,6 +226,24 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
         )
 
 
+def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
+    """Build a figure with ``builder`` (a ``figures`` function) in this session's ``style`` and
+    draw it with ``chart``, keyed by ``key`` or else ``name``."""
+    options.setdefault("style", style())
+    chart(builder(*args, **options), name, key=key or name, cell_text=cell_text)
+
+
+def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str] | None = None, **options) -> None:
+    """One vector per token as a heatmap: token rows, dimension columns ("dim k" unless ``cols``), signed
+    values on the diverging scale, 4 decimals as the book prints them up to 4 columns, else 2."""
+    dims = np.shape(vectors)[1]
+    cols = [f"dim {k}" for k in range(dims)] if cols is None else cols
+    shown = dict(row_title="token", col_title="dimension", col_tokens=False, diverging=True, value_name="context value")
+    shown.update(decimals=4 if dims <= 4 else 2)
+    shown.update(options)
+    draw(figures.heatmap, name, vectors, pieces, cols, **shown)
+
+
 def step_exports(page_title: str, settings) -> None:
     """A "download this step's numbers" JSON button for everything drawn in this run."""
     drawn = st.session_state.get(FIGURES, [])

@@ -31,8 +31,7 @@ pieces, lengths, mask, dropout_on = data.pieces, data.lengths, data.mask, data.d
 b, num_tokens, d_in = data.batch_shape
 padding = [num_tokens - length for length in lengths]
 for index, cut in enumerate(data.truncated_from):
-    if cut:
-        st.info(f"Sentence {index + 1} has {cut:,} tokens; only the first {settings.context_length:,} are used.")
+    ui.truncation_notice(cut, settings.context_length, subject=f"Sentence {index + 1}")
 
 step = ui.stepper("batches", ["Stack into a batch", "One mask slice", "Each item's weights", "Context vectors"])
 item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
@@ -43,14 +42,12 @@ def side_by_side(matrices, title, name, **options):
     """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k"."""
     bound = float(abs(matrices).max())
     options.update(zmin=-bound if options.get("diverging") else float(matrices.min()), zmax=bound)
+    options.update(cell_text=matrices.shape[-1] <= 8)  # half a screen is too narrow for more columns' cell text
     for i, column in enumerate(st.columns(b)):
+        cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
-            cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
-            fig = figures.heatmap(
-                matrices[i], pieces[i], cols, title=f"{item_names[i]} · {title}", **options, style=ui.style()
-            )
-            narrow = matrices.shape[-1] > 8  # half a screen is too narrow for more columns' cell text
-            ui.chart(figures.without_cell_text(fig) if narrow else fig, f"{name}-{i}", key=f"{name}-{i}")
+            item = f"{item_names[i]} · {title}"
+            ui.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, **options)
 
 
 if step == 0:
@@ -80,10 +77,9 @@ elif step == 1:
     )
     positions = [str(i) for i in range(num_tokens)]
     axes = dict(row_tokens=False, col_tokens=False, row_title="query position", col_title="key position")
-    axes.update(meaning="1: this key is in the query's future", style=ui.style())
+    axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0)
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-    fig = figures.heatmap(mask.astype(float), positions, positions, title=title, value_name="mask", decimals=0, **axes)
-    ui.chart(fig, "batch-mask-slice", key="batch-mask-slice")
+    ui.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     ui.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 elif step == 2:
     notes = [
@@ -106,7 +102,6 @@ else:
     output = data.output
     d_out = output.shape[-1]
     book = settings.source == BOOK and settings.seed == 123 and d_out == 2 and not dropout_on
-    first = ", ".join(f"{v:.4f}" for v in output[0, 0, :4])
     if dropout_on:
         alone = (
             "Dropout is on, so a batch and a sentence run alone draw different dropout masks: the comparison "
@@ -121,7 +116,7 @@ else:
         )
     st.markdown(
         f"`context_vecs = ca(batch)`: ({b}, {num_tokens}, {d_in}) → **{tuple(output.shape)}**, that is "
-        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: [{first}{', …' if d_out > 4 else ''}]"
+        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {ui.first_values(output[0])}"
         + (", the book's printed `CausalAttention` output. " if book else ". ")
         + alone
     )

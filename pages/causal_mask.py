@@ -22,11 +22,11 @@ if num_tokens <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the steppe
     style = replace(style, max_height=min(style.max_height, 470 if step != 4 else 370))
 
 
-def draw(z, title, name, cols=None, narrow=False, **options):
-    """A query × key heatmap (or query × ``cols``) of this sentence; ``narrow`` ones lose cell text beyond 8 tokens."""
+def draw(z, title, name, narrow=False, **options):
+    """A query × key heatmap of this sentence; ``narrow`` ones lose their cell text beyond 8 tokens."""
     options.setdefault("value_name", "attention weight")
-    fig = figures.heatmap(z, pieces, pieces if cols is None else cols, title=title, style=style, **options)
-    ui.chart(figures.without_cell_text(fig) if narrow and num_tokens > 8 else fig, name, key=name)
+    cell_text = not (narrow and num_tokens > 8)
+    ui.draw(figures.heatmap, name, z, pieces, pieces, title=title, style=style, cell_text=cell_text, **options)
 
 
 if step == 4:
@@ -96,26 +96,15 @@ elif step == 3:
 elif step == 5:
     output = steps.output[0]
     book = settings.source == "book" and settings.seed == 123 and settings.d_out == 2
-    first = ", ".join(f"{v:.4f}" for v in output[0, :4])
     text.markdown(
         "`context_vec = attn_weights @ values`: each token's context vector mixes only its own and earlier "
-        f"tokens' values. First row: [{first}{', …' if output.shape[1] > 4 else ''}]"
+        f"tokens' values. First row: {ui.first_values(output)}"
         + (", the book's printed `CausalAttention` output (seed 123)." if book else ".")
     )
     if settings.training and settings.dropout > 0:
         text.caption("Dropout is on in the sidebar; this page shows eval mode (no dropout). See the Dropout page.")
     with plot:
-        draw(
-            output,
-            f"context_vec, shape ({num_tokens}, {output.shape[1]})",
-            "causal-context",
-            [f"dim {k}" for k in range(output.shape[1])],
-            value_name="context value",
-            diverging=True,
-            row_title="token",
-            col_title="dimension",
-            col_tokens=False,
-            decimals=4 if output.shape[1] <= 4 else 2,
-        )
+        title = f"context_vec, shape ({num_tokens}, {output.shape[1]})"
+        ui.token_vectors("causal-context", output, pieces, title=title, style=style)
     with text:
         ui.show_code(attention.CausalAttention)

@@ -46,9 +46,10 @@ if step >= 4:
     text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
 
 
-def draw(fig, name):
+def draw(builder, name, *args, **options):
+    """A figure in the plot column, in this page's style."""
     with plot:
-        ui.chart(fig, name, key=name)
+        ui.draw(builder, name, *args, style=style, **options)
 
 
 if step == 0:
@@ -60,7 +61,7 @@ if step == 0:
     )
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
-    draw(figures.heatmap(ones, labels, labels, title=title, value_name="entry", style=style, **plain), "dropout-ones")
+    draw(figures.heatmap, "dropout-ones", ones, labels, labels, title=title, value_name="entry", **plain)
     with text:
         ui.show_code(attention.apply_dropout, attention.dropout_keep_mask)
 elif step == 1:
@@ -72,7 +73,7 @@ elif step == 1:
         else idle + "The weights are the causal weights, unchanged."
     )
     title = "attn_weights after dropout"
-    draw(figures.dropout_heatmap(dropped, keep, pieces, pieces, title=title, masked=mask, style=style), "dropped")
+    draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask)
     with text:
         ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
@@ -92,7 +93,7 @@ elif step == 2:
         text.warning("This draw dropped every weight.")
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
-    draw(figures.bars(bars, pieces, title=title, value_name="attention weight", style=style), "dropout-row")
+    draw(figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
 elif step == 3:
     sums = data.row_sums
     text.markdown(
@@ -103,7 +104,7 @@ elif step == 3:
     )
     bars = {"row sum after dropout": sums, "before dropout": weights.sum(axis=1)}
     title = "Row sums of attn_weights"
-    draw(figures.bars(bars, pieces, title=title, value_name="row sum", style=style), "dropout-row-sums")
+    draw(figures.bars, "dropout-row-sums", bars, pieces, title=title, value_name="row sum")
 else:
     errors, counts = data.max_abs_error, data.num_samples
     note = text if step == 4 else plot  # step 6: the note sits beside the slider, the heatmaps below
@@ -116,8 +117,8 @@ else:
         note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
     if step == 4:
         series = {"max |mean − attn_weights|": errors}
-        options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True, "style": style}
-        draw(figures.lines(counts, series, title="Average of many draws", **options), "dropout-convergence")
+        options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True}
+        draw(figures.lines, "dropout-convergence", counts, series, title="Average of many draws", **options)
         with text:
             ui.show_code(attention.dropout_average)
     else:
@@ -127,7 +128,5 @@ else:
         )
         for column, (matrix, title, name) in zip(st.columns(2), views, strict=True):
             with column:
-                fig = figures.heatmap(
-                    matrix, pieces, pieces, title=title, value_name="attention weight", masked=mask, style=pair_style
-                )
-                ui.chart(figures.without_cell_text(fig) if len(pieces) > 8 else fig, name, key=name)
+                options = dict(title=title, value_name="attention weight", masked=mask, style=pair_style)
+                ui.draw(figures.heatmap, name, matrix, pieces, pieces, cell_text=len(pieces) <= 8, **options)

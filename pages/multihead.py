@@ -37,24 +37,8 @@ def heads_grid(weights, title: str, name: str) -> None:
         head_control("Heads shown", "head_group", range(len(spans)), group_size, spans.__getitem__)
     titles = [f"head {k}" + (" (inspected)" if k == head and num_heads > 1 else "") for k in group]
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
-    fig = figures.heatmap_grid(weights[group.start : group.stop], titles, pieces, pieces, **layout, style=ui.style())
-    ui.chart(fig, name, key=name, cell_text=len(group) * num_tokens <= 12)
-
-
-def matrix(z, title: str, name: str, cols) -> None:
-    """Token rows × dimension columns; 4 decimals as the book prints them, 2 when the cells are narrower."""
-    options = dict(col_tokens=False, row_title="token", col_title="dimension", diverging=True)
-    fig = figures.heatmap(
-        z,
-        pieces,
-        cols,
-        title=title,
-        value_name="context value",
-        decimals=4 if z.shape[1] <= 4 else 2,
-        **options,
-        style=ui.style(),
-    )
-    ui.chart(fig, name, key=name)
+    layout.update(cell_text=len(group) * num_tokens <= 12)
+    ui.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
 
 
 def labels(dims: int, heads: range | None = None) -> list[str]:
@@ -83,10 +67,11 @@ elif step == 1:
     left, right = st.columns([3, 2])
     with left:
         options = dict(title=f"head {head}: {weights_name}", value_name="attention weight", masked=mask, zmin=0.0)
-        fig = figures.heatmap(data.wrapper_weights[head], pieces, pieces, **options, style=ui.style())
-        ui.chart(fig, "head-weights", key="head-weights", cell_text=num_tokens <= 10)
+        weights = data.wrapper_weights[head]
+        ui.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
     with right:
-        matrix(data.wrapper_head_context[head], f"head {head}: context_vec", "head-context", labels(d_out))
+        context, title = data.wrapper_head_context[head], f"head {head}: context_vec"
+        ui.token_vectors("head-context", context, pieces, labels(d_out), title=title)
     ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output
@@ -100,7 +85,8 @@ elif step == 2:
     )
     part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
-    matrix(z, f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}", "wrapper-output", labels(d_out, shown))
+    title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
+    ui.token_vectors("wrapper-output", z, pieces, labels(d_out, shown), title=title)
     ui.show_code(attention.MultiHeadAttentionWrapper.steps)
 elif step == 3:
     st.markdown(
@@ -130,9 +116,10 @@ elif step == 5:
     left, right = st.columns(2)
     with left:
         cols = labels(head_dim, range(num_heads))
-        matrix(context, f"heads merged ({num_tokens}, {d_out})", "efficient-context", cols)
+        ui.token_vectors("efficient-context", context, pieces, cols, title=f"heads merged ({num_tokens}, {d_out})")
     with right:
-        matrix(output, f"out_proj → output ({num_tokens}, {d_out})", "efficient-output", labels(d_out))
+        title = f"out_proj → output ({num_tokens}, {d_out})"
+        ui.token_vectors("efficient-output", output, pieces, labels(d_out), title=title)
     ui.show_code(attention.MultiHeadAttention.steps)
 else:
     difference = data.wrapper_vs_efficient_max_difference

@@ -27,10 +27,8 @@ def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **op
     options = {"diverging": True, "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
-    fig = figures.heatmap(
-        z, rows, cols, title=title or name, value_name=name, col_tokens=keys, style=ui.style(), **options
-    )
-    return name, fig
+    options.update(title=title or name, value_name=name, col_tokens=keys, style=ui.style())
+    return name, figures.heatmap(z, rows, cols, **options)
 
 
 def side_by_side(*named_figures: tuple) -> None:
@@ -50,14 +48,6 @@ def example_rows(**names: str) -> str:
         for k, n in names.items()
     }
     return f" Row {example + 1}, outlined: " + ", ".join(f"`{k}[{example + 1}] = [{row}]`" for k, row in rows.items())
-
-
-def kept(name: str, default) -> dict:
-    """Widget arguments that keep a page-level control's value while its widget is off screen."""
-    key, widget = f"qkv:{name}", f"w_qkv_{name}"
-    st.session_state.setdefault(key, default)
-    st.session_state[widget] = st.session_state[key]
-    return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}
 
 
 def lab_lines(name: str, title: str, lab: dict) -> tuple:
@@ -108,8 +98,9 @@ elif step == 3:
     ui.show_code(attention.SelfAttention_v1.steps)
 elif step in (4, 5):
     left, right = st.columns(2)
-    temperature = left.select_slider("Temperature (divides every score)", TEMPERATURES, **kept("temperature", 1.0))
-    num_keys = right.slider("Keys per row", 2, 256, **kept("num_keys", 8))
+    kept_temperature = state.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0)
+    temperature = left.select_slider("Temperature (divides every score)", TEMPERATURES, **kept_temperature)
+    num_keys = right.slider("Keys per row", 2, 256, **state.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
     lab = ui.guard(compute.scaling_view, D_KS, num_keys, float(temperature), settings.seed)
     top = f"at d_k = {D_KS[-1]}"
     if step == 4:

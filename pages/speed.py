@@ -39,9 +39,8 @@ with sizes_column.popover(label, icon=":material/tune:", width="stretch", key="s
 if run.button("Run the comparison", icon=":material/play_arrow:", type="primary", disabled=not choice[0],
               key="speed_run", width="stretch"):  # fmt: skip
     with ui.progress("Starting the measurement…") as report:
-        st.session_state[RESULT] = ui.guard(
-            timing.speed_view, tuple(sorted(choice[0])), *choice[1:], on_progress=report
-        )
+        sizes = (tuple(sorted(choice[0])), *choice[1:])
+        st.session_state[RESULT] = ui.guard(timing.speed_view, *sizes, on_progress=report)
 data = st.session_state.get(RESULT)
 step = ui.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
 

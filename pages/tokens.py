@@ -9,12 +9,7 @@ from explorer import compute, figures, state, ui
 settings = state.current()
 st.title("Tokens & embeddings")
 data = ui.guard(compute.prepared, settings)
-if data.truncated_from:
-    st.info(
-        f"The text has {data.truncated_from:,} tokens; only the first {settings.context_length:,} "
-        "(context_length) are used.",
-        icon=":material/content_cut:",
-    )
+ui.truncation_notice(data.truncated_from, settings.context_length)
 if not data.tokenizer.startswith("GPT-2"):
     st.warning(f"Tokenizer: {data.tokenizer}. Token ids are not GPT-2's.", icon=":material/wifi_off:")
 

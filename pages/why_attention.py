@@ -41,19 +41,9 @@ if step == 0:
         on_change=lambda: st.session_state.update(why_hidden=st.session_state["w_why_hidden"]),
         help="Size of the GRU's hidden state (bounded for a shared server).",
     )
-    fig = figures.heatmap(
-        view.encoder_states,
-        pieces,
-        steps_dims,
-        title="encoder_states: the hidden state after each token",
-        value_name="hidden state",
-        row_title="after token",
-        col_title="hidden unit",
-        col_tokens=False,
-        diverging=True,
-        style=ui.style(),
-    )
-    ui.chart(fig, "encoder-states")
+    title = "encoder_states: the hidden state after each token"
+    options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
+    ui.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
 elif step == 1:
     share = view.final_state_share
     st.markdown(
@@ -62,15 +52,10 @@ elif step == 1:
         f"Here the first token keeps **{share[0]:.1%}** and the last **{share[-1]:.1%}**: each step back "
         "fades, which is the bottleneck."
     )
-    fig = figures.bars(
-        {"share of the final state's dependence": share},
-        pieces,
-        title="Influence of each token on the final state",
-        value_name="share",
-        meaning="norm of ∂final_state/∂x_j, as a share of all tokens",
-        style=ui.style(),
-    )
-    ui.chart(fig, "final-state-influence")
+    series = {"share of the final state's dependence": share}
+    options = dict(title="Influence of each token on the final state", value_name="share")
+    options.update(meaning="norm of ∂final_state/∂x_j, as a share of all tokens")
+    ui.draw(figures.bars, "final-state-influence", series, pieces, **options)
 elif step == 2:
     weights = view.bahdanau_weights
     st.markdown(
@@ -79,20 +64,11 @@ elif step == 2:
         "turns the scores into weights over the input positions. Untrained, the network scores all states "
         f"almost alike: the largest weight is {weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
     )
-    fig = figures.heatmap(
-        weights,
-        [f"step {i}" for i in range(weights.shape[0])],
-        pieces,
-        title="bahdanau_weights",
-        value_name="attention weight",
-        row_title="decoder step",
-        col_title="encoder token",
-        meaning="how much this decoder step reads this encoder state",
-        row_tokens=False,
-        decimals=3,
-        style=ui.style(),
-    )
-    ui.chart(fig, "bahdanau-weights")
+    options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
+    options.update(row_title="decoder step", col_title="encoder token")
+    options.update(meaning="how much this decoder step reads this encoder state")
+    decoder_steps = [f"step {i}" for i in range(weights.shape[0])]
+    ui.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
 elif step == 3:
     final, context = view.final_state_share, view.attention_context_share
     st.markdown(
@@ -100,14 +76,9 @@ elif step == 3:
         f"token keeps **{context[0]:.1%}** of the context's dependence, against **{final[0]:.1%}** of the final "
         f"state's (an even share would be {1 / num_tokens:.1%}). Try a longer sentence in the sidebar."
     )
-    fig = figures.bars(
-        {"final state": final, "attention context": context},
-        pieces,
-        title="Each token's share: final state vs attention context",
-        value_name="share",
-        style=ui.style(),
-    )
-    ui.chart(fig, "final-vs-context")
+    series = {"final state": final, "attention context": context}
+    title = "Each token's share: final state vs attention context"
+    ui.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
 else:
     st.markdown(
         "Chapter 3 drops the RNN: the sequence **attends to itself**, and the score is a plain **dot "
@@ -117,28 +88,26 @@ else:
     )
     left, right = st.columns(2)
     with left:
-        ui.chart(
-            figures.heatmap(
-                view.dot_product_weights,
-                pieces,
-                pieces,
-                title="dot product: softmax(x·xᵀ)",
-                value_name="attention weight",
-                style=ui.style(),
-            ),
+        title = "dot product: softmax(x·xᵀ)"
+        ui.draw(
+            figures.heatmap,
             "dot-product-weights",
+            view.dot_product_weights,
+            pieces,
+            pieces,
+            title=title,
+            value_name="attention weight",
         )
     with right:
-        ui.chart(
-            figures.heatmap(
-                view.additive_weights,
-                pieces,
-                pieces,
-                title="additive: vᵀ tanh(W xᵢ + U xⱼ)",
-                value_name="attention weight",
-                style=ui.style(),
-            ),
+        title = "additive: vᵀ tanh(W xᵢ + U xⱼ)"
+        ui.draw(
+            figures.heatmap,
             "additive-weights",
+            view.additive_weights,
+            pieces,
+            pieces,
+            title=title,
+            value_name="attention weight",
         )
     st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
 ui.show_code(attention.encoder_decoder, attention.gru_step, attention.additive_scores)

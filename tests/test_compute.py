@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer import caching, compute
+from explorer import caching, compute, shapes
 from explorer.settings import DEFAULTS
 
 SHARED = [
@@ -84,3 +84,34 @@ def test_remembered_keeps_one_shared_result_per_key_and_forgets_the_oldest():
     measured.clear()
     measured(3)
     assert calls == [1, 2, 3, 1, 3]
+
+
+def split_heads(x, num_heads: int):
+    b, num_tokens, d_out = x.shape
+    keys = x.view(b, num_tokens, num_heads, d_out // num_heads)  # New: split, (b, num_tokens, num_heads, head_dim)
+    keys = keys.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+    attn_scores = keys @ keys.transpose(2, 3)  # (b, num_heads, num_tokens, num_tokens)
+    attn_scores.masked_fill_(attn_scores > 1e9, 0.0)
+    return attn_scores.sum(-1)
+
+
+def test_line_shapes_pairs_each_line_with_the_shape_it_made():
+    import torch
+
+    rows = shapes.line_shapes(split_heads, torch.ones(1, 5, 6), 3)
+    assert [(row.line, row.names, row.shape) for row in rows] == [
+        (
+            "keys = x.view(b, num_tokens, num_heads, d_out // num_heads)",
+            "(b, num_tokens, num_heads, head_dim)",
+            (1, 5, 3, 2),
+        ),
+        ("keys = keys.transpose(1, 2)", "(b, num_heads, num_tokens, head_dim)", (1, 3, 5, 2)),
+        ("attn_scores = keys @ keys.transpose(2, 3)", "(b, num_heads, num_tokens, num_tokens)", (1, 3, 5, 5)),
+    ]  # the in-place masked_fill_ makes no row; a statement over two lines reads as one
+
+
+def test_the_multihead_shape_table_is_the_code_as_it_ran():
+    view = compute.multihead_view(dataclasses.replace(DEFAULTS, num_heads=2, d_out=4))
+    by_line = {row.line: row.shape for row in view.shape_rows}
+    assert by_line["keys = keys.transpose(1, 2)"] == (1, 2, 6, 2)
+    assert by_line["context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)"] == (1, 6, 4)
