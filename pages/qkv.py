@@ -43,11 +43,8 @@ def side_by_side(*named_figures: tuple) -> None:
 
 def example_rows(**names: str) -> str:
     """The example token's row of each step's matrix (label=step name), as the book prints them."""
-    rows = {
-        k: ", ".join(f"{v:.4f}" for v in getattr(steps, n)[example][:8]) + ", …" * (getattr(steps, n).shape[1] > 8)
-        for k, n in names.items()
-    }
-    return f" Row {example + 1}, outlined: " + ", ".join(f"`{k}[{example + 1}] = [{row}]`" for k, row in rows.items())
+    rows = [f"`{k}[{example + 1}] = {ui.first_values(getattr(steps, n)[example:], 8)}`" for k, n in names.items()]
+    return f" Row {example + 1}, outlined: " + ", ".join(rows)
 
 
 def lab_lines(name: str, title: str, lab: dict) -> tuple:
