@@ -1,0 +1,108 @@
+"""Predict, then reveal (``explorer.predict``) through AppTest: answered right, answered wrong, presenter mode."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explorer.predict import Question, plain, state_key
+
+
+def choice_page(answer: str = "journey") -> None:
+    import streamlit as st
+
+    from explorer.predict import Question, ask
+
+    choices = ("Your", "journey", "starts", "with", "one", "step")
+    question = Question("test:choice", "Which token gets the most weight?", answer, choices, explanation="Computed.")
+    ask(question, context=st.session_state.get("context", "book"))
+
+
+def number_page(answer: float = 0.5) -> None:
+    from explorer.predict import Question, ask
+
+    ask(Question("test:number", "What will the row sum to?", answer, tolerance=0.05), context=None)
+
+
+def opened(script, presenter: bool = False, **kwargs) -> AppTest:
+    at = AppTest.from_function(script, kwargs=kwargs, default_timeout=30)
+    at.session_state["presenter"] = presenter
+    return at.run()
+
+
+def reveal(at: AppTest) -> AppTest:
+    (button,) = [b for b in at.button if b.label == "Reveal"]
+    return button.click().run()
+
+
+def test_a_right_choice_is_called_right_and_survives_reruns():
+    at = opened(choice_page)
+    assert not at.exception and not at.warning
+    assert [b for b in at.button if b.label == "Reveal"][0].disabled  # answer first
+    at.radio[0].set_value("journey").run()
+    assert not [b for b in at.button if b.label == "Reveal"][0].disabled
+    reveal(at)
+    assert [s.value for s in at.success] == ["Right: **journey**. Computed."]
+    at.run()  # any rerun keeps the answer and the reveal
+    assert at.success and at.radio[0].value == "journey" and at.radio[0].disabled
+
+
+def test_a_wrong_choice_is_called_wrong_with_the_computed_answer():
+    at = opened(choice_page, answer="starts")
+    at.radio[0].set_value("journey").run()
+    reveal(at)
+    assert not at.success
+    assert at.error[0].value.startswith("Not quite: you said journey; the answer is **starts**.")
+
+
+def test_ask_again_clears_the_answer():
+    at = opened(choice_page)
+    at.radio[0].set_value("step").run()
+    reveal(at)
+    [b for b in at.button if b.label == "Ask again"][0].click().run()
+    assert at.radio[0].value is None and not at.error and [b for b in at.button if b.label == "Reveal"]
+
+
+def test_another_context_asks_afresh_and_the_first_answer_is_kept():
+    at = opened(choice_page)
+    at.radio[0].set_value("journey").run()
+    reveal(at)
+    at.session_state["context"] = "typed"  # as if the learner typed a sentence
+    at.run()
+    assert not at.success and at.radio[0].value is None
+    at.session_state["context"] = "book"  # and went back to the book's example
+    at.run()
+    assert at.success and at.radio[0].value == "journey"
+
+
+@pytest.mark.parametrize(("given", "right"), [(0.52, True), (0.46, True), (0.4, False), (1.0, False)])
+def test_a_number_within_the_tolerance_is_right(given, right):
+    at = opened(number_page)
+    at.number_input[0].set_value(given).run()
+    reveal(at)
+    assert bool(at.success) == right and bool(at.error) != right
+    if not right:
+        assert f"you said {given:.2f}".replace(".", "\\.") in at.error[0].value
+
+
+def test_presenter_mode_shows_the_choices_and_reveals_without_an_answer():
+    at = opened(choice_page, presenter=True)
+    assert not at.radio and not at.number_input
+    assert "**B.** journey" in "\n".join(m.value for m in at.markdown)
+    reveal(at)
+    assert at.info[0].value == "The answer: **journey**. Computed."
+    assert not at.success and not at.error
+
+
+def test_questions_check_their_answers():
+    with pytest.raises(ValueError, match="not one of the choices"):
+        Question("q", "?", "three", ("one", "two"))
+    with pytest.raises(ValueError, match="finite number"):
+        Question("q", "?", float("nan"))
+    assert Question("q", "?", 1.0, tolerance=0.1).is_right(1.05)
+    assert not Question("q", "?", 1.0).is_right(None)
+
+
+def test_keys_and_labels_are_safe():
+    question = Question("batches:padding", "?", "Yes", ("Yes", "No"))
+    assert state_key(question, ("a",)) != state_key(question, ("b",))
+    assert state_key(question, ("a",)) == state_key(question, ("a",))
+    assert plain("**y** [z](javascript:1) <b>") == r"\*\*y\*\* \[z\]\(javascript\:1\) \<b\>"
