@@ -110,7 +110,7 @@ class MultiHeadAttention(nn.Module):
         queries = self.W_query(x)  # (b, num_tokens, d_out)
         values = self.W_value(x)  # (b, num_tokens, d_out)
 
-        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)  # New: split d_out into heads
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)  # New: (b, num_tokens, num_heads, head_dim)
         values = values.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
         queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, num_tokens, num_heads, head_dim)
 
@@ -122,7 +122,9 @@ class MultiHeadAttention(nn.Module):
         mask_bool = self.mask.bool()[:num_tokens, :num_tokens]  # (num_tokens, num_tokens)
         attn_scores.masked_fill_(mask_bool, -torch.inf)
 
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (b, num_heads, T, T)
+        attn_weights = torch.softmax(
+            attn_scores / keys.shape[-1] ** 0.5, dim=-1
+        )  # (b, num_heads, num_tokens, num_tokens)
         dropped_weights = self.dropout(attn_weights)  # (b, num_heads, num_tokens, num_tokens)
 
         context_vec = (dropped_weights @ values).transpose(1, 2)  # New: (b, num_tokens, num_heads, head_dim)
