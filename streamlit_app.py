@@ -26,6 +26,7 @@ PAGES = [
     st.Page("pages/dropout.py", title="Dropout", icon=":material/grain:"),
     st.Page("pages/batches.py", title="Batches & CausalAttention", icon=":material/stacks:"),
     st.Page("pages/multihead.py", title="Multi-head attention", icon=":material/view_module:"),
+    st.Page("pages/mistakes.py", title="Break it", icon=":material/build:", url_path="mistakes"),
     st.Page("pages/speed.py", title="Speed", icon=":material/speed:"),
 ]
 

@@ -1,0 +1,241 @@
+"""Figures and text for the "Break it" page: the changed line as a diff, the right and the wrong
+weights side by side on one colour scale, the measured consequences, and the saturation curve."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .charts import lines
+from .labels import plain_label, token_labels, visible_token
+from .layout import (
+    DEFAULT_STYLE,
+    MASK_WORD_LIMIT,
+    SEQUENTIAL,
+    FigureStyle,
+    apply_layout,
+    figure_height,
+    fit_matrix,
+    labels_that_fit,
+    tick_positions,
+)
+
+NAN_FILL = "rgba(213, 94, 0, 0.45)"  # vermilion over the grey of a blank cell: not a colour of the weight scale
+NAN_LINE = "#D55E00"
+WEIGHT = "weight = %{z:.4f}"
+PANEL_TEXT_LIMIT = 8  # print weights in cells up to this many tokens (two panels share the width)
+
+
+def code_diff(right_code: str, wrong_code: str) -> str:
+    """The mistake as a diff against the package's line: "- " right, "+ " wrong, "  " unchanged."""
+    right, wrong = right_code.splitlines(), wrong_code.splitlines()
+    shown = []
+    for tag, r0, r1, w0, w1 in difflib.SequenceMatcher(a=right, b=wrong, autojunk=False).get_opcodes():
+        if tag == "equal":
+            shown += [f"  {line}" for line in right[r0:r1]]
+            continue
+        shown += [f"- {line}" for line in right[r0:r1]]
+        shown += [f"+ {line}" for line in wrong[w0:w1]]
+    return "\n".join(shown)
+
+
+def hidden_cells(weights, future) -> np.ndarray:
+    """The cells a panel leaves blank as "masked": in the future and given exactly 0 (the code hid them)."""
+    return np.asarray(future, dtype=bool) & (np.asarray(weights) == 0)
+
+
+def right_and_wrong(
+    right,
+    wrong,
+    pieces: Sequence[str],
+    *,
+    future,
+    title: str,
+    titles: tuple[str, str] = ("right: the package's code", "wrong: with the mistake"),
+    zmax: float = 1.0,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Two (T, T) weight matrices side by side on one fixed 0–``zmax`` colour scale with one colour bar.
+
+    Attention weights are probabilities, so the scale is 0–1 (``zmax`` is
+    1/(1 − p) only for weights after dropout). Future cells with weight 0 are
+    blank and labelled "masked"; rows of NaN (softmax over nothing but −∞) are
+    filled vermilion, labelled "NaN" and counted in the panel's title.
+    """
+    matrices = [np.asarray(right, dtype=np.float64), np.asarray(wrong, dtype=np.float64)]
+    count = len(pieces)
+    if any(m.shape != (count, count) for m in matrices):
+        raise ValueError(f"right and wrong must be {count}×{count}, got {[m.shape for m in matrices]}.")
+    nan_rows = [np.isnan(m).any(axis=-1) for m in matrices]
+    panel_titles = [
+        t + (f" · {int(n.sum())} NaN row{'s' if n.sum() != 1 else ''}" if n.any() else "")
+        for t, n in zip(titles, nan_rows, strict=True)
+    ]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[plain_label(t) for t in panel_titles], horizontal_spacing=0.1)
+    height = figure_height(count, style)
+    views = []
+    for k, values in enumerate(matrices):
+        hidden = hidden_cells(values, future) | np.isnan(values)
+        view = fit_matrix(values, hidden, pieces, pieces, True, True, style)
+        views.append(view)
+        rows, cols = view.values.shape
+        small = view.block == 1 and rows <= PANEL_TEXT_LIMIT and cols <= PANEL_TEXT_LIMIT
+        z = np.where(view.hidden, np.nan, view.values).astype(np.float32)
+        trace = go.Heatmap(
+            z=z,
+            x=view.col_positions,
+            y=view.row_positions,
+            coloraxis="coloraxis",
+            meta={
+                "rows": [visible_token(p) for p in view.row_labels],
+                "cols": [visible_token(p) for p in view.col_labels],
+                "title": titles[k],
+            },
+            hoverongaps=False,
+            xgap=1 if small else 0,
+            ygap=1 if small else 0,
+            hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}<br>{WEIGHT}<extra></extra>",
+        )
+        if small:
+            trace.text = [["" if view.hidden[i, j] else f"{z[i, j]:.2f}" for j in range(cols)] for i in range(rows)]
+            trace.texttemplate = "%{text}"
+            trace.textfont = {"size": style.cell_text_size}
+        fig.add_trace(trace, row=1, col=k + 1)
+        _mark_masked(fig, view, values, future, k, style)
+        _mark_nan_rows(fig, view, nan_rows[k], k, style)
+    fig.update_layout(
+        coloraxis={
+            "colorscale": SEQUENTIAL,
+            "cmin": 0.0,
+            "cmax": zmax,
+            "colorbar": {"thickness": 12, "title": {"text": "weight"}, "tickfont": {"size": style.tick_size}},
+        }
+    )
+    fit = labels_that_fit(height, style)
+    for k, view in enumerate(views):
+        labels = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+        ticks = tick_positions(len(labels), fit)
+        axis = {"tickvals": [view.row_positions[i] for i in ticks], "ticktext": [labels[i] for i in ticks]}
+        axis.update(tickfont={"size": style.tick_size}, showgrid=False, zeroline=False)
+        fig.update_yaxes(**axis, autorange="reversed", title={"text": "queries" if k == 0 else ""}, row=1, col=k + 1)
+        fig.update_xaxes(**axis, tickangle=-90 if len(ticks) > 6 else None, row=1, col=k + 1)
+    fig.update_annotations(font={"size": style.font_size})
+    return apply_layout(fig, title, style, height)
+
+
+def _mark_masked(fig: go.Figure, view, values: np.ndarray, future, panel: int, style: FigureStyle) -> None:
+    """The word "masked" in blank future cells, when the panel is small enough for words."""
+    if view.block > 1 or len(view.row_positions) > MASK_WORD_LIMIT:
+        return
+    ii, jj = np.nonzero(hidden_cells(values, future)[np.ix_(view.row_positions, view.col_positions)])
+    if ii.size == 0:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[view.col_positions[j] for j in jj],
+            y=[view.row_positions[i] for i in ii],
+            mode="text",
+            text=["masked"] * len(ii),
+            textfont={"size": max(style.cell_text_size - 5, 9), "color": "#555555"},
+            hovertemplate="masked: a later token, given weight 0<extra></extra>",
+            showlegend=False,
+            name="masked",
+        ),
+        row=1,
+        col=panel + 1,
+    )
+
+
+def _mark_nan_rows(fig: go.Figure, view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> None:
+    """Fill each NaN row (or block of rows holding one) vermilion and say "NaN" at its start."""
+    positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
+    if not positions:
+        return
+    x0, x1 = view.col_positions[0] - 0.5 * view.block, view.col_positions[-1] + 0.5 * view.block
+    for position in positions:
+        fig.add_shape(
+            type="rect",
+            x0=x0,
+            x1=x1,
+            y0=position - 0.5 * view.block,
+            y1=position + 0.5 * view.block,
+            fillcolor=NAN_FILL,
+            line={"color": NAN_LINE, "width": 2},
+            layer="above",
+            row=1,
+            col=panel + 1,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[view.col_positions[0]] * len(positions),
+            y=positions,
+            mode="text",
+            text=["NaN row" if len(view.col_positions) > 2 else "NaN"] * len(positions),
+            textposition="middle right",
+            textfont={"size": style.cell_text_size, "color": "#000000"},
+            hovertemplate="NaN: every score in this row was −∞, and softmax of only −∞ is 0/0<extra></extra>",
+            showlegend=False,
+            name="NaN",
+        ),
+        row=1,
+        col=panel + 1,
+    )
+
+
+def measure_rows(measures) -> list[dict[str, str]]:
+    """The measured consequences as table rows: what is measured, with the right code, with the mistake."""
+    return [{"measured": m.label, "right": format_number(m.right), "wrong": format_number(m.wrong)} for m in measures]
+
+
+def format_number(value: float) -> str:
+    """A measured number as the page prints it: counts whole, others to 4 significant digits, NaN as "NaN"."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value):
+        return "NaN"
+    return f"{value:.4g}"
+
+
+def saturation(
+    curve,
+    *,
+    stat: str,
+    wrong_name: str,
+    head_dim: int | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """The saturation curve against d_k: ``stat`` "max_weight" (with the uniform 1/num_keys line) or "grad_norm".
+
+    ``curve`` has ``d_ks``, ``right_<stat>``, ``wrong_<stat>`` and ``num_keys``;
+    ``head_dim`` marks this module's d_k with a vertical line.
+    """
+    d_ks = np.asarray(curve.d_ks)
+    series = {
+        "÷ √d_k (right)": getattr(curve, f"right_{stat}"),
+        f"{wrong_name} (wrong)": getattr(curve, f"wrong_{stat}"),
+    }
+    dashed = ()
+    if stat == "max_weight":
+        uniform = f"all weights equal (1/{curve.num_keys})"
+        series[uniform] = np.full(d_ks.shape, 1 / curve.num_keys)
+        dashed = (uniform,)
+    names = {"max_weight": "largest weight in a row", "grad_norm": "softmax gradient norm"}
+    fig = lines(
+        d_ks,
+        series,
+        title=f"{names[stat]} against d_k ({curve.num_keys} random keys)",
+        x_title="d_k",
+        y_title=names[stat],
+        log_x=True,
+        dashed=dashed,
+        style=style,
+    )
+    if head_dim is not None:
+        fig.add_vline(x=head_dim, line={"color": "#555555", "dash": "dot"})
+        fig.add_annotation(x=math.log10(head_dim), y=1, yref="paper", text=f"d_k here = {head_dim}", showarrow=False)
+    return fig

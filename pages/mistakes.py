@@ -1,0 +1,91 @@
+"""Break it: one line of the chapter's code changed, beside the right code, with what the change costs, measured."""
+
+import pandas as pd
+import streamlit as st
+
+import attention
+from explorer import predict, state, ui
+from explorer.figures import mistakes as drawn
+from explorer.mistakes_view import SCALING_MISTAKES, changed_step, mistake_view
+
+MISTAKE = "mistakes:mistake"
+NAMES = list(attention.MISTAKES)
+TABLE_CSS = "<style>[data-testid='stTable'] :is(td, th) {font-size: 1.25rem;}</style>"
+FUTURE = ("Yes: its output moves", "No: the future stays hidden")
+
+settings = state.current()
+if MISTAKE not in st.session_state:
+    linked = state.initial_param("mistake", "mistakes")
+    st.session_state[MISTAKE] = linked if linked in attention.MISTAKES else NAMES[0]
+title, choice = st.columns([1, 2], vertical_alignment="bottom")
+title.title("Break it")
+choice.selectbox(
+    "The mistake",
+    NAMES,
+    format_func=lambda n: attention.MISTAKES[n].title,
+    help="Each is one changed line of MultiHeadAttention's forward pass, run beside the package's own code.",
+    **state.kept_widget(MISTAKE, "w_mistake", NAMES[0]),
+)
+name = st.session_state[MISTAKE]
+state.page_param("mistake", name)
+mistake = attention.MISTAKES[name]
+data = ui.guard(mistake_view, settings, name)
+ui.truncation_notice(data.truncated_from, settings.context_length)
+step = ui.stepper("mistakes", ["The changed line", "Right beside wrong", "What it costs"])
+if name == "dropout_without_rescale":
+    book_p = " (the sidebar's p is 0, so the book's 0.5)" if settings.dropout == 0 else ""
+    st.caption(f"Dropout here uses p = {data.dropout:.2f}{book_p}, in training mode, one seeded draw.")
+
+if step == 0:
+    st.markdown(f"**{mistake.title}.** {mistake.why}")
+    st.code(drawn.code_diff(mistake.right_code, mistake.wrong_code), language="diff")
+    st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
+    moves = data.measure("first_token_moves")
+    if moves.wrong == moves.wrong:  # not NaN: the first token's output is a number, so the question has an answer
+        question = predict.Question(
+            f"mistakes:{name}:future",
+            "With this mistake, does the first token's output change when every later token changes?",
+            FUTURE[0] if moves.wrong > 1e-6 else FUTURE[1],
+            FUTURE,
+            explanation=moves.sentence,
+        )
+        predict.ask(question, context=(settings.key(), name))
+elif step == 1:
+    scale = "1/(1 − p): dropout scales survivors up" if data.weight_limit != 1 else "weights are probabilities"
+    st.markdown(
+        "Head 0's weights on your input: the package's code left, the mistake right, with the same weights and "
+        f"inputs, on one colour scale from 0 to {data.weight_limit:g} ({scale})."
+    )
+    ui.draw(
+        drawn.right_and_wrong,
+        "mistake-weights",
+        data.right_weights,
+        data.wrong_weights,
+        data.pieces,
+        future=data.future,
+        title=f"attn_weights, head 0: {mistake.title}",
+        zmax=data.weight_limit,
+    )
+    if rows := int(data.nan_rows.sum()):
+        st.warning(
+            f"{rows} row{'s are' if rows != 1 else ' is'} NaN (filled orange): the mask hides every key of that "
+            "query, so every score in the row is −∞, and softmax of only −∞ is 0/0. The NaN reaches "
+            f"{data.nan_tokens} token{'s' if data.nan_tokens != 1 else ''}' output.",
+            icon=":material/error:",
+        )
+    same = " The pictures agree: this mistake shows in the numbers." if data.max_weight_difference < 1e-6 else ""
+    st.markdown(
+        "Grey cells marked “masked” are later tokens given weight 0. Where both are numbers, the weights differ "
+        f"by at most **{data.max_weight_difference:.4g}**.{same}"
+    )
+else:
+    st.markdown("\n".join(f"- {m.sentence}" for m in data.measures))
+    if st.session_state.get("presenter"):
+        st.html(TABLE_CSS)
+    st.table(pd.DataFrame(drawn.measure_rows(data.measures)).set_index("measured"))
+    if name in SCALING_MISTAKES and data.curve is not None:
+        for column, stat in zip(st.columns(2), ("max_weight", "grad_norm"), strict=True):
+            with column:
+                options = dict(stat=stat, wrong_name=SCALING_MISTAKES[name], head_dim=data.head_dim)
+                ui.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)
+ui.show_code(*changed_step(name), title="Show the code: the package's step, then the mistaken one")
