@@ -65,7 +65,7 @@ def remembered(max_entries: int):
 
     Keyword arguments are not part of the key: they carry a progress callback. Unlike
     ``st.cache_data``, nothing drawn while computing is recorded and replayed on a hit.
-    ``function.clear()`` forgets every result.
+    ``function.clear()`` forgets every result; ``function.get(*args)`` looks one up without computing.
     """
 
     def decorate(function):
@@ -85,7 +85,13 @@ def remembered(max_entries: int):
                     results.popitem(last=False)
             return result
 
+        def get(*args):
+            """The remembered result for these arguments, or None; computes nothing."""
+            with lock:
+                return results.get(args)
+
         cached.clear = results.clear
+        cached.get = get
         return cached
 
     return decorate

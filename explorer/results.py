@@ -225,3 +225,5 @@ class SpeedView:
     one_weights_mib: np.ndarray
     sizes: Mapping[str, int]  # b, d_model, num_heads, repeats
     device: str
+    rounds: tuple[int, ...] = ()  # timing rounds run at each T; fewer than repeats when the budget ran out
+    skipped_tokens: tuple[int, ...] = ()  # the T not measured because they would not fit in the budget
