@@ -34,7 +34,7 @@ def test_heatmap_keeps_duplicate_tokens_distinct_and_escapes_labels():
     assert all("<" not in t for t in ticks)
     assert fig.layout.title.text == "scores &lt;i&gt;"
     np.testing.assert_allclose(np.asarray(heat.z), z)
-    assert heat.zmid == 0 and heat.zmin == -35 and heat.zmax == 35
+    assert heat.zauto is False and heat.zmin == -35 and heat.zmax == 35
 
 
 def test_heatmap_masked_cells_are_blank_and_labelled():

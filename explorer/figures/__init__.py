@@ -7,11 +7,15 @@ Every page draws through these functions, so the conventions hold everywhere:
 * every token label passes through ``token_label``, which makes whitespace
   visible and escapes it, so "<b>" or a link typed by a user is shown, never
   interpreted by plotly;
-* colour scales are colour-blind-safe: Cividis for values that start at zero
-  (weights), ColorBrewer's RdBu, centred on zero, for signed values (scores, Q/K/V);
+* colour is a measurement (``heatmaps``' kinds): attention weights on one fixed 0–1
+  Cividis scale, signed values (scores, Q/K/V, context vectors) on ColorBrewer's RdBu
+  centred on zero from −max|v| to +max|v|, other non-negative values from 0; panels
+  compared side by side share one range (``shared_range``); a boolean mask has two
+  colours and a legend; explicit ranges switch plotly's ``zauto`` off, so they hold;
 * cell values are printed when the matrix is small; hover everywhere says the
   row token, the column token, the value and what it means;
-* masked cells are blank and labelled "masked".
+* masked cells are grey, never a colour of the scale, and say on hover what they hold
+  (a masked score −∞, a masked weight 0).
 
 Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math.
 They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
@@ -20,11 +24,26 @@ Pages import this package and use the names below.
 """
 
 from .charts import bars, dot_product_bars, dot_product_text, lines, measured_lines, stacked_contributions
-from .heatmaps import WORD_LABEL_LIMIT, dropout_heatmap, heatmap, heatmap_grid, without_cell_text
+from .heatmaps import (
+    KINDS,
+    MASK,
+    NONNEGATIVE,
+    SIGNED,
+    WEIGHTS,
+    WORD_LABEL_LIMIT,
+    colour_range,
+    dropout_heatmap,
+    heatmap,
+    heatmap_grid,
+    shared_range,
+    spread_note,
+    without_cell_text,
+)
 from .labels import plain_label, plural, token_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
     DIVERGING,
+    MASK_COLOURS,
     MASK_WORD_LIMIT,
     MASKED_FILL,
     PRESENTER,
@@ -43,19 +62,26 @@ from .layout import (
 __all__ = [
     "DEFAULT_STYLE",
     "DIVERGING",
+    "KINDS",
+    "MASK",
     "MASKED_FILL",
+    "MASK_COLOURS",
     "MASK_WORD_LIMIT",
+    "NONNEGATIVE",
     "PRESENTER",
     "ROTATED_TICKS",
     "SEQUENTIAL",
     "SERIES_COLOURS",
+    "SIGNED",
     "STACKED_TOKEN_LIMIT",
     "TEXT_CELL_LIMIT",
     "TICK_LIMIT",
+    "WEIGHTS",
     "WORD_LABEL_LIMIT",
     "FigureStyle",
     "MatrixView",
     "bars",
+    "colour_range",
     "dot_product_bars",
     "dot_product_text",
     "dropout_heatmap",
@@ -67,6 +93,8 @@ __all__ = [
     "measured_lines",
     "plain_label",
     "plural",
+    "shared_range",
+    "spread_note",
     "stacked_contributions",
     "token_label",
     "token_labels",

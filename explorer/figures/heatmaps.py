@@ -1,8 +1,18 @@
 """Heatmaps: a matrix with its rows as queries and its columns as keys.
 
 Token labels sit on numeric axes (``tickvals``/``ticktext``), so a token that occurs twice
-stays two rows; masked cells are blank and labelled "masked"; weights use one 0–1 sequential
-scale, signed values a diverging scale centred on zero.
+stays two rows; masked cells are grey and say so on hover. Colour is a measurement, set by
+the matrix's ``kind``:
+
+* ``"weights"``: attention weights are probabilities, always on one fixed 0–1 scale;
+* ``"signed"``: scores, Q/K/V, context vectors, W matrices: a diverging scale centred on 0,
+  from −max|v| to +max|v|;
+* ``"nonnegative"``: other values that cannot be negative, from 0 to their maximum;
+* ``"mask"``: a boolean mask, two colours and a two-entry legend, no colour bar.
+
+Panels meant to be compared take one ``value_range`` (from ``shared_range``), so equal
+colours mean equal numbers. A range is never stretched over a sliver of the values: a weight
+matrix whose entries all lie close together says so in its title, in numbers.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from .labels import plain_label, plural, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
     DIVERGING,
+    MASK_COLOURS,
     MASK_WORD_LIMIT,
     ROTATED_TICKS,
     SEQUENTIAL,
@@ -30,6 +41,126 @@ from .layout import (
     tick_positions,
 )
 
+WEIGHTS, SIGNED, NONNEGATIVE, MASK = "weights", "signed", "nonnegative", "mask"
+KINDS = (WEIGHTS, SIGNED, NONNEGATIVE, MASK)
+NARROW_SPREAD = 0.05  # weights that all lie within this of each other get their spread in the title
+MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its weight is exactly 0"
+MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
+
+
+def infer_kind(values, value_name: str = "") -> str:
+    """``"signed"`` if any value is negative; ``"weights"`` if the name says weight and every value is in
+    0–1; else ``"nonnegative"``. Pages pass ``kind`` where they know better."""
+    data = np.asarray(values, dtype=np.float64)
+    finite = data[np.isfinite(data)]
+    if finite.size and finite.min() < 0:
+        return SIGNED
+    if "weight" in value_name.lower() and (not finite.size or finite.max() <= 1 + 1e-6):
+        return WEIGHTS
+    return NONNEGATIVE
+
+
+def colour_range(values, kind: str) -> tuple[float, float]:
+    """The colour scale's (low, high) for ``values`` of this ``kind``: 0–1 for weights and masks,
+    ±max|v| for signed values, 0–max for non-negative ones (1 where every value is 0)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
+    if kind in (WEIGHTS, MASK):
+        return 0.0, 1.0
+    data = np.asarray(values, dtype=np.float64)
+    finite = data[np.isfinite(data)]
+    largest = float(np.abs(finite).max()) if finite.size else 0.0
+    largest = largest if largest > 0 else 1.0
+    return (-largest, largest) if kind == SIGNED else (0.0, largest)
+
+
+def shared_range(*matrices, kind: str) -> tuple[float, float]:
+    """One colour range for panels shown together for comparison (pass it to each as ``value_range``)."""
+    flat = [np.ravel(np.asarray(m, dtype=np.float64)) for m in matrices]
+    return colour_range(np.concatenate(flat) if flat else np.zeros(0), kind)
+
+
+def spread_note(values, kind: str) -> str:
+    """For weights that all lie within ``NARROW_SPREAD`` of each other, their range in words: on the
+    fixed 0–1 scale they look alike, and they are nearly alike."""
+    data = np.asarray(values, dtype=np.float64)
+    finite = data[np.isfinite(data)]
+    if kind != WEIGHTS or finite.size < 2:
+        return ""
+    low, high = float(finite.min()), float(finite.max())
+    if high - low >= NARROW_SPREAD:
+        return ""
+    return f" (all {low:.3f}–{high:.3f}: they differ by at most {high - low:.3f})"
+
+
+def _scale(kind: str, low: float, high: float, style: FigureStyle, show: bool = True) -> dict:
+    """A heatmap trace's colour settings: an explicit range (zauto off, so plotly keeps it)."""
+    colours = SEQUENTIAL if kind in (WEIGHTS, NONNEGATIVE) else DIVERGING
+    if kind == MASK:
+        colours = [[0, MASK_COLOURS[0]], [0.5, MASK_COLOURS[0]], [0.5, MASK_COLOURS[1]], [1, MASK_COLOURS[1]]]
+    return {
+        "colorscale": colours,
+        "zmin": low,
+        "zmax": high,
+        "zauto": False,
+        "showscale": show and kind != MASK,
+        "colorbar": {"thickness": 14, "tickfont": {"size": style.tick_size}},
+    }
+
+
+def _mask_legend(fig: go.Figure, style: FigureStyle) -> None:
+    """A boolean mask's two colours as two legend entries, in place of a colour bar."""
+    for colour, name in zip(MASK_COLOURS, ("False (0): visible", "True (1): masked, a future key"), strict=True):
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                marker={"symbol": "square", "size": style.tick_size, "color": colour},
+                name=name,
+                hoverinfo="skip",
+            )
+        )
+    fig.update_layout(
+        showlegend=True,
+        legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "font": {"size": style.font_size}},
+    )
+
+
+def _masked_cells(fig, view, masked_cells, kind: str, style: FigureStyle, words: bool) -> None:
+    """Masked cells stay grey (the plot background shows through); they say what they are on hover,
+    and in small matrices the word "masked" is written in them."""
+    ii, jj = np.nonzero(masked_cells)
+    if ii.size == 0 or len(view.row_positions) > TICK_LIMIT or len(view.col_positions) > TICK_LIMIT:
+        return
+    x = [view.col_positions[j] for j in jj]
+    y = [view.row_positions[i] for i in ii]
+    hover = MASKED_SCORE_HOVER if kind == SIGNED else MASKED_WEIGHT_HOVER
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            marker={"size": 1, "opacity": 0},
+            hovertemplate=f"{hover}<extra></extra>",
+            showlegend=False,
+            name="masked cells",
+        )
+    )
+    if words:
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="text",
+                text=["−∞" if kind == SIGNED else "masked"] * len(ii),
+                textfont={"size": style.label_size, "color": "#333333"},
+                hoverinfo="skip",
+                showlegend=False,
+                name="masked",
+            )
+        )
+
 
 def heatmap(
     z,
@@ -39,10 +170,10 @@ def heatmap(
     title: str,
     value_name: str = "value",
     meaning: str = "",
+    kind: str | None = None,
     diverging: bool = False,
+    value_range: tuple[float, float] | None = None,
     masked=None,
-    zmin: float | None = None,
-    zmax: float | None = None,
     row_title: str = "query",
     col_title: str = "key",
     decimals: int = 2,
@@ -55,8 +186,11 @@ def heatmap(
 
     ``row_labels``/``col_labels`` are raw token pieces (``row_tokens``/``col_tokens``
     True) or plain names such as "dim 0"; either way they are made safe here.
-    ``masked`` (bool, same shape, True = masked) blanks cells and labels them "masked".
-    ``meaning`` is a sentence shown on hover.
+    ``kind`` ("weights", "signed", "nonnegative", "mask") sets the colour scale; without it,
+    ``diverging`` means "signed", and otherwise ``infer_kind`` decides. ``value_range``
+    overrides the kind's range, for panels that share one (``shared_range``).
+    ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
+    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover.
     """
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
@@ -65,6 +199,9 @@ def heatmap(
         raise ValueError(
             f"{values.shape[0]}×{values.shape[1]} matrix but {len(row_labels)} row and {len(col_labels)} column labels."
         )
+    kind = kind or (SIGNED if diverging else infer_kind(values, value_name))
+    low, high = value_range if value_range is not None else colour_range(values, kind)
+    note = spread_note(values, kind)
     hidden = np.zeros_like(values, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     hidden = hidden | ~np.isfinite(values)
     view = fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style)
@@ -76,11 +213,6 @@ def heatmap(
     row_text = token_labels(row_labels) if row_tokens else [plain_label(x) for x in row_labels]
     col_text = token_labels(col_labels) if col_tokens else [plain_label(x) for x in col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
-    finite = shown[np.isfinite(shown)]
-    if diverging:
-        bound = float(np.max(np.abs(finite))) if finite.size else 1.0
-        zmin = -bound if zmin is None else zmin
-        zmax = bound if zmax is None else zmax
     trace = go.Heatmap(
         z=shown,
         x=view.col_positions,
@@ -89,15 +221,13 @@ def heatmap(
             "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
             "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
             "title": title,
+            "kind": kind,
+            "hidden_value": _hidden_value(kind, masked is not None),
         },
-        colorscale=DIVERGING if diverging else SEQUENTIAL,
-        zmin=zmin,
-        zmax=zmax,
-        zmid=0 if diverging else None,
-        colorbar={"thickness": 12, "tickfont": {"size": style.tick_size}},
         hoverongaps=False,
         xgap=1 if small else 0,
         ygap=1 if small else 0,
+        **_scale(kind, low, high, style),
     )
     meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
     if small:
@@ -120,21 +250,13 @@ def heatmap(
             f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
         )
     fig = go.Figure(trace)
-    if masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT:
-        ii, jj = np.nonzero(hidden)
-        fig.add_trace(
-            go.Scatter(
-                x=[view.col_positions[j] for j in jj],
-                y=[view.row_positions[i] for i in ii],
-                mode="text",
-                text=["masked"] * len(ii),
-                textfont={"size": max(style.cell_text_size - 3, 9), "color": "#555555"},
-                hovertemplate="masked: this key is in the query's future (score −∞, weight 0)<extra></extra>",
-                showlegend=False,
-                name="masked",
-            )
-        )
-    if highlight_row is not None and highlight_row in view.row_positions and view.block == 1:
+    if kind == MASK:
+        _mask_legend(fig, style)
+    elif view.block == 1:
+        words = masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT
+        _masked_cells(fig, view, hidden, kind, style, words)
+    highlighted = highlight_row is not None and highlight_row in view.row_positions and view.block == 1
+    if highlighted:
         fig.add_shape(
             type="rect",
             x0=view.col_positions[0] - 0.5,
@@ -144,7 +266,8 @@ def heatmap(
             line={"color": "#D55E00", "width": 3},
         )
     fit = labels_that_fit(figure_height(rows, style), style)  # columns too: side-by-side heatmaps are about square
-    row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, fit)
+    keep = view.row_positions.index(highlight_row) if highlighted else None
+    row_ticks, col_ticks = tick_positions(rows, fit, keep), tick_positions(cols, fit)
     # Many column labels are drawn upright, and plotly.js then puts a top axis's title a little
     # too close: it overlapped their ends until it stood off by another line of tick text.
     upright = len(col_ticks) > ROTATED_TICKS
@@ -170,11 +293,20 @@ def heatmap(
         zeroline=False,
         automargin=True,
     )
-    fig = apply_layout(fig, title, style, figure_height(rows, style))
+    fig = apply_layout(fig, title + note, style, figure_height(rows, style))
     if upright:  # room above the plot for the figure's title, then the axis title, then the labels
         labels_height = int(0.6 * style.tick_size * longest)
         fig.update_layout(margin_t=2 * style.title_size + 2 * style.tick_size + standoff + labels_height + 12)
     return fig
+
+
+def _hidden_value(kind: str, masked: bool) -> str | float | None:
+    """What a blank cell holds, for exports: a masked weight is exactly 0, a masked score −∞."""
+    if kind == WEIGHTS:
+        return 0.0
+    if kind == SIGNED and masked:
+        return "-inf"
+    return None
 
 
 def heatmap_grid(
@@ -185,12 +317,15 @@ def heatmap_grid(
     *,
     title: str,
     value_name: str = "attention weight",
+    kind: str = WEIGHTS,
     masked=None,
     columns: int = 3,
     max_row_height: int | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several same-sized weight matrices (e.g. one per head) on one shared colour scale.
+    """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
+    with one colour bar; token labels on the first column's axis only, so no subplot's labels
+    land on its neighbour.
 
     ``max_row_height`` caps each grid row's height in pixels, so that many
     narrow subplots side by side stay on one screen instead of growing tall.
@@ -203,8 +338,9 @@ def heatmap_grid(
         rows=grid_rows,
         cols=columns,
         subplot_titles=[plain_label(t) for t in titles],
-        horizontal_spacing=0.06,
+        horizontal_spacing=0.03,
         vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
+        shared_yaxes=True,
     )
     hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     views = [
@@ -218,8 +354,7 @@ def heatmap_grid(
     row_raw = [visible_token(x) for x in view.row_labels]
     col_raw = [visible_token(x) for x in view.col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
-    finite = stack[np.isfinite(stack)]
-    zmax = float(finite.max()) if finite.size else 1.0
+    low, high = colour_range(stack, kind)
     for k in range(count):
         z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
         hidden = views[k].hidden
@@ -228,24 +363,32 @@ def heatmap_grid(
                 z=z,
                 x=view.col_positions,
                 y=view.row_positions,
-                meta={"rows": row_raw, "cols": col_raw, "title": titles[k]},
-                colorscale=SEQUENTIAL,
-                zmin=0.0,
-                zmax=zmax,
-                showscale=k == 0,
-                colorbar={"thickness": 12},
+                meta={
+                    "rows": row_raw,
+                    "cols": col_raw,
+                    "title": titles[k],
+                    "kind": kind,
+                    "hidden_value": _hidden_value(kind, masked is not None),
+                },
                 hoverongaps=False,
                 text=[[("" if hidden[i, j] else f"{z[i, j]:.2f}") for j in range(cols)] for i in range(rows)]
                 if small
                 else None,
                 texttemplate="%{text}" if small else None,
+                textfont={"size": style.cell_text_size},
                 hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
                 f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+                **_scale(kind, low, high, style, show=k == 0),
             ),
             row=k // columns + 1,
             col=k % columns + 1,
         )
-    row_ticks, col_ticks = tick_positions(rows), tick_positions(cols)
+    row_height = max(figure_height(rows, style, extra=60), 240)
+    if max_row_height is not None:
+        row_height = min(row_height, max_row_height)
+    height = min(style.max_height + 200, grid_rows * row_height)
+    fit = labels_that_fit(height // grid_rows + 2 * style.title_size, style)
+    row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, max(2, fit // columns + 1))
     fig.update_yaxes(
         tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
@@ -259,10 +402,7 @@ def heatmap_grid(
         tickfont={"size": style.tick_size},
         showgrid=False,
     )
-    row_height = max(figure_height(rows, style, extra=60), 240)
-    if max_row_height is not None:
-        row_height = min(row_height, max_row_height)
-    height = min(style.max_height + 200, grid_rows * row_height)
+    fig.update_annotations(font={"size": style.font_size})  # the subplot titles
     return apply_layout(fig, title, style, height)
 
 
@@ -279,10 +419,13 @@ def dropout_heatmap(
     masked=None,
     value_name: str = "attention weight after dropout",
     meaning: str = "",
-    zmax: float | None = None,
+    value_range: tuple[float, float] | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Weights after one dropout draw: dropped cells blank and labelled "dropped".
+
+    Survivors are scaled by 1/(1 − p), so they can pass 1: the scale is then 0 to the largest
+    survivor ("nonnegative"), else the weights' 0–1; ``value_range`` overrides it.
 
     ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
     (True = masked) marks the causal mask's future cells, which stay labelled
@@ -295,25 +438,17 @@ def dropout_heatmap(
     values = np.asarray(z, dtype=np.float64)
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     dropped = ~np.asarray(keep, dtype=bool) & ~future
-    fig = heatmap(
-        values,
-        row_labels,
-        col_labels,
-        title=title,
-        value_name=value_name,
-        meaning=meaning,
-        masked=future | dropped,
-        zmin=0.0,
-        zmax=zmax,
-        style=style,
-    )
+    kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
+    options = dict(title=title, value_name=value_name, meaning=meaning, kind=kind, value_range=value_range)
+    fig = heatmap(values, row_labels, col_labels, masked=future | dropped, style=style, **options)
     fig.data = fig.data[:1]  # relabel the blank cells: "masked" and "dropped" separately
+    fig.data[0].meta = {**fig.data[0].meta, "hidden_value": 0.0}  # masked and dropped weights are exactly 0
     view = fit_matrix(values, future | dropped, row_labels, col_labels, True, True, style)
     if view.block > 1:
         return fig
     rows, cols = view.row_positions, view.col_positions
     small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
-    label_size = max(style.cell_text_size - 3, 9)
+    label_size = style.label_size
     for cells, text, hover in (
         (future, "masked", "masked: this key is in the query's future (score −∞, weight 0)"),
         (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),

@@ -14,6 +14,7 @@ SEQUENTIAL = "Cividis"
 DIVERGING = "RdBu_r"
 SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 MASKED_FILL = "#D9D9D9"
+MASK_COLOURS = ("#56B4E9", "#595959")  # a boolean mask: False (visible) light blue, True (masked) dark grey
 ROTATED_TICKS = 12  # above this many column labels, heatmaps draw them upright (tickangle -90)
 TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many entries
 STACKED_TOKEN_LIMIT = 24  # blocks in a stacked context vector; more tokens share an "other" block
@@ -29,6 +30,7 @@ class FigureStyle:
     tick_size: int = 12
     title_size: int = 16
     cell_text_size: int = 12
+    label_size: int = 10  # words written in cells ("masked", "dropped")
     height_per_row: int = 34
     min_height: int = 260
     max_height: int = 470  # a step's figure fits a 1280×720 screen under the title and stepper
@@ -42,18 +44,24 @@ PRESENTER = FigureStyle(
     tick_size=18,
     title_size=24,
     cell_text_size=18,
+    label_size=18,
     height_per_row=44,
     min_height=300,
     max_height=470,
 )
 
 
-def tick_positions(count: int, limit: int = TICK_LIMIT) -> list[int]:
-    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th."""
+def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:
+    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th.
+
+    ``keep`` (a highlighted row or column) always keeps its label: the every-k-th
+    positions are then counted from it, both ways, so no label crowds it.
+    """
     if count <= limit:
         return list(range(count))
     step = int(np.ceil(count / limit))
-    return list(range(0, count, step))
+    start = 0 if keep is None or not 0 <= keep < count else keep % step
+    return list(range(start, count, step))
 
 
 def labels_that_fit(height: int, style: FigureStyle) -> int:
