@@ -160,6 +160,7 @@ def begin_run() -> None:
     """Forget the previous run's figures (the entry script calls this before the page)."""
     st.session_state[FIGURES] = []
     st.session_state.pop("run_step", None)
+    st.session_state.pop("run_book_sections", None)  # book_mode.RUN_KEY: the book sections captioned
 
 
 def _axis_labels(axis) -> list[str] | None:
