@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 
+import numpy as np
 import streamlit as st
 import torch
 
@@ -104,10 +105,11 @@ def module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dro
     return attention.build(cls, seed, d_in, d_out, context_length, dropout, num_heads=num_heads)
 
 
-def module_for(name: str, settings: Settings):
+def module_for(name: str, settings: Settings, seed: int | None = None):
+    """The module ``name`` for ``settings``, built after ``torch.manual_seed(seed)`` (default: the settings' seed)."""
     return module(
         name,
-        settings.seed,
+        settings.seed if seed is None else seed,
         settings.effective_d_in,
         settings.d_out,
         settings.context_length,
@@ -130,10 +132,13 @@ def _inputs_tensor(settings: Settings) -> torch.Tensor:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def module_trace(settings: Settings, name: str) -> TraceArrays:
-    """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout."""
+def module_trace(settings: Settings, name: str, module_seed: int | None = None) -> TraceArrays:
+    """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout.
+
+    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed);
+    dropout draws use the settings' seed."""
     trace = attention.trace(
-        module_for(name, settings),
+        module_for(name, settings, module_seed),
         _inputs_tensor(settings),
         training=settings.training,
         seed=settings.seed,
@@ -168,15 +173,17 @@ def simplified_view(settings: Settings, query: int) -> SimplifiedView:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def qkv_view(settings: Settings) -> QkvView:
+def qkv_view(settings: Settings, v2_seed: int | None = None) -> QkvView:
     """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
 
     ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·).
+    ``SelfAttention_v2`` is built after ``torch.manual_seed(v2_seed)`` (default: the settings'
+    seed; the book uses 789), and a v1 given its weights.
     """
     inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
     steps = trace_arrays(attention.trace(sa_v1, inputs)).first_head()
-    sa_v2 = module_for("SelfAttention_v2", settings)
+    sa_v2 = module_for("SelfAttention_v2", settings, v2_seed)
     copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
     attention.load_v2_weights_into_v1(copy, sa_v2)
     with torch.no_grad():
@@ -201,23 +208,29 @@ def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def mask_view(settings: Settings) -> MaskView:
+def mask_view(settings: Settings, module_seed: int | None = None) -> MaskView:
     """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
 
-    The trace runs in eval mode, so the context vectors are the masked weights
-    times the values; dropout has its own page.
+    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings'
+    seed); with 789 its ``W_query`` and ``W_key`` are those of the book's ``SelfAttention_v2``
+    in this section. The trace runs in eval mode, so the context vectors are the masked
+    weights times the values; dropout has its own page.
     """
-    steps = module_trace(replace(settings, training=False), "CausalAttention")
+    steps = module_trace(replace(settings, training=False), "CausalAttention", module_seed)
     scaled_scores = torch.tensor(steps.scaled_scores[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     comparison = attention.compare_masking(scaled_scores)
+    future = comparison.mask.numpy()  # (num_tokens, num_tokens), True = masked
+    unmasked = comparison.unmasked_weights.numpy()  # (num_tokens, num_tokens)
     return MaskView(
         pieces=prepared(settings).pieces,
         truncated_from=prepared(settings).truncated_from,
         steps=steps,
-        mask_buffer_shape=tuple(module_for("CausalAttention", settings).mask.shape),
-        unmasked_weights=comparison.unmasked_weights.numpy(),
-        mask=comparison.mask.numpy(),
-        masked_scores=comparison.masked_scores.numpy(),
+        mask_buffer_shape=tuple(module_for("CausalAttention", settings, module_seed).mask.shape),
+        unmasked_weights=unmasked,
+        mask=future,
+        mask_simple=(~future).astype(unmasked.dtype),
+        masked_simple=np.where(future, 0.0, unmasked).astype(unmasked.dtype),
+        masked_scores=np.where(future, -np.inf, steps.attn_scores[0, 0]).astype(unmasked.dtype),
         weights_neg_inf=comparison.weights_neg_inf.numpy(),
         weights_renormalized=comparison.weights_renormalized.numpy(),
         max_abs_difference=comparison.max_abs_difference,
@@ -233,13 +246,16 @@ def dropout_sample_limit(num_tokens: int) -> int:
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
-def dropout_view(settings: Settings, num_samples: int) -> DropoutView:
+def dropout_view(settings: Settings, num_samples: int, module_seed: int | None = None) -> DropoutView:
     """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
 
-    In eval mode nothing is dropped, so the average uses p = 0 too. ``num_samples``
-    is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
+    The causal weights come from a ``CausalAttention`` built after ``torch.manual_seed(module_seed)``
+    (default: the settings' seed; the book's weights are SelfAttention_v2's, seed 789); the draws
+    use the settings' seed, as ``torch.manual_seed(seed)`` before ``Dropout``. In eval mode nothing
+    is dropped, so the average uses p = 0 too. ``num_samples`` is capped at
+    ``dropout_sample_limit`` (returned as ``max_samples``).
     """
-    steps = module_trace(settings, "CausalAttention")
+    steps = module_trace(replace(settings, training=False), "CausalAttention", module_seed)
     weights = torch.tensor(steps.attn_weights[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
     active = settings.training and settings.dropout > 0

@@ -107,7 +107,12 @@ class ScalingView:
 
 @dataclass(frozen=True)
 class MaskView:
-    """Section 3.5.1: ``CausalAttention``'s eval-mode trace and the masking comparison, (T, T) each."""
+    """Section 3.5.1: ``CausalAttention``'s eval-mode trace and the masking comparison, (T, T) each.
+
+    ``mask`` is True above the diagonal (the module's buffer); ``mask_simple`` is the book's
+    ``torch.tril(torch.ones(T, T))``, 1 where a query may look; ``masked_simple`` the unmasked
+    weights times it; ``masked_scores`` the unscaled scores with −∞ where masked, as the book's
+    ``attn_scores.masked_fill(mask.bool(), -torch.inf)``."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -115,6 +120,8 @@ class MaskView:
     mask_buffer_shape: tuple[int, int]
     unmasked_weights: np.ndarray
     mask: np.ndarray
+    mask_simple: np.ndarray
+    masked_simple: np.ndarray
     masked_scores: np.ndarray
     weights_neg_inf: np.ndarray
     weights_renormalized: np.ndarray

@@ -35,7 +35,12 @@ LIMITS = {
     "num_heads": Limit(1, 16, "number of attention heads; d_out must be divisible by it"),
     "context_length": Limit(1, 1024, "longest sequence the mask covers; longer input is truncated"),
     "dropout": Limit(0.0, 0.9, "probability of dropping each attention weight while training"),
-    "seed": Limit(0, 2**31 - 1, "seed for the weights, the embeddings and the dropout draws"),
+    "seed": Limit(
+        0,
+        2**31 - 1,
+        "seed for the weights, the embeddings and the dropout draws; the default, 123, gives each page the seed "
+        "the book uses there (789 for SelfAttention_v2 and the causal mask)",
+    ),
 }
 
 
