@@ -40,8 +40,9 @@ DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension
 
 def side_by_side(matrices, title, name, **options):
     """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k"."""
-    bound = float(abs(matrices).max())
-    options.update(zmin=-bound if options.get("diverging") else float(matrices.min()), zmax=bound)
+    inferred = "signed" if options.get("diverging") else figures.infer_kind(matrices, options.get("value_name", ""))
+    kind = options.setdefault("kind", inferred)
+    options.update(value_range=figures.shared_range(matrices, kind=kind))
     options.update(cell_text=matrices.shape[-1] <= 8)  # half a screen is too narrow for more columns' cell text
     for i, column in enumerate(st.columns(b)):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
@@ -77,7 +78,7 @@ elif step == 1:
     )
     positions = [str(i) for i in range(num_tokens)]
     axes = dict(row_tokens=False, col_tokens=False, row_title="query position", col_title="key position")
-    axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0)
+    axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
     ui.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     ui.show_code(attention.CausalAttention.__init__, attention.causal_mask)

@@ -6,11 +6,12 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui
 
 settings = state.current()
 st.title("Causal mask")
-data = ui.guard(compute.mask_view, settings)
+seed = book_mode.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
+data = ui.guard(compute.mask_view, settings, seed)
 steps, pieces, mask = data.steps, data.pieces, data.steps.mask
 num_tokens = len(pieces)
 step = ui.stepper(
@@ -31,26 +32,33 @@ def draw(z, title, name, narrow=False, **options):
 
 if step == 4:
     st.markdown(
-        "The book first masks the *ordinary* weights: multiply by `torch.tril(ones)` to zero the future, then "
-        "divide each row by its new sum. The −∞ route does it in one step. Both give the same weights, "
-        f"max |(a) − (b)| = **{data.max_abs_difference:.1e}**: renormalizing divides the future's share "
+        "The book first masks the *ordinary* weights: multiply by `mask_simple` to zero the future (a1), then "
+        "divide each row by its new sum (a2). The −∞ route (b) does it in one step. Both give the same weights, "
+        f"max |(a2) − (b)| = **{data.max_abs_difference:.1e}**: renormalizing divides the future's share "
         "of the softmax denominator out again."
     )
-    left, right = st.columns(2)
-    with left:
-        draw(data.weights_renormalized, "(a) softmax → tril → renormalize", "tril-route", narrow=True, masked=mask)
-    with right:
-        draw(data.weights_neg_inf, "(b) −∞ → softmax", "neg-inf-route", narrow=True, masked=mask)
+    book_mode.caption(settings, "causal")
+    routes = (
+        (data.masked_simple, "(a1) masked_simple = attn_weights · mask_simple", "tril-masked", None),
+        (data.weights_renormalized, "(a2) masked_simple / row sums", "tril-route", mask),
+        (data.weights_neg_inf, "(b) softmax(−∞ scores / √d_k)", "neg-inf-route", mask),
+    )
+    for column, (z, title, name, hidden) in zip(st.columns(3), routes, strict=True):
+        with column:
+            draw(z, title, name, narrow=True, masked=hidden)
     ui.show_code(attention.mask_by_renormalizing, attention.mask_with_neg_inf)
 else:
     text, plot = st.columns([1, 2], gap="medium")
 if step == 0:
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
     text.markdown(
-        "These are `CausalAttention`'s weights **before** masking: the softmax of the scaled scores. Every "
-        "query attends to every key, including tokens that come after it. A language model predicts the next "
-        f"token, so that is cheating: on average a query puts **{future_share:.1%}** of its weight on the future."
+        f"These are the weights **before** masking of a `CausalAttention` built after `torch.manual_seed({seed})`"
+        + (", which has the book's `SelfAttention_v2` weights" if seed == 789 else "")
+        + ": the softmax of the scaled scores. Every query attends to every key, including tokens that come after "
+        "it. A language model predicts the next token, so that is cheating: on average a query puts "
+        f"**{future_share:.1%}** of its weight on the future."
     )
+    book_mode.caption(settings, "causal", where=text)
     with plot:
         draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
     with text:
@@ -61,24 +69,31 @@ elif step == 1:
         f"`CausalAttention` builds its mask once, a buffer named `mask` of shape ({rows}, {cols}) "
         f"(context_length²), and each call slices `self.mask[:{num_tokens}, :{num_tokens}]`. True (1) is "
         f"above the diagonal, where the key comes after the query: **{int(mask.sum()):,}** of "
-        f"{num_tokens * num_tokens:,} cells."
+        f"{num_tokens * num_tokens:,} cells. The book starts from the opposite picture, `mask_simple = "
+        f"torch.tril(torch.ones({num_tokens}, {num_tokens}))`: 1 where the query may look."
     )
+    book_mode.caption(settings, "causal", where=text)
     if data.truncated_from:
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
-    with plot:
-        title = f"mask[:{num_tokens}, :{num_tokens}] (1 = True = masked)"
-        draw(mask.astype(float), title, "causal-mask", value_name="mask", meaning="1: a future key", decimals=0)
+    options = dict(value_name="mask", decimals=0, kind="mask", narrow=True)
+    buffer, simple = plot.columns(2)
+    with buffer:
+        title = f"mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
+        draw(mask.astype(float), title, "causal-mask", meaning="1: a future key", **options)
+    with simple:
+        draw(data.mask_simple, "mask_simple = torch.tril(ones) (1 = kept)", "mask-simple", meaning="1: kept", **options)
     with text:
         ui.show_code(attention.causal_mask, attention.CausalAttention.__init__)
 elif step == 2:
     text.markdown(
-        "`masked_fill(mask, -torch.inf)` sets the future scores to **−∞** (blank cells). Why not 0? A score "
-        "of 0 would still get exp(0) = 1 in the softmax's numerator; exp(−∞) = **0**, so a masked key gets "
-        "exactly nothing."
+        "`attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future scores to **−∞** (grey cells); "
+        "the division by √d_k comes next, inside the softmax. Why not 0? A score of 0 would still get "
+        "exp(0) = 1 in the softmax's numerator; exp(−∞) = **0**, so a masked key gets exactly nothing."
     )
+    book_mode.caption(settings, "causal", where=text)
     with plot:
-        title = "masked_scores: scaled scores, −∞ where masked"
-        draw(data.masked_scores, title, "masked-scores", value_name="scaled score", diverging=True, masked=mask)
+        title = "masked = attn_scores, −∞ where masked"
+        draw(data.masked_scores, title, "masked-scores", value_name="score", diverging=True, masked=mask)
     with text:
         ui.show_code(attention.mask_with_neg_inf)
 elif step == 3:
@@ -89,17 +104,20 @@ elif step == 3:
         f"query may see (largest |row sum − 1| = {worst:.1e}). The first token sees only itself: its weight "
         f"is {weights[0, 0]:.4f}."
     )
+    book_mode.caption(settings, "causal", where=text)
     with plot:
-        draw(weights, "attn_weights = softmax(masked_scores)", "causal-weights", masked=mask)
+        draw(weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", masked=mask)
     with text:
         ui.show_code(attention.CausalAttention.steps)
 elif step == 5:
     output = steps.output[0]
-    book = settings.source == "book" and settings.seed == 123 and settings.d_out == 2
     text.markdown(
         "`context_vec = attn_weights @ values`: each token's context vector mixes only its own and earlier "
-        f"tokens' values. First row: {ui.first_values(output)}"
-        + (", the book's printed `CausalAttention` output (seed 123)." if book else ".")
+        f"tokens' values. First row: {ui.first_values(output)}."
+    )
+    text.caption(
+        "Section 3.5.1 stops at the weights. The book prints `CausalAttention`'s output in section 3.5.3, "
+        "built after `torch.manual_seed(123)`: see the Batches page."
     )
     if settings.training and settings.dropout > 0:
         text.caption("Dropout is on in the sidebar; this page shows eval mode (no dropout). See the Dropout page.")

@@ -128,5 +128,7 @@ else:
         )
         for column, (matrix, title, name) in zip(st.columns(2), views, strict=True):
             with column:
-                options = dict(title=title, value_name="attention weight", masked=mask, style=pair_style)
+                options = dict(
+                    title=title, value_name="attention weight", masked=mask, style=pair_style, kind="weights"
+                )
                 ui.draw(figures.heatmap, name, matrix, pieces, pieces, cell_text=len(pieces) <= 8, **options)

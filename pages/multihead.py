@@ -66,7 +66,7 @@ elif step == 1:
     )
     left, right = st.columns([3, 2])
     with left:
-        options = dict(title=f"head {head}: {weights_name}", value_name="attention weight", masked=mask, zmin=0.0)
+        options = dict(title=f"head {head}: {weights_name}", value_name="attention weight", masked=mask, kind="weights")
         weights = data.wrapper_weights[head]
         ui.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
     with right:

@@ -77,9 +77,10 @@ elif step == 2:
         + example_rows(attn_scores="attn_scores", scaled_scores="scaled_scores")
     )
     scaled_title = f"scaled_scores = attn_scores / √{d_k}"
-    side_by_side(
-        matrix("attn_scores", steps.attn_scores, keys=True, row_title="query"),
-        matrix("scaled_scores", steps.scaled_scores, keys=True, row_title="query", title=scaled_title),
+    shared = dict(keys=True, row_title="query", value_range=figures.shared_range(steps.attn_scores, kind="signed"))
+    side_by_side(  # one colour scale: the scaled scores' paler colours are the point of ÷ √d_k
+        matrix("attn_scores", steps.attn_scores, **shared),
+        matrix("scaled_scores", steps.scaled_scores, title=scaled_title, **shared),
     )
     ui.show_code(attention.SelfAttention_v1.steps)
 elif step == 3:
@@ -89,7 +90,7 @@ elif step == 3:
         + example_rows(attn_weights="attn_weights", context_vec="output")
     )
     side_by_side(
-        matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", diverging=False, zmin=0.0),
+        matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
         matrix("output", steps.output, title="context_vecs = attn_weights @ values"),
     )
     ui.show_code(attention.SelfAttention_v1.steps)
@@ -131,8 +132,9 @@ else:
         "differently. Copy v2's weights, transposed, into v1 and the outputs agree: max |difference| = "
         f"**{view.v1_v2_max_difference:.3g}**."
     )
+    shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
     side_by_side(
-        matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", highlight_row=None),
-        matrix("v2_output", view.v2_output, title="SelfAttention_v2", highlight_row=None),
+        matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),
+        matrix("v2_output", view.v2_output, title="SelfAttention_v2", **shared),
     )
     ui.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)

@@ -85,7 +85,7 @@ elif step == 4:
         "`torch.softmax(attn_scores, dim=-1)` normalizes each row. The outlined row is the query chosen above."
     )
     for column, name, options in zip(
-        st.columns(2), ("attn_scores", "attn_weights"), ({"diverging": True}, {"zmin": 0.0}), strict=True
+        st.columns(2), ("attn_scores", "attn_weights"), ({"kind": "signed"}, {"kind": "weights"}), strict=True
     ):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
