@@ -95,7 +95,7 @@ elif step == 2:
         title = "masked = attn_scores, −∞ where masked"
         draw(data.masked_scores, title, "masked-scores", value_name="score", diverging=True, masked=mask)
     with text:
-        ui.show_code(attention.mask_with_neg_inf)
+        ui.show_code(attention.CausalAttention.steps)
 elif step == 3:
     weights = steps.attn_weights[0, 0]
     worst = float(np.abs(weights.sum(axis=1) - 1).max())
