@@ -5,12 +5,13 @@ import math
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui
 
 settings = state.current()
 st.title("Q, K, V & scaling")
 pieces = ui.guard(compute.prepared, settings).pieces
-view = ui.guard(compute.qkv_view, settings)
+v2_seed = book_mode.module_seed(settings, "v2")  # the book builds SelfAttention_v2 after seed 789
+view = ui.guard(compute.qkv_view, settings, v2_seed)
 steps = view.steps
 titles = ["W_query, W_key, W_value", "Queries, keys, values", "Scores, then ÷ √d_k", "Weights and context vectors"]
 step = ui.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradients", "SelfAttention_v1 = v2"])
@@ -42,9 +43,10 @@ def side_by_side(*named_figures: tuple) -> None:
 
 
 def example_rows(**names: str) -> str:
-    """The example token's row of each step's matrix (label=step name), as the book prints them."""
-    rows = [f"`{k}[{example + 1}] = {ui.first_values(getattr(steps, n)[example:], 8)}`" for k, n in names.items()]
-    return f" Row {example + 1}, outlined: " + ", ".join(rows)
+    """The example token's row of each step's matrix (label=step name), as the book prints them, indexed as
+    in Python: the book's query 2, x^(2), is ``inputs[1]``."""
+    rows = [f"`{k}[{example}] = {ui.first_values(getattr(steps, n)[example:], 8)}`" for k, n in names.items()]
+    return f" Query {example + 1}, x^({example + 1}) = `inputs[{example}]`, outlined: " + ", ".join(rows) + "."
 
 
 def lab_lines(name: str, title: str, lab: dict) -> tuple:
@@ -69,6 +71,7 @@ elif step == 1:
         + example_rows(queries="queries", keys="keys", values="values")
     )
     side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
+    book_mode.caption(settings, "qkv_steps")
     ui.show_code(attention.SelfAttention_v1.steps)
 elif step == 2:
     st.markdown(
@@ -82,6 +85,7 @@ elif step == 2:
         matrix("attn_scores", steps.attn_scores, **shared),
         matrix("scaled_scores", steps.scaled_scores, title=scaled_title, **shared),
     )
+    book_mode.caption(settings, "qkv_steps")
     ui.show_code(attention.SelfAttention_v1.steps)
 elif step == 3:
     st.markdown(
@@ -93,6 +97,7 @@ elif step == 3:
         matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
         matrix("output", steps.output, title="context_vecs = attn_weights @ values"),
     )
+    book_mode.caption(settings, "v1")
     ui.show_code(attention.SelfAttention_v1.steps)
 elif step in (4, 5):
     left, right = st.columns(2)
@@ -128,8 +133,9 @@ elif step in (4, 5):
     ui.show_code(attention.scaling_lab)
 else:
     st.markdown(
-        "`SelfAttention_v2` uses `nn.Linear`, which stores each weight transposed (d_out × d_in) and initializes it "
-        "differently. Copy v2's weights, transposed, into v1 and the outputs agree: max |difference| = "
+        f"`SelfAttention_v2`, built after `torch.manual_seed({v2_seed})` (the book uses 789), uses `nn.Linear`, "
+        "which stores each weight transposed (d_out × d_in) and initializes it differently. Copy v2's weights, "
+        "transposed, into v1 and the outputs agree: max |difference| = "
         f"**{view.v1_v2_max_difference:.3g}**."
     )
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
@@ -137,4 +143,5 @@ else:
         matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),
         matrix("v2_output", view.v2_output, title="SelfAttention_v2", **shared),
     )
+    book_mode.caption(settings, "v2")
     ui.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)
