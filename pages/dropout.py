@@ -7,16 +7,18 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui
+from explorer.settings import DEFAULTS
 
 SAMPLES = "dropout_samples"  # the page's own slider: how many draws to average
 
 settings = state.current()
 st.title("Dropout")
 requested = st.session_state.get(SAMPLES, 1000)
-data = ui.guard(compute.dropout_view, settings, requested)
+used = book_mode.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
+data = ui.guard(compute.dropout_view, used, requested, book_mode.module_seed(settings, "dropout"))
 st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
-pieces, mask, active, p = data.pieces, data.mask, data.active, settings.dropout
+pieces, mask, active, p = data.pieces, data.mask, data.active, used.dropout
 weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
 style = pair_style = ui.style()
 if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
@@ -25,22 +27,26 @@ if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepp
 
 mode, action = st.columns([3, 2], vertical_alignment="center")
 mode.markdown(
-    f"Sidebar: **{'training' if settings.training else 'eval'} mode** · dropout p = **{p:.2f}** · "
-    f"seed **{settings.seed}**" + ("" if active else " · nothing is dropped")
+    ("The book's setting" if used is not settings else "Sidebar")
+    + f": **{'training' if used.training else 'eval'} mode** · dropout p = **{p:.2f}** · seed **{settings.seed}**"
+    + ("" if active else " · nothing is dropped")
+    + (" (the sidebar's dropout is off; change its p or mode to try your own)" if used is not settings else "")
 )
 action.button(
-    "Use the book's p = 0.5 in training mode",
+    "Back to the book's p = 0.5 in training mode",
     on_click=state.set_settings,
-    kwargs={"dropout": 0.5, "training": True},
-    disabled=settings.training and p == 0.5,
+    kwargs={"dropout": DEFAULTS.dropout, "training": DEFAULTS.training},
+    disabled=used is not settings,
     key="book_dropout",
+    help="Turns the sidebar's dropout off again (p = 0, eval mode, as every other page of the book uses); "
+    "this page then uses the book's p = 0.5 in training mode.",
     width="stretch",
 )
 step = ui.stepper(
     "dropout",
     ["The book's demo on ones", "One dropout draw", "Survivors × 1/(1−p)", "Row sums", "Many draws", "Mean vs weights"],
 )
-idle = "" if active else "Nothing is dropped: dropout acts only in **training mode with p > 0** (button above). "
+idle = "" if active else "Nothing is dropped: dropout acts only in **training mode with p > 0**. "
 text, plot = st.columns([1, 2], gap="medium")
 if step >= 4:
     text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
@@ -59,6 +65,7 @@ if step == 0:
         f"**{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
         f"**{ones.max():.0f}** = 1/(1 − 0.5), so each entry's expected value stays 1."
     )
+    book_mode.caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
     draw(figures.heatmap, "dropout-ones", ones, labels, labels, title=title, value_name="entry", **plain)
@@ -67,11 +74,13 @@ if step == 0:
 elif step == 1:
     lost, visible = int((~keep & ~mask).sum()), int((~mask).sum())
     text.markdown(
-        f"In training mode each weight is dropped with probability p = {p:.2f}. This draw (seed {settings.seed}) "
+        f"The book applies the same `Dropout` to the causal weights (Causal mask page), again after "
+        f"`torch.manual_seed({settings.seed})`: each weight is dropped with probability p = {p:.2f}, and this draw "
         f"dropped **{lost}** of the {visible} weights the causal mask left visible."
         if active
-        else idle + "The weights are the causal weights, unchanged."
+        else idle + "The weights are the causal weights (Causal mask page), unchanged."
     )
+    book_mode.caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
     draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask)
     with text:
