@@ -12,7 +12,7 @@ from explorer.server import configure_server
 configure_server()
 st.set_page_config(
     page_title="Attention Explorer",
-    page_icon=":material/grid_on:",
+    page_icon="🔍",  # an emoji is drawn in the browser; a :material/ icon is fetched from a font CDN
     layout="wide",
     initial_sidebar_state="collapsed" if state.presenter() else "auto",
 )

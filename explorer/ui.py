@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import streamlit as st
 
-from . import compute, figures, state
+from . import book_mode, compute, figures, state
 
 WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
 WINDOW_KEY = "w_window"
@@ -66,8 +66,10 @@ def token_window_control(settings) -> None:
         state.page_param("win", f"{start}-{stop}")
 
 
+# display: none takes the clicker buttons out of the layout, the tab order and the accessibility
+# tree, so screen readers do not read them; their keyboard shortcuts still work.
 CLICKER_CSS = """<style>
-[class*="st-key-clicker_"] {position: absolute; left: -10000px; height: 0; overflow: hidden;}
+[class*="st-key-clicker_"] {display: none;}
 </style>"""
 
 
@@ -89,10 +91,10 @@ def stepper(page: str, steps: Sequence[str]) -> int:
 
     index = st.session_state[key]
     previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
+    # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
     previous.button(
         "Previous",
         key=f"prev:{page}",
-        icon=":material/arrow_back:",
         on_click=move,
         args=(-1,),
         disabled=index == 0,
@@ -102,8 +104,6 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     following.button(
         "Next",
         key=f"next:{page}",
-        icon=":material/arrow_forward:",
-        icon_position="right",
         on_click=move,
         args=(1,),
         disabled=index == len(steps) - 1,
@@ -167,6 +167,19 @@ def _axis_labels(axis) -> list[str] | None:
     return None if axis.ticktext is None else [html.unescape(t) for t in axis.ticktext]
 
 
+OVERLAYS = ("masked", "masked cells", "dropped")  # scatter traces that mark cells, not data of their own
+
+
+def _heatmap_values(trace) -> np.ndarray:
+    """A heatmap's numbers with its blank cells filled back in: a masked or dropped weight is 0,
+    a masked score −∞ (the figure's ``hidden_value``); other blanks stay nan."""
+    values = np.asarray(trace.z, dtype=float)
+    hidden = (trace.meta or {}).get("hidden_value") if isinstance(trace.meta, dict) else None
+    if hidden is None:
+        return values
+    return np.where(np.isnan(values), float(hidden), values)
+
+
 def figure_tables(fig) -> list[dict]:
     """The numbers behind a figure's traces, with readable labels, for CSV and JSON exports."""
     tables = []
@@ -174,11 +187,14 @@ def figure_tables(fig) -> list[dict]:
         entry = {"type": trace.type, "name": html.unescape(trace.name or "")}
         meta = trace.meta if isinstance(trace.meta, dict) else {}
         if trace.type == "heatmap":
-            entry["values"] = np.asarray(trace.z, dtype=float)
+            entry["values"] = _heatmap_values(trace)
             entry["rows"] = meta.get("rows") or _axis_labels(fig.layout.yaxis)
             entry["cols"] = meta.get("cols") or _axis_labels(fig.layout.xaxis)
             entry["title"] = meta.get("title", "")
-        elif trace.type in ("bar", "scatter") and trace.y is not None:
+            entry["kind"] = meta.get("kind")
+        elif trace.type in ("bar", "scatter") and trace.y is not None and trace.name not in OVERLAYS:
+            if all(v is None for v in trace.y):
+                continue  # a legend entry, not data
             entry["x"] = list(trace.x) if trace.x is not None else None
             entry["labels"] = _axis_labels(fig.layout.xaxis)
             entry["values"] = np.asarray(trace.y, dtype=float)
@@ -201,6 +217,13 @@ def tables_csv(tables: list[dict]) -> str:
     return "\n".join(blocks)
 
 
+def export_name(quantity: str) -> str:
+    """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
+    page, index, _ = st.session_state.get("run_step", ("", 0, ""))
+    parts = [page, f"step{index + 1}" if page else "", quantity.replace("-", "_")]
+    return "-".join(p for p in parts if p)
+
+
 def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
     """Draw a plotly figure: the toolbar downloads PNG (3× resolution) or SVG, named for the view;
     heatmaps get a CSV download, and the numbers join this step's JSON export.
@@ -209,7 +232,8 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
     """
     fig = fig if cell_text else figures.without_cell_text(fig)
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
-    st.plotly_chart(fig, key=key, config=figures.export_config(name, image_format=image_format), width="stretch")
+    file_name = export_name(name)
+    st.plotly_chart(fig, key=key, config=figures.export_config(file_name, image_format=image_format), width="stretch")
     tables = figure_tables(fig)
     title = html.unescape(fig.layout.title.text or name)
     st.session_state.setdefault(FIGURES, []).append({"name": name, "title": title, "tables": tables})
@@ -217,13 +241,14 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
         st.download_button(
             "CSV",
             data=lambda: tables_csv(tables),
-            file_name=f"{name}.csv",
+            file_name=f"{file_name}.csv",
             mime="text/csv",
             on_click="ignore",
             icon=":material/download:",
             type="tertiary",
             key=f"csv:{key or name}",
-            help="This figure's matrix, with token labels in the header and the first column",
+            help="This figure's matrix, with token labels in the header and the first column. "
+            "Masked weights are 0, masked scores -inf.",
         )
 
 
@@ -245,6 +270,21 @@ def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str]
     draw(figures.heatmap, name, vectors, pieces, cols, **shown)
 
 
+JSON_NOTE = (
+    "Masked attention weights are exactly 0 and written as 0. Masked attention scores are -infinity, which "
+    'JSON cannot write as a number: they are the string "-inf". null marks a value that is not a number '
+    "(nan), e.g. a naive softmax that overflowed."
+)
+
+
+def tokenizer_name(settings) -> str:
+    """The tokenizer that made this view's tokens (the book's preset uses none: six fixed vectors)."""
+    try:
+        return compute.prepared(settings).tokenizer
+    except ValueError:
+        return "none (the input could not be tokenized)"
+
+
 def step_exports(page_title: str, settings) -> None:
     """A "download this step's numbers" JSON button for everything drawn in this run."""
     drawn = st.session_state.get(FIGURES, [])
@@ -256,15 +296,18 @@ def step_exports(page_title: str, settings) -> None:
         "step": step[1] + 1,
         "step_title": step[2],
         "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
+        "tokenizer": tokenizer_name(settings),
+        "book_values": book_mode.is_book(settings),
+        "book_sections": book_mode.shown(),
+        "note": JSON_NOTE,
         "figures": [
             {"name": d["name"], "title": d["title"], "traces": [_json_table(t) for t in d["tables"]]} for d in drawn
         ],
     }
-    file_name = "".join(c if c.isalnum() else "-" for c in f"{page_title}-step{step[1] + 1}").strip("-").lower()
     st.download_button(
         "Download this step's numbers (JSON)",
         data=lambda: step_json(payload),
-        file_name=f"{file_name}.json",
+        file_name=f"{export_name('numbers')}.json",
         mime="application/json",
         on_click="ignore",
         icon=":material/data_object:",
@@ -276,18 +319,33 @@ def _json_table(table: dict) -> dict:
     return {k: v for k, v in table.items() if v is not None}
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(text: str) -> str:
+    """A label made safe for spreadsheets: one that starts like a formula (=, +, -, @) gets a leading
+    apostrophe, so a token such as "=HYPERLINK(...)" is shown, never run. Numbers ("-0.5") stay numbers."""
+    if not text.startswith(FORMULA_STARTS):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text
+    return text
+
+
 def matrix_csv(matrix, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "") -> str:
-    """A matrix as CSV with token labels in the header and the first column."""
+    """A matrix as CSV with token labels in the header and the first column (-inf for masked scores)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([corner, *col_labels])
+    writer.writerow([csv_text(corner), *(csv_text(c) for c in col_labels)])
     for label, row in zip(row_labels, np.asarray(matrix), strict=True):
-        writer.writerow([label, *(f"{float(v):.6g}" for v in row)])
+        writer.writerow([csv_text(label), *(f"{float(v):.6g}" for v in row)])
     return buffer.getvalue()
 
 
 def step_json(payload: dict) -> str:
-    """This step's numbers as JSON (arrays become nested lists; -inf and nan become null)."""
+    """This step's numbers as JSON: arrays become nested lists, -inf the string "-inf", nan null (``JSON_NOTE``)."""
 
     def clean(value):
         if isinstance(value, dict):
@@ -295,7 +353,9 @@ def step_json(payload: dict) -> str:
         if isinstance(value, np.ndarray | list | tuple):
             return [clean(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
         if isinstance(value, float | np.floating):
-            return float(value) if np.isfinite(value) else None
+            if np.isnan(value):
+                return None
+            return float(value) if np.isfinite(value) else ("-inf" if value < 0 else "inf")
         if isinstance(value, np.integer | np.bool_):
             return value.item()
         return value
@@ -341,6 +401,16 @@ def first_values(matrix, count: int = 4) -> str:
     return "[" + ", ".join(f"{v:.4f}" for v in row[:count]) + (", …]" if row.size > count else "]")
 
 
+def table(data, *, where=None, **options) -> None:
+    """A table: an interactive ``st.dataframe``, or in presenter mode an HTML table whose text is at least
+    18 px (a dataframe draws on a canvas at a fixed small size). ``options`` go to ``st.dataframe``."""
+    where = where or st
+    if not st.session_state.get("presenter"):
+        where.dataframe(data, **options)
+        return
+    where.table(data.style.hide(axis="index") if options.get("hide_index") else data)
+
+
 def show_error(error: ValueError) -> None:
     """A bad input explained, never a traceback."""
     st.warning(str(error), icon=":material/edit_note:")
@@ -355,14 +425,26 @@ def guard(function: Callable, *args, **kwargs):
         st.stop()
 
 
+# Presenter mode: every text in the main area at least 18 px (code 16 px), less chrome. 1.125rem is 18 px.
 PRESENTER_CSS = """
 <style>
 [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] {display: none;}
 [data-testid="stMainBlockContainer"] {padding-top: 0.6rem; padding-bottom: 0.5rem; max-width: 100%;}
 [data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0 0 0.2rem 0;}
-[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p {font-size: 1.3rem; line-height: 1.45;}
-[data-testid="stMainBlockContainer"] button p {font-size: 1.2rem;}
-[data-testid="stExpander"] summary p {font-size: 1.1rem;}
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] li {font-size: 1.3rem; line-height: 1.45;}
+[data-testid="stMainBlockContainer"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
+  [data-testid="stWidgetLabel"] *, [data-testid="stExpander"] summary *, [data-testid="stMetricLabel"] *,
+  [data-testid="stTable"] *, [data-testid="stAlertContentInfo"] *, [data-testid="stAlertContentWarning"] *,
+  [data-baseweb="select"] *, [data-baseweb="tab"] *, [data-testid="stRadio"] *, [data-testid="stSlider"] *,
+  [data-testid="stButtonGroup"] *, button, button *, input, label, label *) {font-size: 1.125rem;}
+[data-testid="stMainBlockContainer"] :is(button p, [data-testid="stExpander"] summary p) {font-size: 1.2rem;}
+[data-testid="stMainBlockContainer"] [data-testid="stMetricValue"] * {font-size: 1.6rem;}
+[data-testid="stMainBlockContainer"] :is([data-testid="stCode"] *, code, code *) {font-size: 1rem;}
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p code {font-size: 1.1rem;}
+[data-testid="stMainBlockContainer"] .katex {font-size: 1.35em;}
+[data-testid="stMainBlockContainer"] [data-testid="stTable"] td,
+[data-testid="stMainBlockContainer"] [data-testid="stTable"] th {padding: 0.15rem 0.5rem;}
 </style>
 """
 

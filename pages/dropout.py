@@ -97,7 +97,7 @@ elif step == 2:
     example = {"query": pieces[query], "key": pieces[key], "before": weights[query, key], "after": dropped[query, key]}
     if len(survivors):
         example = {k: [figures.visible_token(v) if isinstance(v, str) else f"{v:.4f}"] for k, v in example.items()}
-        text.dataframe(pd.DataFrame(example), hide_index=True)
+        ui.table(pd.DataFrame(example), where=text, hide_index=True)
     else:
         text.warning("This draw dropped every weight.")
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"

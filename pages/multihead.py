@@ -96,7 +96,7 @@ elif step == 3:
         "(b = 1 sentence), recorded as it ran:"
     )
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
-    st.dataframe(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
+    ui.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
     ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 4:
     st.markdown(

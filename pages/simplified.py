@@ -60,7 +60,7 @@ elif step == 2:
     with left:
         options = dict(title="Scores × 100, normalized", value_name="attention weight", decimals=2)
         ui.draw(figures.bars, "overflow", series, pieces, **options)
-    right.dataframe(table, hide_index=True, height=min(35 * (len(pieces) + 1) + 3, 380))
+    ui.table(table, where=right, hide_index=True, height=min(35 * (len(pieces) + 1) + 3, 380))
     ui.show_code(attention.overflow_demo, attention.softmax_naive)
 elif step == 3:
     st.markdown(

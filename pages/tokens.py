@@ -24,7 +24,7 @@ if step == 0:
     )
     table = pd.DataFrame({"token": labels, "id": list(data.ids)})
     table.index.name = "position"
-    st.dataframe(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
+    ui.table(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
     st.caption(f"{len(data.ids)} tokens · tokenizer: {data.tokenizer}")
     ui.show_code(attention.tokenize)
 else:
