@@ -3,7 +3,7 @@
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 settings = state.current()
@@ -102,7 +102,6 @@ elif step == 2:
 else:
     output = data.output
     d_out = output.shape[-1]
-    book = settings.source == BOOK and settings.seed == 123 and d_out == 2 and not dropout_on
     if dropout_on:
         alone = (
             "Dropout is on, so a batch and a sentence run alone draw different dropout masks: the comparison "
@@ -117,10 +116,9 @@ else:
         )
     st.markdown(
         f"`context_vecs = ca(batch)`: ({b}, {num_tokens}, {d_in}) → **{tuple(output.shape)}**, that is "
-        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {ui.first_values(output[0])}"
-        + (", the book's printed `CausalAttention` output. " if book else ". ")
-        + alone
+        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {ui.first_values(output[0])}. " + alone
     )
+    book_mode.caption(settings, "causal_class")
     decimals = 4 if d_out <= 4 else 2
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", diverging=True, decimals=decimals, **DIMENSIONS)
     ui.show_code(attention.CausalAttention.steps)

@@ -4,8 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
-from explorer.settings import BOOK
+from explorer import book_mode, compute, figures, state, ui
 
 settings = state.current()
 st.title("Multi-head attention")
@@ -18,7 +17,6 @@ head = state.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size = max(1, min(4, 2**20 // num_tokens**2))  # heads drawn at once: at most 4, fewer for long inputs
 group = range(head - head % group_size, min(num_heads, head - head % group_size + group_size))
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
-book = settings.source == BOOK and settings.seed == 123 and d_out == 2 and num_heads == 2 and not dropout_on
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 step = ui.stepper("multihead", [*steps, "Same weights, same output"])
 
@@ -79,10 +77,10 @@ elif step == 2:
     st.markdown(
         f"`torch.cat([head(x) for head in self.heads], dim=-1)`: each head's d_out = {d_out} columns side by side, "
         f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}). "
-        f"First row: {ui.first_values(output)}"
-        + (", the book's printed output." if book else ".")
-        + " Head 0 is built first after the seed, so its columns equal `CausalAttention`'s output (Batches page)."
+        f"First row: {ui.first_values(output)}. Head 0 is built first after the seed, so its columns equal "
+        "`CausalAttention`'s output (Batches page)."
     )
+    book_mode.caption(settings, "wrapper")
     part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
@@ -111,8 +109,9 @@ elif step == 5:
     st.markdown(
         f"`transpose` and `contiguous().view` put the heads' context vectors side by side again: d_out = {d_out} "
         "columns, like the wrapper's concatenation. Then `out_proj`, a d_out × d_out linear layer, mixes the heads. "
-        f"First row: {ui.first_values(output)}" + (", the book's printed `MultiHeadAttention` output." if book else ".")
+        f"First row: {ui.first_values(output)}."
     )
+    book_mode.caption(settings, "multihead")
     left, right = st.columns(2)
     with left:
         cols = labels(head_dim, range(num_heads))
@@ -124,10 +123,12 @@ elif step == 5:
 else:
     difference = data.wrapper_vs_efficient_max_difference
     st.markdown(
-        "The two modules differ in their weights, not in what they compute. `multihead_from_wrapper` stacks head "
-        "i's `W_query`, `W_key`, `W_value` as rows i·d_out…(i+1)·d_out of one fused projection (d_out = "
-        f"num_heads · d_out = {data.shared_d_out}) and makes `out_proj` the identity, since the wrapper only "
-        "concatenates. Then both give the same output (eval mode)."
+        f"The two modules differ in shape and in weights: the wrapper's heads have d_out = {d_out} outputs each, "
+        f"concatenated, while `MultiHeadAttention` splits its d_out into heads of head_dim = {head_dim} and mixes "
+        "them with `out_proj`. Per head they compute the same thing. `multihead_from_wrapper` builds a "
+        f"`MultiHeadAttention` with d_out = num_heads × the wrapper's d_out = {data.shared_d_out}: its fused "
+        "`W_query`, `W_key`, `W_value` hold head i's matrices in rows i·d_out to (i+1)·d_out − 1, and its "
+        "`out_proj` is the identity, since the wrapper only concatenates. Then both give the same output (eval mode)."
     )
     if difference is None:
         st.info(
