@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui
 
 settings = state.current()
 pieces = ui.guard(compute.prepared, settings).pieces
@@ -15,19 +15,22 @@ heading.title("Simplified attention")
 picker.selectbox(
     "Query token",
     range(len(pieces)),
-    format_func=lambda i: f"x^({i + 1})  {figures.visible_token(pieces[i])}",
+    format_func=lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}",
     **state.kept_widget(QUERY, "w_simplified_query", query),
 )
 view = ui.guard(compute.simplified_view, settings, query)
 steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
 step = ui.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
 inputs, scores, x = view.inputs, view.attn_scores[query], f"$x^{{({query + 1})}}$"
+other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(2)"]  # the book follows inputs[1]
 
 if step == 0:
     st.markdown(
-        f"The **attention score** of the query {x} with each input $x^{{(j)}}$ is their **dot product**: multiply "
-        "entry by entry and add. Vectors that point the same way score high. Hover a bar to see it written out."
+        f"The **attention score** of the query {x} (`inputs[{query}]` in code, which counts from 0) with each input "
+        "$x^{(j)}$ is their **dot product**: multiply entry by entry and add. It is |a|·|b|·cos(angle), so it grows "
+        "both when two vectors point the same way and when they are longer. Hover a bar to see it written out."
     )
+    book_mode.caption(settings, "one_query", also=other_query)
     row = dict(query=query, title=f"attn_scores of x^({query + 1})", key="scores_row")
     ui.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
     st.code(figures.dot_product_text(inputs[query], inputs[0], scores[0], query, 0), language=None, wrap_lines=True)
@@ -38,6 +41,7 @@ elif step == 1:
         "score would give a negative weight; **softmax** exponentiates first, so every weight is positive. "
         f"`softmax_naive` and `torch.softmax` differ here by at most {view.naive_vs_torch_max_difference:.2g}."
     )
+    book_mode.caption(settings, "one_query", also=other_query)
     series = {"attn_scores / sum": view.by_sum, "softmax_naive": view.naive_softmax}
     series["torch.softmax"] = view.torch_softmax
     title = f"attn_weights of x^({query + 1}), three ways"
@@ -64,8 +68,9 @@ elif step == 2:
     ui.show_code(attention.overflow_demo, attention.softmax_naive)
 elif step == 3:
     st.markdown(
-        f"The **context vector** $z^{{({query + 1})}}$ is the sum of all inputs, each weighted by its attention "
-        "weight. Each coloured block is one token's weighted input; the black mark is their sum."
+        f"The **context vector** $z^{{({query + 1})}}$ (`context_vecs[{query}]`) is the sum of all inputs, each "
+        "weighted by its attention weight. Each coloured block is one token's weighted input; the black mark "
+        "is their sum."
         + (
             f" With {len(pieces)} tokens, the {figures.STACKED_TOKEN_LIMIT - 1} largest contributions have "
             "their own blocks and the grey block adds up the rest."
@@ -73,6 +78,7 @@ elif step == 3:
             else ""
         )
     )
+    book_mode.caption(settings, "one_query", also=other_query)
     shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
     title = f"context_vec z^({query + 1}) = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
     ui.draw(
@@ -81,9 +87,11 @@ elif step == 3:
     ui.show_code(attention.context_contributions)
 elif step == 4:
     st.markdown(
-        "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products (row i is query i), and "
-        "`torch.softmax(attn_scores, dim=-1)` normalizes each row. The outlined row is the query chosen above."
+        "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products (row i holds query "
+        "x^(i+1), `inputs[i]`), and `torch.softmax(attn_scores, dim=-1)` normalizes each row. The outlined row is "
+        "the query chosen above."
     )
+    book_mode.caption(settings, "simplified")
     for column, name, options in zip(
         st.columns(2), ("attn_scores", "attn_weights"), ({"kind": "signed"}, {"kind": "weights"}), strict=True
     ):
@@ -101,6 +109,7 @@ else:
             else f"The chapter's two for loops give the same matrix: max |difference| = **{difference:.3g}**."
         )
     )
+    book_mode.caption(settings, "simplified")
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     options = dict(value_name="context value", diverging=True, col_title="dimension", col_tokens=False)
     options.update(title="context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
