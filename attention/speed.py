@@ -262,6 +262,8 @@ class SpeedResult:
     device: str
     load_before: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     load_after: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    rounds: tuple[int, ...] = ()
+    skipped_tokens: tuple[int, ...] = ()
 
     def ratio(self, name: str, to: str, metric: str = "time_ms") -> tuple[float, ...]:
         """``name``'s medians (or peaks) divided by ``to``'s, at each T."""
@@ -329,6 +331,7 @@ def measure(
     device: str = "cpu",
     on_progress: Callable[[int, int, str], None] | None = None,
     max_weights_bytes: int = MAX_WEIGHTS_BYTES,
+    time_budget_s: float | None = None,
 ) -> SpeedResult:
     """Time each implementation and measure its peak memory at each sequence length T.
 
@@ -340,6 +343,14 @@ def measure(
     memory (see the module docstring). ``on_progress(done, total, label)`` is
     called after every step. ``max_weights_bytes`` bounds one (b, num_heads,
     T, T) tensor; the default keeps a shared server's measurement small.
+
+    ``time_budget_s`` caps the whole measurement's time, for a shared server.
+    A first pass runs from the smallest T up: each T gets its warm-up, one
+    round and its memory call, unless that would not fit in what is left of
+    the budget (predicted from the previous T's calls, scaled by T²); then it
+    and every larger T are skipped, and ``skipped_tokens`` lists them. The
+    other rounds follow, each T in turn, while they fit; ``rounds[i]`` says how
+    many ran at ``num_tokens[i]``, at least one.
 
     Shapes: the input at each T is (batch_size, T, d_model), uniform in [0, 1).
     """
@@ -355,6 +366,20 @@ def measure(
     differences = dict.fromkeys(names, 0.0)
     total, done = len(sizes) * len(names) * (repeats + 2), 0
     shuffle = torch.Generator().manual_seed(SEED)
+    started = time.perf_counter()
+    budget = math.inf if time_budget_s is None else time_budget_s
+    rounds: list[int] = []
+    measured: list[int] = []
+    previous: tuple[int, float] | None = None  # (T, seconds of one call of every implementation, summed)
+
+    def left() -> float:
+        return budget - (time.perf_counter() - started)
+
+    def one_round(T: int) -> None:  # noqa: N803 (T, the sequence length, as everywhere here)
+        """Every implementation's calls at T once, in a shuffled order."""
+        for i in torch.randperm(len(names), generator=shuffle).tolist():
+            samples[T][names[i]].extend(call_seconds(calls[names[i]], inputs[T], numbers[T][names[i]]))
+            progress(f"T = {T}: timing {names[i]}")
 
     def progress(label: str) -> None:
         nonlocal done
@@ -363,28 +388,35 @@ def measure(
             on_progress(done, total, label)
 
     with torch.inference_mode():
-        for T in sizes:
+        inputs, numbers, samples = {}, {}, {}
+        for T in sizes:  # first pass: every T that fits gets a warm-up, one round and its memory
+            if previous is not None and 4 * previous[1] * (T / previous[0]) ** 2 > left():
+                break  # a comparison call, one timed call, one round and the memory call would not fit
             x = torch.rand(batch_size, T, d_model, generator=torch.Generator().manual_seed(SEED)).to(where)  # (b, T, d)
             expected = mha(x)  # (b, T, d_model)
-            numbers = {}
+            inputs[T], numbers[T], samples[T] = x, {}, {name: [] for name in names}
             for name, call in calls.items():
                 differences[name] = max(differences[name], (call(x) - expected).abs().max().item())  # warm-up
-                once = min(call_seconds(call, x, 2))
-                numbers[name] = max(1, min(MAX_CALLS_PER_ROUND, math.ceil(MIN_ROUND_S / max(once, 1e-9))))
+                once = call_seconds(call, x, 1)[0]
+                numbers[T][name] = max(1, min(MAX_CALLS_PER_ROUND, math.ceil(MIN_ROUND_S / max(once, 1e-9))))
                 progress(f"T = {T}: warming up {name}")
-            samples: dict[str, list[float]] = {name: [] for name in names}
-            for _ in range(repeats):
-                for i in torch.randperm(len(names), generator=shuffle).tolist():
-                    name = names[i]
-                    samples[name].extend(call_seconds(calls[name], x, numbers[name]))
-                    progress(f"T = {T}: timing {name}")
+            one_round(T)
             for name, call in calls.items():
-                times[name].append(statistics.median(samples[name]) * 1e3)
                 memory[name].append(peak_memory_bytes(call, x) / MIB)
                 progress(f"T = {T}: memory of {name}")
+            measured.append(T)
+            previous = (T, sum(min(samples[T][name]) for name in names))
+        for _ in range(repeats - 1):  # then more rounds, each T in turn, while they fit
+            for T in measured:
+                if 2 * sum(min(samples[T][name]) * numbers[T][name] for name in names) <= left():
+                    one_round(T)
+        for T in measured:
+            for name in names:
+                times[name].append(statistics.median(samples[T][name]) * 1e3)
+            rounds.append(len(samples[T][names[0]]) // numbers[T][names[0]])
     return SpeedResult(
         implementations=names,
-        num_tokens=sizes,
+        num_tokens=tuple(measured),
         time_ms={name: tuple(values) for name, values in times.items()},
         peak_memory_mib={name: tuple(values) for name, values in memory.items()},
         max_abs_difference=differences,
@@ -395,4 +427,6 @@ def measure(
         device=where.type,
         load_before=load_before,
         load_after=os.getloadavg(),
+        rounds=tuple(rounds),
+        skipped_tokens=sizes[len(measured) :],
     )

@@ -1,12 +1,20 @@
-"""The Speed page's measurement: the chapter's attention timed six ways, one measurement at a time.
+"""The Speed page's measurement: the chapter's attention timed seven ways, one measurement at a time.
 
+A shared server runs one measurement at a time, first come first served (``SPEED_QUEUE``), and each
+stops within ``SPEED_BUDGET_S`` seconds (``attention.measure``'s ``time_budget_s``), so a visitor
+waits at most one budget per measurement ahead of theirs and is told their place in the queue.
 Results are ``remembered`` (``caching``) rather than ``st.cache_data``: the page draws a progress
-bar while the measurement runs, and ``st.cache_data`` would replay that bar on every hit.
+bar while the measurement runs, and ``st.cache_data`` would replay that bar on every hit; a
+remembered result is returned at once, without queueing.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import itertools
 import threading
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -17,8 +25,48 @@ from .caching import remembered
 from .results import SpeedView
 from .server import MACHINE_THREADS
 
-SPEED_LOCK = threading.Lock()  # one measurement at a time on a server: timings need the machine to themselves
 SPEED_ENTRIES = 16
+SPEED_BUDGET_S = 20.0  # each measurement stops within this; the queue's wait is a multiple of it
+
+
+class TurnQueue:
+    """First come, first served: one holder at a time, and every waiter knows how many are ahead."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._waiting: collections.deque[int] = collections.deque()
+        self._tickets = itertools.count()
+
+    @contextlib.contextmanager
+    def turn(self, on_wait: Callable[[int], None]) -> Iterator[None]:
+        """Wait for this caller's turn, calling ``on_wait(ahead)`` twice a second meanwhile.
+
+        If ``on_wait`` raises (a visitor who leaves or reruns), the ticket is given up.
+        """
+        ticket = next(self._tickets)
+        with self._changed:
+            self._waiting.append(ticket)
+        try:
+            while True:
+                with self._changed:
+                    ahead = self._waiting.index(ticket)
+                    if ahead == 0:
+                        break
+                on_wait(ahead)
+                with self._changed:
+                    self._changed.wait(timeout=0.5)
+            yield
+        finally:
+            with self._changed:
+                self._waiting.remove(ticket)
+                self._changed.notify_all()
+
+    def __len__(self) -> int:
+        with self._changed:
+            return len(self._waiting)
+
+
+SPEED_QUEUE = TurnQueue()
 
 
 def speed_devices() -> list[str]:
@@ -26,10 +74,12 @@ def speed_devices() -> list[str]:
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
 
-WAITING = "Another user's measurement is running…"
+def waiting(ahead: int) -> str:
+    """The progress text while ``ahead`` measurements run or wait before this one."""
+    others = "1 measurement is" if ahead == 1 else f"{ahead} measurements are"
+    return f"{others} ahead of yours in the queue; each stops within {SPEED_BUDGET_S:.0f} s."
 
 
-@remembered(max_entries=SPEED_ENTRIES)
 def speed_view(
     num_tokens: tuple[int, ...],
     d_model: int,
@@ -40,15 +90,48 @@ def speed_view(
     *,
     on_progress=None,
 ) -> SpeedView:
-    """Every implementation's median time and peak memory against T (``attention.measure``), at these sizes.
+    """``measured`` at these sizes: a remembered result at once, otherwise in turn (``SPEED_QUEUE``).
 
-    Only one measurement runs at a time (``SPEED_LOCK``); the others wait, and while they
-    wait ``on_progress(0, 0, WAITING)`` is called twice a second, so a user who leaves
-    stops waiting. ``on_progress(done, total, label)`` also reports the measurement's progress.
+    While it waits, ``on_progress(0, 0, waiting(ahead))`` is called twice a second, so a visitor
+    who leaves stops waiting.
+    """
+    sizes = (num_tokens, d_model, num_heads, batch_size, repeats, device)
+    report = on_progress or (lambda done, total, label: None)
+    hit = measured.get(*sizes)
+    if hit is not None:
+        return hit
+    with SPEED_QUEUE.turn(lambda ahead: report(0, 0, waiting(ahead))):
+        return measured(*sizes, on_progress=report)
+
+
+def budget_note(view: SpeedView) -> str:
+    """What the time budget left out of ``view``, in words; empty when it left out nothing."""
+    notes = []
+    if view.skipped_tokens:
+        skipped = ", ".join(map(str, view.skipped_tokens))
+        notes.append(f"T = {skipped} did not fit in the {SPEED_BUDGET_S:.0f} s this server gives one measurement")
+    short = [f"T = {T}: {n}" for T, n in zip(view.num_tokens, view.rounds, strict=False) if n < view.sizes["repeats"]]
+    if short:
+        notes.append("fewer timing rounds ran (" + ", ".join(short) + ")")
+    return ("; ".join(notes) + ". Lower b, d_model or T to measure more.") if notes else ""
+
+
+@remembered(max_entries=SPEED_ENTRIES)
+def measured(
+    num_tokens: tuple[int, ...],
+    d_model: int,
+    num_heads: int,
+    batch_size: int,
+    repeats: int,
+    device: str,
+    *,
+    on_progress=None,
+) -> SpeedView:
+    """Every implementation's median time and peak memory against T (``attention.measure``), at these
+    sizes, within ``SPEED_BUDGET_S``. Call it through ``speed_view``, which queues the callers.
+    ``on_progress(done, total, label)`` reports the measurement's progress.
     """
     report = on_progress or (lambda done, total, label: None)
-    while not SPEED_LOCK.acquire(timeout=0.5):
-        report(0, 0, WAITING)
     torch.set_num_threads(MACHINE_THREADS)  # this thread's timings use every core, as in a notebook
     try:
         result = attention.measure(
@@ -60,10 +143,10 @@ def speed_view(
             repeats=repeats,
             device=device,
             on_progress=report,
+            time_budget_s=SPEED_BUDGET_S,
         )
     finally:
         torch.set_num_threads(1)
-        SPEED_LOCK.release()
     names = result.implementations
     return SpeedView(
         implementations=tuple(names),
@@ -78,4 +161,6 @@ def speed_view(
         ),
         sizes={"b": batch_size, "d_model": d_model, "num_heads": num_heads, "repeats": repeats},
         device=result.device if result.device != "cpu" else f"cpu, {MACHINE_THREADS} threads",
+        rounds=result.rounds,
+        skipped_tokens=result.skipped_tokens,
     )

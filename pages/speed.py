@@ -101,8 +101,9 @@ def why_step() -> None:
     linear = f", growing as $T^{{{k[fused]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
     st.markdown(
         f"At T = {T[-1]}, `trace` peaks at {mib('trace')}, {memory['trace'][-1] / one[-1]:.1f}× one weights tensor "
-        f"({amount(one[-1])}), because it keeps four, and takes {pace('trace')}. `{REFERENCE}` overwrites one buffer "
-        f"in place: {mib(REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns every head's "
+        f"({amount(one[-1])}): it keeps the book's masked scores and the weights, and takes {pace('trace')}. "
+        f"`{REFERENCE}`, the book's code, makes the same two and drops them when it returns: {mib(REFERENCE)}.{grew} "
+        f"`nn.MultiheadAttention` makes the scores and returns every head's "
         f"weights: {mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper holds one head's "
         f"buffer at a time ({mib('MultiHeadAttentionWrapper')}) but runs {data.sizes['num_heads']} smaller products "
         f"one after another: {pace('MultiHeadAttentionWrapper')}. `{fused}` and `fast_multihead` never materialize "
@@ -117,7 +118,7 @@ def why_step() -> None:
 
 if step == 0:
     st.markdown(
-        "Six ways to run **the same** `MultiHeadAttention` parameters (seed 123, eval mode): each gives the same "
+        "Seven ways to run **the same** `MultiHeadAttention` parameters (seed 123, eval mode): each gives the same "
         "output, but they keep different tensors in memory. Pick the sizes above and press **Run the comparison**."
     )
     rows = [(name, impl.stage, impl.keeps) for name, impl in attention.IMPLEMENTATIONS.items()]
@@ -131,6 +132,7 @@ if step == 0:
 elif not data:
     st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
 else:
+    st.caption(timing.budget_note(data))
     T, one = list(data.num_tokens), data.one_weights_mib
     time_ms, memory = data.time_ms, data.peak_memory_mib
     (time_step, memory_step, why_step)[step - 1]()

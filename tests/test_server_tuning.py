@@ -51,7 +51,7 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(attention, "measure", counting_measure)
-    timing.speed_view.clear()
+    timing.measured.clear()
     at = app("pages/speed.py")
     at.multiselect(key="speed_T").set_value([16])
     at.selectbox(key="speed_d").set_value(32)

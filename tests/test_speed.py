@@ -62,7 +62,8 @@ def test_measure_returns_positive_medians_and_reports_progress():
     total = 2 * len(IMPLEMENTATIONS) * (2 + 2)
     assert [done for done, _, _ in progress] == list(range(1, total + 1))
     assert {t for _, t, _ in progress} == {total}
-    assert progress[-1][2] == "T = 32: memory of fast_multihead"
+    assert "T = 32: memory of fast_multihead" in [label for _, _, label in progress]
+    assert progress[-1][2].startswith("T = 32: timing")  # the later rounds follow the first pass
 
 
 def test_memory_counts_the_attention_matrices_each_implementation_keeps():
@@ -216,3 +217,20 @@ def test_exported_from_the_package():
         "F.scaled_dot_product_attention",
         "fast_multihead",
     }
+
+
+def test_a_time_budget_measures_the_smallest_t_and_skips_what_would_not_fit():
+    result = measure(["MultiHeadAttention", "trace"], [8, 16, 32], d_model=8, num_heads=2, repeats=3, time_budget_s=0)
+
+    assert result.num_tokens == (8,)
+    assert result.skipped_tokens == (16, 32)
+    assert result.rounds == (1,)  # at least one round, however small the budget
+    assert len(result.time_ms["trace"]) == 1
+
+
+def test_without_a_budget_every_t_runs_every_round():
+    result = measure(["MultiHeadAttention"], [8, 16], d_model=8, num_heads=2, repeats=2)
+
+    assert result.num_tokens == (8, 16)
+    assert result.skipped_tokens == ()
+    assert result.rounds == (2, 2)

@@ -1,0 +1,89 @@
+"""The Speed page's queue and time budget: first come first served, each waiter told its place, a
+visitor who leaves gives up the place, and a remembered result skips the queue."""
+
+import threading
+import time
+
+import pytest
+
+from explorer import timing
+from explorer.results import SpeedView
+
+
+def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
+    queue = timing.TurnQueue()
+    order, seen_ahead = [], {}
+    first_inside = threading.Event()
+    release_first = threading.Event()
+
+    def visitor(name: str, hold: threading.Event | None = None) -> None:
+        def on_wait(ahead: int) -> None:
+            seen_ahead.setdefault(name, set()).add(ahead)
+
+        with queue.turn(on_wait):
+            order.append(name)
+            if hold is not None:
+                first_inside.set()
+                hold.wait(5)
+
+    first = threading.Thread(target=visitor, args=("first", release_first))
+    first.start()
+    first_inside.wait(5)
+    second = threading.Thread(target=visitor, args=("second",))
+    second.start()
+    time.sleep(0.2)
+    third = threading.Thread(target=visitor, args=("third",))
+    third.start()
+    time.sleep(0.7)
+    release_first.set()
+    for thread in (first, second, third):
+        thread.join(10)
+
+    assert order == ["first", "second", "third"]
+    assert 1 in seen_ahead["second"] and 2 in seen_ahead["third"]
+    assert len(queue) == 0
+
+
+def test_a_waiter_who_leaves_gives_up_the_place():
+    queue = timing.TurnQueue()
+    inside = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with queue.turn(lambda ahead: None):
+            inside.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    inside.wait(5)
+
+    def leave(ahead: int) -> None:
+        raise RuntimeError("the visitor reran the page")
+
+    with pytest.raises(RuntimeError), queue.turn(leave):
+        pass
+    assert len(queue) == 1  # only the holder is left
+    release.set()
+    thread.join(5)
+    assert len(queue) == 0
+
+
+def test_a_remembered_result_is_returned_without_queueing(monkeypatch):
+    view = object.__new__(SpeedView)
+    monkeypatch.setattr(timing.measured, "get", lambda *sizes: view)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("queued")
+
+    monkeypatch.setattr(timing.SPEED_QUEUE, "turn", fail)
+
+    assert timing.speed_view((16,), 32, 2, 1, 1, "cpu") is view
+
+
+def test_the_waiting_text_says_how_many_are_ahead_and_the_budget():
+    assert (
+        timing.waiting(1)
+        == f"1 measurement is ahead of yours in the queue; each stops within {timing.SPEED_BUDGET_S:.0f} s."
+    )
+    assert timing.waiting(3).startswith("3 measurements are ahead")
