@@ -31,8 +31,8 @@ else:
     if settings.source == "book":
         st.markdown(
             "Chapter 3 starts from six hand-picked **3-dimensional embedding vectors**, one per token. "
-            "Each row below is one token's vector $x^{(i)}$; these exact numbers produce every value printed "
-            "in the chapter."
+            "Each row below is one token's vector: the book counts from 1, $x^{(1)}$ to $x^{(6)}$, and Python "
+            "from 0, so $x^{(i)}$ is `inputs[i - 1]`. These exact numbers produce every value printed in the chapter."
         )
     else:
         st.markdown(

@@ -47,10 +47,13 @@ if step == 0:
 elif step == 1:
     share = view.final_state_share
     st.markdown(
-        "A plain decoder gets only the **last** hidden state. How much does each token still matter in it? "
-        "Autograd measures it: the norm of ∂final_state/∂x_j for every token j, shown as shares of the total. "
-        f"Here the first token keeps **{share[0]:.1%}** and the last **{share[-1]:.1%}**: each step back "
-        "fades, which is the bottleneck."
+        "A plain decoder gets only the **last** hidden state, and that brings two separate problems. The "
+        f"**bottleneck**: the whole sentence, however long, must fit in one vector of {hidden_size} numbers. "
+        "**Fading**: each update passes the previous state through the recurrent weights and gates, so an early "
+        "token's influence on the final state tends to shrink with every later token (the gradients that train "
+        "the encoder shrink along the same path). Autograd measures the fading: the norm of ∂final_state/∂x_j "
+        f"for every token j, as shares of the total. Here the first token keeps **{share[0]:.1%}** and the last "
+        f"**{share[-1]:.1%}**."
     )
     series = {"share of the final state's dependence": share}
     options = dict(title="Influence of each token on the final state", value_name="share")
