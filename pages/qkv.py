@@ -91,7 +91,7 @@ elif step == 3:
     st.markdown(
         "`torch.softmax(scaled_scores, dim=-1)` turns each row into weights that sum to 1; `attn_weights @ values` "
         "mixes the values into one **context vector** per token, d_out numbers each."
-        + example_rows(attn_weights="attn_weights", context_vec="output")
+        + example_rows(attn_weights="attn_weights", context_vecs="output")
     )
     side_by_side(
         matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
