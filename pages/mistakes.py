@@ -10,7 +10,9 @@ from explorer.mistakes_view import SCALING_MISTAKES, changed_step, mistake_view
 
 MISTAKE = "mistakes:mistake"
 NAMES = list(attention.MISTAKES)
-TABLE_CSS = "<style>[data-testid='stTable'] :is(td, th) {font-size: 1.25rem;}</style>"
+PRESENTER_CSS = """<style>
+:is([data-testid="stTable"] :is(td, th), .st-key-w_mistake *, [data-testid="stMain"] li) {font-size: 1.25rem;}
+</style>"""
 FUTURE = ("Yes: its output moves", "No: the future stays hidden")
 
 settings = state.current()
@@ -31,7 +33,10 @@ state.page_param("mistake", name)
 mistake = attention.MISTAKES[name]
 data = ui.guard(mistake_view, settings, name)
 ui.truncation_notice(data.truncated_from, settings.context_length)
-step = ui.stepper("mistakes", ["The changed line", "Right beside wrong", "What it costs"])
+steps = ["The changed line", "Right beside wrong", "What it costs"]
+step = ui.stepper("mistakes", steps + (["Against d_k"] if name in SCALING_MISTAKES else []))
+if st.session_state.get("presenter"):
+    st.html(PRESENTER_CSS)
 if name == "dropout_without_rescale":
     book_p = " (the sidebar's p is 0, so the book's 0.5)" if settings.dropout == 0 else ""
     st.caption(f"Dropout here uses p = {data.dropout:.2f}{book_p}, in training mode, one seeded draw.")
@@ -78,14 +83,17 @@ elif step == 1:
         "Grey cells marked “masked” are later tokens given weight 0. Where both are numbers, the weights differ "
         f"by at most **{data.max_weight_difference:.4g}**.{same}"
     )
-else:
+elif step == 2:
     st.markdown("\n".join(f"- {m.sentence}" for m in data.measures))
-    if st.session_state.get("presenter"):
-        st.html(TABLE_CSS)
     st.table(pd.DataFrame(drawn.measure_rows(data.measures)).set_index("measured"))
-    if name in SCALING_MISTAKES and data.curve is not None:
-        for column, stat in zip(st.columns(2), ("max_weight", "grad_norm"), strict=True):
-            with column:
-                options = dict(stat=stat, wrong_name=SCALING_MISTAKES[name], head_dim=data.head_dim)
-                ui.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)
+else:
+    st.markdown(
+        f"Random rows of {data.curve.num_keys} keys at growing d_k, through the package's softmax and the mistake's: "
+        f"how close each row comes to one-hot, and how much gradient flows back. The dotted line is this module's "
+        f"head_dim = {data.head_dim}."
+    )
+    for column, stat in zip(st.columns(2), ("max_weight", "grad_norm"), strict=True):
+        with column:
+            options = dict(stat=stat, wrong_name=SCALING_MISTAKES[name], head_dim=data.head_dim)
+            ui.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)
 ui.show_code(*changed_step(name), title="Show the code: the package's step, then the mistaken one")

@@ -122,10 +122,13 @@ def right_and_wrong(
         ticks = tick_positions(len(labels), fit)
         axis = {"tickvals": [view.row_positions[i] for i in ticks], "ticktext": [labels[i] for i in ticks]}
         axis.update(tickfont={"size": style.tick_size}, showgrid=False, zeroline=False)
-        fig.update_yaxes(**axis, autorange="reversed", title={"text": "queries" if k == 0 else ""}, row=1, col=k + 1)
-        fig.update_xaxes(**axis, tickangle=-90 if len(ticks) > 6 else None, row=1, col=k + 1)
+        span = [view.row_positions[0] - 0.5 * view.block, view.row_positions[-1] + 0.5 * view.block]
+        axis_title = {"text": "queries" if k == 0 else ""}
+        fig.update_yaxes(**axis, range=span[::-1], title=axis_title, row=1, col=k + 1)
+        fig.update_xaxes(**axis, range=span, tickangle=-90 if len(ticks) > 6 else None, row=1, col=k + 1)
     fig.update_annotations(font={"size": style.font_size})
-    return apply_layout(fig, title, style, height)
+    fig = apply_layout(fig, title, style, height)
+    return fig.update_layout(margin_t=2 * style.title_size + style.font_size + 12)  # tick labels are below
 
 
 def _mark_masked(fig: go.Figure, view, values: np.ndarray, future, panel: int, style: FigureStyle) -> None:
@@ -141,7 +144,7 @@ def _mark_masked(fig: go.Figure, view, values: np.ndarray, future, panel: int, s
             y=[view.row_positions[i] for i in ii],
             mode="text",
             text=["masked"] * len(ii),
-            textfont={"size": max(style.cell_text_size - 5, 9), "color": "#555555"},
+            textfont={"size": max(style.cell_text_size - 3, 9), "color": "#555555"},
             hovertemplate="masked: a later token, given weight 0<extra></extra>",
             showlegend=False,
             name="masked",
@@ -237,5 +240,7 @@ def saturation(
     )
     if head_dim is not None:
         fig.add_vline(x=head_dim, line={"color": "#555555", "dash": "dot"})
-        fig.add_annotation(x=math.log10(head_dim), y=1, yref="paper", text=f"d_k here = {head_dim}", showarrow=False)
+        fig.add_annotation(
+            x=math.log10(head_dim), y=1, yref="paper", text=f" d_k here = {head_dim}", showarrow=False, xanchor="left"
+        )
     return fig

@@ -1,0 +1,137 @@
+"""The Break it page through AppTest: every mistake on the book's example and on a typed sentence, with the
+numbers on screen equal to ``attention.run_mistake``'s; the link, presenter mode and the predict question."""
+
+import numpy as np
+import pytest
+import torch
+from apptest_support import app, decode, figure_specs
+
+import attention
+from explorer.figures.mistakes import code_diff, format_number
+
+SENTENCE = "The cat saw the cat, and <b>the</b> cat sat."
+PAGE = "pages/mistakes.py"
+
+
+def reference(name: str, text: str | None) -> attention.MistakeRun:
+    """The mistake run as the package computes it for the sidebar's default settings (p = 0.5 for dropout)."""
+    p = 0.5 if name == "dropout_without_rescale" else 0.0
+    mha = attention.build(attention.MultiHeadAttention, 123, 3, 2, 1024, p, num_heads=2)
+    x = attention.BOOK_INPUTS if text is None else attention.embed_tokens(attention.tokenize(text).ids, 3, 123)
+    return attention.run_mistake(name, mha, x, seed=123)
+
+
+def opened(text: str | None, **params):
+    at = app(PAGE, query_params={k: str(v) for k, v in params.items()})
+    if text is not None:
+        at.radio(key="w_source").set_value("text").run()
+        at.text_input(key="w_text").input(text).run()
+    assert not at.exception
+    return at
+
+
+def next_step(at) -> None:
+    at.button(key="next:mistakes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def predict_radio(at):
+    (radio,) = [r for r in at.radio if r.key.startswith("predict_")]
+    return radio
+
+
+def reveal(at) -> None:
+    [b for b in at.button if b.label == "Reveal"][0].click().run()
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("text", [None, SENTENCE], ids=["book", "typed"])
+@pytest.mark.parametrize("name", list(attention.MISTAKES))
+def test_every_mistake_shows_the_packages_numbers(name, text):
+    run, mistake = reference(name, text), attention.MISTAKES[name]
+    at = opened(text, mistake=name)
+    assert at.selectbox(key="w_mistake").value == name
+
+    assert [c.value for c in at.code if c.language == "diff"] == [code_diff(mistake.right_code, mistake.wrong_code)]
+    assert mistake.why in markdown(at)
+
+    next_step(at)
+    (spec,) = figure_specs(at)
+    right_z, wrong_z = (decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap")
+    right, wrong = run.right_weights.numpy(), run.wrong_weights.numpy()
+    future = torch.triu(torch.ones(right.shape, dtype=torch.bool), 1).numpy()
+    np.testing.assert_allclose(right_z, np.where(future & (right == 0), np.nan, right), atol=1e-6)
+    np.testing.assert_allclose(wrong_z, np.where(future & (wrong == 0), np.nan, wrong), atol=1e-6)
+    limit = 2.0 if name == "dropout_without_rescale" else 1.0
+    assert (spec["layout"]["coloraxis"]["cmin"], spec["layout"]["coloraxis"]["cmax"]) == (0.0, limit)
+    nan_rows = int(np.isnan(wrong).any(axis=-1).sum())
+    assert bool(at.warning) == (nan_rows > 0)
+    if nan_rows:
+        assert at.warning[0].value.startswith(f"{nan_rows} row") and f"{run.nan_tokens} token" in at.warning[0].value
+
+    next_step(at)
+    table = at.table[0].value
+    assert list(table.index) == [m.label for m in run.measures]
+    assert list(table["right"]) == [format_number(m.right) for m in run.measures]
+    assert list(table["wrong"]) == [format_number(m.wrong) for m in run.measures]
+    for measure in run.measures:
+        assert measure.sentence in markdown(at)
+
+    if run.curve is None:
+        assert at.button(key="next:mistakes").disabled
+        return
+    next_step(at)
+    charts = {spec["layout"]["title"]["text"].split(" against")[0]: spec for spec in figure_specs(at)}
+    for title, right_curve, wrong_curve in (
+        ("largest weight in a row", run.curve.right_max_weight, run.curve.wrong_max_weight),
+        ("softmax gradient norm", run.curve.right_grad_norm, run.curve.wrong_grad_norm),
+    ):
+        lines = [decode(t["y"]) for t in charts[title]["data"]]
+        np.testing.assert_allclose(lines[0], right_curve.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(lines[1], wrong_curve.numpy(), rtol=1e-6)
+
+
+def test_the_book_preset_numbers_the_page_claims():
+    at = opened(None, mistake="fill_zero", step=3)
+    table = at.table[0].value
+    assert table.loc["First token's weight on later tokens", "wrong"] == "0.8032"
+    at.selectbox(key="w_mistake").set_value("tril_mask").run()
+    assert at.table[0].value.loc["Rows of weights that are NaN", "wrong"] == "2"
+    at.selectbox(key="w_mistake").set_value("dropout_without_rescale").run()
+    assert at.table[0].value.loc["Row sum averaged over 1000 draws", "wrong"] == "0.5022"
+    assert "p = 0.50 (the sidebar's p is 0, so the book's 0.5)" in at.caption[0].value
+
+
+def test_the_mistake_and_step_live_in_the_link_and_a_bad_one_falls_back():
+    at = opened(None, mistake="softmax_wrong_dim", step=2)
+    assert at.selectbox(key="w_mistake").value == "softmax_wrong_dim"
+    assert "Step 2 of 3" in markdown(at)
+    at.switch_page("pages/tokens.py").run()
+    at.switch_page(PAGE).run()
+    assert at.selectbox(key="w_mistake").value == "softmax_wrong_dim"  # kept while the page was not shown
+    hostile = opened(None, mistake="<script>alert(1)</script>")
+    assert hostile.selectbox(key="w_mistake").value == "fill_zero"
+
+
+def test_the_prediction_is_computed_from_the_run_and_answered_right_and_wrong():
+    at = opened(None, mistake="fill_zero")
+    assert reference("fill_zero", None).measure("first_token_moves").wrong > 0  # so "Yes" is right
+    predict_radio(at).set_value("No: the future stays hidden").run()
+    reveal(at)
+    assert at.error and "the answer is **Yes: its output moves**" in at.error[0].value.replace("\\", "")
+    at.selectbox(key="w_mistake").set_value("no_scaling").run()  # head_dim = 1: nothing changes, "No" is right
+    predict_radio(at).set_value("No: the future stays hidden").run()
+    reveal(at)
+    assert at.success and not at.error
+
+
+def test_presenter_mode_reveals_without_an_answer_box():
+    at = opened(None, mistake="view_without_transpose", present=1)
+    assert [r.key for r in at.radio] == ["w_source"]  # only the sidebar's input choice: the class votes by hand
+    reveal(at)
+    assert at.info and "Yes: its output moves" in at.info[-1].value.replace("\\", "")
+    next_step(at)
+    assert figure_specs(at)[0]["layout"]["font"]["size"] >= 18
