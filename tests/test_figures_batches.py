@@ -12,7 +12,7 @@ def test_without_cell_text_drops_numbers_and_masked_labels_but_keeps_the_data():
     assert fig.data[0].texttemplate and any(t.name == "masked" for t in fig.data)
 
     bare = figures.without_cell_text(fig)
-    assert [(t.type, t.mode) for t in bare.data] == [("heatmap", None), ("scatter", "markers")]  # hover stays
+    assert [t.type for t in bare.data] == ["heatmap", "scatter"] and bare.data[1].mode == "markers"  # hover stays
     assert bare.data[0].text is None and bare.data[0].texttemplate is None
     np.testing.assert_array_equal(np.asarray(bare.data[0].z), np.asarray(fig.data[0].z))
     assert list(bare.layout.yaxis.ticktext) == ["a", "&lt;b&gt;", "a"]

@@ -12,6 +12,7 @@ from .labels import plain_label, token_labels
 from .layout import (
     DEFAULT_STYLE,
     MASKED_FILL,
+    ROTATED_TICKS,
     SERIES_COLOURS,
     STACKED_TOKEN_LIMIT,
     TEXT_CELL_LIMIT,
@@ -19,6 +20,8 @@ from .layout import (
     apply_layout,
     tick_positions,
 )
+
+BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every k-th (upright)
 
 
 def bars(
@@ -34,9 +37,15 @@ def bars(
 ) -> go.Figure:
     """One or more series of per-token values as grouped bars (e.g. a score row
     and its three normalizations). Non-finite values (nan, inf) are drawn as
-    empty bars labelled with what they are."""
+    empty bars labelled with what they are.
+
+    Value labels sit above the bars at the style's cell-text size, with fewer decimals when
+    several series share a group; plotly hides a label that would not fit its bar's width
+    (``uniformtext``), so labels never run into each other. Hover always has the full value.
+    """
     x = list(range(len(labels)))
     text_labels = token_labels(labels)
+    shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
     fig = go.Figure()
     for index, (name, series) in enumerate(values.items()):
         data = np.asarray(series, dtype=np.float64)
@@ -49,11 +58,14 @@ def bars(
                 y=np.where(finite, data, 0.0),
                 name=plain_label(name),
                 marker_color=SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                text=[f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(data, finite, strict=True)],
+                text=[f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(data, finite, strict=True)],
                 textposition="outside" if len(labels) <= TEXT_CELL_LIMIT else "none",
-                customdata=np.array(text_labels, dtype=object),
+                textangle=0,
+                textfont={"size": style.cell_text_size},
+                customdata=[f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(data, finite, strict=True)],
+                hovertext=text_labels,
                 hovertemplate=(
-                    f"%{{customdata}}<br>{plain_label(name)}: %{{text}}"
+                    f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
                     + (f"<br>{plain_label(meaning)}" if meaning else "")
                     + "<extra></extra>"
                 ),
@@ -62,17 +74,35 @@ def bars(
         )
     if highlight is not None and 0 <= highlight < len(labels):
         fig.add_vrect(x0=highlight - 0.5, x1=highlight + 0.5, fillcolor="#D55E00", opacity=0.12, line_width=0)
-    ticks = tick_positions(len(labels))
-    fig.update_xaxes(tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickfont={"size": style.tick_size})
-    fig.update_yaxes(title={"text": plain_label(value_name)}, tickfont={"size": style.tick_size}, zeroline=True)
+    token_axis(fig, text_labels, style, keep=highlight)
+    top = max((float(np.nanmax(np.where(np.isfinite(t.y), t.y, 0))) for t in fig.data), default=1.0)
+    bottom = min((float(np.nanmin(np.where(np.isfinite(t.y), t.y, 0))) for t in fig.data), default=0.0)
+    headroom = 0.18 * ((top - min(bottom, 0)) or 1.0)  # room above the bars for their value labels
+    fig.update_yaxes(
+        title={"text": plain_label(value_name)},
+        zeroline=True,
+        range=[min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom],
+    )
     fig.update_layout(
         barmode="group",
-        plot_bgcolor="rgba(0,0,0,0)",
-        legend={"orientation": "h", "y": -0.2},
+        uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
     )
     fig = apply_layout(fig, title, style, style.min_height + 80)
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
     return fig
+
+
+def token_axis(fig: go.Figure, text_labels: Sequence[str], style: FigureStyle, keep: int | None = None) -> None:
+    """Token labels under bars: all of them up to ``BAR_TICK_LIMIT``, else every k-th (``keep`` always),
+    standing upright above ``ROTATED_TICKS`` so that neighbours do not run into each other."""
+    ticks = tick_positions(len(text_labels), BAR_TICK_LIMIT, keep)
+    fig.update_xaxes(
+        tickvals=ticks,
+        ticktext=[text_labels[i] for i in ticks],
+        tickangle=-90 if len(text_labels) > ROTATED_TICKS else 0,
+        automargin=True,
+    )
 
 
 def stacked_contributions(
@@ -131,6 +161,7 @@ def stacked_contributions(
             mode="markers+text",
             text=[f"{t:.4f}" for t in totals] if dims <= TEXT_CELL_LIMIT else None,
             textposition="top center",
+            textfont={"size": style.cell_text_size},
             marker={"symbol": "line-ew-open", "size": 28, "color": "#000000", "line": {"width": 3}},
             name="context vector",
             hovertemplate="context vector entry %{y:.4f}<extra></extra>",
@@ -251,17 +282,18 @@ def dot_product_bars(
             marker_color=[SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))],
             text=[f"{v:.4f}" for v in data] if small else None,
             textposition="outside" if small else "none",
+            textangle=0,
+            textfont={"size": style.cell_text_size},
             hovertext=hover,
             hovertemplate="%{hovertext}<extra></extra>",
             cliponaxis=False,
             showlegend=False,
         )
     )
-    ticks = tick_positions(len(labels))
-    fig.update_xaxes(
-        tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickfont={"size": style.tick_size}, title="key"
-    )
-    fig.update_yaxes(title={"text": plain_label(value_name)}, tickfont={"size": style.tick_size}, zeroline=True)
+    token_axis(fig, text_labels, style, keep=query)
+    fig.update_xaxes(title="key")
+    fig.update_yaxes(title={"text": plain_label(value_name)}, zeroline=True)
+    fig.update_layout(uniformtext={"minsize": style.cell_text_size, "mode": "hide"})
     fig = apply_layout(fig, title, style, style.min_height + 20)
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
     return fig

@@ -402,7 +402,6 @@ def heatmap_grid(
         tickfont={"size": style.tick_size},
         showgrid=False,
     )
-    fig.update_annotations(font={"size": style.font_size})  # the subplot titles
     return apply_layout(fig, title, style, height)
 
 
@@ -431,7 +430,7 @@ def dropout_heatmap(
     (True = masked) marks the causal mask's future cells, which stay labelled
     "masked" (they are 0 whether or not the draw dropped them). The words fit
     cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
-    dropped cells get a small "×" and future cells stay blank. ``heatmap``'s
+    dropped cells get a cross sized to the cell and future cells stay grey. ``heatmap``'s
     token window and block means apply; block means average the surviving
     weights and carry no marks.
     """
@@ -448,27 +447,28 @@ def dropout_heatmap(
         return fig
     rows, cols = view.row_positions, view.col_positions
     small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
-    label_size = style.label_size
     for cells, text, hover in (
-        (future, "masked", "masked: this key is in the query's future (score −∞, weight 0)"),
+        (future, "masked", MASKED_WEIGHT_HOVER),
         (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
     ):
         ii, jj = np.nonzero(cells[np.ix_(rows, cols)])
         if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
             continue
+        colour = "#333333" if text == "masked" else "#B2182B"
+        marks = dict(mode="text", text=[text] * len(ii), textfont={"size": style.label_size, "color": colour})
+        if not small:  # a cross drawn as a marker, sized to the cells, so neighbours never run together
+            size = int(np.clip(0.5 * style.max_height / max(len(rows), len(cols)), 4, 14))
+            marks = dict(
+                mode="markers", marker={"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
+            )
         fig.add_trace(
             go.Scatter(
                 x=[cols[j] for j in jj],
                 y=[rows[i] for i in ii],
-                mode="text",
-                text=[text if small else "×"] * len(ii),
-                textfont={
-                    "size": label_size if small else style.cell_text_size,
-                    "color": "#555555" if text == "masked" else "#B2182B",
-                },
                 hovertemplate=f"{hover}<extra></extra>",
                 showlegend=False,
                 name=text,
+                **marks,
             )
         )
     return fig

@@ -46,8 +46,8 @@ PRESENTER = FigureStyle(
     cell_text_size=18,
     label_size=18,
     height_per_row=44,
-    min_height=300,
-    max_height=470,
+    min_height=280,
+    max_height=420,  # under the title, the stepper and a line of text at 1280×720
 )
 
 
@@ -76,6 +76,8 @@ def figure_height(rows: int, style: FigureStyle, extra: int = 120) -> int:
 
 
 def apply_layout(fig: go.Figure, title: str, style: FigureStyle, height: int) -> go.Figure:
+    """The title, margins and height every figure shares, and every text size set explicitly: Streamlit's
+    plotly theme sets its own smaller axis-title, legend and colour-bar sizes where a figure sets none."""
     fig.update_layout(
         title={
             "text": plain_label(title),
@@ -88,12 +90,17 @@ def apply_layout(fig: go.Figure, title: str, style: FigureStyle, height: int) ->
             "pad": {"t": 6},
         },
         font={"size": style.font_size},
+        legend={"font": {"size": style.font_size}},
         height=height,
         margin={"l": 10, "r": 10, "t": 2 * style.title_size + 2 * style.tick_size + 24, "b": 10},
         paper_bgcolor="rgba(0,0,0,0)",
         plot_bgcolor=MASKED_FILL,
         hoverlabel={"font": {"size": style.font_size}},
     )
+    for axes in (fig.update_xaxes, fig.update_yaxes):
+        axes(title_font_size=style.font_size, tickfont_size=style.tick_size)
+    fig.update_traces(colorbar_tickfont_size=style.tick_size, selector={"type": "heatmap"})
+    fig.update_annotations(font_size=style.font_size)
     return fig
 
 
