@@ -38,6 +38,10 @@ def subplot_titles(at) -> list[str]:
     return [a["text"] for a in figure_specs(at)[0]["layout"].get("annotations", [])]
 
 
+def captions(at) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
 def markdown(at) -> str:
     return "\n".join(m.value for m in at.markdown)
 
@@ -70,7 +74,8 @@ def test_every_step_with_the_books_numbers():
     np.testing.assert_allclose(concat, wrapper.output[0].numpy(), atol=1e-6)
     np.testing.assert_allclose(concat[0], BOOK_WRAPPER_ROW, atol=1e-4)
     assert figure_specs(at)[0]["layout"]["xaxis"]["ticktext"][2] == "head 1 · dim 0"
-    assert "-0.4519, 0.2216, 0.4772, 0.1063" in markdown(at) and "book's printed output" in markdown(at)
+    assert "-0.4519, 0.2216, 0.4772, 0.1063" in markdown(at)
+    assert "These are the book's numbers: section 3.6.1" in captions(at)
 
     at.button(key="next:multihead").click().run()
     table = at.dataframe[0].value
@@ -146,7 +151,7 @@ def test_a_typed_sentence_and_a_new_seed_update_every_figure():
         at.button(key="next:multihead").click().run()
     efficient = attention.trace(built(attention.MultiHeadAttention, seed=7), x)
     np.testing.assert_allclose(traces(figure_specs(at)[1])[0], efficient.output[0].numpy(), atol=1e-6)
-    assert "book's printed" not in markdown(at)
+    assert "no longer the book's numbers: your own sentence" in captions(at)
 
 
 def test_the_agreement_check_explains_when_it_is_skipped():
