@@ -5,7 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer import caching, compute, shapes
+from attention.book import book_values
+from explorer import book_mode, caching, compute, shapes
 from explorer.settings import DEFAULTS
 
 SHARED = [
@@ -13,7 +14,9 @@ SHARED = [
     lambda s: compute.simplified_view(s, 1),
     compute.qkv_view,
     compute.mask_view,
+    lambda s: compute.mask_view(s, 789),
     lambda s: compute.dropout_view(s, 10),
+    lambda s: compute.dropout_view(dataclasses.replace(s, dropout=0.5, training=True), 10, 789),
     lambda s: compute.batch_view(s, None),
     compute.multihead_view,
     lambda s: compute.why_view(s, 8),
@@ -115,3 +118,23 @@ def test_the_multihead_shape_table_is_the_code_as_it_ran():
     by_line = {row.line: row.shape for row in view.shape_rows}
     assert by_line["keys = keys.transpose(1, 2)"] == (1, 2, 6, 2)
     assert by_line["context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)"] == (1, 6, 4)
+
+
+def test_the_books_seeds_reproduce_its_printed_matrices():
+    book = book_values()
+    mask = compute.mask_view(DEFAULTS, book_mode.module_seed(DEFAULTS, "causal"))
+    np.testing.assert_allclose(mask.unmasked_weights, book.causal_unmasked_weights, atol=1e-6)
+    np.testing.assert_array_equal(mask.mask_simple, book.causal_mask_simple)
+    np.testing.assert_allclose(mask.masked_simple, book.causal_masked_simple, atol=1e-6)
+    np.testing.assert_allclose(mask.weights_renormalized, book.causal_renormalized, atol=1e-6)
+    np.testing.assert_array_equal(np.isneginf(mask.masked_scores), np.isneginf(book.causal_masked_scores))
+    finite = np.isfinite(mask.masked_scores)
+    np.testing.assert_allclose(mask.masked_scores[finite], book.causal_masked_scores.numpy()[finite], atol=1e-6)
+    np.testing.assert_allclose(mask.weights_neg_inf, book.causal_weights, atol=1e-6)
+    dropout = compute.dropout_view(book_mode.dropout_settings(DEFAULTS), 10, book_mode.module_seed(DEFAULTS, "dropout"))
+    np.testing.assert_allclose(dropout.dropped_weights, book.dropout_weights, atol=1e-6)
+    np.testing.assert_array_equal(dropout.ones_demo, book.dropout_ones)
+    qkv = compute.qkv_view(DEFAULTS, book_mode.module_seed(DEFAULTS, "v2"))
+    np.testing.assert_allclose(qkv.steps.output, book.v1_context, atol=1e-6)
+    np.testing.assert_allclose(qkv.v2_output, book.v2_context, atol=1e-6)
+    np.testing.assert_allclose(qkv.v1_output, book.v2_context, atol=1e-6)
