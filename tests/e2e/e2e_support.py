@@ -31,7 +31,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 import attention
 from benchmarks.launch import SETTLED, VIEWPORT  # one definition for the browser tests, benchmarks and scripts
-from explorer import figures
+from explorer import book_mode, figures
+from explorer.settings import Settings
 
 CUT_SHORT = ForwardMsg.FINISHED_EARLY_FOR_RERUN  # a run interrupted by a newer rerun (fastReruns)
 
@@ -566,10 +567,17 @@ def _seeded(cls, seed: int, *args, **kwargs):
     return cls(*args, **kwargs).eval()
 
 
-def causal_weights(inputs: Inputs) -> np.ndarray:
-    """(T, T) causal attention weights of ``CausalAttention``'s projections, computed here by hand."""
+def causal_page_seed(inputs: Inputs) -> int:
+    """The Causal mask page's module seed: the book's 789 while the sidebar's seed is the default (``book_mode``)."""
+    return book_mode.module_seed(Settings(seed=inputs.seed), "causal")
+
+
+def causal_weights(inputs: Inputs, seed: int | None = None) -> np.ndarray:
+    """(T, T) causal attention weights of ``CausalAttention``'s projections, computed here by hand; the module
+    is built after ``torch.manual_seed(seed)`` (default: the sidebar's)."""
     x = inputs.embeddings()  # (T, d_in)
-    ca = _seeded(attention.CausalAttention, inputs.seed, x.shape[1], inputs.d_out, inputs.context_length, 0.0)
+    seed = inputs.seed if seed is None else seed
+    ca = _seeded(attention.CausalAttention, seed, x.shape[1], inputs.d_out, inputs.context_length, 0.0)
     with torch.no_grad():
         queries, keys = ca.W_query(x), ca.W_key(x)  # (T, d_out)
         scores = queries @ keys.T  # (T, T)
@@ -578,9 +586,10 @@ def causal_weights(inputs: Inputs) -> np.ndarray:
     return np.where(future.numpy(), np.nan, weights.numpy())
 
 
-def causal_context(inputs: Inputs) -> np.ndarray:
+def causal_context(inputs: Inputs, seed: int | None = None) -> np.ndarray:
     x = inputs.embeddings()  # (T, d_in)
-    ca = _seeded(attention.CausalAttention, inputs.seed, x.shape[1], inputs.d_out, inputs.context_length, 0.0)
+    seed = inputs.seed if seed is None else seed
+    ca = _seeded(attention.CausalAttention, seed, x.shape[1], inputs.d_out, inputs.context_length, 0.0)
     with torch.no_grad():
         return ca(x.unsqueeze(0))[0].numpy()  # (T, d_out)
 
@@ -636,8 +645,8 @@ KNOWN_FIGURES = {
     ],
     "qkv": [Known(r"^context_vecs = attn_weights @ values$", self_attention_v1_output, (0.2996, 0.8053))],
     "causal_mask": [
-        Known(r"^attn_weights = softmax\(masked_scores\)$", causal_weights),
-        Known(r"^context_vec, shape", causal_context, (-0.4519, 0.2216)),
+        Known(r"^attn_weights = softmax\(masked / √d_k\)$", lambda i: causal_weights(i, causal_page_seed(i))),
+        Known(r"^context_vec, shape", lambda i: causal_context(i, causal_page_seed(i))),
     ],
     "batches": [
         Known(r"^batch\[\d\]: copy \d · \(\d+, \d+\)$", causal_context, (-0.4519, 0.2216), step="^Context vectors$")
