@@ -42,7 +42,7 @@ class Question:
 
     ``prompt`` and ``explanation`` are markdown: put tokens in them through
     ``quote``. For a number, an answer within ``tolerance`` of ``answer`` is
-    right, and ``number_format`` prints it. ``explanation`` is shown with the
+    right; it is typed and printed with ``decimals`` decimals. ``explanation`` is shown with the
     reveal.
     """
 
@@ -51,7 +51,7 @@ class Question:
     answer: str | float
     choices: tuple[str, ...] | None = None
     tolerance: float = 0.0
-    number_format: str = "{:.2f}"
+    decimals: int = 2
     explanation: str = ""
 
     def __post_init__(self) -> None:
@@ -69,7 +69,10 @@ class Question:
         return abs(float(given) - float(self.answer)) <= self.tolerance + 1e-12
 
     def shown_answer(self) -> str:
-        return str(self.answer) if self.choices is not None else self.number_format.format(self.answer)
+        return str(self.answer) if self.choices is not None else self.number(self.answer)
+
+    def number(self, value: float) -> str:
+        return f"{value:.{self.decimals}f}"
 
 
 PRESENTER_CSS = """<style>
@@ -141,8 +144,10 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
             disabled=disabled,
         )
     else:
+        whole = question.decimals == 0
+        step, shown = (1, "%d") if whole else (10.0**-question.decimals, f"%.{question.decimals}f")
         st.number_input(
-            "Your answer", value=None, step=0.01, format="%.2f", key=widget, on_change=keep, disabled=disabled
+            "Your answer", value=None, step=step, format=shown, key=widget, on_change=keep, disabled=disabled
         )
 
 
@@ -154,7 +159,7 @@ def _verdict(question: Question, given, presenter: bool) -> None:
     elif question.is_right(given):
         st.success(f"Right: **{answer}**.{explanation}", icon=":material/check_circle:")
     else:
-        shown = given if question.choices is not None else question.number_format.format(given)
+        shown = given if question.choices is not None else question.number(given)
         st.error(
             f"Not quite: you said {plain(shown)}; the answer is **{answer}**.{explanation}", icon=":material/cancel:"
         )

@@ -106,3 +106,17 @@ def test_keys_and_labels_are_safe():
     assert state_key(question, ("a",)) != state_key(question, ("b",))
     assert state_key(question, ("a",)) == state_key(question, ("a",))
     assert plain("**y** [z](javascript:1) <b>") == r"\*\*y\*\* \[z\]\(javascript\:1\) \<b\>"
+
+
+def whole_number_page() -> None:
+    from explorer.predict import Question, ask
+
+    ask(Question("test:whole", "How many numbers per token?", 4, decimals=0))
+
+
+def test_a_whole_number_question_takes_whole_numbers():
+    at = opened(whole_number_page)
+    assert at.number_input[0].format == "%d"
+    at.number_input[0].set_value(2).run()
+    reveal(at)
+    assert at.error[0].value.startswith("Not quite: you said 2; the answer is **4**")
