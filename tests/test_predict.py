@@ -1,5 +1,6 @@
 """Predict, then reveal (``explorer.predict``) through AppTest: answered right, answered wrong, presenter mode."""
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -120,3 +121,39 @@ def test_a_whole_number_question_takes_whole_numbers():
     at.number_input[0].set_value(2).run()
     reveal(at)
     assert at.error[0].value.startswith("Not quite: you said 2; the answer is **4**")
+
+
+# The pages' questions (``explorer.questions``): each answer is read from the numbers it is given.
+
+
+def test_most_attended_reads_the_largest_weight():
+    from explorer import questions
+
+    pieces = ("Your", " journey", " starts", " with", " one", " step")
+    question = questions.most_attended([0.1, 0.2, 0.3, 0.1, 0.1, 0.2], pieces, 1)
+    assert question.answer == "x^(3) “␣starts”" and len(question.choices) == 6
+    long = questions.most_attended(np.eye(12)[7], [f"t{k}" for k in range(12)], 0)
+    assert long.choices is None and long.answer == 8 and long.decimals == 0
+
+
+def test_scaling_direction_compares_the_softmax_with_and_without_the_division():
+    from explorer import questions
+
+    scores = np.array([2.0, 1.0, 0.0])
+    scaled = np.exp(scores / 2**0.5) / np.exp(scores / 2**0.5).sum()
+    assert questions.scaling_direction(scores, scaled, 2, 0).answer == "It goes down"
+    unscaled = np.exp(scores) / np.exp(scores).sum()
+    assert questions.scaling_direction(scores, unscaled, 1, 0).answer == "It stays the same"
+
+
+def test_row_sums_padding_and_widths_come_from_the_numbers():
+    from explorer import questions
+
+    renormalized = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
+    assert questions.masked_row_sum(renormalized, ["a", "b", "c"]).answer == pytest.approx(1.0)
+    dropout = questions.dropout_row_sum([1.0, 0.6, 1.4], ["a", "b", "c"], 0.5, True)
+    assert dropout.answer == pytest.approx(1.4) and dropout.is_right(1.44) and not dropout.is_right(1.0)
+    assert questions.padding_changes((0.0, 2e-8), True).answer == "No, they stay the same"
+    assert questions.padding_changes((0.0, 0.3), True).answer == "Yes, they change"
+    assert questions.padding_changes((float("nan"), 0.0), True) is None
+    assert questions.context_size(2, 2, 4).answer == 4
