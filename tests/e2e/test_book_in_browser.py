@@ -1,0 +1,78 @@
+"""The book on every page, in Chromium: with the default settings, each matrix chapter 3 prints for its
+six-token example is painted on its page and step, equal to ``attention.book_values()`` to 3 decimals, and
+the step says these are the book's numbers.
+
+The numbers are read back from plotly's own ``.data`` on each drawn ``.js-plotly-plot``. Cells drawn blank
+(masked or dropped) must be the ones the book prints as 0 or −∞. (This file is not named ``test_book.py``:
+``tests/test_book.py`` has that name, and pytest cannot collect two test modules of one name.)
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from attention.book import book_values
+
+pytestmark = pytest.mark.browser
+
+BOOK = book_values()
+THE_BOOKS = "These are the book's numbers: section "
+
+PAINTED = {  # page URL path -> {step: [(figure title pattern, the book's matrix)]}
+    "simplified": {
+        5: [(r"^attn_scores$", BOOK.simplified_scores), (r"^attn_weights$", BOOK.simplified_weights)],
+        6: [(r"^context_vecs = attn_weights @ inputs$", BOOK.simplified_context)],
+    },
+    "qkv": {
+        4: [(r"^context_vecs = attn_weights @ values$", BOOK.v1_context)],
+        7: [(r"^SelfAttention_v2$", BOOK.v2_context)],
+    },
+    "causal_mask": {
+        1: [(r"^attn_weights without a mask$", BOOK.causal_unmasked_weights)],
+        2: [(r"^mask_simple = torch\.tril", BOOK.causal_mask_simple)],
+        3: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
+        4: [(r"^attn_weights = softmax", BOOK.causal_weights)],
+        5: [(r"^\(a1\) masked_simple", BOOK.causal_masked_simple), (r"^\(a2\)", BOOK.causal_renormalized)],
+    },
+    "dropout": {
+        1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", BOOK.dropout_ones)],
+        2: [(r"^attn_weights after dropout$", BOOK.dropout_weights)],
+    },
+    "batches": {4: [(r"^batch\[0\]: copy 1 · \(6, 2\)$", BOOK.causal_attention_context)]},
+    "multihead": {
+        3: [(r"^context_vecs, shape \(6, 4\)$", BOOK.wrapper_context)],
+        6: [(r"^out_proj → output \(6, 2\)$", BOOK.multihead_context)],
+    },
+}
+
+
+def assert_painted(drawn: np.ndarray, book: np.ndarray, where: str) -> None:
+    """``drawn`` shows ``book`` to 3 decimals; blank cells are where the book prints 0 or −∞."""
+    assert drawn is not None and drawn.shape == book.shape, f"{where}: shape {None if drawn is None else drawn.shape}"
+    blank = np.isnan(drawn)
+    assert np.isin(book[blank], (0.0, -np.inf)).all(), f"{where}: a blank cell the book prints as a number"
+    assert np.isfinite(book[~blank]).all(), f"{where}: a number where the book prints −∞"
+    np.testing.assert_allclose(drawn[~blank], book[~blank], atol=5e-4, rtol=0, err_msg=where)
+
+
+def captions(app_page) -> str:
+    shown = app_page.page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]')
+    return "\n".join(shown.all_inner_texts())
+
+
+@pytest.mark.parametrize("url_path", PAINTED)
+def test_each_printed_matrix_is_painted_with_the_default_settings(app_page, url_path):
+    for step, expected in PAINTED[url_path].items():
+        app_page.goto(url_path, f"step={step}")
+        where = f"{url_path} step {step}"
+        assert app_page.step()[0] == step, where
+        plots = app_page.plots()
+        for pattern, book in expected:
+            matching = [plot for plot in plots if re.search(pattern, plot.title)]
+            assert matching, f"{where}: no figure titled like {pattern!r} among {[p.title for p in plots]}"
+            (heatmap, *_) = matching[0].heatmaps()
+            assert_painted(heatmap["z"], book.numpy().astype(float), f"{where}: {matching[0].title}")
+        assert THE_BOOKS in captions(app_page), f"{where}: no caption says these are the book's numbers"
