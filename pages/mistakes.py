@@ -11,7 +11,9 @@ from explorer.mistakes_view import SCALING_MISTAKES, changed_step, mistake_view
 MISTAKE = "mistakes:mistake"
 NAMES = list(attention.MISTAKES)
 PRESENTER_CSS = """<style>
-:is([data-testid="stTable"] :is(td, th), .st-key-w_mistake *, [data-testid="stMain"] li) {font-size: 1.25rem;}
+:is([data-testid="stTable"] :is(td, th), .st-key-w_mistake *, [data-testid="stMain"] :is(li, pre code)) {
+  font-size: 1.25rem;
+}
 </style>"""
 FUTURE = ("Yes: its output moves", "No: the future stays hidden")
 
@@ -31,7 +33,8 @@ choice.selectbox(
 name = st.session_state[MISTAKE]
 state.page_param("mistake", name)
 mistake = attention.MISTAKES[name]
-data = ui.guard(mistake_view, settings, name)
+with st.spinner("Running the package's code and the mistake…"):
+    data = ui.guard(mistake_view, settings, name)
 ui.truncation_notice(data.truncated_from, settings.context_length)
 steps = ["The changed line", "Right beside wrong", "What it costs"]
 step = ui.stepper("mistakes", steps + (["Against d_k"] if name in SCALING_MISTAKES else []))
