@@ -26,6 +26,7 @@ import streamlit as st
 
 from attention.book import SECTIONS
 
+from . import state
 from .settings import BOOK, DEFAULTS, Settings
 
 BOOK_NUM_TOKENS = 6  # the book's example: "Your journey starts with one step", six 3-d vectors
@@ -142,3 +143,27 @@ def caption(settings: Settings, section: str, *, also: Sequence[str] = (), where
 def shown() -> list[dict]:
     """The sections this run's captions named, each with whether its numbers are the book's."""
     return list(st.session_state.get(RUN_KEY, []))
+
+
+def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
+    """The Dropout page's line saying whose dropout it uses (the book's or the sidebar's), and a button that
+    turns the sidebar's dropout off again, so that the page returns to the book's."""
+    book = used is not settings
+    mode, action = st.columns([3, 2], vertical_alignment="center")
+    mode.markdown(
+        ("The book's setting" if book else "Sidebar")
+        + f": **{'training' if used.training else 'eval'} mode** · dropout p = **{used.dropout:.2f}** · "
+        f"seed **{settings.seed}**"
+        + ("" if active else " · nothing is dropped")
+        + (" (the sidebar's dropout is off; change its p or mode to try your own)" if book else "")
+    )
+    action.button(
+        f"Back to the book's p = {BOOK_DROPOUT} in training mode",
+        on_click=state.set_settings,
+        kwargs={"dropout": DEFAULTS.dropout, "training": DEFAULTS.training},
+        disabled=book,
+        key="book_dropout",
+        help="Turns the sidebar's dropout off again (p = 0, eval mode, as every other page of the book uses); "
+        f"this page then uses the book's p = {BOOK_DROPOUT} in training mode.",
+        width="stretch",
+    )

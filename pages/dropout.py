@@ -25,23 +25,7 @@ if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepp
     style = replace(style, max_height=min(style.max_height, 410))
     pair_style = replace(style, max_height=min(style.max_height, 330))
 
-mode, action = st.columns([3, 2], vertical_alignment="center")
-mode.markdown(
-    ("The book's setting" if used is not settings else "Sidebar")
-    + f": **{'training' if used.training else 'eval'} mode** · dropout p = **{p:.2f}** · seed **{settings.seed}**"
-    + ("" if active else " · nothing is dropped")
-    + (" (the sidebar's dropout is off; change its p or mode to try your own)" if used is not settings else "")
-)
-action.button(
-    "Back to the book's p = 0.5 in training mode",
-    on_click=state.set_settings,
-    kwargs={"dropout": DEFAULTS.dropout, "training": DEFAULTS.training},
-    disabled=used is not settings,
-    key="book_dropout",
-    help="Turns the sidebar's dropout off again (p = 0, eval mode, as every other page of the book uses); "
-    "this page then uses the book's p = 0.5 in training mode.",
-    width="stretch",
-)
+book_mode.dropout_setting(settings, used, active)
 step = ui.stepper(
     "dropout",
     ["The book's demo on ones", "One dropout draw", "Survivors × 1/(1−p)", "Row sums", "Many draws", "Mean vs weights"],
