@@ -149,9 +149,10 @@ def test_many_column_labels_stand_upright_below_the_axis_title_and_the_figure_ti
     assert few.layout.xaxis.tickangle is None and few.layout.xaxis.title.standoff == 4
     pieces = [f" token{j}" for j in range(figures.ROTATED_TICKS + 1)]
     many = figures.heatmap(np.eye(len(pieces)), pieces, pieces, title="t")
-    assert many.layout.xaxis.tickangle == -90
+    assert list(many.layout.xaxis.autotickangles) == [0, -90], "lying down where they fit, else upright"
     assert many.layout.xaxis.title.standoff > few.layout.xaxis.title.standoff
-    assert many.layout.margin.t > few.layout.margin.t + 0.6 * figures.DEFAULT_STYLE.tick_size * len(" token0")
+    longest = 0.6 * figures.DEFAULT_STYLE.tick_size * len(" token0")
+    assert many.layout.margin.t > few.layout.margin.t + longest, "room above the plot for upright labels"
 
 
 def test_token_labels_thin_out_to_what_the_heatmaps_height_fits():
@@ -160,8 +161,9 @@ def test_token_labels_thin_out_to_what_the_heatmaps_height_fits():
     for style in (figures.DEFAULT_STYLE, figures.PRESENTER):
         fig = figures.heatmap(np.eye(58), pieces, pieces, title="t", style=style)
         rows, cols = len(fig.layout.yaxis.ticktext), len(fig.layout.xaxis.ticktext)
-        assert rows == cols and rows * 1.3 * style.tick_size <= fig.layout.height  # no label over the next
+        assert rows * 1.3 * style.tick_size <= fig.layout.height  # no label over the next
+        assert cols * 1.3 * style.tick_size <= 200, "column labels fit the narrowest plot (three side by side)"
         shown[style.tick_size] = rows
-        few = figures.heatmap(np.eye(12), pieces[:12], pieces[:12], title="t", style=style)
-        assert list(few.layout.yaxis.ticktext) == [figures.token_label(p) for p in pieces[:12]]
+        few = figures.heatmap(np.eye(8), pieces[:8], pieces[:8], title="t", style=style)
+        assert list(few.layout.yaxis.ticktext) == [figures.token_label(p) for p in pieces[:8]]
     assert shown[figures.PRESENTER.tick_size] < shown[figures.DEFAULT_STYLE.tick_size]

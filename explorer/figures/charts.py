@@ -172,12 +172,9 @@ def stacked_contributions(
         tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks], tickfont={"size": style.tick_size}
     )
     fig.update_yaxes(tickfont={"size": style.tick_size}, title={"text": "sum of weighted inputs"})
-    fig.update_layout(
-        barmode="relative",
-        legend={"orientation": "h", "y": -0.25},
-        showlegend=len(fig.data) - 1 <= TEXT_CELL_LIMIT,  # beyond that, hover names each token's share
-    )
-    fig = apply_layout(fig, title, style, style.min_height + 140)
+    legend = len(fig.data) - 1 <= TEXT_CELL_LIMIT  # beyond that, hover names each token's share
+    fig.update_layout(barmode="relative", legend={"orientation": "h", "y": -0.25}, showlegend=legend)
+    fig = apply_layout(fig, title, style, style.min_height + (140 if legend else 40))
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
     return fig
 

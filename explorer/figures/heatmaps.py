@@ -43,6 +43,8 @@ from .layout import (
 
 WEIGHTS, SIGNED, NONNEGATIVE, MASK = "weights", "signed", "nonnegative", "mask"
 KINDS = (WEIGHTS, SIGNED, NONNEGATIVE, MASK)
+NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
+NARROWEST_PLOT = 200  # px: the narrowest plot area drawn (three heatmaps side by side); column labels fit it
 NARROW_SPREAD = 0.05  # weights that all lie within this of each other get their spread in the title
 MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its weight is exactly 0"
 MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
@@ -121,9 +123,9 @@ def _mask_legend(fig: go.Figure, style: FigureStyle) -> None:
                 hoverinfo="skip",
             )
         )
-    fig.update_layout(
+    fig.update_layout(  # under the plot (its column labels are on top), so the plot keeps its width
         showlegend=True,
-        legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "font": {"size": style.font_size}},
+        legend={"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}},
     )
 
 
@@ -265,38 +267,45 @@ def heatmap(
             y1=highlight_row + 0.5,
             line={"color": "#D55E00", "width": 3},
         )
-    fit = labels_that_fit(figure_height(rows, style), style)  # columns too: side-by-side heatmaps are about square
-    keep = view.row_positions.index(highlight_row) if highlighted else None
-    row_ticks, col_ticks = tick_positions(rows, fit, keep), tick_positions(cols, fit)
-    # Many column labels are drawn upright, and plotly.js then puts a top axis's title a little
-    # too close: it overlapped their ends until it stood off by another line of tick text.
-    upright = len(col_ticks) > ROTATED_TICKS
-    standoff = 4 + (style.tick_size if upright else 0)
+    # Token labels thin out to what fits: columns as many as rows would in a square plot; rows as many
+    # as the plot's height fits once upright column labels (plotly stands them up when they would
+    # overlap lying down, ``autotickangles``) have taken their room above it.
+    height = figure_height(rows, style)
+    col_ticks = tick_positions(cols, min(labels_that_fit(height, style), int(NARROWEST_PLOT / (1.3 * style.tick_size))))
     longest = max((len(col_text[j]) for j in col_ticks), default=0)
+    labels_height = int(0.6 * style.tick_size * longest)
+    may_stand = len(col_ticks) > ROTATED_TICKS or len(col_ticks) * (longest + 1) * 0.6 * style.tick_size > NARROW_WIDTH
+    if may_stand:
+        height = min(style.max_height, height + labels_height)
+    keep = view.row_positions.index(highlight_row) if highlighted else None
+    legend_height = 2 * style.font_size + 6 if kind == MASK else 0
+    row_fit = labels_that_fit(height - (labels_height if may_stand else 0) - legend_height, style)
+    row_ticks = tick_positions(rows, row_fit, keep)
     fig.update_yaxes(
         tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
         autorange="reversed",
         title={"text": plain_label(plural(row_title))},
-        tickfont={"size": style.tick_size},
         showgrid=False,
         zeroline=False,
     )
     fig.update_xaxes(
         tickvals=[view.col_positions[j] for j in col_ticks],
         ticktext=[col_text[j] for j in col_ticks],
-        title={"text": plain_label(plural(col_title)), "standoff": standoff},
-        tickfont={"size": style.tick_size},
-        tickangle=-90 if upright else None,
+        # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
+        title={"text": plain_label(plural(col_title)), "standoff": 4 + (style.tick_size if may_stand else 0)},
+        tickangle=-90 if len(col_ticks) > ROTATED_TICKS else None,  # None: "auto"
+        autotickangles=[0, -90],
         side="top",
         showgrid=False,
         zeroline=False,
         automargin=True,
     )
-    fig = apply_layout(fig, title + note, style, figure_height(rows, style))
-    if upright:  # room above the plot for the figure's title, then the axis title, then the labels
-        labels_height = int(0.6 * style.tick_size * longest)
-        fig.update_layout(margin_t=2 * style.title_size + 2 * style.tick_size + standoff + labels_height + 12)
+    fig = apply_layout(fig, title + note, style, height)
+    if kind == MASK:  # room under the plot for the legend
+        fig.update_layout(margin_b=2 * style.font_size + 16)
+    if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
+        fig.update_layout(margin_t=2 * style.title_size + 3 * style.tick_size + labels_height + 16)
     return fig
 
 

@@ -50,7 +50,7 @@ MEASURE = """() => {
     const text = node.textContent.trim();
     const el = node.parentElement;
     if (!text || !el || !shown(el)) continue;
-    if (el.closest('.katex-mathml, .modebar, .hoverlayer')) continue;
+    if (el.closest('.katex-mathml, .modebar, .hoverlayer, [data-testid="stIconMaterial"]')) continue;  // icons are glyphs
     const size = parseFloat(getComputedStyle(el).fontSize);
     const code = !!el.closest('pre, code, [data-testid="stCode"]');
     if (size < (code ? %(code)d : %(text)d) - 0.05) out.small.push(`${size.toFixed(1)}px "${text.slice(0, 30)}"`);
