@@ -14,13 +14,12 @@ seed = book_mode.module_seed(settings, "causal")  # the book's 789 while the sid
 data = ui.guard(compute.mask_view, settings, seed)
 steps, pieces, mask = data.steps, data.pieces, data.steps.mask
 num_tokens = len(pieces)
-step = ui.stepper(
-    "causal_mask",
-    ["Unmasked weights", "The mask", "Scores with −∞", "Causal weights", "Two routes, same weights", "Context vectors"],
-)
+STEPS = ["Unmasked weights", "The mask", "× mask, ÷ row sums", "Scores with −∞", "Two routes, same weights"]
+step = ui.stepper("causal_mask", [*STEPS, "Context vectors"])
 style = ui.style()
 if num_tokens <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
-    style = replace(style, max_height=min(style.max_height, 470 if step != 4 else 370))
+    style = replace(style, max_height=min(style.max_height, 400 if step in (2, 4) else 470))
+TRIL_LEGEND = {"False (0): visible": "0: a future key, zeroed", "True (1): masked, a future key": "1: kept"}
 
 
 def draw(z, title, name, narrow=False, **options):
@@ -30,23 +29,38 @@ def draw(z, title, name, narrow=False, **options):
     ui.draw(figures.heatmap, name, z, pieces, pieces, title=title, style=style, cell_text=cell_text, **options)
 
 
-if step == 4:
-    st.markdown(
-        "The book first masks the *ordinary* weights: multiply by `mask_simple` to zero the future (a1), then "
-        "divide each row by its new sum (a2). The −∞ route (b) does it in one step. Both give the same weights, "
-        f"max |(a2) − (b)| = **{data.max_abs_difference:.1e}**: renormalizing divides the future's share "
-        "of the softmax denominator out again."
-    )
-    book_mode.caption(settings, "causal")
-    routes = (
-        (data.masked_simple, "(a1) masked_simple = attn_weights · mask_simple", "tril-masked", None),
-        (data.weights_renormalized, "(a2) masked_simple / row sums", "tril-route", mask),
-        (data.weights_neg_inf, "(b) softmax(−∞ scores / √d_k)", "neg-inf-route", mask),
-    )
-    for column, (z, title, name, hidden) in zip(st.columns(3), routes, strict=True):
+def pair(*panels):
+    """Two (matrix, title, name, masked) heatmaps side by side."""
+    for column, (z, title, name, hidden) in zip(st.columns(2), panels, strict=True):
         with column:
             draw(z, title, name, narrow=True, masked=hidden)
-    ui.show_code(attention.mask_by_renormalizing, attention.mask_with_neg_inf)
+
+
+row = min(1, num_tokens - 1)  # the book's example row: query 2
+tril_route = (data.weights_renormalized, "masked_simple / row sums", "tril-route", mask)
+if step == 2:
+    st.markdown(
+        "The book's first route masks the *ordinary* weights: `masked_simple = attn_weights * mask_simple` zeroes "
+        "the future (left), then `masked_simple / masked_simple.sum(dim=-1, keepdim=True)` makes each row sum to 1 "
+        f"again (right). Row {row + 1}, query x^({row + 1}) = `inputs[{row}]`: "
+        + ui.first_values(data.weights_renormalized[row:], 2)
+    )
+    book_mode.caption(settings, "causal")
+    pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None), tril_route)
+    ui.show_code(attention.mask_by_renormalizing)
+elif step == 4:
+    weights = steps.attn_weights[0, 0]
+    worst = float(np.abs(weights.sum(axis=1) - 1).max())
+    st.markdown(
+        "The −∞ route does it in one step (right): after the softmax the masked weights are exactly 0, and each row "
+        f"sums to 1 over the keys its query may see (largest |row sum − 1| = {worst:.1e}); the first token sees only "
+        f"itself, with weight {weights[0, 0]:.4f}. The book's first route (left) gives the same weights, max |left − "
+        f"right| = **{data.max_abs_difference:.1e}**: renormalizing divides the future's share of the softmax "
+        "denominator out again."
+    )
+    book_mode.caption(settings, "causal")
+    pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
+    ui.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
 else:
     text, plot = st.columns([1, 2], gap="medium")
 if step == 0:
@@ -75,38 +89,30 @@ elif step == 1:
     book_mode.caption(settings, "causal", where=text)
     if data.truncated_from:
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
-    options = dict(value_name="mask", decimals=0, kind="mask", narrow=True)
+    options = dict(value_name="mask", decimals=0, kind="mask")
     buffer, simple = plot.columns(2)
     with buffer:
         title = f"mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-        draw(mask.astype(float), title, "causal-mask", meaning="1: a future key", **options)
+        draw(mask.astype(float), title, "causal-mask", narrow=True, meaning="1: a future key", **options)
     with simple:
-        draw(data.mask_simple, "mask_simple = torch.tril(ones) (1 = kept)", "mask-simple", meaning="1: kept", **options)
+        title = "mask_simple = torch.tril(ones)"
+        fig = figures.heatmap(data.mask_simple, pieces, pieces, title=title, style=style, **options)
+        for trace in fig.data:  # the same two colours, named for what 0 and 1 mean in this mask
+            trace.name = TRIL_LEGEND.get(trace.name, trace.name)
+        ui.chart(fig, "mask-simple", cell_text=num_tokens <= 8)
     with text:
         ui.show_code(attention.causal_mask, attention.CausalAttention.__init__)
-elif step == 2:
+elif step == 3:
     text.markdown(
-        "`attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future scores to **−∞** (grey cells); "
-        "the division by √d_k comes next, inside the softmax. Why not 0? A score of 0 would still get "
-        "exp(0) = 1 in the softmax's numerator; exp(−∞) = **0**, so a masked key gets exactly nothing."
+        "The −∞ route instead masks the scores: `attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future "
+        "scores to **−∞** (grey cells); the division by √d_k comes next, inside the softmax. Why not 0? A score of "
+        "0 would still get exp(0) = 1 in the softmax's numerator; exp(−∞) = **0**, so a masked key gets exactly "
+        "nothing."
     )
     book_mode.caption(settings, "causal", where=text)
     with plot:
         title = "masked = attn_scores, −∞ where masked"
         draw(data.masked_scores, title, "masked-scores", value_name="score", diverging=True, masked=mask)
-    with text:
-        ui.show_code(attention.CausalAttention.steps)
-elif step == 3:
-    weights = steps.attn_weights[0, 0]
-    worst = float(np.abs(weights.sum(axis=1) - 1).max())
-    text.markdown(
-        "After the softmax the masked weights are exactly 0, and each row still sums to 1 over the keys its "
-        f"query may see (largest |row sum − 1| = {worst:.1e}). The first token sees only itself: its weight "
-        f"is {weights[0, 0]:.4f}."
-    )
-    book_mode.caption(settings, "causal", where=text)
-    with plot:
-        draw(weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", masked=mask)
     with text:
         ui.show_code(attention.CausalAttention.steps)
 elif step == 5:

@@ -34,13 +34,12 @@ PRINTED = {
     "causal_mask": {
         1: [(r"^attn_weights without a mask$", BOOK.causal_unmasked_weights)],
         2: [(r"^mask_simple = torch\.tril", BOOK.causal_mask_simple)],
-        3: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
-        4: [(r"^attn_weights = softmax", BOOK.causal_weights)],
-        5: [
-            (r"^\(a1\) masked_simple", BOOK.causal_masked_simple),
-            (r"^\(a2\)", BOOK.causal_renormalized),
-            (r"^\(b\)", BOOK.causal_weights),
+        3: [
+            (r"^masked_simple = attn_weights", BOOK.causal_masked_simple),
+            (r"^masked_simple / row", BOOK.causal_renormalized),
         ],
+        4: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
+        5: [(r"^masked_simple / row", BOOK.causal_renormalized), (r"^attn_weights = softmax", BOOK.causal_weights)],
     },
     "dropout": {
         1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", BOOK.dropout_ones)],
@@ -113,7 +112,7 @@ def test_every_printed_matrix_is_drawn_and_captioned_in_book_mode(page):
 DEPARTED = {  # page -> (a link that departs from the book, the step it opens, what the caption must name)
     "simplified": ({"input": "text", "text": "Attention is all you need"}, 5, "your own sentence"),
     "qkv": ({"d_out": "4"}, 4, "d_out is 4, not 2"),
-    "causal_mask": ({"seed": "7"}, 4, "seed 7, not 789"),
+    "causal_mask": ({"seed": "7"}, 5, "seed 7, not 789"),
     "dropout": ({"p": "0.2", "mode": "train"}, 2, "dropout p 0.2 in training mode, not 0.5"),
     "batches": ({"p": "0.1", "mode": "train"}, 4, "dropout is on"),
     "multihead": ({"heads": "1"}, 6, "num_heads is 1, not 2"),
@@ -130,7 +129,7 @@ def test_a_changed_setting_says_the_numbers_are_no_longer_the_books(page):
 
 
 def test_changing_the_seed_in_the_sidebar_leaves_the_book():
-    at = app("pages/causal_mask.py", query_params={"step": "5"})
+    at = app("pages/causal_mask.py", query_params={"step": "3"})
     assert THE_BOOKS in captions(at)
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception

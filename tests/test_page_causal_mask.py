@@ -53,6 +53,13 @@ def test_every_step_matches_causal_attention_and_the_book():
     assert "(1024, 1024)" in markdown(at) and "self.mask[:6, :6]" in markdown(at) and "**15** of 36" in markdown(at)
 
     at.button(key="next:causal_mask").click().run()
+    masked_simple, renormalized = zs(at)
+    np.testing.assert_allclose(masked_simple, comparison.unmasked_weights.numpy() * ~future, atol=1e-6)
+    np.testing.assert_allclose(renormalized[~future], comparison.weights_renormalized.numpy()[~future], atol=1e-6)
+    np.testing.assert_allclose(renormalized[1, :2], BOOK_ROW_2, atol=5e-5)
+    assert "Row 2, query x^(2) = `inputs[1]`: [0.5517, 0.4483, …]" in markdown(at)
+
+    at.button(key="next:causal_mask").click().run()
     (spec,) = figure_specs(at)
     scores = decode(spec["data"][0]["z"])
     assert np.isnan(scores[future]).all()  # the book's -inf, drawn as blank cells
@@ -62,17 +69,11 @@ def test_every_step_matches_causal_attention_and_the_book():
     assert "exp(−∞) = **0**" in markdown(at)
 
     at.button(key="next:causal_mask").click().run()
-    (weights,) = zs(at)
+    renormalized, weights = zs(at)
     np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)
-    assert np.isnan(weights[future]).all() and "its weight is 1.0000" in markdown(at)
-
-    at.button(key="next:causal_mask").click().run()
-    masked_simple, renormalized, neg_inf = zs(at)
-    np.testing.assert_allclose(masked_simple, comparison.unmasked_weights.numpy() * ~future, atol=1e-6)
-    np.testing.assert_allclose(renormalized[~future], comparison.weights_renormalized.numpy()[~future], atol=1e-6)
-    np.testing.assert_allclose(renormalized[1, :2], BOOK_ROW_2, atol=5e-5)
-    np.testing.assert_allclose(neg_inf[~future], comparison.weights_neg_inf.numpy()[~future], atol=1e-6)
-    assert f"max |(a2) − (b)| = **{comparison.max_abs_difference:.1e}**" in markdown(at)
+    np.testing.assert_allclose(weights[~future], comparison.weights_neg_inf.numpy()[~future], atol=1e-6)
+    assert np.isnan(weights[future]).all() and "with weight 1.0000" in markdown(at)
+    assert f"max |left − right| = **{comparison.max_abs_difference:.1e}**" in markdown(at)
 
     at.button(key="next:causal_mask").click().run()
     (context,) = zs(at)
@@ -91,14 +92,14 @@ def test_changing_the_seed_updates_the_figures():
 
 
 def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
-    at = opened({"input": "text", "text": "Hello", "step": "4"})
+    at = opened({"input": "text", "text": "Hello", "step": "5"})
     at.text_input(key="w_text").input(HOSTILE).run()
     assert not at.exception
     tokenized = attention.tokenize(HOSTILE)
     trace = causal_trace(attention.embed_tokens(tokenized.ids, 3, 123))  # embedded with the sidebar's seed
     num_tokens = len(tokenized.ids)
     future = attention.causal_mask(num_tokens).numpy()
-    (spec,) = figure_specs(at)
+    spec = figure_specs(at)[1]  # the -inf route, beside the tril route
     weights = decode(spec["data"][0]["z"])
     assert weights.shape == (num_tokens, num_tokens)
     np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)

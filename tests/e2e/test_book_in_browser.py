@@ -33,9 +33,12 @@ PAINTED = {  # page URL path -> {step: [(figure title pattern, the book's matrix
     "causal_mask": {
         1: [(r"^attn_weights without a mask$", BOOK.causal_unmasked_weights)],
         2: [(r"^mask_simple = torch\.tril", BOOK.causal_mask_simple)],
-        3: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
-        4: [(r"^attn_weights = softmax", BOOK.causal_weights)],
-        5: [(r"^\(a1\) masked_simple", BOOK.causal_masked_simple), (r"^\(a2\)", BOOK.causal_renormalized)],
+        3: [
+            (r"^masked_simple = attn_weights", BOOK.causal_masked_simple),
+            (r"^masked_simple / row", BOOK.causal_renormalized),
+        ],
+        4: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
+        5: [(r"^attn_weights = softmax", BOOK.causal_weights)],
     },
     "dropout": {
         1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", BOOK.dropout_ones)],
