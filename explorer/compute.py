@@ -359,12 +359,14 @@ def multihead_view(settings: Settings) -> MultiheadView:
     wrapper_trace = attention.trace(wrapper, inputs, training=settings.training, seed=settings.seed)
     efficient_trace = attention.trace(efficient, inputs, training=settings.training, seed=settings.seed)
     shared_d_out = settings.num_heads * settings.d_out
-    agreement = None
+    agreement = outputs = None
     if shared_d_out <= SHARED_D_OUT_LIMIT:
         shared = attention.multihead_from_wrapper(wrapper).eval()
         with torch.no_grad():
             reference = wrapper(inputs) if settings.training else wrapper_trace.output  # (1, num_tokens, h * d_out)
-            agreement = float((shared(inputs) - reference).abs().max())
+            fused = shared(inputs)  # (1, num_tokens, h * d_out)
+            agreement = float((fused - reference).abs().max())
+            outputs = (reference[0].numpy(), fused[0].numpy())
     return MultiheadView(
         pieces=prepared(settings).pieces,
         truncated_from=prepared(settings).truncated_from,
@@ -379,6 +381,7 @@ def multihead_view(settings: Settings) -> MultiheadView:
         shape_rows=line_shapes(attention.MultiHeadAttention.steps, efficient, inputs),
         shared_d_out=shared_d_out,
         wrapper_vs_efficient_max_difference=agreement,
+        agreement_outputs=outputs,
     )
 
 

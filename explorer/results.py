@@ -198,6 +198,7 @@ class MultiheadView:
     shape_rows: tuple[ShapeRow, ...]
     shared_d_out: int
     wrapper_vs_efficient_max_difference: float | None  # None when the fused module would be too large
+    agreement_outputs: tuple[np.ndarray, np.ndarray] | None = None  # (wrapper, fused module), (T, h * d_out) each
 
 
 @dataclass(frozen=True)

@@ -136,5 +136,8 @@ else:
             f"allows ({compute.SHARED_D_OUT_LIMIT:,}). Lower d_out or num_heads to measure it."
         )
     else:
-        st.metric("max |wrapper − MultiHeadAttention with the wrapper's weights|", f"{difference:.1e}")
+        wrapper_output, fused_output = data.agreement_outputs
+        names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's weights")
+        title = "Every output entry, wrapper against fused module"
+        ui.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
     ui.show_code(attention.multihead_from_wrapper)

@@ -102,7 +102,14 @@ elif step == 3:
 elif step in (4, 5):
     left, right = st.columns(2)
     kept_temperature = state.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0)
-    temperature = left.select_slider("Temperature (divides every score)", TEMPERATURES, **kept_temperature)
+    temperature = left.select_slider(
+        "Temperature (divides every score)",
+        TEMPERATURES,
+        help="Every score is divided by this number before the softmax, on top of ÷ √d_k. Above 1 it "
+        "flattens the weights (closer to uniform), below 1 it sharpens them: the same lever as √d_k, "
+        "turned by hand, so you can see how much the spread of the scores decides saturation.",
+        **kept_temperature,
+    )
     num_keys = right.slider("Keys per row", 2, 256, **state.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
     lab = ui.guard(compute.scaling_view, D_KS, num_keys, float(temperature), settings.seed)
     top = f"at d_k = {D_KS[-1]}"

@@ -23,7 +23,7 @@ styles, ticks, margins, what part of a large matrix is drawn), ``heatmaps`` and 
 Pages import this package and use the names below.
 """
 
-from .charts import bars, dot_product_bars, dot_product_text, lines, measured_lines, stacked_contributions
+from .charts import agreement, bars, dot_product_bars, dot_product_text, lines, measured_lines, stacked_contributions
 from .heatmaps import (
     KINDS,
     MASK,
@@ -81,6 +81,7 @@ __all__ = [
     "WORD_LABEL_LIMIT",
     "FigureStyle",
     "MatrixView",
+    "agreement",
     "bars",
     "colour_range",
     "dot_product_bars",

@@ -328,3 +328,50 @@ def measured_lines(
     for name in dashed:
         fig.update_traces(line_color="#666666", marker_color="#666666", selector={"name": plain_label(name)})
     return fig
+
+
+def agreement(
+    reference,
+    other,
+    *,
+    title: str,
+    reference_name: str,
+    other_name: str,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Two computations of the same matrix, entry against entry: where they agree, every point lies
+    on the diagonal y = x. The title carries the largest |difference|, which no eye can see."""
+    x = np.ravel(np.asarray(reference, dtype=np.float64))
+    y = np.ravel(np.asarray(other, dtype=np.float64))
+    if x.shape != y.shape:
+        raise ValueError(f"the two outputs differ in size: {x.size} and {y.size} entries.")
+    low, high = (float(min(x.min(), y.min())), float(max(x.max(), y.max()))) if x.size else (0.0, 1.0)
+    pad = 0.05 * ((high - low) or 1.0)
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=[low - pad, high + pad],
+                y=[low - pad, high + pad],
+                mode="lines",
+                line={"color": "#666666", "dash": "dash", "width": 2},
+                name="y = x (equal)",
+                hoverinfo="skip",
+            ),
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                marker={"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8},
+                name="one output entry",
+                hovertemplate=f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}"
+                "<extra></extra>",
+            ),
+        ]
+    )
+    difference = float(np.abs(x - y).max()) if x.size else 0.0
+    fig.update_xaxes(title={"text": plain_label(reference_name)}, range=[low - pad, high + pad])
+    fig.update_yaxes(title={"text": plain_label(other_name)}, range=[low - pad, high + pad], scaleanchor="x")
+    fig.update_layout(legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
+    fig = apply_layout(fig, f"{title}: max |difference| = {difference:.1e}", style, style.max_height)
+    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
+    return fig
