@@ -14,6 +14,7 @@ One page load walks all of a page's steps with the stepper, measuring each.
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 
 import pytest
 from e2e_support import app_pages
@@ -30,75 +31,12 @@ MIN_TEXT_PX = 18
 MIN_CODE_PX = 16
 HIGHLIGHT = "#D55E00"  # the outline of a highlighted row (figures.heatmap)
 
-MEASURE = """() => {
-  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
-  const boxOf = (el) => { const r = el.getBoundingClientRect(); return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
-  const overlap = (a, b, slack) => Math.min(a.r, b.r) - Math.max(a.l, b.l) > slack && Math.min(a.b, b.b) - Math.max(a.t, b.t) > slack;
-  const inside = (a, b, slack) => a.l >= b.l - slack && a.r <= b.r + slack && a.t >= b.t - slack && a.b <= b.b + slack;
-  const shown = (el) => {
-    for (let e = el; e && e !== main; e = e.parentElement) {
-      const s = getComputedStyle(e);
-      if (s.display === 'none' || s.visibility === 'hidden' || Number(s.opacity) === 0) return false;
-    }
-    const r = el.getBoundingClientRect();
-    return r.width >= 2 && r.height >= 2;
-  };
-  const out = {charts: [], small: [], overlaps: [], missing: [], outside: []};
-  // Text: the smallest computed font size of every visible text node.
-  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const text = node.textContent.trim();
-    const el = node.parentElement;
-    if (!text || !el || !shown(el)) continue;
-    if (el.closest('.katex-mathml, .modebar, .hoverlayer, [data-testid="stIconMaterial"]')) continue;  // icons are glyphs
-    const size = parseFloat(getComputedStyle(el).fontSize);
-    const code = !!el.closest('pre, code, [data-testid="stCode"]');
-    if (size < (code ? %(code)d : %(text)d) - 0.05) out.small.push(`${size.toFixed(1)}px "${text.slice(0, 30)}"`);
-  }
-  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
-    const title = (plot.layout && plot.layout.title && plot.layout.title.text) || '(untitled)';
-    const frame = boxOf(plot);
-    out.charts.push({title, bottom: frame.b});
-    const areas = [...plot.querySelectorAll('.draglayer .nsewdrag')].map(boxOf);
-    const ticks = [...plot.querySelectorAll('.xtick text, .ytick text')].filter(shown);
-    const titles = [...plot.querySelectorAll('.g-xtitle text, .g-ytitle text, .g-gtitle text')].filter(shown);
-    const boxes = ticks.map((t) => ({text: t.textContent, box: boxOf(t)}));
-    for (let i = 0; i < boxes.length; i++) {
-      for (let j = i + 1; j < boxes.length; j++) {
-        if (overlap(boxes[i].box, boxes[j].box, 1)) out.overlaps.push(`${title}: ticks "${boxes[i].text}" / "${boxes[j].text}"`);
-      }
-      for (const t of titles) {
-        if (overlap(boxes[i].box, boxOf(t), 1)) out.overlaps.push(`${title}: tick "${boxes[i].text}" / title "${t.textContent}"`);
-      }
-      for (const area of areas) {
-        if (overlap(boxes[i].box, area, 2)) out.overlaps.push(`${title}: tick "${boxes[i].text}" on a plot area`);
-      }
-      if (!inside(boxes[i].box, frame, 1)) out.outside.push(`${title}: tick "${boxes[i].text}"`);
-    }
-    // Value labels printed in cells or on bars.
-    const values = [...plot.querySelectorAll('.barlayer text, .textpoint text, .heatmaplayer text, .scatterlayer text')]
-      .filter(shown).filter((t) => t.textContent.trim()).map((t) => ({text: t.textContent, box: boxOf(t)}));
-    if (values.length <= 400) {
-      for (let i = 0; i < values.length; i++) {
-        for (let j = i + 1; j < values.length; j++) {
-          if (overlap(values[i].box, values[j].box, 1)) out.overlaps.push(`${title}: values "${values[i].text}" / "${values[j].text}"`);
-        }
-      }
-    }
-    for (const v of values) if (!inside(v.box, frame, 1)) out.outside.push(`${title}: value "${v.text}"`);
-    // A highlighted row keeps its label.
-    for (const shape of (plot.layout.shapes || [])) {
-      if (!shape.line || shape.line.color !== '%(highlight)s' || shape.type !== 'rect') continue;
-      const row = (shape.y0 + shape.y1) / 2;
-      const axis = plot.layout.yaxis || {};
-      if (!(axis.tickvals || []).includes(row)) out.missing.push(`${title}: row ${row}`);
-    }
-  }
-  return out;
-}""" % {"code": MIN_CODE_PX, "text": MIN_TEXT_PX, "highlight": HIGHLIGHT}
+MEASURE = (Path(__file__).parent / "presenter_measure.js").read_text(encoding="utf-8").split("\n", 1)[1]  # no comment
+LIMITS = {"code": MIN_CODE_PX, "text": MIN_TEXT_PX, "highlight": HIGHLIGHT}
 
 TO_TOP = """() => {
-  for (const el of [document.querySelector('[data-testid="stMain"]'), document.scrollingElement]) if (el) el.scrollTo(0, 0);
+  const main = document.querySelector('[data-testid="stMain"]');
+  for (const el of [main, document.scrollingElement]) if (el) el.scrollTo(0, 0);
 }"""
 
 
@@ -106,7 +44,7 @@ def measure(app_page) -> dict:
     """The layout of the current step, measured at the top of the page."""
     app_page.page.evaluate(TO_TOP)
     app_page.page.wait_for_timeout(150)
-    return app_page.page.evaluate(MEASURE)
+    return app_page.page.evaluate(MEASURE, LIMITS)
 
 
 def problems(measured: dict, where: str) -> list[str]:
@@ -125,7 +63,7 @@ def walk_presenter(app_page, spec, sentence: str | None) -> tuple[list[str], dic
     if sentence is not None:
         query.update(input="text", text=sentence)
     app_page.goto(spec.url_path, urllib.parse.urlencode(query, quote_via=urllib.parse.quote))
-    found, lowest, bottoms = [], [], []
+    found, bottoms = [], []
     while True:
         step, total = app_page.step()
         measured = measure(app_page)
