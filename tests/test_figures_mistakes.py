@@ -140,3 +140,15 @@ def test_the_saturation_curve_draws_both_codes_and_the_uniform_line():
     assert fig.layout.xaxis.type == "log" and fig.layout.shapes[0].x0 == 4
     grad = drawn.saturation(curve, stat="grad_norm", wrong_name="÷ d_k")
     assert [t.name for t in grad.data] == ["÷ √d_k (right)", "÷ d_k (wrong)"] and not grad.layout.shapes
+
+
+def test_thin_nan_rows_get_one_label_per_run():
+    size = 30
+    weights = np.tril(np.ones((size, size))) / np.arange(1, size + 1)[:, None]
+    wrong = weights.copy()
+    wrong[[0, 27, 28, 29]] = np.nan
+    future = np.triu(np.ones((size, size), dtype=bool), 1)
+    fig = drawn.right_and_wrong(weights, wrong, ["t"] * size, future=future, title="t")
+    (labels,) = [t for t in fig.data if t.type == "scatter" and t.name == "NaN"]
+    assert list(labels.y) == [0, 27]
+    assert len([s for s in fig.layout.shapes if s.fillcolor == drawn.NAN_FILL]) == 4  # every NaN row is filled

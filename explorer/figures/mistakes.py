@@ -155,7 +155,8 @@ def _mark_masked(fig: go.Figure, view, values: np.ndarray, future, panel: int, s
 
 
 def _mark_nan_rows(fig: go.Figure, view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> None:
-    """Fill each NaN row (or block of rows holding one) vermilion and say "NaN" at its start."""
+    """Fill each NaN row (or block of rows holding one) vermilion and label it "NaN row" at its start
+    (only the first of each run of rows when rows are too thin for a label each)."""
     positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
     if not positions:
         return
@@ -173,6 +174,8 @@ def _mark_nan_rows(fig: go.Figure, view, nan_rows: np.ndarray, panel: int, style
             row=1,
             col=panel + 1,
         )
+    if len(view.row_positions) > 2 * PANEL_TEXT_LIMIT:  # thin rows: one label per run of NaN rows
+        positions = [p for p in positions if p - view.block not in positions]
     fig.add_trace(
         go.Scatter(
             x=[view.col_positions[0]] * len(positions),

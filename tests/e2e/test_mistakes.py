@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import numpy as np
 import pytest
 from e2e_support import Inputs, eventually
@@ -12,6 +14,10 @@ import attention
 pytestmark = pytest.mark.browser
 
 SENTENCE = "The cat saw the cat, and the cat sat on the mat before the dog came home."
+THIRTY = (
+    "Attention lets every token look back at the tokens before it, and a causal mask keeps each later token "
+    "hidden from every query in this long sentence."
+)
 
 
 def expected_weights(name: str, inputs: Inputs) -> tuple[np.ndarray, np.ndarray]:
@@ -78,13 +84,21 @@ def test_a_typed_sentence_and_the_prediction(app_page):
     assert "Not quite" in main.locator('[data-testid="stAlert"]').inner_text()  # with 0-filling the future leaks
 
 
+def figure_bottom(app_page) -> float:
+    box = app_page.page.locator('[data-testid="stMain"] .js-plotly-plot').bounding_box()
+    return box["y"] + box["height"]
+
+
 def test_presenter_mode_fits_the_weights_on_a_projector(app_page):
     app_page.goto("mistakes", "mistake=tril_mask&step=2&present=1")
-    box = app_page.page.locator('[data-testid="stMain"] .js-plotly-plot').bounding_box()
-    assert box["y"] + box["height"] <= 720, f"the figure ends at {box['y'] + box['height']:.0f} px"
+    assert figure_bottom(app_page) <= 720, f"the figure ends at {figure_bottom(app_page):.0f} px"
     sizes = app_page.page.evaluate(
         """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')]
              .map((p) => parseFloat(getComputedStyle(p).fontSize))"""
     )
     assert sizes and min(sizes) >= 18, sizes
     app_page.screenshot("mistakes-tril_mask-presenter-step2")
+    app_page.goto("mistakes", f"mistake=tril_mask&step=2&present=1&input=text&text={quote(THIRTY)}")  # no sidebar
+    assert len(attention.tokenize(THIRTY).ids) == 30
+    assert figure_bottom(app_page) <= 720, f"with 30 tokens the figure ends at {figure_bottom(app_page):.0f} px"
+    app_page.screenshot("mistakes-tril_mask-presenter-30-tokens")
