@@ -1,5 +1,7 @@
 """Batches & CausalAttention: two sentences stacked into one (b, num_tokens, d_in) tensor, one mask for both."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 import attention
@@ -120,5 +122,7 @@ else:
     )
     book_mode.caption(settings, "causal_class")
     decimals = 4 if d_out <= 4 else 2
-    side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", diverging=True, decimals=decimals, **DIMENSIONS)
+    short = replace(ui.style(), max_height=min(ui.style().max_height, 340))  # under the text, on a 720 px screen
+    options = dict(diverging=True, decimals=decimals, style=short, **DIMENSIONS)
+    side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", **options)
     ui.show_code(attention.CausalAttention.steps)

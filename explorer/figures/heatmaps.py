@@ -280,6 +280,9 @@ def heatmap(
     keep = view.row_positions.index(highlight_row) if highlighted else None
     legend_height = 2 * style.font_size + 6 if kind == MASK else 0
     row_fit = labels_that_fit(height - (labels_height if may_stand else 0) - legend_height, style)
+    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34) - legend_height
+    if small and (plot_height - (labels_height if may_stand else 0)) / rows < 1.3 * style.cell_text_size:
+        fig.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})  # values would overlap
     row_ticks = tick_positions(rows, row_fit, keep)
     fig.update_yaxes(
         tickvals=[view.row_positions[i] for i in row_ticks],
