@@ -448,8 +448,12 @@ PRESENTER_CSS = """
 """
 
 
+# The main area starts close under Streamlit's header, so the header must not paint over it (it hid the
+# query picker's label); the menu button in its corner stays clickable.
 BASE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
+[data-testid="stHeader"] {background: transparent; pointer-events: none;}
+[data-testid="stHeader"] [data-testid="stToolbar"] {pointer-events: auto;}
 </style>"""
 
 

@@ -92,7 +92,7 @@ def spread_note(values, kind: str) -> str:
     low, high = float(finite.min()), float(finite.max())
     if high - low >= NARROW_SPREAD:
         return ""
-    return f" (all {low:.3f}–{high:.3f}: they differ by at most {high - low:.3f})"
+    return f" (all {low:.3f}–{high:.3f}, within {high - low:.3f})"
 
 
 def _scale(kind: str, low: float, high: float, style: FigureStyle, show: bool = True) -> dict:
