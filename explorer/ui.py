@@ -431,7 +431,9 @@ PRESENTER_CSS = """
 [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] {display: none;}
 [data-testid="stMainBlockContainer"] {padding-top: 0.6rem; padding-bottom: 0.5rem; max-width: 100%;}
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.75rem; padding: 0 0 0.1rem 0;}
-[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] :is(p, li, div) {font-size: 1.2rem; line-height: 1.35;}
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] :is(p, li, div) {
+  font-size: 1.2rem; line-height: 1.35;
+}
 [data-testid="stMainBlockContainer"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
   [data-testid="stWidgetLabel"] *, [data-testid="stExpander"] summary *, [data-testid="stMetricLabel"] *,
   [data-testid="stTable"] *, [data-testid="stAlertContentInfo"] *, [data-testid="stAlertContentWarning"] *,
