@@ -11,6 +11,7 @@ import Streamlit and is tested on its own.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -73,18 +74,76 @@ class Settings:
 
 DEFAULTS = Settings()
 
+# What a link or a websocket message may spell a number with: ASCII digits only, and not many.
+# ``str.isdigit()`` and ``int()`` accept "²", "٣" and "1_000"; these patterns do not.
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,12}")
+DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
+POSITION = re.compile(r"[0-9]{1,6}")
+RANGE = re.compile(r"([0-9]{1,6})-([0-9]{1,6})")
+QUOTE_CHARS = 40  # a notice quotes at most this much of a bad value
+
+
+def quoted(raw) -> str:
+    """A bad value as a notice quotes it: at most ``QUOTE_CHARS`` characters, in quotes.
+
+    It is still text a visitor chose: whatever draws a notice must show it literally (``state.literal``).
+    """
+    text = str(raw) if isinstance(raw, str | int | float | bool) or raw is None else type(raw).__name__
+    return "'" + text[:QUOTE_CHARS] + ("…'" if len(text) > QUOTE_CHARS else "'")
+
+
+def parse_whole(raw) -> int | None:
+    """``raw`` as a whole number, or None: a Python int, an integral float, or ASCII digits with an optional sign."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        return int(raw) if raw.is_integer() else None
+    if isinstance(raw, str) and WHOLE_NUMBER.fullmatch(raw.strip()):
+        return int(raw.strip())
+    return None
+
+
+def parse_decimal(raw) -> float | None:
+    """``raw`` as a finite number, or None: a Python number or ASCII digits with an optional point and sign."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        value = float(raw)
+    elif isinstance(raw, str) and DECIMAL_NUMBER.fullmatch(raw.strip()):
+        value = float(raw.strip())
+    else:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_position(raw) -> int | None:
+    """A step, query or head number from a link: 1 to 6 ASCII digits, else None."""
+    if not isinstance(raw, str) or not POSITION.fullmatch(raw):
+        return None
+    return int(raw)
+
+
+def parse_range(raw, count: int) -> tuple[int, int] | None:
+    """A token window "start-stop" (ASCII digits) clamped to ``count`` tokens, or None."""
+    match = RANGE.fullmatch(raw) if isinstance(raw, str) else None
+    if match is None:
+        return None
+    start, stop = sorted(min(int(group), count) for group in match.groups())
+    return start, max(stop, start + 1)
+
 
 def _clamp_int(name: str, raw, notices: list[str]) -> int:
     limit = LIMITS[name]
     default = getattr(DEFAULTS, name)
-    try:
-        value = int(str(raw).strip()) if not isinstance(raw, int) else raw
-    except (TypeError, ValueError):
-        notices.append(f"{name}={str(raw)[:40]!r} is not a whole number; using {default}.")
+    value = parse_whole(raw)
+    if value is None:
+        notices.append(f"{name}={quoted(raw)} is not a whole number; using {default}.")
         return default
     if value < limit.low or value > limit.high:
         clamped = int(min(max(value, limit.low), limit.high))
-        notices.append(f"{name}={str(raw)[:40]} is outside {int(limit.low)}–{int(limit.high)}; using {clamped}.")
+        notices.append(f"{name}={quoted(raw)} is outside {int(limit.low)}–{int(limit.high)}; using {clamped}.")
         return clamped
     return value
 
@@ -92,16 +151,13 @@ def _clamp_int(name: str, raw, notices: list[str]) -> int:
 def _clamp_float(name: str, raw, notices: list[str]) -> float:
     limit = LIMITS[name]
     default = getattr(DEFAULTS, name)
-    try:
-        value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value):
-        notices.append(f"{name}={str(raw)[:40]!r} is not a number; using {default}.")
+    value = parse_decimal(raw)
+    if value is None:
+        notices.append(f"{name}={quoted(raw)} is not a number; using {default}.")
         return default
     if value < limit.low or value > limit.high:
         clamped = min(max(value, limit.low), limit.high)
-        notices.append(f"{name}={str(raw)[:40]} is outside {limit.low}–{limit.high}; using {clamped}.")
+        notices.append(f"{name}={quoted(raw)} is outside {limit.low}–{limit.high}; using {clamped}.")
         return clamped
     return round(value, 4)
 
@@ -133,8 +189,12 @@ def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[st
     When d_out and num_heads do not divide, ``keep`` names the one to leave alone.
     """
     notices: list[str] = []
-    source = settings.source if settings.source in (BOOK, TEXT) else BOOK
+    source = settings.source if isinstance(settings.source, str) and settings.source in (BOOK, TEXT) else BOOK
+    if source != settings.source:
+        notices.append(f"input={quoted(settings.source)} is unknown; showing the book's example.")
     text = settings.text if isinstance(settings.text, str) else DEFAULTS.text
+    if text is not settings.text:
+        notices.append(f"The sentence must be text, not {quoted(settings.text)}; using the book's sentence.")
     if len(text) > MAX_TEXT_CHARS:
         notices.append(f"The text is {len(text):,} characters long; only the first {MAX_TEXT_CHARS:,} are used.")
         text = text[:MAX_TEXT_CHARS]
@@ -148,6 +208,8 @@ def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[st
     }
     values["d_out"], values["num_heads"] = _fit_heads(values["d_out"], values["num_heads"], keep, notices)
     training = settings.training if isinstance(settings.training, bool) else DEFAULTS.training
+    if training is not settings.training:
+        notices.append(f"Training mode must be on or off, not {quoted(settings.training)}; using eval.")
     return Settings(source=source, text=text, training=training, **values), notices
 
 
@@ -165,7 +227,7 @@ def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
         if source in (BOOK, TEXT):
             raw["source"] = source
         else:
-            notices.append(f"input={str(source)[:40]!r} is unknown; showing the book's example.")
+            notices.append(f"input={quoted(source)} is unknown; showing the book's example.")
     if "text" in params:
         text = str(params["text"])
         if len(text) > MAX_URL_TEXT_CHARS:
@@ -194,7 +256,7 @@ def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
         elif mode in _FALSE:
             raw["training"] = False
         else:
-            notices.append(f"mode={str(params['mode'])[:40]!r} is unknown; using eval.")
+            notices.append(f"mode={quoted(params['mode'])} is unknown; using eval.")
     settings, more = validate(Settings(**raw))
     return settings, notices + more
 

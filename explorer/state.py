@@ -22,6 +22,8 @@ from .settings import (
     TEXT,
     Settings,
     from_query_params,
+    parse_position,
+    quoted,
     to_query_params,
     validate,
 )
@@ -45,8 +47,44 @@ _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two c
     ("dropout", "dropout p"),
     ("seed", "seed"),
 )
+_KINDS = {  # Settings field -> the check a widget's value must pass before it is used
+    "source": lambda v: isinstance(v, str) and v in (BOOK, TEXT),
+    "text": lambda v: isinstance(v, str),
+    "dropout": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "training": lambda v: isinstance(v, bool),
+}
+_WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 PAGE_PARAMS = "page_params"
 LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
+
+
+# Every ASCII punctuation character, which Markdown lets a backslash make literal.
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|~:$&\"'=/^%;,?@")
+
+
+def literal(text: str) -> str:
+    """``text`` escaped so that Markdown shows it as it is: no link, image, emphasis or HTML.
+
+    Notices quote what a link or a message sent (``settings.quoted``); Streamlit draws
+    ``st.info``'s body as Markdown, so ``[Log in](https://evil.example)`` would be a link and
+    ``![x](https://evil.example/p.png)`` a fetched image. A backslash before every punctuation
+    character also stops bare URLs from becoming links (``https\\://``).
+    """
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+
+
+def notice(text: str, *, where=None) -> None:
+    """A notice that may quote user input, drawn literally (``literal``)."""
+    (where or st).info(literal(text), icon=":material/info:")
+
+
+def _widgets_valid() -> bool:
+    """Whether every settings widget holds a value of the kind its setting needs.
+
+    A crafted websocket message can put any value in a widget (a string in a number input).
+    """
+    state = st.session_state
+    return all(_KINDS.get(field, _WHOLE)(state.get(key)) for field, key in _WIDGETS.items())
 
 
 def _from_widgets() -> Settings:
@@ -121,6 +159,8 @@ def sidebar() -> Settings:
     """Draw the shared settings and return the validated ``Settings``."""
     start_session()
     state = st.session_state
+    if not _widgets_valid():
+        _on_change()
     with st.sidebar:
         st.toggle(
             "Presenter mode",
@@ -166,8 +206,8 @@ def sidebar() -> Settings:
             on_change=_on_change,
             help="In eval mode dropout does nothing; in training mode it drops attention weights.",
         )
-        for notice in state.get("settings_notices", []):
-            st.info(notice, icon=":material/info:")
+        for text in state.get("settings_notices", []):
+            notice(text)
         st.segmented_control(
             "Figure download format",
             ("png", "svg"),
@@ -207,8 +247,16 @@ def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> i
     """
     if key not in st.session_state:
         linked = initial_param(name, page)
-        st.session_state[key] = int(linked) if linked is not None and linked.isdigit() else default
-    index = st.session_state[key] = min(st.session_state[key], count - 1)
+        number = parse_position(linked)
+        if linked is not None and number is None:
+            notice(f"{name}={quoted(linked)} in the link is not a position; using {default}.")
+            number = None
+        st.session_state[key] = default if number is None else number
+    value = st.session_state[key]
+    if not _WHOLE(value) or value < 0:
+        notice(f"{name}={quoted(value)} is not a position; using {default}.")
+        value = default
+    index = st.session_state[key] = max(0, min(value, count - 1))
     page_param(name, index)
     return index
 
@@ -216,7 +264,10 @@ def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> i
 def kept_widget(key: str, widget: str, default) -> dict:
     """Arguments for a widget whose value is kept under ``key`` while the widget is off screen
     (Streamlit forgets a widget's state when a rerun does not draw it)."""
-    st.session_state.setdefault(key, default)
+    value = st.session_state.setdefault(key, default)
+    if type(value) is not type(default) and not (_WHOLE(value) and isinstance(default, float)):
+        notice(f"{quoted(value)} is not a value this control takes; using {default}.")
+        st.session_state[key] = default
     st.session_state[widget] = st.session_state[key]
     return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}
 

@@ -18,6 +18,7 @@ import numpy as np
 import streamlit as st
 
 from . import book_mode, compute, figures, state
+from .settings import parse_position, parse_range, quoted
 
 WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
 WINDOW_KEY = "w_window"
@@ -43,13 +44,13 @@ def token_window_control(settings) -> None:
         return
     if num_tokens <= WINDOW_THRESHOLD:
         return
-    if WINDOW_KEY not in st.session_state or st.session_state.get("window_tokens") != num_tokens:
+    window = st.session_state.get(WINDOW_KEY)  # a crafted message can put anything here
+    valid = isinstance(window, tuple | list) and len(window) == 2 and all(type(v) is int for v in window)
+    if not valid or st.session_state.get("window_tokens") != num_tokens:
         linked = state.initial_param("win", "any")
-        start, stop = 0, num_tokens
-        if linked and "-" in linked:
-            first, _, last = linked.partition("-")
-            if first.isdigit() and last.isdigit():
-                start, stop = sorted((min(int(first), num_tokens), min(int(last), num_tokens)))
+        start, stop = parse_range(linked, num_tokens) or (0, num_tokens)
+        if linked is not None and parse_range(linked, num_tokens) is None:
+            state.notice(f"win={quoted(linked)} in the link is not a token range such as 0-40; showing all.")
         st.session_state[WINDOW_KEY] = (start, max(stop, start + 1))
         st.session_state["window_tokens"] = num_tokens
     with st.sidebar:
@@ -82,7 +83,9 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     key = f"step:{page}"
     if key not in st.session_state:
         linked = state.initial_param("step", page)
-        start = int(linked) - 1 if linked is not None and linked.isdigit() else 0
+        start = (parse_position(linked) or 1) - 1
+        if linked is not None and parse_position(linked) is None:
+            state.notice(f"step={quoted(linked)} in the link is not a step number; starting at step 1.")
         st.session_state[key] = min(max(start, 0), len(steps) - 1)
     st.session_state[key] = min(max(st.session_state[key], 0), len(steps) - 1)
 
