@@ -261,6 +261,16 @@ def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> i
     return index
 
 
+def whole_state(key: str, default: int) -> int:
+    """A page's own whole number (>= 1) in ``st.session_state``, or ``default`` with a notice when a
+    crafted message left something else there."""
+    value = st.session_state.get(key, default)
+    if not _WHOLE(value) or value < 1:
+        notice(f"{quoted(value)} is not a count; using {default}.")
+        value = st.session_state[key] = default
+    return value
+
+
 def kept_widget(key: str, widget: str, default) -> dict:
     """Arguments for a widget whose value is kept under ``key`` while the widget is off screen
     (Streamlit forgets a widget's state when a rerun does not draw it)."""

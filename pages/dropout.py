@@ -14,7 +14,7 @@ SAMPLES = "dropout_samples"  # the page's own slider: how many draws to average
 
 settings = state.current()
 st.title("Dropout")
-requested = st.session_state.get(SAMPLES, 1000)
+requested = state.whole_state(SAMPLES, 1000)
 used = book_mode.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
 data = ui.guard(compute.dropout_view, used, requested, book_mode.module_seed(settings, "dropout"))
 st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
