@@ -209,12 +209,9 @@ def lines(
                 f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
             )
         )
-    fig.update_xaxes(
-        type="log" if log_x else "linear", title={"text": plain_label(x_title)}, tickfont={"size": style.tick_size}
-    )
-    fig.update_yaxes(
-        type="log" if log_y else "linear", title={"text": plain_label(y_title)}, tickfont={"size": style.tick_size}
-    )
+    # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
+    for axes, log, name in ((fig.update_xaxes, log_x, x_title), (fig.update_yaxes, log_y, y_title)):
+        axes(type="log" if log else "linear", title={"text": plain_label(name)}, dtick=1 if log else None)
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
     fig = apply_layout(fig, title, style, style.min_height + 140)
     fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
