@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attention import BOOK_SENTENCE, bahdanau, gpt, tokenize
 
 REVERSAL_STEPS = 2500
-GPT_STEPS = 1500
+GPT_STEPS = 1000
 TYPED_SENTENCE = "The quick brown fox jumps over the lazy dog while the old cat sleeps on a warm mat by the door"
 
 

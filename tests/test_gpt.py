@@ -1,0 +1,166 @@
+"""The chapter-4 GPT model built from the package's MultiHeadAttention, and the shipped trained one."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attention import MultiHeadAttention, tokenize, trace
+from attention.gpt import (
+    GELU,
+    VERDICT_CONFIG,
+    VERDICT_METRICS,
+    VERDICT_WEIGHTS,
+    GPTConfig,
+    GPTModel,
+    LayerNorm,
+    head_summaries,
+    layer_input,
+    load_gpt,
+    load_trained_gpt,
+    save_gpt,
+)
+
+TINY = GPTConfig(vocab_size=60, context_length=12, emb_dim=16, n_heads=4, n_layers=3, drop_rate=0.0)
+BOOK_SENTENCE = "Your journey starts with one step"
+TYPED_SENTENCE = "I had always thought the painter was a cheap genius, though a good fellow enough, and rich."
+
+
+def test_layer_norm_and_gelu_match_pytorch():
+    x = torch.randn(2, 5, 16)
+    ours = LayerNorm(16)
+    with torch.no_grad():
+        ours.scale.uniform_(0.5, 1.5)
+        ours.shift.uniform_(-1, 1)
+    theirs = nn.LayerNorm(16, eps=1e-5)
+    with torch.no_grad():
+        theirs.weight.copy_(ours.scale)
+        theirs.bias.copy_(ours.shift)
+    assert torch.allclose(ours(x), theirs(x), atol=1e-5)
+    assert torch.allclose(GELU()(x), nn.functional.gelu(x, approximate="tanh"), atol=1e-6)
+
+
+def test_the_model_has_the_books_names_and_the_packages_attention():
+    model = GPTModel(TINY)
+    names = set(model.state_dict())
+    for name in (
+        "tok_emb.weight",
+        "pos_emb.weight",
+        "trf_blocks.2.att.W_query.weight",
+        "trf_blocks.2.att.out_proj.bias",
+        "trf_blocks.2.att.mask",
+        "trf_blocks.2.ff.layers.0.weight",
+        "trf_blocks.2.ff.layers.2.bias",
+        "trf_blocks.2.norm1.scale",
+        "trf_blocks.2.norm2.shift",
+        "final_norm.scale",
+        "out_head.weight",
+    ):
+        assert name in names
+    assert all(isinstance(block.att, MultiHeadAttention) for block in model.trf_blocks)
+    assert model(torch.randint(60, (2, 7))).shape == (2, 7, 60)
+
+
+def test_tied_weights_share_one_matrix():
+    model = GPTModel(GPTConfig(**{**TINY.__dict__, "tie_weights": True}))
+    assert model.out_head.weight is model.tok_emb.weight
+
+
+def test_layer_input_is_what_the_block_feeds_its_attention():
+    torch.manual_seed(0)
+    model = GPTModel(TINY).eval()
+    ids = [3, 14, 15, 9, 26, 5]
+    x = model.embed(torch.tensor([ids]))
+    for layer, block in enumerate(model.trf_blocks):
+        view = layer_input(model, ids, layer)
+        assert view.attention is block.att
+        assert torch.allclose(view.inputs, block.norm1(x), atol=1e-6)
+        with torch.no_grad():
+            assert torch.allclose(trace(view.attention, view.inputs).output, block.att(view.inputs), atol=1e-6)
+            x = block(x)
+
+
+@pytest.mark.parametrize(
+    ("ids", "layer", "words"),
+    [
+        ([1, 2], 3, "layer must be"),
+        ([1, 2], -1, "layer must be"),
+        ([], 0, "at least one"),
+        (list(range(13)), 0, "at most 12 tokens"),
+        ([1, 60], 0, "between 0 and 59"),
+        (["a"], 0, "whole numbers"),
+    ],
+)
+def test_layer_input_explains_bad_requests(ids, layer, words):
+    with pytest.raises(ValueError, match=words):
+        layer_input(GPTModel(TINY), ids, layer)
+
+
+def test_head_summaries_on_known_patterns():
+    T = 5
+    previous = torch.zeros(T, T)
+    previous[0, 0] = 1
+    previous[torch.arange(1, T), torch.arange(T - 1)] = 1
+    first = torch.zeros(T, T)
+    first[:, 0] = 1
+    uniform = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1).unsqueeze(1)
+    s = head_summaries(torch.stack([previous, first, uniform]).unsqueeze(0))
+    assert torch.allclose(s.previous_token, torch.tensor([1.0, 0.25, sum(1 / k for k in range(2, T + 1)) / 4]))
+    assert torch.allclose(s.first_token, torch.tensor([0.25, 1.0, sum(1 / k for k in range(2, T + 1)) / 4]))
+    assert torch.allclose(s.entropy[:2], torch.zeros(2), atol=1e-6)
+    assert math.isclose(s.entropy[2].item(), s.uniform_entropy, rel_tol=1e-5)
+    assert torch.allclose(s.mean_distance[:2], torch.tensor([1.0, 2.5]))  # first token: 1, 2, 3, 4 back
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        head_summaries(torch.ones(1, 1, 1))
+
+
+def test_save_and_load_round_trip_without_pickle(tmp_path):
+    torch.manual_seed(1)
+    model = GPTModel(GPTConfig(**{**TINY.__dict__, "tie_weights": True})).eval()
+    path = tmp_path / "tiny.safetensors"
+    save_gpt(model, path, dtype=torch.float32)
+    loaded = load_gpt(path)
+    assert loaded.cfg == model.cfg
+    ids = torch.randint(60, (1, 9))
+    with torch.no_grad():
+        assert torch.equal(loaded(ids), model(ids))
+
+
+# The shipped model, trained on "The Verdict" by scripts/train.py
+
+
+def test_shipped_gpt_is_safetensors_and_loads():
+    header_size = int.from_bytes(VERDICT_WEIGHTS.read_bytes()[:8], "little")
+    header = json.loads(VERDICT_WEIGHTS.read_bytes()[8 : 8 + header_size])
+    assert json.loads(header["__metadata__"]["config"]) == VERDICT_CONFIG.__dict__
+    model = load_trained_gpt()
+    assert model.cfg == VERDICT_CONFIG and not model.training
+    metrics = json.loads(VERDICT_METRICS.read_text())
+    assert metrics["train_loss"] < metrics["losses"][0] - 3  # it learned the story (and overfits it, as in chapter 5)
+    assert math.isfinite(metrics["val_loss"])
+    assert metrics["command"].startswith("python scripts/train.py")
+
+
+@pytest.mark.parametrize("text", [BOOK_SENTENCE, TYPED_SENTENCE])
+def test_trained_heads_differ(text):
+    model = load_trained_gpt()
+    ids = tokenize(text).ids
+    spreads = []
+    for layer in range(model.cfg.n_layers):
+        view = layer_input(model, ids, layer)
+        weights = trace(view.attention, view.inputs).attn_weights  # (1, h, T, T)
+        s = head_summaries(weights)
+        assert s.previous_token.shape == s.first_token.shape == s.entropy.shape == (model.cfg.n_heads,)
+        spreads.append(
+            max(
+                (s.previous_token.max() - s.previous_token.min()).item(),
+                (s.first_token.max() - s.first_token.min()).item(),
+                (s.entropy.max() - s.entropy.min()).item() / s.uniform_entropy,
+            )
+        )
+    assert max(spreads) > 0.3
+    assert sum(spread > 0.1 for spread in spreads) >= model.cfg.n_layers // 2
