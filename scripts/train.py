@@ -1,8 +1,8 @@
 """Retrain the models that ship in attention/weights/, from fixed seeds, on one CPU thread.
 
-    python scripts/train.py              # everything, about 10 minutes on one core
-    python scripts/train.py reversal     # the Bahdanau reversal models, with and without attention
-    python scripts/train.py gpt          # the small GPT on "The Verdict" (needs ../shared/data/the-verdict.txt)
+    python scripts/train.py              # everything: about 18 minutes on one thread of a busy 2-core machine
+    python scripts/train.py reversal     # the Bahdanau reversal models, with and without attention (~13 min)
+    python scripts/train.py gpt          # the small GPT on "The Verdict", ~5 min (needs ../shared/data/the-verdict.txt)
 
 Each prints its loss as it goes and writes its weights (safetensors) and a small JSON of what it
 measured, with the time it took and the command that made it. ``--steps`` overrides the step count
