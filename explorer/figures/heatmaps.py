@@ -283,6 +283,7 @@ def heatmap(
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34) - legend_height
     if small and (plot_height - (labels_height if may_stand else 0)) / rows < 1.3 * style.cell_text_size:
         fig.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})  # values would overlap
+        fig.data = [trace for trace in fig.data if trace.name != "masked"]  # and so would the words
     row_ticks = tick_positions(rows, row_fit, keep)
     fig.update_yaxes(
         tickvals=[view.row_positions[i] for i in row_ticks],
