@@ -10,10 +10,21 @@ session starts.
 
 from __future__ import annotations
 
+import threading
 import urllib.parse
 from dataclasses import replace
 
 import streamlit as st
+from streamlit.elements.widgets import (
+    button_group,
+    checkbox,
+    multiselect,
+    number_input,
+    select_slider,
+    selectbox,
+    slider,
+)
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from .settings import (
     BOOK,
@@ -78,6 +89,55 @@ def notice(text: str, *, where=None) -> None:
     (where or st).info(literal(text), icon=":material/info:")
 
 
+_UNREADABLE: dict[str, list[str]] = {}  # session id -> notices about widget values Streamlit could not read
+_UNREADABLE_LOCK = threading.Lock()
+
+
+def _record_unreadable(ui_value) -> None:
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with _UNREADABLE_LOCK:
+        if len(_UNREADABLE) > 1000:  # sessions that never drew their notices
+            _UNREADABLE.clear()
+        notices = _UNREADABLE.setdefault(ctx.session_id, [])
+        if len(notices) < 5:
+            notices.append(f"A control was sent {quoted(ui_value)}, which it does not take; it keeps its value.")
+
+
+def tolerate_crafted_widgets() -> None:
+    """Make Streamlit's widgets read a value they cannot parse as "no value sent" (their current value),
+    and record a notice for the session; once per process.
+
+    A browser sends each widget a value of its kind, but a crafted websocket message can send a
+    number input the string "abc". Streamlit's own ``int("abc")`` then raises before any of this
+    app's code runs, and the session shows an exception until it reloads.
+    """
+    for serde in (
+        number_input.NumberInputSerde,
+        slider.SliderSerde,
+        select_slider.SelectSliderSerde,
+        selectbox.SelectboxSerde,
+        checkbox.CheckboxSerde,
+        button_group._SingleSelectButtonGroupSerde,
+        button_group._MultiSelectButtonGroupSerde,
+        multiselect.MultiSelectSerde,
+    ):
+        original = serde.deserialize
+        if getattr(original, "tolerant", False):
+            continue
+
+        def deserialize(self, ui_value, original=original):
+            try:
+                return original(self, ui_value)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+                _record_unreadable(ui_value)
+                return original(self, None)
+
+        deserialize.tolerant = True
+        serde.deserialize = deserialize
+
+
 def _widgets_valid() -> bool:
     """Whether every settings widget holds a value of the kind its setting needs.
 
@@ -137,6 +197,7 @@ def current() -> Settings:
 
 def start_session() -> None:
     """Read the URL once per session into the settings and the pages' initial state."""
+    tolerate_crafted_widgets()
     state = st.session_state
     if "settings" in state:
         return
@@ -161,6 +222,9 @@ def sidebar() -> Settings:
     state = st.session_state
     if not _widgets_valid():
         _on_change()
+    ctx = get_script_run_ctx()
+    with _UNREADABLE_LOCK:
+        unreadable = _UNREADABLE.pop(ctx.session_id, []) if ctx else []
     with st.sidebar:
         st.toggle(
             "Presenter mode",
@@ -206,7 +270,7 @@ def sidebar() -> Settings:
             on_change=_on_change,
             help="In eval mode dropout does nothing; in training mode it drops attention weights.",
         )
-        for text in state.get("settings_notices", []):
+        for text in [*unreadable, *state.get("settings_notices", [])]:
             notice(text)
         st.segmented_control(
             "Figure download format",

@@ -115,3 +115,164 @@ def test_heads_that_do_not_divide_d_out_are_fixed_on_the_other_field():
     assert notices
     at_cap, _ = validate(replace(DEFAULTS, d_out=1023, num_heads=16), keep="num_heads")
     assert at_cap.d_out % at_cap.num_heads == 0 and at_cap.d_out <= LIMITS["d_out"].high
+
+
+@pytest.mark.parametrize("raw", ["²", "٣", "1_000", "1e3", " ", "", "0x10", "12.5", "1" * 13, "3²", "+", None, True])
+def test_whole_numbers_are_ascii_digits_only(raw):
+    from explorer.settings import parse_whole
+
+    assert parse_whole(raw) is None
+
+
+@pytest.mark.parametrize(("raw", "value"), [("42", 42), (" 7 ", 7), ("-3", -3), (5, 5), (8.0, 8)])
+def test_whole_numbers_parse(raw, value):
+    from explorer.settings import parse_whole
+
+    assert parse_whole(raw) == value
+
+
+@pytest.mark.parametrize("raw", ["²", "٠.٥", "nan", "inf", "1e-3", "0.5.1", "½", [0.5]])
+def test_decimals_are_ascii_only_and_finite(raw):
+    from explorer.settings import parse_decimal
+
+    assert parse_decimal(raw) is None
+
+
+def test_positions_and_ranges_from_links():
+    from explorer.settings import parse_position, parse_range
+
+    assert parse_position("3") == 3
+    assert [parse_position(raw) for raw in ("²", "³", "1234567", "-1", "", None)] == [None] * 6
+    assert parse_range("40-2", 100) == (2, 40)
+    assert parse_range("5-5000", 100) == (5, 100)
+    assert parse_range("7-7", 100) == (7, 8)
+    assert [parse_range(raw, 100) for raw in ("²-40", "1-٣", "1-2-3", "-40", "1234567-2", None)] == [None] * 6
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"d_in": "²"}, "d_in"),
+        ({"heads": "٣"}, "num_heads"),
+        ({"ctx": "1_000"}, "context_length"),
+        ({"p": "٠.٥"}, "dropout"),
+        ({"seed": "9" * 40}, "seed"),
+    ],
+)
+def test_non_ascii_numbers_in_links_fall_back_with_a_notice(params, name):
+    settings_, notices = from_query_params(params)
+    assert getattr(settings_, name) in (getattr(DEFAULTS, name), LIMITS[name].high)
+    assert len(notices) == 1
+    assert len(notices[0]) < 120  # the bad value is quoted, cut short
+
+
+def test_crafted_widget_values_fall_back_with_notices():
+    crafted = Settings(source="evil", text=["x"], d_in="abc", d_out=2.5, num_heads=True, dropout="nan", training="1")
+    fixed, notices = validate(crafted)
+    assert fixed == replace(DEFAULTS, d_in=DEFAULTS.d_in)
+    assert len(notices) == 7
+
+
+def test_notices_quote_bad_values_short():
+    from explorer.settings import quoted
+
+    assert quoted("[Log in here](https://evil.example/x)") == "'[Log in here](https://evil.example/x)'"
+    assert quoted("x" * 100) == "'" + "x" * 40 + "…'"
+    assert quoted(object()) == "'object'"
+
+
+LONG_TEXT = " ".join(f"word{k}" for k in range(60))  # over ui.WINDOW_THRESHOLD tokens, so the window slider shows
+
+
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [
+        ("pages/causal_mask.py", {"step": "²"}),
+        ("pages/simplified.py", {"query": "²"}),
+        ("pages/multihead.py", {"head": "³"}),
+        ("pages/tokens.py", {"input": "text", "text": LONG_TEXT, "win": "²-40"}),
+    ],
+)
+def test_superscript_digits_in_links_give_a_notice_not_an_exception(page, params):
+    from apptest_support import app
+
+    at = app(page, query_params=params)
+    assert not at.exception
+    name = next(iter(k for k in params if k not in ("input", "text")))
+    assert any(f"{name}=" in info.value.replace("\\", "") for info in at.info), [i.value for i in at.info]
+
+
+def test_link_text_in_notices_is_literal_markdown():
+    from apptest_support import app
+
+    at = app(
+        query_params={"mode": "[Log in here](https://evil.example/x)", "input": "![x](https://evil.example/p.png)"}
+    )
+    assert not at.exception
+    bodies = [info.value for info in at.info if "evil" in info.value]
+    assert len(bodies) == 2
+    assert all("](" not in body and "\\]\\(" in body for body in bodies)
+
+
+def crafted_run(at, key: str, **value) -> None:
+    """Rerun ``at`` as a client that sends widget ``key`` a value of its own choosing, as a crafted websocket
+    message can (``value``: one WidgetState field, e.g. ``string_value="abc"``)."""
+    states = at._tree.get_widget_states()
+    widget = next(node for node in at.get("number_input") + at.get("text_input") + at.get("radio")
+                  + at.get("toggle") + at.get("slider") if getattr(node, "key", None) == key)  # fmt: skip
+    for state in states.widgets:
+        if state.id == widget.id:
+            state.ClearField("value")
+            for field, item in value.items():
+                getattr(state, field).extend(item) if isinstance(item, list) else setattr(state, field, item)
+    at._run(states)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("w_d_in", {"string_value": "abc"}),
+        ("w_seed", {"string_value": "²"}),
+        ("w_dropout", {"string_value": "0.5"}),
+        ("w_source", {"string_value": "evil"}),
+        ("w_text", {"double_value": 42.0}),
+        ("w_training", {"string_value": "yes"}),  # Streamlit reads it as True
+        ("w_window", {"string_value": "0-5"}),  # the window is reset to all tokens
+    ],
+)
+def test_crafted_widget_messages_give_a_notice_not_an_exception(key, value):
+    from apptest_support import app
+
+    at = app("pages/tokens.py", query_params={"input": "text", "text": LONG_TEXT, "d_in": "8"})
+    crafted_run(at, key, **value)
+    assert not at.exception, at.exception
+    notices = [info.value.replace("\\", "") for info in at.info]
+    at.run()  # the session goes on
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Tokens & embeddings"
+    if key in ("w_training", "w_window"):
+        assert isinstance(at.session_state[key], bool | tuple | list)
+    else:
+        assert any(str(next(iter(value.values()))).removesuffix(".0") in notice for notice in notices), notices
+
+
+@pytest.mark.parametrize(
+    ("page", "key", "value"),
+    [
+        ("multihead", "multihead:head", "abab"),
+        ("simplified", "simplified:query", "x"),
+        ("dropout", "dropout_samples", "many"),
+        ("qkv", "qkv:temperature", "hot"),
+    ],
+)
+def test_crafted_page_state_gives_a_notice_not_an_exception(page, key, value):
+    """What a page keeps in plain state comes from its widgets' callbacks, so a crafted message can set it too."""
+    from apptest_support import app
+
+    at = app(f"pages/{page}.py", query_params={"step": "5" if page == "qkv" else "2"})
+    at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    assert any(value in info.value.replace("\\", "") for info in at.info), [i.value for i in at.info]
+    at.run()
+    assert not at.exception
