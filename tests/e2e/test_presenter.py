@@ -79,3 +79,18 @@ def walk_presenter(app_page, spec, sentence: str | None) -> tuple[list[str], dic
 def test_presenter_mode_fits_a_projector(app_page, spec, sentence):
     found, _ = walk_presenter(app_page, spec, sentence)
     assert not found, "\n".join(found[:40])
+
+
+def test_stepper_buttons_read_once_and_the_clicker_buttons_not_at_all(app_page):
+    """Next shows one arrow (the shortcut hint), and the off-screen PageUp/PageDown buttons are in
+    no screen reader's way: not in the accessibility tree, not in the tab order."""
+    app_page.goto("causal_mask", "present=1")
+    snapshot = app_page.page.locator('[data-testid="stMain"]').aria_snapshot()
+    assert "clicker" not in snapshot and "Next" in snapshot
+    shown = app_page.button("next").inner_text()
+    assert shown.count("→") + shown.count("arrow_forward") == 1, f"Next shows {shown!r}"
+    focusable = app_page.page.evaluate(
+        """() => [...document.querySelectorAll('[class*="st-key-clicker_"] button')]
+             .filter((b) => b.offsetParent !== null).length"""
+    )
+    assert focusable == 0
