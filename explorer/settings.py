@@ -21,6 +21,9 @@ BOOK = "book"
 TEXT = "text"
 MAX_TEXT_CHARS = 60_000  # a long paste is kept whole; only its first context_length tokens are used
 MAX_URL_TEXT_CHARS = 2_000  # longer sentences are not put in a link
+WEIGHTS = ("random", "trained", "gpt2")  # the chapter's seeded weights, the shipped small GPT, the server's GPT-2
+MAX_LAYER = 48  # the deepest GPT-2 (XL); ``explorer.weights.fit`` narrows layer and head to the model's
+MAX_HEAD = 24
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,13 @@ class Settings:
     dropout: float = 0.0
     seed: int = 123
     training: bool = False
+    weights: str = "random"  # one of WEIGHTS; with a model's, its sizes replace d_in, d_out, num_heads, context_length
+    layer: int = 1  # the model's layer shown, from 1
+    head: int = 0  # the layer's head that single-head pages hold, from 0
 
     @property
     def effective_d_in(self) -> int:
-        return 3 if self.source == BOOK else self.d_in
+        return 3 if self.source == BOOK and self.weights == "random" else self.d_in
 
     @property
     def head_dim(self) -> int:
@@ -210,12 +216,27 @@ def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[st
     training = settings.training if isinstance(settings.training, bool) else DEFAULTS.training
     if training is not settings.training:
         notices.append(f"Training mode must be on or off, not {quoted(settings.training)}; using eval.")
-    return Settings(source=source, text=text, training=training, **values), notices
+    weights = settings.weights if isinstance(settings.weights, str) and settings.weights in WEIGHTS else "random"
+    if weights != settings.weights:
+        notices.append(f"weights={quoted(settings.weights)} is unknown (random, trained or gpt2); using random.")
+    values["layer"] = _within("layer", settings.layer, 1, MAX_LAYER, notices)
+    values["head"] = _within("head", settings.head, 0, MAX_HEAD, notices)
+    return Settings(source=source, text=text, training=training, weights=weights, **values), notices
+
+
+def _within(name: str, raw, low: int, high: int, notices: list[str]) -> int:
+    """A whole number in low..high, else the default with a notice."""
+    value = parse_whole(raw)
+    if value is None or not low <= value <= high:
+        default = getattr(DEFAULTS, name)
+        notices.append(f"{name}={quoted(raw)} is not a whole number from {low} to {high}; using {default}.")
+        return default
+    return value
 
 
 _TRUE = {"1", "true", "yes", "on", "train"}
 _FALSE = {"0", "false", "no", "off", "eval"}
-QUERY_KEYS = ("input", "text", "d_in", "d_out", "heads", "ctx", "p", "seed", "mode")
+QUERY_KEYS = ("input", "text", "d_in", "d_out", "heads", "ctx", "p", "seed", "mode", "weights", "layer", "layer_head")
 
 
 def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
@@ -257,6 +278,9 @@ def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
             raw["training"] = False
         else:
             notices.append(f"mode={quoted(params['mode'])} is unknown; using eval.")
+    for key, field in (("weights", "weights"), ("layer", "layer"), ("layer_head", "head")):
+        if key in params:
+            raw[field] = params[key]
     settings, more = validate(Settings(**raw))
     return settings, notices + more
 
@@ -281,6 +305,8 @@ def to_query_params(settings: Settings) -> dict[str, str]:
             params[key] = str(value)
     if settings.training != DEFAULTS.training:
         params["mode"] = "train" if settings.training else "eval"
+    if settings.weights != DEFAULTS.weights:
+        params.update(weights=settings.weights, layer=str(settings.layer), layer_head=str(settings.head))
     return params
 
 
