@@ -19,6 +19,7 @@ import torch
 import attention
 from attention import tokens as tokens_module
 
+from . import weights
 from .caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
 from .results import (
     BatchView,
@@ -82,6 +83,8 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
 
 
 def prepared(settings: Settings) -> Prepared:
+    if settings.weights != weights.RANDOM:
+        return weights.prepared(settings)  # the model's input to the layer, not seeded vectors
     return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
 
 
@@ -106,7 +109,10 @@ def module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dro
 
 
 def module_for(name: str, settings: Settings, seed: int | None = None):
-    """The module ``name`` for ``settings``, built after ``torch.manual_seed(seed)`` (default: the settings' seed)."""
+    """The module ``name`` for ``settings``, built after ``torch.manual_seed(seed)`` (default: the settings' seed),
+    or holding the settings' layer of a trained model."""
+    if settings.weights != weights.RANDOM:
+        return weights.module(name, settings)
     return module(
         name,
         settings.seed if seed is None else seed,
@@ -301,7 +307,7 @@ def batch_view(settings: Settings, second_text: str | None) -> BatchView:
     if second_text is None or not second_text.strip():
         second = first
     else:
-        second = prepare("text", second_text, settings.effective_d_in, settings.seed, settings.context_length)
+        second = prepared(replace(settings, source="text", text=second_text))
     lengths = (len(first.pieces), len(second.pieces))
     num_tokens = max(lengths)
     pad_vector = attention.token_vector(attention.tokens.ENDOFTEXT_ID, settings.effective_d_in, settings.seed)
@@ -309,6 +315,11 @@ def batch_view(settings: Settings, second_text: str | None) -> BatchView:
     for item in (first, second):
         item_inputs = torch.from_numpy(item.inputs)  # (T_item, d_in)
         padding = num_tokens - item_inputs.shape[0]
+        if settings.weights != weights.RANDOM and padding:  # the model reads the pad tokens too
+            padded_ids = item.ids + (attention.tokens.ENDOFTEXT_ID,) * padding
+            item_inputs = weights.layer_inputs(settings, padded_ids)[item_inputs.shape[0] :]  # (padding, d_in)
+            item_inputs = torch.cat([torch.from_numpy(item.inputs), item_inputs])  # (num_tokens, d_in)
+            padding = 0
         rows.append(torch.cat([item_inputs, pad_vector.expand(padding, -1)]))  # (num_tokens, d_in)
         pieces.append(tuple(item.pieces) + (PAD_TOKEN,) * padding)
     batch = torch.stack(rows)  # (2, num_tokens, d_in)
@@ -358,7 +369,7 @@ def multihead_view(settings: Settings) -> MultiheadView:
     efficient = module_for("MultiHeadAttention", settings)
     wrapper_trace = attention.trace(wrapper, inputs, training=settings.training, seed=settings.seed)
     efficient_trace = attention.trace(efficient, inputs, training=settings.training, seed=settings.seed)
-    shared_d_out = settings.num_heads * settings.d_out
+    shared_d_out = wrapper_trace.output.shape[-1]  # num_heads * the wrapper's d_out
     agreement = outputs = None
     if shared_d_out <= SHARED_D_OUT_LIMIT:
         shared = attention.multihead_from_wrapper(wrapper).eval()

@@ -26,6 +26,7 @@ from streamlit.elements.widgets import (
 )
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from . import weights
 from .settings import (
     BOOK,
     LIMITS,
@@ -49,6 +50,9 @@ _WIDGETS = {  # Settings field -> widget key
     "dropout": "w_dropout",
     "seed": "w_seed",
     "training": "w_training",
+    "weights": "w_weights",
+    "layer": "w_layer",
+    "head": "w_head",
 }
 _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
     ("d_in", "d_in"),
@@ -63,7 +67,9 @@ _KINDS = {  # Settings field -> the check a widget's value must pass before it i
     "text": lambda v: isinstance(v, str),
     "dropout": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "training": lambda v: isinstance(v, bool),
+    "weights": lambda v: isinstance(v, str) and v in weights.CHOICES,
 }
+FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
 _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 PAGE_PARAMS = "page_params"
 LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
@@ -157,8 +163,14 @@ def _to_widgets(settings: Settings) -> None:
         st.session_state[key] = getattr(settings, field)
 
 
+def _fitted(settings: Settings, notices: list[str]) -> tuple[Settings, list[str]]:
+    """Validated settings whose weights are available and whose layer and head the model has."""
+    settings, more = weights.fit(settings)
+    return settings, notices + more
+
+
 def _on_change(field: str = "") -> None:
-    settings, notices = validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out")
+    settings, notices = _fitted(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
     _to_widgets(settings)
     st.session_state["settings"] = settings
     st.session_state["settings_notices"] = notices
@@ -166,7 +178,7 @@ def _on_change(field: str = "") -> None:
 
 def set_settings(**changes) -> None:
     """Change settings from a page's button (use as an ``on_click`` callback)."""
-    settings, notices = validate(replace(current(), **changes))
+    settings, notices = _fitted(*validate(replace(chosen(), **changes)))
     _to_widgets(settings)
     st.session_state["settings"] = settings
     st.session_state["settings_notices"] = notices
@@ -189,10 +201,15 @@ def ensure_entrypoint() -> None:
         st.rerun()
 
 
-def current() -> Settings:
-    """The validated settings of this session (pages call this first)."""
-    ensure_entrypoint()
+def chosen() -> Settings:
+    """The settings as the sidebar and the link hold them."""
     return st.session_state.get("settings", Settings())
+
+
+def current() -> Settings:
+    """The validated settings of this session, with a trained model's sizes (pages call this first)."""
+    ensure_entrypoint()
+    return weights.effective(chosen())
 
 
 def start_session() -> None:
@@ -202,7 +219,7 @@ def start_session() -> None:
     if "settings" in state:
         return
     params = st.query_params.to_dict()
-    settings, notices = from_query_params(params)
+    settings, notices = _fitted(*from_query_params(params))
     state["settings"] = settings
     state["settings_notices"] = notices
     state["initial_params"] = params
@@ -246,6 +263,7 @@ def sidebar() -> Settings:
             disabled=state["w_source"] == BOOK,
             help="Any text: it is tokenized with GPT-2's BPE. Press Enter to apply.",
         )
+        model = _weights_controls()
         columns = st.columns(2)
         for index, (field, label) in enumerate(_NUMBERS):
             limit = LIMITS[field]
@@ -259,7 +277,7 @@ def sidebar() -> Settings:
                 key=_WIDGETS[field],
                 on_change=_on_change,
                 args=(field,),
-                disabled=field == "d_in" and state["w_source"] == BOOK,
+                disabled=(field == "d_in" and state["w_source"] == BOOK) or (model and field in FIXED_BY_MODEL),
                 help=f"{limit.help} ({limit.low:,.0f}–{limit.high:,.0f})"
                 if whole
                 else f"{limit.help} (0–{limit.high})",
@@ -280,7 +298,43 @@ def sidebar() -> Settings:
             format_func=str.upper,
             help="What the camera button in each figure's toolbar downloads; PNG is 3× the on-screen size.",
         )
-    return state["settings"]
+    return weights.effective(state["settings"])
+
+
+def _weights_controls() -> bool:
+    """The Weights choice, and the layer and head of a model's; whether a model's weights are on."""
+    checkpoint = weights.gpt2_checkpoint()
+    names = dict(weights.NAMES)
+    if not checkpoint.ok:
+        names[weights.GPT2] = "GPT-2 (not available on this server)"
+    st.radio(
+        "Weights",
+        weights.CHOICES,
+        key="w_weights",
+        format_func=names.__getitem__,
+        on_change=_on_change,
+        help="Random: the chapter's seeded weights, with the book's numbers. Trained: one layer of a small GPT "
+        "trained on The Verdict, on the input the model feeds that layer. GPT-2: the checkpoint the server's "
+        f"operator named in {weights.gpt2.CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
+    )
+    settings = weights.effective(st.session_state["settings"])
+    found = weights.model(settings.weights)
+    cfg = found.cfg if found is not None else weights.gpt.VERDICT_CONFIG
+    layer, head = st.columns(2)
+    layer.number_input(
+        "layer", 1, cfg.n_layers, step=1, key="w_layer", on_change=_on_change, disabled=found is None,
+        help=f"Which of the model's {cfg.n_layers} layers (transformer blocks) the pages show, from 1.",
+    )  # fmt: skip
+    head.number_input(
+        "layer's head", 0, cfg.n_heads - 1, step=1, key="w_head", on_change=_on_change, disabled=found is None,
+        help="The head that Q, K, V, Causal mask, Dropout and Batches hold as one CausalAttention, from 0.",
+    )  # fmt: skip
+    if found is not None:
+        st.caption(
+            f"The model fixes d_in = {settings.d_in}, d_out = head_dim = {settings.d_out}, num_heads = "
+            f"{settings.num_heads} and context_length = {settings.context_length}; seed does not apply."
+        )
+    return found is not None
 
 
 def page_param(name: str, value) -> None:
@@ -348,7 +402,7 @@ def kept_widget(key: str, widget: str, default) -> dict:
 
 def view_params() -> dict[str, str]:
     """The query parameters that reproduce what is on screen now."""
-    params = to_query_params(current())
+    params = to_query_params(chosen())
     params.update(st.session_state.get(PAGE_PARAMS, {}))
     if st.session_state.get("presenter"):
         params["present"] = "1"
