@@ -89,6 +89,8 @@ def dropout_settings(settings: Settings) -> Settings:
 def departures(settings: Settings, section: str) -> list[str]:
     """What in ``settings`` makes ``section``'s numbers differ from the book's, in words (empty: none)."""
     setup, reasons = SETUPS[section], []
+    if settings.weights != "random":
+        return [f"{settings.weights} weights of layer {settings.layer}, not the chapter's random ones"]
     if settings.source != BOOK:
         reasons.append("your own sentence, not the book's six 3-d vectors")
     elif settings.context_length < BOOK_NUM_TOKENS:
