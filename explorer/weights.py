@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 import torch
 
@@ -110,8 +111,16 @@ def describe(settings: Settings) -> str:
     name = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
     return (
         f"Trained weights: layer {settings.layer} of {cfg.n_layers} of {name} ({cfg.n_heads} heads, width "
-        f"{cfg.emb_dim}, head_dim {cfg.emb_dim // cfg.n_heads}); single-head pages use head {settings.head}."
+        f"{cfg.emb_dim}, head_dim {cfg.emb_dim // cfg.n_heads}), on the input the model feeds that layer; "
+        f"single-head modules hold the layer's head {settings.head}."
     )
+
+
+def caption(settings: Settings) -> None:
+    """``describe`` as a caption under the page's title, when a model's weights are on."""
+    text = describe(settings)
+    if text:
+        st.caption(":material/model_training: " + text)
 
 
 @st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
@@ -268,3 +277,69 @@ def summaries(settings: Settings) -> HeadSummaries | None:
     if settings.weights == RANDOM:
         return None
     return _summaries(settings.weights, settings.layer, settings.source, settings.text)
+
+
+def input_text(settings: Settings) -> str:
+    """What the Tokens page says about the input matrix, with a model's weights (empty for random ones)."""
+    found = model(settings.weights)
+    if found is None:
+        return ""
+    below = "nothing else: this is the first layer" if settings.layer == 1 else f"the {settings.layer - 1} blocks below"
+    return (
+        f"With trained weights the input is **what the model feeds layer {settings.layer}**: each token id's row "
+        f"of the model's learned token embedding plus its position's embedding ({found.cfg.emb_dim} numbers each), "
+        f"then {below}, then the block's LayerNorm (`norm1`). A token that occurs twice gets two different rows: "
+        "its position and the tokens before it have changed it."
+    )
+
+
+def origin(settings: Settings) -> str:
+    """Where the Q, K, V page's matrices come from, with a model's weights (empty for random ones)."""
+    if model(settings.weights) is None:
+        return ""
+    first = settings.head * settings.d_out
+    return (
+        f"here head {settings.head}'s slice of layer {settings.layer}'s `W_query`, `W_key` and `W_value`: rows "
+        f"{first}–{first + settings.d_out - 1} of each `nn.Linear`, transposed, as `SelfAttention_v1` stores them. "
+        "Training set these numbers."
+    )
+
+
+SINK_NOTE = (
+    "Why the first token: softmax must hand out a whole 1.0 of weight in every row, and the first token is the "
+    "one key every query can see. A head with nothing useful to find for a query parks its weight there (an "
+    "*attention sink*); that costs little when the first token's value vector is small."
+)
+
+
+def show_summaries(settings: Settings) -> None:
+    """The Multi-head page's last step with a model's weights: what each head of the layer looks at."""
+    from . import ui
+    from .figures.heads import head_summary_bars
+
+    found = summaries(settings)
+    if found is None:
+        st.info("With one token there is no previous token to look at; type a longer sentence.")
+        return
+    st.markdown(
+        f"Layer {settings.layer}'s heads on this sentence, each row's weights averaged over queries 1 to T − 1 "
+        "(query 0 sees only itself): how much goes to **the token just before**, how much to **the first token**, "
+        "and how spread out a row is (its entropy as a share of spreading evenly: 1 is uniform, 0 is one token)."
+    )
+    shares = {
+        "on the previous token": found.previous_token,
+        "on the first token": found.first_token,
+        "entropy ÷ uniform": found.entropy_share,
+    }
+    ui.draw(head_summary_bars, "head-summaries", shares, title=f"What each head of layer {settings.layer} looks at")
+    rows = {
+        "head": [f"head {k}" for k in range(len(found.previous_token))],
+        "previous token": found.previous_token.round(3),
+        "first token": found.first_token.round(3),
+        "entropy (nats)": found.entropy.round(3),
+        "entropy ÷ uniform": found.entropy_share.round(3),
+        "mean distance back": found.mean_distance.round(2),
+    }
+    ui.table(pd.DataFrame(rows), hide_index=True)
+    uniform = f"Spreading evenly over the tokens a query sees would give {found.uniform_entropy:.3f} nats."
+    st.caption(f"{uniform} {SINK_NOTE}")

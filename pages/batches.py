@@ -5,11 +5,12 @@ from dataclasses import replace
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui, weights
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 settings = state.current()
 st.title("Batches & CausalAttention")
+weights.caption(settings)
 second_text = None
 if settings.source == BOOK:
     st.caption("The book stacks two copies of its six vectors. Choose “My own sentence” to batch two sentences.")

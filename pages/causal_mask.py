@@ -6,10 +6,11 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui, weights
 
 settings = state.current()
 st.title("Causal mask")
+weights.caption(settings)
 seed = book_mode.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
 data = ui.guard(compute.mask_view, settings, seed)
 steps, pieces, mask = data.steps, data.pieces, data.steps.mask

@@ -9,11 +9,13 @@ import streamlit as st
 import attention
 from explorer import book_mode, compute, figures, state, ui
 from explorer.settings import DEFAULTS
+from explorer.weights import caption as weights_caption
 
 SAMPLES = "dropout_samples"  # the page's own slider: how many draws to average
 
 settings = state.current()
 st.title("Dropout")
+weights_caption(settings)
 requested = state.whole_state(SAMPLES, 1000)
 used = book_mode.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
 data = ui.guard(compute.dropout_view, used, requested, book_mode.module_seed(settings, "dropout"))

@@ -4,13 +4,16 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui, weights
 
 settings = state.current()
 st.title("Multi-head attention")
+weights.caption(settings)
 data = ui.guard(compute.multihead_view, settings)
 pieces, mask, dropout_on = data.pieces, data.mask, data.dropout_active
-num_heads, num_tokens, d_out, head_dim = settings.num_heads, len(pieces), settings.d_out, settings.head_dim
+num_heads, num_tokens, d_out = settings.num_heads, len(pieces), settings.d_out  # d_out: each wrapper head's
+mha_d_out = data.efficient_output.shape[-1]  # d_out of MultiHeadAttention: the same, except a trained layer's
+head_dim = mha_d_out // num_heads
 ui.truncation_notice(data.truncated_from, settings.context_length)
 HEAD = "multihead:head"
 head = state.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
@@ -18,7 +21,8 @@ group_size = max(1, min(4, 2**20 // num_tokens**2))  # heads drawn at once: at m
 group = range(head - head % group_size, min(num_heads, head - head % group_size + group_size))
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
-step = ui.stepper("multihead", [*steps, "Same weights, same output"])
+trained = ["What each head looks at"] if settings.weights != "random" else []
+step = ui.stepper("multihead", [*steps, "Same weights, same output", *trained])
 
 
 def head_control(label: str, key: str, options, scale: int, format_func) -> None:
@@ -88,7 +92,7 @@ elif step == 2:
     ui.show_code(attention.MultiHeadAttentionWrapper.steps)
 elif step == 3:
     st.markdown(
-        f"`MultiHeadAttention` projects **once** to d_out = {d_out}, then splits: `view` cuts d_out into "
+        f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
         f"num_heads = {num_heads} heads of head_dim = {head_dim}, `transpose` puts heads before tokens, and one "
         "batched matmul attends in every head at once. Each line of `steps` and the shape it made for this input "
         "(b = 1 sentence), recorded as it ran:"
@@ -107,7 +111,7 @@ elif step == 4:
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output
     st.markdown(
-        f"`transpose` and `contiguous().view` put the heads' context vectors side by side again: d_out = {d_out} "
+        f"`transpose` and `contiguous().view` put the heads' context vectors side by side again: d_out = {mha_d_out} "
         "columns, like the wrapper's concatenation. Then `out_proj`, a d_out × d_out linear layer, mixes the heads. "
         f"First row: {ui.first_values(output)}."
     )
@@ -115,12 +119,13 @@ elif step == 5:
     left, right = st.columns(2)
     with left:
         cols = labels(head_dim, range(num_heads))
-        ui.token_vectors("efficient-context", context, pieces, cols, title=f"heads merged ({num_tokens}, {d_out})")
+        title = f"heads merged ({num_tokens}, {mha_d_out})"
+        ui.token_vectors("efficient-context", context, pieces, cols, title=title)
     with right:
-        title = f"out_proj → output ({num_tokens}, {d_out})"
-        ui.token_vectors("efficient-output", output, pieces, labels(d_out), title=title)
+        title = f"out_proj → output ({num_tokens}, {mha_d_out})"
+        ui.token_vectors("efficient-output", output, pieces, labels(mha_d_out), title=title)
     ui.show_code(attention.MultiHeadAttention.steps)
-else:
+elif step == 6:
     difference = data.wrapper_vs_efficient_max_difference
     st.markdown(
         f"The two modules differ in shape and in weights: the wrapper's heads have d_out = {d_out} outputs each, "
@@ -141,3 +146,5 @@ else:
         title = "Every output entry, wrapper against fused module"
         ui.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
     ui.show_code(attention.multihead_from_wrapper)
+else:
+    weights.show_summaries(settings)

@@ -5,10 +5,11 @@ import math
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui, weights
 
 settings = state.current()
 st.title("Q, K, V & scaling")
+weights.caption(settings)
 pieces = ui.guard(compute.prepared, settings).pieces
 v2_seed = book_mode.module_seed(settings, "v2")  # the book builds SelfAttention_v2 after seed 789
 view = ui.guard(compute.qkv_view, settings, v2_seed)
@@ -57,8 +58,12 @@ def lab_lines(name: str, title: str, lab: dict) -> tuple:
 
 if step == 0:
     st.markdown(
-        "Each embedding is projected three ways by **trainable** d_in × d_out matrices, created with `torch.rand` "
-        f"after `torch.manual_seed({settings.seed})` as in the book. Training would adjust them."
+        "Each embedding is projected three ways by **trainable** d_in × d_out matrices, "
+        + (
+            weights.origin(settings)
+            or f"created with `torch.rand` after `torch.manual_seed({settings.seed})` as in the book. "
+            "Training would adjust them."
+        )
     )
     dims = [f"in {i}" for i in range(steps.inputs.shape[1])]
     w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui
+from explorer import book_mode, compute, figures, state, ui, weights
 
 settings = state.current()
 pieces = ui.guard(compute.prepared, settings).pieces
@@ -18,6 +18,7 @@ picker.selectbox(
     format_func=lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}",
     **state.kept_widget(QUERY, "w_simplified_query", query),
 )
+weights.caption(settings)
 view = ui.guard(compute.simplified_view, settings, query)
 steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
 step = ui.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])

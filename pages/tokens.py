@@ -4,10 +4,11 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import compute, figures, state, ui, weights
 
 settings = state.current()
 st.title("Tokens & embeddings")
+weights.caption(settings)
 data = ui.guard(compute.prepared, settings)
 ui.truncation_notice(data.truncated_from, settings.context_length)
 if not data.tokenizer.startswith("GPT-2"):
@@ -28,7 +29,9 @@ if step == 0:
     st.caption(f"{len(data.ids)} tokens · tokenizer: {data.tokenizer}")
     ui.show_code(attention.tokenize)
 else:
-    if settings.source == "book":
+    if settings.weights != "random":
+        st.markdown(weights.input_text(settings))
+    elif settings.source == "book":
         st.markdown(
             "Chapter 3 starts from six hand-picked **3-dimensional embedding vectors**, one per token. "
             "Each row below is one token's vector: the book counts from 1, $x^{(1)}$ to $x^{(6)}$, and Python "

@@ -3,10 +3,11 @@
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui
+from explorer import compute, figures, state, ui, weights
 
 settings = state.current()
 st.title("Why attention")
+weights.caption(settings)
 data = ui.guard(compute.prepared, settings)
 hidden_size = st.session_state.setdefault("why_hidden", 16)
 view = ui.guard(compute.why_view, settings, hidden_size)
