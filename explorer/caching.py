@@ -1,28 +1,136 @@
 """How the explorer caches what pages compute, and how cached results stay shared safely.
 
-Modules and the tokenizer are ``st.cache_resource`` (built once, shared, never mutated).
-Views of T × T arrays are ``shared_view``s: one read-only result for every session, with
-bounded entries. Small results are ``st.cache_data``. ``remembered`` keeps results that are
-computed while a page draws progress (Streamlit would replay that drawing on a cache hit).
+Views, modules and prepared inputs are ``shared_view``s: one read-only result for every session,
+kept in ``SHARED``, which is bounded by bytes in all (``CACHE_BYTES``), by bytes per result
+(``ENTRY_BYTES``: a larger result is computed for the run that asked and not kept), by entries per
+function, and by age (``CACHE_TTL_S``). Small results are ``st.cache_data`` with a ttl.
+``remembered`` keeps results that are computed while a page draws progress (Streamlit would replay
+that drawing on a cache hit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import threading
+import time
 from collections import OrderedDict
 from types import MappingProxyType
 
 import numpy as np
-import streamlit as st
+import torch
 
+MIB = 2**20
 CACHE_ENTRIES = 32
-VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays, up to 64 MiB each
+VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays
+CACHE_BYTES = 384 * MIB  # every shared result together
+ENTRY_BYTES = 96 * MIB  # the largest result kept; larger ones are computed for the run that asks
+CACHE_TTL_S = 600.0  # a result unused this long is dropped
+
+
+def size_of(value, seen: set[int] | None = None) -> int:
+    """The bytes of numpy arrays, torch tensors and module parameters reachable from ``value``,
+    each memory block counted once (an array that views a tensor counts its whole block)."""
+    seen = set() if seen is None else seen
+    if isinstance(value, torch.nn.Module):
+        return sum(size_of(t, seen) for t in (*value.parameters(), *value.buffers()))
+    if isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        if storage.data_ptr() in seen:
+            return 0
+        seen.add(storage.data_ptr())
+        return storage.nbytes()
+    if isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if base.__array_interface__["data"][0] in seen:
+            return 0
+        seen.add(base.__array_interface__["data"][0])
+        return max(base.nbytes, value.nbytes)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(size_of(getattr(value, field.name), seen) for field in dataclasses.fields(value))
+    if isinstance(value, dict | MappingProxyType):
+        return sum(size_of(item, seen) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(size_of(item, seen) for item in value)
+    return 0
+
+
+class SharedCache:
+    """One process-wide store of read-only results, least recently used dropped first.
+
+    Bounded by ``max_bytes`` in all, ``entry_bytes`` per result, entries per function name (the
+    first item of each key) and ``ttl_s`` since last use, checked whenever the cache is used.
+    """
+
+    def __init__(self, max_bytes: int, entry_bytes: int, ttl_s: float) -> None:
+        self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
+        self._entries: OrderedDict[tuple, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, used)
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def _drop(self, key: tuple) -> None:
+        self._bytes -= self._entries.pop(key)[1]
+
+    def _expire(self, now: float) -> None:
+        while self._entries:
+            key, (_, _, used) = next(iter(self._entries.items()))
+            if now - used <= self.ttl_s:
+                return
+            self._drop(key)
+
+    def get(self, key: tuple, default=None):
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            if key not in self._entries:
+                return default
+            value, size, _ = self._entries[key]
+            self._entries[key] = (value, size, now)
+            self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: tuple, value, max_entries: int) -> bool:
+        """Keep ``value`` under ``key`` unless it is larger than ``entry_bytes``; says whether it was kept."""
+        size = size_of(value)
+        if size > self.entry_bytes:
+            return False
+        with self._lock:
+            if key in self._entries:
+                self._drop(key)
+            same_function = [k for k in self._entries if k[0] == key[0]]
+            for old in same_function[: max(0, len(same_function) - max_entries + 1)]:
+                self._drop(old)
+            while self._entries and self._bytes + size > self.max_bytes:
+                self._drop(next(iter(self._entries)))
+            self._entries[key] = (value, size, time.monotonic())
+            self._bytes += size
+            return True
+
+    def clear(self, name: str | None = None) -> None:
+        """Forget every result, or those of function ``name``."""
+        with self._lock:
+            for key in [k for k in self._entries if name is None or k[0] == name]:
+                self._drop(key)
+
+    @property
+    def bytes(self) -> int:
+        with self._lock:
+            self._expire(time.monotonic())
+            return self._bytes
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+SHARED = SharedCache(CACHE_BYTES, ENTRY_BYTES, CACHE_TTL_S)
 
 
 def read_only(value):
-    """``value`` with every numpy array in it made read-only and every dict a read-only mapping.
+    """``value`` with every numpy array in it made read-only, every dict a read-only mapping and every list a tuple.
 
     A frozen dataclass comes back as a copy whose fields are read-only too. ``shared_view``
     results are one object shared by every session: a page that wrote into one would change
@@ -37,24 +145,49 @@ def read_only(value):
     if isinstance(value, dict | MappingProxyType):
         return MappingProxyType({key: read_only(item) for key, item in value.items()})
     if isinstance(value, list | tuple):
-        return type(value)(read_only(item) for item in value)
+        return tuple(read_only(item) for item in value)
     return value
 
 
-def shared_view(max_entries: int):
-    """``st.cache_resource`` for a view of T × T arrays, with its result made ``read_only``.
+def shared_view(max_entries: int, *, on_miss=None):
+    """A cached function whose result is made ``read_only`` and shared by every session in ``SHARED``.
 
-    ``st.cache_data`` pickles a result when it stores it and unpickles a copy on
-    every hit: 54 ms for ``mask_view``'s 38 MiB at T = 1,024, paid again at every
-    step. A shared read-only result costs nothing on a hit.
+    ``st.cache_data`` pickles a result when it stores it and unpickles a copy on every hit: 54 ms
+    for ``mask_view``'s 38 MiB at T = 1,024, paid again at every step. A shared read-only result
+    costs nothing on a hit. Sessions asking for the same key at once compute it once. ``on_miss``,
+    when given, is called with the arguments and returns a context manager that the computation
+    runs in (``compute`` waits there for a place among the heavy computations).
+    ``function.clear()`` forgets its results.
     """
 
     def decorate(function):
-        @functools.wraps(function)
-        def made_read_only(*args, **kwargs):
-            return read_only(function(*args, **kwargs))
+        name = f"{function.__module__}.{function.__qualname__}"
+        computing: dict[tuple, threading.Lock] = {}
+        computing_lock = threading.Lock()
+        missing = object()
 
-        return st.cache_resource(max_entries=max_entries, show_spinner=False)(made_read_only)
+        @functools.wraps(function)
+        def cached(*args, **kwargs):
+            key = (name, args, tuple(sorted(kwargs.items())))
+            value = SHARED.get(key, missing)
+            if value is not missing:
+                return value
+            with computing_lock:
+                lock = computing.setdefault(key, threading.Lock())
+            try:
+                with lock:
+                    value = SHARED.get(key, missing)
+                    if value is missing:
+                        with on_miss(*args, **kwargs) if on_miss else contextlib.nullcontext():
+                            value = read_only(function(*args, **kwargs))
+                        SHARED.put(key, value, max_entries)
+            finally:
+                with computing_lock:
+                    computing.pop(key, None)
+            return value
+
+        cached.clear = lambda: SHARED.clear(name)
+        return cached
 
     return decorate
 
@@ -79,6 +212,8 @@ def remembered(max_entries: int):
                     results.move_to_end(args)
                     return results[args]
             result = read_only(function(*args, **kwargs))
+            if size_of(result) > ENTRY_BYTES:
+                return result
             with lock:
                 results[args] = result
                 while len(results) > max_entries:

@@ -6,10 +6,16 @@ dataclass from ``results``. No attention math happens here: it selects, slices
 and converts. How each result is cached is declared where it is produced
 (``caching`` explains the kinds). Moving between pages or steps recomputes
 nothing that is unchanged.
+
+Before a view is computed, ``budget`` estimates its bytes from the settings: a view too large for
+the server computes only its first tokens, with a notice that says which setting to lower, or is
+refused. A heavy view waits for a place among ``budget.HEAVY_SLOTS`` computations, with a notice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import fields, replace
 
 import numpy as np
@@ -19,8 +25,8 @@ import torch
 import attention
 from attention import tokens as tokens_module
 
-from . import weights
-from .caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
+from . import budget, state, weights
+from .caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES, shared_view
 from .results import (
     BatchView,
     DropoutView,
@@ -33,7 +39,7 @@ from .results import (
     TraceArrays,
     WhyView,
 )
-from .settings import BOOK, Settings
+from .settings import BOOK, TEXT, Settings
 from .shapes import line_shapes
 
 
@@ -43,12 +49,12 @@ def bpe_encoding():
     return tokens_module.load_bpe()
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+@st.cache_data(max_entries=CACHE_ENTRIES, ttl=CACHE_TTL_S, show_spinner=False)
 def tokenize_text(text: str) -> attention.Tokenization:
     return attention.tokenize(text, encoding=bpe_encoding())
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_view(max_entries=CACHE_ENTRIES)
 def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -> Prepared:
     """Tokens and input embeddings for the book preset or a typed sentence.
 
@@ -97,7 +103,7 @@ MODULES = {
 }
 
 
-@st.cache_resource(max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_view(max_entries=CACHE_ENTRIES)
 def module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int):
     """A module built like the book: ``torch.manual_seed(seed)`` then the constructor. Shared, read-only."""
     cls = MODULES[name]
@@ -134,10 +140,83 @@ def trace_arrays(trace: attention.Trace) -> TraceArrays:
 
 
 def _inputs_tensor(settings: Settings) -> torch.Tensor:
-    return torch.from_numpy(prepared(settings).inputs)  # (num_tokens, d_in)
+    return torch.tensor(prepared(settings).inputs)  # (num_tokens, d_in), a copy of a shared read-only array
 
 
-@shared_view(max_entries=CACHE_ENTRIES)
+def _num_tokens(settings: Settings, second_text: str | None = None) -> int:
+    count = len(prepared(settings).ids)
+    if second_text and second_text.strip():
+        second = prepare(TEXT, second_text, settings.effective_d_in, settings.seed, settings.context_length)
+        count = max(count, len(second.ids))
+    return count
+
+
+def _estimate(kind: str, settings: Settings, *args) -> budget.Estimate:
+    num_tokens = _num_tokens(settings, *args[:1]) if kind == "batch" else _num_tokens(settings)
+    dropout = settings.training and settings.dropout > 0
+    d_in, d_out, heads, ctx = settings.effective_d_in, settings.d_out, settings.num_heads, settings.context_length
+    return budget.estimate(kind, num_tokens, d_in, d_out, heads, ctx, dropout)
+
+
+def _heavy_turn(kind: str):
+    """``shared_view``'s ``on_miss`` for view ``kind``: a heavy view waits for a place in
+    ``budget.HEAVY_TURNS``, saying so, and gives its memory back when done."""
+
+    @contextlib.contextmanager
+    def turn(settings: Settings, *args, **kwargs):
+        if _estimate(kind, settings, *args).peak <= budget.HEAVY_BYTES:
+            yield
+            return
+        waiting = st.empty()
+
+        def on_wait(ahead: int) -> None:
+            waiting.info(
+                f"Waiting for the server: {ahead} large computations are running or waiting before yours "
+                f"(it runs {budget.HEAVY_SLOTS} at once).",
+                icon=":material/hourglass_top:",
+            )
+
+        try:
+            with budget.HEAVY_TURNS.turn(on_wait):
+                waiting.empty()
+                with st.spinner("Computing a large view…"):
+                    yield
+        finally:
+            budget.release_memory()
+
+    return turn
+
+
+def budgeted(kind: str):
+    """Keep view ``kind`` within ``budget.VIEW_BUDGET``: compute only the first tokens that fit, with a
+    notice naming the setting to lower, or refuse (``ValueError``); heavy views take turns."""
+
+    def decorate(view):
+        cached = shared_view(max_entries=VIEW_ENTRIES, on_miss=_heavy_turn(kind))(view)
+
+        @functools.wraps(view)
+        def planned(settings: Settings, *args, **kwargs):
+            num_tokens = _num_tokens(settings, *args[:1]) if kind == "batch" else _num_tokens(settings)
+            dropout = settings.training and settings.dropout > 0
+            d_in, d_out, heads, ctx = (
+                settings.effective_d_in,
+                settings.d_out,
+                settings.num_heads,
+                settings.context_length,
+            )
+            plan = budget.plan(kind, num_tokens, d_in, d_out, heads, ctx, dropout)
+            if plan.lowered:
+                state.notice(plan.note)
+                settings = replace(settings, context_length=plan.num_tokens)
+            return cached(settings, *args, **kwargs)
+
+        planned.clear = cached.clear
+        return planned
+
+    return decorate
+
+
+@budgeted("trace")
 def module_trace(settings: Settings, name: str, module_seed: int | None = None) -> TraceArrays:
     """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout.
 
@@ -152,7 +231,7 @@ def module_trace(settings: Settings, name: str, module_seed: int | None = None) 
     return trace_arrays(trace)
 
 
-@shared_view(max_entries=CACHE_ENTRIES)
+@budgeted("simplified")
 def simplified_view(settings: Settings, query: int) -> SimplifiedView:
     """Section 3.3 on the sentence: scores, weights, context vectors, and one query's details."""
     inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
@@ -178,7 +257,7 @@ def simplified_view(settings: Settings, query: int) -> SimplifiedView:
     )
 
 
-@shared_view(max_entries=CACHE_ENTRIES)
+@budgeted("qkv")
 def qkv_view(settings: Settings, v2_seed: int | None = None) -> QkvView:
     """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
 
@@ -206,14 +285,14 @@ def qkv_view(settings: Settings, v2_seed: int | None = None) -> QkvView:
     )
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+@st.cache_data(max_entries=CACHE_ENTRIES, ttl=CACHE_TTL_S, show_spinner=False)
 def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed: int) -> ScalingView:
     """The scaling lab: softmax saturation against d_k, with and without 1/sqrt(d_k)."""
     lab = attention.scaling_lab(d_ks=d_ks, num_keys=num_keys, temperature=temperature, seed=seed)
     return ScalingView(**{field.name: getattr(lab, field.name).numpy() for field in fields(ScalingView)})
 
 
-@shared_view(max_entries=CACHE_ENTRIES)
+@budgeted("mask")
 def mask_view(settings: Settings, module_seed: int | None = None) -> MaskView:
     """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
 
@@ -251,7 +330,7 @@ def dropout_sample_limit(num_tokens: int) -> int:
     return max(1, min(attention.dropout.MAX_DROPOUT_SAMPLES, DROPOUT_CELL_BUDGET // num_tokens**2))
 
 
-@shared_view(max_entries=CACHE_ENTRIES)
+@budgeted("dropout")
 def dropout_view(settings: Settings, num_samples: int, module_seed: int | None = None) -> DropoutView:
     """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
 
@@ -290,7 +369,7 @@ def dropout_view(settings: Settings, num_samples: int, module_seed: int | None =
 PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password)
 
 
-@shared_view(max_entries=VIEW_ENTRIES)
+@budgeted("batch")
 def batch_view(settings: Settings, second_text: str | None) -> BatchView:
     """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
 
@@ -313,7 +392,7 @@ def batch_view(settings: Settings, second_text: str | None) -> BatchView:
     pad_vector = attention.token_vector(attention.tokens.ENDOFTEXT_ID, settings.effective_d_in, settings.seed)
     rows, pieces = [], []
     for item in (first, second):
-        item_inputs = torch.from_numpy(item.inputs)  # (T_item, d_in)
+        item_inputs = torch.tensor(item.inputs)  # (T_item, d_in), a copy of a shared read-only array
         padding = num_tokens - item_inputs.shape[0]
         if settings.weights != weights.RANDOM and padding:  # the model reads the pad tokens too
             padded_ids = item.ids + (attention.tokens.ENDOFTEXT_ID,) * padding
@@ -345,10 +424,10 @@ def batch_view(settings: Settings, second_text: str | None) -> BatchView:
     )
 
 
-SHARED_D_OUT_LIMIT = 4096  # the largest d_out a MultiHeadAttention may have (attention.trainable.check_size)
+SHARED_D_OUT_LIMIT = budget.SHARED_D_OUT_LIMIT  # the largest d_out a MultiHeadAttention may have here
 
 
-@shared_view(max_entries=VIEW_ENTRIES)
+@budgeted("multihead")
 def multihead_view(settings: Settings) -> MultiheadView:
     """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights.
 

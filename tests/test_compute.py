@@ -54,7 +54,7 @@ def test_read_only_keeps_the_structure_and_values():
     value = {"a": np.arange(3), "b": [np.ones(2), {"c": np.zeros(1)}], "d": (1, "x")}
     shared = caching.read_only(value)
     np.testing.assert_array_equal(shared["a"], [0, 1, 2])
-    assert isinstance(shared["b"], list) and shared["d"] == (1, "x")
+    assert isinstance(shared["b"], tuple) and shared["d"] == (1, "x")  # lists become tuples
     assert not shared["b"][1]["c"].flags.writeable
     with pytest.raises(TypeError):
         shared["e"] = 1
