@@ -1,0 +1,191 @@
+"""Hostile links against one server: its memory, and what another student waits meanwhile.
+
+One server (``launch.AppServer``, plain ``streamlit run streamlit_app.py``) on 127.0.0.1 only. A
+"light" student re-runs the Tokens page with the book's example every 0.5 s for the whole run, while
+protocol-level sessions (``load.Student``) open the worst link for each heavy page, one page at a
+time, then three multi-head links at once, then a flood of re-runs. The server's RSS is read from
+/proc every 0.1 s. Usage (the "Hostile links" section of BENCHMARKS.md)::
+
+    python benchmarks/hostile.py                       # every scenario; JSON in artifacts/hostile/
+    python benchmarks/hostile.py --scenarios multihead,three --flood 20 --flood-s 30 --settle-s 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from launch import ROOT, AppServer
+from load import Student, percentile, rerun_message
+
+CJK = "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(2000))  # 2,000 CJK characters
+WORST = {"input": "text", "text": CJK, "d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024"}
+WORST |= {"p": "0.5", "mode": "train"}
+PAGES = ("multihead", "batches", "causal_mask", "dropout", "qkv", "simplified", "why_attention", "mistakes")
+
+
+class Memory(threading.Thread):
+    """The server's RSS every ``every`` seconds; ``peak(since)`` is the largest since a moment."""
+
+    def __init__(self, server: AppServer, every: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.server, self.every, self.samples, self.stopped = server, every, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.samples.append((time.monotonic(), self.server.rss_mib()))
+            time.sleep(self.every)
+
+    def peak(self, since: float) -> float:
+        return max(rss for t, rss in self.samples if t >= since)
+
+
+class Light:
+    """A student re-running a light page every 0.5 s; keeps each run's latency."""
+
+    def __init__(self, base: str) -> None:
+        self.student, self.latencies, self.errors, self.running = Student(base), [], [], True
+
+    async def loop(self) -> None:
+        await self.student.connect()
+        await self.student.open("tokens", {})
+        while self.running:
+            started = time.perf_counter()
+            s = self.student
+            message = rerun_message(
+                query_string=s.query_string,
+                page_script_hash=s.page_script_hash,
+                url=f"{s.base}/{s.page}?{s.query_string}",
+                cached_hashes=list(s.cached),
+            )
+            run = await s._run("edit", message, expect_text=None)
+            self.latencies.append(run.latency)
+            if run.error:
+                self.errors.append(run.error)
+            await asyncio.sleep(max(0.0, 0.5 - (time.perf_counter() - started)))
+        await self.student.close()
+
+    def mark(self) -> int:
+        return len(self.latencies)
+
+    def summary(self, since: int = 0) -> dict:
+        values = self.latencies[since:]
+        return {
+            "runs": len(values),
+            "p50_s": round(statistics.median(values), 3) if values else None,
+            "p95_s": round(percentile(values, 95), 3) if values else None,
+            "max_s": round(max(values), 3) if values else None,
+        }
+
+
+async def open_link(base: str, page: str, seed: int) -> dict:
+    student = Student(base)
+    await student.connect()
+    run = await student.open(page, WORST | {"seed": str(seed)})
+    await student.close()
+    return {"latency_s": round(run.latency, 2), "error": run.error, "notices": run.notices[:3]}
+
+
+async def scenario(name, links, memory, light, idle, settle_s) -> dict:
+    """Open ``links`` (page, seed) at once; peak RSS meanwhile, and RSS ``settle_s`` later."""
+    start, mark, before = time.monotonic(), light.mark(), memory.samples[-1][1]
+    runs = await asyncio.gather(*(open_link(memory.server.base, page, seed) for page, seed in links))
+    peak = memory.peak(start)
+    await asyncio.sleep(settle_s)
+    after = memory.samples[-1][1]
+    result = {"scenario": name, "links": [f"/{page}?…&seed={seed}" for page, seed in links], "runs": runs}
+    result |= {"rss_before_mib": round(before), "peak_over_idle_mib": round(peak - idle)}
+    result |= {"left_over_idle_mib": round(after - idle), "settle_s": settle_s, "light": light.summary(mark)}
+    print(json.dumps(result), flush=True)
+    return result
+
+
+async def flood(base, count, seconds, light, memory, idle) -> dict:
+    """``count`` sessions on the worst multi-head link, each re-running it back to back for ``seconds``."""
+    start, mark, students = time.monotonic(), light.mark(), [Student(base) for _ in range(count)]
+    for student in students:
+        await student.connect()
+        await student.open("multihead", WORST | {"seed": "1"})
+    reruns = [0]
+
+    async def hammer(student):
+        while time.monotonic() - start < seconds:
+            message = rerun_message(
+                query_string=student.query_string,
+                page_script_hash=student.page_script_hash,
+                url=f"{base}/multihead?{student.query_string}",
+                cached_hashes=list(student.cached),
+            )
+            await student._run("edit", message, expect_text=None)
+            reruns[0] += 1
+
+    await asyncio.gather(*(hammer(s) for s in students))
+    for student in students:
+        await student.close()
+    result = {"scenario": f"flood of {count}", "reruns": reruns[0], "light": light.summary(mark)}
+    result |= {"peak_over_idle_mib": round(memory.peak(start) - idle)}
+    print(json.dumps(result), flush=True)
+    return result
+
+
+async def main_async(args) -> list[dict]:
+    server = AppServer(log=ROOT / "artifacts" / "hostile" / "server.log")
+    base = server.start()
+    memory = Memory(server)
+    memory.start()
+    light = Light(base)
+    results = []
+    try:
+        warm = Student(base)
+        await warm.connect()
+        await warm.open("multihead", {})  # imports and first runs behind us
+        await warm.close()
+        task = asyncio.create_task(light.loop())
+        await asyncio.sleep(5)
+        idle = statistics.median(rss for _, rss in memory.samples[-30:])
+        results.append({"scenario": "idle", "rss_mib": round(idle), "loadavg": os.getloadavg()})
+        print(json.dumps(results[-1]), flush=True)
+        wanted = args.scenarios.split(",")
+        seed = 1000
+        for page in (p for p in PAGES if p in wanted or "all" in wanted):
+            seed += 1
+            results.append(await scenario(page, [(page, seed)], memory, light, idle, args.settle_s))
+        if "three" in wanted or "all" in wanted:
+            links = [("multihead", seed + k) for k in range(1, 4)]
+            results.append(await scenario("three multihead at once", links, memory, light, idle, args.settle_s))
+        if args.flood:
+            results.append(await flood(base, args.flood, args.flood_s, light, memory, idle))
+        light.running = False
+        await task
+        results.append({"scenario": "light, whole run", "light": light.summary(), "errors": light.errors[:5]})
+        results.append({"loadavg_end": os.getloadavg(), "server_problems": server.log_problems()[:5]})
+        print(json.dumps(results[-2:]), flush=True)
+    finally:
+        memory.stopped.set()
+        server.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenarios", default="all", help="pages (" + ",".join(PAGES) + "), three, or all")
+    parser.add_argument("--settle-s", type=float, default=30.0, help="seconds to wait before reading what is left")
+    parser.add_argument("--flood", type=int, default=20, help="sessions re-running the worst link (0: none)")
+    parser.add_argument("--flood-s", type=float, default=30.0)
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    out = ROOT / "artifacts" / "hostile" / f"results-{int(time.time())}.json"
+    out.write_text(json.dumps(results, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
