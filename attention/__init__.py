@@ -14,6 +14,12 @@ Read the modules in this order; each adds a few lines to the one before:
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
+After chapter 3, trained models: ``bahdanau`` also trains an encoder–decoder to reverse
+sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
+built on ``MultiHeadAttention``, with a small one trained on "The Verdict"
+(``load_trained_gpt``, ``layer_input``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
+the server's operator names (``gpt2_from_environment``), never running pickled code.
+
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
@@ -29,17 +35,24 @@ Example, reproducing the chapter's last printed output::
 """
 
 from .bahdanau import (
+    TRAINED_NOTE,
     UNTRAINED_NOTE,
+    BottleneckCurve,
     GRUWeights,
+    ReversalAlignment,
+    ReversalSeq2Seq,
     SelfAttentionContrast,
     Seq2SeqTrace,
     Seq2SeqWeights,
     additive_scores,
+    bottleneck_curve,
     encoder_decoder,
     gru_input_part,
     gru_step,
+    load_reversal,
     self_attention_contrast,
     seq2seq_weights,
+    trained_alignment,
 )
 from .book import BookValues, book_values
 from .causal import (
@@ -53,6 +66,18 @@ from .causal import (
 from .dropout import DropoutAverage, DropoutDraw, apply_dropout, dropout_average, dropout_keep_mask
 from .embeddings import BOOK_INPUTS, BOOK_SENTENCE, BOOK_TOKENS, embed_tokens, token_vector
 from .fast import fast_multihead
+from .gpt import (
+    VERDICT_CONFIG,
+    GPTConfig,
+    GPTModel,
+    HeadSummary,
+    LayerInput,
+    head_summaries,
+    layer_input,
+    load_gpt,
+    load_trained_gpt,
+)
+from .gpt2 import CHECKPOINT_VARIABLE, GPT2Checkpoint, gpt2_from_environment, load_gpt2
 from .mistakes import MISTAKES, Measure, Mistake, MistakeRun, SaturationCurve, run_mistake
 from .multihead import (
     MultiHeadAttention,
@@ -88,15 +113,24 @@ __all__ = [
     "BOOK_INPUTS",
     "BOOK_SENTENCE",
     "BOOK_TOKENS",
+    "CHECKPOINT_VARIABLE",
     "IMPLEMENTATIONS",
     "MISTAKES",
+    "TRAINED_NOTE",
     "UNTRAINED_NOTE",
+    "VERDICT_CONFIG",
     "AttentionSteps",
     "BookValues",
+    "BottleneckCurve",
     "CausalAttention",
     "DropoutAverage",
     "DropoutDraw",
+    "GPT2Checkpoint",
+    "GPTConfig",
+    "GPTModel",
     "GRUWeights",
+    "HeadSummary",
+    "LayerInput",
     "MaskingComparison",
     "Measure",
     "Mistake",
@@ -104,6 +138,8 @@ __all__ = [
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "NormalizationComparison",
+    "ReversalAlignment",
+    "ReversalSeq2Seq",
     "SaturationCurve",
     "ScalingLab",
     "SelfAttentionContrast",
@@ -120,6 +156,7 @@ __all__ = [
     "apply_dropout",
     "attention_loop",
     "book_values",
+    "bottleneck_curve",
     "build",
     "causal_mask",
     "compare_masking",
@@ -131,9 +168,16 @@ __all__ = [
     "encoder_decoder",
     "expected_attention_bytes",
     "fast_multihead",
+    "gpt2_from_environment",
     "gru_input_part",
     "gru_step",
+    "head_summaries",
+    "layer_input",
     "load_bpe",
+    "load_gpt",
+    "load_gpt2",
+    "load_reversal",
+    "load_trained_gpt",
     "load_v2_weights_into_v1",
     "mask_by_renormalizing",
     "mask_with_neg_inf",
@@ -151,4 +195,5 @@ __all__ = [
     "token_vector",
     "tokenize",
     "trace",
+    "trained_alignment",
 ]
