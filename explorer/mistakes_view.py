@@ -9,7 +9,7 @@ wrong forward pass and measures the difference.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -101,15 +101,7 @@ def mistake_view(settings: Settings, name: str) -> MistakeView:
         raise ValueError(f"Unknown mistake {name!r}; choose one of: {', '.join(attention.MISTAKES)}.")
     prepared = compute.prepared(settings)
     p = dropout_for(settings, name)
-    mha = compute.module(
-        "MultiHeadAttention",
-        settings.seed,
-        settings.effective_d_in,
-        settings.d_out,
-        settings.context_length,
-        p,
-        settings.num_heads,
-    )
+    mha = compute.module_for("MultiHeadAttention", replace(settings, dropout=p))  # random or a model's layer
     run = attention.run_mistake(name, mha, torch.from_numpy(prepared.inputs), seed=settings.seed)
     num_tokens = len(prepared.pieces)
     curve = run.curve
@@ -120,7 +112,7 @@ def mistake_view(settings: Settings, name: str) -> MistakeView:
         pieces=prepared.pieces,
         truncated_from=prepared.truncated_from,
         dropout=p,
-        head_dim=settings.head_dim,
+        head_dim=mha.head_dim,
         weight_limit=1 / (1 - p) if name == "dropout_without_rescale" else 1.0,
         right_weights=run.right_weights.numpy(),
         wrong_weights=run.wrong_weights.numpy(),

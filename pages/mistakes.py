@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import predict, state, ui
+from explorer import predict, state, ui, weights
 from explorer.figures import mistakes as drawn
 from explorer.mistakes_view import SCALING_MISTAKES, changed_step, mistake_view
 
@@ -30,6 +30,7 @@ choice.selectbox(
     help="Each is one changed line of MultiHeadAttention's forward pass, run beside the package's own code.",
     **state.kept_widget(MISTAKE, "w_mistake", NAMES[0]),
 )
+weights.caption(settings)
 name = st.session_state[MISTAKE]
 state.page_param("mistake", name)
 mistake = attention.MISTAKES[name]
