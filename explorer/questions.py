@@ -2,8 +2,8 @@
 
 Each function takes what its page already has (weights, sums, shapes) and
 returns a ``predict.Question`` whose answer is read from those numbers, so a
-new sentence or new settings change the answer with them. Pages call
-``predict.ask`` with it before the step that shows the result.
+new sentence or new settings change the answer with them. Pages pass it to
+``ask`` before the step that shows the result.
 """
 
 from __future__ import annotations
@@ -16,9 +16,15 @@ import torch
 
 from .figures import visible_token
 from .predict import Question, quote
+from .predict import ask as ask_question
 
 CHOICE_LIMIT = 8  # up to this many tokens a question lists them; beyond it the learner types a position
 SAME = 1e-5  # differences below this count as none (float32 rounding)
+
+
+def ask(question: Question | None, settings) -> bool:
+    """Ask ``question`` (nothing for None) keyed by the page's ``settings``; returns whether it is revealed."""
+    return question is not None and ask_question(question, context=settings.key())
 
 
 def most_attended(weights_row, pieces: Sequence[str], query: int) -> Question:
