@@ -30,6 +30,7 @@ CJK = "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(2000))  # 2,000 CJ
 WORST = {"input": "text", "text": CJK, "d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024"}
 WORST |= {"p": "0.5", "mode": "train"}
 PAGES = ("multihead", "batches", "causal_mask", "dropout", "qkv", "simplified", "why_attention", "mistakes")
+URL_PATHS = {"why_attention": ""}  # the default page's URL path
 
 
 class Memory(threading.Thread):
@@ -89,7 +90,7 @@ class Light:
 async def open_link(base: str, page: str, seed: int) -> dict:
     student = Student(base)
     await student.connect()
-    run = await student.open(page, WORST | {"seed": str(seed)})
+    run = await student.open(URL_PATHS.get(page, page), WORST | {"seed": str(seed)})
     await student.close()
     return {"latency_s": round(run.latency, 2), "error": run.error, "notices": run.notices[:3]}
 

@@ -246,7 +246,8 @@ class HeavyTurns:
             return len(self._queue)
 
 
-HEAVY_TURNS = HeavyTurns(HEAVY_SLOTS)
+HEAVY_TURNS = HeavyTurns(HEAVY_SLOTS)  # heavy computations
+HEAVY_PAGES = HeavyTurns(HEAVY_SLOTS)  # page runs with many tokens or a large view (``compute.page_turn``)
 
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6") if ctypes.util.find_library("c") else None
 

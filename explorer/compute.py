@@ -187,6 +187,50 @@ def _heavy_turn(kind: str):
     return turn
 
 
+HEAVY_TOKENS = 256  # a page of this many tokens or more is drawn in turn (``page_turn``)
+
+
+def heavy_page(settings: Settings) -> bool:
+    """Whether drawing a page for ``settings`` is heavy work: many tokens, or a large multi-head view."""
+    try:
+        num_tokens = _num_tokens(settings)
+    except ValueError:
+        return False
+    if num_tokens >= HEAVY_TOKENS:
+        return True
+    return _estimate("multihead", settings).peak > budget.HEAVY_BYTES
+
+
+def page_turn(settings: Settings, url_path: str):
+    """A context manager for drawing one page: a heavy page (``heavy_page``) waits for a place among
+    ``budget.HEAVY_SLOTS`` heavy page runs, first come first served, with a notice that says so.
+
+    Streamlit runs every session's script on its own thread, and Python runs one thread at a time:
+    20 sessions re-running a heavy page shared the interpreter with a student on a light page, whose
+    reruns then took up to 9.6 s. Waiting here costs no CPU, and a light page never waits. A session
+    runs one script at a time, so it holds one place at most; while it waits, a newer rerun of the
+    same session replaces the waiting one (Streamlit stops a run at its next drawing call).
+    """
+    if url_path == "speed" or not heavy_page(settings):  # the Speed page has its own queue (``timing``)
+        return contextlib.nullcontext()
+    waiting = st.empty()
+
+    def on_wait(ahead: int) -> None:
+        waiting.info(
+            f"Waiting for the server: {ahead} large pages are being drawn or waiting before yours "
+            f"(it draws {budget.HEAVY_SLOTS} at once).",
+            icon=":material/hourglass_top:",
+        )
+
+    @contextlib.contextmanager
+    def turn():
+        with budget.HEAVY_PAGES.turn(on_wait):
+            waiting.empty()
+            yield
+
+    return turn()
+
+
 def budgeted(kind: str):
     """Keep view ``kind`` within ``budget.VIEW_BUDGET``: compute only the first tokens that fit, with a
     notice naming the setting to lower, or refuse (``ValueError``); heavy views take turns."""

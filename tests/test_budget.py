@@ -12,15 +12,15 @@ from explorer.settings import DEFAULTS, TEXT
 SENTENCE = " ".join(f"w{k}" for k in range(40))  # 40 tokens or more with GPT-2's BPE
 
 
-def settings_for(d_in=16, d_out=12, num_heads=3, training=False, **changes):
+def settings_for(d_in=16, d_out=12, num_heads=3, training=False, text=SENTENCE, context_length=64, **changes):
     return dataclasses.replace(
         DEFAULTS,
         source=TEXT,
-        text=SENTENCE,
+        text=text,
         d_in=d_in,
         d_out=d_out,
         num_heads=num_heads,
-        context_length=64,
+        context_length=context_length,
         dropout=0.5 if training else 0.0,
         training=training,
         seed=11,
@@ -166,3 +166,10 @@ def test_size_of_counts_a_shared_block_once():
     views = (tensor.numpy()[:10], tensor.numpy()[10:], tensor)
     assert caching.size_of(views) == 1024
     assert caching.size_of({"a": np.zeros(8), "b": [np.zeros(8)]}) == 128
+
+
+def test_only_pages_with_many_tokens_or_a_large_view_take_turns():
+    assert not compute.heavy_page(DEFAULTS)
+    assert not compute.heavy_page(settings_for())
+    assert compute.heavy_page(settings_for(text=" ".join(["word"] * 400), context_length=1024))
+    assert compute.heavy_page(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True))
