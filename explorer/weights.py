@@ -123,6 +123,18 @@ def caption(settings: Settings) -> None:
         st.caption(":material/model_training: " + text)
 
 
+def outside_model(settings: Settings) -> Settings:
+    """Settings for a page the model's weights do not reach (Why attention's RNN encoder–decoder): the sidebar's
+    own, with random weights; with a model's weights on, a caption says why they are not used here."""
+    if settings.weights == RANDOM:
+        return settings
+    st.caption(
+        ":material/model_training: The Weights setting does not reach this page: its RNN encoder–decoder is no part "
+        "of the GPT, so it keeps the chapter's seeded vectors and weights."
+    )
+    return replace(settings, weights=RANDOM)
+
+
 @st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
 def layer_prepared(kind: str, layer: int, source: str, text: str) -> Prepared:
     """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
@@ -332,14 +344,15 @@ def show_summaries(settings: Settings) -> None:
         "entropy ÷ uniform": found.entropy_share,
     }
     ui.draw(head_summary_bars, "head-summaries", shares, title=f"What each head of layer {settings.layer} looks at")
-    rows = {
-        "head": [f"head {k}" for k in range(len(found.previous_token))],
-        "previous token": found.previous_token.round(3),
-        "first token": found.first_token.round(3),
-        "entropy (nats)": found.entropy.round(3),
-        "entropy ÷ uniform": found.entropy_share.round(3),
-        "mean distance back": found.mean_distance.round(2),
+    columns = {
+        "previous token": found.previous_token,
+        "first token": found.first_token,
+        "entropy (nats)": found.entropy,
+        "entropy ÷ uniform": found.entropy_share,
+        "mean distance back": found.mean_distance,
     }
+    rows = {"head": [f"head {k}" for k in range(len(found.previous_token))]}
+    rows.update({name: [f"{v:.2f}" for v in values] for name, values in columns.items()})
     ui.table(pd.DataFrame(rows), hide_index=True)
     uniform = f"Spreading evenly over the tokens a query sees would give {found.uniform_entropy:.3f} nats."
     st.caption(f"{uniform} {SINK_NOTE}")

@@ -5,9 +5,9 @@ import streamlit as st
 import attention
 from explorer import compute, figures, state, ui, weights
 
-settings = state.current()
+state.current()
 st.title("Why attention")
-weights.caption(settings)
+settings = weights.outside_model(state.chosen())  # the RNN is no part of the GPT: the sidebar's Weights skip it
 data = ui.guard(compute.prepared, settings)
 hidden_size = st.session_state.setdefault("why_hidden", 16)
 view = ui.guard(compute.why_view, settings, hidden_size)

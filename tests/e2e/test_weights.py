@@ -13,6 +13,7 @@ from explorer.settings import Settings
 pytestmark = pytest.mark.browser
 
 CAPTION = "layer 1 of 4 of the small GPT trained on The Verdict"
+WHY_CAPTION = "The Weights setting does not reach this page"
 
 
 def main_text(app_page) -> str:
@@ -50,10 +51,11 @@ def test_multihead_with_trained_weights_draws_the_layers_heads_and_their_summari
     eventually(agreement)
 
 
-def test_why_attention_opens_with_trained_weights(app_page):
+def test_why_attention_opens_with_trained_weights_and_says_they_do_not_reach_its_rnn(app_page):
     app_page.goto("", "weights=trained")
     app_page.assert_no_exception()
-    assert CAPTION in main_text(app_page)
+    assert WHY_CAPTION in main_text(app_page)
+    assert app_page.page.locator('[data-testid="stSidebar"] .st-key-w_d_out input').is_disabled()
 
     def painted():
         plots = app_page.plots()
