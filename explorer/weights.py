@@ -61,6 +61,12 @@ def model(kind: str) -> gpt.GPTModel | None:
     return None
 
 
+def version(kind: str) -> int:
+    """Which loaded model ``kind`` is, for cache keys: a replaced GPT-2 file is a new model (0 for random weights)."""
+    found = model(kind)
+    return 0 if found is None else id(found)
+
+
 def fit(settings: Settings) -> tuple[Settings, list[str]]:
     """``settings`` with its weights available and its layer and head inside the model, explaining each change.
 
@@ -136,9 +142,10 @@ def outside_model(settings: Settings) -> Settings:
 
 
 @st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
-def layer_prepared(kind: str, layer: int, source: str, text: str) -> Prepared:
+def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 0) -> Prepared:
     """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
 
+    ``loaded`` is the model's ``version``, so that a cached result never outlives its model.
     The book's preset becomes the book's sentence, tokenized: a trained model reads token ids, not
     the book's hand-made 3-d vectors. Text longer than the model's context is cut to it.
     Shapes: ``inputs`` (num_tokens, emb_dim).
@@ -166,7 +173,7 @@ def layer_prepared(kind: str, layer: int, source: str, text: str) -> Prepared:
 
 def prepared(settings: Settings) -> Prepared:
     settings = fit(settings)[0]
-    return layer_prepared(settings.weights, settings.layer, settings.source, settings.text)
+    return layer_prepared(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
 
 
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
@@ -237,7 +244,7 @@ def layer_copy(mha: attention.MultiHeadAttention, dropout: float = 0.0) -> atten
 
 
 @st.cache_resource(max_entries=MODEL_ENTRIES, show_spinner=False)
-def _module(name: str, kind: str, layer: int, head: int, dropout: float) -> torch.nn.Module:
+def _module(name: str, kind: str, layer: int, head: int, dropout: float, loaded: int) -> torch.nn.Module:
     mha = model(kind).trf_blocks[layer - 1].att
     if name == "MultiHeadAttention":
         return layer_copy(mha, dropout)
@@ -249,7 +256,8 @@ def _module(name: str, kind: str, layer: int, head: int, dropout: float) -> torc
 def module(name: str, settings: Settings) -> torch.nn.Module:
     """The chapter's class ``name`` with the settings' layer (and head) of their model. Shared: read-only."""
     settings = fit(settings)[0]
-    return _module(name, settings.weights, settings.layer, settings.head, settings.dropout)
+    loaded = version(settings.weights)
+    return _module(name, settings.weights, settings.layer, settings.head, settings.dropout, loaded)
 
 
 @dataclass(frozen=True)
@@ -266,8 +274,8 @@ class HeadSummaries:
 
 
 @st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
-def _summaries(kind: str, layer: int, source: str, text: str) -> HeadSummaries | None:
-    inputs = torch.from_numpy(layer_prepared(kind, layer, source, text).inputs).unsqueeze(0)  # (1, T, emb_dim)
+def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> HeadSummaries | None:
+    inputs = torch.from_numpy(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
     if inputs.shape[1] < 2:
         return None
     weights = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs).attn_weights  # (1, h, T, T)
@@ -288,7 +296,7 @@ def summaries(settings: Settings) -> HeadSummaries | None:
     settings = fit(settings)[0]
     if settings.weights == RANDOM:
         return None
-    return _summaries(settings.weights, settings.layer, settings.source, settings.text)
+    return _summaries(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
 
 
 def input_text(settings: Settings) -> str:

@@ -3,7 +3,10 @@ typed one, with the trained layer's sizes; Multi-head attention ends with per-he
 
 import numpy as np
 import pytest
+import torch
 from apptest_support import app, decode, figure_specs
+
+from attention.gpt import GPTConfig, GPTModel
 
 TYPED = "The quick brown fox jumps over the lazy dog, and then it runs home to rest."
 PAGES = {  # page file -> stepper key
@@ -88,3 +91,26 @@ def test_gpt2_without_a_checkpoint_falls_back_with_the_loaders_message(monkeypat
     assert not at.exception
     assert "ATTENTION\\_GPT2\\_CHECKPOINT" in " ".join(info.value for info in at.sidebar.info)
     assert at.sidebar.radio(key="w_weights").value == "random"
+
+
+@pytest.fixture
+def tiny_gpt2(tmp_path, monkeypatch):
+    """A small GPT-2-shaped checkpoint (2 layers, 2 heads of 64, with qkv bias) in the book's .pth layout."""
+    torch.manual_seed(0)
+    model = GPTModel(GPTConfig(context_length=64, emb_dim=128, n_heads=2, n_layers=2, qkv_bias=True, tie_weights=True))
+    path = tmp_path / "gpt2.pth"
+    torch.save(model.state_dict(), path)
+    monkeypatch.setenv("ATTENTION_GPT2_CHECKPOINT", str(path))
+    return model
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p != "pages/why_attention.py"])
+def test_every_chapter_page_runs_on_the_servers_gpt2(tiny_gpt2, page):
+    at = app(page, query_params={"weights": "gpt2", "layer": "2", **SENTENCES["typed"]}, timeout=120)
+    assert not at.exception, [e.message for e in at.exception]
+    assert "layer 2 of 2 of GPT-2 (2 heads, width 128" in captions(at)
+    if page == "pages/qkv.py":  # GPT-2's projections have a bias; SelfAttention_v1 has none
+        assert "SelfAttention_v1 has none" in " ".join(w.value for w in at.warning)
+    else:
+        assert not at.warning
+        assert figure_specs(at) or at.dataframe or at.table
