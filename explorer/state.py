@@ -84,10 +84,13 @@ def literal(text: str) -> str:
 
     Notices quote what a link or a message sent (``settings.quoted``); Streamlit draws
     ``st.info``'s body as Markdown, so ``[Log in](https://evil.example)`` would be a link and
-    ``![x](https://evil.example/p.png)`` a fetched image. A backslash before every punctuation
-    character also stops bare URLs from becoming links (``https\\://``).
+    ``![x](https://evil.example/p.png)`` a fetched image. A backslash makes every punctuation
+    character literal. Bare addresses ("https://…", "www.…", "a@b.c") are linked after parsing,
+    from the text itself, so an invisible word joiner (U+2060) before each ":", "." and "@" breaks
+    them; the notice reads the same.
     """
-    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+    escaped = "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+    return escaped.replace("\\:", "\u2060\\:").replace("\\.", "\u2060\\.").replace("\\@", "\u2060\\@")
 
 
 def notice(text: str, *, where=None) -> None:

@@ -176,3 +176,56 @@ def _matrix_with_labels(app_page, stem: str, labels: list[str]) -> dict:
         ticks = app_page.tick_labels(axis)[trace["plot"]]
         assert set(ticks) <= set(labels) and set(labels) <= set(ticks), f"{axis} ticks {ticks} != {labels}"
     return trace
+
+
+FOREIGN_LINKS = {  # a link's values that a notice quotes, or that pages draw
+    "mode-link": ("", "mode=" + "%5BLog%20in%20here%5D(https://evil.example/x)"),
+    "input-image": ("", "input=" + "!%5Bx%5D(https://evil.example/p.png)"),
+    "text-image": (
+        "tokens",
+        "input=text&text=" + "!%5Bx%5D(https://evil.example/p.png)%20%3Cimg%20src=https://evil.example/i.png%3E",
+    ),
+    "bare-url": ("", "seed=https://evil.example/y"),
+    "step-superscript": ("causal_mask", "step=%C2%B2"),
+    "query-superscript": ("simplified", "query=%C2%B2"),
+    "head-superscript": ("multihead", "head=%C2%B3"),
+    "window-superscript": ("tokens", "input=text&text=" + "word%20" * 60 + "&win=%C2%B2-40"),
+}
+FOREIGN_NAMES = ("evil.example",)
+
+
+def block_foreign(page) -> list[str]:
+    """Abort every request that is not to 127.0.0.1, and return the list they are recorded in."""
+    foreign: list[str] = []
+
+    def route(request_route) -> None:
+        url = request_route.request.url
+        if url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
+            request_route.continue_()
+        else:
+            foreign.append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    return foreign
+
+
+@pytest.mark.parametrize(("url_path", "query"), FOREIGN_LINKS.values(), ids=FOREIGN_LINKS.keys())
+def test_hostile_links_render_nothing_foreign_and_raise_nothing(open_app, url_path, query):
+    app_page = open_app()
+    foreign = block_foreign(app_page.page)
+    app_page.goto(url_path, query)
+    app_page.settle()
+    app_page.assert_no_exception()
+    links = app_page.page.evaluate(
+        "() => [...document.querySelectorAll('a[href], img[src], image, link[href]')]"
+        ".map(e => e.getAttribute('href') || e.getAttribute('src') || e.getAttribute('xlink:href') || '')"
+    )
+    assert not [link for link in links if any(name in link for name in FOREIGN_NAMES)], links
+    assert not [url for url in foreign if any(name in url for name in FOREIGN_NAMES)], foreign
+    text = app_page.page.locator("body").inner_text().replace("\u2060", "")  # state.literal's word joiners
+    if query.startswith(("mode=", "input=!", "seed=")):  # the bad value is quoted, literally, in a notice
+        assert "evil.example" in text
+    if "%C2%B" in query:
+        assert "is not a" in text
+    assert app_page.injected_markup() == []
