@@ -24,7 +24,7 @@ import torch
 MIB = 2**20
 CACHE_ENTRIES = 32
 VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays
-CACHE_BYTES = 384 * MIB  # every shared result together
+CACHE_BYTES = 320 * MIB  # every shared result together
 ENTRY_BYTES = 96 * MIB  # the largest result kept; larger ones are computed for the run that asks
 CACHE_TTL_S = 600.0  # a result unused this long is dropped
 
