@@ -3,11 +3,12 @@
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui, weights
+from explorer import compute, figures, reversal, state, ui
+from explorer.weights import outside_model
 
 state.current()
 st.title("Why attention")
-settings = weights.outside_model(state.chosen())  # the RNN is no part of the GPT: the sidebar's Weights skip it
+settings = outside_model(state.chosen())  # the RNN is no part of the GPT: the sidebar's Weights skip it
 data = ui.guard(compute.prepared, settings)
 hidden_size = st.session_state.setdefault("why_hidden", 16)
 view = ui.guard(compute.why_view, settings, hidden_size)
@@ -21,6 +22,8 @@ step = ui.stepper(
         "One vector for everything",
         "Bahdanau looks back",
         "What each one sees",
+        "Trained: the right word",
+        "Trained: the bottleneck in numbers",
         "To self-attention",
     ],
 )
@@ -83,6 +86,10 @@ elif step == 3:
     series = {"final state": final, "attention context": context}
     title = "Each token's share: final state vs attention context"
     ui.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
+elif step == 4:
+    reversal.show_alignment(pieces, data.ids)
+elif step == 5:
+    reversal.show_bottleneck()
 else:
     st.markdown(
         "Chapter 3 drops the RNN: the sequence **attends to itself**, and the score is a plain **dot "

@@ -41,6 +41,20 @@ def test_every_step_shows_the_packages_numbers_for_the_book():
     assert context[0] > final[0], "the attention context keeps the first token, the final state loses it"
 
     at.button(key="next:why_attention").click().run()
+    trained = attention.trained_alignment(attention.tokenize(attention.BOOK_SENTENCE).ids)
+    untrained, trained_z = (decode(t["z"]) for t in figure_specs(at)[0]["data"] if t["type"] == "heatmap")
+    np.testing.assert_allclose(untrained, trained.untrained_weights.numpy(), atol=1e-6)
+    np.testing.assert_allclose(trained_z, trained.trained_weights.numpy(), atol=1e-6)
+    assert trained.mean_max_weight > 0.5
+    assert any(f"{trained.mean_max_weight:.3f}" in m.value for m in at.markdown)
+
+    at.button(key="next:why_attention").click().run()
+    specs = figure_specs(at)
+    curve = attention.bottleneck_curve()
+    drawn = [decode(t["y"]) for t in specs[0]["data"]]
+    np.testing.assert_allclose(drawn, [curve.with_attention, curve.without_attention])
+
+    at.button(key="next:why_attention").click().run()
     contrast = attention.self_attention_contrast(attention.BOOK_INPUTS, seed=123)
     np.testing.assert_allclose(heatmap_z(at, 0), contrast.dot_product_weights.numpy(), atol=1e-6)
     np.testing.assert_allclose(heatmap_z(at, 1), contrast.additive_weights.numpy(), atol=1e-6)
