@@ -78,13 +78,12 @@ def masked_row_sum(renormalized_weights, pieces: Sequence[str]) -> Question:
     )
 
 
-def dropout_row_sum(row_sums, pieces: Sequence[str], p: float, active: bool) -> Question:
-    """Dropout: what the last query's row sums to after this draw (``row_sums`` (T,) of the dropped weights)."""
-    query = len(pieces) - 1
+def dropout_row_sum(row_sums, pieces: Sequence[str], query: int, p: float, active: bool) -> Question:
+    """Dropout: what ``query``'s row sums to after this draw (``row_sums`` (T,) of the dropped weights)."""
     total = float(np.asarray(row_sums, dtype=np.float64)[query])
     setting = f"dropout with p = {p:.2f}" if active else "dropout switched off (eval mode or p = 0)"
     return Question(
-        "dropout:row_sum",
+        f"dropout:row_sum:{query}",
         f"Before dropout, the weights of the query {quote(pieces[query])} (row {query + 1}) sum to 1. After this "
         f"draw of {setting}, what will they sum to? (within 0.05)",
         total,

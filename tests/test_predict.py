@@ -151,7 +151,7 @@ def test_row_sums_padding_and_widths_come_from_the_numbers():
 
     renormalized = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
     assert questions.masked_row_sum(renormalized, ["a", "b", "c"]).answer == pytest.approx(1.0)
-    dropout = questions.dropout_row_sum([1.0, 0.6, 1.4], ["a", "b", "c"], 0.5, True)
+    dropout = questions.dropout_row_sum([1.0, 0.6, 1.4], ["a", "b", "c"], 2, 0.5, True)
     assert dropout.answer == pytest.approx(1.4) and dropout.is_right(1.44) and not dropout.is_right(1.0)
     assert questions.padding_changes((0.0, 2e-8), True).answer == "No, they stay the same"
     assert questions.padding_changes((0.0, 0.3), True).answer == "Yes, they change"
