@@ -55,15 +55,15 @@ def show_alignment(pieces, ids) -> None:
         f"{view.on_anti_diagonal:.3f} of it on the right token. It writes {int(view.right.sum())} of "
         f"{count} symbols right."
     )
-    steps = [f"step {i} → {figures.visible_token(pieces[count - 1 - i])}" for i in range(count)]
+    written = [pieces[count - 1 - i] for i in range(count)]  # row i: the token output step i must write
     ui.draw(
         figures.heatmap_grid,
         "reversal-alignment",
         view.weights,
         ["untrained", "trained to reverse"],
-        steps,
+        written,
         list(pieces),
-        title="Bahdanau weights while writing the sentence backwards",
+        title="Bahdanau weights: rows write the sentence backwards, columns are the input",
         columns=2,
         max_row_height=480,
     )

@@ -13,7 +13,6 @@ data = ui.guard(compute.prepared, settings)
 hidden_size = st.session_state.setdefault("why_hidden", 16)
 view = ui.guard(compute.why_view, settings, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
-st.caption(attention.UNTRAINED_NOTE)
 
 step = ui.stepper(
     "why_attention",
@@ -28,6 +27,8 @@ step = ui.stepper(
     ],
 )
 steps_dims = [f"h{k}" for k in range(hidden_size)]
+if step not in (4, 5):  # the two trained steps say what they were trained on
+    st.caption(attention.UNTRAINED_NOTE)
 
 if step == 0:
     text, control = st.columns([3, 1])
