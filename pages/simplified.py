@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui, weights
+from explorer import book_mode, compute, figures, questions, state, ui, weights
 
 settings = state.current()
 pieces = ui.guard(compute.prepared, settings).pieces
@@ -35,6 +35,7 @@ if step == 0:
     row = dict(query=query, title=f"attn_scores of x^({query + 1})", key="scores_row")
     ui.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
     st.code(figures.dot_product_text(inputs[query], inputs[0], scores[0], query, 0), language=None, wrap_lines=True)
+    questions.ask(questions.most_attended(view.torch_softmax, pieces, query), settings)  # step 2 shows the weights
     ui.show_code(attention.simplified_attention)
 elif step == 1:
     st.markdown(
