@@ -51,7 +51,7 @@ def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -
     ``attn_weights_row`` (T,) is the page's softmax of the scaled scores; the
     unscaled softmax is that of ``attn_scores_row`` (T,) as it is.
     """
-    unscaled = torch.softmax(torch.as_tensor(np.asarray(attn_scores_row, dtype=np.float32)), dim=-1)  # (T,)
+    unscaled = torch.softmax(torch.tensor(np.asarray(attn_scores_row, dtype=np.float32)), dim=-1)  # (T,)
     before, after = float(unscaled.max()), float(np.max(attn_weights_row))
     choices = ("It goes up", "It goes down", "It stays the same")
     answer = choices[2] if abs(after - before) < SAME else choices[0] if after > before else choices[1]

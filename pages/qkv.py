@@ -5,7 +5,7 @@ import math
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui, weights
+from explorer import book_mode, compute, figures, questions, state, ui, weights
 
 settings = state.current()
 st.title("Q, K, V & scaling")
@@ -91,6 +91,8 @@ elif step == 2:
         matrix("scaled_scores", steps.scaled_scores, title=scaled_title, **shared),
     )
     book_mode.caption(settings, "qkv_steps")
+    row = (steps.attn_scores[example], steps.attn_weights[example], d_k, example)
+    questions.ask(questions.scaling_direction(*row), settings)  # step 4 shows the weights
     ui.show_code(attention.SelfAttention_v1.steps)
 elif step == 3:
     st.markdown(
