@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui, weights
+from explorer import book_mode, compute, figures, questions, state, ui, weights
 
 settings = state.current()
 st.title("Causal mask")
@@ -102,6 +102,7 @@ elif step == 1:
             trace.name = TRIL_LEGEND.get(trace.name, trace.name)
         ui.chart(fig, "mask-simple", cell_text=num_tokens <= 8)
     with text:
+        questions.ask(questions.masked_row_sum(data.weights_renormalized, pieces), settings)  # step 3 shows it
         ui.show_code(attention.causal_mask, attention.CausalAttention.__init__)
 elif step == 3:
     text.markdown(
