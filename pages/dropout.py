@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui
+from explorer import book_mode, compute, figures, questions, state, ui
 from explorer.settings import DEFAULTS
 from explorer.weights import caption as weights_caption
 
@@ -89,6 +89,8 @@ elif step == 2:
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
     draw(figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
+    with text:  # the next step shows the row sums
+        questions.ask(questions.dropout_row_sum(data.row_sums, pieces, int(query), p, active), used)
 elif step == 3:
     sums = data.row_sums
     text.markdown(
