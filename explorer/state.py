@@ -252,11 +252,14 @@ def sidebar() -> Settings:
             help="Large fonts and figures for a projector; also opens with ?present=1 in the link.",
         )
         st.session_state[LINK_SLOT] = st.container()
+        book_label = "The book's example (6 tokens, 3-d)"
+        if state["settings"].weights != weights.RANDOM:  # a model reads the sentence's tokens, not the book's vectors
+            book_label = "The book's sentence (6 tokens)"
         st.radio(
             "Input",
             (BOOK, TEXT),
             key="w_source",
-            format_func=lambda s: "The book's example (6 tokens, 3-d)" if s == BOOK else "My own sentence",
+            format_func=lambda s: "My own sentence" if s != BOOK else book_label,
             on_change=_on_change,
         )
         st.text_input(
