@@ -5,7 +5,7 @@ from dataclasses import replace
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui, weights
+from explorer import book_mode, compute, figures, questions, state, ui, weights
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 settings = state.current()
@@ -101,6 +101,7 @@ elif step == 2:
     st.markdown(" ".join(note for note in notes if note))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
+    questions.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)
     ui.show_code(attention.CausalAttention.steps)
 else:
     output = data.output
