@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, state, ui, weights
+from explorer import book_mode, compute, figures, questions, state, ui, weights
 
 settings = state.current()
 st.title("Multi-head attention")
@@ -74,6 +74,7 @@ elif step == 1:
     with right:
         context, title = data.wrapper_head_context[head], f"head {head}: context_vec"
         ui.token_vectors("head-context", context, pieces, labels(d_out), title=title)
+    questions.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
     ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output
