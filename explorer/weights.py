@@ -135,8 +135,8 @@ def outside_model(settings: Settings) -> Settings:
     if settings.weights == RANDOM:
         return settings
     st.caption(
-        ":material/model_training: The Weights setting does not reach this page: its RNN encoder–decoder is no part "
-        "of the GPT, so it keeps the chapter's seeded vectors and weights."
+        ":material/model_training: The Weights setting picks the GPT's weights, and they do not reach this page: its "
+        "RNN encoder–decoder has its own, seeded, and in the two Trained steps trained to reverse sentences."
     )
     return replace(settings, weights=RANDOM)
 
