@@ -34,7 +34,7 @@ def test_every_step_runs_and_draws_with_trained_weights(page, sentence):
     while True:
         assert not at.exception, [e.message for e in at.exception]
         assert not at.warning, [w.value for w in at.warning]
-        expected = "does not reach this page" if key == "why_attention" else "layer 2 of 4 of the small GPT"
+        expected = "do not reach this page" if key == "why_attention" else "layer 2 of 4 of the small GPT"
         assert expected in captions(at)
         assert figure_specs(at) or at.dataframe or at.table, f"step {steps + 1} draws nothing"
         steps += 1

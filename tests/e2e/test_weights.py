@@ -13,7 +13,7 @@ from explorer.settings import Settings
 pytestmark = pytest.mark.browser
 
 CAPTION = "layer 1 of 4 of the small GPT trained on The Verdict"
-WHY_CAPTION = "The Weights setting does not reach this page"
+WHY_CAPTION = "they do not reach this page"
 
 
 def main_text(app_page) -> str:
