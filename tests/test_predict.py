@@ -157,3 +157,49 @@ def test_row_sums_padding_and_widths_come_from_the_numbers():
     assert questions.padding_changes((0.0, 0.3), True).answer == "Yes, they change"
     assert questions.padding_changes((float("nan"), 0.0), True) is None
     assert questions.context_size(2, 2, 4).answer == 4
+
+
+# The questions on the chapter's pages, answered wrong and then right through the whole app.
+
+PAGES = {  # page → (the step that asks, a wrong answer, the right one on the book's example)
+    "simplified": (1, "x^(1) “Your”", "x^(2) “journey”"),  # the book's weights of x^(2): largest 0.2379, on itself
+    "qkv": (3, "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
+    "causal_mask": (2, 0.5, 1.0),  # renormalised rows sum to 1
+    "batches": (3, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
+    "multihead": (2, 2, 4),  # the wrapper concatenates 2 heads of d_out = 2
+}
+
+
+def answer(at, value) -> None:
+    (box,) = [w for w in (*at.radio, *at.number_input) if w.key.startswith("predict_")]
+    box.set_value(value).run()
+    reveal(at)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_pages_question_says_wrong_then_right(page):
+    from apptest_support import app
+
+    step, wrong, right = PAGES[page]
+    at = app(f"pages/{page}.py", query_params={"step": str(step)})
+    assert not at.exception
+    answer(at, wrong)
+    assert at.error and not at.success
+    [b for b in at.button if b.label == "Ask again"][0].click().run()
+    answer(at, right)
+    assert at.success and not at.error
+
+
+def test_the_dropout_question_is_answered_by_the_next_steps_row_sums():
+    from apptest_support import app, decode, figure_specs
+
+    at = app("pages/dropout.py", query_params={"step": "3"})
+    answer(at, 0.0)
+    (message,) = at.error
+    shown = float(message.value.split("the answer is **")[1].split("**")[0].replace("\\", ""))
+    (prompt,) = [m.value for m in at.markdown if m.value.startswith("**Predict, then reveal.**")]
+    query = int(prompt.split("(row ")[1].split(")")[0]) - 1
+    at.button(key="next:dropout").click().run()
+    sums = [decode(t["y"]) for spec in figure_specs(at) for t in spec["data"] if t.get("type") == "bar"]
+    assert sums, "the Row sums step draws the row sums"
+    assert any(abs(s[query] - shown) < 0.005 for s in sums)
