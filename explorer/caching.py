@@ -3,7 +3,8 @@
 Views, modules and prepared inputs are ``shared_view``s: one read-only result for every session,
 kept in ``SHARED``, which is bounded by bytes in all (``CACHE_BYTES``), by bytes per result
 (``ENTRY_BYTES``: a larger result is computed for the run that asked and not kept), by entries per
-function, and by age (``CACHE_TTL_S``). Small results are ``st.cache_data`` with a ttl.
+function, and by age (``CACHE_TTL_S``). Tokenizations are shared views too (a 60,000-character paste
+is megabytes of strings); the scaling lab's small result is ``st.cache_data`` with a ttl.
 ``remembered`` keeps results that are computed while a page draws progress (Streamlit would replay
 that drawing on a cache hit).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -30,7 +32,7 @@ CACHE_TTL_S = 600.0  # a result unused this long is dropped
 
 
 def size_of(value, seen: set[int] | None = None) -> int:
-    """The bytes of numpy arrays, torch tensors and module parameters reachable from ``value``,
+    """The bytes of numpy arrays, torch tensors, module parameters and strings reachable from ``value``,
     each memory block counted once (an array that views a tensor counts its whole block)."""
     seen = set() if seen is None else seen
     if isinstance(value, torch.nn.Module):
@@ -55,6 +57,8 @@ def size_of(value, seen: set[int] | None = None) -> int:
         return sum(size_of(item, seen) for item in value.values())
     if isinstance(value, list | tuple):
         return sum(size_of(item, seen) for item in value)
+    if isinstance(value, str):
+        return sys.getsizeof(value)
     return 0
 
 

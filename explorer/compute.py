@@ -49,7 +49,7 @@ def bpe_encoding():
     return tokens_module.load_bpe()
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, ttl=CACHE_TTL_S, show_spinner=False)
+@shared_view(max_entries=CACHE_ENTRIES)
 def tokenize_text(text: str) -> attention.Tokenization:
     return attention.tokenize(text, encoding=bpe_encoding())
 
