@@ -102,7 +102,8 @@ def mistake_view(settings: Settings, name: str) -> MistakeView:
     prepared = compute.prepared(settings)
     p = dropout_for(settings, name)
     mha = compute.module_for("MultiHeadAttention", replace(settings, dropout=p))  # random or a model's layer
-    run = attention.run_mistake(name, mha, torch.from_numpy(prepared.inputs), seed=settings.seed)
+    x = torch.tensor(prepared.inputs)  # (num_tokens, d_in), a copy of a read-only array
+    run = attention.run_mistake(name, mha, x, seed=settings.seed)
     num_tokens = len(prepared.pieces)
     curve = run.curve
     both = run.right_weights.isfinite() & run.wrong_weights.isfinite()  # (T, T)
