@@ -1,15 +1,12 @@
-"""Small Streamlit pieces every page shares: the stepper, the code panel,
-charts with exports, and friendly handling of bad input."""
+"""Small Streamlit pieces every page shares: the stepper, the code panel, charts (their
+downloads are in ``exports``), and friendly handling of bad input."""
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import html
 import inspect
-import io
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import streamlit as st
 
-from . import book_mode, compute, figures, state
+from . import compute, exports, figures, state
+from .exports import begin_run as begin_run  # the entry script and benchmarks call ui.begin_run
+from .exports import step_exports as step_exports
 from .settings import parse_position, parse_range, quoted
 
 WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
@@ -155,78 +154,6 @@ def show_code(*objects: Callable | type, title: str = "Show the code") -> None:
             st.code(source_of(obj), language="python")
 
 
-FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
-IMAGE_FORMAT = "w_image_format"
-
-
-def begin_run() -> None:
-    """Forget the previous run's figures (the entry script calls this before the page)."""
-    st.session_state[FIGURES] = []
-    st.session_state.pop("run_step", None)
-    st.session_state.pop("run_book_sections", None)  # book_mode.RUN_KEY: the book sections captioned
-
-
-def _axis_labels(axis) -> list[str] | None:
-    return None if axis.ticktext is None else [html.unescape(t) for t in axis.ticktext]
-
-
-OVERLAYS = ("masked", "masked cells", "dropped")  # scatter traces that mark cells, not data of their own
-
-
-def _heatmap_values(trace) -> np.ndarray:
-    """A heatmap's numbers with its blank cells filled back in: a masked or dropped weight is 0,
-    a masked score −∞ (the figure's ``hidden_value``); other blanks stay nan."""
-    values = np.asarray(trace.z, dtype=float)
-    hidden = (trace.meta or {}).get("hidden_value") if isinstance(trace.meta, dict) else None
-    if hidden is None:
-        return values
-    return np.where(np.isnan(values), float(hidden), values)
-
-
-def figure_tables(fig) -> list[dict]:
-    """The numbers behind a figure's traces, with readable labels, for CSV and JSON exports."""
-    tables = []
-    for trace in fig.data:
-        entry = {"type": trace.type, "name": html.unescape(trace.name or "")}
-        meta = trace.meta if isinstance(trace.meta, dict) else {}
-        if trace.type == "heatmap":
-            entry["values"] = _heatmap_values(trace)
-            entry["rows"] = meta.get("rows") or _axis_labels(fig.layout.yaxis)
-            entry["cols"] = meta.get("cols") or _axis_labels(fig.layout.xaxis)
-            entry["title"] = meta.get("title", "")
-            entry["kind"] = meta.get("kind")
-        elif trace.type in ("bar", "scatter") and trace.y is not None and trace.name not in OVERLAYS:
-            if all(v is None for v in trace.y):
-                continue  # a legend entry, not data
-            entry["x"] = list(trace.x) if trace.x is not None else None
-            entry["labels"] = _axis_labels(fig.layout.xaxis)
-            entry["values"] = np.asarray(trace.y, dtype=float)
-        else:
-            continue
-        tables.append(entry)
-    return tables
-
-
-def tables_csv(tables: list[dict]) -> str:
-    """Every heatmap of a figure as CSV: token labels in the header and the first column."""
-    blocks = []
-    for table in tables:
-        if table["type"] != "heatmap":
-            continue
-        values = table["values"]
-        rows = table["rows"] if table["rows"] and len(table["rows"]) == values.shape[0] else range(values.shape[0])
-        cols = table["cols"] if table["cols"] and len(table["cols"]) == values.shape[1] else range(values.shape[1])
-        blocks.append(matrix_csv(values, [str(r) for r in rows], [str(c) for c in cols], corner=table["title"]))
-    return "\n".join(blocks)
-
-
-def export_name(quantity: str) -> str:
-    """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
-    page, index, _ = st.session_state.get("run_step", ("", 0, ""))
-    parts = [page, f"step{index + 1}" if page else "", quantity.replace("-", "_")]
-    return "-".join(p for p in parts if p)
-
-
 def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
     """Draw a plotly figure: the toolbar downloads PNG (3× resolution) or SVG, named for the view;
     heatmaps get a CSV download, and the numbers join this step's JSON export.
@@ -234,25 +161,10 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
     ``cell_text=False`` drops the numbers printed in cells, for heatmaps drawn too narrow for them.
     """
     fig = fig if cell_text else figures.without_cell_text(fig)
-    image_format = st.session_state.get(IMAGE_FORMAT, "png")
-    file_name = export_name(name)
+    image_format = st.session_state.get(exports.IMAGE_FORMAT, "png")
+    file_name = exports.export_name(name)
     st.plotly_chart(fig, key=key, config=figures.export_config(file_name, image_format=image_format), width="stretch")
-    tables = figure_tables(fig)
-    title = html.unescape(fig.layout.title.text or name)
-    st.session_state.setdefault(FIGURES, []).append({"name": name, "title": title, "tables": tables})
-    if any(t["type"] == "heatmap" for t in tables):
-        st.download_button(
-            "CSV",
-            data=lambda: tables_csv(tables),
-            file_name=f"{file_name}.csv",
-            mime="text/csv",
-            on_click="ignore",
-            icon=":material/download:",
-            type="tertiary",
-            key=f"csv:{key or name}",
-            help="This figure's matrix, with token labels in the header and the first column. "
-            "Masked weights are 0, masked scores -inf.",
-        )
+    exports.figure_downloads(fig, name, file_name, key=f"csv:{key or name}")
 
 
 def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
@@ -271,99 +183,6 @@ def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str]
     shown.update(decimals=4 if dims <= 4 else 2)
     shown.update(options)
     draw(figures.heatmap, name, vectors, pieces, cols, **shown)
-
-
-JSON_NOTE = (
-    "Masked attention weights are exactly 0 and written as 0. Masked attention scores are -infinity, which "
-    'JSON cannot write as a number: they are the string "-inf". null marks a value that is not a number '
-    "(nan), e.g. a naive softmax that overflowed."
-)
-
-
-def tokenizer_name(settings) -> str:
-    """The tokenizer that made this view's tokens (the book's preset uses none: six fixed vectors)."""
-    try:
-        return compute.prepared(settings).tokenizer
-    except ValueError:
-        return "none (the input could not be tokenized)"
-
-
-def step_exports(page_title: str, settings) -> None:
-    """A "download this step's numbers" JSON button for everything drawn in this run."""
-    drawn = st.session_state.get(FIGURES, [])
-    if not drawn:
-        return
-    step = st.session_state.get("run_step", (page_title, 0, ""))
-    payload = {
-        "page": page_title,
-        "step": step[1] + 1,
-        "step_title": step[2],
-        "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
-        "tokenizer": tokenizer_name(settings),
-        "book_values": book_mode.is_book(settings),
-        "book_sections": book_mode.shown(),
-        "note": JSON_NOTE,
-        "figures": [
-            {"name": d["name"], "title": d["title"], "traces": [_json_table(t) for t in d["tables"]]} for d in drawn
-        ],
-    }
-    st.download_button(
-        "Download this step's numbers (JSON)",
-        data=lambda: step_json(payload),
-        file_name=f"{export_name('numbers')}.json",
-        mime="application/json",
-        on_click="ignore",
-        icon=":material/data_object:",
-        key="step_json",
-    )
-
-
-def _json_table(table: dict) -> dict:
-    return {k: v for k, v in table.items() if v is not None}
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text(text: str) -> str:
-    """A label made safe for spreadsheets: one that starts like a formula (=, +, -, @) gets a leading
-    apostrophe, so a token such as "=HYPERLINK(...)" is shown, never run. Numbers ("-0.5") stay numbers."""
-    if not text.startswith(FORMULA_STARTS):
-        return text
-    try:
-        float(text)
-    except ValueError:
-        return "'" + text
-    return text
-
-
-def matrix_csv(matrix, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "") -> str:
-    """A matrix as CSV with token labels in the header and the first column (-inf for masked scores)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow([csv_text(corner), *(csv_text(c) for c in col_labels)])
-    for label, row in zip(row_labels, np.asarray(matrix), strict=True):
-        writer.writerow([csv_text(label), *(f"{float(v):.6g}" for v in row)])
-    return buffer.getvalue()
-
-
-def step_json(payload: dict) -> str:
-    """This step's numbers as JSON: arrays become nested lists, -inf the string "-inf", nan null (``JSON_NOTE``)."""
-
-    def clean(value):
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, np.ndarray | list | tuple):
-            return [clean(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
-        if isinstance(value, float | np.floating):
-            if np.isnan(value):
-                return None
-            return float(value) if np.isfinite(value) else ("-inf" if value < 0 else "inf")
-        if isinstance(value, np.integer | np.bool_):
-            return value.item()
-        return value
-
-    return json.dumps(clean(payload), indent=1, ensure_ascii=False)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import numpy as np
 from apptest_support import app, decode, figure_specs
 
 import attention
-from explorer import figures, ui
+from explorer import exports, figures
 
 TOKENS = "pages/tokens.py"
 
@@ -113,10 +113,10 @@ def test_each_step_offers_json_and_heatmaps_offer_csv():
 
 def test_csv_and_json_exports_carry_labels_and_numbers():
     fig = figures.heatmap(np.array([[1.0, np.nan], [0.25, 0.75]]), ["<b>", " a"], ["<b>", " a"], title="w")
-    tables = ui.figure_tables(fig)
-    rows = list(csv.reader(io.StringIO(ui.tables_csv(tables))))
+    tables = exports.figure_tables(fig)
+    rows = list(csv.reader(io.StringIO(exports.tables_csv(tables))))
     assert rows[0] == ["w", "<b>", "␣a"]
     assert rows[1][0] == "<b>" and rows[2] == ["␣a", "0.25", "0.75"]
-    payload = json.loads(ui.step_json({"tables": tables}))
+    payload = json.loads(exports.step_json({"tables": tables}))
     assert payload["tables"][0]["values"] == [[1.0, None], [0.25, 0.75]]
     assert payload["tables"][0]["rows"] == ["<b>", "␣a"]
