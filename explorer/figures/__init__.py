@@ -19,27 +19,14 @@ Every page draws through these functions, so the conventions hold everywhere:
 
 Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math.
 They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
-styles, ticks, margins, what part of a large matrix is drawn), ``heatmaps`` and ``charts``.
+styles, ticks, margins, what part of a large matrix is drawn), ``scales`` (a matrix's kind and
+its colour range), ``heatmaps``, ``grids`` (one matrix per head), ``charts``.
 Pages import this package and use the names below.
 """
 
 from .charts import agreement, bars, dot_product_bars, dot_product_text, lines, measured_lines, stacked_contributions
-from .heatmaps import (
-    KINDS,
-    MASK,
-    NONNEGATIVE,
-    SIGNED,
-    WEIGHTS,
-    WORD_LABEL_LIMIT,
-    colour_range,
-    dropout_heatmap,
-    heatmap,
-    heatmap_grid,
-    infer_kind,
-    shared_range,
-    spread_note,
-    without_cell_text,
-)
+from .grids import heatmap_grid
+from .heatmaps import WORD_LABEL_LIMIT, dropout_heatmap, heatmap, without_cell_text
 from .labels import plain_label, plural, token_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
@@ -59,6 +46,7 @@ from .layout import (
     export_config,
     fit_matrix,
 )
+from .scales import KINDS, MASK, NONNEGATIVE, SIGNED, WEIGHTS, colour_range, infer_kind, shared_range, spread_note
 
 __all__ = [
     "DEFAULT_STYLE",

@@ -1,18 +1,8 @@
 """Heatmaps: a matrix with its rows as queries and its columns as keys.
 
 Token labels sit on numeric axes (``tickvals``/``ticktext``), so a token that occurs twice
-stays two rows; masked cells are grey and say so on hover. Colour is a measurement, set by
-the matrix's ``kind``:
-
-* ``"weights"``: attention weights are probabilities, always on one fixed 0–1 scale;
-* ``"signed"``: scores, Q/K/V, context vectors, W matrices: a diverging scale centred on 0,
-  from −max|v| to +max|v|;
-* ``"nonnegative"``: other values that cannot be negative, from 0 to their maximum;
-* ``"mask"``: a boolean mask, two colours and a two-entry legend, no colour bar.
-
-Panels meant to be compared take one ``value_range`` (from ``shared_range``), so equal
-colours mean equal numbers. A range is never stretched over a sliver of the values: a weight
-matrix whose entries all lie close together says so in its title, in numbers.
+stays two rows; masked cells are grey and say so on hover. The matrix's ``kind`` sets its
+colour scale (``scales``). ``dropout_heatmap`` marks the cells one dropout draw set to 0.
 """
 
 from __future__ import annotations
@@ -21,16 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .labels import plain_label, plural, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
-    DIVERGING,
     MASK_COLOURS,
     MASK_WORD_LIMIT,
     ROTATED_TICKS,
-    SEQUENTIAL,
     TEXT_CELL_LIMIT,
     TICK_LIMIT,
     FigureStyle,
@@ -40,74 +27,22 @@ from .layout import (
     labels_that_fit,
     tick_positions,
 )
+from .scales import (
+    MASK,
+    NONNEGATIVE,
+    SIGNED,
+    WEIGHTS,
+    colour_range,
+    colour_settings,
+    hidden_value,
+    infer_kind,
+    spread_note,
+)
 
-WEIGHTS, SIGNED, NONNEGATIVE, MASK = "weights", "signed", "nonnegative", "mask"
-KINDS = (WEIGHTS, SIGNED, NONNEGATIVE, MASK)
 NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
 NARROWEST_PLOT = 200  # px: the narrowest plot area drawn (three heatmaps side by side); column labels fit it
-NARROW_SPREAD = 0.05  # weights that all lie within this of each other get their spread in the title
 MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its weight is exactly 0"
 MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
-
-
-def infer_kind(values, value_name: str = "") -> str:
-    """``"signed"`` if any value is negative; ``"weights"`` if the name says weight and every value is in
-    0–1; else ``"nonnegative"``. Pages pass ``kind`` where they know better."""
-    data = np.asarray(values, dtype=np.float64)
-    finite = data[np.isfinite(data)]
-    if finite.size and finite.min() < 0:
-        return SIGNED
-    if "weight" in value_name.lower() and (not finite.size or finite.max() <= 1 + 1e-6):
-        return WEIGHTS
-    return NONNEGATIVE
-
-
-def colour_range(values, kind: str) -> tuple[float, float]:
-    """The colour scale's (low, high) for ``values`` of this ``kind``: 0–1 for weights and masks,
-    ±max|v| for signed values, 0–max for non-negative ones (1 where every value is 0)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
-    if kind in (WEIGHTS, MASK):
-        return 0.0, 1.0
-    data = np.asarray(values, dtype=np.float64)
-    finite = data[np.isfinite(data)]
-    largest = float(np.abs(finite).max()) if finite.size else 0.0
-    largest = largest if largest > 0 else 1.0
-    return (-largest, largest) if kind == SIGNED else (0.0, largest)
-
-
-def shared_range(*matrices, kind: str) -> tuple[float, float]:
-    """One colour range for panels shown together for comparison (pass it to each as ``value_range``)."""
-    flat = [np.ravel(np.asarray(m, dtype=np.float64)) for m in matrices]
-    return colour_range(np.concatenate(flat) if flat else np.zeros(0), kind)
-
-
-def spread_note(values, kind: str) -> str:
-    """For weights that all lie within ``NARROW_SPREAD`` of each other, their range in words: on the
-    fixed 0–1 scale they look alike, and they are nearly alike."""
-    data = np.asarray(values, dtype=np.float64)
-    finite = data[np.isfinite(data)]
-    if kind != WEIGHTS or finite.size < 2:
-        return ""
-    low, high = float(finite.min()), float(finite.max())
-    if high - low >= NARROW_SPREAD:
-        return ""
-    return f" (all {low:.3f}–{high:.3f}, within {high - low:.3f})"
-
-
-def _scale(kind: str, low: float, high: float, style: FigureStyle, show: bool = True) -> dict:
-    """A heatmap trace's colour settings: an explicit range (zauto off, so plotly keeps it)."""
-    colours = SEQUENTIAL if kind in (WEIGHTS, NONNEGATIVE) else DIVERGING
-    if kind == MASK:
-        colours = [[0, MASK_COLOURS[0]], [0.5, MASK_COLOURS[0]], [0.5, MASK_COLOURS[1]], [1, MASK_COLOURS[1]]]
-    return {
-        "colorscale": colours,
-        "zmin": low,
-        "zmax": high,
-        "zauto": False,
-        "showscale": show and kind != MASK,
-        "colorbar": {"thickness": 14, "tickfont": {"size": style.tick_size}},
-    }
 
 
 def _mask_legend(fig: go.Figure, style: FigureStyle) -> None:
@@ -224,12 +159,12 @@ def heatmap(
             "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
             "title": title,
             "kind": kind,
-            "hidden_value": _hidden_value(kind, masked is not None),
+            "hidden_value": hidden_value(kind, masked is not None),
         },
         hoverongaps=False,
         xgap=1 if small else 0,
         ygap=1 if small else 0,
-        **_scale(kind, low, high, style),
+        **colour_settings(kind, low, high, style),
     )
     meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
     if small:
@@ -311,111 +246,6 @@ def heatmap(
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
         fig.update_layout(margin_t=2 * style.title_size + 3 * style.tick_size + labels_height + 16)
     return fig
-
-
-def _hidden_value(kind: str, masked: bool) -> str | float | None:
-    """What a blank cell holds, for exports: a masked weight is exactly 0, a masked score −∞."""
-    if kind == WEIGHTS:
-        return 0.0
-    if kind == SIGNED and masked:
-        return "-inf"
-    return None
-
-
-def heatmap_grid(
-    matrices,
-    titles: Sequence[str],
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    *,
-    title: str,
-    value_name: str = "attention weight",
-    kind: str = WEIGHTS,
-    masked=None,
-    columns: int = 3,
-    max_row_height: int | None = None,
-    style: FigureStyle = DEFAULT_STYLE,
-) -> go.Figure:
-    """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
-    with one colour bar; token labels on the first column's axis only, so no subplot's labels
-    land on its neighbour.
-
-    ``max_row_height`` caps each grid row's height in pixels, so that many
-    narrow subplots side by side stay on one screen instead of growing tall.
-    """
-    stack = np.asarray(matrices, dtype=np.float64)
-    count, rows, cols = stack.shape
-    columns = max(1, min(columns, count))
-    grid_rows = int(np.ceil(count / columns))
-    fig = make_subplots(
-        rows=grid_rows,
-        cols=columns,
-        subplot_titles=[plain_label(t) for t in titles],
-        horizontal_spacing=0.03,
-        vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
-        shared_yaxes=True,
-    )
-    hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
-    views = [
-        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
-        for k in range(count)
-    ]
-    view = views[0]
-    rows, cols = view.values.shape
-    row_text = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
-    col_text = token_labels(view.col_labels) if view.col_tokens else [plain_label(x) for x in view.col_labels]
-    row_raw = [visible_token(x) for x in view.row_labels]
-    col_raw = [visible_token(x) for x in view.col_labels]
-    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
-    low, high = colour_range(stack, kind)
-    for k in range(count):
-        z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
-        hidden = views[k].hidden
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=view.col_positions,
-                y=view.row_positions,
-                meta={
-                    "rows": row_raw,
-                    "cols": col_raw,
-                    "title": titles[k],
-                    "kind": kind,
-                    "hidden_value": _hidden_value(kind, masked is not None),
-                },
-                hoverongaps=False,
-                text=[[("" if hidden[i, j] else f"{z[i, j]:.2f}") for j in range(cols)] for i in range(rows)]
-                if small
-                else None,
-                texttemplate="%{text}" if small else None,
-                textfont={"size": style.cell_text_size},
-                hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
-                f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
-                **_scale(kind, low, high, style, show=k == 0),
-            ),
-            row=k // columns + 1,
-            col=k % columns + 1,
-        )
-    row_height = max(figure_height(rows, style, extra=60), 240)
-    if max_row_height is not None:
-        row_height = min(row_height, max_row_height)
-    height = min(style.max_height + 200, grid_rows * row_height)
-    fit = labels_that_fit(height // grid_rows + 2 * style.title_size, style)
-    row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, max(2, fit // columns + 1))
-    fig.update_yaxes(
-        tickvals=[view.row_positions[i] for i in row_ticks],
-        ticktext=[row_text[i] for i in row_ticks],
-        autorange="reversed",
-        tickfont={"size": style.tick_size},
-        showgrid=False,
-    )
-    fig.update_xaxes(
-        tickvals=[view.col_positions[j] for j in col_ticks],
-        ticktext=[col_text[j] for j in col_ticks],
-        tickfont={"size": style.tick_size},
-        showgrid=False,
-    )
-    return apply_layout(fig, title, style, height)
 
 
 WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis

@@ -1,0 +1,119 @@
+"""Several same-sized matrices side by side, e.g. one attention-weight matrix per head, on one
+shared colour scale with one colour bar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .labels import plain_label, token_labels, visible_token
+from .layout import (
+    DEFAULT_STYLE,
+    TEXT_CELL_LIMIT,
+    FigureStyle,
+    apply_layout,
+    figure_height,
+    fit_matrix,
+    labels_that_fit,
+    tick_positions,
+)
+from .scales import WEIGHTS, colour_range, colour_settings, hidden_value
+
+
+def heatmap_grid(
+    matrices,
+    titles: Sequence[str],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "attention weight",
+    kind: str = WEIGHTS,
+    masked=None,
+    columns: int = 3,
+    max_row_height: int | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
+    with one colour bar; token labels on the first column's axis only, so no subplot's labels
+    land on its neighbour.
+
+    ``max_row_height`` caps each grid row's height in pixels, so that many
+    narrow subplots side by side stay on one screen instead of growing tall.
+    """
+    stack = np.asarray(matrices, dtype=np.float64)
+    count, rows, cols = stack.shape
+    columns = max(1, min(columns, count))
+    grid_rows = int(np.ceil(count / columns))
+    fig = make_subplots(
+        rows=grid_rows,
+        cols=columns,
+        subplot_titles=[plain_label(t) for t in titles],
+        horizontal_spacing=0.03,
+        vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
+        shared_yaxes=True,
+    )
+    hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    views = [
+        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
+        for k in range(count)
+    ]
+    view = views[0]
+    rows, cols = view.values.shape
+    row_text = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+    col_text = token_labels(view.col_labels) if view.col_tokens else [plain_label(x) for x in view.col_labels]
+    row_raw = [visible_token(x) for x in view.row_labels]
+    col_raw = [visible_token(x) for x in view.col_labels]
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
+    low, high = colour_range(stack, kind)
+    for k in range(count):
+        z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
+        hidden = views[k].hidden
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=view.col_positions,
+                y=view.row_positions,
+                meta={
+                    "rows": row_raw,
+                    "cols": col_raw,
+                    "title": titles[k],
+                    "kind": kind,
+                    "hidden_value": hidden_value(kind, masked is not None),
+                },
+                hoverongaps=False,
+                text=[[("" if hidden[i, j] else f"{z[i, j]:.2f}") for j in range(cols)] for i in range(rows)]
+                if small
+                else None,
+                texttemplate="%{text}" if small else None,
+                textfont={"size": style.cell_text_size},
+                hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
+                f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+                **colour_settings(kind, low, high, style, show=k == 0),
+            ),
+            row=k // columns + 1,
+            col=k % columns + 1,
+        )
+    row_height = max(figure_height(rows, style, extra=60), 240)
+    if max_row_height is not None:
+        row_height = min(row_height, max_row_height)
+    height = min(style.max_height + 200, grid_rows * row_height)
+    fit = labels_that_fit(height // grid_rows + 2 * style.title_size, style)
+    row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, max(2, fit // columns + 1))
+    fig.update_yaxes(
+        tickvals=[view.row_positions[i] for i in row_ticks],
+        ticktext=[row_text[i] for i in row_ticks],
+        autorange="reversed",
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+    )
+    fig.update_xaxes(
+        tickvals=[view.col_positions[j] for j in col_ticks],
+        ticktext=[col_text[j] for j in col_ticks],
+        tickfont={"size": style.tick_size},
+        showgrid=False,
+    )
+    return apply_layout(fig, title, style, height)
