@@ -6,11 +6,12 @@ import streamlit as st
 import attention
 from attention import speed
 from explorer import figures, state, timing, ui
+from explorer.pages_support import speed as text
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
 RESULT = "speed:result"  # the last measurement this session asked for; reruns only redraw it
-REFERENCE = "MultiHeadAttention"
+REFERENCE = text.REFERENCE
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
 state.current()  # the sidebar's settings do not apply here; the sizes below do
@@ -45,75 +46,10 @@ data = st.session_state.get(RESULT)
 step = ui.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
 
 
-def ratio(name: str) -> float:
-    """``name``'s time at the largest T as a multiple of MultiHeadAttention's."""
-    return time_ms[name][-1] / time_ms[REFERENCE][-1]
-
-
-def pace(name: str) -> str:
-    return f"{ratio(name):.1f}× the time of `{REFERENCE}`"
-
-
-def amount(value_mib: float) -> str:
-    return f"{value_mib:.1f} MiB" if value_mib >= 1 else f"{value_mib * 1024:.0f} KiB"
-
-
-def mib(name: str) -> str:
-    return amount(memory[name][-1])
-
-
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
-    sizes = ", ".join(f"{k} = {v}" for k, v in data.sizes.items() if k != "repeats")
     options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=ui.style())
-    ui.chart(figures.measured_lines(T, series, title=f"{title} · {data.device}, {sizes}", **options), name, key=name)
-
-
-def time_step() -> None:
-    fastest, k, span = min(time_ms, key=lambda n: time_ms[n][-1]), data.time_exponent, T[-3:]
-    growth = (
-        f" From T = {span[0]} to {span[-1]} the time of `{REFERENCE}` grew as $T^{{{k[REFERENCE]:.1f}}}$, that of "
-        f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$: the fused kernel still computes every q·k score, it "
-        "only never stores them."
-    )
-    st.markdown(
-        f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
-        f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms."
-        + (growth if len(T) > 1 else "")
-        + " Flat stretches are fixed costs per call (Python, launching operations)."
-    )
-    chart(time_ms, "Median time of one call", "ms", "speed-time")
-    ui.show_code(speed.measure, speed.call_seconds)
-
-
-def memory_step() -> None:
-    st.markdown(
-        "The peak memory of one call: its intermediates and output. Dashed: one (b, num_heads, T, T) float32 tensor, "
-        f"b·num_heads·T²·4 bytes, computed, not measured ({amount(one[-1])} at T = {T[-1]}). Lines parallel to it "
-        "grow as T²; lines half as steep grow as T."
-    )
-    chart({**memory, ONE_TENSOR: one}, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
-    ui.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
-
-
-def why_step() -> None:
-    k, fused = data.memory_exponent, "F.scaled_dot_product_attention"
-    grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
-    linear = f", growing as $T^{{{k[fused]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
-    st.markdown(
-        f"At T = {T[-1]}, `trace` peaks at {mib('trace')}, {memory['trace'][-1] / one[-1]:.1f}× one weights tensor "
-        f"({amount(one[-1])}): it keeps the book's masked scores and the weights, and takes {pace('trace')}. "
-        f"`{REFERENCE}`, the book's code, makes the same two and drops them when it returns: {mib(REFERENCE)}.{grew} "
-        f"`nn.MultiheadAttention` makes the scores and returns every head's "
-        f"weights: {mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper holds one head's "
-        f"buffer at a time ({mib('MultiHeadAttentionWrapper')}) but runs {data.sizes['num_heads']} smaller products "
-        f"one after another: {pace('MultiHeadAttentionWrapper')}. `{fused}` and `fast_multihead` never materialize "
-        f"the T × T weights: {mib(fused)} and {mib('fast_multihead')}{linear} and take {ratio(fused):.1f}× and "
-        f"{ratio('fast_multihead'):.1f}× the time of `{REFERENCE}`."
-    )
-    rows = [(n, time_ms[n][-1], ratio(n), memory[n][-1], memory[n][-1] / one[-1]) for n in time_ms]
-    columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one weights tensor"]
-    st.dataframe(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
-    ui.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
+    title = f"{title} · {data.device}, {text.sizes_note(data)}"
+    ui.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
 
 
 if step == 0:
@@ -133,6 +69,17 @@ elif not data:
     st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
 else:
     st.caption(timing.budget_note(data))
-    T, one = list(data.num_tokens), data.one_weights_mib
-    time_ms, memory = data.time_ms, data.peak_memory_mib
-    (time_step, memory_step, why_step)[step - 1]()
+    if step == 1:
+        st.markdown(text.time_text(data))
+        chart(data.time_ms, "Median time of one call", "ms", "speed-time")
+        ui.show_code(speed.measure, speed.call_seconds)
+    elif step == 2:
+        st.markdown(text.memory_text(data))
+        series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
+        chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
+        ui.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
+    elif step == 3:
+        st.markdown(text.why_text(data))
+        rows, columns = text.why_rows(data)
+        st.dataframe(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
+        ui.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)

@@ -1,0 +1,79 @@
+"""The Speed page's step prose: each sentence quotes this measurement (a ``timing.SpeedView``)."""
+
+from __future__ import annotations
+
+REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against its time
+FUSED = "F.scaled_dot_product_attention"
+
+
+def ratio(data, name: str) -> float:
+    """``name``'s time at the largest T as a multiple of MultiHeadAttention's."""
+    return data.time_ms[name][-1] / data.time_ms[REFERENCE][-1]
+
+
+def pace(data, name: str) -> str:
+    return f"{ratio(data, name):.1f}× the time of `{REFERENCE}`"
+
+
+def amount(value_mib: float) -> str:
+    return f"{value_mib:.1f} MiB" if value_mib >= 1 else f"{value_mib * 1024:.0f} KiB"
+
+
+def mib(data, name: str) -> str:
+    return amount(data.peak_memory_mib[name][-1])
+
+
+def sizes_note(data) -> str:
+    """The sizes measured, for chart titles: "d_model = 256, num_heads = 4, b = 1"."""
+    return ", ".join(f"{k} = {v}" for k, v in data.sizes.items() if k != "repeats")
+
+
+def time_text(data) -> str:
+    T, time_ms, k = list(data.num_tokens), data.time_ms, data.time_exponent
+    fastest, span = min(time_ms, key=lambda n: time_ms[n][-1]), T[-3:]
+    growth = (
+        f" From T = {span[0]} to {span[-1]} the time of `{REFERENCE}` grew as $T^{{{k[REFERENCE]:.1f}}}$, that of "
+        f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$: the fused kernel still computes every q·k score, it "
+        "only never stores them."
+    )
+    return (
+        f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
+        f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms."
+        + (growth if len(T) > 1 else "")
+        + " Flat stretches are fixed costs per call (Python, launching operations)."
+    )
+
+
+def memory_text(data) -> str:
+    T, one = list(data.num_tokens), data.one_weights_mib
+    return (
+        "The peak memory of one call: its intermediates and output. Dashed: one (b, num_heads, T, T) float32 tensor, "
+        f"b·num_heads·T²·4 bytes, computed, not measured ({amount(one[-1])} at T = {T[-1]}). Lines parallel to it "
+        "grow as T²; lines half as steep grow as T."
+    )
+
+
+def why_text(data) -> str:
+    T, one, memory, k = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib, data.memory_exponent
+    grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
+    linear = f", growing as $T^{{{k[FUSED]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
+    return (
+        f"At T = {T[-1]}, `trace` peaks at {mib(data, 'trace')}, {memory['trace'][-1] / one[-1]:.1f}× one weights "
+        f"tensor ({amount(one[-1])}): it keeps the book's masked scores and the weights, and takes "
+        f"{pace(data, 'trace')}. `{REFERENCE}`, the book's code, makes the same two and drops them when it returns: "
+        f"{mib(data, REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns every head's "
+        f"weights: {mib(data, 'nn.MultiheadAttention')}, {pace(data, 'nn.MultiheadAttention')}. The wrapper holds "
+        f"one head's buffer at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
+        f"{data.sizes['num_heads']} smaller products one after another: {pace(data, 'MultiHeadAttentionWrapper')}. "
+        f"`{FUSED}` and `fast_multihead` never materialize the T × T weights: {mib(data, FUSED)} and "
+        f"{mib(data, 'fast_multihead')}{linear} and take {ratio(data, FUSED):.1f}× and "
+        f"{ratio(data, 'fast_multihead'):.1f}× the time of `{REFERENCE}`."
+    )
+
+
+def why_rows(data) -> tuple[list[tuple], list[str]]:
+    """Every implementation's time and memory at the largest T, as (rows, column names)."""
+    T, one, memory = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib
+    rows = [(n, data.time_ms[n][-1], ratio(data, n), memory[n][-1], memory[n][-1] / one[-1]) for n in data.time_ms]
+    columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one weights tensor"]
+    return rows, columns
