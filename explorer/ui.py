@@ -167,6 +167,20 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
     exports.figure_downloads(fig, name, file_name, key=f"csv:{key or name}")
 
 
+TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
+
+
+def side_by_side(*named_figures: tuple) -> None:
+    """(name, figure) pairs in columns; heatmaps too wide for their column lose their cell values (hover
+    still has them). An underscore in a name becomes a hyphen in its file name; the key keeps it."""
+    for column, (name, fig) in zip(st.columns(len(named_figures)), named_figures, strict=True):
+        for trace in fig.data:
+            if trace.type == "heatmap" and len(trace.z[0]) > TEXT_COLUMNS[len(named_figures)]:
+                trace.text = trace.texttemplate = None
+        with column:
+            chart(fig, name.replace("_", "-"), key=name)
+
+
 def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
     """Build a figure with ``builder`` (a ``figures`` function) in this session's ``style`` and
     draw it with ``chart``, keyed by ``key`` or else ``name``."""
