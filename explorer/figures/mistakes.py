@@ -113,7 +113,11 @@ def right_and_wrong(
             "colorscale": SEQUENTIAL,
             "cmin": 0.0,
             "cmax": zmax,
-            "colorbar": {"thickness": 12, "title": {"text": "weight"}, "tickfont": {"size": style.tick_size}},
+            "colorbar": {
+                "thickness": 12,
+                "title": {"text": "weight", "font": {"size": style.tick_size}},
+                "tickfont": {"size": style.tick_size},
+            },
         }
     )
     fit = labels_that_fit(height, style)
@@ -144,7 +148,7 @@ def _mark_masked(fig: go.Figure, view, values: np.ndarray, future, panel: int, s
             y=[view.row_positions[i] for i in ii],
             mode="text",
             text=["masked"] * len(ii),
-            textfont={"size": max(style.cell_text_size - 3, 9), "color": "#555555"},
+            textfont={"size": style.label_size, "color": "#555555"},
             hovertemplate="masked: a later token, given weight 0<extra></extra>",
             showlegend=False,
             name="masked",
