@@ -5,6 +5,7 @@ import streamlit as st
 
 import attention
 from explorer import book_mode, compute, figures, questions, state, ui, weights
+from explorer.pages_support import multihead as text
 
 settings = state.current()
 st.title("Multi-head attention")
@@ -17,8 +18,7 @@ head_dim = mha_d_out // num_heads
 ui.truncation_notice(data.truncated_from, settings.context_length)
 HEAD = "multihead:head"
 head = state.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
-group_size = max(1, min(4, 2**20 // num_tokens**2))  # heads drawn at once: at most 4, fewer for long inputs
-group = range(head - head % group_size, min(num_heads, head - head % group_size + group_size))
+group_size, group = text.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 trained = ["What each head looks at"] if settings.weights != "random" else []
@@ -35,20 +35,12 @@ def head_control(label: str, key: str, options, scale: int, format_func) -> None
 def heads_grid(weights, title: str, name: str) -> None:
     """The heads of ``group`` in one row on one colour scale, with a control to page through the heads."""
     if num_heads > group_size:
-        spans = [f"{g}–{min(num_heads, g + group_size) - 1}" for g in range(0, num_heads, group_size)]
+        spans = text.group_spans(num_heads, group_size)
         head_control("Heads shown", "head_group", range(len(spans)), group_size, spans.__getitem__)
-    titles = [f"head {k}" + (" (inspected)" if k == head and num_heads > 1 else "") for k in group]
+    titles = text.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(cell_text=len(group) * num_tokens <= 12)
     ui.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
-
-
-def labels(dims: int, heads: range | None = None) -> list[str]:
-    """Column names "dim j", or "head k · dim j" for heads side by side; short when there are many columns."""
-    if heads is None:
-        return [f"dim {j}" if dims <= 8 else str(j) for j in range(dims)]
-    wide = len(heads) * dims > 8
-    return [f"h{k}·{j}" if wide else f"head {k} · dim {j}" for k in heads for j in range(dims)]
 
 
 if step == 0:
@@ -73,31 +65,21 @@ elif step == 1:
         ui.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
     with right:
         context, title = data.wrapper_head_context[head], f"head {head}: context_vec"
-        ui.token_vectors("head-context", context, pieces, labels(d_out), title=title)
+        ui.token_vectors("head-context", context, pieces, text.labels(d_out), title=title)
     questions.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
     ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output
-    shown = range(num_heads) if num_tokens * num_heads * d_out <= 2**20 else group
-    st.markdown(
-        f"`torch.cat([head(x) for head in self.heads], dim=-1)`: each head's d_out = {d_out} columns side by side, "
-        f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}). "
-        f"First row: {ui.first_values(output)}. Head 0 is built first after the seed, so its columns equal "
-        "`CausalAttention`'s output (Batches page)."
-    )
+    shown = range(num_heads) if num_tokens * num_heads * d_out <= text.GRID_CELLS else group
+    st.markdown(text.concatenate_text(num_heads, num_tokens, d_out, ui.first_values(output)))
     book_mode.caption(settings, "wrapper")
     part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
-    ui.token_vectors("wrapper-output", z, pieces, labels(d_out, shown), title=title)
+    ui.token_vectors("wrapper-output", z, pieces, text.labels(d_out, shown), title=title)
     ui.show_code(attention.MultiHeadAttentionWrapper.steps)
 elif step == 3:
-    st.markdown(
-        f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
-        f"num_heads = {num_heads} heads of head_dim = {head_dim}, `transpose` puts heads before tokens, and one "
-        "batched matmul attends in every head at once. Each line of `steps` and the shape it made for this input "
-        "(b = 1 sentence), recorded as it ran:"
-    )
+    st.markdown(text.split_text(mha_d_out, num_heads, head_dim))
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
     ui.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
     ui.show_code(attention.MultiHeadAttention.steps)
@@ -119,28 +101,18 @@ elif step == 5:
     book_mode.caption(settings, "multihead")
     left, right = st.columns(2)
     with left:
-        cols = labels(head_dim, range(num_heads))
+        cols = text.labels(head_dim, range(num_heads))
         title = f"heads merged ({num_tokens}, {mha_d_out})"
         ui.token_vectors("efficient-context", context, pieces, cols, title=title)
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"
-        ui.token_vectors("efficient-output", output, pieces, labels(mha_d_out), title=title)
+        ui.token_vectors("efficient-output", output, pieces, text.labels(mha_d_out), title=title)
     ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 6:
     difference = data.wrapper_vs_efficient_max_difference
-    st.markdown(
-        f"The two modules differ in shape and in weights: the wrapper's heads have d_out = {d_out} outputs each, "
-        f"concatenated, while `MultiHeadAttention` splits its d_out into heads of head_dim = {head_dim} and mixes "
-        "them with `out_proj`. Per head they compute the same thing. `multihead_from_wrapper` builds a "
-        f"`MultiHeadAttention` with d_out = num_heads × the wrapper's d_out = {data.shared_d_out}: its fused "
-        "`W_query`, `W_key`, `W_value` hold head i's matrices in rows i·d_out to (i+1)·d_out − 1, and its "
-        "`out_proj` is the identity, since the wrapper only concatenates. Then both give the same output (eval mode)."
-    )
+    st.markdown(text.same_output_text(d_out, head_dim, data.shared_d_out))
     if difference is None:
-        st.info(
-            f"Skipped: the fused module would need d_out = {data.shared_d_out:,}, more than MultiHeadAttention "
-            f"allows ({compute.SHARED_D_OUT_LIMIT:,}). Lower d_out or num_heads to measure it."
-        )
+        st.info(text.skipped_text(data.shared_d_out, compute.SHARED_D_OUT_LIMIT))
     else:
         wrapper_output, fused_output = data.agreement_outputs
         names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's weights")
