@@ -7,6 +7,7 @@ import streamlit as st
 
 import attention
 from explorer import book_mode, compute, figures, questions, state, ui, weights
+from explorer.pages_support import causal_mask as notes
 
 settings = state.current()
 st.title("Causal mask")
@@ -20,7 +21,6 @@ step = ui.stepper("causal_mask", [*STEPS, "Context vectors"])
 style = ui.style()
 if num_tokens <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
     style = replace(style, max_height=min(style.max_height, 400 if step in (2, 4) else 470))
-TRIL_LEGEND = {"False (0): visible": "0: a future key, zeroed", "True (1): masked, a future key": "1: kept"}
 
 
 def draw(z, title, name, narrow=False, **options):
@@ -52,13 +52,7 @@ if step == 2:
 elif step == 4:
     weights = steps.attn_weights[0, 0]
     worst = float(np.abs(weights.sum(axis=1) - 1).max())
-    st.markdown(
-        "The −∞ route does it in one step (right): after the softmax the masked weights are exactly 0, and each row "
-        f"sums to 1 over the keys its query may see (largest |row sum − 1| = {worst:.1e}); the first token sees only "
-        f"itself, with weight {weights[0, 0]:.4f}. The book's first route (left) gives the same weights, max |left − "
-        f"right| = **{data.max_abs_difference:.1e}**: renormalizing divides the future's share of the softmax "
-        "denominator out again."
-    )
+    st.markdown(notes.two_routes_text(worst, weights[0, 0], data.max_abs_difference))
     book_mode.caption(settings, "causal")
     pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
     ui.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
@@ -66,27 +60,15 @@ else:
     text, plot = st.columns([1, 2], gap="medium")
 if step == 0:
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
-    text.markdown(
-        f"These are the weights **before** masking of a `CausalAttention` built after `torch.manual_seed({seed})`"
-        + (", which has the book's `SelfAttention_v2` weights" if seed == 789 else "")
-        + ": the softmax of the scaled scores. Every query attends to every key, including tokens that come after "
-        "it. A language model predicts the next token, so that is cheating: on average a query puts "
-        f"**{future_share:.1%}** of its weight on the future."
-    )
+    text.markdown(notes.unmasked_text(seed, future_share))
     book_mode.caption(settings, "causal", where=text)
     with plot:
         draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
     with text:
         ui.show_code(attention.compare_masking)
 elif step == 1:
-    rows, cols = data.mask_buffer_shape
-    text.markdown(
-        f"`CausalAttention` builds its mask once, a buffer named `mask` of shape ({rows}, {cols}) "
-        f"(context_length²), and each call slices `self.mask[:{num_tokens}, :{num_tokens}]`. True (1) is "
-        f"above the diagonal, where the key comes after the query: **{int(mask.sum()):,}** of "
-        f"{num_tokens * num_tokens:,} cells. The book starts from the opposite picture, `mask_simple = "
-        f"torch.tril(torch.ones({num_tokens}, {num_tokens}))`: 1 where the query may look."
-    )
+    rows = data.mask_buffer_shape[0]
+    text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum())))
     book_mode.caption(settings, "causal", where=text)
     if data.truncated_from:
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
@@ -99,7 +81,7 @@ elif step == 1:
         title = "mask_simple = torch.tril(ones)"
         fig = figures.heatmap(data.mask_simple, pieces, pieces, title=title, style=style, **options)
         for trace in fig.data:  # the same two colours, named for what 0 and 1 mean in this mask
-            trace.name = TRIL_LEGEND.get(trace.name, trace.name)
+            trace.name = notes.TRIL_LEGEND.get(trace.name, trace.name)
         ui.chart(fig, "mask-simple", cell_text=num_tokens <= 8)
     with text:
         questions.ask(questions.masked_row_sum(data.weights_renormalized, pieces), settings)  # step 3 shows it

@@ -5,7 +5,7 @@ import streamlit as st
 
 import attention
 from explorer import book_mode, compute, figures, questions, state, ui, weights
-from explorer.pages_support import multihead as text
+from explorer.pages_support import multihead as notes
 
 settings = state.current()
 st.title("Multi-head attention")
@@ -18,7 +18,7 @@ head_dim = mha_d_out // num_heads
 ui.truncation_notice(data.truncated_from, settings.context_length)
 HEAD = "multihead:head"
 head = state.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
-group_size, group = text.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
+group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 trained = ["What each head looks at"] if settings.weights != "random" else []
@@ -35,9 +35,9 @@ def head_control(label: str, key: str, options, scale: int, format_func) -> None
 def heads_grid(weights, title: str, name: str) -> None:
     """The heads of ``group`` in one row on one colour scale, with a control to page through the heads."""
     if num_heads > group_size:
-        spans = text.group_spans(num_heads, group_size)
+        spans = notes.group_spans(num_heads, group_size)
         head_control("Heads shown", "head_group", range(len(spans)), group_size, spans.__getitem__)
-    titles = text.head_titles(group, head, num_heads)
+    titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(cell_text=len(group) * num_tokens <= 12)
     ui.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
@@ -65,21 +65,21 @@ elif step == 1:
         ui.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
     with right:
         context, title = data.wrapper_head_context[head], f"head {head}: context_vec"
-        ui.token_vectors("head-context", context, pieces, text.labels(d_out), title=title)
+        ui.token_vectors("head-context", context, pieces, notes.labels(d_out), title=title)
     questions.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
     ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output
-    shown = range(num_heads) if num_tokens * num_heads * d_out <= text.GRID_CELLS else group
-    st.markdown(text.concatenate_text(num_heads, num_tokens, d_out, ui.first_values(output)))
+    shown = range(num_heads) if num_tokens * num_heads * d_out <= notes.GRID_CELLS else group
+    st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, ui.first_values(output)))
     book_mode.caption(settings, "wrapper")
     part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
-    ui.token_vectors("wrapper-output", z, pieces, text.labels(d_out, shown), title=title)
+    ui.token_vectors("wrapper-output", z, pieces, notes.labels(d_out, shown), title=title)
     ui.show_code(attention.MultiHeadAttentionWrapper.steps)
 elif step == 3:
-    st.markdown(text.split_text(mha_d_out, num_heads, head_dim))
+    st.markdown(notes.split_text(mha_d_out, num_heads, head_dim))
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
     ui.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
     ui.show_code(attention.MultiHeadAttention.steps)
@@ -101,18 +101,18 @@ elif step == 5:
     book_mode.caption(settings, "multihead")
     left, right = st.columns(2)
     with left:
-        cols = text.labels(head_dim, range(num_heads))
+        cols = notes.labels(head_dim, range(num_heads))
         title = f"heads merged ({num_tokens}, {mha_d_out})"
         ui.token_vectors("efficient-context", context, pieces, cols, title=title)
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"
-        ui.token_vectors("efficient-output", output, pieces, text.labels(mha_d_out), title=title)
+        ui.token_vectors("efficient-output", output, pieces, notes.labels(mha_d_out), title=title)
     ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 6:
     difference = data.wrapper_vs_efficient_max_difference
-    st.markdown(text.same_output_text(d_out, head_dim, data.shared_d_out))
+    st.markdown(notes.same_output_text(d_out, head_dim, data.shared_d_out))
     if difference is None:
-        st.info(text.skipped_text(data.shared_d_out, compute.SHARED_D_OUT_LIMIT))
+        st.info(notes.skipped_text(data.shared_d_out, compute.SHARED_D_OUT_LIMIT))
     else:
         wrapper_output, fused_output = data.agreement_outputs
         names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's weights")

@@ -6,7 +6,7 @@ import streamlit as st
 
 import attention
 from explorer import book_mode, compute, figures, questions, state, ui, weights
-from explorer.pages_support import qkv as text
+from explorer.pages_support import qkv as notes
 from explorer.pages_support.qkv import D_KS, TEMPERATURES
 
 settings = state.current()
@@ -34,12 +34,12 @@ def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **op
 def lab_lines(name: str, title: str, lab) -> tuple:
     """One scaling-lab measurement against d_k, unscaled and scaled."""
     options = dict(title=title, x_title="d_k", y_title=title, log_x=True, style=ui.style())
-    fig = figures.lines(D_KS, text.lab_series(lab, name), **options)
+    fig = figures.lines(D_KS, notes.lab_series(lab, name), **options)
     return name, fig.update_xaxes(tickvals=D_KS).update_layout(height=ui.style().min_height + 70)
 
 
 if step == 0:
-    st.markdown(text.projections_text(weights.origin(settings), settings.seed))
+    st.markdown(notes.projections_text(weights.origin(settings), settings.seed))
     dims = [f"in {i}" for i in range(steps.inputs.shape[1])]
     w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
     ui.side_by_side(*(matrix(w, getattr(view, w), **w_options) for w in ("W_query", "W_key", "W_value")))
@@ -48,7 +48,7 @@ elif step == 1:
     st.markdown(
         "`queries = x @ W_query`, `keys = x @ W_key`, `values = x @ W_value`: each token gets a query (what it "
         "looks for), a key (what it offers to be found by) and a value (what it passes on)."
-        + text.example_rows(steps, example, queries="queries", keys="keys", values="values")
+        + notes.example_rows(steps, example, queries="queries", keys="keys", values="values")
     )
     ui.side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
     book_mode.caption(settings, "qkv_steps")
@@ -57,7 +57,7 @@ elif step == 2:
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
         f"√d_k = √{d_k} = {math.sqrt(d_k):.4f}, so their spread does not grow with d_k (the next steps show why)."
-        + text.example_rows(steps, example, attn_scores="attn_scores", scaled_scores="scaled_scores")
+        + notes.example_rows(steps, example, attn_scores="attn_scores", scaled_scores="scaled_scores")
     )
     scaled_title = f"scaled_scores = attn_scores / √{d_k}"
     shared = dict(keys=True, row_title="query", value_range=figures.shared_range(steps.attn_scores, kind="signed"))
@@ -73,7 +73,7 @@ elif step == 3:
     st.markdown(
         "`torch.softmax(scaled_scores, dim=-1)` turns each row into weights that sum to 1; `attn_weights @ values` "
         "mixes the values into one **context vector** per token, d_out numbers each."
-        + text.example_rows(steps, example, attn_weights="attn_weights", context_vecs="output")
+        + notes.example_rows(steps, example, attn_weights="attn_weights", context_vecs="output")
     )
     ui.side_by_side(
         matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
@@ -84,25 +84,25 @@ elif step == 3:
 elif step in (4, 5):
     left, right = st.columns(2)
     kept, label = state.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0), "Temperature (divides every score)"
-    temperature = left.select_slider(label, TEMPERATURES, help=text.TEMPERATURE_HELP, **kept)
+    temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
     num_keys = right.slider("Keys per row", 2, 256, **state.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
     lab = ui.guard(compute.scaling_view, D_KS, num_keys, float(temperature), settings.seed)
     if step == 4:
-        st.markdown(text.saturation_text(lab, num_keys))
+        st.markdown(notes.saturation_text(lab, num_keys))
         ui.side_by_side(
             lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
         )
     else:
-        st.markdown(text.gradients_text(lab))
-        one_row = {text.UNSCALED: lab.example_unscaled, text.SCALED: lab.example_scaled}
+        st.markdown(notes.gradients_text(lab))
+        one_row = {notes.UNSCALED: lab.example_unscaled, notes.SCALED: lab.example_scaled}
         keys = [f"k{j + 1}" for j in range(num_keys)]
-        options = dict(title=f"one softmax row {text.TOP}", value_name="attention weight", decimals=2)
+        options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2)
         row_fig = figures.bars(one_row, keys, **options, style=ui.style())
         row_fig.update_layout(height=ui.style().min_height + 70)
         ui.side_by_side(lab_lines("grad_norm", "gradient norm", lab), ("example_row", row_fig))
     ui.show_code(attention.scaling_lab)
 else:
-    st.markdown(text.v1_v2_text(v2_seed, view.v1_v2_max_difference))
+    st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
     ui.side_by_side(
         matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),

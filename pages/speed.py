@@ -6,12 +6,12 @@ import streamlit as st
 import attention
 from attention import speed
 from explorer import figures, state, timing, ui
-from explorer.pages_support import speed as text
+from explorer.pages_support import speed as notes
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
 RESULT = "speed:result"  # the last measurement this session asked for; reruns only redraw it
-REFERENCE = text.REFERENCE
+REFERENCE = notes.REFERENCE
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
 state.current()  # the sidebar's settings do not apply here; the sizes below do
@@ -48,7 +48,7 @@ step = ui.stepper("speed", ["What we compare", "Time against T", "Memory against
 
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
     options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=ui.style())
-    title = f"{title} · {data.device}, {text.sizes_note(data)}"
+    title = f"{title} · {data.device}, {notes.sizes_note(data)}"
     ui.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
 
 
@@ -70,16 +70,16 @@ elif not data:
 else:
     st.caption(timing.budget_note(data))
     if step == 1:
-        st.markdown(text.time_text(data))
+        st.markdown(notes.time_text(data))
         chart(data.time_ms, "Median time of one call", "ms", "speed-time")
         ui.show_code(speed.measure, speed.call_seconds)
     elif step == 2:
-        st.markdown(text.memory_text(data))
+        st.markdown(notes.memory_text(data))
         series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
         chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
         ui.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
     elif step == 3:
-        st.markdown(text.why_text(data))
-        rows, columns = text.why_rows(data)
+        st.markdown(notes.why_text(data))
+        rows, columns = notes.why_rows(data)
         st.dataframe(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
         ui.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
