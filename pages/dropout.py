@@ -2,12 +2,12 @@
 
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import attention
 from explorer import book_mode, compute, figures, questions, state, ui
+from explorer.pages_support import dropout as notes
 from explorer.settings import DEFAULTS
 from explorer.weights import caption as weights_caption
 
@@ -32,7 +32,6 @@ step = ui.stepper(
     "dropout",
     ["The book's demo on ones", "One dropout draw", "Survivors × 1/(1−p)", "Row sums", "Many draws", "Mean vs weights"],
 )
-idle = "" if active else "Nothing is dropped: dropout acts only in **training mode with p > 0**. "
 text, plot = st.columns([1, 2], gap="medium")
 if step >= 4:
     text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
@@ -46,11 +45,7 @@ def draw(builder, name, *args, **options):
 
 if step == 0:
     ones, labels = data.ones_demo, [str(k) for k in range(6)]
-    text.markdown(
-        "The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on `torch.ones(6, 6)`. "
-        f"**{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
-        f"**{ones.max():.0f}** = 1/(1 − 0.5), so each entry's expected value stays 1."
-    )
+    text.markdown(notes.ones_text(ones))
     book_mode.caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
@@ -58,32 +53,17 @@ if step == 0:
     with text:
         ui.show_code(attention.apply_dropout, attention.dropout_keep_mask)
 elif step == 1:
-    lost, visible = int((~keep & ~mask).sum()), int((~mask).sum())
-    text.markdown(
-        f"The book applies the same `Dropout` to the causal weights (Causal mask page), again after "
-        f"`torch.manual_seed({settings.seed})`: each weight is dropped with probability p = {p:.2f}, and this draw "
-        f"dropped **{lost}** of the {visible} weights the causal mask left visible."
-        if active
-        else idle + "The weights are the causal weights (Causal mask page), unchanged."
-    )
+    text.markdown(notes.draw_text(data, settings.seed, p))
     book_mode.caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
     draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask)
     with text:
         ui.show_code(attention.CausalAttention.steps)
 elif step == 2:
-    survivors = np.argwhere(keep & ~mask)
-    query, key = survivors[-1] if len(survivors) else (len(pieces) - 1, 0)
-    text.markdown(
-        f"Survivors are multiplied by 1/(1 − p) = **{data.scale:.4f}**, so each weight keeps its expected "
-        "value: (1 − p) · w/(1 − p) = w. One survivor:"
-        if active
-        else idle + "Every weight survives, unscaled (factor 1):"
-    )
-    example = {"query": pieces[query], "key": pieces[key], "before": weights[query, key], "after": dropped[query, key]}
-    if len(survivors):
-        example = {k: [figures.visible_token(v) if isinstance(v, str) else f"{v:.4f}"] for k, v in example.items()}
-        ui.table(pd.DataFrame(example), where=text, hide_index=True)
+    query, key = notes.example_cell(data)
+    text.markdown(notes.survivors_text(data))
+    if (keep & ~mask).any():
+        ui.table(pd.DataFrame(notes.survivor_row(data, query, key)), where=text, hide_index=True)
     else:
         text.warning("This draw dropped every weight.")
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
@@ -92,24 +72,14 @@ elif step == 2:
     with text:  # the next step shows the row sums
         questions.ask(questions.dropout_row_sum(data.row_sums, pieces, int(query), p, active), used)
 elif step == 3:
-    sums = data.row_sums
-    text.markdown(
-        f"After dropout the rows no longer sum to 1: here they range from **{sums.min():.4f}** to "
-        f"**{sums.max():.4f}**. Training does not mind: on average the weights are unchanged (next step)."
-        if active
-        else idle + f"Every row still sums to 1 (from {sums.min():.4f} to {sums.max():.4f})."
-    )
-    bars = {"row sum after dropout": sums, "before dropout": weights.sum(axis=1)}
+    text.markdown(notes.row_sums_text(data))
+    bars = {"row sum after dropout": data.row_sums, "before dropout": weights.sum(axis=1)}
     title = "Row sums of attn_weights"
     draw(figures.bars, "dropout-row-sums", bars, pieces, title=title, value_name="row sum")
 else:
     errors, counts = data.max_abs_error, data.num_samples
     note = text if step == 4 else plot  # step 6: the note sits beside the slider, the heatmaps below
-    note.markdown(
-        (idle + "Every draw equals the weights, so their mean does too (up to float rounding). " if not active else "")
-        + f"The mean of {counts[-1]:,} draws (seeds {settings.seed}, {settings.seed + 1}, …) approaches the "
-        f"undropped weights: the largest |mean − weight| is **{errors[-1]:.4f}**."
-    )
+    note.markdown(notes.average_text(data, settings.seed))
     if data.max_samples < attention.dropout.MAX_DROPOUT_SAMPLES:
         note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
     if step == 4:
@@ -125,7 +95,6 @@ else:
         )
         for column, (matrix, title, name) in zip(st.columns(2), views, strict=True):
             with column:
-                options = dict(
-                    title=title, value_name="attention weight", masked=mask, style=pair_style, kind="weights"
-                )
-                ui.draw(figures.heatmap, name, matrix, pieces, pieces, cell_text=len(pieces) <= 8, **options)
+                options = dict(title=title, value_name="attention weight", masked=mask, kind="weights")
+                options.update(style=pair_style, cell_text=len(pieces) <= 8)
+                ui.draw(figures.heatmap, name, matrix, pieces, pieces, **options)
