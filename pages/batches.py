@@ -6,6 +6,7 @@ import streamlit as st
 
 import attention
 from explorer import book_mode, compute, figures, questions, state, ui, weights
+from explorer.pages_support import batches as notes
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 settings = state.current()
@@ -61,24 +62,11 @@ if step == 0:
         f"(2, 6, 3). Here `batch.shape` is **{data.batch_shape}**."
     )
     if any(padding):
-        short = padding.index(max(padding))
-        st.info(
-            f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}: the shorter "
-            f"one is **padded at the end** with {padding[short]} × `<|endoftext|>`. Every real token comes before "
-            "the padding, so the causal mask hides the padding from it.",
-            icon=":material/space_bar:",
-        )
+        st.info(notes.padding_text(lengths, num_tokens, padding), icon=":material/space_bar:")
     side_by_side(data.inputs, f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
     ui.show_code(compute.batch_view, attention.token_vector)
 elif step == 1:
-    rows, cols = data.mask_buffer_shape
-    st.markdown(
-        f"`__init__` registers one buffer, `self.mask`, of shape **({rows}, {cols})** (context_length × "
-        f"context_length): built once, saved with the module, never trained. `forward` slices its corner, "
-        f"`self.mask[:{num_tokens}, :{num_tokens}]`, and that one ({num_tokens}, {num_tokens}) slice masks "
-        f"**every** item: `attn_scores` is ({b}, {num_tokens}, {num_tokens}) and `masked_fill` broadcasts the "
-        "mask over the batch dimension."
-    )
+    st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens))
     positions = [str(i) for i in range(num_tokens)]
     axes = dict(row_tokens=False, col_tokens=False, row_title="query position", col_title="key position")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
@@ -86,19 +74,8 @@ elif step == 1:
     ui.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     ui.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 elif step == 2:
-    notes = [
-        "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
-        f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
-        "Both items are the same sentence, so their weights are the same." if second_text is None else "",
-        "Padding rows attend to the real tokens before them, but no real token's row puts weight on a padding "
-        "column: those cells are in its future, masked."
-        if any(padding)
-        else "",
-        f"Dropout is on: these are the weights after one draw (survivors × 1/(1−{settings.dropout}))."
-        if dropout_on
-        else "",
-    ]
-    st.markdown(" ".join(note for note in notes if note))
+    p = settings.dropout if dropout_on else None
+    st.markdown(notes.weights_text(b, num_tokens, second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
     questions.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)
@@ -106,22 +83,7 @@ elif step == 2:
 else:
     output = data.output
     d_out = output.shape[-1]
-    if dropout_on:
-        alone = (
-            "Dropout is on, so a batch and a sentence run alone draw different dropout masks: the comparison "
-            "with each sentence alone is skipped (nan). Switch training off to measure it."
-        )
-    else:
-        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
-        alone = (
-            "Each sentence run **alone** (a batch of one, no padding) gives its real tokens the same context "
-            f"vectors: max |batched − alone| = {measured}."
-            + (" Padding at the end changed nothing: the causal mask hides it." if any(padding) else "")
-        )
-    st.markdown(
-        f"`context_vecs = ca(batch)`: ({b}, {num_tokens}, {d_in}) → **{tuple(output.shape)}**, that is "
-        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {ui.first_values(output[0])}. " + alone
-    )
+    st.markdown(notes.context_text(data, ui.first_values(output[0]), any(padding)))
     book_mode.caption(settings, "causal_class")
     decimals = 4 if d_out <= 4 else 2
     short = replace(ui.style(), max_height=min(ui.style().max_height, 340))  # under the text, on a 720 px screen

@@ -1,0 +1,64 @@
+"""The Batches page's step text: what stacking, padding and one shared mask mean for this batch
+(a ``compute.batch_view``)."""
+
+from __future__ import annotations
+
+
+def padding_text(lengths, num_tokens: int, padding: list[int]) -> str:
+    """Step 1, when the sentences differ in length: the shorter one is padded at the end."""
+    short = padding.index(max(padding))
+    return (
+        f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}: the shorter "
+        f"one is **padded at the end** with {padding[short]} × `<|endoftext|>`. Every real token comes before "
+        "the padding, so the causal mask hides the padding from it."
+    )
+
+
+def mask_text(buffer_shape: tuple[int, int], b: int, num_tokens: int) -> str:
+    """Step 2: one registered buffer, one slice of it, broadcast over the batch."""
+    rows, cols = buffer_shape
+    return (
+        f"`__init__` registers one buffer, `self.mask`, of shape **({rows}, {cols})** (context_length × "
+        f"context_length): built once, saved with the module, never trained. `forward` slices its corner, "
+        f"`self.mask[:{num_tokens}, :{num_tokens}]`, and that one ({num_tokens}, {num_tokens}) slice masks "
+        f"**every** item: `attn_scores` is ({b}, {num_tokens}, {num_tokens}) and `masked_fill` broadcasts the "
+        "mask over the batch dimension."
+    )
+
+
+def weights_text(b: int, num_tokens: int, same: bool, padded: bool, dropout: float | None) -> str:
+    """Step 3: each item's weights; ``dropout`` is p when dropout is on, else None."""
+    notes = [
+        "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
+        f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
+        "Both items are the same sentence, so their weights are the same." if same else "",
+        "Padding rows attend to the real tokens before them, but no real token's row puts weight on a padding "
+        "column: those cells are in its future, masked."
+        if padded
+        else "",
+        f"Dropout is on: these are the weights after one draw (survivors × 1/(1−{dropout}))."
+        if dropout is not None
+        else "",
+    ]
+    return " ".join(note for note in notes if note)
+
+
+def context_text(data, first_row: str, padded: bool) -> str:
+    """Step 4: the batch's context vectors, and whether each sentence alone gives the same ones."""
+    b, num_tokens, d_in = data.batch_shape
+    if data.dropout_active:
+        alone = (
+            "Dropout is on, so a batch and a sentence run alone draw different dropout masks: the comparison "
+            "with each sentence alone is skipped (nan). Switch training off to measure it."
+        )
+    else:
+        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
+        alone = (
+            "Each sentence run **alone** (a batch of one, no padding) gives its real tokens the same context "
+            f"vectors: max |batched − alone| = {measured}."
+            + (" Padding at the end changed nothing: the causal mask hides it." if padded else "")
+        )
+    return (
+        f"`context_vecs = ca(batch)`: ({b}, {num_tokens}, {d_in}) → **{tuple(data.output.shape)}**, that is "
+        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {first_row}. " + alone
+    )
