@@ -6,7 +6,7 @@ settings; each page in ``pages/`` shows one stage of the chapter.
 
 import streamlit as st
 
-from explorer import compute, state, ui
+from explorer import state, turns, ui
 from explorer.server import configure_server
 
 configure_server()
@@ -37,7 +37,7 @@ ui.base_css()
 if state.presenter():
     ui.presenter_css()
 ui.begin_run()
-with compute.page_turn(settings, navigation.url_path):  # heavy pages take turns; light ones never wait
+with turns.page_turn(settings, navigation.url_path):  # heavy pages take turns; light ones never wait
     navigation.run()
 ui.step_exports(navigation.title, settings)
 state.share_link(navigation.url_path)

@@ -44,7 +44,7 @@ class Estimate:
 
 
 def module_bytes(kind: str, d_in: int, d_out: int, num_heads: int, context_length: int) -> int:
-    """Parameters and buffers of a chapter-3 module (``compute.MODULES``), float32 weights and a bool mask."""
+    """Parameters and buffers of a chapter-3 module (``inputs.MODULES``), float32 weights and a bool mask."""
     weights = 3 * d_in * d_out * FLOAT  # W_query, W_key, W_value (no bias)
     mask = context_length**2 * FLOAT  # the book's torch.triu(torch.ones(...)) buffer, float32
     if kind in ("SelfAttention_v1", "SelfAttention_v2"):
@@ -247,7 +247,7 @@ class HeavyTurns:
 
 
 HEAVY_TURNS = HeavyTurns(HEAVY_SLOTS)  # heavy computations
-HEAVY_PAGES = HeavyTurns(HEAVY_SLOTS)  # page runs with many tokens or a large view (``compute.page_turn``)
+HEAVY_PAGES = HeavyTurns(HEAVY_SLOTS)  # page runs with many tokens or a large view (``turns.page_turn``)
 
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6") if ctypes.util.find_library("c") else None
 

@@ -14,8 +14,6 @@ refused. A heavy view waits for a place among ``budget.HEAVY_SLOTS`` computation
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from dataclasses import fields, replace
 
 import numpy as np
@@ -23,241 +21,28 @@ import streamlit as st
 import torch
 
 import attention
-from attention import tokens as tokens_module
 
-from . import budget, state, weights
+from . import budget, weights
 from .caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES, shared_view
+from .inputs import module_for, prepared, trace_arrays
 from .results import (
     BatchView,
     DropoutView,
     MaskView,
     MultiheadView,
-    Prepared,
     QkvView,
     ScalingView,
     SimplifiedView,
     TraceArrays,
     WhyView,
 )
-from .settings import BOOK, TEXT, Settings
+from .settings import Settings
 from .shapes import line_shapes
-
-
-def bpe_encoding():
-    """GPT-2's BPE (None if unreachable). ``load_bpe`` keeps a success for the whole
-    process and retries a failure later, so this is not cached again here."""
-    return tokens_module.load_bpe()
-
-
-@shared_view(max_entries=CACHE_ENTRIES)
-def tokenize_text(text: str) -> attention.Tokenization:
-    return attention.tokenize(text, encoding=bpe_encoding())
-
-
-@shared_view(max_entries=CACHE_ENTRIES)
-def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -> Prepared:
-    """Tokens and input embeddings for the book preset or a typed sentence.
-
-    Raises ``ValueError`` with a learner-friendly message for an empty sentence.
-    """
-    if source == BOOK:
-        book = tokenize_text(attention.BOOK_SENTENCE)
-        kept = min(len(attention.BOOK_TOKENS), context_length)
-        return Prepared(
-            pieces=attention.BOOK_TOKENS[:kept],
-            ids=book.ids[:kept],
-            inputs=attention.BOOK_INPUTS[:kept].numpy().copy(),
-            tokenizer=book.tokenizer,
-            truncated_from=len(attention.BOOK_TOKENS) if kept < len(attention.BOOK_TOKENS) else None,
-        )
-    if not text.strip():
-        raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
-    tokenized = tokenize_text(text)
-    ids, pieces = tokenized.ids, tokenized.pieces
-    truncated_from = None
-    if len(ids) > context_length:
-        truncated_from = len(ids)
-        ids, pieces = ids[:context_length], pieces[:context_length]
-    inputs = attention.embed_tokens(ids, d_in, seed)  # (num_tokens, d_in)
-    return Prepared(
-        pieces=tuple(pieces),
-        ids=tuple(ids),
-        inputs=inputs.numpy(),
-        tokenizer=tokenized.tokenizer,
-        truncated_from=truncated_from,
-    )
-
-
-def prepared(settings: Settings) -> Prepared:
-    if settings.weights != weights.RANDOM:
-        return weights.prepared(settings)  # the model's input to the layer, not seeded vectors
-    return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
-
-
-MODULES = {
-    "SelfAttention_v1": attention.SelfAttention_v1,
-    "SelfAttention_v2": attention.SelfAttention_v2,
-    "CausalAttention": attention.CausalAttention,
-    "MultiHeadAttentionWrapper": attention.MultiHeadAttentionWrapper,
-    "MultiHeadAttention": attention.MultiHeadAttention,
-}
-
-
-@shared_view(max_entries=CACHE_ENTRIES)
-def module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int):
-    """A module built like the book: ``torch.manual_seed(seed)`` then the constructor. Shared, read-only."""
-    cls = MODULES[name]
-    if name in ("SelfAttention_v1", "SelfAttention_v2"):
-        return attention.build(cls, seed, d_in, d_out)
-    if name == "CausalAttention":
-        return attention.build(cls, seed, d_in, d_out, context_length, dropout)
-    return attention.build(cls, seed, d_in, d_out, context_length, dropout, num_heads=num_heads)
-
-
-def module_for(name: str, settings: Settings, seed: int | None = None):
-    """The module ``name`` for ``settings``, built after ``torch.manual_seed(seed)`` (default: the settings' seed),
-    or holding the settings' layer of a trained model."""
-    if settings.weights != weights.RANDOM:
-        return weights.module(name, settings)
-    return module(
-        name,
-        settings.seed if seed is None else seed,
-        settings.effective_d_in,
-        settings.d_out,
-        settings.context_length,
-        settings.dropout,
-        settings.num_heads,
-    )
-
-
-def trace_arrays(trace: attention.Trace) -> TraceArrays:
-    """A trace's tensors as numpy arrays, ready to cache and draw."""
-    arrays = {}
-    for field in fields(TraceArrays):
-        tensor = getattr(trace, field.name)
-        arrays[field.name] = None if tensor is None else tensor.numpy()
-    return TraceArrays(**arrays)
+from .turns import budgeted
 
 
 def _inputs_tensor(settings: Settings) -> torch.Tensor:
     return torch.tensor(prepared(settings).inputs)  # (num_tokens, d_in), a copy of a shared read-only array
-
-
-def _num_tokens(settings: Settings, second_text: str | None = None) -> int:
-    count = len(prepared(settings).ids)
-    if second_text and second_text.strip():
-        second = prepare(TEXT, second_text, settings.effective_d_in, settings.seed, settings.context_length)
-        count = max(count, len(second.ids))
-    return count
-
-
-def _estimate(kind: str, settings: Settings, *args) -> budget.Estimate:
-    num_tokens = _num_tokens(settings, *args[:1]) if kind == "batch" else _num_tokens(settings)
-    dropout = settings.training and settings.dropout > 0
-    d_in, d_out, heads, ctx = settings.effective_d_in, settings.d_out, settings.num_heads, settings.context_length
-    return budget.estimate(kind, num_tokens, d_in, d_out, heads, ctx, dropout)
-
-
-def _heavy_turn(kind: str):
-    """``shared_view``'s ``on_miss`` for view ``kind``: a heavy view waits for a place in
-    ``budget.HEAVY_TURNS``, saying so, and gives its memory back when done."""
-
-    @contextlib.contextmanager
-    def turn(settings: Settings, *args, **kwargs):
-        if _estimate(kind, settings, *args).peak <= budget.HEAVY_BYTES:
-            yield
-            return
-        waiting = st.empty()
-
-        def on_wait(ahead: int) -> None:
-            waiting.info(
-                f"Waiting for the server: {ahead} large computations are running or waiting before yours "
-                f"(it runs {budget.HEAVY_SLOTS} at once).",
-                icon=":material/hourglass_top:",
-            )
-
-        try:
-            with budget.HEAVY_TURNS.turn(on_wait):
-                waiting.empty()
-                with st.spinner("Computing a large view…"):
-                    yield
-        finally:
-            budget.release_memory()
-
-    return turn
-
-
-HEAVY_TOKENS = 256  # a page of this many tokens or more is drawn in turn (``page_turn``)
-
-
-def heavy_page(settings: Settings) -> bool:
-    """Whether drawing a page for ``settings`` is heavy work: many tokens, or a large multi-head view."""
-    try:
-        num_tokens = _num_tokens(settings)
-    except ValueError:
-        return False
-    if num_tokens >= HEAVY_TOKENS:
-        return True
-    return _estimate("multihead", settings).peak > budget.HEAVY_BYTES
-
-
-def page_turn(settings: Settings, url_path: str):
-    """A context manager for drawing one page: a heavy page (``heavy_page``) waits for a place among
-    ``budget.HEAVY_SLOTS`` heavy page runs, first come first served, with a notice that says so.
-
-    Streamlit runs every session's script on its own thread, and Python runs one thread at a time:
-    20 sessions re-running a heavy page shared the interpreter with a student on a light page, whose
-    reruns then took up to 9.6 s. Waiting here costs no CPU, and a light page never waits. A session
-    runs one script at a time, so it holds one place at most; while it waits, a newer rerun of the
-    same session replaces the waiting one (Streamlit stops a run at its next drawing call).
-    """
-    if url_path == "speed" or not heavy_page(settings):  # the Speed page has its own queue (``timing``)
-        return contextlib.nullcontext()
-    waiting = st.empty()
-
-    def on_wait(ahead: int) -> None:
-        waiting.info(
-            f"Waiting for the server: {ahead} large pages are being drawn or waiting before yours "
-            f"(it draws {budget.HEAVY_SLOTS} at once).",
-            icon=":material/hourglass_top:",
-        )
-
-    @contextlib.contextmanager
-    def turn():
-        with budget.HEAVY_PAGES.turn(on_wait):
-            waiting.empty()
-            yield
-
-    return turn()
-
-
-def budgeted(kind: str):
-    """Keep view ``kind`` within ``budget.VIEW_BUDGET``: compute only the first tokens that fit, with a
-    notice naming the setting to lower, or refuse (``ValueError``); heavy views take turns."""
-
-    def decorate(view):
-        cached = shared_view(max_entries=VIEW_ENTRIES, on_miss=_heavy_turn(kind))(view)
-
-        @functools.wraps(view)
-        def planned(settings: Settings, *args, **kwargs):
-            num_tokens = _num_tokens(settings, *args[:1]) if kind == "batch" else _num_tokens(settings)
-            dropout = settings.training and settings.dropout > 0
-            d_in, d_out, heads, ctx = (
-                settings.effective_d_in,
-                settings.d_out,
-                settings.num_heads,
-                settings.context_length,
-            )
-            plan = budget.plan(kind, num_tokens, d_in, d_out, heads, ctx, dropout)
-            if plan.lowered:
-                state.notice(plan.note)
-                settings = replace(settings, context_length=plan.num_tokens)
-            return cached(settings, *args, **kwargs)
-
-        planned.clear = cached.clear
-        return planned
-
-    return decorate
 
 
 @budgeted("trace")

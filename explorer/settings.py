@@ -92,7 +92,7 @@ QUOTE_CHARS = 40  # a notice quotes at most this much of a bad value
 def quoted(raw) -> str:
     """A bad value as a notice quotes it: at most ``QUOTE_CHARS`` characters, in quotes.
 
-    It is still text a visitor chose: whatever draws a notice must show it literally (``state.literal``).
+    It is still text a visitor chose: whatever draws a notice must show it literally (``untrusted.literal``).
     """
     text = str(raw) if isinstance(raw, str | int | float | bool) or raw is None else type(raw).__name__
     return "'" + text[:QUOTE_CHARS] + ("…'" if len(text) > QUOTE_CHARS else "'")

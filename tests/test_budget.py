@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from explorer import budget, caching, compute
+from explorer import budget, caching, compute, inputs, turns
 from explorer.settings import DEFAULTS, TEXT
 
 SENTENCE = " ".join(f"w{k}" for k in range(40))  # 40 tokens or more with GPT-2's BPE
@@ -28,10 +28,10 @@ def settings_for(d_in=16, d_out=12, num_heads=3, training=False, text=SENTENCE, 
     )
 
 
-@pytest.mark.parametrize("name", list(compute.MODULES))
+@pytest.mark.parametrize("name", list(inputs.MODULES))
 @pytest.mark.parametrize(("d_in", "d_out", "heads", "ctx"), [(3, 2, 2, 6), (16, 12, 3, 64), (64, 32, 4, 200)])
 def test_module_bytes_are_the_modules_parameters_and_buffers(name, d_in, d_out, heads, ctx):
-    module = compute.MODULES[name]
+    module = inputs.MODULES[name]
     args = (d_in, d_out) if name.startswith("SelfAttention") else (d_in, d_out, ctx, 0.0)
     built = module(*args, num_heads=heads) if name.startswith("MultiHead") else module(*args)
     assert budget.module_bytes(name, d_in, d_out, heads, ctx) == caching.size_of(built)
@@ -88,7 +88,7 @@ def test_weights_too_large_for_any_tokens_are_refused_naming_the_setting():
 
 def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
     notes = []
-    monkeypatch.setattr(compute.state, "notice", notes.append)
+    monkeypatch.setattr(turns.state, "notice", notes.append)
     settings = settings_for(d_in=64, d_out=64, num_heads=16)
     num_tokens = len(compute.prepared(settings).ids)
     tight = budget.estimate("multihead", num_tokens - 10, 64, 64, 16, num_tokens - 10, False).peak
@@ -169,7 +169,7 @@ def test_size_of_counts_a_shared_block_once():
 
 
 def test_only_pages_with_many_tokens_or_a_large_view_take_turns():
-    assert not compute.heavy_page(DEFAULTS)
-    assert not compute.heavy_page(settings_for())
-    assert compute.heavy_page(settings_for(text=" ".join(["word"] * 400), context_length=1024))
-    assert compute.heavy_page(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True))
+    assert not turns.heavy_page(DEFAULTS)
+    assert not turns.heavy_page(settings_for())
+    assert turns.heavy_page(settings_for(text=" ".join(["word"] * 400), context_length=1024))
+    assert turns.heavy_page(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True))

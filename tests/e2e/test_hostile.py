@@ -224,7 +224,7 @@ def test_hostile_links_render_nothing_foreign_and_raise_nothing(open_app, url_pa
     )
     assert not [link for link in links if any(name in link for name in FOREIGN_NAMES)], links
     assert not [url for url in foreign if any(name in url for name in FOREIGN_NAMES)], foreign
-    text = app_page.page.locator("body").inner_text().replace("\u2060", "")  # state.literal's word joiners
+    text = app_page.page.locator("body").inner_text().replace("\u2060", "")  # untrusted.literal's word joiners
     if query.startswith(("mode=", "input=!", "seed=")):  # the bad value is quoted, literally, in a notice
         assert "evil.example" in text
     if "%C2%B" in query:
