@@ -84,11 +84,7 @@ elif step == 3:
     ui.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
     ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 4:
-    st.markdown(
-        f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *data.efficient_weights.shape)}"
-        f": every head's weights from one batched matmul. Each head compares queries and keys of head_dim = "
-        f"{head_dim} numbers (the wrapper's heads: d_out = {d_out}) with other weights, so its pattern differs."
-    )
+    st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out))
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
     ui.show_code(attention.MultiHeadAttention.steps)
 elif step == 5:

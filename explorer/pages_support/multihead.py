@@ -49,6 +49,15 @@ def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     )
 
 
+def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int) -> str:
+    """Step 5: every head's weights from one batched matmul; ``weights_shape`` is (num_heads, T, T)."""
+    return (
+        f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *weights_shape)}"
+        f": every head's weights from one batched matmul. Each head compares queries and keys of head_dim = "
+        f"{head_dim} numbers (the wrapper's heads: d_out = {d_out}) with other weights, so its pattern differs."
+    )
+
+
 def same_output_text(d_out: int, head_dim: int, shared_d_out: int) -> str:
     return (
         f"The two modules differ in shape and in weights: the wrapper's heads have d_out = {d_out} outputs each, "
