@@ -1,0 +1,386 @@
+"""Server cost of each kind of action (issue 15): a Next click, a page switch, a new sentence; and first paint.
+
+Usage (the commands behind "Cost per action and first paint (issue 15)" in BENCHMARKS.md)::
+
+    python benchmarks/actions.py costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
+    python benchmarks/actions.py costs --pages causal_mask --sizes 64 --actions next,previous --profile /tmp/next.pstats
+    python benchmarks/actions.py paint --repeats 3
+
+``costs``: one server under ``serve.py --timings`` (``app_scale.TimedServer``); for each T a
+protocol-level student (``BrowserStudent``: ``load.Student`` sending every widget's state with each
+request, as a browser tab does) opens each page from a link with a typed sentence of
+exactly T GPT-2 tokens (``app_scale.Sentences``), then, one action at a time with a pause between:
+
+* **Next** / **Previous**: the stepper's button pressed (its ``trigger_value``, as a browser sends
+  a click), walking the page's steps forward and back; the sentence stays, as in a class;
+* **page switch**: the same session asks for the other page (``page_name``, as the sidebar's
+  navigation does), with its sentence and settings kept;
+* **new sentence**: a new sentence of T tokens typed into the sidebar (every cache misses).
+
+Each run is timed inside the server: the script thread's CPU time (``script_cpu_s``, callbacks
+included) and the post-run ``gc.collect(2)`` that Streamlit runs holding the GIL (``after_s``,
+wall time, which on this CPU-bound collection is its CPU time). Each command writes
+``artifacts/actions/costs.json`` or ``paint.json`` (replacing the previous one); ``--profile``
+prints the profile's top functions too.
+
+``paint``: as ``app_scale.cold_start_phase``, ``streamlit run streamlit_app.py`` launched by
+``launch.AppServer`` until the first page's first heatmap is painted in an already running
+Chromium; with the server process's CPU seconds at that moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pstats
+import signal
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import app_scale  # noqa: E402
+import load  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+
+from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium  # noqa: E402
+
+ARTIFACTS = app_scale.ROOT / "artifacts" / "actions"
+PAUSE_S = 0.3  # between actions: the previous run and its collection are over
+ACTIONS = ("next", "previous", "switch", "sentence")
+BUTTON_ID_RE = load.WIDGET_ID_RE
+
+
+def widget_state(element) -> tuple[str, str, object] | None:
+    """(id, WidgetState field, value) of a widget element as a browser that has touched nothing holds it."""
+    kind = element.WhichOneof("type")
+    w = getattr(element, kind) if kind else None
+    if kind in ("text_input", "text_area"):
+        return w.id, "string_value", w.value if w.set_value else w.default
+    if kind == "number_input":
+        return w.id, "double_value", w.value if w.set_value else w.default
+    if kind == "checkbox":  # st.toggle too
+        return w.id, "bool_value", w.value if w.set_value else w.default
+    if kind in ("radio", "selectbox"):  # Streamlit 1.67 sends the option's string
+        if w.set_value:
+            return w.id, "string_value", w.raw_value
+        return (w.id, "string_value", w.options[w.default]) if w.HasField("default") else None
+    if kind == "slider" and not w.options:
+        return w.id, "double_array_value", list(w.value if w.set_value else w.default)
+    if kind == "button_group":  # st.segmented_control, st.pills
+        chosen = list(w.raw_values) if w.set_value else [w.options[i].content for i in w.default]
+        return w.id, "string_array_value", chosen
+    return None
+
+
+class BrowserStudent(load.Student):
+    """``load.Student`` that, like a browser tab, sends every widget's state with each rerun request.
+
+    It reads every widget the server draws (``widget_state``), keeps the value a browser would hold,
+    and learns the ids of keyed buttons (the stepper's Next and Previous) to press them.
+    """
+
+    def __init__(self, base: str) -> None:
+        super().__init__(base)
+        self.states: dict[str, tuple[str, object]] = {}  # widget id -> (WidgetState field, value)
+
+    async def connect(self) -> None:
+        await super().connect()
+        self.ws = _Tap(self.ws, self.observe)
+
+    def observe(self, data: bytes) -> None:
+        msg = load.ForwardMsg.FromString(data)
+        if msg.WhichOneof("type") != "delta" or msg.delta.WhichOneof("type") != "new_element":
+            return
+        element = msg.delta.new_element
+        if element.WhichOneof("type") == "button" and (match := BUTTON_ID_RE.match(element.button.id)):
+            self.widget_ids[match.group(1)] = element.button.id
+            return
+        found = widget_state(element)
+        if found:
+            widget_id, field_name, value = found
+            known = self.states.get(widget_id)
+            if known is None or getattr(getattr(element, element.WhichOneof("type")), "set_value", False):
+                self.states[widget_id] = (field_name, value)
+
+    def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
+        """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``."""
+        if text is not None:
+            self.states[self.widget_ids[load.TEXT_WIDGET_KEY]] = ("string_value", text)
+        if page is None:
+            query, url = self.query_string, f"{self.base}/{self.page}?{self.query_string}"
+            msg = BackMsg.FromString(
+                load.rerun_message(query_string=query, page_script_hash=self.page_script_hash, url=url)
+            )
+        else:
+            msg = BackMsg.FromString(load.rerun_message(page_name=page, url=f"{self.base}/{page}"))
+        widgets = msg.rerun_script.widget_states.widgets
+        for widget_id, (field_name, value) in self.states.items():
+            widget = widgets.add()
+            widget.id = widget_id
+            if field_name.endswith("_array_value"):
+                getattr(widget, field_name).data.extend(value)
+            else:
+                setattr(widget, field_name, value)
+        if click is not None:
+            widget = widgets.add()
+            widget.id = self.widget_ids[click]
+            widget.trigger_value = True
+        msg.rerun_script.cached_message_hashes.extend(self.cached)
+        return msg.SerializeToString()
+
+
+class _Tap:
+    """A websocket whose every received message is shown to ``observe`` first."""
+
+    def __init__(self, ws, observe) -> None:
+        self._ws, self._observe = ws, observe
+
+    async def recv(self):
+        data = await self._ws.recv()
+        self._observe(data)
+        return data
+
+    async def send(self, data) -> None:
+        await self._ws.send(data)
+
+    async def close(self) -> None:
+        await self._ws.close()
+
+
+def parse_list(text: str, kind=str) -> list:
+    values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("an empty list")
+    return values
+
+
+async def timed(server, student: load.Student, kind: str, message: bytes, text: str | None = None) -> dict:
+    await asyncio.sleep(PAUSE_S)
+    mark, avg = server.mark(), os.getloadavg()[0]
+    run = await student._run(kind, message, expect_text=text)
+    timing = await server.timing_after(mark) or {}
+    nan = float("nan")
+    script_cpu, gc_ms = 1000 * timing.get("script_cpu_s", nan), 1000 * timing.get("after_s", nan)
+    return {
+        "action": kind,
+        "script_cpu_ms": script_cpu,
+        "script_wall_ms": 1000 * timing.get("script_s", nan),
+        "gc_ms": gc_ms,
+        "cpu_ms": script_cpu + gc_ms,
+        "client_ms": 1000 * run.latency,
+        "kib": run.bytes / 1024,
+        "load": avg,
+        "error": run.error,
+        "query": student.query_string,  # the view after the run (its step=k, when the page shows one)
+    }
+
+
+async def open_student(server, page: str, num_tokens: int, sentences) -> BrowserStudent:
+    """A new tab on ``page`` from a link with a typed sentence of ``num_tokens`` tokens (``app_scale.open_session``)."""
+    student = BrowserStudent(server.base)
+    await student.connect()
+    shown, cut = app_scale.link_text(sentences.make(num_tokens))
+    opened = await student.open(page, {"input": "text", "text": shown})
+    if opened.error:
+        raise RuntimeError(f"/{page}: {opened.error}")
+    if cut:  # the link could not carry T tokens: type them
+        text = sentences.make(num_tokens)
+        await student._run("edit", student.message(text=text), expect_text=text)
+    return student
+
+
+def walk(steps: int, repeats: int) -> list[int]:
+    """Stepper moves (+1 Next, -1 Previous) from step 1, to the last step and back, until each has ``repeats``."""
+    moves, position, direction = [], 1, 1
+    while min(moves.count(1), moves.count(-1)) < repeats and steps > 1:
+        if not 1 <= position + direction <= steps:
+            direction = -direction
+        moves.append(direction)
+        position += direction
+    return moves
+
+
+async def page_actions(
+    server, pages: list[str], num_tokens: int, repeats: int, sentences, wanted: tuple[str, ...] = ACTIONS
+) -> list[dict]:
+    """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``.
+
+    ``wanted``: the actions to time (Next and Previous go together, as the stepper's walk)."""
+    rows = []
+    for index, page in enumerate(pages):
+        student = await open_student(server, page, num_tokens, sentences)
+        counts = {1: 0, -1: 0}
+        stepping = "next" in wanted or "previous" in wanted
+        for move in walk(student.steps or 1, repeats) if stepping else []:
+            kind, key = ("next", f"next:{page}") if move == 1 else ("previous", f"prev:{page}")
+            row = await timed(server, student, kind, student.message(click=key))
+            counts[move] += 1
+            if counts[move] <= repeats:
+                rows.append({**row, "page": page, "T": num_tokens})
+        for _ in range(repeats if "sentence" in wanted else 0):
+            text = sentences.make(num_tokens)
+            row = await timed(server, student, "sentence", student.message(text=text), text)
+            rows.append({**row, "page": page, "T": num_tokens})
+        other = pages[(index + 1) % len(pages)]
+        for hop in range(
+            2 * repeats if "switch" in wanted else 0
+        ):  # there and back: each page gets ``repeats`` arrivals, drawn before
+            origin, student.page = student.page, (other if hop % 2 == 0 else page)
+            row = await timed(server, student, "switch", student.message(page=student.page))
+            rows.append({**row, "page": student.page, "from": origin, "T": num_tokens})
+        await student.close()
+    return rows
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Median and p95 per (T, page, action) of each run's figures; a switch counts for the page it lands on."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["T"], r["page"], r["action"]), []).append(r)
+    out = []
+    order = sorted(groups.items(), key=lambda g: (g[0][0], g[0][1], ACTIONS.index(g[0][2])))
+    for (num_tokens, page, action), group in order:
+        ok = [r for r in group if not r["error"]]
+        entry = {"T": num_tokens, "page": page, "action": action, "runs": len(group), "errors": len(group) - len(ok)}
+        for field in ("cpu_ms", "script_cpu_ms", "gc_ms", "client_ms", "kib"):
+            values = [r[field] for r in ok]
+            entry[field] = load.percentile(values, 50)
+            entry[field + "_p95"] = load.percentile(values, 95)
+        entry["load"] = [min(r["load"] for r in group), max(r["load"] for r in group)]
+        out.append(entry)
+    return out
+
+
+async def dump_profile(server, path: Path) -> None:
+    """Have ``serve.py --profile`` write the runs profiled so far to ``path`` (and start afresh)."""
+    path.unlink(missing_ok=True)
+    server.proc.send_signal(signal.SIGUSR2)
+    for _ in range(100):
+        await asyncio.sleep(0.1)
+        if path.exists() and path.stat().st_size:
+            await asyncio.sleep(0.2)
+            return
+
+
+async def costs(args) -> dict:
+    profile = Path(args.profile).resolve() if args.profile else None
+    server = app_scale.TimedServer("streamlit_app.py", "actions", profile)  # logs, timings in artifacts/app_scale/
+    server.start()
+    started, load_start = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()
+    try:
+        sentences = app_scale.Sentences(seed=args.seed)
+        for page in args.pages:  # first runs (imports, first-call costs) are not timed
+            student = await open_student(server, page, 64, sentences)
+            await student.close()
+        if profile:
+            await dump_profile(server, profile)  # and forget the warm-up's runs
+        rows = []
+        for num_tokens in args.sizes:
+            rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences, args.actions)
+            print(f"T = {num_tokens}: {len(rows)} runs so far, load {os.getloadavg()[0]:.2f}", flush=True)
+        if profile:
+            await dump_profile(server, profile)
+    finally:
+        server.stop()
+    if profile:
+        pstats.Stats(str(profile)).sort_stats("cumulative").print_stats(40)
+    result = {
+        "command": " ".join(["python", "benchmarks/actions.py", *sys.argv[1:]]),
+        "when": started,
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg(),
+        "rows": rows,
+        "summary": summary(rows),
+        "server_log_problems": server.log_problems()[:20],
+    }
+    for e in result["summary"]:
+        print(
+            f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} cpu p50 {e['cpu_ms']:7.1f} p95 {e['cpu_ms_p95']:7.1f} "
+            f"(script {e['script_cpu_ms']:6.1f}, gc {e['gc_ms']:5.1f}) client {e['client_ms']:6.1f} ms, "
+            f"{e['kib']:5.0f} KiB, errors {e['errors']}, load {e['load'][0]:.1f}-{e['load'][1]:.1f}",
+            flush=True,
+        )
+    return result
+
+
+def paint(args) -> dict:
+    """``app_scale.cold_start_phase``'s measurement of the first page, with the server's CPU seconds at paint.
+
+    The wall time depends on the machine's load; the server process's user + system CPU time from
+    its start to the first painted heatmap does much less.
+    """
+    from playwright.sync_api import sync_playwright
+
+    samples, load_start = [], os.getloadavg()
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            for _ in range(args.repeats):
+                avg, server = os.getloadavg()[0], AppServer(log=ARTIFACTS / "paint.log")
+                t0 = time.perf_counter()
+                with server as base:
+                    healthy, healthy_cpu = time.perf_counter() - t0, server.cpu_s()
+                    context = browser.new_context(viewport=VIEWPORT)
+                    context.set_default_timeout(300_000)
+                    page = context.new_page()
+                    page.goto(base + "/", wait_until="commit")
+                    page.wait_for_function(f"() => ({app_scale.FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
+                    painted, painted_cpu = time.perf_counter() - t0, server.cpu_s()
+                    context.close()
+                samples.append(
+                    {"healthy_s": healthy, "healthy_cpu_s": healthy_cpu, "painted_s": painted}
+                    | {"painted_cpu_s": painted_cpu, "load": avg}
+                )
+                print(
+                    f"  cold start /: healthy {healthy:.1f} s ({healthy_cpu:.1f} s CPU), first heatmap painted "
+                    f"{painted:.1f} s (server CPU {painted_cpu:.1f} s), load {avg:.2f}",
+                    flush=True,
+                )
+        finally:
+            browser.close()
+    return {
+        "command": " ".join(["python", "benchmarks/actions.py", *sys.argv[1:]]),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg(),
+        "samples": samples,
+        **{key: app_scale.median(s[key] for s in samples) for key in samples[0] if key != "load"},
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("costs", "paint"))
+    parser.add_argument("--pages", type=parse_list, default=["causal_mask", "multihead"], help="URL paths")
+    parser.add_argument("--sizes", type=lambda t: parse_list(t, int), default=[6, 64, 1024], help="token counts T")
+    parser.add_argument("--repeats", type=int, default=10, help="runs of each action (costs) or cold starts (paint)")
+    parser.add_argument(
+        "--actions", type=parse_list, default=list(ACTIONS), help=f"costs: a subset of {','.join(ACTIONS)}"
+    )
+    parser.add_argument("--profile", help="costs: cProfile the timed runs (serve.py --profile) into this pstats file")
+    parser.add_argument("--seed", type=int, default=15)
+    args = parser.parse_args(argv)
+    unknown = set(args.actions) - set(ACTIONS)
+    if unknown:
+        parser.error(f"unknown action(s): {', '.join(sorted(unknown))}")
+    args.actions = tuple(args.actions)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    result = asyncio.run(costs(args)) if args.command == "costs" else paint(args)
+    path = ARTIFACTS / f"{args.command}.json"
+    path.write_text(json.dumps(result, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

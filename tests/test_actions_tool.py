@@ -1,0 +1,110 @@
+"""The per-action benchmark's helpers (benchmarks/actions.py), without a server: its options, the
+stepper walk, and the rerun requests it sends with every widget's state, as a browser does."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+ACTIONS_PY = Path(__file__).parent.parent / "benchmarks" / "actions.py"
+_spec = importlib.util.spec_from_file_location("benchmarks_actions", ACTIONS_PY)
+actions = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = actions
+_spec.loader.exec_module(actions)
+
+
+def test_options_default_to_two_pages_three_sizes_and_ten_repeats():
+    args = actions.parse_args(["costs"])
+    assert (args.command, args.pages, args.sizes, args.repeats) == (
+        "costs",
+        ["causal_mask", "multihead"],
+        [6, 64, 1024],
+        10,
+    )
+    args = actions.parse_args(["costs", "--pages", "qkv, tokens", "--sizes", "6,256", "--repeats", "3"])
+    assert (args.pages, args.sizes, args.repeats) == (["qkv", "tokens"], [6, 256], 3)
+    assert actions.parse_args(["paint", "--repeats", "3"]).repeats == 3
+    assert actions.parse_args(["costs"]).actions == ("next", "previous", "switch", "sentence")
+    args = actions.parse_args(["costs", "--actions", "next,previous", "--profile", "/tmp/p.pstats"])
+    assert (args.actions, args.profile) == (("next", "previous"), "/tmp/p.pstats")
+
+
+@pytest.mark.parametrize(
+    "argv", [["costs", "--sizes", "six"], ["costs", "--pages", ","], ["costs", "--actions", "next,jump"], ["cost"], []]
+)
+def test_bad_options_are_refused(argv):
+    with pytest.raises(SystemExit):
+        actions.parse_args(argv)
+
+
+def test_the_stepper_walk_goes_to_the_last_step_and_back_until_each_button_has_its_presses():
+    moves = actions.walk(3, 3)
+    assert moves == [1, 1, -1, -1, 1, 1, -1]
+    position = 1
+    for move in actions.walk(6, 10):
+        position += move
+        assert 1 <= position <= 6
+    assert actions.walk(1, 5) == []
+
+
+def _student_with_widgets():
+    student = actions.BrowserStudent("http://127.0.0.1:1")
+    radio = ForwardMsg()
+    radio.delta.new_element.radio.id = "$$ID-a-w_source"
+    radio.delta.new_element.radio.options.extend(["Book example", "Type your own"])
+    radio.delta.new_element.radio.default = 0
+    text = ForwardMsg()
+    text.delta.new_element.text_input.id = "$$ID-b-w_text"
+    text.delta.new_element.text_input.default = "Your journey"
+    number = ForwardMsg()
+    number.delta.new_element.number_input.id = "$$ID-c-w_seed"
+    number.delta.new_element.number_input.default = 123
+    group = ForwardMsg()
+    group.delta.new_element.button_group.id = "$$ID-d-w_image_format"
+    group.delta.new_element.button_group.options.add().content = "SVG"
+    group.delta.new_element.button_group.options.add().content = "PNG"
+    group.delta.new_element.button_group.default.append(1)
+    button = ForwardMsg()
+    button.delta.new_element.button.id = "$$ID-e-next:multihead"
+    for msg in (radio, text, number, group, button):
+        student.observe(msg.SerializeToString())
+    student.widget_ids["w_text"] = "$$ID-b-w_text"
+    student.page_script_hash, student.page = "hash", "multihead"
+    return student
+
+
+def test_a_click_sends_every_widget_state_and_the_buttons_trigger():
+    student = _student_with_widgets()
+    msg = BackMsg.FromString(student.message(click="next:multihead")).rerun_script
+    widgets = {w.id: w for w in msg.widget_states.widgets}
+    assert widgets["$$ID-a-w_source"].string_value == "Book example"  # a radio sends its option's string
+    assert widgets["$$ID-b-w_text"].string_value == "Your journey"
+    assert widgets["$$ID-c-w_seed"].double_value == 123
+    assert list(widgets["$$ID-d-w_image_format"].string_array_value.data) == ["PNG"]
+    assert widgets["$$ID-e-next:multihead"].trigger_value
+    assert msg.page_script_hash == "hash"
+
+
+def test_a_new_sentence_and_a_page_switch_keep_the_other_widgets():
+    student = _student_with_widgets()
+    msg = BackMsg.FromString(student.message(text="A new sentence.")).rerun_script
+    widgets = {w.id: w for w in msg.widget_states.widgets}
+    assert widgets["$$ID-b-w_text"].string_value == "A new sentence."
+    assert not any(w.trigger_value for w in widgets.values())
+    switch = BackMsg.FromString(student.message(page="causal_mask")).rerun_script
+    assert (switch.page_name, switch.page_script_hash) == ("causal_mask", "")
+    assert {w.id: w.string_value for w in switch.widget_states.widgets}["$$ID-b-w_text"] == "A new sentence."
+
+
+def test_a_value_the_server_sets_replaces_the_one_held():
+    student = _student_with_widgets()
+    changed = ForwardMsg()
+    changed.delta.new_element.number_input.id = "$$ID-c-w_seed"
+    changed.delta.new_element.number_input.default = 123
+    changed.delta.new_element.number_input.value = 7
+    changed.delta.new_element.number_input.set_value = True
+    student.observe(changed.SerializeToString())
+    assert student.states["$$ID-c-w_seed"] == ("double_value", 7)
