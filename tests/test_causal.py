@@ -5,7 +5,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch import nn
 
 from attention import (
     BOOK_INPUTS,
@@ -17,6 +16,7 @@ from attention import (
     mask_with_neg_inf,
     trace,
 )
+from tests.book_listings import CausalAttention as BookCausalAttention
 
 BOOK = {"atol": 1e-4, "rtol": 0}
 BOOK_MASKED_WEIGHTS = torch.tensor(
@@ -39,30 +39,6 @@ BOOK_CAUSAL_OUTPUT = torch.tensor(
         [-0.5299, -0.1081],
     ]
 )
-
-
-class BookCausalAttention(nn.Module):
-    """The book's listing 3.3, verbatim apart from names: the oracle."""
-
-    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-        super().__init__()
-        self.d_out = d_out
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape
-        keys = self.W_key(x)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2)
-        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        attn_weights = self.dropout(attn_weights)
-        return attn_weights @ values
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:

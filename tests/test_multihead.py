@@ -6,7 +6,6 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch import nn
 
 from attention import (
     MultiHeadAttention,
@@ -17,6 +16,7 @@ from attention import (
     to_torch_multihead,
     trace,
 )
+from tests.book_listings import MultiHeadAttention as BookMultiHeadAttention
 
 BOOK = {"atol": 1e-4, "rtol": 0}
 BOOK_WRAPPER_OUTPUT = torch.tensor(
@@ -40,35 +40,6 @@ BOOK_MHA_OUTPUT = torch.tensor(
     ]
 )
 ORACLE = {"atol": 1e-5, "rtol": 1e-5}
-
-
-class BookMultiHeadAttention(nn.Module):
-    """The book's listing 3.5, verbatim apart from names: the oracle."""
-
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        self.d_out = d_out
-        self.num_heads = num_heads
-        self.head_dim = d_out // num_heads
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape
-        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-        queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-        attn_scores = queries @ keys.transpose(2, 3)
-        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        attn_weights = self.dropout(attn_weights)
-        context_vec = (attn_weights @ values).transpose(1, 2)
-        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
-        return self.out_proj(context_vec)
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:
