@@ -46,111 +46,15 @@ if str(HERE) not in sys.path:
 
 import app_scale  # noqa: E402
 import load  # noqa: E402
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 
 from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium  # noqa: E402
 
 ARTIFACTS = app_scale.ROOT / "artifacts" / "actions"
 PAUSE_S = 0.3  # between actions: the previous run and its collection are over
 ACTIONS = ("next", "previous", "switch", "sentence")
-BUTTON_ID_RE = load.WIDGET_ID_RE
 
 
-def widget_state(element) -> tuple[str, str, object] | None:
-    """(id, WidgetState field, value) of a widget element as a browser that has touched nothing holds it."""
-    kind = element.WhichOneof("type")
-    w = getattr(element, kind) if kind else None
-    if kind in ("text_input", "text_area"):
-        return w.id, "string_value", w.value if w.set_value else w.default
-    if kind == "number_input":
-        return w.id, "double_value", w.value if w.set_value else w.default
-    if kind == "checkbox":  # st.toggle too
-        return w.id, "bool_value", w.value if w.set_value else w.default
-    if kind in ("radio", "selectbox"):  # Streamlit 1.67 sends the option's string
-        if w.set_value:
-            return w.id, "string_value", w.raw_value
-        return (w.id, "string_value", w.options[w.default]) if w.HasField("default") else None
-    if kind == "slider" and not w.options:
-        return w.id, "double_array_value", list(w.value if w.set_value else w.default)
-    if kind == "button_group":  # st.segmented_control, st.pills
-        chosen = list(w.raw_values) if w.set_value else [w.options[i].content for i in w.default]
-        return w.id, "string_array_value", chosen
-    return None
-
-
-class BrowserStudent(load.Student):
-    """``load.Student`` that, like a browser tab, sends every widget's state with each rerun request.
-
-    It reads every widget the server draws (``widget_state``), keeps the value a browser would hold,
-    and learns the ids of keyed buttons (the stepper's Next and Previous) to press them.
-    """
-
-    def __init__(self, base: str) -> None:
-        super().__init__(base)
-        self.states: dict[str, tuple[str, object]] = {}  # widget id -> (WidgetState field, value)
-
-    async def connect(self) -> None:
-        await super().connect()
-        self.ws = _Tap(self.ws, self.observe)
-
-    def observe(self, data: bytes) -> None:
-        msg = load.ForwardMsg.FromString(data)
-        if msg.WhichOneof("type") != "delta" or msg.delta.WhichOneof("type") != "new_element":
-            return
-        element = msg.delta.new_element
-        if element.WhichOneof("type") == "button" and (match := BUTTON_ID_RE.match(element.button.id)):
-            self.widget_ids[match.group(1)] = element.button.id
-            return
-        found = widget_state(element)
-        if found:
-            widget_id, field_name, value = found
-            known = self.states.get(widget_id)
-            if known is None or getattr(getattr(element, element.WhichOneof("type")), "set_value", False):
-                self.states[widget_id] = (field_name, value)
-
-    def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
-        """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``."""
-        if text is not None:
-            self.states[self.widget_ids[load.TEXT_WIDGET_KEY]] = ("string_value", text)
-        if page is None:
-            query, url = self.query_string, f"{self.base}/{self.page}?{self.query_string}"
-            msg = BackMsg.FromString(
-                load.rerun_message(query_string=query, page_script_hash=self.page_script_hash, url=url)
-            )
-        else:
-            msg = BackMsg.FromString(load.rerun_message(page_name=page, url=f"{self.base}/{page}"))
-        widgets = msg.rerun_script.widget_states.widgets
-        for widget_id, (field_name, value) in self.states.items():
-            widget = widgets.add()
-            widget.id = widget_id
-            if field_name.endswith("_array_value"):
-                getattr(widget, field_name).data.extend(value)
-            else:
-                setattr(widget, field_name, value)
-        if click is not None:
-            widget = widgets.add()
-            widget.id = self.widget_ids[click]
-            widget.trigger_value = True
-        msg.rerun_script.cached_message_hashes.extend(self.cached)
-        return msg.SerializeToString()
-
-
-class _Tap:
-    """A websocket whose every received message is shown to ``observe`` first."""
-
-    def __init__(self, ws, observe) -> None:
-        self._ws, self._observe = ws, observe
-
-    async def recv(self):
-        data = await self._ws.recv()
-        self._observe(data)
-        return data
-
-    async def send(self, data) -> None:
-        await self._ws.send(data)
-
-    async def close(self) -> None:
-        await self._ws.close()
+BrowserStudent = load.BrowserStudent  # moved to load.py, whose class and typing scenarios use it too
 
 
 def parse_list(text: str, kind=str) -> list:
