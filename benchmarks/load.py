@@ -62,6 +62,7 @@ import statistics
 import sys
 import time
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -281,6 +282,7 @@ class Student:
         self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
         self.steps: int | None = None
         self.app_pages: list[tuple[str, str]] = []
+        self.timeout_s = RUN_TIMEOUT_S  # a run that takes longer is an error
 
     async def connect(self) -> None:
         url = self.base.replace("http", "ws", 1) + "/_stcore/stream"
@@ -335,9 +337,9 @@ class Student:
 
         try:
             await self.ws.send(message)
-            await asyncio.wait_for(receive(), RUN_TIMEOUT_S)
+            await asyncio.wait_for(receive(), self.timeout_s)
         except asyncio.TimeoutError:
-            run.error = f"timeout after {RUN_TIMEOUT_S:.0f} s"
+            run.error = f"timeout after {self.timeout_s:.0f} s"
         except websockets.ConnectionClosed as exc:
             run.error = f"connection closed: {exc}"
         run.latency = time.perf_counter() - run.sent
@@ -393,6 +395,7 @@ class BrowserStudent(Student):
     def __init__(self, base: str, cookie: str | None = None) -> None:
         super().__init__(base)
         self.cookie = cookie  # "name=value" sent when connecting (nginx's sticky-session cookie)
+        self.upstream = ""
         self.states: dict[str, tuple[str, object]] = {}  # widget id -> (WidgetState field, value)
         self.buttons: dict[str, tuple[str, str, bool]] = {}  # key -> (id, fragment id, disabled)
         self.page_hashes: dict[str, str] = {}  # URL path -> page script hash
@@ -408,6 +411,7 @@ class BrowserStudent(Student):
         self.ws = await websockets.connect(
             url, subprotocols=["streamlit"], max_size=None, ping_interval=None, additional_headers=headers
         )
+        self.upstream = self.ws.response.headers.get("X-Upstream", "")  # the app process nginx chose
 
     def observe(self, data: bytes) -> None:
         """Take in one ``ForwardMsg`` outside a timed run."""
@@ -552,29 +556,34 @@ class Server(AppServer):
         return None
 
 
-async def warm_up(server: Server) -> list[Run]:
-    """Open every page once and edit its sentence once, so the imports and first runs are behind us.
-
-    The app's pages are read from the navigation message of the first run
-    (the default page, URL path ""), into ``server.pages``.
-    """
+async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
+    """Open every page of the server at ``base`` once and edit its sentence once, so the imports and first runs
+    are behind us; returns the runs and the app's pages (URL path, title), read from the first run's navigation."""
     rng = random.Random(0)
     runs = []
-    first = Student(server.base)
+    first = Student(base)
     await first.connect()
     runs.append(await first.open("", {"input": "text", "text": sentence(rng)}))
+    if runs[0].error:
+        raise RuntimeError(f"the app's first page failed at {base}: {runs[0].error}")
     runs.append(await first.edit(sentence(rng)))
     await first.close()
-    server.pages = [path for path, _ in first.app_pages]
-    server.titles = dict(first.app_pages)
-    for page in server.pages:
+    for page, _ in first.app_pages:
         if page == "":
             continue
-        student = Student(server.base)
+        student = Student(base)
         await student.connect()
         runs.append(await student.open(page, {"input": "text", "text": sentence(rng)}))
         runs.append(await student.edit(sentence(rng)))
         await student.close()
+    return runs, first.app_pages
+
+
+async def warm_up(server: Server) -> list[Run]:
+    """``warm`` the server, keeping its pages in ``server.pages`` (URL paths, "" for the default page)."""
+    runs, app_pages = await warm(server.base)
+    server.pages = [path for path, _ in app_pages]
+    server.titles = dict(app_pages)
     return runs
 
 
@@ -624,41 +633,87 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
     return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
 
 
-class Meter:
-    """Server RSS every ``every`` seconds, and CPU accounting between start and stop."""
+def family(pid: int) -> list[int]:
+    """``pid`` and its children's pids."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [pid, *(int(child) for child in f.read().split())]
+    return [pid]
 
-    def __init__(self, server: Server, every: float = 1.0) -> None:
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its living children (nginx's worker), 0 once it is gone."""
+    total = 0.0
+    for one in family(pid):
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{one}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
+
+
+def process_rss_mib(pid: int) -> float:
+    """``VmRSS`` of process ``pid`` and its living children, in MiB."""
+    total = 0
+    for one in family(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{one}/status") as f:
+            total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+    return total / 1024
+
+
+class Meter:
+    """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
+
+    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together).
+    When the server has ``processes()`` (name -> pid: the app processes and nginx), each is
+    measured on its own too; with ``gc_stats()`` (``serve.py --stats``), its collections are counted.
+    The client's CPU is this process's.
+    """
+
+    def __init__(self, server, every: float = 1.0) -> None:
         self.server = server
         self.every = every
         self.samples: list[tuple[float, float]] = []
+        self.procs: dict[str, int] = server.processes() if hasattr(server, "processes") else {}
+        self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
         self._task = None
+
+    async def _gc_stats(self) -> dict | None:
+        return await self.server.gc_stats() if hasattr(self.server, "gc_stats") else None
 
     async def __aenter__(self):
         self.t0 = time.perf_counter()
         self.load_start = loadavg()
         self.cpu0 = self.server.cpu_s()
+        self.proc_cpu0 = {name: process_cpu_s(pid) for name, pid in self.procs.items()}
         self.self0 = sum(os.times()[:2])
         self.busy0 = machine_busy_s()
-        self.gc0 = await self.server.gc_stats()
+        self.gc0 = await self._gc_stats()
         self._task = asyncio.create_task(self._sample())
         return self
 
+    def _take_sample(self) -> None:
+        now = time.perf_counter() - self.t0
+        self.samples.append((now, self.server.rss_mib()))
+        for name, pid in self.procs.items():
+            self.proc_samples[name].append((now, process_rss_mib(pid)))
+
     async def _sample(self) -> None:
         while True:
-            self.samples.append((time.perf_counter() - self.t0, self.server.rss_mib()))
+            self._take_sample()
             await asyncio.sleep(self.every)
 
     async def __aexit__(self, *exc) -> None:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        self.samples.append((time.perf_counter() - self.t0, self.server.rss_mib()))
+        self._take_sample()
         self.elapsed = time.perf_counter() - self.t0
         self.server_cpu = self.server.cpu_s() - self.cpu0
+        self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
         self.client_cpu = sum(os.times()[:2]) - self.self0
-        self.other_cores = max(0.0, (machine_busy_s() - self.busy0 - self.server_cpu - self.client_cpu) / self.elapsed)
+        measured = sum(self.proc_cpu.values()) if self.procs else self.server_cpu
+        self.other_cores = max(0.0, (machine_busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
         self.load_end = loadavg()
-        self.gc1 = await self.server.gc_stats()
+        self.gc1 = await self._gc_stats()
 
     def report(self, runs: int) -> dict:
         rss = [s[1] for s in self.samples]
@@ -673,6 +728,17 @@ class Meter:
             }
             for key, field_name in (("gc_ms_per_run", "seconds"), ("gc_cpu_ms_per_run", "cpu_seconds")):
                 gc[key] = 1000 * sum(b[field_name] - a[field_name] for a, b in generations) / max(runs, 1)
+        processes = {}
+        for name, samples in self.proc_samples.items():
+            values = [s[1] for s in samples]
+            processes[name] = {
+                "cpu_s": self.proc_cpu[name],
+                "cpu_cores": self.proc_cpu[name] / self.elapsed,
+                "rss_start_mib": values[0],
+                "rss_end_mib": values[-1],
+                "rss_max_mib": max(values),
+                "rss_slope_mib_per_min": slope_mib_per_min(samples),
+            }
         return {
             "elapsed_s": self.elapsed,
             "rss_start_mib": rss[0],
@@ -683,11 +749,15 @@ class Meter:
                 [x for x in self.samples if x[0] >= self.elapsed / 2]
             ),
             "server_cpu_s": self.server_cpu,
+            "server_cpu_cores": self.server_cpu / self.elapsed,
             "server_cpu_ms_per_run": 1000 * self.server_cpu / runs if runs else float("nan"),
             "client_cpu_s": self.client_cpu,
+            "client_cpu_cores": self.client_cpu / self.elapsed,
+            "client_cpu_ms_per_run": 1000 * self.client_cpu / runs if runs else float("nan"),
             "other_load_cores": self.other_cores,
             "loadavg_start": self.load_start,
             "loadavg_end": self.load_end,
+            "processes": processes,
             "gc": gc,
         }
 
@@ -821,6 +891,220 @@ async def pages_scan(server: Server, edits: int, seed: int) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- lessons: browser-like students
+
+
+@dataclass(frozen=True)
+class Mix:
+    """How a student's actions divide: stepper clicks (Next or Previous), page switches, new sentences."""
+
+    step: float
+    switch: float
+    sentence: float
+
+    def pick(self, rng: random.Random) -> str:
+        """One action, "step", "switch" or "sentence", with the mix's probabilities."""
+        draw = rng.random() * (self.step + self.switch + self.sentence)
+        if draw < self.step:
+            return "step"
+        return "switch" if draw < self.step + self.switch else "sentence"
+
+
+MIXES = {"class": Mix(step=0.6, switch=0.2, sentence=0.2), "typing": Mix(step=0.0, switch=0.0, sentence=1.0)}
+LEFT_OUT_PAGES = ("speed", "mistakes")  # not chapter pages: the Speed page's timing lab, and the "Break it" exercise
+# What a class types: the sentences a teacher's slides and a class's chat would offer, 6-40 GPT-2 tokens.
+CLASS_SENTENCES = (
+    "Your journey starts with one step",
+    "The cat sat on the mat because it was tired.",
+    "Attention lets every word look back at the words that came before it.",
+    "I went to the bank to sit by the river and watch the boats go by.",
+    "The trophy did not fit in the suitcase because it was too big.",
+    "A small language model reads a sentence one token at a time and guesses the next word.",
+    "The teacher asked why softmax makes each row of weights sum to one, and nobody answered at first.",
+    "Alice gave Bob the book she had borrowed from the library last week, and he promised to bring it back "
+    "before Friday.",
+    "Transformers replaced recurrent networks for translation because they can look at the whole sentence at "
+    "once, instead of squeezing everything the encoder read into one hidden state.",
+    "In the morning the students opened their laptops, typed their own sentences into the sidebar, and watched "
+    "the attention weights change as each new word arrived.",
+)
+
+
+def typed_sentence(rng: random.Random) -> str:
+    """A student's own new sentence: 5-34 random words (about 6-40 GPT-2 tokens), in practice never typed before."""
+    return " ".join(rng.choices(WORDS, k=rng.randint(5, 34))).capitalize() + "."
+
+
+def chapter_pages(app_pages: list[tuple[str, str]]) -> list[str]:
+    """The URL paths a class moves between: every page of the app but ``LEFT_OUT_PAGES``."""
+    return [path for path, _ in app_pages if path not in LEFT_OUT_PAGES]
+
+
+def stepper_click(buttons: dict[str, tuple[str, str, bool]], direction: int) -> tuple[str, str, int] | None:
+    """The stepper button a student walking in ``direction`` (+1 forward, -1 back) presses: (action, key,
+    direction); at the last step Next is disabled, so they turn and press Previous (and at step 1, Next)."""
+    for way in (direction, -direction):
+        prefix, action = ("next:", "next") if way > 0 else ("prev:", "previous")
+        for key, (_, _, disabled) in buttons.items():
+            if key.startswith(prefix) and not disabled:
+                return action, key, way
+    return None
+
+
+class LessonStudent(BrowserStudent):
+    """A browser-like student in a lesson: walks the stepper, switches pages and types sentences."""
+
+    def __init__(self, base: str, cookie: str | None, rng: random.Random) -> None:
+        super().__init__(base, cookie)
+        self.rng = rng
+        self.direction = 1  # a class walks forward, and back from the last step
+
+    async def act(self, action: str, pages: list[str], typing: bool) -> Run:
+        """Do ``action`` (``Mix.pick``) and wait for the page; the run's kind says what was done."""
+        if action == "switch":
+            self.page = self.rng.choice([p for p in pages if p != self.page])
+            return await self._run("switch", self.message(page=self.page), expect_text=None)
+        if action == "sentence":
+            current = self.states.get(self.widget_ids.get(TEXT_WIDGET_KEY, ""), ("", ""))[1]
+            others = [s for s in CLASS_SENTENCES if s != current]
+            text = typed_sentence(self.rng) if typing else self.rng.choice(others)
+            return await self._run("sentence", self.message(text=text), expect_text=text)
+        click = stepper_click(self.buttons, self.direction)
+        if click is None or self.step is None:
+            run = Run("next", time.perf_counter(), latency=0.0, error=f"no stepper button on /{self.page}")
+            return run
+        kind, key, self.direction = click
+        before = self.step
+        run = await self._run(kind, self.message(click=key), expect_text=None)
+        wanted = (before[0] + self.direction, before[1])
+        if run.error is None and self.step != wanted:
+            run.error = f"stale: the stepper shows step {self.step}, not {wanted}"
+            run.ok = False
+        return run
+
+
+class OneServer(AppServer):
+    """``streamlit run streamlit_app.py`` as shipped, one process; the students connect to it directly."""
+
+    proxied = False
+
+    def __init__(self, log_path: str, env: dict[str, str]) -> None:
+        super().__init__(log=Path(log_path), env=env)
+        self.app_bases = [self.base]
+
+    def processes(self) -> dict[str, int]:
+        return {"app": self.proc.pid}
+
+
+class ClusterServer:
+    """``servers`` app processes behind nginx with sticky sessions (``deploy/run_cluster.py``)."""
+
+    proxied = True
+
+    def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
+        from deploy.run_cluster import Cluster
+
+        self.cluster = Cluster(servers, app_env=env)
+        self.base = self.cluster.url
+        self.app_bases = [f"http://127.0.0.1:{port}" for port in self.cluster.app_ports]
+        self.log_dir = Path(log_path).with_suffix("")
+
+    def command(self) -> list[str]:
+        return ["python", "deploy/run_cluster.py", "--processes", str(len(self.app_bases))]
+
+    def start(self) -> str:
+        return self.cluster.start()
+
+    def stop(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for name in [f"app-{port}.log" for port in self.cluster.app_ports] + ["nginx.log"]:
+            (self.log_dir / name).write_text(self.cluster.log(name))
+        self.cluster.stop()
+
+    def processes(self) -> dict[str, int]:
+        apps = {f"app:{port}": app.pid for port, app in zip(self.cluster.app_ports, self.cluster.apps, strict=True)}
+        return {**apps, "nginx": self.cluster.proxy.pid}
+
+    def cpu_s(self) -> float:
+        return sum(process_cpu_s(app.pid) for app in self.cluster.apps)
+
+    def rss_mib(self) -> float:
+        return sum(process_rss_mib(app.pid) for app in self.cluster.apps)
+
+    def log_problems(self) -> list[str]:
+        lines = [line for port in self.cluster.app_ports for line in self.cluster.log(f"app-{port}.log").splitlines()]
+        return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
+
+
+def lesson_target(servers: int, log_path: str, arena_max: int):
+    """One app server (``servers`` = 1, no proxy) or ``servers`` of them behind nginx."""
+    env = {"MALLOC_ARENA_MAX": str(arena_max)} if arena_max else {}
+    return OneServer(log_path, env) if servers == 1 else ClusterServer(servers, log_path, env)
+
+
+def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
+    """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
+    actions = [r for r in runs if r.kind != "open"]
+    kinds = sorted({r.kind for r in runs}, key=lambda k: ("open", "next", "previous", "switch", "sentence").index(k))
+    finished = [r for r in actions if start <= r.done <= end]
+    return {
+        "actions": summarize(actions),
+        "by_kind": {kind: summarize([r for r in runs if r.kind == kind]) for kind in kinds},
+        "throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan"),
+    }
+
+
+async def lesson(target, scenario: str, n: int, duration: float, think_s: float, spread_s: float, page: str, seed: int):
+    """``n`` students open the class's link over ``spread_s`` seconds, then act and think until ``duration`` is up.
+
+    The link is ``page`` with the class's first sentence; each action is drawn from ``MIXES[scenario]``,
+    with an exponential think time of mean ``think_s`` before it. Students of a ``class`` pick new
+    sentences from ``CLASS_SENTENCES``; in ``typing`` each types a sentence of their own.
+    """
+    rng = random.Random(seed)
+    mix, typing = MIXES[scenario], scenario == "typing"
+    pages = chapter_pages(target.app_pages)
+    link = {"input": "text", "text": CLASS_SENTENCES[0]}
+    runs: list[Run] = []
+    students = []
+    for i in range(n):
+        cookie = f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # as nginx gives one
+        students.append(LessonStudent(target.base, cookie, random.Random(seed * 1000 + i)))
+
+    async def attend(student: LessonStudent, delay: float, end: float) -> None:
+        await asyncio.sleep(delay)
+        try:
+            await student.connect()
+        except (OSError, websockets.InvalidHandshake) as exc:
+            runs.append(Run("open", time.perf_counter(), latency=0.0, error=f"connection refused: {exc}"))
+            return
+        opened = await student.open(page, link)
+        runs.append(opened)
+        while opened.ok and time.perf_counter() < end:
+            await asyncio.sleep(student.rng.expovariate(1 / think_s))
+            if time.perf_counter() >= end:
+                break
+            run = await student.act(mix.pick(student.rng), pages, typing)
+            runs.append(run)
+            if run.error and run.error.startswith("connection closed"):
+                break
+
+    async with Meter(target) as meter:
+        start = time.perf_counter()
+        end = start + duration
+        await asyncio.gather(*(attend(s, rng.uniform(0, spread_s), end) for s in students))
+    for s in students:
+        await s.close()
+    return {
+        **summarize_lesson(runs, start, end),
+        "joined": sum(1 for r in runs if r.kind == "open" and r.ok),
+        "students_per_server": dict(Counter(s.upstream or "direct" for s in students)),
+        "pages": pages,
+        **meter.report(len(runs)),
+        "rss_samples": meter.samples[:: max(1, int(10 / meter.every))],
+    }
+
+
 # --------------------------------------------------------------------------- driver
 
 
@@ -895,6 +1179,70 @@ async def one_scenario(args, scenario: str, mode: str, n: int | None) -> dict:
     return entry
 
 
+async def one_lesson(args, scenario: str, servers: int, n: int) -> dict:
+    """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one)."""
+    label = f"{scenario}-{servers}server-{n}"
+    log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
+    target = lesson_target(servers, log_path, args.arena_max)
+    print(f"== {label}: starting {servers} app server(s), students connect to {target.base} (load {loadavg():.2f})")
+    target.start()
+    try:
+        warm_errors = []
+        for base in target.app_bases:
+            runs, target.app_pages = await warm(base)
+            warm_errors += [r.error for r in runs if r.error]
+        print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
+        result = await lesson(target, scenario, n, args.duration, args.think, args.spread, args.page, args.seed)
+        result["server_log_problems"] = target.log_problems()[:20]
+        result["warm_up_errors"] = warm_errors
+    finally:
+        target.stop()
+    entry = {
+        "scenario": scenario,
+        "mode": f"{servers} server" + ("s behind nginx" if servers > 1 else ""),
+        "servers": servers,
+        "students": n,
+        "page": args.page,
+        "think_s": args.think,
+        "spread_s": args.spread,
+        "duration_s": args.duration,
+        "malloc_arena_max": args.arena_max,
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join(["python", "benchmarks/load.py", *sys.argv[1:]]),
+        "server_command": " ".join(target.command()),
+        "machine": machine(),
+        **result,
+    }
+    record(entry, args.results)
+    print(lesson_line(entry), flush=True)
+    return entry
+
+
+def lesson_line(e: dict) -> str:
+    a, opened = e["actions"], e["by_kind"].get("open", {})
+    kinds = ", ".join(
+        f"{kind} {k['runs']}× p50 {k['p50_s'] * 1000:.0f} p95 {k['p95_s'] * 1000:.0f} max {k['max_s'] * 1000:.0f}"
+        for kind, k in e["by_kind"].items()
+    )
+    return (
+        f"   {e['scenario']} on {e['mode']}, N={e['students']} ({e['joined']} joined, per server "
+        f"{sorted(e['students_per_server'].values())}): actions {a['runs']}, "
+        f"p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms, max {a['max_s'] * 1000:.0f} ms, "
+        f"{e['throughput_runs_per_s']:.2f} actions/s, errors {a['errors'] + opened.get('errors', 0)} "
+        f"{a['error_kinds'] or ''}\n   ms: {kinds}\n"
+        f"   server CPU {e['server_cpu_cores']:.2f} cores ({e['server_cpu_ms_per_run']:.0f} ms/run), client CPU "
+        f"{e['client_cpu_cores']:.2f} cores ({e['client_cpu_ms_per_run']:.1f} ms/run), other "
+        f"{e['other_load_cores']:.2f} cores, RSS {e['rss_start_mib']:.0f}->{e['rss_end_mib']:.0f} "
+        f"(max {e['rss_max_mib']:.0f}) MiB, slope "
+        f"{e['rss_slope_mib_per_min']:+.2f} MiB/min (second half {e['rss_slope_second_half_mib_per_min']:+.2f}), "
+        f"loadavg {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}\n   per process: "
+        + "; ".join(
+            f"{name} {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB"
+            for name, p in e["processes"].items()
+        )
+    )
+
+
 def summary_line(e: dict) -> str:
     if e["scenario"] == "pages":
         return f"   heaviest: {e['heaviest']}"
@@ -933,11 +1281,50 @@ def _scenario_row(e: dict) -> str:
     )
 
 
+def _lesson_row(e: dict) -> str:
+    a, kinds = e["actions"], e["by_kind"]
+    p95 = " | ".join(_ms(kinds[k]["p95_s"]) if k in kinds else "–" for k in ("next", "previous", "switch", "sentence"))
+    errors = a["errors"] + kinds.get("open", {}).get("errors", 0)
+    return (
+        f"| {e['servers']} | {e['students']} | {a['runs']} | {_ms(a['p50_s'])} | **{_ms(a['p95_s'])}** "
+        f"| {_ms(a['max_s'])} | {p95} | {_ms(kinds['open']['p95_s'])} | {e['throughput_runs_per_s']:.2f} | {errors} "
+        f"| {e['server_cpu_cores']:.2f} ({e['server_cpu_ms_per_run']:.0f}) | {e['client_cpu_cores']:.2f} "
+        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} | {e['rss_slope_mib_per_min']:+.2f} "
+        f"| {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
+    )
+
+
+def lesson_report(rows: list[dict]) -> list[str]:
+    """One table per lesson scenario: overall and per-action latency, throughput, CPU and memory."""
+    out = []
+    for scenario in ("class", "typing"):
+        mine = sorted(
+            (e for e in rows if e["scenario"] == scenario), key=lambda e: (e["duration_s"], e["servers"], e["students"])
+        )
+        for duration in sorted({e["duration_s"] for e in mine}):
+            group = [e for e in mine if e["duration_s"] == duration]
+            first = group[0]
+            out += [
+                f"**{scenario}** (first page `{first['page'] or '/'}`, think time exponential with mean "
+                f"{first['think_s']:g} s, students arriving over {first['spread_s']:g} s, {duration:g} s timed, "
+                f"MALLOC_ARENA_MAX={first['malloc_arena_max'] or 'unset'})",
+                "",
+                "| servers | students | actions | p50 ms | p95 ms | max ms | p95 Next | p95 Previous | p95 switch "
+                "| p95 sentence | p95 open | actions/s | errors | server CPU cores (ms/run) | client CPU cores "
+                "| RSS start→end MiB | RSS MiB/min | load avg |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- "
+                "| ---: | --- | ---: | --- |",
+                *(_lesson_row(e) for e in group),
+                "",
+            ]
+    return out
+
+
 def report(results: list[dict]) -> str:
     """Markdown tables of the latest result for each scenario, mode and class size."""
     latest: dict[tuple, dict] = {}
     for e in results:
-        latest[(e["scenario"], e["mode"], e["students"])] = e
+        latest[(e["scenario"], e["mode"], e["students"], e.get("duration_s"))] = e
     by_scenario: dict[str, list[dict]] = {}
     for key, e in latest.items():
         by_scenario.setdefault(key[0], []).append(e)
@@ -976,6 +1363,7 @@ def report(results: list[dict]) -> str:
         ]
         out += [_scenario_row(e) for e in rows]
         out.append("")
+    out += lesson_report([e for e in latest.values() if e["scenario"] in MIXES])
     return "\n".join(out)
 
 
@@ -1006,6 +1394,11 @@ async def amain(args) -> None:
             replace_block(args.markdown, BEGIN, END, tables)
         print(tables)
         return
+    if args.scenario in MIXES:
+        for n in [int(n) for n in args.students.split(",")]:
+            for servers in [int(k) for k in args.servers.split(",")]:
+                await one_lesson(args, args.scenario, servers, n)
+        return
     modes = args.modes.split(",")
     sizes = [int(n) for n in args.students.split(",")] if args.scenario != "pages" else [None]
     for n in sizes:  # modes inside: the rows to compare run minutes apart, under similar outside load
@@ -1015,7 +1408,7 @@ async def amain(args) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=("pages", "classroom", "burst", "soak", "report"))
+    parser.add_argument("scenario", choices=("pages", "classroom", "burst", "soak", *MIXES, "report"))
     parser.add_argument("--modes", default="default", help="comma-separated server modes (see the docstring)")
     parser.add_argument("--students", default="1,30,100", help="comma-separated class sizes")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of timed editing (classroom, soak)")
@@ -1025,6 +1418,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--page", default="multihead", help="the page every student views (URL path)")
     parser.add_argument("--step", type=int, default=1, help="the step of that page")
     parser.add_argument("--edits", type=int, default=5, help="timed edits per page and step (pages)")
+    parser.add_argument("--servers", default="1", help="class, typing: comma-separated app process counts (2+: nginx)")
+    parser.add_argument("--spread", type=float, default=5.0, help="class, typing: seconds over which students arrive")
+    parser.add_argument("--arena-max", type=int, default=2, help="class, typing: MALLOC_ARENA_MAX (0: unset)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
     parser.add_argument("--markdown", help="report: fill the generated block of this Markdown file")

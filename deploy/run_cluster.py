@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 PLACEHOLDER = re.compile(r"\$\{(EXPLORER_[A-Z_]+)\}")
+# Fewer malloc arenas: the server's memory grows more slowly under a class (BENCHMARKS.md, "Load").
+APP_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 
 def free_port() -> int:
@@ -84,15 +86,25 @@ def stop(proc: subprocess.Popen) -> None:
 class Cluster:
     """``processes`` app servers and nginx on 127.0.0.1; ``start()`` returns the proxy's URL once all answer."""
 
-    def __init__(self, processes: int, port: int | None = None, app_ports: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        processes: int,
+        port: int | None = None,
+        app_ports: list[int] | None = None,
+        app_env: dict[str, str] | None = None,
+    ) -> None:
+        """``app_env`` is added to the app processes' environment (after ``APP_ENV``, which it may override)."""
         if processes < 1:
             raise ValueError("--processes must be at least 1")
         self.port = port or free_port()
         self.app_ports = app_ports or [free_port() for _ in range(processes)]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.app_env = {**APP_ENV, **(app_env or {})}
         self.runtime = Path(tempfile.mkdtemp(prefix="explorer-cluster-"))
         self.runtime.chmod(0o755)  # nginx started as root runs its workers as another user
         self.procs: list[subprocess.Popen] = []
+        self.apps: list[subprocess.Popen] = []  # one per port of app_ports, once started
+        self.proxy: subprocess.Popen | None = None  # nginx's master process (its worker is a child)
 
     def nginx_conf(self) -> str:
         servers = " ".join(f"server 127.0.0.1:{port};" for port in self.app_ports)
@@ -121,14 +133,13 @@ class Cluster:
         check = subprocess.run([*nginx_cmd, "-t", "-q"], capture_output=True, text=True, check=False)  # noqa: S603
         if check.returncode != 0:
             raise RuntimeError(f"nginx rejected the generated configuration:\n{check.stderr}")
-        # Fewer malloc arenas: the server's memory grows more slowly under a class (BENCHMARKS.md, "Load").
-        env = {**os.environ, "MALLOC_ARENA_MAX": "2"}
+        env = {**os.environ, **self.app_env}
         try:
-            apps = [self._spawn(app_command(port), f"app-{port}.log", env) for port in self.app_ports]
-            proxy = self._spawn([*nginx_cmd, "-g", "daemon off;"], "nginx.log")
-            for port, app in zip(self.app_ports, apps, strict=True):
+            self.apps = [self._spawn(app_command(port), f"app-{port}.log", env) for port in self.app_ports]
+            self.proxy = self._spawn([*nginx_cmd, "-g", "daemon off;"], "nginx.log")
+            for port, app in zip(self.app_ports, self.apps, strict=True):
                 wait_healthy(f"http://127.0.0.1:{port}/_stcore/health", app, timeout)
-            wait_healthy(f"{self.url}/_stcore/health", proxy, timeout)
+            wait_healthy(f"{self.url}/_stcore/health", self.proxy, timeout)
         except BaseException:
             self.stop()
             raise

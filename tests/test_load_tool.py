@@ -156,3 +156,204 @@ def test_a_plotly_chart_is_counted_and_nothing_else_is():
 
     assert load.read_reply(chart.SerializeToString()).chart
     assert not load.read_reply(text.SerializeToString()).chart
+
+
+# --------------------------------------------------------------------------- lessons: browser-like students
+
+
+def test_a_class_mixes_steps_switches_and_sentences_60_20_20_and_typing_is_only_sentences():
+    rng = load.random.Random(0)
+    draws = [load.MIXES["class"].pick(rng) for _ in range(20_000)]
+    shares = {kind: draws.count(kind) / len(draws) for kind in ("step", "switch", "sentence")}
+    assert shares == pytest.approx({"step": 0.6, "switch": 0.2, "sentence": 0.2}, abs=0.015)
+    assert {load.MIXES["typing"].pick(rng) for _ in range(1000)} == {"sentence"}
+
+
+def test_the_class_pool_and_typed_sentences_are_6_to_40_gpt2_tokens_and_typed_ones_are_new():
+    from attention.tokens import load_bpe
+
+    encoding = load_bpe()
+    assert len(set(load.CLASS_SENTENCES)) == len(load.CLASS_SENTENCES) == 10
+    lengths = [len(encoding.encode(text)) for text in load.CLASS_SENTENCES]
+    assert min(lengths) == 6 and max(lengths) <= 40
+    rng = load.random.Random(1)
+    typed = [load.typed_sentence(rng) for _ in range(500)]
+    assert len(set(typed)) == len(typed)
+    typed_lengths = [len(encoding.encode(text)) for text in typed]
+    assert min(typed_lengths) >= 6 and max(typed_lengths) <= 40
+
+
+def test_a_class_moves_between_chapter_pages_only():
+    app_pages = [("", "Why attention"), ("tokens", "Tokens"), ("multihead", "Multi-head"), ("mistakes", "Break it")]
+    assert load.chapter_pages([*app_pages, ("speed", "Speed")]) == ["", "tokens", "multihead"]
+
+
+def _buttons(next_disabled=False, prev_disabled=False):
+    return {
+        "prev:qkv": ("$$ID-1-prev:qkv", "frag", prev_disabled),
+        "next:qkv": ("$$ID-2-next:qkv", "frag", next_disabled),
+        "clicker_next_qkv": ("$$ID-3-clicker_next_qkv", "frag", False),
+    }
+
+
+def test_a_student_walks_forward_turns_at_the_last_step_and_again_at_the_first():
+    assert load.stepper_click(_buttons(), 1) == ("next", "next:qkv", 1)
+    assert load.stepper_click(_buttons(next_disabled=True), 1) == ("previous", "prev:qkv", -1)
+    assert load.stepper_click(_buttons(), -1) == ("previous", "prev:qkv", -1)
+    assert load.stepper_click(_buttons(prev_disabled=True), -1) == ("next", "next:qkv", 1)
+    assert load.stepper_click({"clicker_next_qkv": ("x", "", False)}, 1) is None
+
+
+def _element_msg(fill, fragment_id="") -> bytes:
+    msg = ForwardMsg()
+    fill(msg.delta.new_element)
+    msg.delta.fragment_id = fragment_id
+    return msg.SerializeToString()
+
+
+def _browser():
+    student = load.BrowserStudent("http://127.0.0.1:1")
+    student.page_script_hash, student.page = "hash-qkv", "qkv"
+
+    def text(e):
+        e.text_input.id, e.text_input.default = "$$ID-b-w_text", "Your journey"
+
+    def radio(e):
+        e.radio.id = "$$ID-a-w_source"
+        e.radio.options.extend(["Book example", "Type your own"])
+        e.radio.default = 1
+
+    def next_button(e):
+        e.button.id = "$$ID-e-next:qkv"
+
+    def step(e):
+        e.markdown.body = "<div><b>Step 2 of 7</b> · Scores</div>"
+
+    student.observe(_element_msg(text))
+    student.observe(_element_msg(radio))
+    student.observe(_element_msg(next_button, fragment_id="page-fragment"))
+    student.observe(_element_msg(step, fragment_id="page-fragment"))
+    return student
+
+
+def test_the_stepper_is_read_with_its_step_its_buttons_and_their_fragment():
+    student = _browser()
+    assert student.step == (2, 7)
+    assert student.buttons["next:qkv"] == ("$$ID-e-next:qkv", "page-fragment", False)
+    click = BackMsg.FromString(student.message(click="next:qkv")).rerun_script
+    assert click.fragment_id == "page-fragment", "a click inside a fragment reruns that fragment, as in a browser"
+    widgets = {w.id: w for w in click.widget_states.widgets}
+    assert widgets["$$ID-e-next:qkv"].trigger_value
+    assert widgets["$$ID-a-w_source"].string_value == "Type your own"
+    assert widgets["$$ID-b-w_text"].string_value == "Your journey"
+    typed = BackMsg.FromString(student.message(text="A new one.")).rerun_script
+    assert typed.fragment_id == "" and typed.page_script_hash == "hash-qkv"
+
+
+def test_a_switch_asks_for_the_page_by_its_hash_once_the_navigation_named_it():
+    student = _browser()
+    nav = ForwardMsg()
+    nav.navigation.page_script_hash = "hash-qkv"
+    for script_hash, url in (("hash-why", ""), ("hash-qkv", "qkv"), ("hash-mh", "multihead")):
+        page = nav.navigation.app_pages.add()
+        page.page_script_hash, page.url_pathname = script_hash, url
+    student.observe(nav.SerializeToString())
+    switch = BackMsg.FromString(student.message(page="multihead")).rerun_script
+    assert (switch.page_script_hash, switch.page_name, switch.query_string) == ("hash-mh", "", "")
+    assert {w.id for w in switch.widget_states.widgets} == {"$$ID-a-w_source", "$$ID-b-w_text"}
+
+
+def test_a_full_run_forgets_the_widgets_it_no_longer_draws_and_a_fragment_run_does_not():
+    student = _browser()
+    student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY))  # drew all four
+    assert set(student.states) == {"$$ID-a-w_source", "$$ID-b-w_text"}
+
+    def text(e):
+        e.text_input.id, e.text_input.default = "$$ID-b-w_text", "ignored: the browser keeps its value"
+
+    student.observe(_element_msg(text))
+    student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY))
+    assert set(student.states) == {"$$ID-a-w_source", "$$ID-b-w_text"} and "next:qkv" in student.buttons
+    student.observe(_element_msg(text))
+    student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY))
+    assert student.states == {"$$ID-b-w_text": ("string_value", "Your journey")}
+    assert student.buttons == {}
+
+
+def test_cached_messages_are_read_back_from_a_ref_hash_and_expire_after_max_age_runs():
+    student = _browser()
+    chart = ForwardMsg()
+    chart.delta.new_element.plotly_chart.spec = "{}"
+    chart.hash, chart.metadata.cacheable = "h-chart", True
+    run = load.Run("next", 0.0)
+    student.note(load.read_reply(chart.SerializeToString()), run, {})
+    assert BackMsg.FromString(student.message()).rerun_script.cached_message_hashes == ["h-chart"]
+    ref = ForwardMsg()
+    ref.ref_hash = "h-chart"
+    student.note(load.read_reply(ref.SerializeToString()), run, {})
+    assert run.charts == 2 and run.error is None
+    for _ in range(3):  # max age 2: unused for three finished runs, it is dropped
+        student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY))
+    assert student.message_cache == {}
+    student.note(load.read_reply(ref.SerializeToString()), run, {})
+    assert "does not hold" in run.error
+
+
+def _run(kind, sent, latency, error=None):
+    return load.Run(kind, sent, latency=latency, ok=error is None, error=error)
+
+
+def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
+    runs = [
+        _run("open", 0.0, 2.0),
+        _run("next", 3.0, 0.1),
+        _run("next", 4.0, 0.3),
+        _run("switch", 5.0, 0.2),
+        _run("sentence", 6.0, 0.4, error="stale: the sidebar does not show the sentence sent"),
+        _run("sentence", 9.5, 1.0),  # finishes after the window: counted in latency, not in throughput
+    ]
+    result = load.summarize_lesson(runs, start=0.0, end=10.0)
+    assert list(result["by_kind"]) == ["open", "next", "switch", "sentence"]
+    assert result["actions"]["runs"] == 5 and result["actions"]["errors"] == 1
+    assert result["actions"]["max_s"] == 1.0, "opening the link is not an action"
+    assert result["by_kind"]["next"]["p50_s"] == pytest.approx(0.2)
+    assert result["by_kind"]["open"]["p95_s"] == 2.0
+    assert result["throughput_runs_per_s"] == pytest.approx(0.4)
+
+
+def test_the_lesson_table_has_a_row_per_server_count_and_class_size():
+    kinds = {k: {"p95_s": 0.5, "errors": 0} for k in ("open", "next", "previous", "switch", "sentence")}
+    entry = {
+        "scenario": "class",
+        "mode": "2 servers behind nginx",
+        "servers": 2,
+        "students": 100,
+        "page": "causal_mask",
+        "think_s": 3.0,
+        "spread_s": 5.0,
+        "duration_s": 60.0,
+        "malloc_arena_max": 2,
+        "actions": {"runs": 1800, "p50_s": 0.2, "p95_s": 0.6, "max_s": 2.0, "errors": 0},
+        "by_kind": kinds,
+        "throughput_runs_per_s": 30.0,
+        "server_cpu_cores": 1.5,
+        "server_cpu_ms_per_run": 50.0,
+        "client_cpu_cores": 0.2,
+        "rss_start_mib": 800.0,
+        "rss_end_mib": 810.0,
+        "rss_slope_mib_per_min": 0.3,
+        "loadavg_start": 1.0,
+        "loadavg_end": 2.0,
+    }
+    table = load.report([entry])
+    assert "**class**" in table and "MALLOC_ARENA_MAX=2" in table
+    row = next(line for line in table.splitlines() if line.startswith("| 2 | 100 |"))
+    assert "**600**" in row and "| 30.00 |" in row and "1.50 (50)" in row
+
+
+def test_a_process_and_its_children_are_measured():
+    pid = load.os.getpid()
+    assert load.family(pid)[0] == pid
+    assert load.process_cpu_s(pid) > 0
+    assert 1 < load.process_rss_mib(pid) < 100_000
+    assert load.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
