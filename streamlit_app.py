@@ -36,9 +36,20 @@ ui.token_window_control(settings)
 ui.base_css()
 if state.presenter():
     ui.presenter_css()
-ui.begin_run()
-with turns.page_turn(settings, navigation.url_path):  # heavy pages take turns; light ones never wait
-    navigation.run()
-ui.step_exports(navigation.title, settings)
-state.share_link(navigation.url_path)
-state.sync_url()
+
+
+@st.fragment
+def show_page() -> None:
+    """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
+    or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all."""
+    if state.settings_changed_here():
+        st.rerun(scope="app")
+    ui.begin_run()
+    with turns.page_turn(settings, navigation.url_path):  # heavy pages take turns; light ones never wait
+        ui.run_page(navigation)
+    ui.step_exports(navigation.title, settings)
+    state.share_link(navigation.url_path)
+    state.sync_url()
+
+
+show_page()

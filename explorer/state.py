@@ -64,6 +64,7 @@ FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # dis
 _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 PAGE_PARAMS = "page_params"
 LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
+SET_HERE = "settings_set_by_page"  # a page's button changed the settings; the sidebar has not drawn them yet
 
 
 def _widgets_valid() -> bool:
@@ -99,11 +100,19 @@ def _on_change(field: str = "") -> None:
 
 
 def set_settings(**changes) -> None:
-    """Change settings from a page's button (use as an ``on_click`` callback)."""
+    """Change settings from a page's button (use as an ``on_click`` callback); the next run is the whole
+    app's (``settings_changed_here``), so the sidebar shows them."""
     settings, notices = _fitted(*validate(replace(chosen(), **changes)))
     _to_widgets(settings)
     st.session_state["settings"] = settings
     st.session_state["settings_notices"] = notices
+    st.session_state[SET_HERE] = True
+
+
+def settings_changed_here() -> bool:
+    """Whether a page's button changed the settings since the sidebar last drew them (then only a run of the
+    whole app redraws the sidebar: a click inside the page reruns the page alone)."""
+    return bool(st.session_state.pop(SET_HERE, False))
 
 
 def ensure_entrypoint() -> None:
@@ -159,6 +168,7 @@ def sidebar() -> Settings:
     """Draw the shared settings and return the validated ``Settings``."""
     start_session()
     state = st.session_state
+    state.pop(SET_HERE, None)  # this run draws the settings a page's button set
     if not _widgets_valid():
         _on_change()
     ctx = get_script_run_ctx()
