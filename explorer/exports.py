@@ -81,11 +81,15 @@ def figure_tables(fig) -> list[dict]:
     return tables
 
 
-def figure_downloads(fig, name: str, file_name: str, *, key: str) -> None:
-    """Add a drawn figure's numbers to this step's JSON export and, for heatmaps, offer them as CSV."""
-    tables = figure_tables(fig)
-    title = html.unescape(fig.layout.title.text or name)
-    st.session_state.setdefault(FIGURES, []).append({"name": name, "title": title, "tables": tables})
+def figure_title(fig) -> str:
+    """A figure's title as text (plotly's escapes undone), "" if it has none."""
+    return html.unescape(fig.layout.title.text or "")
+
+
+def figure_downloads(tables, title: str, name: str, file_name: str, *, key: str) -> None:
+    """Add a drawn figure's numbers (``figure_tables``) to this step's JSON export and, for heatmaps,
+    offer them as CSV."""
+    st.session_state.setdefault(FIGURES, []).append({"name": name, "title": title or name, "tables": tables})
     if any(t["type"] == "heatmap" for t in tables):
         st.download_button(
             "CSV",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import streamlit as st
 
-from . import compute, exports, figures, state
+from . import compute, exports, figures, shared_figures, state
 from .exports import begin_run as begin_run  # the entry script and benchmarks call ui.begin_run
 from .exports import step_exports as step_exports
 from .settings import parse_position, parse_range, quoted
@@ -29,6 +29,13 @@ def style() -> figures.FigureStyle:
     base = figures.PRESENTER if st.session_state.get("presenter") else figures.DEFAULT_STYLE
     window = st.session_state.get("token_window")
     return dataclasses.replace(base, token_window=window) if window else base
+
+
+def run_page(page) -> None:
+    """Run the page ``st.navigation`` returned, also when only the fragment around it reruns: Streamlit's
+    ``Page.run`` allows one call per run of the entry script, and a fragment rerun does not run that script."""
+    page._can_be_called = True  # Streamlit's own guard, which is set again at its first call
+    page.run()
 
 
 def token_window_control(settings) -> None:
@@ -155,16 +162,22 @@ def show_code(*objects: Callable | type, title: str = "Show the code") -> None:
 
 
 def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
-    """Draw a plotly figure: the toolbar downloads PNG (3× resolution) or SVG, named for the view;
-    heatmaps get a CSV download, and the numbers join this step's JSON export.
+    """Draw a plotly figure built for this run (``draw`` draws shared ones): the toolbar downloads PNG
+    (3× resolution) or SVG, named for the view; heatmaps get a CSV download, and the numbers join this
+    step's JSON export.
 
     ``cell_text=False`` drops the numbers printed in cells, for heatmaps drawn too narrow for them.
     """
-    fig = fig if cell_text else figures.without_cell_text(fig)
+    show(shared_figures.prepare(fig, cell_text=cell_text), name, key=key)
+
+
+def show(drawn: shared_figures.Drawn, name: str, *, key: str | None = None) -> None:
+    """Draw a prepared figure, with its downloads."""
     image_format = st.session_state.get(exports.IMAGE_FORMAT, "png")
     file_name = exports.export_name(name)
-    st.plotly_chart(fig, key=key, config=figures.export_config(file_name, image_format=image_format), width="stretch")
-    exports.figure_downloads(fig, name, file_name, key=f"csv:{key or name}")
+    config = figures.export_config(file_name, image_format=image_format)
+    st.plotly_chart(drawn.figure, key=key, config=config, width="stretch")
+    exports.figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
 
 
 TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
@@ -173,19 +186,18 @@ TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose 
 def side_by_side(*named_figures: tuple) -> None:
     """(name, figure) pairs in columns; heatmaps too wide for their column lose their cell values (hover
     still has them). An underscore in a name becomes a hyphen in its file name; the key keeps it."""
+    widest = TEXT_COLUMNS[len(named_figures)]
     for column, (name, fig) in zip(st.columns(len(named_figures)), named_figures, strict=True):
-        for trace in fig.data:
-            if trace.type == "heatmap" and len(trace.z[0]) > TEXT_COLUMNS[len(named_figures)]:
-                trace.text = trace.texttemplate = None
+        too_wide = any(trace.type == "heatmap" and len(trace.z[0]) > widest for trace in fig.data)
         with column:
-            chart(fig, name.replace("_", "-"), key=name)
+            chart(fig, name.replace("_", "-"), key=name, cell_text=not too_wide)
 
 
 def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
-    """Build a figure with ``builder`` (a ``figures`` function) in this session's ``style`` and
-    draw it with ``chart``, keyed by ``key`` or else ``name``."""
+    """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
+    or else ``name``. The figure is built once for every session that draws the same (``shared_figures``)."""
     options.setdefault("style", style())
-    chart(builder(*args, **options), name, key=key or name, cell_text=cell_text)
+    show(shared_figures.shared(builder, *args, cell_text=cell_text, **options), name, key=key or name)
 
 
 def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str] | None = None, **options) -> None:

@@ -237,6 +237,9 @@ def assert_same_plots(browser: list[Plot], server: list[Plot], where: str) -> No
                 np.testing.assert_array_equal(a[name], b[name], err_msg=f"{where}: {drawn.title!r} {name}")
 
 
+SIDEBAR_ROOT = 1  # the first index of an element's delta path: 0 is the main area, 1 the sidebar
+
+
 @dataclass
 class Events:
     """What a page reported that a test must see: dialogs and unexpected console errors."""
@@ -246,6 +249,8 @@ class Events:
     allowed: list[str] = field(default_factory=list)
     runs: int = 0  # script runs the server reported finished (not those cut short by a newer rerun)
     requests: int = 0  # reruns the page asked for (a widget changed, a button or shortcut pressed)
+    fragment_requests: int = 0  # of those, reruns of one fragment only (a click inside ``st.fragment``)
+    drawn: list[tuple[str, str]] = field(default_factory=list)  # (where, kind) of each element sent since cleared
 
     def clear(self) -> None:
         self.dialogs.clear()
@@ -283,6 +288,9 @@ def watch(page) -> Events:
             return
         if message.WhichOneof("type") == "script_finished" and message.script_finished != CUT_SHORT:
             events.runs += 1
+        elif message.WhichOneof("type") == "delta" and message.delta.WhichOneof("type") == "new_element":
+            where = "sidebar" if message.metadata.delta_path[:1] == [SIDEBAR_ROOT] else "main"
+            events.drawn.append((where, message.delta.new_element.WhichOneof("type")))
 
     def on_sent(payload) -> None:
         if isinstance(payload, str):
@@ -293,6 +301,7 @@ def watch(page) -> Events:
             return
         if message.WhichOneof("type") == "rerun_script":
             events.requests += 1
+            events.fragment_requests += bool(message.rerun_script.fragment_id)
 
     def on_socket(socket) -> None:
         socket.on("framereceived", on_frame)

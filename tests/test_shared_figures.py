@@ -1,0 +1,91 @@
+"""Figures built once for every session (issue 15, scope 2): keyed by the contents of what they show."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from apptest_support import app, figure_specs
+
+from explorer import figures, shared_figures
+from explorer.shared_figures import UnhashableError, fingerprint, shared
+
+BUILDS = []
+
+
+def counted_heatmap(*args, **options):
+    """``figures.heatmap``, counting its calls."""
+    BUILDS.append(args)
+    return figures.heatmap(*args, **options)
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    shared_figures.FIGURES.clear()
+    BUILDS.clear()
+    yield
+    shared_figures.FIGURES.clear()
+
+
+def test_fingerprint_follows_contents_not_identity():
+    z = np.arange(6.0).reshape(2, 3)
+    assert fingerprint(z, ["a", "b"], {"title": "t"}) == fingerprint(z.copy(), ["a", "b"], {"title": "t"})
+    changed = z.copy()
+    changed[1, 2] += 1e-9
+    different = [
+        changed,
+        z.astype(np.float32),
+        z.reshape(3, 2),
+        z.T.copy(),
+    ]
+    assert len({fingerprint(v) for v in [z, *different]}) == 5
+    assert fingerprint(1) != fingerprint(1.0) != fingerprint(True)
+    assert fingerprint({"a": 1}) != fingerprint({"a": 2}) != fingerprint({"b": 1})
+    assert fingerprint(figures.DEFAULT_STYLE) != fingerprint(figures.PRESENTER)
+    windowed = dataclasses.replace(figures.DEFAULT_STYLE, token_window=(0, 10))
+    assert fingerprint(windowed) != fingerprint(figures.DEFAULT_STYLE)
+    with pytest.raises(UnhashableError):
+        fingerprint(object())
+
+
+def test_a_figure_is_built_once_for_equal_calls():
+    z = np.eye(3)
+    first = shared(counted_heatmap, z, ["a", "b", "c"], ["a", "b", "c"], title="w")
+    again = shared(counted_heatmap, z.copy(), ["a", "b", "c"], ["a", "b", "c"], title="w")
+    assert again is first and len(BUILDS) == 1
+    other = shared(counted_heatmap, z, ["a", "b", "c"], ["a", "b", "c"], title="w", style=figures.PRESENTER)
+    assert other is not first and len(BUILDS) == 2
+    bare = shared(counted_heatmap, z, ["a", "b", "c"], ["a", "b", "c"], title="w", cell_text=False)
+    assert bare.figure.data[0].text is None and first.figure.data[0].text is not None
+
+
+def test_shared_numbers_cannot_be_written():
+    drawn = shared(counted_heatmap, np.eye(3), ["a", "b", "c"], ["a", "b", "c"], title="w")
+    values = drawn.tables[0]["values"]
+    with pytest.raises(ValueError):
+        values[0, 0] = 5.0
+
+
+def test_unhashable_arguments_build_for_the_call_alone():
+    class Opaque:
+        pass
+
+    def builder(thing, **options):
+        BUILDS.append(thing)
+        return figures.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="x")
+
+    shared(builder, Opaque())
+    shared(builder, Opaque())
+    assert len(BUILDS) == 2 and len(shared_figures.FIGURES) == 0
+
+
+def test_two_sessions_on_one_view_share_its_figures():
+    """A second student on the same page and step builds no figure and sees the same numbers."""
+
+    first = app("pages/causal_mask.py")
+    kept = len(shared_figures.FIGURES)
+    assert kept >= 1
+    second = app("pages/causal_mask.py")
+    assert len(shared_figures.FIGURES) == kept
+    assert figure_specs(first) == figure_specs(second) != []
