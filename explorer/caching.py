@@ -7,6 +7,11 @@ function, and by age (``CACHE_TTL_S``). Tokenizations are shared views too (a 60
 is megabytes of strings); the scaling lab's small result is ``st.cache_data`` with a ttl.
 ``remembered`` keeps results that are computed while a page draws progress (Streamlit would replay
 that drawing on a cache hit).
+
+The ``st.cache_data`` and ``st.cache_resource`` functions that remain (the scaling lab, the trained
+models' inputs, modules and head summaries) would each keep a lock for every key they ever computed
+(Streamlit 1.67, ``benchmarks/streamlit_lock_growth.py``); ``bound_streamlit_cache_locks``, applied
+on import, keeps a key's lock only while a run holds it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import functools
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from types import MappingProxyType
 
@@ -234,3 +240,59 @@ def remembered(max_entries: int):
         return cached
 
     return decorate
+
+
+class KeyLock:
+    """A ``threading.Lock`` that can be weakly referenced, so that a table of locks keeps only those in use."""
+
+    __slots__ = ("__weakref__", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+
+def _compute_value_lock(cache, value_key: str) -> KeyLock:
+    """``Cache.compute_value_lock`` whose table holds each key's lock only while some run holds the lock.
+
+    Runs computing or waiting for the same key at once still share one lock: each keeps a reference to it
+    until it is done; after that the lock and its key leave the table.
+    """
+    with cache._value_locks_lock:
+        if not isinstance(cache._value_locks, weakref.WeakValueDictionary):
+            cache._value_locks = weakref.WeakValueDictionary()
+        lock = cache._value_locks.get(value_key)
+        if lock is None:
+            lock = cache._value_locks[value_key] = KeyLock()
+        return lock
+
+
+def bound_streamlit_cache_locks() -> None:
+    """Keep Streamlit's cached functions from holding a lock for every key they ever computed.
+
+    Streamlit 1.67's ``Cache.compute_value_lock`` fills ``Cache._value_locks``, a ``defaultdict(threading.Lock)``,
+    with one lock per distinct key and never removes one, however small ``max_entries`` is: with a typed
+    sentence in the key, the server grows by about 190 bytes for every sentence ever typed
+    (``benchmarks/streamlit_lock_growth.py``). Replaces that method, once, for every cache.
+    """
+    from streamlit.runtime.caching.cache_utils import Cache
+
+    if Cache.compute_value_lock is not _compute_value_lock:
+        Cache.compute_value_lock = _compute_value_lock
+
+
+bound_streamlit_cache_locks()

@@ -7,6 +7,7 @@ upgrade that changes them fails here rather than as silently wrong figures.
 
 import importlib.util
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -357,3 +358,38 @@ def test_a_process_and_its_children_are_measured():
     assert load.process_cpu_s(pid) > 0
     assert 1 < load.process_rss_mib(pid) < 100_000
     assert load.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
+
+
+def test_streamlit_keeps_a_lock_per_key_ever_cached_and_the_apps_workaround_keeps_none():
+    """benchmarks/streamlit_lock_growth.py, each in a fresh process (the app's workaround changes Streamlit's
+    Cache class for the whole process): plain Streamlit keeps a lock per key, the workaround none."""
+    script = LOAD_PY.with_name("streamlit_lock_growth.py")
+    rows = {}
+    for variant in ([], ["--bounded"]):
+        command = [sys.executable, str(script), "--calls", "500", "--max-entries", "4", *variant]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+        rows[bool(variant)] = done.stdout.strip().splitlines()[-1]
+    assert "4 values,    500 locks" in rows[False]
+    assert "4 values,      0 locks" in rows[True]
+
+
+def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it():
+    from streamlit.runtime.caching.cache_utils import Cache
+
+    from explorer import caching
+
+    assert Cache.compute_value_lock is caching._compute_value_lock, "applied when the app imports explorer.caching"
+
+    class FakeCache:
+        def __init__(self):
+            self._value_locks_lock = caching.threading.Lock()
+            self._value_locks = {}
+
+    cache = FakeCache()
+    first = caching._compute_value_lock(cache, "key")
+    assert caching._compute_value_lock(cache, "key") is first, "a second run waits on the first run's lock"
+    assert caching._compute_value_lock(cache, "other") is not first
+    assert first.acquire(blocking=False) and not first.acquire(timeout=0.01) and first.locked()
+    first.release()
+    del first
+    assert "key" not in cache._value_locks and len(cache._value_locks) == 0
