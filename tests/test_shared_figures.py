@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
+import plotly.io as pio
 import pytest
 from apptest_support import app, figure_specs
+from plotly.basedatatypes import BaseFigure, BasePlotlyType
 
 from explorer import figures, shared_figures
 from explorer.shared_figures import UnhashableError, fingerprint, shared
@@ -57,7 +60,7 @@ def test_a_figure_is_built_once_for_equal_calls():
     other = shared(counted_heatmap, z, ["a", "b", "c"], ["a", "b", "c"], title="w", style=figures.PRESENTER)
     assert other is not first and len(BUILDS) == 2
     bare = shared(counted_heatmap, z, ["a", "b", "c"], ["a", "b", "c"], title="w", cell_text=False)
-    assert bare.figure.data[0].text is None and first.figure.data[0].text is not None
+    assert bare.figure().data[0].text is None and first.figure().data[0].text is not None
 
 
 def test_shared_numbers_cannot_be_written():
@@ -89,3 +92,23 @@ def test_two_sessions_on_one_view_share_its_figures():
     second = app("pages/causal_mask.py")
     assert len(shared_figures.FIGURES) == kept
     assert figure_specs(first) == figure_specs(second) != []
+
+
+def test_kept_figures_hold_no_plotly_objects():
+    """Plotly objects are hundreds of Python objects each, which Streamlit's full garbage collection after
+    every run would walk: a kept figure is its JSON and its numbers, and each draw makes its own figure."""
+    drawn = shared(counted_heatmap, np.eye(3), ["a", "b", "c"], ["a", "b", "c"], title="w")
+
+    def plotly_objects(value) -> int:
+        if isinstance(value, BasePlotlyType | BaseFigure):
+            return 1
+        if isinstance(value, dict):
+            return sum(plotly_objects(v) for v in value.values())
+        if isinstance(value, list | tuple):
+            return sum(plotly_objects(v) for v in value)
+        return 0
+
+    assert plotly_objects([drawn.spec, drawn.tables, drawn.title]) == 0
+    assert drawn.figure() is not drawn.figure()
+    built = counted_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], title="w")
+    assert json.loads(pio.to_json(drawn.figure())) == json.loads(pio.to_json(built))
