@@ -17,7 +17,11 @@ Every page draws through these functions, so the conventions hold everywhere:
 * masked cells are grey, never a colour of the scale, and say on hover what they hold
   (a masked score −∞, a masked weight 0).
 
-Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math.
+Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math. Each
+assembles its traces and layout as plain dicts and makes its figure in one constructor call that
+skips plotly's validation (``layout.figure``): about 1 ms a heatmap, where setting properties one by
+one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
+``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
 They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
 styles, ticks, margins, what part of a large matrix is drawn), ``scales`` (a matrix's kind and
 its colour range), ``heatmaps``, ``grids`` (one matrix per head), ``charts``.

@@ -17,7 +17,9 @@ from .layout import (
     STACKED_TOKEN_LIMIT,
     TEXT_CELL_LIMIT,
     FigureStyle,
-    apply_layout,
+    axis,
+    figure,
+    figure_layout,
     tick_positions,
 )
 
@@ -46,58 +48,69 @@ def bars(
     x = list(range(len(labels)))
     text_labels = token_labels(labels)
     shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
-    fig = go.Figure()
+    data = []
     for index, (name, series) in enumerate(values.items()):
-        data = np.asarray(series, dtype=np.float64)
-        if data.shape != (len(labels),):
-            raise ValueError(f"series {name!r} has {data.size} values for {len(labels)} labels.")
-        finite = np.isfinite(data)
-        fig.add_trace(
-            go.Bar(
-                x=x,
-                y=np.where(finite, data, 0.0),
-                name=plain_label(name),
-                marker_color=SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                text=[f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(data, finite, strict=True)],
-                textposition="outside" if len(labels) <= TEXT_CELL_LIMIT else "none",
-                textangle=0,
-                textfont={"size": style.cell_text_size},
-                customdata=[f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(data, finite, strict=True)],
-                hovertext=text_labels,
-                hovertemplate=(
+        numbers = np.asarray(series, dtype=np.float64)
+        if numbers.shape != (len(labels),):
+            raise ValueError(f"series {name!r} has {numbers.size} values for {len(labels)} labels.")
+        finite = np.isfinite(numbers)
+        data.append(
+            {
+                "type": "bar",
+                "x": x,
+                "y": np.where(finite, numbers, 0.0),
+                "name": plain_label(name),
+                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
+                "text": [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)],
+                "textposition": "outside" if len(labels) <= TEXT_CELL_LIMIT else "none",
+                "textangle": 0,
+                "textfont": {"size": style.cell_text_size},
+                "customdata": [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)],
+                "hovertext": text_labels,
+                "hovertemplate": (
                     f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
                     + (f"<br>{plain_label(meaning)}" if meaning else "")
                     + "<extra></extra>"
                 ),
-                cliponaxis=False,
-            )
+                "cliponaxis": False,
+            }
         )
+    own = {}
     if highlight is not None and 0 <= highlight < len(labels):
-        fig.add_vrect(x0=highlight - 0.5, x1=highlight + 0.5, fillcolor="#D55E00", opacity=0.12, line_width=0)
-    token_axis(fig, text_labels, style, keep=highlight)
-    top = max((float(np.nanmax(np.where(np.isfinite(t.y), t.y, 0))) for t in fig.data), default=1.0)
-    bottom = min((float(np.nanmin(np.where(np.isfinite(t.y), t.y, 0))) for t in fig.data), default=0.0)
+        band = {"type": "rect", "x0": highlight - 0.5, "x1": highlight + 0.5, "xref": "x", "y0": 0, "y1": 1}
+        own["shapes"] = [{**band, "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12, "line": {"width": 0}}]
+    top = max((float(np.nanmax(trace["y"])) for trace in data), default=1.0)
+    bottom = min((float(np.nanmin(trace["y"])) for trace in data), default=0.0)
     headroom = 0.18 * ((top - min(bottom, 0)) or 1.0)  # room above the bars for their value labels
-    fig.update_yaxes(
-        title={"text": plain_label(value_name)},
-        zeroline=True,
-        range=[min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom],
+    return figure(
+        data,
+        figure_layout(
+            title,
+            style,
+            style.min_height + 80,
+            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+            xaxis=token_axis(text_labels, style, keep=highlight),
+            yaxis=axis(
+                style,
+                plain_label(value_name),
+                zeroline=True,
+                range=[min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom],
+            ),
+            barmode="group",
+            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
+            plot_bgcolor="rgba(0,0,0,0)",
+            **own,
+        ),
     )
-    fig.update_layout(
-        barmode="group",
-        uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-    )
-    fig = apply_layout(fig, title, style, style.min_height + 80)
-    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
-    return fig
 
 
-def token_axis(fig: go.Figure, text_labels: Sequence[str], style: FigureStyle, keep: int | None = None) -> None:
+def token_axis(text_labels: Sequence[str], style: FigureStyle, keep: int | None = None, title: str | None = None):
     """Token labels under bars: all of them up to ``BAR_TICK_LIMIT``, else every k-th (``keep`` always),
     standing upright above ``ROTATED_TICKS`` so that neighbours do not run into each other."""
     ticks = tick_positions(len(text_labels), BAR_TICK_LIMIT, keep)
-    fig.update_xaxes(
+    return axis(
+        style,
+        title,
         tickvals=ticks,
         ticktext=[text_labels[i] for i in ticks],
         tickangle=-90 if len(text_labels) > ROTATED_TICKS else 0,
@@ -121,62 +134,63 @@ def stacked_contributions(
     largest total |contribution| keep their own blocks and the rest are summed into one
     "other N tokens" block: a thousand thin blocks are unreadable and slow to draw.
     """
-    data = np.asarray(contributions, dtype=np.float64)
-    num_tokens, dims = data.shape
+    values = np.asarray(contributions, dtype=np.float64)
+    num_tokens, dims = values.shape
     names = list(dim_names) if dim_names is not None else [f"dim {k}" for k in range(dims)]
     labels = token_labels(token_pieces)
     shown = np.arange(num_tokens)
     if num_tokens > STACKED_TOKEN_LIMIT:
-        largest = np.argsort(-np.abs(data).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1]
+        largest = np.argsort(-np.abs(values).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1]
         shown = np.sort(largest)
-    fig = go.Figure()
-    for j in shown:
-        fig.add_trace(
-            go.Bar(
-                x=list(range(dims)),
-                y=data[j],
-                name=f"{j}: {labels[j]}",
-                marker_color=SERIES_COLOURS[j % len(SERIES_COLOURS)],
-                hovertemplate=f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
-            )
-        )
+    dimensions = list(range(dims))
+    data = [
+        {
+            "type": "bar",
+            "x": dimensions,
+            "y": values[j],
+            "name": f"{j}: {labels[j]}",
+            "marker": {"color": SERIES_COLOURS[j % len(SERIES_COLOURS)]},
+            "hovertemplate": f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
+        }
+        for j in shown
+    ]
     if len(shown) < num_tokens:
         others = np.ones(num_tokens, dtype=bool)
         others[shown] = False
         name = f"other {int(others.sum())} tokens"
-        fig.add_trace(
-            go.Bar(
-                x=list(range(dims)),
-                y=data[others].sum(axis=0),
-                name=name,
-                marker_color=MASKED_FILL,
-                hovertemplate=f"{name}<br>contribute %{{y:.4f}}<extra></extra>",
-            )
+        data.append(
+            {
+                "type": "bar",
+                "x": dimensions,
+                "y": values[others].sum(axis=0),
+                "name": name,
+                "marker": {"color": MASKED_FILL},
+                "hovertemplate": f"{name}<br>contribute %{{y:.4f}}<extra></extra>",
+            }
         )
-    totals = data.sum(axis=0)
-    fig.add_trace(
-        go.Scatter(
-            x=list(range(dims)),
-            y=totals,
-            mode="markers+text",
-            text=[f"{t:.4f}" for t in totals] if dims <= TEXT_CELL_LIMIT else None,
-            textposition="top center",
-            textfont={"size": style.cell_text_size},
-            marker={"symbol": "line-ew-open", "size": 28, "color": "#000000", "line": {"width": 3}},
-            name="context vector",
-            hovertemplate="context vector entry %{y:.4f}<extra></extra>",
-        )
-    )
+    legend = len(data) <= TEXT_CELL_LIMIT  # beyond that, hover names each token's share
+    totals = values.sum(axis=0)
+    line = {"symbol": "line-ew-open", "size": 28, "color": "#000000", "line": {"width": 3}}
+    context = {"type": "scatter", "x": dimensions, "y": totals, "mode": "markers+text", "marker": line}
+    if dims <= TEXT_CELL_LIMIT:
+        context["text"] = [f"{t:.4f}" for t in totals]
+    context.update(textposition="top center", textfont={"size": style.cell_text_size})
+    context.update(name="context vector", hovertemplate="context vector entry %{y:.4f}<extra></extra>")
     ticks = tick_positions(dims)
-    fig.update_xaxes(
-        tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks], tickfont={"size": style.tick_size}
+    return figure(
+        [*data, context],
+        figure_layout(
+            title,
+            style,
+            style.min_height + (140 if legend else 40),
+            legend={"orientation": "h", "y": -0.25},
+            xaxis=axis(style, tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks]),
+            yaxis=axis(style, "sum of weighted inputs"),
+            barmode="relative",
+            showlegend=legend,
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
     )
-    fig.update_yaxes(tickfont={"size": style.tick_size}, title={"text": "sum of weighted inputs"})
-    legend = len(fig.data) - 1 <= TEXT_CELL_LIMIT  # beyond that, hover names each token's share
-    fig.update_layout(barmode="relative", legend={"orientation": "h", "y": -0.25}, showlegend=legend)
-    fig = apply_layout(fig, title, style, style.min_height + (140 if legend else 40))
-    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
-    return fig
 
 
 def lines(
@@ -192,30 +206,46 @@ def lines(
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Several named series against a shared x axis (scaling lab, convergence, timings)."""
-    fig = go.Figure()
-    for index, (name, ys) in enumerate(series.items()):
-        fig.add_trace(
-            go.Scatter(
-                x=list(x),
-                y=list(np.asarray(ys, dtype=np.float64)),
-                mode="lines+markers",
-                name=plain_label(name),
-                line={
-                    "color": SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                    "dash": "dash" if name in dashed else "solid",
-                    "width": 3,
-                },
-                hovertemplate=f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
-                f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
-            )
-        )
+    return figure(*lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style))
+
+
+def lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style) -> tuple[list[dict], dict]:
+    """``lines``' traces and layout as plain dicts, for builders that add to them."""
+    xs = plain_numbers(x)
+    data = [
+        {
+            "type": "scatter",
+            "x": xs,
+            "y": np.asarray(ys, dtype=np.float64).tolist(),
+            "mode": "lines+markers",
+            "name": plain_label(name),
+            "line": {
+                "color": SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                "dash": "dash" if name in dashed else "solid",
+                "width": 3,
+            },
+            "hovertemplate": f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
+            f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
+        }
+        for index, (name, ys) in enumerate(series.items())
+    ]
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    for axes, log, name in ((fig.update_xaxes, log_x, x_title), (fig.update_yaxes, log_y, y_title)):
-        axes(type="log" if log else "linear", title={"text": plain_label(name)}, dtick=1 if log else None)
-    fig.update_layout(legend={"orientation": "h", "y": -0.25})
-    fig = apply_layout(fig, title, style, style.min_height + 140)
-    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
-    return fig
+    layout = figure_layout(
+        title,
+        style,
+        style.min_height + 140,
+        legend={"orientation": "h", "y": -0.25},
+        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None),
+        yaxis=axis(style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return data, layout
+
+
+def plain_numbers(values) -> list:
+    """A sequence of numbers as a list of Python numbers (numpy scalars become ``int``/``float``), as
+    plotly's validator would store it: exports write ``trace.x`` to JSON."""
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
 def _factor(value: float) -> str:
@@ -269,28 +299,28 @@ def dot_product_bars(
     ]
     hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
     small = len(labels) <= TEXT_CELL_LIMIT
-    fig = go.Figure(
-        go.Bar(
-            x=list(range(len(labels))),
-            y=data,
-            marker_color=[SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))],
-            text=[f"{v:.4f}" for v in data] if small else None,
-            textposition="outside" if small else "none",
-            textangle=0,
-            textfont={"size": style.cell_text_size},
-            hovertext=hover,
-            hovertemplate="%{hovertext}<extra></extra>",
-            cliponaxis=False,
-            showlegend=False,
-        )
+    bar = {
+        "type": "bar",
+        "x": list(range(len(labels))),
+        "y": data,
+        "marker": {"color": [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]},
+    }
+    if small:
+        bar["text"] = [f"{v:.4f}" for v in data]
+    bar.update(textposition="outside" if small else "none", textangle=0, textfont={"size": style.cell_text_size})
+    bar.update(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False, showlegend=False)
+    return figure(
+        [bar],
+        figure_layout(
+            title,
+            style,
+            style.min_height + 20,
+            xaxis=token_axis(text_labels, style, keep=query, title="key"),
+            yaxis=axis(style, plain_label(value_name), zeroline=True),
+            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
     )
-    token_axis(fig, text_labels, style, keep=query)
-    fig.update_xaxes(title="key")
-    fig.update_yaxes(title={"text": plain_label(value_name)}, zeroline=True)
-    fig.update_layout(uniformtext={"minsize": style.cell_text_size, "mode": "hide"})
-    fig = apply_layout(fig, title, style, style.min_height + 20)
-    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
-    return fig
 
 
 def measured_lines(
@@ -309,11 +339,9 @@ def measured_lines(
     On log–log axes a cost that grows as x^k is a straight line of slope k, so T² and T lines
     differ in steepness (the Speed page).
     """
-    options = dict(title=title, x_title=x_title, y_title=y_title, log_x=True, log_y=True, dashed=dashed, style=style)
-    fig = lines(x, series, **options)
-    fig.update_xaxes(tickvals=list(x), ticktext=[f"{v:g}" for v in x])
-    fig.update_yaxes(dtick=1)
-    legend = {
+    data, layout = lines_spec(x, series, title, x_title, y_title, True, True, dashed, style)
+    layout["xaxis"].update(tickvals=plain_numbers(x), ticktext=[f"{v:g}" for v in x])
+    layout["legend"] = {
         "orientation": "v",
         "x": 1.02,
         "xanchor": "left",
@@ -321,10 +349,13 @@ def measured_lines(
         "yanchor": "top",
         "font": {"size": style.tick_size},
     }
-    fig.update_layout(legend=legend, height=style.min_height + 100)  # no legend rows under the plot
-    for name in dashed:
-        fig.update_traces(line_color="#666666", marker_color="#666666", selector={"name": plain_label(name)})
-    return fig
+    layout["height"] = style.min_height + 100  # no legend rows under the plot
+    grey = {plain_label(name) for name in dashed}
+    for trace in data:
+        if trace["name"] in grey:
+            trace["line"]["color"] = "#666666"
+            trace["marker"] = {"color": "#666666"}
+    return figure(data, layout)
 
 
 def agreement(
@@ -344,31 +375,29 @@ def agreement(
         raise ValueError(f"the two outputs differ in size: {x.size} and {y.size} entries.")
     low, high = (float(min(x.min(), y.min())), float(max(x.max(), y.max()))) if x.size else (0.0, 1.0)
     pad = 0.05 * ((high - low) or 1.0)
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=[low - pad, high + pad],
-                y=[low - pad, high + pad],
-                mode="lines",
-                line={"color": "#666666", "dash": "dash", "width": 2},
-                name="y = x (equal)",
-                hoverinfo="skip",
-            ),
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="markers",
-                marker={"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8},
-                name="one output entry",
-                hovertemplate=f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}"
-                "<extra></extra>",
-            ),
-        ]
-    )
+    span = [low - pad, high + pad]
+    diagonal = {"type": "scatter", "x": span, "y": span, "mode": "lines", "name": "y = x (equal)", "hoverinfo": "skip"}
+    diagonal["line"] = {"color": "#666666", "dash": "dash", "width": 2}
+    entries = {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "mode": "markers",
+        "marker": {"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8},
+        "name": "one output entry",
+        "hovertemplate": f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}"
+        "<extra></extra>",
+    }
     difference = float(np.abs(x - y).max()) if x.size else 0.0
-    fig.update_xaxes(title={"text": plain_label(reference_name)}, range=[low - pad, high + pad])
-    fig.update_yaxes(title={"text": plain_label(other_name)}, range=[low - pad, high + pad], scaleanchor="x")
-    fig.update_layout(legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
-    fig = apply_layout(fig, f"{title}: max |difference| = {difference:.1e}", style, style.max_height)
-    fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
-    return fig
+    return figure(
+        [diagonal, entries],
+        figure_layout(
+            f"{title}: max |difference| = {difference:.1e}",
+            style,
+            style.max_height,
+            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+            xaxis=axis(style, plain_label(reference_name), range=span),
+            yaxis=axis(style, plain_label(other_name), range=span, scaleanchor="x"),
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
+    )

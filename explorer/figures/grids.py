@@ -7,17 +7,21 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .labels import plain_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
     TEXT_CELL_LIMIT,
     FigureStyle,
-    apply_layout,
+    axis,
+    cell_text,
+    figure,
     figure_height,
+    figure_layout,
     fit_matrix,
     labels_that_fit,
+    subplot_axes,
+    subplot_grid,
     tick_positions,
 )
 from .scales import WEIGHTS, colour_range, colour_settings, hidden_value
@@ -48,10 +52,11 @@ def heatmap_grid(
     count, rows, cols = stack.shape
     columns = max(1, min(columns, count))
     grid_rows = int(np.ceil(count / columns))
-    fig = make_subplots(
-        rows=grid_rows,
-        cols=columns,
-        subplot_titles=[plain_label(t) for t in titles],
+    axes, annotations = subplot_grid(
+        grid_rows,
+        columns,
+        [plain_label(t) for t in titles],
+        style,
         horizontal_spacing=0.03,
         vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
         shared_yaxes=True,
@@ -69,51 +74,43 @@ def heatmap_grid(
     col_raw = [visible_token(x) for x in view.col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
     low, high = colour_range(stack, kind)
+    data = []
     for k in range(count):
         z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
-        hidden = views[k].hidden
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=view.col_positions,
-                y=view.row_positions,
-                meta={
-                    "rows": row_raw,
-                    "cols": col_raw,
-                    "title": titles[k],
-                    "kind": kind,
-                    "hidden_value": hidden_value(kind, masked is not None),
-                },
-                hoverongaps=False,
-                text=[[("" if hidden[i, j] else f"{z[i, j]:.2f}") for j in range(cols)] for i in range(rows)]
-                if small
-                else None,
-                texttemplate="%{text}" if small else None,
-                textfont={"size": style.cell_text_size},
-                hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
-                f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
-                **colour_settings(kind, low, high, style, show=k == 0),
-            ),
-            row=k // columns + 1,
-            col=k % columns + 1,
-        )
+        x, y = subplot_axes(k)
+        trace = {
+            "type": "heatmap",
+            "z": z,
+            "x": view.col_positions,
+            "y": view.row_positions,
+            "meta": {
+                "rows": row_raw,
+                "cols": col_raw,
+                "title": titles[k],
+                "kind": kind,
+                "hidden_value": hidden_value(kind, masked is not None),
+            },
+            "hoverongaps": False,
+            "textfont": {"size": style.cell_text_size},
+            "hovertemplate": f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
+            f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+            **colour_settings(kind, low, high, style, show=k == 0),
+            "xaxis": x,
+            "yaxis": y,
+        }
+        if small:
+            trace["text"] = cell_text(z, views[k].hidden)
+            trace["texttemplate"] = "%{text}"
+        data.append(trace)
     row_height = max(figure_height(rows, style, extra=60), 240)
     if max_row_height is not None:
         row_height = min(row_height, max_row_height)
     height = min(style.max_height + 200, grid_rows * row_height)
     fit = labels_that_fit(height // grid_rows + 2 * style.title_size, style)
     row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, max(2, fit // columns + 1))
-    fig.update_yaxes(
-        tickvals=[view.row_positions[i] for i in row_ticks],
-        ticktext=[row_text[i] for i in row_ticks],
-        autorange="reversed",
-        tickfont={"size": style.tick_size},
-        showgrid=False,
-    )
-    fig.update_xaxes(
-        tickvals=[view.col_positions[j] for j in col_ticks],
-        ticktext=[col_text[j] for j in col_ticks],
-        tickfont={"size": style.tick_size},
-        showgrid=False,
-    )
-    return apply_layout(fig, title, style, height)
+    y_ticks = {"tickvals": [view.row_positions[i] for i in row_ticks], "ticktext": [row_text[i] for i in row_ticks]}
+    x_ticks = {"tickvals": [view.col_positions[j] for j in col_ticks], "ticktext": [col_text[j] for j in col_ticks]}
+    for name, props in axes.items():
+        ticks = x_ticks if name.startswith("x") else {**y_ticks, "autorange": "reversed"}
+        axes[name] = axis(style, **props, **ticks, showgrid=False)
+    return figure(data, figure_layout(title, style, height, **axes, annotations=annotations))

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import plain_label
-from .layout import DEFAULT_STYLE, SERIES_COLOURS, FigureStyle, apply_layout
+from .layout import DEFAULT_STYLE, SERIES_COLOURS, FigureStyle, axis, figure, figure_layout
 
 
 def head_summary_bars(
@@ -27,23 +27,33 @@ def head_summary_bars(
         raise ValueError("Every series needs one value per head.")
     num_heads = lengths.pop()
     heads = [f"head {k}" for k in range(num_heads)]
-    fig = go.Figure()
+    data = []
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
-        fig.add_trace(
-            go.Bar(
-                x=heads,
-                y=values,
-                name=plain_label(name),
-                marker_color=SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                text=[f"{v:.2f}" for v in values],
-                textposition="outside",
-                textfont={"size": style.cell_text_size},
-                hovertemplate=f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>",
-                cliponaxis=False,
-            )
+        data.append(
+            {
+                "type": "bar",
+                "x": heads,
+                "y": values,
+                "name": plain_label(name),
+                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
+                "text": [f"{v:.2f}" for v in values],
+                "textposition": "outside",
+                "textfont": {"size": style.cell_text_size},
+                "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>",
+                "cliponaxis": False,
+            }
         )
-    fig.update_yaxes(range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1], title={"text": "share (0–1)"})
-    fig.update_layout(barmode="group", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
-    fig = apply_layout(fig, title, style, style.min_height + 80)
-    return fig.update_layout(plot_bgcolor="rgba(0,0,0,0)")
+    return figure(
+        data,
+        figure_layout(
+            title,
+            style,
+            style.min_height + 80,
+            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+            xaxis=axis(style),
+            yaxis=axis(style, "share (0–1)", range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1]),
+            barmode="group",
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
+    )

@@ -21,8 +21,12 @@ from .layout import (
     TEXT_CELL_LIMIT,
     TICK_LIMIT,
     FigureStyle,
-    apply_layout,
+    MatrixView,
+    axis,
+    cell_text,
+    figure,
     figure_height,
+    figure_layout,
     fit_matrix,
     labels_that_fit,
     tick_positions,
@@ -45,58 +49,59 @@ MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its
 MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
 
 
-def _mask_legend(fig: go.Figure, style: FigureStyle) -> None:
+def _mask_legend(style: FigureStyle) -> list[dict]:
     """A boolean mask's two colours as two legend entries, in place of a colour bar."""
-    for colour, name in zip(MASK_COLOURS, ("False (0): visible", "True (1): masked, a future key"), strict=True):
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="markers",
-                marker={"symbol": "square", "size": style.tick_size, "color": colour},
-                name=name,
-                hoverinfo="skip",
-            )
-        )
-    fig.update_layout(  # under the plot (its column labels are on top), so the plot keeps its width
-        showlegend=True,
-        legend={"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}},
-    )
+    names = ("False (0): visible", "True (1): masked, a future key")
+    return [
+        {
+            "type": "scatter",
+            "x": [None],
+            "y": [None],
+            "mode": "markers",
+            "marker": {"symbol": "square", "size": style.tick_size, "color": colour},
+            "name": name,
+            "hoverinfo": "skip",
+        }
+        for colour, name in zip(MASK_COLOURS, names, strict=True)
+    ]
 
 
-def _masked_cells(fig, view, masked_cells, kind: str, style: FigureStyle, words: bool) -> None:
+def _masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool) -> list[dict]:
     """Masked cells stay grey (the plot background shows through); they say what they are on hover,
     and in small matrices the word "masked" is written in them."""
     ii, jj = np.nonzero(masked_cells)
     if ii.size == 0 or len(view.row_positions) > TICK_LIMIT or len(view.col_positions) > TICK_LIMIT:
-        return
+        return []
     x = [view.col_positions[j] for j in jj]
     y = [view.row_positions[i] for i in ii]
     hover = MASKED_SCORE_HOVER if kind == SIGNED else MASKED_WEIGHT_HOVER
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=y,
-            mode="markers",
-            marker={"size": 1, "opacity": 0},
-            hovertemplate=f"{hover}<extra></extra>",
-            showlegend=False,
-            name="masked cells",
-        )
-    )
+    traces = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": y,
+            "mode": "markers",
+            "marker": {"size": 1, "opacity": 0},
+            "hovertemplate": f"{hover}<extra></extra>",
+            "showlegend": False,
+            "name": "masked cells",
+        }
+    ]
     if words:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="text",
-                text=["−∞" if kind == SIGNED else "masked"] * len(ii),
-                textfont={"size": style.label_size, "color": "#333333"},
-                hoverinfo="skip",
-                showlegend=False,
-                name="masked",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": y,
+                "mode": "text",
+                "text": ["−∞" if kind == SIGNED else "masked"] * len(ii),
+                "textfont": {"size": style.label_size, "color": "#333333"},
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "name": "masked",
+            }
         )
+    return traces
 
 
 def heatmap(
@@ -129,6 +134,49 @@ def heatmap(
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
     values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover.
     """
+    data, layout, _ = _heatmap_spec(
+        z,
+        row_labels,
+        col_labels,
+        title=title,
+        value_name=value_name,
+        meaning=meaning,
+        kind=kind,
+        diverging=diverging,
+        value_range=value_range,
+        masked=masked,
+        row_title=row_title,
+        col_title=col_title,
+        decimals=decimals,
+        highlight_row=highlight_row,
+        row_tokens=row_tokens,
+        col_tokens=col_tokens,
+        style=style,
+    )
+    return figure(data, layout)
+
+
+def _heatmap_spec(
+    z,
+    row_labels,
+    col_labels,
+    *,
+    title,
+    value_name,
+    meaning,
+    kind,
+    diverging,
+    value_range,
+    masked,
+    row_title,
+    col_title,
+    decimals,
+    highlight_row,
+    row_tokens,
+    col_tokens,
+    style,
+) -> tuple[list[dict], dict, MatrixView]:
+    """``heatmap``'s traces and layout as plain dicts, and the part of the matrix they draw."""
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
         raise ValueError(f"heatmap needs a 2-d matrix, got shape {values.shape}.")
@@ -145,63 +193,11 @@ def heatmap(
     values, hidden, row_labels, col_labels = view.values, view.hidden, view.row_labels, view.col_labels
     row_tokens, col_tokens = view.row_tokens, view.col_tokens
     rows, cols = values.shape
-    shown = np.where(hidden, np.nan, values).astype(np.float32)
 
     row_text = token_labels(row_labels) if row_tokens else [plain_label(x) for x in row_labels]
     col_text = token_labels(col_labels) if col_tokens else [plain_label(x) for x in col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
-    trace = go.Heatmap(
-        z=shown,
-        x=view.col_positions,
-        y=view.row_positions,
-        meta={
-            "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
-            "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
-            "title": title,
-            "kind": kind,
-            "hidden_value": hidden_value(kind, masked is not None),
-        },
-        hoverongaps=False,
-        xgap=1 if small else 0,
-        ygap=1 if small else 0,
-        **colour_settings(kind, low, high, style),
-    )
-    meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
-    if small:
-        trace.customdata = np.dstack(
-            [np.repeat(np.array(row_text, dtype=object)[:, None], cols, axis=1), np.tile(col_text, (rows, 1))]
-        )
-        trace.hovertemplate = (
-            f"{plain_label(row_title)}: %{{customdata[0]}}<br>{plain_label(col_title)}: %{{customdata[1]}}"
-            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
-        )
-        trace.text = [
-            ["" if hidden[i, j] else f"{values[i, j]:.{decimals}f}" for j in range(cols)] for i in range(rows)
-        ]
-        trace.texttemplate = "%{text}"
-        trace.textfont = {"size": style.cell_text_size}
-    else:
-        block = "" if view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
-        trace.hovertemplate = (
-            f"{plain_label(row_title)} #%{{y}}<br>{plain_label(col_title)} #%{{x}}"
-            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
-        )
-    fig = go.Figure(trace)
-    if kind == MASK:
-        _mask_legend(fig, style)
-    elif view.block == 1:
-        words = masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT
-        _masked_cells(fig, view, hidden, kind, style, words)
     highlighted = highlight_row is not None and highlight_row in view.row_positions and view.block == 1
-    if highlighted:
-        fig.add_shape(
-            type="rect",
-            x0=view.col_positions[0] - 0.5,
-            x1=view.col_positions[-1] + 0.5,
-            y0=highlight_row - 0.5,
-            y1=highlight_row + 0.5,
-            line={"color": "#D55E00", "width": 3},
-        )
     # Token labels thin out to what fits: columns as many as rows would in a square plot; rows as many
     # as the plot's height fits once upright column labels (plotly stands them up when they would
     # overlap lying down, ``autotickangles``) have taken their room above it.
@@ -216,23 +212,80 @@ def heatmap(
     legend_height = 2 * style.font_size + 6 if kind == MASK else 0
     row_fit = labels_that_fit(height - (labels_height if may_stand else 0) - legend_height, style)
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34) - legend_height
-    if small and (plot_height - (labels_height if may_stand else 0)) / rows < 1.3 * style.cell_text_size:
-        fig.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})  # values would overlap
-        fig.data = [trace for trace in fig.data if trace.name != "masked"]  # and so would the words
+    # cell text only where it fits: else the values (and the words "masked") would overlap
+    prints_values = small and (plot_height - (labels_height if may_stand else 0)) / rows >= 1.3 * style.cell_text_size
     row_ticks = tick_positions(rows, row_fit, keep)
-    fig.update_yaxes(
+
+    trace = {
+        "type": "heatmap",
+        "z": np.where(hidden, np.nan, values).astype(np.float32),
+        "x": view.col_positions,
+        "y": view.row_positions,
+        "meta": {
+            "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
+            "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
+            "title": title,
+            "kind": kind,
+            "hidden_value": hidden_value(kind, masked is not None),
+        },
+        "hoverongaps": False,
+        "xgap": 1 if small else 0,
+        "ygap": 1 if small else 0,
+        **colour_settings(kind, low, high, style),
+    }
+    meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
+    if small:
+        row_of, col_of = np.array(row_text)[:, None], np.array(col_text)[None, :]  # (rows, 1), (1, cols)
+        trace["customdata"] = np.stack(np.broadcast_arrays(row_of, col_of), axis=-1)  # (rows, cols, 2)
+        trace["hovertemplate"] = (
+            f"{plain_label(row_title)}: %{{customdata[0]}}<br>{plain_label(col_title)}: %{{customdata[1]}}"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
+        )
+        if prints_values:
+            trace["text"] = cell_text(values, hidden, decimals)
+            trace["texttemplate"] = "%{text}"
+        trace["textfont"] = {"size": style.cell_text_size}
+    else:
+        block = "" if view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
+        trace["hovertemplate"] = (
+            f"{plain_label(row_title)} #%{{y}}<br>{plain_label(col_title)} #%{{x}}"
+            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
+        )
+    data = [trace]
+    own = {}  # this heatmap's own layout, beside the shared one
+    if kind == MASK:
+        data += _mask_legend(style)
+        # under the plot (its column labels are on top), so the plot keeps its width
+        own["showlegend"] = True
+        own["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}}
+    elif view.block == 1:
+        words = prints_values and masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT
+        data += _masked_cells(view, hidden, kind, style, words)
+    if highlighted:
+        own["shapes"] = [
+            {
+                "type": "rect",
+                "x0": view.col_positions[0] - 0.5,
+                "x1": view.col_positions[-1] + 0.5,
+                "y0": highlight_row - 0.5,
+                "y1": highlight_row + 0.5,
+                "line": {"color": "#D55E00", "width": 3},
+            }
+        ]
+    own["yaxis"] = axis(
+        style,
+        plain_label(plural(row_title)),
         tickvals=[view.row_positions[i] for i in row_ticks],
         ticktext=[row_text[i] for i in row_ticks],
         autorange="reversed",
-        title={"text": plain_label(plural(row_title))},
         showgrid=False,
         zeroline=False,
     )
-    fig.update_xaxes(
+    own["xaxis"] = axis(
+        style,
+        plain_label(plural(col_title)),
         tickvals=[view.col_positions[j] for j in col_ticks],
         ticktext=[col_text[j] for j in col_ticks],
-        # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
-        title={"text": plain_label(plural(col_title)), "standoff": 4 + (style.tick_size if may_stand else 0)},
         tickangle=-90 if len(col_ticks) > ROTATED_TICKS else None,  # None: "auto"
         autotickangles=[0, -90],
         side="top",
@@ -240,12 +293,14 @@ def heatmap(
         zeroline=False,
         automargin=True,
     )
-    fig = apply_layout(fig, title + note, style, height)
+    # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
+    own["xaxis"]["title"]["standoff"] = 4 + (style.tick_size if may_stand else 0)
+    margin = {}
     if kind == MASK:  # room under the plot for the legend
-        fig.update_layout(margin_b=2 * style.font_size + 16)
+        margin["b"] = 2 * style.font_size + 16
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
-        fig.update_layout(margin_t=2 * style.title_size + 3 * style.tick_size + labels_height + 16)
-    return fig
+        margin["t"] = 2 * style.title_size + 3 * style.tick_size + labels_height + 16
+    return data, figure_layout(title + note, style, height, margin=margin, **own), view
 
 
 WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis
@@ -281,15 +336,38 @@ def dropout_heatmap(
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     dropped = ~np.asarray(keep, dtype=bool) & ~future
     kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
-    options = dict(title=title, value_name=value_name, meaning=meaning, kind=kind, value_range=value_range)
-    fig = heatmap(values, row_labels, col_labels, masked=future | dropped, style=style, **options)
-    fig.data = fig.data[:1]  # relabel the blank cells: "masked" and "dropped" separately
-    fig.data[0].meta = {**fig.data[0].meta, "hidden_value": 0.0}  # masked and dropped weights are exactly 0
-    view = fit_matrix(values, future | dropped, row_labels, col_labels, True, True, style)
+    data, layout, view = _heatmap_spec(
+        values,
+        row_labels,
+        col_labels,
+        title=title,
+        value_name=value_name,
+        meaning=meaning,
+        kind=kind,
+        diverging=False,
+        value_range=value_range,
+        masked=future | dropped,
+        row_title="query",
+        col_title="key",
+        decimals=2,
+        highlight_row=None,
+        row_tokens=True,
+        col_tokens=True,
+        style=style,
+    )
+    heat = data[0]  # without heatmap's marks: the blank cells are labelled "masked" and "dropped" apart
+    heat["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
+    return figure([heat, *_dropout_marks(view, future, dropped, style)], layout)
+
+
+def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
+    """The words "masked" and "dropped" in small matrices; up to ``TICK_LIMIT`` tokens, a cross in each
+    dropped cell; none on block means."""
     if view.block > 1:
-        return fig
+        return []
     rows, cols = view.row_positions, view.col_positions
     small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
+    marks = []
     for cells, text, hover in (
         (future, "masked", MASKED_WEIGHT_HOVER),
         (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
@@ -298,23 +376,23 @@ def dropout_heatmap(
         if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
             continue
         colour = "#333333" if text == "masked" else "#B2182B"
-        marks = dict(mode="text", text=[text] * len(ii), textfont={"size": style.label_size, "color": colour})
+        shown = {"mode": "text", "text": [text] * len(ii), "textfont": {"size": style.label_size, "color": colour}}
         if not small:  # a cross drawn as a marker, sized to the cells, so neighbours never run together
             size = int(np.clip(0.5 * style.max_height / max(len(rows), len(cols)), 4, 14))
-            marks = dict(
-                mode="markers", marker={"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
-            )
-        fig.add_trace(
-            go.Scatter(
-                x=[cols[j] for j in jj],
-                y=[rows[i] for i in ii],
-                hovertemplate=f"{hover}<extra></extra>",
-                showlegend=False,
-                name=text,
-                **marks,
-            )
+            cross = {"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
+            shown = {"mode": "markers", "marker": cross}
+        marks.append(
+            {
+                "type": "scatter",
+                "x": [cols[j] for j in jj],
+                "y": [rows[i] for i in ii],
+                "hovertemplate": f"{hover}<extra></extra>",
+                "showlegend": False,
+                "name": text,
+                **shown,
+            }
         )
-    return fig
+    return marks
 
 
 def without_cell_text(fig: go.Figure) -> go.Figure:
@@ -322,15 +400,16 @@ def without_cell_text(fig: go.Figure) -> go.Figure:
 
     For heatmaps drawn too narrow for their cell text (e.g. two side by side):
     the values stay in the hover, masked cells stay blank. A figure with no cell
-    text (above ``TEXT_CELL_LIMIT`` tokens) is returned as it is: copying it costs
-    about 14 ms for nothing.
+    text (above ``TEXT_CELL_LIMIT`` tokens) is returned as it is.
     """
     if not any(_prints_in_cells(trace) for trace in fig.data):
         return fig
-    copy = go.Figure(fig)
-    copy.data = [trace for trace in copy.data if not (trace.type == "scatter" and trace.mode == "text")]
-    copy.update_traces(text=None, texttemplate=None, selector={"type": "heatmap"})
-    return copy
+    data = [trace.to_plotly_json() for trace in fig.data if not (trace.type == "scatter" and trace.mode == "text")]
+    for trace in data:
+        if trace["type"] == "heatmap":
+            trace.pop("text", None)
+            trace.pop("texttemplate", None)
+    return figure(data, fig.layout.to_plotly_json())
 
 
 def _prints_in_cells(trace) -> bool:

@@ -9,19 +9,24 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .charts import lines
+from .charts import lines_spec
 from .labels import plain_label, token_labels, visible_token
 from .layout import (
+    COLOUR_STOPS,
     DEFAULT_STYLE,
     MASK_WORD_LIMIT,
     SEQUENTIAL,
     FigureStyle,
-    apply_layout,
+    axis,
+    cell_text,
+    figure,
     figure_height,
+    figure_layout,
     fit_matrix,
     labels_that_fit,
+    subplot_axes,
+    subplot_grid,
     tick_positions,
 )
 
@@ -76,125 +81,144 @@ def right_and_wrong(
         t + (f" · {int(n.sum())} NaN row{'s' if n.sum() != 1 else ''}" if n.any() else "")
         for t, n in zip(titles, nan_rows, strict=True)
     ]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[plain_label(t) for t in panel_titles], horizontal_spacing=0.1)
+    axes, annotations = subplot_grid(
+        1, 2, [plain_label(t) for t in panel_titles], style, horizontal_spacing=0.1, vertical_spacing=0.3
+    )
     height = figure_height(count, style)
-    views = []
+    fit = labels_that_fit(height, style)
+    data, shapes = [], []
     for k, values in enumerate(matrices):
         hidden = hidden_cells(values, future) | np.isnan(values)
         view = fit_matrix(values, hidden, pieces, pieces, True, True, style)
-        views.append(view)
         rows, cols = view.values.shape
         small = view.block == 1 and rows <= PANEL_TEXT_LIMIT and cols <= PANEL_TEXT_LIMIT
         z = np.where(view.hidden, np.nan, view.values).astype(np.float32)
-        trace = go.Heatmap(
-            z=z,
-            x=view.col_positions,
-            y=view.row_positions,
-            coloraxis="coloraxis",
-            meta={
+        x, y = subplot_axes(k)
+        trace = {
+            "type": "heatmap",
+            "z": z,
+            "x": view.col_positions,
+            "y": view.row_positions,
+            "coloraxis": "coloraxis",
+            "meta": {
                 "rows": [visible_token(p) for p in view.row_labels],
                 "cols": [visible_token(p) for p in view.col_labels],
                 "title": titles[k],
             },
-            hoverongaps=False,
-            xgap=1 if small else 0,
-            ygap=1 if small else 0,
-            hovertemplate=f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}<br>{WEIGHT}<extra></extra>",
-        )
-        if small:
-            trace.text = [["" if view.hidden[i, j] else f"{z[i, j]:.2f}" for j in range(cols)] for i in range(rows)]
-            trace.texttemplate = "%{text}"
-            trace.textfont = {"size": style.cell_text_size}
-        fig.add_trace(trace, row=1, col=k + 1)
-        _mark_masked(fig, view, values, future, k, style)
-        _mark_nan_rows(fig, view, nan_rows[k], k, style)
-    fig.update_layout(
-        coloraxis={
-            "colorscale": SEQUENTIAL,
-            "cmin": 0.0,
-            "cmax": zmax,
-            "colorbar": {
-                "thickness": 12,
-                "title": {"text": "weight", "font": {"size": style.tick_size}},
-                "tickfont": {"size": style.tick_size},
-            },
+            "hoverongaps": False,
+            "xgap": 1 if small else 0,
+            "ygap": 1 if small else 0,
+            "hovertemplate": f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}<br>{WEIGHT}<extra></extra>",
+            "xaxis": x,
+            "yaxis": y,
         }
-    )
-    fit = labels_that_fit(height, style)
-    for k, view in enumerate(views):
+        if small:
+            trace["text"] = cell_text(z, view.hidden)
+            trace["texttemplate"] = "%{text}"
+            trace["textfont"] = {"size": style.cell_text_size}
+        data.append(trace)
+        data += _masked_words(view, values, future, k, style)
+        nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], k, style)
+        data += nan_traces
+        shapes += nan_shapes
         labels = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
         ticks = tick_positions(len(labels), fit)
-        axis = {"tickvals": [view.row_positions[i] for i in ticks], "ticktext": [labels[i] for i in ticks]}
-        axis.update(tickfont={"size": style.tick_size}, showgrid=False, zeroline=False)
+        shown = {"tickvals": [view.row_positions[i] for i in ticks], "ticktext": [labels[i] for i in ticks]}
+        shown.update(showgrid=False, zeroline=False)
         span = [view.row_positions[0] - 0.5 * view.block, view.row_positions[-1] + 0.5 * view.block]
-        axis_title = {"text": "queries" if k == 0 else ""}
-        fig.update_yaxes(**axis, range=span[::-1], title=axis_title, row=1, col=k + 1)
-        fig.update_xaxes(**axis, range=span, tickangle=-90 if len(ticks) > 6 else None, row=1, col=k + 1)
-    fig.update_annotations(font={"size": style.font_size})
-    fig = apply_layout(fig, title, style, height)
-    return fig.update_layout(margin_t=2 * style.title_size + style.font_size + 12)  # tick labels are below
+        x_axis, y_axis = "xaxis" + x[1:], "yaxis" + y[1:]
+        axes[y_axis] = axis(style, "queries" if k == 0 else "", **axes[y_axis], **shown, range=span[::-1])
+        axes[x_axis] = axis(style, **axes[x_axis], **shown, range=span, tickangle=-90 if len(ticks) > 6 else None)
+    colour_axis = {
+        "colorscale": COLOUR_STOPS[SEQUENTIAL],
+        "cmin": 0.0,
+        "cmax": zmax,
+        "colorbar": {
+            "thickness": 12,
+            "title": {"text": "weight", "font": {"size": style.tick_size}},
+            "tickfont": {"size": style.tick_size},
+        },
+    }
+    own = {"shapes": shapes} if shapes else {}
+    layout = figure_layout(
+        title,
+        style,
+        height,
+        margin={"t": 2 * style.title_size + style.font_size + 12},  # tick labels are below
+        **axes,
+        annotations=annotations,
+        coloraxis=colour_axis,
+        **own,
+    )
+    return figure(data, layout)
 
 
-def _mark_masked(fig: go.Figure, view, values: np.ndarray, future, panel: int, style: FigureStyle) -> None:
+def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureStyle) -> list[dict]:
     """The word "masked" in blank future cells, when the panel is small enough for words."""
     if view.block > 1 or len(view.row_positions) > MASK_WORD_LIMIT:
-        return
+        return []
     ii, jj = np.nonzero(hidden_cells(values, future)[np.ix_(view.row_positions, view.col_positions)])
     if ii.size == 0:
-        return
-    fig.add_trace(
-        go.Scatter(
-            x=[view.col_positions[j] for j in jj],
-            y=[view.row_positions[i] for i in ii],
-            mode="text",
-            text=["masked"] * len(ii),
-            textfont={"size": style.label_size, "color": "#555555"},
-            hovertemplate="masked: a later token, given weight 0<extra></extra>",
-            showlegend=False,
-            name="masked",
-        ),
-        row=1,
-        col=panel + 1,
-    )
+        return []
+    x, y = subplot_axes(panel)
+    return [
+        {
+            "type": "scatter",
+            "x": [view.col_positions[j] for j in jj],
+            "y": [view.row_positions[i] for i in ii],
+            "mode": "text",
+            "text": ["masked"] * len(ii),
+            "textfont": {"size": style.label_size, "color": "#555555"},
+            "hovertemplate": "masked: a later token, given weight 0<extra></extra>",
+            "showlegend": False,
+            "name": "masked",
+            "xaxis": x,
+            "yaxis": y,
+        }
+    ]
 
 
-def _mark_nan_rows(fig: go.Figure, view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> None:
+def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
     """Fill each NaN row (or block of rows holding one) vermilion and label it "NaN row" at its start
-    (only the first of each run of rows when rows are too thin for a label each)."""
+    (only the first of each run of rows when rows are too thin for a label each): the label trace
+    and the fills."""
     positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
     if not positions:
-        return
+        return [], []
+    x, y = subplot_axes(panel)
     x0, x1 = view.col_positions[0] - 0.5 * view.block, view.col_positions[-1] + 0.5 * view.block
-    for position in positions:
-        fig.add_shape(
-            type="rect",
-            x0=x0,
-            x1=x1,
-            y0=position - 0.5 * view.block,
-            y1=position + 0.5 * view.block,
-            fillcolor=NAN_FILL,
-            line={"color": NAN_LINE, "width": 2},
-            layer="above",
-            row=1,
-            col=panel + 1,
-        )
+    fills = [
+        {
+            "type": "rect",
+            "x0": x0,
+            "x1": x1,
+            "y0": position - 0.5 * view.block,
+            "y1": position + 0.5 * view.block,
+            "fillcolor": NAN_FILL,
+            "line": {"color": NAN_LINE, "width": 2},
+            "layer": "above",
+            "xref": x,
+            "yref": y,
+        }
+        for position in positions
+    ]
     if len(view.row_positions) > 2 * PANEL_TEXT_LIMIT:  # thin rows: one label per run of NaN rows
         positions = [p for p in positions if p - view.block not in positions]
-    fig.add_trace(
-        go.Scatter(
-            x=[view.col_positions[0]] * len(positions),
-            y=positions,
-            mode="text",
-            text=["NaN row" if len(view.col_positions) > 2 else "NaN"] * len(positions),
-            textposition="middle right",
-            textfont={"size": style.cell_text_size, "color": "#000000"},
-            hovertemplate="NaN: every score in this row was −∞, and softmax of only −∞ is 0/0<extra></extra>",
-            showlegend=False,
-            name="NaN",
-        ),
-        row=1,
-        col=panel + 1,
-    )
+    label = {
+        "type": "scatter",
+        "x": [view.col_positions[0]] * len(positions),
+        "y": positions,
+        "mode": "text",
+        "text": ["NaN row" if len(view.col_positions) > 2 else "NaN"] * len(positions),
+        "textposition": "middle right",
+        "textfont": {"size": style.cell_text_size, "color": "#000000"},
+        "hovertemplate": "NaN: every score in this row was −∞, and softmax of only −∞ is 0/0<extra></extra>",
+        "showlegend": False,
+        "name": "NaN",
+        "xaxis": x,
+        "yaxis": y,
+    }
+    return [label], fills
 
 
 def measure_rows(measures) -> list[dict[str, str]]:
@@ -235,19 +259,28 @@ def saturation(
         series[uniform] = np.full(d_ks.shape, 1 / curve.num_keys)
         dashed = (uniform,)
     names = {"max_weight": "largest weight in a row", "grad_norm": "softmax gradient norm"}
-    fig = lines(
+    data, layout = lines_spec(
         d_ks,
         series,
-        title=f"{names[stat]} against d_k ({curve.num_keys} random keys)",
-        x_title="d_k",
-        y_title=names[stat],
-        log_x=True,
-        dashed=dashed,
-        style=style,
+        f"{names[stat]} against d_k ({curve.num_keys} random keys)",
+        "d_k",
+        names[stat],
+        True,
+        False,
+        dashed,
+        style,
     )
     if head_dim is not None:
-        fig.add_vline(x=head_dim, line={"color": "#555555", "dash": "dot"})
-        fig.add_annotation(
-            x=math.log10(head_dim), y=1, yref="paper", text=f" d_k here = {head_dim}", showarrow=False, xanchor="left"
-        )
-    return fig
+        here = {"type": "line", "x0": head_dim, "x1": head_dim, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
+        layout["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
+        layout["annotations"] = [
+            {
+                "x": math.log10(head_dim),
+                "y": 1,
+                "yref": "paper",
+                "text": f" d_k here = {head_dim}",
+                "showarrow": False,
+                "xanchor": "left",
+            }
+        ]
+    return figure(data, layout)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import DIVERGING, MASK_COLOURS, SEQUENTIAL, FigureStyle
+from .layout import COLOUR_STOPS, DIVERGING, MASK_COLOURS, SEQUENTIAL, FigureStyle
 
 WEIGHTS, SIGNED, NONNEGATIVE, MASK = "weights", "signed", "nonnegative", "mask"
 KINDS = (WEIGHTS, SIGNED, NONNEGATIVE, MASK)
@@ -69,7 +69,7 @@ def spread_note(values, kind: str) -> str:
 
 def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show: bool = True) -> dict:
     """A heatmap trace's colour settings: an explicit range (zauto off, so plotly keeps it)."""
-    colours = SEQUENTIAL if kind in (WEIGHTS, NONNEGATIVE) else DIVERGING
+    colours = COLOUR_STOPS[SEQUENTIAL if kind in (WEIGHTS, NONNEGATIVE) else DIVERGING]
     if kind == MASK:
         colours = [[0, MASK_COLOURS[0]], [0.5, MASK_COLOURS[0]], [0.5, MASK_COLOURS[1]], [1, MASK_COLOURS[1]]]
     return {
