@@ -25,7 +25,10 @@ prints the profile's top functions too.
 
 ``paint``: as ``app_scale.cold_start_phase``, ``streamlit run streamlit_app.py`` launched by
 ``launch.AppServer`` until the first page's first heatmap is painted in an already running
-Chromium; with the server process's CPU seconds at that moment.
+Chromium; with the server process's CPU seconds at that moment, and the time of each phase on the
+way (``PHASES``: health, HTML, websocket, the first run's messages, Plotly's code, the chart),
+read in the browser (``PAINT_CLOCK``) and from the websocket's messages. ``--server-env
+PYTHONPROFILEIMPORTTIME=1`` writes the server's import times to ``artifacts/actions/paint.log``.
 """
 
 from __future__ import annotations
@@ -213,8 +216,100 @@ async def costs(args) -> dict:
     return result
 
 
+# Installed in each tab before Streamlit's code: when its websocket opened, when each message arrived,
+# and when the first plot and the first heatmap's image appeared in the main area.
+PAINT_CLOCK = """
+window.__paint = {opened: null, arrivals: [], plot: null, image: null};
+new MutationObserver(() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!main) return;
+  if (!window.__paint.plot && main.querySelector('.js-plotly-plot')) window.__paint.plot = performance.now();
+  if (!window.__paint.image && [...main.querySelectorAll('.js-plotly-plot .hm image')].some(
+      (i) => (i.getAttribute('href') || '').startsWith('data:image/'))) window.__paint.image = performance.now();
+}).observe(document, {subtree: true, childList: true, attributes: true});
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('open', () => { window.__paint.opened = window.__paint.opened || performance.now(); });
+    this.addEventListener('message', () => window.__paint.arrivals.push(performance.now()));
+  }
+};
+"""
+PAINT_TIMES = """() => ({
+  origin: performance.timeOrigin,
+  html: performance.getEntriesByType('navigation')[0].responseEnd,
+  resources: performance.getEntriesByType('resource').map((e) => [e.name, e.startTime, e.responseEnd]),
+  ...window.__paint,
+})"""
+# (phase, what the time marks); each sample gives each phase's seconds since the server process was started
+# (NaN if it did not happen), and ``paint_table`` their medians in the order they happened.
+PHASES = (
+    ("healthy", "/_stcore/health answers"),
+    ("html", "the browser has the page's HTML"),
+    ("websocket", "the frontend's code has run and opened the websocket"),
+    ("script_started", "the server starts the first script run (new_session)"),
+    ("first_delta", "the first element on the page, main area or sidebar (the entry script's imports are done)"),
+    ("first_main", "the page's first element in the main area arrives"),
+    ("chart_delta", "the first plotly chart arrives"),
+    ("script_finished", "the script run is over"),
+    ("plotly_js", "the browser has fetched Streamlit's Plotly code (at the first chart, or when asked earlier)"),
+    ("plot", "Plotly has made the chart's element"),
+    ("heatmap", "the first heatmap's image is drawn"),
+    ("painted", "the first heatmap is painted and the page settled"),
+)
+
+
+def message_phases(payloads: list[bytes], arrivals: list[float]) -> dict[str, float]:
+    """When (in ``arrivals``' clock) the messages that mark phases arrived; ``payloads`` in the order received."""
+    found: dict[str, float] = {}
+    for payload, at in zip(payloads, arrivals, strict=False):
+        msg = load.ForwardMsg.FromString(payload)
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            found.setdefault("script_started", at)
+        elif kind == "script_finished":
+            found.setdefault("script_finished", at)
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            if msg.metadata.delta_path[:1] in ([0], [1]):  # RootContainer.MAIN or SIDEBAR, not EVENT
+                found.setdefault("first_delta", at)
+            if msg.metadata.delta_path[:1] == [0]:  # RootContainer.MAIN
+                found.setdefault("first_main", at)
+            if msg.delta.new_element.WhichOneof("type") == "plotly_chart":
+                found.setdefault("chart_delta", at)
+    return found
+
+
+def browser_phases(times: dict, payloads: list[bytes], started_epoch: float) -> dict[str, float]:
+    """Each browser-side phase in seconds since ``started_epoch`` (``time.time()`` when the server was started)."""
+
+    def since(ms: float | None) -> float:
+        return float("nan") if ms is None else (times["origin"] + ms) / 1000 - started_epoch
+
+    found = {key: since(at) for key, at in message_phases(payloads, times["arrivals"]).items()}
+    plotly = [end for name, _, end in times["resources"] if "/PlotlyChart." in name]
+    return {"html": since(times["html"]), "websocket": since(times["opened"]), **found} | {
+        "plotly_js": since(plotly[0] if plotly else None),
+        "plot": since(times["plot"]),
+        "heatmap": since(times["image"]),
+    }
+
+
+def paint_table(samples: list[dict]) -> list[tuple[str, float, float]]:
+    """(phase, median seconds since server start, seconds after the phase before it) for ``samples``, in
+    the order of their medians: Plotly's code, for one, comes before or after the first chart."""
+    medians = {name: app_scale.median(s["phases"].get(name, float("nan")) for s in samples) for name, _ in PHASES}
+    order = sorted(medians, key=lambda name: (medians[name] != medians[name], medians[name]))  # NaN last
+    rows, before = [], 0.0
+    for name in order:
+        rows.append((name, medians[name], medians[name] - before))
+        before = medians[name] if medians[name] == medians[name] else before
+    return rows
+
+
 def paint(args) -> dict:
-    """``app_scale.cold_start_phase``'s measurement of the first page, with the server's CPU seconds at paint.
+    """``app_scale.cold_start_phase``'s measurement of the first page, with the server's CPU seconds at paint
+    and the phases between server start and paint (``PHASES``).
 
     The wall time depends on the machine's load; the server process's user + system CPU time from
     its start to the first painted heatmap does much less.
@@ -226,35 +321,49 @@ def paint(args) -> dict:
         browser = launch_chromium(playwright)
         try:
             for _ in range(args.repeats):
-                avg, server = os.getloadavg()[0], AppServer(log=ARTIFACTS / "paint.log")
-                t0 = time.perf_counter()
+                avg, server = os.getloadavg()[0], AppServer(log=ARTIFACTS / "paint.log", env=args.server_env)
+                t0, epoch0 = time.perf_counter(), time.time()
                 with server as base:
                     healthy, healthy_cpu = time.perf_counter() - t0, server.cpu_s()
                     context = browser.new_context(viewport=VIEWPORT)
                     context.set_default_timeout(300_000)
                     page = context.new_page()
+                    page.add_init_script(PAINT_CLOCK)
+                    payloads: list[bytes] = []
+                    page.on("websocket", lambda ws, got=payloads: ws.on("framereceived", lambda data: got.append(data)))
                     page.goto(base + "/", wait_until="commit")
                     page.wait_for_function(f"() => ({app_scale.FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
                     painted, painted_cpu = time.perf_counter() - t0, server.cpu_s()
+                    phases = browser_phases(page.evaluate(PAINT_TIMES), payloads, epoch0)
                     context.close()
+                phases = {"healthy": healthy, **phases, "painted": painted}
+                runs = sum(load.ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
                 samples.append(
                     {"healthy_s": healthy, "healthy_cpu_s": healthy_cpu, "painted_s": painted}
-                    | {"painted_cpu_s": painted_cpu, "load": avg}
+                    | {"painted_cpu_s": painted_cpu, "load": avg, "phases": phases, "script_runs": runs}
                 )
+                marks = ", ".join(f"{name} {phases.get(name, float('nan')):.2f}" for name, _ in PHASES)
                 print(
                     f"  cold start /: healthy {healthy:.1f} s ({healthy_cpu:.1f} s CPU), first heatmap painted "
-                    f"{painted:.1f} s (server CPU {painted_cpu:.1f} s), load {avg:.2f}",
+                    f"{painted:.1f} s (server CPU {painted_cpu:.1f} s), load {avg:.2f}, {runs} run(s)\n    {marks}",
                     flush=True,
                 )
         finally:
             browser.close()
+    table = paint_table(samples)
+    print("median seconds since server start (since the phase before):")
+    meanings = dict(PHASES)
+    for name, at, step in table:
+        print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
     return {
         "command": " ".join(["python", "benchmarks/actions.py", *sys.argv[1:]]),
         "when": time.strftime("%Y-%m-%d %H:%M"),
         "loadavg_start": load_start,
         "loadavg_end": os.getloadavg(),
         "samples": samples,
-        **{key: app_scale.median(s[key] for s in samples) for key in samples[0] if key != "load"},
+        "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
+        **{key: app_scale.median(s[key] for s in samples) for key in ("healthy_s", "healthy_cpu_s", "painted_s")},
+        "painted_cpu_s": app_scale.median(s["painted_cpu_s"] for s in samples),
     }
 
 
@@ -269,7 +378,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--profile", help="costs: cProfile the timed runs (serve.py --profile) into this pstats file")
     parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="paint: set this in the server's environment (e.g. PYTHONPROFILEIMPORTTIME=1; the log is paint.log)",
+    )
     args = parser.parse_args(argv)
+    if any("=" not in pair for pair in args.server_env):
+        parser.error("--server-env takes NAME=VALUE")
+    args.server_env = dict(pair.split("=", 1) for pair in args.server_env)
     unknown = set(args.actions) - set(ACTIONS)
     if unknown:
         parser.error(f"unknown action(s): {', '.join(sorted(unknown))}")

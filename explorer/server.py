@@ -1,38 +1,150 @@
-"""Process-wide settings for a server shared by a classroom, made once by ``configure_server``.
+"""Process-wide settings for a server shared by a classroom, made once by ``configure_server``, and a
+fast first paint after a cold start (issue 15).
 
-Nothing here happens on import: the entry script calls ``configure_server()``, and tests that
-need the tuning call it themselves (BENCHMARKS.md, "Where the time goes", has the measurements).
+Nothing here happens on import, and importing this module imports neither torch nor pandas: the
+entry script calls ``configure_server()`` first, so that the browser starts on the charts' code
+while the server imports torch (BENCHMARKS.md, "Where the time goes" and "Cost per action and
+first paint", has the measurements). Tests that need the tuning call it themselves.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import importlib
+import re
 import threading
+import time
+from pathlib import Path
 
-import pandas  # noqa: F401  Streamlit imports it for a page's first table; here, so that the freeze covers it
-import plotly.graph_objects  # noqa: F401  the figure builders' import, frozen with the others
-import torch
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-MACHINE_THREADS = torch.get_num_threads()  # what torch would use; the Speed page measures with all of them
+# Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
+# converts a DataFrame with pyarrow). The first page needs neither.
+LATER_MODULES = ("pandas", "pyarrow")
+FIRST_PAINT_PAUSE_S = 1.0  # after the first run, before warming: the browser is still drawing its charts
+# Streamlit's browser code for the elements every page draws, which it fetches only when the first such
+# element arrives: charts (Plotly, 4.7 MB), the code panel's highlighter (1.6 MB), HTML in Markdown,
+# the sidebar's widgets, the stepper's buttons, the downloads. Each is a chunk ``<name>.<hash>.js``.
+FIRST_PAGE_CHUNKS = (
+    "PlotlyChart",
+    "StreamlitSyntaxHighlighter",
+    "rehype-raw",
+    "Radio",
+    "TextInput",
+    "NumberInput",
+    "Slider",
+    "Checkbox",
+    "ButtonGroup",
+    "Button",
+    "DownloadButton",
+    "Progress",
+)
+STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
 _configured = threading.Event()
+warmed = threading.Event()  # set once the later modules are imported and the heap frozen
 _configure_lock = threading.Lock()
+_warm_lock = threading.Lock()
+
+
+@functools.cache
+def machine_threads() -> int:
+    """The intra-op threads torch would use on this machine; the Speed page measures with all of them.
+
+    Read before ``configure_server`` gives script runs one thread."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def __getattr__(name: str):
+    if name == "MACHINE_THREADS":  # read on first use, so that importing this module does not import torch
+        return machine_threads()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def configure_server() -> None:
-    """Tune this process for many sessions at once; later calls do nothing.
+    """Start this run's browser on the charts' code; tune the process once, on the first call.
 
+    * **Charts' code first.** Streamlit's browser code fetches Plotly (4.7 MB of JavaScript), and the
+      code of each kind of widget, only when the first such element arrives, after the server has
+      imported torch and computed. Asking for them at the start of every run lets the browser fetch
+      and compile them meanwhile (``preload_browser_code``).
     * One torch thread per script run: sessions already run side by side on their own
       threads, and two intra-op threads per run on a busy 2-core server made Why attention
       at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
       script thread first computes.
     * Streamlit runs a full ``gc.collect()`` after every script run (runner.postScriptGC).
       Freezing the objects that importing torch, plotly and pandas made leaves that
-      collection only what runs create: 124-212 ms -> 13-17 ms per rerun.
+      collection only what runs create: 124-212 ms -> 13-17 ms per rerun. The freeze, and the
+      imports only later pages need, wait until the first run is over (``warm_up``), so the first
+      page is not kept waiting for them.
     """
+    preload_browser_code()
     with _configure_lock:
         if _configured.is_set():
             return
+        machine_threads()
+        import torch
+
         torch.set_num_threads(1)
+        _configured.set()
+    if get_script_run_ctx() is None:  # a test or a tool: no page is waiting
+        warm_up()
+        return
+    first_run = threading.current_thread()
+    threading.Thread(target=_warm_up_after, args=(first_run,), name="explorer-warm-up", daemon=True).start()
+
+
+def _warm_up_after(first_run: threading.Thread) -> None:
+    first_run.join(timeout=30.0)  # the script thread ends when its run (and any rerun it took on) is over
+    time.sleep(FIRST_PAINT_PAUSE_S)
+    warm_up()
+
+
+def warm_up() -> None:
+    """Import what later pages need, then freeze everything imported so far out of the collector's reach.
+
+    Safe from any thread and at any time; the second and later calls do nothing."""
+    with _warm_lock:
+        if warmed.is_set():
+            return
+        for name in LATER_MODULES:
+            importlib.import_module(name)
+        import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
+        import torch  # noqa: F401
+
         gc.collect()
         gc.freeze()
-        _configured.set()
+        warmed.set()
+
+
+@functools.cache
+def first_page_chunks() -> tuple[str, ...]:
+    """The file names of ``FIRST_PAGE_CHUNKS`` in this Streamlit's browser build (those it has)."""
+    names = []
+    for chunk in FIRST_PAGE_CHUNKS:
+        pattern = re.compile(re.escape(chunk) + r"\.[A-Za-z0-9_-]+\.js")
+        found = [path.name for path in STATIC_JS.glob(f"{chunk}.*.js") if pattern.fullmatch(path.name)]
+        names += found[:1] if len(found) == 1 else []
+    return tuple(names)
+
+
+def preload_browser_code() -> None:
+    """Have the browser import Streamlit's code for charts and widgets now, as it would at the first of each.
+
+    The script goes in Streamlit's event container (where ``st.toast`` draws), so it takes no room
+    on the page. The chunks sit beside Streamlit's own ``index.*.js``, whose URL already holds any
+    ``server.baseUrlPath``. Without the chunks or the container (another Streamlit) it does nothing.
+    """
+    chunks, events = first_page_chunks(), getattr(st, "_event", None)
+    if not chunks or events is None or get_script_run_ctx() is None:
+        return
+    events.html(
+        "<script>(() => {"
+        "const index = document.querySelector('script[src*=\"/static/js/index.\"]');"
+        f"if (index) for (const chunk of {list(chunks)!r}) import(new URL(chunk, index.src).href).catch(() => {{}});"
+        "})();</script>",
+        unsafe_allow_javascript=True,
+    )

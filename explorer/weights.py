@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 import torch
 
@@ -334,6 +333,8 @@ SINK_NOTE = (
 
 def show_summaries(settings: Settings) -> None:
     """The Multi-head page's last step with a model's weights: what each head of the layer looks at."""
+    import pandas as pd  # here, not at the top: the first page after a cold start needs no table (issue 15)
+
     from . import ui
     from .figures.heads import head_summary_bars
 

@@ -1,0 +1,128 @@
+"""A fast first paint after a cold start (issue 15): the first page imports only what it needs, the
+browser is asked for the charts' code before the server imports torch, the rest is warmed after the
+first run, and the benchmark's phase breakdown reads the websocket's messages right."""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+from apptest_support import ROOT, app
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from explorer import server
+
+ACTIONS_PY = ROOT / "benchmarks" / "actions.py"
+_spec = importlib.util.spec_from_file_location("benchmarks_actions_paint", ACTIONS_PY)
+actions = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = actions
+_spec.loader.exec_module(actions)
+
+
+def run_python(code: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
+
+
+def test_importing_the_server_module_imports_neither_torch_nor_pandas():
+    code = "import sys; import explorer.server; print('torch' in sys.modules, 'pandas' in sys.modules)"
+    assert run_python(code) == ["False", "False"]
+
+
+def test_the_first_page_runs_without_pandas_and_the_rest_is_warmed_after_it():
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); from apptest_support import app; from explorer import server; "
+        "server.FIRST_PAINT_PAUSE_S = 0.5; at = app(timeout=120); "
+        "print(not at.exception, 'pandas' in sys.modules, server.warmed.is_set()); "
+        "print(server.warmed.wait(120), all(m in sys.modules for m in server.LATER_MODULES))"
+    )
+    assert run_python(code) == ["True", "False", "False", "True", "True"]
+
+
+def _event_html(at) -> list[str]:
+    events = next(block for block in at._tree.children.values() if getattr(block, "type", None) == "event")
+    return [child.proto.body for child in events.children.values() if type(child).__name__ == "Html"]
+
+
+def test_every_run_asks_the_browser_for_streamlits_chart_and_widget_code_outside_the_page():
+    chunks = server.first_page_chunks()
+    assert len(chunks) == len(server.FIRST_PAGE_CHUNKS)  # this Streamlit has each one: else update the list
+    assert chunks[0].startswith("PlotlyChart.") and all((server.STATIC_JS / chunk).is_file() for chunk in chunks)
+    at = app()
+    for _ in range(2):  # the first run and a rerun
+        scripts = [body for body in _event_html(at) if chunks[0] in body]
+        assert len(scripts) == 1 and scripts[0].startswith("<script>")
+        assert all(f"'{chunk}'" in scripts[0] for chunk in chunks) and "import(new URL(chunk" in scripts[0]
+        assert not any("PlotlyChart." in getattr(e.proto, "body", "") for e in at.main)  # no room on the page
+        at.run()
+
+
+def test_without_the_chunks_nothing_is_sent(monkeypatch):
+    monkeypatch.setattr(server, "first_page_chunks", lambda: ())
+    at = app()
+    assert not any("PlotlyChart" in body for body in _event_html(at))
+
+
+def test_machine_threads_is_read_before_runs_get_one_thread():
+    server.configure_server()
+    assert server.MACHINE_THREADS == server.machine_threads() >= 1
+    with pytest.raises(AttributeError):
+        server.NO_SUCH_SETTING  # noqa: B018
+
+
+def _message(**fields) -> bytes:
+    msg = ForwardMsg()
+    if "new_session" in fields:
+        msg.new_session.SetInParent()
+    if "finished" in fields:
+        msg.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
+    if "element" in fields:
+        kind, path = fields["element"]
+        msg.metadata.delta_path.extend(path)
+        if kind == "plotly_chart":
+            msg.delta.new_element.plotly_chart.spec = "{}"
+        else:
+            msg.delta.new_element.markdown.body = "x"
+    return msg.SerializeToString()
+
+
+def test_the_paint_phases_come_from_the_first_message_of_each_kind():
+    payloads = [
+        _message(new_session=True),
+        _message(element=("markdown", [1, 0])),  # the sidebar
+        _message(element=("markdown", [0, 0])),  # the page's title
+        _message(element=("plotly_chart", [0, 1])),
+        _message(element=("plotly_chart", [0, 2])),
+        _message(finished=True),
+        _message(finished=True),
+    ]
+    found = actions.message_phases(payloads, [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0])
+    assert found == {
+        "script_started": 10.0,
+        "first_delta": 11.0,
+        "first_main": 12.0,
+        "chart_delta": 13.0,
+        "script_finished": 15.0,
+    }
+    times = {"origin": 1_000_000.0, "html": 500.0, "opened": 1500.0, "arrivals": [2000.0], "plot": None}
+    times |= {"image": 2500.0, "resources": [["http://h/static/js/PlotlyChart.abc.js", 100.0, 2200.0]]}
+    phases = actions.browser_phases(times, [payloads[0]], started_epoch=1000.0)
+    assert phases["html"] == pytest.approx(0.5) and phases["websocket"] == pytest.approx(1.5)
+    assert phases["script_started"] == pytest.approx(2.0) and phases["plotly_js"] == pytest.approx(2.2)
+    assert phases["heatmap"] == pytest.approx(2.5) and phases["plot"] != phases["plot"]  # NaN: never seen
+
+
+def test_the_paint_table_gives_medians_since_start_in_the_order_they_happened():
+    samples = [
+        {"phases": {"healthy": 1.0, "html": 1.5, "plotly_js": 1.2, "painted": 5.0}},
+        {"phases": {"healthy": 2.0, "html": 2.1, "plotly_js": 1.9, "painted": 7.0}},
+        {"phases": {"healthy": 3.0, "html": 3.9, "plotly_js": 2.0, "painted": 6.0}},
+    ]
+    rows = actions.paint_table(samples)
+    assert [name for name, _, _ in rows[:4]] == ["plotly_js", "healthy", "html", "painted"]
+    assert rows[0] == ("plotly_js", 1.9, 1.9)
+    assert rows[1] == ("healthy", 2.0, pytest.approx(0.1))
+    assert rows[3] == ("painted", 6.0, pytest.approx(3.9))
+    assert {name for name, _, _ in rows} == {name for name, _ in actions.PHASES}
+    assert all(at != at for _, at, _ in rows[4:])  # never seen: NaN, listed last
