@@ -18,7 +18,7 @@ from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
 from explorer.figures import heads, mistakes
-from explorer.figures.layout import figure
+from explorer.figures.layout import figure, subplot_grid
 
 TOKENS = ["<b>", "&amp;", " ", "\n", "dup", "dup", "<a href='x'>y</a>", " step"]
 RNG = np.random.default_rng(0)
@@ -282,3 +282,31 @@ def test_figure_arrays_are_read_only_as_the_validator_leaves_them():
     fig = figures.heatmap(weights(6), tokens(6), tokens(6), title="w", value_name="attention weight")
     with pytest.raises(ValueError, match="read-only"):
         fig.data[0].z[0, 0] = 1.0
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "horizontal", "vertical", "shared"),
+    [(1, 2, 0.1, 0.0, False), (2, 3, 0.03, 0.1, True), (3, 4, 0.03, 0.08, True), (4, 1, 0.03, 0.07, True)],
+)
+def test_subplot_grid_lays_out_what_make_subplots_would(rows, cols, horizontal, vertical, shared):
+    titles = [f"panel {k}" for k in range(rows * cols - 1)] + [""]  # the last one untitled
+    axes, annotations = subplot_grid(
+        rows,
+        cols,
+        titles,
+        figures.DEFAULT_STYLE,
+        horizontal_spacing=horizontal,
+        vertical_spacing=vertical,
+        shared_yaxes=shared,
+    )
+    made = plotly.subplots.make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=titles,
+        horizontal_spacing=horizontal,
+        vertical_spacing=vertical,
+        shared_yaxes=shared,
+    ).layout.to_plotly_json()
+    assert axes == {name: made[name] for name in made if name.startswith(("xaxis", "yaxis"))}
+    font = {"size": figures.DEFAULT_STYLE.font_size}
+    assert annotations == [{**note, "font": font} for note in made.get("annotations", [])]

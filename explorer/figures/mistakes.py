@@ -81,9 +81,7 @@ def right_and_wrong(
         t + (f" · {int(n.sum())} NaN row{'s' if n.sum() != 1 else ''}" if n.any() else "")
         for t, n in zip(titles, nan_rows, strict=True)
     ]
-    axes, annotations = subplot_grid(
-        1, 2, [plain_label(t) for t in panel_titles], style, horizontal_spacing=0.1, vertical_spacing=0.3
-    )
+    axes, annotations = subplot_grid(1, 2, [plain_label(t) for t in panel_titles], style, horizontal_spacing=0.1)
     height = figure_height(count, style)
     fit = labels_that_fit(height, style)
     data, shapes = [], []
