@@ -23,8 +23,9 @@ skips plotly's validation (``layout.figure``): about 1 ms a heatmap, where setti
 one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
 ``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
 They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
-styles, ticks, margins, what part of a large matrix is drawn), ``scales`` (a matrix's kind and
-its colour range), ``heatmaps``, ``grids`` (one matrix per head), ``charts``.
+styles, ticks, margins, subplot grids, what part of a large matrix is drawn, the figure itself),
+``scales`` (a matrix's kind and its colour range), ``heatmaps``, ``grids`` (one matrix per head),
+``charts``, ``heads`` and ``mistakes`` (the "Break it" page).
 Pages import this package and use the names below.
 """
 

@@ -1,5 +1,6 @@
-"""What every figure shares: colours, font sizes, ticks, the title and margins, export options,
-and which part of a large matrix a heatmap draws."""
+"""What every figure shares: colours, font sizes, ticks, the title and margins, subplot grids, export
+options, which part of a large matrix a heatmap draws, and how a figure is made from plain dicts
+(``figure``: one constructor call, without plotly's validation)."""
 
 from __future__ import annotations
 
