@@ -1,4 +1,4 @@
-"""Load benchmark: many students on one Attention Explorer server.
+"""Load benchmark: many students on one Attention Explorer server, or on several behind nginx.
 
 Each simulated student is a lightweight client that speaks Streamlit's own
 websocket protocol (``/_stcore/stream``, protobuf ``BackMsg``/``ForwardMsg``),
@@ -15,6 +15,29 @@ Usage (the commands behind the "Load" section of BENCHMARKS.md)::
     python benchmarks/load.py burst --students 30,100 --waves 3 --modes default,nofreeze,nogc
     python benchmarks/load.py soak --students 30 --duration 600 --modes default
     python benchmarks/load.py report --markdown BENCHMARKS.md   # tables from artifacts/load/results.jsonl
+
+Issue 15's lessons, with browser-like students (``BrowserStudent``: every widget's state with each
+request, stepper clicks in their fragment, a browser's message cache)::
+
+    python benchmarks/load.py class --students 1,100 --servers 1,2 --duration 120
+    python benchmarks/load.py typing --students 1,30 --servers 1,2 --duration 120
+    python benchmarks/load.py typing --students 30 --duration 600      # the soak: RSS slope
+
+``class``: each action is a stepper click (60%: Next, or Previous once Next is disabled at the last
+step, and Next again from step 1), a page switch (20%: to another chapter page, not Speed and not
+"Break it", ``LEFT_OUT_PAGES``) or a new sentence (20%: picked from ``CLASS_SENTENCES``, ten sentences
+of 6-40 GPT-2 tokens that the whole class shares, as from the teacher's slides). ``typing``: every
+action is a sentence of the student's own (``typed_sentence``, never typed before: every cache
+misses). Students open the class's link (``--page`` with the first pool sentence) at random times
+over ``--spread`` seconds, then think (exponential, mean ``--think``) before each action, until
+``--duration`` seconds after the first arrival. ``--servers 1`` is ``streamlit run streamlit_app.py``
+(``launch.AppServer``), students connecting directly; ``--servers N`` (N > 1) is N such processes
+behind nginx (``deploy/run_cluster.py``), each student with its own sticky-session cookie. Both get
+``MALLOC_ARENA_MAX`` (``--arena-max``, 2 as deployed; 0 leaves it unset). Reported per action kind
+(open, next, previous, switch, sentence) and over all actions but opening: p50/p95/max latency (from
+the request to its ``script_finished``, fragment runs included), errors (exception or error element,
+stale sidebar or stepper, wrong page, timeout, dropped connection), throughput, the CPU (cores and ms
+per run) and RSS of every app process and nginx, and the client's own CPU.
 
 Every scenario starts its own server (``launch.AppServer`` under
 ``benchmarks/serve.py``, which is ``streamlit run streamlit_app.py`` plus
@@ -650,12 +673,13 @@ def process_cpu_s(pid: int) -> float:
     return total
 
 
-def process_rss_mib(pid: int) -> float:
-    """``VmRSS`` of process ``pid`` and its living children, in MiB."""
+def process_rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """``VmRSS`` (or another field of ``/proc/PID/status``, e.g. ``RssAnon``: the process's own memory, not the
+    files it maps) of process ``pid`` and its living children, in MiB."""
     total = 0
     for one in family(pid):
         with contextlib.suppress(OSError), open(f"/proc/{one}/status") as f:
-            total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            total += next((int(line.split()[1]) for line in f if line.startswith(field + ":")), 0)
     return total / 1024
 
 
@@ -674,6 +698,7 @@ class Meter:
         self.samples: list[tuple[float, float]] = []
         self.procs: dict[str, int] = server.processes() if hasattr(server, "processes") else {}
         self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
+        self.anon_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
         self._task = None
 
     async def _gc_stats(self) -> dict | None:
@@ -695,6 +720,7 @@ class Meter:
         self.samples.append((now, self.server.rss_mib()))
         for name, pid in self.procs.items():
             self.proc_samples[name].append((now, process_rss_mib(pid)))
+            self.anon_samples[name].append((now, process_rss_mib(pid, "RssAnon")))
 
     async def _sample(self) -> None:
         while True:
@@ -738,6 +764,12 @@ class Meter:
                 "rss_end_mib": values[-1],
                 "rss_max_mib": max(values),
                 "rss_slope_mib_per_min": slope_mib_per_min(samples),
+                "rss_slope_second_half_mib_per_min": slope_mib_per_min(
+                    [x for x in samples if x[0] >= self.elapsed / 2]
+                ),
+                "anon_start_mib": self.anon_samples[name][0][1],
+                "anon_end_mib": self.anon_samples[name][-1][1],
+                "anon_slope_mib_per_min": slope_mib_per_min(self.anon_samples[name]),
             }
         return {
             "elapsed_s": self.elapsed,
@@ -1237,7 +1269,9 @@ def lesson_line(e: dict) -> str:
         f"{e['rss_slope_mib_per_min']:+.2f} MiB/min (second half {e['rss_slope_second_half_mib_per_min']:+.2f}), "
         f"loadavg {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}\n   per process: "
         + "; ".join(
-            f"{name} {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB"
+            f"{name} {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB "
+            f"({p['rss_slope_mib_per_min']:+.2f} MiB/min; anonymous {p['anon_start_mib']:.0f}->"
+            f"{p['anon_end_mib']:.0f}, {p['anon_slope_mib_per_min']:+.2f} MiB/min)"
             for name, p in e["processes"].items()
         )
     )
