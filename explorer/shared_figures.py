@@ -23,6 +23,7 @@ import plotly.io as pio
 
 from . import exports, figures
 from .caching import MIB, SharedCache
+from .figures.layout import pandas_settled
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
 FIGURE_BYTES = 64 * MIB  # the numbers of every kept figure together (the figures hold about as much again)
@@ -44,6 +45,7 @@ class Drawn:
 
     def figure(self) -> go.Figure:
         """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
+        pandas_settled()
         return go.Figure(json.loads(self.spec), _validate=False)
 
 
@@ -59,6 +61,7 @@ def _frozen(value):
 
 def prepare(fig, *, cell_text: bool = True) -> Drawn:
     """``fig`` (without the numbers printed in its cells unless ``cell_text``) as JSON, with its export tables."""
+    pandas_settled()
     fig = fig if cell_text else figures.without_cell_text(fig)
     tables = tuple({name: _frozen(value) for name, value in table.items()} for table in exports.figure_tables(fig))
     return Drawn(pio.to_json(fig, validate=False), tables, exports.figure_title(fig))

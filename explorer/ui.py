@@ -173,6 +173,7 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
 
 def show(drawn: shared_figures.Drawn, name: str, *, key: str | None = None) -> None:
     """Draw a prepared figure, with its downloads."""
+    figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
     image_format = st.session_state.get(exports.IMAGE_FORMAT, "png")
     file_name = exports.export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
