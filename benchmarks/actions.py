@@ -335,17 +335,21 @@ def paint(args) -> dict:
                     page.wait_for_function(f"() => ({app_scale.FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
                     painted, painted_cpu = time.perf_counter() - t0, server.cpu_s()
                     phases = browser_phases(page.evaluate(PAINT_TIMES), payloads, epoch0)
+                    second = second_tab(browser, base, args.second, args.second_after) if args.second else {}
                     context.close()
                 phases = {"healthy": healthy, **phases, "painted": painted}
                 runs = sum(load.ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
                 samples.append(
                     {"healthy_s": healthy, "healthy_cpu_s": healthy_cpu, "painted_s": painted}
                     | {"painted_cpu_s": painted_cpu, "load": avg, "phases": phases, "script_runs": runs}
+                    | second
                 )
                 marks = ", ".join(f"{name} {phases.get(name, float('nan')):.2f}" for name, _ in PHASES)
                 print(
                     f"  cold start /: healthy {healthy:.1f} s ({healthy_cpu:.1f} s CPU), first heatmap painted "
-                    f"{painted:.1f} s (server CPU {painted_cpu:.1f} s), load {avg:.2f}, {runs} run(s)\n    {marks}",
+                    f"{painted:.1f} s (server CPU {painted_cpu:.1f} s), load {avg:.2f}, {runs} run(s)"
+                    + (f", then /{args.second} settled in {second['second_s']:.2f} s" if second else "")
+                    + f"\n    {marks}",
                     flush=True,
                 )
         finally:
@@ -364,7 +368,23 @@ def paint(args) -> dict:
         "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
         **{key: app_scale.median(s[key] for s in samples) for key in ("healthy_s", "healthy_cpu_s", "painted_s")},
         "painted_cpu_s": app_scale.median(s["painted_cpu_s"] for s in samples),
+        "second_s": app_scale.median(s.get("second_s", float("nan")) for s in samples),
     }
+
+
+def second_tab(browser, base: str, path: str, after_s: float) -> dict:
+    """A second session, ``after_s`` seconds after the first page painted: seconds from opening ``/path``
+    to its settled page (its first run, while or after the server warms up)."""
+    time.sleep(after_s)
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(300_000)
+    try:
+        page, start = context.new_page(), time.perf_counter()
+        page.goto(f"{base}/{path}", wait_until="commit")
+        page.wait_for_function(SETTLED, polling="raf")
+        return {"second_s": time.perf_counter() - start, "second_page": path, "second_after_s": after_s}
+    finally:
+        context.close()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -378,6 +398,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--profile", help="costs: cProfile the timed runs (serve.py --profile) into this pstats file")
     parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--second", help="paint: then open this URL path in a second tab (e.g. tokens) and time it")
+    parser.add_argument("--second-after", type=float, default=0.0, help="paint: seconds to wait before --second")
     parser.add_argument(
         "--server-env",
         action="append",

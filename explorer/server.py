@@ -14,7 +14,6 @@ import gc
 import importlib
 import re
 import threading
-import time
 from pathlib import Path
 
 import streamlit as st
@@ -23,7 +22,6 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 # Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
 # converts a DataFrame with pyarrow). The first page needs neither.
 LATER_MODULES = ("pandas", "pyarrow")
-FIRST_PAINT_PAUSE_S = 1.0  # after the first run, before warming: the browser is still drawing its charts
 # Streamlit's browser code for the elements every page draws, which it fetches only when the first such
 # element arrives: charts (Plotly, 4.7 MB), the code panel's highlighter (1.6 MB), HTML in Markdown,
 # the sidebar's widgets, the stepper's buttons, the downloads. Each is a chunk ``<name>.<hash>.js``.
@@ -98,8 +96,11 @@ def configure_server() -> None:
 
 
 def _warm_up_after(first_run: threading.Thread) -> None:
-    first_run.join(timeout=30.0)  # the script thread ends when its run (and any rerun it took on) is over
-    time.sleep(FIRST_PAINT_PAUSE_S)
+    """``warm_up`` once the first run is over: its thread ends with it (and with any rerun it took on).
+
+    Not later: a second tab opened just after the first page painted waited for pandas and for the
+    collector when this paused 2 s first (BENCHMARKS.md, "Cost per action and first paint")."""
+    first_run.join(timeout=30.0)
     warm_up()
 
 
