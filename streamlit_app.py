@@ -6,10 +6,12 @@ settings; each page in ``pages/`` shows one stage of the chapter.
 
 import streamlit as st
 
-from explorer import state, turns, ui
 from explorer.server import configure_server
 
-configure_server()
+configure_server()  # first: the browser fetches the charts' code while the next line imports torch
+
+from explorer import state, turns, ui  # noqa: E402
+
 st.set_page_config(
     page_title="Attention Explorer",
     page_icon="🔍",  # an emoji is drawn in the browser; a :material/ icon is fetched from a font CDN
