@@ -322,19 +322,19 @@ def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
     assert result["throughput_runs_per_s"] == pytest.approx(0.4)
 
 
-def test_the_lesson_table_has_a_row_per_server_count_and_class_size():
+def _lesson_entry(students: int, p95_s: float) -> dict:
     kinds = {k: {"p95_s": 0.5, "errors": 0} for k in ("open", "next", "previous", "switch", "sentence")}
-    entry = {
+    return {
         "scenario": "class",
         "mode": "2 servers behind nginx",
         "servers": 2,
-        "students": 100,
+        "students": students,
         "page": "causal_mask",
         "think_s": 3.0,
         "spread_s": 5.0,
-        "duration_s": 60.0,
+        "duration_s": 180.0 if students > 1 else 300.0,
         "malloc_arena_max": 2,
-        "actions": {"runs": 1800, "p50_s": 0.2, "p95_s": 0.6, "max_s": 2.0, "errors": 0},
+        "actions": {"runs": 1800, "p50_s": 0.2, "p95_s": p95_s, "max_s": 2.0, "errors": 0},
         "by_kind": kinds,
         "throughput_runs_per_s": 30.0,
         "server_cpu_cores": 1.5,
@@ -343,13 +343,21 @@ def test_the_lesson_table_has_a_row_per_server_count_and_class_size():
         "rss_start_mib": 800.0,
         "rss_end_mib": 810.0,
         "rss_slope_mib_per_min": 0.3,
+        "rss_slope_second_half_mib_per_min": 0.1,
         "loadavg_start": 1.0,
         "loadavg_end": 2.0,
     }
-    table = load.report([entry])
+
+
+def test_the_lesson_table_compares_each_class_size_with_one_student_on_as_many_servers():
+    table = load.report([_lesson_entry(100, 0.6), _lesson_entry(1, 0.25)])
     assert "**class**" in table and "MALLOC_ARENA_MAX=2" in table
-    row = next(line for line in table.splitlines() if line.startswith("| 2 | 100 |"))
-    assert "**600**" in row and "| 30.00 |" in row and "1.50 (50)" in row
+    lines = table.splitlines()
+    one = next(line for line in lines if line.startswith("| 2 | 1 | 300 |"))
+    hundred = next(line for line in lines if line.startswith("| 2 | 100 | 180 |"))
+    assert lines.index(one) < lines.index(hundred)
+    assert "| **600** | 2.4× |" in hundred and "| 30.00 |" in hundred and "1.50 (50)" in hundred
+    assert "+0.30 (+0.10)" in hundred
 
 
 def test_a_process_and_its_children_are_measured():
