@@ -286,6 +286,7 @@ class Run:
     messages: int = 0
     bytes: int = 0
     charts: int = 0
+    where: str = ""  # the page and step shown after the run (lessons), e.g. "multihead 3/7"
 
     @property
     def done(self) -> float:
@@ -943,6 +944,7 @@ class Mix:
 
 
 MIXES = {"class": Mix(step=0.6, switch=0.2, sentence=0.2), "typing": Mix(step=0.0, switch=0.0, sentence=1.0)}
+SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
 LEFT_OUT_PAGES = ("speed", "mistakes")  # not chapter pages: the Speed page's timing lab, and the "Break it" exercise
 # What a class types: the sentences a teacher's slides and a class's chat would offer, 6-40 GPT-2 tokens.
 CLASS_SENTENCES = (
@@ -993,6 +995,11 @@ class LessonStudent(BrowserStudent):
 
     async def act(self, action: str, pages: list[str], typing: bool) -> Run:
         """Do ``action`` (``Mix.pick``) and wait for the page; the run's kind says what was done."""
+        run = await self._act(action, pages, typing)
+        run.where = f"{self.page or '/'} {self.step[0]}/{self.step[1]}" if self.step else self.page or "/"
+        return run
+
+    async def _act(self, action: str, pages: list[str], typing: bool) -> Run:
         if action == "switch":
             self.page = self.rng.choice([p for p in pages if p != self.page])
             return await self._run("switch", self.message(page=self.page), expect_text=None)
@@ -1079,9 +1086,11 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     actions = [r for r in runs if r.kind != "open"]
     kinds = sorted({r.kind for r in runs}, key=lambda k: ("open", "next", "previous", "switch", "sentence").index(k))
     finished = [r for r in actions if start <= r.done <= end]
+    slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
     return {
         "actions": summarize(actions),
         "by_kind": {kind: summarize([r for r in runs if r.kind == kind]) for kind in kinds},
+        "slowest": [{"kind": r.kind, "where": r.where, "latency_s": r.latency} for r in slowest],
         "throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan"),
     }
 
@@ -1267,7 +1276,9 @@ def lesson_line(e: dict) -> str:
         f"{e['other_load_cores']:.2f} cores, RSS {e['rss_start_mib']:.0f}->{e['rss_end_mib']:.0f} "
         f"(max {e['rss_max_mib']:.0f}) MiB, slope "
         f"{e['rss_slope_mib_per_min']:+.2f} MiB/min (second half {e['rss_slope_second_half_mib_per_min']:+.2f}), "
-        f"loadavg {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}\n   per process: "
+        f"loadavg {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}\n   slowest: "
+        + ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e.get("slowest", [])[:6])
+        + "\n   per process: "
         + "; ".join(
             f"{name} {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB "
             f"({p['rss_slope_mib_per_min']:+.2f} MiB/min; anonymous {p['anon_start_mib']:.0f}->"

@@ -301,7 +301,7 @@ def test_cached_messages_are_read_back_from_a_ref_hash_and_expire_after_max_age_
 
 
 def _run(kind, sent, latency, error=None):
-    return load.Run(kind, sent, latency=latency, ok=error is None, error=error)
+    return load.Run(kind, sent, latency=latency, ok=error is None, error=error, where=f"qkv {int(sent)}/7")
 
 
 def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
@@ -320,6 +320,10 @@ def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
     assert result["by_kind"]["next"]["p50_s"] == pytest.approx(0.2)
     assert result["by_kind"]["open"]["p95_s"] == 2.0
     assert result["throughput_runs_per_s"] == pytest.approx(0.4)
+    assert result["slowest"][:2] == [
+        {"kind": "sentence", "where": "qkv 9/7", "latency_s": 1.0},
+        {"kind": "next", "where": "qkv 4/7", "latency_s": 0.3},
+    ], "the slowest actions that succeeded, where they ended"
 
 
 def _lesson_entry(students: int, p95_s: float) -> dict:
