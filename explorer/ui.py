@@ -177,7 +177,7 @@ def show(drawn: shared_figures.Drawn, name: str, *, key: str | None = None) -> N
     image_format = st.session_state.get(exports.IMAGE_FORMAT, "png")
     file_name = exports.export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
-    st.plotly_chart(drawn.figure(), key=key, config=config, width="stretch")
+    st.plotly_chart(drawn.encoded(), key=key, config=config, width="stretch")
     exports.figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
 
 

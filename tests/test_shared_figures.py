@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import plotly.io as pio
+import plotly.tools
 import pytest
 from apptest_support import app, figure_specs
 from plotly.basedatatypes import BaseFigure, BasePlotlyType
@@ -154,3 +155,10 @@ def test_drawing_waits_for_pandas_that_another_thread_is_importing(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "drawn True" in done.stdout
+
+
+def test_st_plotly_chart_gets_the_same_figure_from_the_json():
+    drawn = shared(counted_heatmap, np.eye(3), ["<b>", "a", "a"], ["<b>", "a", "a"], title="w", masked=np.eye(3) > 0)
+    given = plotly.tools.return_figure_from_figure_or_data(drawn.encoded(), validate_figure=True)
+    whole = plotly.tools.return_figure_from_figure_or_data(drawn.figure(), validate_figure=True)
+    assert json.loads(pio.to_json(given, validate=False)) == json.loads(pio.to_json(whole, validate=False))
