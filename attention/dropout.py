@@ -90,13 +90,27 @@ class DropoutAverage:
 
 
 def dropout_average(attn_weights: torch.Tensor, p: float, num_samples: int = 1000, seed: int = 123) -> DropoutAverage:
-    """Average ``num_samples`` dropout draws (seeds ``seed``, ``seed+1``, ...)."""
+    """Average ``num_samples`` dropout draws (seeds ``seed``, ``seed+1``, ...).
+
+    Draw k is ``apply_dropout(attn_weights, p, seed=seed + k - 1)``'s, made the way ``nn.Dropout`` makes
+    it (keep each weight with probability 1 - p, divide the kept ones by 1 - p) from a generator of
+    its own seeded the same: no turn on the global generator a thousand times over, while other
+    users wait for it.
+    """
     check_dropout(p)
     check_size("num_samples", num_samples, upper=MAX_DROPOUT_SAMPLES)
     total = torch.zeros_like(attn_weights, dtype=torch.float64)  # (..., num_tokens, num_tokens), summed in float64
+    generator = torch.Generator()
     checkpoints, errors = [], []
     for sample in range(1, num_samples + 1):
-        total += apply_dropout(attn_weights, p, seed=seed + sample - 1).dropped_weights
+        if p == 0:
+            dropped = attn_weights  # nn.Dropout(0) draws nothing
+        else:
+            generator.manual_seed(seed + sample - 1)
+            keep = torch.empty_like(attn_weights)  # (..., num_tokens, num_tokens)
+            keep.bernoulli_(1 - p, generator=generator)  # 1 = kept, with probability 1 - p
+            dropped = attn_weights * keep.div_(1 - p)  # (..., num_tokens, num_tokens)
+        total += dropped
         if sample in (1, num_samples) or (sample & (sample - 1)) == 0 or sample % 50 == 0:
             checkpoints.append(sample)
             errors.append((total / sample - attn_weights).abs().max().item())

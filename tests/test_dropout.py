@@ -197,3 +197,17 @@ def test_p_outside_zero_to_one_is_a_clear_error(p):
 def test_dropout_average_rejects_a_bad_number_of_samples(num_samples):
     with pytest.raises(ValueError, match="num_samples"):
         dropout_average(torch.ones(2, 2), 0.5, num_samples=num_samples)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.2, 0.5])
+def test_dropout_average_sums_the_same_draws_as_apply_dropout(p):
+    """Its own generator gives draw k exactly ``apply_dropout(..., seed=seed + k - 1)``'s, and the global
+    generator is left alone (no turn under the process-wide seeding lock per draw)."""
+    weights = torch.softmax(torch.randn(2, 7, 7, generator=torch.Generator().manual_seed(5)), dim=-1)
+    total = torch.zeros_like(weights, dtype=torch.float64)
+    for k in range(20):
+        total += apply_dropout(weights, p, seed=40 + k).dropped_weights
+    before = torch.random.get_rng_state()
+    average = dropout_average(weights, p, num_samples=20, seed=40)
+    assert torch.equal(average.mean_weights, (total / 20).to(weights.dtype))
+    assert torch.equal(torch.random.get_rng_state(), before)
