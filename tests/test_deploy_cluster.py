@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import streamlit
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("run_cluster", ROOT / "deploy" / "run_cluster.py")
@@ -151,3 +152,21 @@ def test_a_request_flood_from_one_client_is_limited(cluster):
         conn.close()
     assert statuses.count(200) >= 400, "the burst a class needs gets through"
     assert statuses[-1] == 429
+
+
+@pytest.mark.slow
+def test_a_class_opening_the_app_gets_streamlits_code(cluster):
+    """100 students behind one address open the app at once: about 70 of Streamlit's code files each, all
+    served (its own zone), while the same number of other requests would be limited."""
+    index = next((Path(streamlit.__file__).parent / "static" / "static" / "js").glob("index.*.js"))
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+    statuses = []
+    try:
+        for _ in range(3000):
+            conn.request("HEAD", f"/static/js/{index.name}", headers={"Cookie": "explorer_route=class"})
+            reply = conn.getresponse()
+            reply.read()
+            statuses.append(reply.status)
+    finally:
+        conn.close()
+    assert statuses.count(200) == len(statuses), f"refused: {sorted(set(statuses))}"
