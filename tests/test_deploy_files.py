@@ -158,3 +158,17 @@ def test_lock_resolves_with_hashes_required():
         check=False,
     )
     assert dry_run.returncode == 0, dry_run.stderr[-3000:]
+
+
+def test_the_shipped_streamlit_settings_skip_the_full_collection_after_each_run():
+    """``.streamlit/config.toml`` turns off Streamlit's ``gc.collect(2)`` after every script run: under a
+    class it was 45% of the server's interpreter-lock time (BENCHMARKS.md, "A class on one link"). The
+    option must be one this Streamlit knows, or the line would be ignored with only a warning."""
+    import tomllib
+
+    shipped = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert shipped["runner"]["postScriptGC"] is False
+    read = "from streamlit import config; config.get_config_options(force_reparse=True); "
+    read += "print(config.get_option('runner.postScriptGC'))"
+    done = subprocess.run([sys.executable, "-c", read], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-1] == "False"  # what a server started here (streamlit run) reads
