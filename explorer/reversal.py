@@ -83,6 +83,6 @@ def show_bottleneck() -> None:
     )
     series = {"with attention": curve.with_attention, "without attention": curve.without_attention}
     options = dict(title="Symbols right, by sentence length", x_title="tokens", y_title="share right")
-    fig = figures.lines(curve.lengths, series, **options, style=ui.style())
-    ui.chart(fig.update_yaxes(range=[0, 1.05]), "reversal-accuracy")  # a share: the whole 0–1 range
+    options.update(y_range=(0, 1.05))  # a share: the whole 0–1 range
+    ui.draw(figures.lines, "reversal-accuracy", list(curve.lengths), series, **options)
     st.caption("Measured by `scripts/train.py` on 200 random sentences per length; `attention.bottleneck_curve()`.")

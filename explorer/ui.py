@@ -184,14 +184,42 @@ def show(drawn: shared_figures.Drawn, name: str, *, key: str | None = None) -> N
 TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
 
 
-def side_by_side(*named_figures: tuple) -> None:
-    """(name, figure) pairs in columns; heatmaps too wide for their column lose their cell values (hover
-    still has them). An underscore in a name becomes a hyphen in its file name; the key keeps it."""
-    widest = TEXT_COLUMNS[len(named_figures)]
-    for column, (name, fig) in zip(st.columns(len(named_figures)), named_figures, strict=True):
-        too_wide = any(trace.type == "heatmap" and len(trace.z[0]) > widest for trace in fig.data)
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    """A figure to draw beside others: ``builder(*args, **options)`` (a ``figures`` function), shown as ``name``."""
+
+    name: str
+    builder: Callable
+    args: tuple
+    options: dict
+
+    def columns(self) -> int:
+        """How many columns of cells the panel's heatmap shows (0 for any other figure): its matrix's,
+        or those inside the token window when its columns are tokens (``figures.fit_matrix``)."""
+        if self.builder is not figures.heatmap:
+            return 0
+        columns, window = int(np.shape(self.args[0])[1]), self.options["style"].token_window
+        if window is not None and self.options.get("col_tokens", True):
+            columns = len(range(columns)[window[0] : window[1]])
+        return columns
+
+
+def panel(name: str, builder: Callable, *args, **options) -> Panel:
+    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one."""
+    options.setdefault("style", style())
+    return Panel(name, builder, args, options)
+
+
+def side_by_side(*panels: Panel) -> None:
+    """Panels in columns, each built once for every session that draws the same (``draw``). A heatmap too
+    wide for its column loses its cell values (hover still has them). An underscore in a name becomes a
+    hyphen in its file name; the key keeps it."""
+    widest = TEXT_COLUMNS[len(panels)]
+    for column, shown in zip(st.columns(len(panels)), panels, strict=True):
         with column:
-            chart(fig, name.replace("_", "-"), key=name, cell_text=not too_wide)
+            cell_text = shown.columns() <= widest
+            drawn = shared_figures.shared(shown.builder, *shown.args, cell_text=cell_text, **shown.options)
+            show(drawn, shown.name.replace("_", "-"), key=shown.name)
 
 
 def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:

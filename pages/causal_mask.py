@@ -79,10 +79,9 @@ elif step == 1:
         draw(mask.astype(float), title, "causal-mask", narrow=True, meaning="1: a future key", **options)
     with simple:
         title = "mask_simple = torch.tril(ones)"
-        fig = figures.heatmap(data.mask_simple, pieces, pieces, title=title, style=style, **options)
-        for trace in fig.data:  # the same two colours, named for what 0 and 1 mean in this mask
-            trace.name = notes.TRIL_LEGEND.get(trace.name, trace.name)
-        ui.chart(fig, "mask-simple", cell_text=num_tokens <= 8)
+        names = notes.TRIL_LEGEND  # the same two colours, named for what 0 and 1 mean in this mask
+        simple = dict(title=title, style=style, legend_names=names, cell_text=num_tokens <= 8, **options)
+        ui.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **simple)
     with text:
         questions.ask(questions.masked_row_sum(data.weights_renormalized, pieces), settings)  # step 3 shows it
         ui.show_code(attention.causal_mask, attention.CausalAttention.__init__)

@@ -21,21 +21,20 @@ step = ui.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradient
 example, d_k = min(1, len(pieces) - 1), steps.keys.shape[-1]
 
 
-def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> tuple:
+def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> ui.Panel:
     """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
     options = {"diverging": True, "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
-    options.update(title=title or name, value_name=name, col_tokens=keys, style=ui.style())
-    return name, figures.heatmap(z, rows, cols, **options)
+    options.update(title=title or name, value_name=name, col_tokens=keys)
+    return ui.panel(name, figures.heatmap, z, rows, cols, **options)
 
 
-def lab_lines(name: str, title: str, lab) -> tuple:
+def lab_lines(name: str, title: str, lab) -> ui.Panel:
     """One scaling-lab measurement against d_k, unscaled and scaled."""
-    options = dict(title=title, x_title="d_k", y_title=title, log_x=True, style=ui.style())
-    fig = figures.lines(D_KS, notes.lab_series(lab, name), **options)
-    return name, fig.update_xaxes(tickvals=D_KS).update_layout(height=ui.style().min_height + 70)
+    options = dict(title=title, x_title="d_k", y_title=title, log_x=True, x_ticks=D_KS, extra_height=70)
+    return ui.panel(name, figures.lines, D_KS, notes.lab_series(lab, name), **options)
 
 
 if step == 0:
@@ -96,10 +95,9 @@ elif step in (4, 5):
         st.markdown(notes.gradients_text(lab))
         one_row = {notes.UNSCALED: lab.example_unscaled, notes.SCALED: lab.example_scaled}
         keys = [f"k{j + 1}" for j in range(num_keys)]
-        options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2)
-        row_fig = figures.bars(one_row, keys, **options, style=ui.style())
-        row_fig.update_layout(height=ui.style().min_height + 70)
-        ui.side_by_side(lab_lines("grad_norm", "gradient norm", lab), ("example_row", row_fig))
+        options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2, extra_height=70)
+        row = ui.panel("example_row", figures.bars, one_row, keys, **options)
+        ui.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
     ui.show_code(attention.scaling_lab)
 else:
     st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference))

@@ -44,7 +44,9 @@ else:
             "has the same vector both times, in any sentence."
         )
     dims = [f"dim {k}" for k in range(data.inputs.shape[1])]
-    fig = figures.heatmap(
+    ui.draw(
+        figures.heatmap,
+        "input-embeddings",
         data.inputs,
         data.pieces,
         dims,
@@ -54,7 +56,5 @@ else:
         row_title="token",
         col_title="dimension",
         col_tokens=False,
-        style=ui.style(),
     )
-    ui.chart(fig, "input-embeddings")
     ui.show_code(attention.embed_tokens, attention.token_vector)

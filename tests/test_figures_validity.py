@@ -90,6 +90,14 @@ BUILDERS = {
     "heatmap: a mask": lambda: figures.heatmap(
         future(9).astype(float), tokens(9), tokens(9), title="mask", kind="mask", value_name="mask", decimals=0
     ),
+    "heatmap: a mask with its legend renamed": lambda: figures.heatmap(
+        future(5).astype(float),
+        tokens(5),
+        tokens(5),
+        title="mask",
+        kind="mask",
+        legend_names={"x": "y"},
+    ),
     "heatmap: shared range, plain column labels": lambda: figures.heatmap(
         scores(6, 4),
         tokens(6),
@@ -162,7 +170,7 @@ BUILDERS = {
         value_name="w",
     ),
     "bars: one series, highlighted": lambda: figures.bars(
-        {"weight <b>": weights(6, causal=False)[0]}, tokens(6), title="b", meaning="m", highlight=2
+        {"weight <b>": weights(6, causal=False)[0]}, tokens(6), title="b", meaning="m", highlight=2, extra_height=70
     ),
     "bars: three series with nan and inf": lambda: figures.bars(
         {"a": scores(1, 20)[0], "b": np.full(20, np.inf), "c": np.r_[np.nan, np.ones(19)]},
@@ -180,6 +188,17 @@ BUILDERS = {
         RNG.normal(size=(40, 20)), tokens(40), title="ctx", style=figures.PRESENTER
     ),
     "lines": lambda: figures.lines([1, 4, 16, 64], SERIES, title="l", x_title="T", y_title="ms <i>"),
+    "lines: ticks, range and height": lambda: figures.lines(
+        [1, 4, 16, 64],
+        SERIES,
+        title="l",
+        x_title="d_k",
+        y_title="y",
+        log_x=True,
+        x_ticks=(1, 4, 16, 64),
+        y_range=(0, 1.05),
+        extra_height=70,
+    ),
     "lines: log axes, dashed": lambda: figures.lines(
         np.array([1, 4, 16, 64]),
         SERIES,
@@ -310,3 +329,25 @@ def test_subplot_grid_lays_out_what_make_subplots_would(rows, cols, horizontal, 
     assert axes == {name: made[name] for name in made if name.startswith(("xaxis", "yaxis"))}
     font = {"size": figures.DEFAULT_STYLE.font_size}
     assert annotations == [{**note, "font": font} for note in made.get("annotations", [])]
+
+
+def test_builder_options_replace_what_pages_changed_after_building():
+    """``lines``' ticks, y range and height, ``bars``' height and ``heatmap``'s legend names: the options
+    that let a page's figure be shared instead of changed after it is built."""
+    lines = figures.lines(
+        [1, 4, 16, 64], SERIES, title="l", x_title="d_k", y_title="y", log_x=True, x_ticks=[1, 4, 16, 64]
+    )
+    shaped = figures.lines(
+        [1, 4, 16, 64], SERIES, title="l", x_title="d_k", y_title="y", y_range=(0, 1.05), extra_height=70
+    )
+    assert list(lines.layout.xaxis.tickvals) == [1, 4, 16, 64] and lines.layout.xaxis.dtick == 1
+    assert list(shaped.layout.yaxis.range) == [0, 1.05]
+    assert shaped.layout.height == figures.DEFAULT_STYLE.min_height + 70 != lines.layout.height
+    bars = figures.bars({"w": [0.5, 0.5]}, ["a", "b"], title="b", extra_height=70)
+    assert bars.layout.height == figures.DEFAULT_STYLE.min_height + 70
+    mask = np.tril(np.ones((3, 3)))
+    plain = figures.heatmap(mask, list("abc"), list("abc"), title="m", kind="mask")
+    names = {trace.name: f"renamed {trace.name}" for trace in plain.data if trace.name}
+    assert names
+    renamed = figures.heatmap(mask, list("abc"), list("abc"), title="m", kind="mask", legend_names=names)
+    assert [t.name for t in renamed.data] == [names.get(t.name, t.name) for t in plain.data]

@@ -162,3 +162,36 @@ def test_st_plotly_chart_gets_the_same_figure_from_the_json():
     given = plotly.tools.return_figure_from_figure_or_data(drawn.encoded(), validate_figure=True)
     whole = plotly.tools.return_figure_from_figure_or_data(drawn.figure(), validate_figure=True)
     assert json.loads(pio.to_json(given, validate=False)) == json.loads(pio.to_json(whole, validate=False))
+
+
+SIDE_BY_SIDE_VIEWS = [
+    ("pages/qkv.py", str(step))
+    for step in range(1, 8)  # every Q, K, V step draws its figures side by side
+] + [("pages/tokens.py", "2"), ("pages/causal_mask.py", "2"), ("pages/why_attention.py", "6")]
+
+
+@pytest.mark.parametrize(("page", "step"), SIDE_BY_SIDE_VIEWS)
+def test_a_second_student_on_a_view_builds_no_figure(page, step, monkeypatch):
+    """Every figure of these views (side-by-side panels, the embeddings, mask_simple, the bottleneck curve)
+    is shared: a second session on the same view prepares nothing and sees the same figures."""
+    first = app(page, query_params={"step": step})
+    prepared = []
+    prepare = shared_figures.prepare
+    monkeypatch.setattr(shared_figures, "prepare", lambda *a, **k: prepared.append(a) or prepare(*a, **k))
+    second = app(page, query_params={"step": step})
+    assert not second.exception
+    assert prepared == []
+    assert figure_specs(first) == figure_specs(second) != []
+
+
+def test_a_panel_counts_the_columns_its_heatmap_shows():
+    """``side_by_side`` drops cell values from heatmaps wider than their column; a token window narrows
+    token columns (not d_out ones) before that decision, as ``figures.fit_matrix`` does."""
+    from explorer import ui
+
+    z, window = np.zeros((20, 20)), dataclasses.replace(figures.DEFAULT_STYLE, token_window=(4, 10))
+    labels = [f"t{i}" for i in range(20)]
+    assert ui.Panel("w", figures.heatmap, (z, labels, labels), {"style": figures.DEFAULT_STYLE}).columns() == 20
+    assert ui.Panel("w", figures.heatmap, (z, labels, labels), {"style": window}).columns() == 6
+    assert ui.Panel("v", figures.heatmap, (z, labels, labels), {"style": window, "col_tokens": False}).columns() == 20
+    assert ui.Panel("l", figures.lines, ([1, 2], {"a": [1, 2]}), {"style": window}).columns() == 0

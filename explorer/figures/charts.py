@@ -35,6 +35,7 @@ def bars(
     meaning: str = "",
     decimals: int = 4,
     highlight: int | None = None,
+    extra_height: int = 80,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """One or more series of per-token values as grouped bars (e.g. a score row
@@ -87,7 +88,7 @@ def bars(
         figure_layout(
             title,
             style,
-            style.min_height + 80,
+            style.min_height + extra_height,
             legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
             xaxis=token_axis(text_labels, style, keep=highlight),
             yaxis=axis(
@@ -203,10 +204,22 @@ def lines(
     log_x: bool = False,
     log_y: bool = False,
     dashed: Sequence[str] = (),
+    x_ticks: Sequence[float] | None = None,
+    y_range: tuple[float, float] | None = None,
+    extra_height: int = 140,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several named series against a shared x axis (scaling lab, convergence, timings)."""
-    return figure(*lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style))
+    """Several named series against a shared x axis (scaling lab, convergence, timings).
+
+    ``x_ticks`` labels those x values only (the d_k a lab measured); ``y_range`` fixes the y axis (a
+    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high."""
+    data, layout = lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style)
+    layout["height"] = style.min_height + extra_height
+    if x_ticks is not None:
+        layout["xaxis"]["tickvals"] = plain_numbers(x_ticks)
+    if y_range is not None:
+        layout["yaxis"]["range"] = [float(y_range[0]), float(y_range[1])]
+    return figure(data, layout)
 
 
 def lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style) -> tuple[list[dict], dict]:

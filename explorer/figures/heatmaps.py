@@ -7,7 +7,7 @@ colour scale (``scales``). ``dropout_heatmap`` marks the cells one dropout draw 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -122,6 +122,7 @@ def heatmap(
     highlight_row: int | None = None,
     row_tokens: bool = True,
     col_tokens: bool = True,
+    legend_names: Mapping[str, str] | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """A matrix as a heatmap with token (or other) labels on numeric axes.
@@ -132,7 +133,8 @@ def heatmap(
     ``diverging`` means "signed", and otherwise ``infer_kind`` decides. ``value_range``
     overrides the kind's range, for panels that share one (``shared_range``).
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
-    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover.
+    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
+    renames legend entries (a mask's two colours, named for what 0 and 1 mean in it).
     """
     data, layout, _ = _heatmap_spec(
         z,
@@ -153,6 +155,9 @@ def heatmap(
         col_tokens=col_tokens,
         style=style,
     )
+    for trace in data if legend_names else ():
+        if trace.get("name") in legend_names:
+            trace["name"] = legend_names[trace["name"]]
     return figure(data, layout)
 
 
