@@ -56,6 +56,83 @@ def test_the_first_page_runs_without_pandas_and_the_rest_is_warmed_after_it():
     assert run_python(FIRST_PAGE_THEN_WARM) == ["True", "False", "False", "True", "True"]
 
 
+def test_streamlit_run_serves_the_app_script_as_an_st_app_with_the_servers_lifespan():
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    found = discover_asgi_app(ROOT / "streamlit_app.py")  # what `streamlit run streamlit_app.py` looks for
+    assert found.is_asgi_app and found.import_string == "streamlit_app:app"
+    code = (
+        "import streamlit_app; from explorer import server; from apptest_support import ENTRY; "
+        "print(streamlit_app.app.script_path.name, streamlit_app.app._user_lifespan is server.lifespan, "
+        "str(streamlit_app.app.script_path.resolve()) == ENTRY)"
+    )
+    assert run_python("import sys; sys.path.insert(0, 'tests'); " + code) == ["explorer_app.py", "True", "True"]
+
+
+LIFESPAN = """
+import asyncio, gc, importlib, sys, threading
+from explorer import server
+
+intervals, import_module = [], importlib.import_module
+
+
+def recording_import(name, package=None):
+    intervals.append(sys.getswitchinterval())
+    return import_module(name, package)
+
+
+server.importlib.import_module = recording_import
+before = sys.getswitchinterval()
+
+
+async def serve():
+    async with server.lifespan(None):
+        print(server._configured.is_set())  # the server starts serving while the thread imports
+
+
+asyncio.run(serve())
+server._app_imports.join(120)
+import torch
+
+seen = []
+thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+thread.start()
+thread.join()
+print(all(name in sys.modules for name in server.APP_MODULES), "pandas" in sys.modules)
+lowered = set(intervals) == {server.IMPORT_SWITCH_INTERVAL_S} and server.IMPORT_SWITCH_INTERVAL_S < before
+print(lowered, sys.getswitchinterval() == before)
+print(seen == [1], gc.get_freeze_count() > 100_000, server.warmed.is_set())
+"""
+
+
+def test_the_lifespan_imports_the_first_page_in_a_thread_and_tunes_the_server():
+    assert run_python(LIFESPAN) == ["False", "True", "False", "True", "True", "True", "True", "False"]
+
+
+def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
+    import asyncio
+
+    routes = server.page_routes(["why_attention", "tokens", ""])
+    assert [route.path for route in routes] == ["/", "/why_attention", "/tokens"]
+    assert all(route.methods >= {"GET", "HEAD"} for route in routes)
+    response = asyncio.run(routes[1].endpoint(None))
+    page, index = response.body.decode(), (server.STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
+    assert response.headers["cache-control"] == "no-cache" and response.media_type == "text/html"
+    links = [f'<link rel="modulepreload" crossorigin href="./static/js/{name}">' for name in server.first_page_chunks()]
+    assert len(links) == len(server.FIRST_PAGE_CHUNKS)
+    assert page == index.replace("</head>", "".join(links) + "</head>", 1)
+
+
+def test_without_the_chunks_or_under_a_base_url_streamlit_answers_the_pages(monkeypatch):
+    from streamlit import config
+
+    monkeypatch.setattr(server, "first_page_chunks", lambda: ())
+    assert server.page_routes(["tokens"]) == []
+    monkeypatch.undo()
+    monkeypatch.setattr(config, "get_option", lambda name: "/explorer/" if name == "server.baseUrlPath" else None)
+    assert server.page_routes(["tokens"]) == []
+
+
 def _event_html(at) -> list[str]:
     events = next(block for block in at._tree.children.values() if getattr(block, "type", None) == "event")
     return [child.proto.body for child in events.children.values() if type(child).__name__ == "Html"]

@@ -56,13 +56,13 @@ class PageSpec:
 
 
 def app_pages() -> list[PageSpec]:
-    """The pages ``streamlit_app.py`` passes to ``st.navigation``, read from its source.
+    """The pages the app script ``explorer_app.py`` passes to ``st.navigation``, read from its source.
 
     Tests are parametrized with these at collection time;
     ``test_navigation_lists_the_tested_pages`` checks them against the running app's sidebar, so a page added to the
     entry script is covered without editing the tests.
     """
-    tree = ast.parse((ROOT / "streamlit_app.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "explorer_app.py").read_text(encoding="utf-8"))
     specs = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Page"):
