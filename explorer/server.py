@@ -218,7 +218,9 @@ def page_routes(pages: list[str]) -> list:
 
     The browser then fetches and compiles the charts' and widgets' code while Streamlit's frontend
     starts, instead of after the first run has begun (``preload_browser_code``, which stays for
-    pages opened otherwise). With a ``server.baseUrlPath`` there are none: Streamlit answers."""
+    pages opened otherwise). The links ask for a low priority, so that the frontend's own ~40 modules
+    come before 7 MB of chunks on the browser's six connections to the server. With a
+    ``server.baseUrlPath`` there are none: Streamlit answers."""
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
     from streamlit import config
@@ -227,7 +229,9 @@ def page_routes(pages: list[str]) -> list:
     if not chunks or config.get_option("server.baseUrlPath").strip("/"):
         return []
     index = (STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
-    links = "".join(f'<link rel="modulepreload" crossorigin href="./static/js/{name}">' for name in chunks)
+    links = "".join(
+        f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks
+    )
     page = index.replace("</head>", links + "</head>", 1)
 
     async def streamlit_page(request):

@@ -118,7 +118,8 @@ def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
     response = asyncio.run(routes[1].endpoint(None))
     page, index = response.body.decode(), (server.STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
     assert response.headers["cache-control"] == "no-cache" and response.media_type == "text/html"
-    links = [f'<link rel="modulepreload" crossorigin href="./static/js/{name}">' for name in server.first_page_chunks()]
+    chunks = server.first_page_chunks()
+    links = [f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks]
     assert len(links) == len(server.FIRST_PAGE_CHUNKS)
     assert page == index.replace("</head>", "".join(links) + "</head>", 1)
 
