@@ -39,6 +39,18 @@ the request to its ``script_finished``, fragment runs included), errors (excepti
 stale sidebar or stepper, wrong page, timeout, dropped connection), throughput, the CPU (cores and ms
 per run) and RSS of every app process and nginx, and the client's own CPU.
 
+RSS is reported as a straight line through every 1-s sample (whole run and second half) and as its
+*floor* slope: the line through each minute's lowest sample (``floor_slope_mib_per_min``), which runs
+in flight do not tilt. With ``--memory-log`` (one server) the server runs under ``serve.py
+--memory-log``, the same Streamlit server sampling its own memory by kind every ``--memory-every``
+seconds: glibc's arenas (in use, free), CPython's arenas, the shared caches' entries and bytes
+(``SHARED``, ``FIGURES``), sessions, download callables; each field's trend over the run is printed
+and kept in the JSON line (``server_memory``), so that a cache filling to its cap, a leak and the
+allocator's free memory can be told apart. ``--malloc-trim S`` (one server) calls ``malloc_trim(0)``
+every S seconds in the server, an experiment (``serve.py``)::
+
+    python benchmarks/load.py typing --students 30 --duration 600 --memory-log
+
 Every scenario starts its own server (``launch.AppServer`` under
 ``benchmarks/serve.py``, which is ``streamlit run streamlit_app.py`` plus
 measuring options) on a free port, warms it up by opening every page once, runs, and appends one JSON line
@@ -76,6 +88,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import platform
 import random
@@ -657,6 +670,26 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
     return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
 
 
+def floor_slope_mib_per_min(samples: list[tuple[float, float]], window_s: float = 60.0) -> float:
+    """Least-squares slope, per minute, through the lowest sample of each whole ``window_s`` window.
+
+    What a server holds for good is its floor; runs in flight lift the samples above it by what they hold
+    for the moment (tens of MiB with 30 students), and a straight line through every sample then tilts with
+    whatever happened to be running near the ends. The floor grows only if what is kept grows."""
+    if not samples:
+        return float("nan")
+    first = samples[0][0]
+    windows: dict[int, list[tuple[float, float]]] = {}
+    for t, value in samples:
+        windows.setdefault(int((t - first) // window_s), []).append((t, value))
+    lows = [  # a window counts when its samples span most of it (not the run's last few seconds)
+        (first + (k + 0.5) * window_s, min(v for _, v in w))
+        for k, w in sorted(windows.items())
+        if w[-1][0] - w[0][0] >= 0.75 * window_s
+    ]
+    return slope_mib_per_min(lows)
+
+
 def family(pid: int) -> list[int]:
     """``pid`` and its children's pids."""
     with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -771,6 +804,7 @@ class Meter:
                 "anon_start_mib": self.anon_samples[name][0][1],
                 "anon_end_mib": self.anon_samples[name][-1][1],
                 "anon_slope_mib_per_min": slope_mib_per_min(self.anon_samples[name]),
+                "rss_floor_slope_mib_per_min": floor_slope_mib_per_min(samples),
             }
         return {
             "elapsed_s": self.elapsed,
@@ -780,6 +814,10 @@ class Meter:
             "rss_slope_mib_per_min": slope_mib_per_min(self.samples),
             "rss_slope_second_half_mib_per_min": slope_mib_per_min(
                 [x for x in self.samples if x[0] >= self.elapsed / 2]
+            ),
+            "rss_floor_slope_mib_per_min": floor_slope_mib_per_min(self.samples),
+            "rss_floor_slope_after_2_min_mib_per_min": floor_slope_mib_per_min(
+                [x for x in self.samples if x[0] >= 120]
             ),
             "server_cpu_s": self.server_cpu,
             "server_cpu_cores": self.server_cpu / self.elapsed,
@@ -1027,9 +1065,14 @@ class OneServer(AppServer):
 
     proxied = False
 
-    def __init__(self, log_path: str, env: dict[str, str]) -> None:
-        super().__init__(log=Path(log_path), env=env)
+    def __init__(
+        self, log_path: str, env: dict[str, str], memory_log: str | None = None, every: float = 5.0, trim_s: float = 0
+    ) -> None:
+        serve = ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else []
+        serve += ["--malloc-trim", str(trim_s)] if trim_s else []
+        super().__init__(log=Path(log_path), env=env, serve_options=serve or None)
         self.app_bases = [self.base]
+        self.memory_log = memory_log  # with it, under serve.py: the same server, sampling its memory by kind
 
     def processes(self) -> dict[str, int]:
         return {"app": self.proc.pid}
@@ -1039,6 +1082,7 @@ class ClusterServer:
     """``servers`` app processes behind nginx with sticky sessions (``deploy/run_cluster.py``)."""
 
     proxied = True
+    memory_log = None
 
     def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
         from deploy.run_cluster import Cluster
@@ -1075,10 +1119,92 @@ class ClusterServer:
         return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
 
 
-def lesson_target(servers: int, log_path: str, arena_max: int):
-    """One app server (``servers`` = 1, no proxy) or ``servers`` of them behind nginx."""
+def lesson_target(
+    servers: int, log_path: str, arena_max: int, memory_log: str | None = None, every: float = 5.0, trim_s: float = 0
+):
+    """One app server (``servers`` = 1, no proxy) or ``servers`` of them behind nginx.
+
+    With ``memory_log`` the one server runs under ``serve.py --memory-log`` (the same Streamlit server, in
+    that process), which samples its memory by kind every ``every`` seconds into that file; with ``trim_s``,
+    under ``serve.py --malloc-trim``, giving glibc's free memory back every ``trim_s`` seconds."""
     env = {"MALLOC_ARENA_MAX": str(arena_max)} if arena_max else {}
-    return OneServer(log_path, env) if servers == 1 else ClusterServer(servers, log_path, env)
+    if servers != 1:
+        if memory_log or trim_s:
+            raise SystemExit("--memory-log and --malloc-trim are for one server: use --servers 1")
+        return ClusterServer(servers, log_path, env)
+    return OneServer(log_path, env, memory_log, every, trim_s)
+
+
+MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
+    "t",
+    "wall",
+    "py_blocks",
+    "gc_tracked",
+    "sessions",
+    "media_files",
+    "deferred_downloads",
+    "pymalloc.arenas",
+    "pymalloc.arenas_highwater",
+    "caches.SHARED.entries",
+    "caches.FIGURES.entries",
+    "trimming.trims",
+    "trimming.seconds",
+    "trimming.max_seconds",
+}
+
+
+def _flat(sample: dict, prefix: str = "") -> dict[str, float]:
+    """``sample``'s numbers by dotted name: ``{"a": {"b": 1}, "c": [{"d": 2}]}`` -> ``{"a.b": 1, "c.0.d": 2}``."""
+    out = {}
+    for key, value in sample.items():
+        if isinstance(value, list):
+            value = dict(enumerate(value))
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def memory_trends(samples: list[dict], start: float, end: float, settled_s: float = 120.0) -> dict:
+    """Each field of the server's memory samples (``serve.py --memory-log``) taken between wall times ``start``
+    and ``end``: first, last, min and max, and its slope per minute over the window, over its second half and
+    from ``settled_s`` on (once the bounded caches could have filled). Bytes are given in MiB, counts as counts."""
+    rows = [_flat(s) for s in samples if start <= s["wall"] <= end]
+    trends = {}
+    for key in sorted({k for row in rows for k in row} - {"t", "wall"}):
+        scale = 1 if key in MEMORY_COUNTS else 1 / 2**20
+        points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]
+        if not points:
+            continue
+        values = [v for _, v in points]
+        trends[key] = {
+            "first": values[0],
+            "last": values[-1],
+            "min": min(values),
+            "max": max(values),
+            "slope_per_min": slope_mib_per_min(points),
+            "slope_second_half_per_min": slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2]),
+            "slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s]),
+            "floor_slope_settled_per_min": floor_slope_mib_per_min([p for p in points if p[0] >= settled_s]),
+        }
+    return trends
+
+
+def read_memory_log(path: str) -> list[dict]:
+    with contextlib.suppress(FileNotFoundError), open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+    return []
+
+
+def memory_lines(trends: dict) -> str:
+    """``memory_trends`` as one line per field."""
+    return "\n".join(
+        f"   {key:28} {t['first']:10.1f} -> {t['last']:10.1f} (min {t['min']:.1f}, max {t['max']:.1f}); per min "
+        f"{t['slope_per_min']:+.2f}, second half {t['slope_second_half_per_min']:+.2f}, "
+        f"settled {t['slope_settled_per_min']:+.2f} (floor {t['floor_slope_settled_per_min']:+.2f})"
+        for key, t in trends.items()
+    )
 
 
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
@@ -1131,13 +1257,17 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
                 break
 
     async with Meter(target) as meter:
-        start = time.perf_counter()
+        start, wall_start = time.perf_counter(), time.time()
         end = start + duration
         await asyncio.gather(*(attend(s, rng.uniform(0, spread_s), end) for s in students))
     for s in students:
         await s.close()
+    memory = {}
+    if target.memory_log:
+        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + duration)
     return {
         **summarize_lesson(runs, start, end),
+        "server_memory": memory,
         "joined": sum(1 for r in runs if r.kind == "open" and r.ok),
         "students_per_server": dict(Counter(s.upstream or "direct" for s in students)),
         "pages": pages,
@@ -1224,7 +1354,10 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> dict:
     """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one)."""
     label = f"{scenario}-{servers}server-{n}"
     log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
-    target = lesson_target(servers, log_path, args.arena_max)
+    memory_log = log_path + ".memory.jsonl" if args.memory_log else None
+    if memory_log and os.path.exists(memory_log):
+        os.remove(memory_log)
+    target = lesson_target(servers, log_path, args.arena_max, memory_log, args.memory_every, args.malloc_trim)
     print(f"== {label}: starting {servers} app server(s), students connect to {target.base} (load {loadavg():.2f})")
     target.start()
     try:
@@ -1248,6 +1381,8 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> dict:
         "spread_s": args.spread,
         "duration_s": args.duration,
         "malloc_arena_max": args.arena_max,
+        "malloc_trim_s": args.malloc_trim,
+        "memory_log": memory_log,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "command": " ".join(["python", "benchmarks/load.py", *sys.argv[1:]]),
         "server_command": " ".join(target.command()),
@@ -1256,6 +1391,9 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> dict:
     }
     record(entry, args.results)
     print(lesson_line(entry), flush=True)
+    if entry["server_memory"]:
+        print(f"   server memory (MiB unless a count; {memory_log}):", flush=True)
+        print(memory_lines(entry["server_memory"]), flush=True)
     return entry
 
 
@@ -1275,7 +1413,9 @@ def lesson_line(e: dict) -> str:
         f"{e['client_cpu_cores']:.2f} cores ({e['client_cpu_ms_per_run']:.1f} ms/run), other "
         f"{e['other_load_cores']:.2f} cores, RSS {e['rss_start_mib']:.0f}->{e['rss_end_mib']:.0f} "
         f"(max {e['rss_max_mib']:.0f}) MiB, slope "
-        f"{e['rss_slope_mib_per_min']:+.2f} MiB/min (second half {e['rss_slope_second_half_mib_per_min']:+.2f}), "
+        f"{e['rss_slope_mib_per_min']:+.2f} MiB/min (second half {e['rss_slope_second_half_mib_per_min']:+.2f}; "
+        f"floor {e.get('rss_floor_slope_mib_per_min', math.nan):+.2f}, "
+        f"from minute 2 {e.get('rss_floor_slope_after_2_min_mib_per_min', math.nan):+.2f}), "
         f"loadavg {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}\n   slowest: "
         + ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e.get("slowest", [])[:6])
         + "\n   per process: "
@@ -1472,6 +1612,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--servers", default="1", help="class, typing: comma-separated app process counts (2+: nginx)")
     parser.add_argument("--spread", type=float, default=5.0, help="class, typing: seconds over which students arrive")
     parser.add_argument("--arena-max", type=int, default=2, help="class, typing: MALLOC_ARENA_MAX (0: unset)")
+    parser.add_argument(
+        "--memory-log",
+        action="store_true",
+        help="class, typing, one server: sample the server's memory by kind (serve.py --memory-log) and report trends",
+    )
+    parser.add_argument("--memory-every", type=float, default=5.0, help="seconds between --memory-log samples")
+    parser.add_argument(
+        "--malloc-trim", type=float, default=0, help="class, typing, one server: malloc_trim every this many seconds"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
     parser.add_argument("--markdown", help="report: fill the generated block of this Markdown file")

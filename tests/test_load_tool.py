@@ -405,3 +405,85 @@ def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it
     first.release()
     del first
     assert "key" not in cache._value_locks and len(cache._value_locks) == 0
+
+
+def test_one_server_samples_its_memory_under_serve_py_only_when_asked(tmp_path):
+    plain = load.lesson_target(1, str(tmp_path / "a.log"), 2)
+    assert plain.command()[1:4] == ["-m", "streamlit", "run"] and plain.memory_log is None
+    logged = load.lesson_target(1, str(tmp_path / "b.log"), 2, str(tmp_path / "m.jsonl"), 2.5)
+    command = logged.command()
+    assert command[1].endswith("benchmarks/serve.py")
+    assert command[2 : command.index("--")] == ["--memory-log", str(tmp_path / "m.jsonl"), "--memory-every", "2.5"]
+    assert command[command.index("--") + 1 : command.index("--") + 3] == ["run", "streamlit_app.py"]
+    assert logged.env == {"MALLOC_ARENA_MAX": "2"} and logged.memory_log == str(tmp_path / "m.jsonl")
+    trimmed = load.lesson_target(1, str(tmp_path / "d.log"), 1, None, 5.0, 2.0).command()
+    assert trimmed[2 : trimmed.index("--")] == ["--malloc-trim", "2.0"]
+    for memory_log, trim_s in ((str(tmp_path / "m.jsonl"), 0), (None, 2.0)):
+        with pytest.raises(SystemExit):
+            load.lesson_target(2, str(tmp_path / "c.log"), 2, memory_log, 5.0, trim_s)
+
+
+def test_memory_trends_cover_the_window_in_mib_and_counts():
+    mib = 2**20
+    samples = [
+        {
+            "t": t,
+            "wall": 1000.0 + t,
+            "rss": (400 + t / 60) * mib,
+            "caches": {"FIGURES": {"entries": 10, "bytes": 0}},
+            "arenas": [{"system": 3 * mib}, {"system": 5 * mib}],
+        }
+        for t in range(-30, 400, 5)
+    ]
+    trends = load.memory_trends(samples, 1000.0, 1300.0, settled_s=120)
+    rss = trends["rss"]
+    assert (rss["first"], rss["last"], rss["min"], rss["max"]) == (400, 405, 400, 405), "the window only, in MiB"
+    for slope in ("slope_per_min", "slope_second_half_per_min", "slope_settled_per_min"):
+        assert rss[slope] == pytest.approx(1.0)
+    assert trends["caches.FIGURES.entries"]["last"] == 10, "counts stay counts"
+    assert (trends["arenas.0.system"]["last"], trends["arenas.1.system"]["last"]) == (3, 5), "lists by index"
+    assert "wall" not in trends and "t" not in trends
+    line = load.memory_lines({"rss": rss})
+    assert line.split()[:4] == ["rss", "400.0", "->", "405.0"] and "settled +1.00" in line
+
+
+def _serve():
+    spec = importlib.util.spec_from_file_location("benchmarks_serve", LOAD_PY.with_name("serve.py"))
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    return serve
+
+
+def test_the_servers_memory_sample_names_each_kind():
+    serve = _serve()
+    from explorer import caching, shared_figures  # noqa: F401  the sample reads their caches once imported
+
+    sample = serve.memory_sample(serve.time.monotonic())
+    assert 0 < sample["anon"] < sample["rss"] and sample["file"] > 0 and sample["wall"] > 1.7e9
+    assert sample["malloc"]["in_use"] > 0 and sample["arenas"][0]["system"] > 0
+    assert set(sample["anon_rss"]) == {"heap", "arena_heaps", "stacks", "other"}
+    assert sample["anon_rss"]["heap"] > 0 and sum(sample["anon_rss"].values()) <= sample["anon"] * 1.01
+    assert sample["pymalloc"]["arenas"] >= 1 and sample["pymalloc"]["in_use"] > 0
+    assert set(sample["caches"]) == {"SHARED", "FIGURES"}
+    figures = shared_figures.FIGURES
+    assert sample["caches"]["FIGURES"] == {"entries": len(figures), "bytes": figures.bytes}
+
+
+def test_the_floor_slope_sees_what_is_kept_grow_and_not_what_runs_in_flight_hold():
+    kept = [(float(t), 400 + 0.2 * t / 60) for t in range(0, 600)]  # +0.2 MiB/min kept for good
+    busy = [(t, v + (40 if t >= 420 and t % 60 < 55 else 0)) for t, v in kept]  # runs in flight, most of the end
+    assert load.slope_mib_per_min(busy) > 2, "a line through every sample tilts with the runs near the end"
+    assert load.floor_slope_mib_per_min(busy) == pytest.approx(0.2, abs=0.05)
+    assert math.isnan(load.floor_slope_mib_per_min(kept[:150])), "two whole windows: no slope"
+    assert load.floor_slope_mib_per_min([*kept, (600.0, 999.0)]) == pytest.approx(0.2, abs=0.01), (
+        "a last window of one sample is not a window"
+    )
+
+
+def test_a_trim_is_counted_and_shows_in_the_memory_sample():
+    serve = _serve()
+    assert "trimming" not in serve.memory_sample(0.0), "no trimming, no field"
+    serve.trim()
+    serve.trim()
+    trimming = serve.memory_sample(0.0)["trimming"]
+    assert trimming["trims"] == 2 and 0 < trimming["max_seconds"] <= trimming["seconds"]
