@@ -4,14 +4,23 @@ Streamlit finds ``app`` below and serves ``explorer_app.py`` (the sidebar, the n
 pages) as an ``st.App``. Its lifespan starts importing torch and the explorer when the server starts,
 and its routes give the browser the charts' code to fetch with the page, so the first visitor's page
 waits for neither (``explorer/server.py``; BENCHMARKS.md, "Cost per action and first paint").
+
+Run as a script instead (``AppTest.from_file("streamlit_app.py")``, or a Streamlit that runs the entry
+file as the app), it runs ``explorer_app.py`` itself, so the app is the same either way.
 """
 
+import runpy
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.server import lifespan, page_routes
 
+APP_SCRIPT = Path(__file__).with_name("explorer_app.py")
 PAGE_PATHS = sorted(path.stem for path in (Path(__file__).parent / "pages").glob("*.py"))
 
-app = st.App("explorer_app.py", lifespan=lifespan, routes=page_routes(PAGE_PATHS))
+if get_script_run_ctx() is None:  # imported by `streamlit run`, which serves the st.App
+    app = st.App(APP_SCRIPT.name, lifespan=lifespan, routes=page_routes(PAGE_PATHS))
+else:  # a script run of this file: be the app
+    runpy.run_path(str(APP_SCRIPT), run_name="__main__")

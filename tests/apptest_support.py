@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = str(ROOT / "explorer_app.py")  # the script each run executes; streamlit_app.py serves it (st.App)
+ENTRY = str(ROOT / "streamlit_app.py")  # run as a script, it runs explorer_app.py (what st.App serves)
 
 
 class _NavigationPagesManager(PagesManager):

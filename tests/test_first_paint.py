@@ -62,9 +62,9 @@ def test_streamlit_run_serves_the_app_script_as_an_st_app_with_the_servers_lifes
     found = discover_asgi_app(ROOT / "streamlit_app.py")  # what `streamlit run streamlit_app.py` looks for
     assert found.is_asgi_app and found.import_string == "streamlit_app:app"
     code = (
-        "import streamlit_app; from explorer import server; from apptest_support import ENTRY; "
+        "import streamlit_app; from explorer import server; from apptest_support import ROOT; "
         "print(streamlit_app.app.script_path.name, streamlit_app.app._user_lifespan is server.lifespan, "
-        "str(streamlit_app.app.script_path.resolve()) == ENTRY)"
+        "streamlit_app.app.script_path.resolve() == ROOT / 'explorer_app.py')"
     )
     assert run_python("import sys; sys.path.insert(0, 'tests'); " + code) == ["explorer_app.py", "True", "True"]
 
@@ -220,3 +220,14 @@ def test_the_paint_table_gives_medians_since_start_in_the_order_they_happened():
     assert rows[3] == ("painted", 6.0, pytest.approx(3.9))
     assert {name for name, _, _ in rows} == {name for name, _ in actions.PHASES}
     assert all(at != at for _, at, _ in rows[4:])  # never seen: NaN, listed last
+
+
+def test_run_as_a_script_the_entry_file_is_the_app():
+    """``AppTest.from_file("streamlit_app.py")`` (and a Streamlit that runs the entry file itself) gets the
+    whole app: the entry file runs ``explorer_app.py`` when it is a script run, not an import."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
+    assert not at.exception
+    assert [title.value for title in at.title] == ["Why attention"]
+    assert at.get("plotly_chart") and at.sidebar.radio
