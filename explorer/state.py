@@ -116,7 +116,7 @@ def settings_changed_here() -> bool:
 
 
 def ensure_entrypoint() -> None:
-    """Make sure ``streamlit_app.py`` (sidebar and navigation) runs around every page.
+    """Make sure the app script (``explorer_app.py``: sidebar and navigation) runs around every page.
 
     Streamlit treats an app with a ``pages/`` folder as an old-style
     multipage app until the entry script has called ``st.navigation`` once in
