@@ -145,7 +145,7 @@ def _tune() -> None:
         import torch
 
         torch.set_num_threads(1)
-        gc.freeze()  # cheap without a collection: the first run's own post-run collection skips torch's objects
+        gc.freeze()  # cheap without a collection: later full collections skip torch's objects
         _configured.set()
 
 
@@ -161,13 +161,13 @@ def configure_server() -> None:
       threads, and two intra-op threads per run on a busy 2-core server made Why attention
       at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
       script thread first computes.
-    * Streamlit runs a full ``gc.collect()`` after every script run (runner.postScriptGC).
-      Freezing the objects that importing torch, plotly and pandas made leaves that
-      collection only what runs create: 124-212 ms -> 13-17 ms per rerun. The first call freezes
-      at once, without collecting first (a collection here is on the first page's path, and the
-      first run's post-run collection, which holds the GIL while the last messages wait, would
-      otherwise go through all of torch); the imports only later pages need, a collection and a
-      second freeze wait until the first run is over (``warm_up``).
+    * The objects that importing torch, plotly and pandas made are frozen out of the garbage
+      collector's reach, so a full collection goes through only what runs create (124-212 ms ->
+      13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
+      turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
+      The first call freezes at once, without collecting first (a collection here is on the first
+      page's path); the imports only later pages need, a collection and a second freeze wait until
+      the first run is over (``warm_up``).
     """
     preload_browser_code()
     if _warming.is_set():
