@@ -40,14 +40,15 @@ stale sidebar or stepper, wrong page, timeout, dropped connection), throughput, 
 per run) and RSS of every app process and nginx, and the client's own CPU.
 
 RSS is reported as a straight line through every 1-s sample (whole run and second half) and as its
-*floor* slope: the line through each minute's lowest sample (``floor_slope_mib_per_min``), which runs
-in flight do not tilt. With ``--memory-log`` (one server) the server runs under ``serve.py
---memory-log``, the same Streamlit server sampling its own memory by kind every ``--memory-every``
-seconds: glibc's arenas (in use, free), CPython's arenas, the shared caches' entries and bytes
-(``SHARED``, ``FIGURES``), sessions, download callables; each field's trend over the run is printed
-and kept in the JSON line (``server_memory``), so that a cache filling to its cap, a leak and the
-allocator's free memory can be told apart. ``--malloc-trim S`` (one server) calls ``malloc_trim(0)``
-every S seconds in the server, an experiment (``serve.py``)::
+*floor* slope: the line through each minute's lowest sample (``floor_slope_mib_per_min``), which runs in
+flight tilt less. It is a diagnostic, not the number to judge by: it depends on how often RSS is sampled
+(one soak gave -0.15 MiB a minute from 1-s samples and +2.88 from 10-s ones). With ``--memory-log`` (one
+server) the server runs under ``serve.py --memory-log``, the same Streamlit server sampling its own
+memory by kind every ``--memory-every`` seconds: glibc's arenas (in use, free), CPython's arenas, the
+shared caches' entries and bytes (``SHARED``, ``FIGURES``), sessions, download callables; each field's
+trend over the run is printed and kept in the JSON line (``server_memory``), so that a cache filling to
+its cap, a leak and the allocator's free memory can be told apart. ``--malloc-trim S`` (one server)
+calls ``malloc_trim(0)`` every S seconds in the server, an experiment (``serve.py``)::
 
     python benchmarks/load.py typing --students 30 --duration 600 --memory-log
 
