@@ -5,6 +5,7 @@ first run, and the benchmark's phase breakdown reads the websocket's messages ri
 import importlib.util
 import subprocess
 import sys
+import threading
 
 import pytest
 from apptest_support import ROOT, app
@@ -115,7 +116,11 @@ def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
     routes = server.page_routes(["why_attention", "tokens", ""])
     assert [route.path for route in routes] == ["/", "/why_attention", "/tokens"]
     assert all(route.methods >= {"GET", "HEAD"} for route in routes)
-    response = asyncio.run(routes[1].endpoint(None))
+    answered = []  # in a thread of its own: the browser tests' Playwright keeps an event loop running here
+    thread = threading.Thread(target=lambda: answered.append(asyncio.run(routes[1].endpoint(None))))
+    thread.start()
+    thread.join(30)
+    response = answered[0]
     page, index = response.body.decode(), (server.STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
     assert response.headers["cache-control"] == "no-cache" and response.media_type == "text/html"
     chunks = server.first_page_chunks()
