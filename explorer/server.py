@@ -27,11 +27,11 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 # converts a DataFrame with pyarrow). The first page needs neither.
 LATER_MODULES = ("pandas", "pyarrow")
 # Streamlit's browser code for the elements every page draws, which it fetches only when the first such
-# element arrives: charts (Plotly, 4.7 MB), the code panel's highlighter (1.6 MB), HTML in Markdown,
-# the sidebar's widgets, the stepper's buttons, the downloads. Each is a chunk ``<name>.<hash>.js``.
+# element arrives: charts (Plotly, 4.7 MB), HTML in Markdown, the sidebar's widgets, the stepper's
+# buttons, the downloads. Each is a chunk ``<name>.<hash>.js``. Not the code panel's highlighter (1.6 MB):
+# a closed panel sends no code (``ui.show_code``), and evaluating it delayed the first chart.
 FIRST_PAGE_CHUNKS = (
     "PlotlyChart",
-    "StreamlitSyntaxHighlighter",
     "rehype-raw",
     "Radio",
     "TextInput",
