@@ -34,80 +34,137 @@ Example, reproducing the chapter's last printed output::
     mha(torch.stack([BOOK_INPUTS, BOOK_INPUTS]))[0, 0]  # tensor([0.3190, 0.4858])
 """
 
-from .bahdanau import (
-    TRAINED_NOTE,
-    UNTRAINED_NOTE,
-    BottleneckCurve,
-    GRUWeights,
-    ReversalAlignment,
-    ReversalSeq2Seq,
-    SelfAttentionContrast,
-    Seq2SeqTrace,
-    Seq2SeqWeights,
-    additive_scores,
-    bottleneck_curve,
-    encoder_decoder,
-    gru_input_part,
-    gru_step,
-    load_reversal,
-    self_attention_contrast,
-    seq2seq_weights,
-    trained_alignment,
+import importlib
+import sys
+import types
+
+# The names below are imported on first use (PEP 562), so that ``import attention`` costs nothing and an app
+# can read ``constants`` before torch is imported; ``from attention import X`` works as usual.
+_EXPORTS = {  # submodule -> the names the package exports from it
+    "bahdanau": (
+        "TRAINED_NOTE",
+        "BottleneckCurve",
+        "GRUWeights",
+        "ReversalAlignment",
+        "ReversalSeq2Seq",
+        "SelfAttentionContrast",
+        "Seq2SeqTrace",
+        "Seq2SeqWeights",
+        "additive_scores",
+        "bottleneck_curve",
+        "encoder_decoder",
+        "gru_input_part",
+        "gru_step",
+        "load_reversal",
+        "self_attention_contrast",
+        "seq2seq_weights",
+        "trained_alignment",
+    ),
+    "book": ("BookValues", "book_values"),
+    "causal": (
+        "CausalAttention",
+        "MaskingComparison",
+        "causal_mask",
+        "compare_masking",
+        "mask_by_renormalizing",
+        "mask_with_neg_inf",
+    ),
+    "constants": (
+        "BOOK_SENTENCE",
+        "BOOK_TOKENS",
+        "CHECKPOINT_VARIABLE",
+        "UNTRAINED_NOTE",
+        "VERDICT_CONFIG",
+        "GPT2Checkpoint",
+        "GPTConfig",
+    ),
+    "dropout": ("DropoutAverage", "DropoutDraw", "apply_dropout", "dropout_average", "dropout_keep_mask"),
+    "embeddings": ("BOOK_INPUTS", "embed_tokens", "token_vector"),
+    "fast": ("fast_multihead",),
+    "gpt": ("GPTModel", "HeadSummary", "LayerInput", "head_summaries", "layer_input", "load_gpt", "load_trained_gpt"),
+    "gpt2": ("gpt2_from_environment", "load_gpt2"),
+    "mistakes": ("MISTAKES", "Measure", "Mistake", "MistakeRun", "SaturationCurve", "run_mistake"),
+    "multihead": (
+        "MultiHeadAttention",
+        "MultiHeadAttentionWrapper",
+        "WrapperSteps",
+        "multihead_from_wrapper",
+        "to_torch_multihead",
+    ),
+    "simplified": (
+        "NormalizationComparison",
+        "SimplifiedAttention",
+        "attention_loop",
+        "compare_normalizations",
+        "context_contributions",
+        "normalize_by_sum",
+        "overflow_demo",
+        "simplified_attention",
+        "softmax_naive",
+    ),
+    "speed": ("IMPLEMENTATIONS", "SpeedResult", "expected_attention_bytes", "measure"),
+    "tokens": ("Tokenization", "load_bpe", "tokenize"),
+    "trace": ("Trace", "build", "trace"),
+    "trainable": (
+        "AttentionSteps",
+        "ScalingLab",
+        "SelfAttention_v1",
+        "SelfAttention_v2",
+        "load_v2_weights_into_v1",
+        "scaling_lab",
+    ),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+SUBMODULES = (
+    "bahdanau",
+    "book",
+    "causal",
+    "checks",
+    "constants",
+    "dropout",
+    "embeddings",
+    "fast",
+    "gpt",
+    "gpt2",
+    "mistakes",
+    "multihead",
+    "seeding",
+    "simplified",
+    "speed",
+    "tokens",
+    "trace",
+    "trainable",
 )
-from .book import BookValues, book_values
-from .causal import (
-    CausalAttention,
-    MaskingComparison,
-    causal_mask,
-    compare_masking,
-    mask_by_renormalizing,
-    mask_with_neg_inf,
-)
-from .dropout import DropoutAverage, DropoutDraw, apply_dropout, dropout_average, dropout_keep_mask
-from .embeddings import BOOK_INPUTS, BOOK_SENTENCE, BOOK_TOKENS, embed_tokens, token_vector
-from .fast import fast_multihead
-from .gpt import (
-    VERDICT_CONFIG,
-    GPTConfig,
-    GPTModel,
-    HeadSummary,
-    LayerInput,
-    head_summaries,
-    layer_input,
-    load_gpt,
-    load_trained_gpt,
-)
-from .gpt2 import CHECKPOINT_VARIABLE, GPT2Checkpoint, gpt2_from_environment, load_gpt2
-from .mistakes import MISTAKES, Measure, Mistake, MistakeRun, SaturationCurve, run_mistake
-from .multihead import (
-    MultiHeadAttention,
-    MultiHeadAttentionWrapper,
-    WrapperSteps,
-    multihead_from_wrapper,
-    to_torch_multihead,
-)
-from .simplified import (
-    NormalizationComparison,
-    SimplifiedAttention,
-    attention_loop,
-    compare_normalizations,
-    context_contributions,
-    normalize_by_sum,
-    overflow_demo,
-    simplified_attention,
-    softmax_naive,
-)
-from .speed import IMPLEMENTATIONS, SpeedResult, expected_attention_bytes, measure
-from .tokens import Tokenization, load_bpe, tokenize
-from .trace import Trace, build, trace
-from .trainable import (
-    AttentionSteps,
-    ScalingLab,
-    SelfAttention_v1,
-    SelfAttention_v2,
-    load_v2_weights_into_v1,
-    scaling_lab,
-)
+
+
+def __getattr__(name: str):
+    """Import the submodule that holds ``name`` (or the submodule ``name``) on first use."""
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    elif name in SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *SUBMODULES})
+
+
+class _Package(types.ModuleType):
+    """Keeps ``attention.trace`` the function: importing the submodule ``trace`` sets the package's attribute
+    ``trace`` to the module, after an eager ``from .trace import trace`` and before a lazy one."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:  # the module trace, not trace()
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "BOOK_INPUTS",

@@ -55,17 +55,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .constants import MAX_HIDDEN_SIZE, UNTRAINED_NOTE  # noqa: F401  (exported here too)
 from .embeddings import MAX_D_IN
 from .simplified import simplified_attention
 from .trainable import check_size
 
-MAX_HIDDEN_SIZE = 32  # the exact Jacobian runs 2 * hidden_size copies of the sentence
 MAX_NUM_TOKENS = 1024
 QUERY_BLOCK = 128  # queries scored per call in self_attention_contrast
 MAX_SEED = 2**63 - 1
-UNTRAINED_NOTE = (
-    "These weights are random and untrained: the patterns show how the mechanism works, not a trained translation."
-)
 
 
 @dataclass(frozen=True)

@@ -18,23 +18,13 @@ import torch
 from torch import nn
 
 from .causal import CausalAttention
+from .constants import BOOK_SECTIONS as SECTIONS  # noqa: F401  (exported here too)
 from .embeddings import BOOK_INPUTS
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
 from .seeding import seeded
 from .simplified import simplified_attention
 from .trace import build
 from .trainable import SelfAttention_v1, SelfAttention_v2
-
-SECTIONS = {
-    "simplified": "3.3.2 Computing attention weights for all input tokens",
-    "v1": "3.4.2 Implementing a compact self-attention Python class (SelfAttention_v1, seed 123)",
-    "v2": "3.4.2 Implementing a compact self-attention Python class (SelfAttention_v2, seed 789)",
-    "causal": "3.5.1 Applying a causal attention mask (SelfAttention_v2, seed 789)",
-    "dropout": "3.5.2 Masking additional attention weights with dropout (seed 123)",
-    "causal_class": "3.5.3 Implementing a compact causal attention class (seed 123)",
-    "wrapper": "3.6.1 Stacking multiple single-head attention layers (seed 123)",
-    "multihead": "3.6.2 Implementing multi-head attention with weight splits (seed 123)",
-}
 
 
 @dataclass(frozen=True)

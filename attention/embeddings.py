@@ -16,19 +16,9 @@ from collections.abc import Sequence
 
 import torch
 
-BOOK_SENTENCE = "Your journey starts with one step"
-BOOK_TOKENS = ("Your", "journey", "starts", "with", "one", "step")
-BOOK_INPUTS = torch.tensor(
-    [
-        [0.43, 0.15, 0.89],  # Your     (x^1)
-        [0.55, 0.87, 0.66],  # journey  (x^2)
-        [0.57, 0.85, 0.64],  # starts   (x^3)
-        [0.22, 0.58, 0.33],  # with     (x^4)
-        [0.77, 0.25, 0.10],  # one      (x^5)
-        [0.05, 0.80, 0.55],  # step     (x^6)
-    ],
-    dtype=torch.float32,
-)  # (num_tokens=6, d_in=3)
+from .constants import BOOK_SENTENCE, BOOK_TOKENS, BOOK_VECTORS  # noqa: F401  (exported here too)
+
+BOOK_INPUTS = torch.tensor(BOOK_VECTORS, dtype=torch.float32)  # (num_tokens=6, d_in=3)
 
 MAX_D_IN = 4096
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .constants import GPT2_SMALL, VERDICT_CONFIG, GPTConfig  # noqa: F401  (exported here too)
 from .multihead import MultiHeadAttention
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -36,25 +37,6 @@ VERDICT_WEIGHTS = WEIGHTS_DIR / "gpt_verdict.safetensors"
 VERDICT_METRICS = WEIGHTS_DIR / "gpt_verdict.json"
 VERDICT_NAME = "the-verdict.txt"
 VERDICT_SEED = 123
-
-
-@dataclass(frozen=True)
-class GPTConfig:
-    """The book's ``GPT_CONFIG_124M`` dictionary as a dataclass, same field names."""
-
-    vocab_size: int = 50257  # GPT-2's BPE vocabulary
-    context_length: int = 1024  # the most tokens one pass reads
-    emb_dim: int = 768  # d_model: the width of every token's vector
-    n_heads: int = 12  # attention heads per layer
-    n_layers: int = 12  # transformer blocks
-    drop_rate: float = 0.1  # dropout on embeddings, attention weights and shortcuts
-    qkv_bias: bool = False  # W_query/W_key/W_value with a bias (GPT-2's checkpoints have one)
-    tie_weights: bool = False  # out_head reuses tok_emb's matrix, as GPT-2 does (the book's model does not)
-
-
-GPT2_SMALL = GPTConfig(qkv_bias=True, tie_weights=True)  # GPT-2 124M
-# No dropout: on a 5,000-token story, dropout kept every head near uniform; without it, heads specialize.
-VERDICT_CONFIG = GPTConfig(context_length=128, emb_dim=64, n_heads=4, n_layers=4, drop_rate=0.0, tie_weights=True)
 
 
 class LayerNorm(nn.Module):

@@ -24,14 +24,14 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from .constants import CHECKPOINT_VARIABLE, NO_CHECKPOINT, GPT2Checkpoint, checkpoint_named  # noqa: F401
 from .gpt import GPT2_SMALL, GPTConfig, GPTModel, load_state_into
 
-CHECKPOINT_VARIABLE = "ATTENTION_GPT2_CHECKPOINT"
 GPT2_HEAD_DIM = 64  # every GPT-2 size has 64-dimensional heads: 768 / 12, 1024 / 16, 1280 / 20, 1600 / 25
 _HF_BUFFERS = re.compile(r"h\.\d+\.attn\.(bias|masked_bias)$|^lm_head\.weight$")
 
@@ -186,19 +186,6 @@ def load_gpt2(path, n_heads: int | None = None) -> GPTModel:
     return load_state_into(model, {name: t.to(torch.float32) for name, t in state.items()})
 
 
-@dataclass(frozen=True)
-class GPT2Checkpoint:
-    """What ``gpt2_from_environment`` found: a ``model``, or ``None`` and a ``message`` saying why not."""
-
-    model: GPTModel | None
-    message: str
-    path: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.model is not None
-
-
 @functools.lru_cache(maxsize=2)
 def _cached_load(path: str, mtime_ns: int, size: int) -> GPT2Checkpoint:
     try:
@@ -220,11 +207,9 @@ def gpt2_from_environment(environ=None) -> GPT2Checkpoint:
     and shared: treat it as read-only.
     """
     environ = os.environ if environ is None else environ
-    value = environ.get(CHECKPOINT_VARIABLE, "").strip()
+    value = checkpoint_named(environ)
     if not value:
-        return GPT2Checkpoint(
-            None, f"No GPT-2 checkpoint: the server's {CHECKPOINT_VARIABLE} environment variable is not set.", None
-        )
+        return NO_CHECKPOINT
     path = Path(value).expanduser()
     try:
         stat = path.stat()
