@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from attention.book import SECTIONS
+from attention.constants import BOOK_SECTIONS as SECTIONS
 
 from . import state
 from .settings import BOOK, DEFAULTS, Settings

@@ -27,7 +27,8 @@ from collections import OrderedDict
 from types import MappingProxyType
 
 import numpy as np
-import torch
+
+from .lazy import loaded
 
 MIB = 2**20
 CACHE_ENTRIES = 32
@@ -41,9 +42,10 @@ def size_of(value, seen: set[int] | None = None) -> int:
     """The bytes of numpy arrays, torch tensors, module parameters and strings reachable from ``value``,
     each memory block counted once (an array that views a tensor counts its whole block)."""
     seen = set() if seen is None else seen
-    if isinstance(value, torch.nn.Module):
+    torch = loaded("torch")  # not imported (or still importing in another thread): nothing here is a tensor
+    if torch is not None and isinstance(value, torch.nn.Module):
         return sum(size_of(t, seen) for t in (*value.parameters(), *value.buffers()))
-    if isinstance(value, torch.Tensor):
+    if torch is not None and isinstance(value, torch.Tensor):
         storage = value.untyped_storage()
         if storage.data_ptr() in seen:
             return 0

@@ -18,13 +18,13 @@ from dataclasses import fields, replace
 
 import numpy as np
 import streamlit as st
-import torch
 
 import attention
 
-from . import budget, weights
+from . import budget, first_view, weights
 from .caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES, shared_view
 from .inputs import module_for, prepared, trace_arrays
+from .lazy import torch
 from .results import (
     BatchView,
     DropoutView,
@@ -151,12 +151,10 @@ def mask_view(settings: Settings, module_seed: int | None = None) -> MaskView:
     )
 
 
-DROPOUT_CELL_BUDGET = attention.dropout.MAX_DROPOUT_SAMPLES * 64 * 64  # weights drawn per average, at most
-
-
 def dropout_sample_limit(num_tokens: int) -> int:
     """The most draws one average may take: all of them up to 64 tokens, fewer for longer inputs."""
-    return max(1, min(attention.dropout.MAX_DROPOUT_SAMPLES, DROPOUT_CELL_BUDGET // num_tokens**2))
+    most = attention.dropout.MAX_DROPOUT_SAMPLES
+    return max(1, min(most, most * 64 * 64 // num_tokens**2))  # at most most * 64 * 64 weights drawn per average
 
 
 @budgeted("dropout")
@@ -304,13 +302,24 @@ def multihead_view(settings: Settings) -> MultiheadView:
     )
 
 
+WHY_HIDDEN_SIZE = 16  # the GRU's hidden state that Why attention opens with
+
+
 @shared_view(max_entries=VIEW_ENTRIES)
 def why_view(settings: Settings, hidden_size: int) -> WhyView:
-    """Sections 3.1–3.2 on the sentence: a seeded GRU encoder–decoder with Bahdanau attention,
-    the bottleneck measured by autograd, and the same sequence attending to itself."""
-    inputs = _inputs_tensor(settings)  # (num_tokens, d_in)
-    run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=settings.seed)
-    contrast = attention.self_attention_contrast(inputs, seed=settings.seed)
+    """Sections 3.1–3.2 on the sentence (``computed_why_view``). The book's example at the first page's
+    defaults is stored (``first_view``): a new server draws it before it has imported torch."""
+    inputs = prepared(settings).inputs  # (num_tokens, d_in)
+    stored = first_view.why_view(inputs, settings.seed, hidden_size)
+    return stored if stored is not None else computed_why_view(inputs, settings.seed, hidden_size)
+
+
+def computed_why_view(inputs: np.ndarray, seed: int, hidden_size: int) -> WhyView:
+    """A seeded GRU encoder–decoder with Bahdanau attention on ``inputs`` (num_tokens, d_in), the bottleneck
+    measured by autograd, and the same sequence attending to itself."""
+    inputs = torch.tensor(inputs)  # a copy of a shared read-only array
+    run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=seed)
+    contrast = attention.self_attention_contrast(inputs, seed=seed)
     return WhyView(
         encoder_states=run.encoder_states.numpy(),
         final_state=run.final_state.numpy(),

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+import numpy as np
+
 import attention
 from attention import tokens as tokens_module
+from attention.constants import BOOK_SENTENCE, BOOK_TOKENS, BOOK_VECTORS
 
 from . import weights
 from .caching import CACHE_ENTRIES, shared_view
@@ -37,14 +40,14 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
     Raises ``ValueError`` with a learner-friendly message for an empty sentence.
     """
     if source == BOOK:
-        book = tokenize_text(attention.BOOK_SENTENCE)
-        kept = min(len(attention.BOOK_TOKENS), context_length)
+        book = tokenize_text(BOOK_SENTENCE)
+        kept = min(len(BOOK_TOKENS), context_length)
         return Prepared(
-            pieces=attention.BOOK_TOKENS[:kept],
+            pieces=BOOK_TOKENS[:kept],
             ids=book.ids[:kept],
-            inputs=attention.BOOK_INPUTS[:kept].numpy().copy(),
+            inputs=np.array(BOOK_VECTORS[:kept], dtype=np.float32),  # attention.BOOK_INPUTS[:kept], without torch
             tokenizer=book.tokenizer,
-            truncated_from=len(attention.BOOK_TOKENS) if kept < len(attention.BOOK_TOKENS) else None,
+            truncated_from=len(BOOK_TOKENS) if kept < len(BOOK_TOKENS) else None,
         )
     if not text.strip():
         raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
@@ -70,19 +73,15 @@ def prepared(settings: Settings) -> Prepared:
     return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
 
 
-MODULES = {
-    "SelfAttention_v1": attention.SelfAttention_v1,
-    "SelfAttention_v2": attention.SelfAttention_v2,
-    "CausalAttention": attention.CausalAttention,
-    "MultiHeadAttentionWrapper": attention.MultiHeadAttentionWrapper,
-    "MultiHeadAttention": attention.MultiHeadAttention,
-}
+MODULES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
 def module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int):
     """A module built like the book: ``torch.manual_seed(seed)`` then the constructor. Shared, read-only."""
-    cls = MODULES[name]
+    if name not in MODULES:
+        raise ValueError(f"no chapter-3 module named {name!r}")
+    cls = getattr(attention, name)
     if name in ("SelfAttention_v1", "SelfAttention_v2"):
         return attention.build(cls, seed, d_in, d_out)
     if name == "CausalAttention":

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
-from attention.embeddings import BOOK_SENTENCE
+from attention.constants import BOOK_SENTENCE
 
 BOOK = "book"
 TEXT = "text"

@@ -14,8 +14,7 @@ import sys
 import textwrap
 import threading
 
-import torch
-
+from .lazy import torch
 from .results import ShapeRow
 
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment

@@ -16,6 +16,8 @@ from dataclasses import replace
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
+
 from . import weights
 from .settings import (
     BOOK,
@@ -249,11 +251,11 @@ def _weights_controls() -> bool:
         on_change=_on_change,
         help="Random: the chapter's seeded weights, with the book's numbers. Trained: one layer of a small GPT "
         "trained on The Verdict, on the input the model feeds that layer. GPT-2: the checkpoint the server's "
-        f"operator named in {weights.gpt2.CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
+        f"operator named in {CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
     )
     settings = weights.effective(st.session_state["settings"])
     found = weights.model(settings.weights)
-    cfg = found.cfg if found is not None else weights.gpt.VERDICT_CONFIG
+    cfg = found.cfg if found is not None else VERDICT_CONFIG
     layer, head = st.columns(2)
     layer.number_input(
         "layer", 1, cfg.n_layers, step=1, key="w_layer", on_change=_on_change, disabled=found is None,

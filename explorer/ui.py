@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import html
+import importlib
 import inspect
 import threading
 import time
@@ -143,6 +144,14 @@ def code_panel_key(title: str = "Show the code") -> str:
     return f"code-panel:{title}"
 
 
+def _named(obj: Callable | type | str) -> Callable | type:
+    """``obj``, or the object its dotted name names (``"attention.gru_step"``)."""
+    if not isinstance(obj, str):
+        return obj
+    module, _, name = obj.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 def source_of(obj: Callable | type) -> str:
     """``inspect.getsource(obj)``, read once per process and by one thread at a time.
 
@@ -156,18 +165,20 @@ def source_of(obj: Callable | type) -> str:
         return _SOURCES[obj]
 
 
-def show_code(*objects: Callable | type, title: str = "Show the code") -> None:
+def show_code(*objects: Callable | type | str, title: str = "Show the code") -> None:
     """The package source that computed what is on screen, read with ``inspect.getsource``.
 
     The code is sent only while the panel is open: opening it reruns the page's fragment. A closed
     panel then costs the browser no syntax highlighter (1.6 MB of JavaScript, about a quarter of a
     second of its main thread before the first chart was drawn) and each run no source text. The
-    panel keeps its state from step to step of a page, by its key."""
+    panel keeps its state from step to step of a page, by its key. An object may be given by its
+    dotted name (``"attention.gru_step"``), looked up only when the panel is open: the first page's
+    closed panel then imports nothing (its first run needs no torch, ``server``)."""
     panel = st.expander(title, icon=":material/code:", key=code_panel_key(title), on_change="rerun")
     if not panel.open:
         return
     with panel:
-        for obj in objects:
+        for obj in map(_named, objects):
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`")

@@ -23,16 +23,17 @@ Models are shared by every session and never changed: modules are copies.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
-import torch
 
 import attention
-from attention import gpt, gpt2
+from attention.constants import NO_CHECKPOINT, VERDICT_CONFIG, checkpoint_named
 from attention.tokens import BPE_NAME
 
+from .lazy import torch
 from .results import Prepared
 from .settings import BOOK, Settings
 
@@ -46,15 +47,17 @@ NAMES = {
 MODEL_ENTRIES = 4  # modules built from a layer: a few per session's view, small (64 × 64 for the shipped model)
 
 
-def gpt2_checkpoint() -> gpt2.GPT2Checkpoint:
-    """The server's GPT-2, or why there is none (loaded once per file, never raises)."""
-    return gpt2.gpt2_from_environment()
+def gpt2_checkpoint() -> attention.GPT2Checkpoint:
+    """The server's GPT-2, or why there is none (loaded once per file, never raises; no torch without one)."""
+    if not checkpoint_named(os.environ):
+        return NO_CHECKPOINT
+    return attention.gpt2.gpt2_from_environment()
 
 
-def model(kind: str) -> gpt.GPTModel | None:
+def model(kind: str) -> attention.GPTModel | None:
     """The model behind ``kind``: None for random weights, or for GPT-2 when no checkpoint loaded."""
     if kind == TRAINED:
-        return gpt.load_trained_gpt()
+        return attention.gpt.load_trained_gpt()
     if kind == GPT2:
         return gpt2_checkpoint().model
     return None
@@ -78,7 +81,7 @@ def fit(settings: Settings) -> tuple[Settings, list[str]]:
         notices.append(f"{gpt2_checkpoint().message} Showing the chapter's random weights.")
         settings = replace(settings, weights=RANDOM)
     if found is None:  # random weights: keep layer and head where the sidebar's controls can show them
-        cfg = gpt.VERDICT_CONFIG
+        cfg = VERDICT_CONFIG
         head = min(max(settings.head, 0), cfg.n_heads - 1)
         return replace(settings, layer=min(max(settings.layer, 1), cfg.n_layers), head=head), notices
     cfg = found.cfg
@@ -160,7 +163,7 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 
     context_length = found.cfg.context_length
     truncated_from = len(ids) if len(ids) > context_length else None
     ids, pieces = ids[:context_length], pieces[:context_length]
-    view = gpt.layer_input(found, ids, layer - 1)
+    view = attention.gpt.layer_input(found, ids, layer - 1)
     return Prepared(
         pieces=tuple(pieces),
         ids=tuple(ids),
@@ -178,7 +181,9 @@ def prepared(settings: Settings) -> Prepared:
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
     """What the model feeds the settings' layer for token ids ``ids``. Shapes: → (num_tokens, emb_dim)."""
     settings = fit(settings)[0]
-    return gpt.layer_input(model(settings.weights), ids, settings.layer - 1).inputs[0]  # (num_tokens, emb_dim)
+    return attention.gpt.layer_input(model(settings.weights), ids, settings.layer - 1).inputs[
+        0
+    ]  # (num_tokens, emb_dim)
 
 
 def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout: float = 0.0) -> torch.nn.Module:
@@ -278,7 +283,7 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
     if inputs.shape[1] < 2:
         return None
     weights = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs).attn_weights  # (1, h, T, T)
-    found = gpt.head_summaries(weights)
+    found = attention.gpt.head_summaries(weights)
     return HeadSummaries(
         previous_token=found.previous_token.numpy(),
         first_token=found.first_token.numpy(),

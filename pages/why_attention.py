@@ -11,7 +11,7 @@ state.current()
 st.title("Why attention")
 settings = outside_model(state.chosen())  # the RNN is no part of the GPT: the sidebar's Weights skip it
 data = ui.guard(compute.prepared, settings)
-hidden_size = st.session_state.setdefault("why_hidden", 16)
+hidden_size = st.session_state.setdefault("why_hidden", compute.WHY_HIDDEN_SIZE)
 view = ui.guard(compute.why_view, settings, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
 
@@ -30,7 +30,7 @@ if step == 0:
     control.slider(
         "hidden_size",
         4,
-        attention.bahdanau.MAX_HIDDEN_SIZE,
+        attention.constants.MAX_HIDDEN_SIZE,
         value=hidden_size,
         key="w_why_hidden",
         on_change=lambda: st.session_state.update(why_hidden=st.session_state["w_why_hidden"]),
@@ -74,4 +74,4 @@ else:
         with column:
             ui.draw(figures.heatmap, name, weights, pieces, pieces, title=title, value_name="attention weight")
     st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
-ui.show_code(attention.encoder_decoder, attention.gru_step, attention.additive_scores)
+ui.show_code("attention.encoder_decoder", "attention.gru_step", "attention.additive_scores")

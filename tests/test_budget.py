@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+import attention
 from explorer import budget, caching, compute, inputs, turns
 from explorer.settings import DEFAULTS, TEXT
 
@@ -31,7 +32,7 @@ def settings_for(d_in=16, d_out=12, num_heads=3, training=False, text=SENTENCE, 
 @pytest.mark.parametrize("name", list(inputs.MODULES))
 @pytest.mark.parametrize(("d_in", "d_out", "heads", "ctx"), [(3, 2, 2, 6), (16, 12, 3, 64), (64, 32, 4, 200)])
 def test_module_bytes_are_the_modules_parameters_and_buffers(name, d_in, d_out, heads, ctx):
-    module = inputs.MODULES[name]
+    module = getattr(attention, name)
     args = (d_in, d_out) if name.startswith("SelfAttention") else (d_in, d_out, ctx, 0.0)
     built = module(*args, num_heads=heads) if name.startswith("MultiHead") else module(*args)
     assert budget.module_bytes(name, d_in, d_out, heads, ctx) == caching.size_of(built)
