@@ -8,7 +8,7 @@ import streamlit as st
 
 from explorer.server import configure_server
 
-configure_server()  # first: the browser fetches the charts' code while the server finishes importing torch
+configure_server()  # first: the browser fetches the charts' code while this run draws; torch is imported after it
 
 from explorer import state, turns, ui  # noqa: E402
 

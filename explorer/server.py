@@ -2,11 +2,20 @@
 fast first paint after a cold start (issue 15).
 
 Nothing here happens on import, and importing this module imports neither torch nor pandas.
-``streamlit run streamlit_app.py`` serves the app as an ``st.App`` whose ``lifespan`` imports torch and
-the explorer in a thread as the server starts, and whose ``page_routes`` have the browser fetch the
-charts' code with the page; the app script calls ``configure_server()`` first, which asks the browser
-for that code again and waits for those imports (BENCHMARKS.md, "Where the time goes" and "Cost per
-action and first paint", has the measurements). Tests that need the tuning call it themselves.
+``streamlit run streamlit_app.py`` serves the app as an ``st.App``:
+
+* its ``lifespan`` imports the first page's modules in a thread as the server starts. None of them
+  imports torch: they take it lazily (``lazy``), the ``attention`` package loads its submodules on first
+  use, and the first page's numbers for the book's example are stored (``first_view``);
+* its ``page_routes`` give the browser the charts' code to fetch with the page, and a path to say when
+  the first page has painted (``PAINTED_PATH``);
+* the app script calls ``configure_server()`` first. It asks the browser for that code again, and on
+  the first run it has torch and the whole package imported once the page has painted
+  (``_warm_up_after``).
+
+BENCHMARKS.md, "Where the time goes" and "Cost per action and first paint", has the measurements.
+Tests that need the tuning call ``configure_server()`` themselves, outside a script run: then it
+imports and tunes at once.
 """
 
 from __future__ import annotations
@@ -15,13 +24,17 @@ import contextlib
 import functools
 import gc
 import importlib
+import json
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+import attention
 
 # Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
 # converts a DataFrame with pyarrow). The first page needs neither.
@@ -44,10 +57,9 @@ FIRST_PAGE_CHUNKS = (
     "Progress",
 )
 STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
-# Imported when the server starts (``lifespan``): what the entry script and the first page import.
-APP_MODULES = (
-    "torch",
-    "attention",
+# Imported as the server starts (``lifespan``): what the entry script and the first page import. None of it
+# imports torch (tests/test_first_paint.py).
+FIRST_RUN_MODULES = (
     "explorer.state",
     "explorer.turns",
     "explorer.ui",
@@ -55,13 +67,22 @@ APP_MODULES = (
     "explorer.figures",
     "explorer.reversal",
     "explorer.weights",
+    "explorer.first_view",
     "explorer.pages_support.why_attention",
 )
-# While they run, the interpreter hands the GIL on every 0.5 ms instead of 5 ms.
+# Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
+APP_MODULES = ("torch", *(f"attention.{name}" for name in attention.SUBMODULES))
+# While imports run in the background, the interpreter hands the GIL on every 0.5 ms instead of 5 ms.
 IMPORT_SWITCH_INTERVAL_S = 0.0005
-_app_imports: threading.Thread | None = None
+# The browser tells the server when the first page has painted (``PAINTED_PATH``); torch is imported then, or
+# this long after the first run if no browser says so (a page without a chart, another client).
+PAINT_WAIT_S = 4.0
+PAINTED_PATH = "/api/explorer/painted"
+_first_run_ready: threading.Thread | None = None
+painted = threading.Event()  # a browser's first page has painted (or nothing waits for one any more)
+_paint_route = threading.Event()  # the server answers PAINTED_PATH (``page_routes``)
 _configured = threading.Event()
-warmed = threading.Event()  # set once the later modules are imported and the heap frozen
+warmed = threading.Event()  # set once torch and the later modules are imported and the heap frozen
 _warming = threading.Event()  # set by the first configure_server, which starts the warm-up
 _configure_lock = threading.Lock()
 _warm_lock = threading.Lock()
@@ -85,44 +106,58 @@ def __getattr__(name: str):
 
 @contextlib.asynccontextmanager
 async def lifespan(app):
-    """``st.App``'s lifespan (``streamlit_app.py``): start importing the app as the server starts.
+    """``st.App``'s lifespan (``streamlit_app.py``): as the server starts, prepare what the first run needs.
 
-    The server answers at once; ``import_app`` runs in a thread while the first browser loads
-    Streamlit's page and code, and the first run waits for it (``configure_server``)."""
-    start_importing_app()
+    The server answers at once; ``prepare_first_run`` runs in a thread while the first browser loads
+    Streamlit's page and code. It imports no torch: the first page is drawn first, and torch is
+    imported after it (``configure_server``)."""
+    start_preparing_first_run()
     yield
 
 
-def start_importing_app() -> None:
-    """Run ``import_app`` in a thread, once per process (not if the server is already configured)."""
-    global _app_imports
+def start_preparing_first_run() -> None:
+    """Run ``prepare_first_run`` in a thread, once per process (not if the server is already configured)."""
+    global _first_run_ready
     with _configure_lock:
-        if _app_imports is not None or _configured.is_set():
+        if _first_run_ready is not None or _warming.is_set():
             return
-        _app_imports = threading.Thread(target=import_app, name="explorer-import-app", daemon=True)
-    _app_imports.start()
+        _first_run_ready = threading.Thread(target=prepare_first_run, name="explorer-first-run", daemon=True)
+    _first_run_ready.start()
 
 
-def import_app() -> None:
-    """Import what the entry script and the first page import (``APP_MODULES``), do what their first run
-    would do once per process (``_warm_first_run``), and tune the process (``_tune``).
-
-    While this runs the interpreter hands the GIL on every ``IMPORT_SWITCH_INTERVAL_S``, so the event loop
-    serving the browser's files waits less behind the imports."""
+@contextlib.contextmanager
+def _quick_switches() -> Iterator[None]:
+    """Hand the GIL on every ``IMPORT_SWITCH_INTERVAL_S`` meanwhile, so that the threads serving the browser
+    and running pages wait less behind a background import."""
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, IMPORT_SWITCH_INTERVAL_S))
     try:
-        for name in APP_MODULES:
-            importlib.import_module(name)
-        _warm_first_run()
-        _tune()
+        yield
     finally:
         sys.setswitchinterval(interval)
 
 
+def prepare_first_run() -> None:
+    """Import what the first run imports (``FIRST_RUN_MODULES``) and do once per process what it would do
+    first (``_warm_first_run``): no torch."""
+    with _quick_switches():
+        for name in FIRST_RUN_MODULES:
+            importlib.import_module(name)
+        _warm_first_run()
+
+
+def import_app() -> None:
+    """Import torch and what every page imports (``APP_MODULES``), and tune the process (``_tune``)."""
+    with _quick_switches():
+        for name in APP_MODULES:
+            importlib.import_module(name)
+        _tune()
+
+
 def _warm_first_run() -> None:
     """Read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon), find the browser
-    chunks, and encode a figure as plotly does (imports numpy.ma and orjson): each once per process."""
+    chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored first view:
+    each once per process, none with torch."""
     import numpy as np
     import plotly.graph_objects as go
     import plotly.io as pio
@@ -130,14 +165,18 @@ def _warm_first_run() -> None:
 
     from attention.tokens import load_bpe
 
+    from . import first_view
+
     load_bpe()
     string_util.is_emoji("🔍")
     first_page_chunks()
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
+    first_view.why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 
 def _tune() -> None:
-    """One torch thread per script run and the heap frozen (``configure_server``); once per process."""
+    """One torch thread per script run and the heap frozen (``configure_server``); once per process, after
+    torch is imported."""
     with _configure_lock:
         if _configured.is_set():
             return
@@ -150,13 +189,16 @@ def _tune() -> None:
 
 
 def configure_server() -> None:
-    """Start this run's browser on the charts' code; tune the process once, on the first call (after the
-    server-start imports, ``lifespan``, if they are running).
+    """Start this run's browser on the charts' code; on the first call, have torch imported and the process
+    tuned after this run (right away outside a script run: a test or a tool).
 
     * **Charts' code first.** Streamlit's browser code fetches Plotly (4.7 MB of JavaScript), and the
-      code of each kind of widget, only when the first such element arrives, after the server has
-      imported torch and computed. Asking for them at the start of every run lets the browser fetch
-      and compile them meanwhile (``preload_browser_code``).
+      code of each kind of widget, only when the first such element arrives. Asking for them at the
+      start of every run lets the browser fetch and compile them meanwhile (``preload_browser_code``).
+    * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
+      torch lazily (``lazy``) and its numbers are stored (``first_view``). Importing torch took 1.1-2.2 s
+      of CPU here, under the interpreter lock the browser's files are served with, so it waits until the
+      first run is over (``_warm_up_after``). A run that needs torch sooner imports it itself.
     * One torch thread per script run: sessions already run side by side on their own
       threads, and two intra-op threads per run on a busy 2-core server made Why attention
       at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
@@ -165,33 +207,39 @@ def configure_server() -> None:
       collector's reach, so a full collection goes through only what runs create (124-212 ms ->
       13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
       turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
-      The first call freezes at once, without collecting first (a collection here is on the first
-      page's path); the imports only later pages need, a collection and a second freeze wait until
-      the first run is over (``warm_up``).
     """
     preload_browser_code()
-    if _warming.is_set():
+    in_a_run = get_script_run_ctx() is not None
+    if _warming.is_set() and in_a_run:
         return
-    if _app_imports is not None:
-        _app_imports.join()  # the same modules imported by two threads at once could meet in the import locks
+    if _first_run_ready is not None:
+        _first_run_ready.join()  # the same modules imported by two threads at once could meet in the import locks
+    if not in_a_run:  # a test or a tool: no page is waiting, and it may compute at once
+        _warming.set()
+        import_app()
+        warm_up()
+        return
     with _warm_lock:
         if _warming.is_set():
             return
         _warming.set()
-    _tune()
-    if get_script_run_ctx() is None:  # a test or a tool: no page is waiting
-        warm_up()
-        return
     first_run = threading.current_thread()
     threading.Thread(target=_warm_up_after, args=(first_run,), name="explorer-warm-up", daemon=True).start()
 
 
 def _warm_up_after(first_run: threading.Thread) -> None:
-    """``warm_up`` once the first run is over: its thread ends with it (and with any rerun it took on).
+    """``import_app`` and ``warm_up`` once the first run is over (its thread ends with it, and with any rerun
+    it took on) and its browser has painted the page, or ``PAINT_WAIT_S`` after the run.
+
+    Started as the run ended, the import took CPU from the browser's paint: 5.6 against 4.1 s to the
+    first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint").
 
     Not later: a second tab opened just after the first page painted waited for pandas and for the
     collector when this paused 2 s first (BENCHMARKS.md, "Cost per action and first paint")."""
     first_run.join(timeout=30.0)
+    painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
+    painted.set()
+    import_app()
     warm_up()
 
 
@@ -221,13 +269,14 @@ def page_routes(pages: list[str]) -> list:
     pages opened otherwise). The links ask for a low priority, so that the frontend's own ~40 modules
     come before 7 MB of chunks on the browser's six connections to the server. With a
     ``server.baseUrlPath`` there are none: Streamlit answers."""
-    from starlette.responses import HTMLResponse
+    from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
     from streamlit import config
 
     chunks = first_page_chunks()
     if not chunks or config.get_option("server.baseUrlPath").strip("/"):
         return []
+    _paint_route.set()
     index = (STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
     links = "".join(
         f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks
@@ -237,8 +286,15 @@ def page_routes(pages: list[str]) -> list:
     async def streamlit_page(request):
         return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
 
+    async def first_paint(request):
+        painted.set()
+        return Response(status_code=204)
+
     paths = ["/", *(f"/{path}" for path in pages if path)]
-    return [Route(path, streamlit_page, methods=["GET", "HEAD"]) for path in paths]
+    return [
+        *(Route(path, streamlit_page, methods=["GET", "HEAD"]) for path in paths),
+        Route(PAINTED_PATH, first_paint, methods=["POST"]),
+    ]
 
 
 @functools.cache
@@ -253,7 +309,8 @@ def first_page_chunks() -> tuple[str, ...]:
 
 
 def preload_browser_code() -> None:
-    """Have the browser import Streamlit's code for charts and widgets now, as it would at the first of each.
+    """Have the browser import Streamlit's code for charts and widgets now, as it would at the first of each;
+    until a first page has painted, have it say when this page has (``PAINTED_PATH``).
 
     The script goes in Streamlit's event container (where ``st.toast`` draws), so it takes no room
     on the page. The chunks sit beside Streamlit's own ``index.*.js``, whose URL already holds any
@@ -262,10 +319,32 @@ def preload_browser_code() -> None:
     chunks, events = first_page_chunks(), getattr(st, "_event", None)
     if not chunks or events is None or get_script_run_ctx() is None:
         return
+    tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if _paint_route.is_set() and not painted.is_set() else ""
     events.html(
         "<script>(() => {"
         "const index = document.querySelector('script[src*=\"/static/js/index.\"]');"
         f"if (index) for (const chunk of {list(chunks)!r}) import(new URL(chunk, index.src).href).catch(() => {{}});"
+        f"{tell}"
         "})();</script>",
         unsafe_allow_javascript=True,
     )
+
+
+# Once per tab: when the run is over, nothing is loading and every chart has drawn, POST to the server's path.
+PAINT_SCRIPT = """
+if (!window.__explorerPainted) {
+  window.__explorerPainted = true;
+  const started = performance.now();
+  const check = setInterval(() => {
+    const app = document.querySelector('.stApp');
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    const drawn = app && app.getAttribute('data-test-script-state') === 'notRunning'
+      && !document.querySelector('[data-testid="stSkeleton"]')
+      && charts.every((chart) => chart.querySelector('.main-svg'));
+    if (drawn || performance.now() - started > 20000) {
+      clearInterval(check);
+      requestAnimationFrame(() => fetch(%s, {method: 'POST', keepalive: true}).catch(() => {}));
+    }
+  }, 50);
+}
+"""
