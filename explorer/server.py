@@ -340,7 +340,8 @@ if (!window.__explorerPainted) {
     const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
     const drawn = app && app.getAttribute('data-test-script-state') === 'notRunning'
       && !document.querySelector('[data-testid="stSkeleton"]')
-      && charts.every((chart) => chart.querySelector('.main-svg'));
+      && charts.every((chart) => chart.querySelector('.main-svg')
+        && [...chart.querySelectorAll('.hm')].every((heatmap) => heatmap.querySelector('image')));
     if (drawn || performance.now() - started > 20000) {
       clearInterval(check);
       requestAnimationFrame(() => fetch(%s, {method: 'POST', keepalive: true}).catch(() => {}));
