@@ -79,6 +79,7 @@ IMPORT_SWITCH_INTERVAL_S = 0.0005
 PAINT_WAIT_S = 4.0
 PAINTED_PATH = "/api/explorer/painted"
 _first_run_ready: threading.Thread | None = None
+_app_import: threading.Thread | None = None
 painted = threading.Event()  # a browser's first page has painted (or nothing waits for one any more)
 _paint_route = threading.Event()  # the server answers PAINTED_PATH (``page_routes``)
 _configured = threading.Event()
@@ -125,16 +126,29 @@ def start_preparing_first_run() -> None:
     _first_run_ready.start()
 
 
+_switches_lock = threading.Lock()
+_switches_users = 0
+_switches_saved = 0.0
+
+
 @contextlib.contextmanager
 def _quick_switches() -> Iterator[None]:
     """Hand the GIL on every ``IMPORT_SWITCH_INTERVAL_S`` meanwhile, so that the threads serving the browser
-    and running pages wait less behind a background import."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, IMPORT_SWITCH_INTERVAL_S))
+    and running pages wait less behind a background import. Threads may overlap: the last one out puts
+    the interval back."""
+    global _switches_users, _switches_saved
+    with _switches_lock:
+        if _switches_users == 0:
+            _switches_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switches_saved, IMPORT_SWITCH_INTERVAL_S))
+        _switches_users += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(interval)
+        with _switches_lock:
+            _switches_users -= 1
+            if _switches_users == 0:
+                sys.setswitchinterval(_switches_saved)
 
 
 def prepare_first_run() -> None:
@@ -144,6 +158,22 @@ def prepare_first_run() -> None:
         for name in FIRST_RUN_MODULES:
             importlib.import_module(name)
         _warm_first_run()
+
+
+def start_importing_app() -> threading.Thread:
+    """Run ``import_app`` in a thread, once per process; the thread."""
+    global _app_import
+    with _configure_lock:
+        if _app_import is None:
+            _app_import = threading.Thread(target=import_app, name="explorer-import-app", daemon=True)
+            _app_import.start()
+        return _app_import
+
+
+def needs_torch(path: str, params) -> bool:
+    """Whether a page opened at URL ``path`` with query ``params`` needs torch in its first run: all but the
+    default page at the default settings (``first_view``), in presenter mode or not."""
+    return path.rstrip("/") != "" or not set(params) <= {"present"}
 
 
 def import_app() -> None:
@@ -235,11 +265,13 @@ def _warm_up_after(first_run: threading.Thread) -> None:
     first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint").
 
     Not later: a second tab opened just after the first page painted waited for pandas and for the
-    collector when this paused 2 s first (BENCHMARKS.md, "Cost per action and first paint")."""
+    collector when this paused 2 s first (BENCHMARKS.md, "Cost per action and first paint"). Not at all
+    if a link that needs torch has been opened (``page_routes``): the import started then."""
     first_run.join(timeout=30.0)
-    painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
+    if _app_import is None:  # no page has asked for torch: let the browser paint first
+        painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
     painted.set()
-    import_app()
+    start_importing_app().join()
     warm_up()
 
 
@@ -267,8 +299,10 @@ def page_routes(pages: list[str]) -> list:
     The browser then fetches and compiles the charts' and widgets' code while Streamlit's frontend
     starts, instead of after the first run has begun (``preload_browser_code``, which stays for
     pages opened otherwise). The links ask for a low priority, so that the frontend's own ~40 modules
-    come before 7 MB of chunks on the browser's six connections to the server. With a
-    ``server.baseUrlPath`` there are none: Streamlit answers."""
+    come before 7 MB of chunks on the browser's six connections to the server. A link whose first run
+    needs torch (``needs_torch``) starts torch's import as its page is asked for, so that the import runs
+    while the browser loads. With a ``server.baseUrlPath`` there are none: Streamlit answers (and torch is
+    imported after the first run)."""
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
     from streamlit import config
@@ -284,6 +318,8 @@ def page_routes(pages: list[str]) -> list:
     page = index.replace("</head>", links + "</head>", 1)
 
     async def streamlit_page(request):
+        if needs_torch(request.url.path, request.query_params):  # its first run will: import while it loads
+            start_importing_app()
         return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
 
     async def first_paint(request):

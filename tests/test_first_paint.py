@@ -97,13 +97,19 @@ def test_the_first_page_runs_without_torch_or_pandas_and_the_rest_is_imported_af
 
 def test_the_background_import_waits_for_the_first_paint_or_a_few_seconds(monkeypatch):
     calls = []
+    done = threading.Thread(target=lambda: None)
+    done.start()
+
+    def start_importing_app():
+        calls.append("import")
+        return done
+
     monkeypatch.setattr(server, "painted", threading.Event())
-    monkeypatch.setattr(server, "import_app", lambda: calls.append("import"))
+    monkeypatch.setattr(server, "_app_import", None)  # no link has asked for torch yet
+    monkeypatch.setattr(server, "start_importing_app", start_importing_app)
     monkeypatch.setattr(server, "warm_up", lambda: calls.append("warm"))
     monkeypatch.setattr(server, "PAINT_WAIT_S", 60.0)
-    first_run = threading.Thread(target=lambda: None)
-    first_run.start()
-    waiting = threading.Thread(target=server._warm_up_after, args=(first_run,))
+    waiting = threading.Thread(target=server._warm_up_after, args=(done,))  # the first run is over
     waiting.start()
     waiting.join(0.3)
     assert calls == [] and waiting.is_alive()  # the page has not painted yet
@@ -112,8 +118,13 @@ def test_the_background_import_waits_for_the_first_paint_or_a_few_seconds(monkey
     assert calls == ["import", "warm"]
     monkeypatch.setattr(server, "painted", threading.Event())
     monkeypatch.setattr(server, "PAINT_WAIT_S", 0.05)  # no browser says so: it goes ahead anyway
-    server._warm_up_after(first_run)
+    server._warm_up_after(done)
     assert calls == ["import", "warm"] * 2 and server.painted.is_set()
+    monkeypatch.setattr(server, "painted", threading.Event())
+    monkeypatch.setattr(server, "PAINT_WAIT_S", 60.0)
+    monkeypatch.setattr(server, "_app_import", done)  # a link that needs torch started the import
+    server._warm_up_after(done)  # no wait for a paint
+    assert calls == ["import", "warm"] * 3
 
 
 def test_streamlit_run_serves_the_app_script_as_an_st_app_with_the_servers_lifespan():
@@ -163,16 +174,11 @@ def test_the_lifespan_prepares_the_first_run_in_a_thread_without_torch():
 
 
 def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
-    import asyncio
 
     routes = server.page_routes(["why_attention", "tokens", ""])
     assert [route.path for route in routes] == ["/", "/why_attention", "/tokens", server.PAINTED_PATH]
     assert all(route.methods >= {"GET", "HEAD"} for route in routes[:-1])
-    answered = []  # in a thread of its own: the browser tests' Playwright keeps an event loop running here
-    thread = threading.Thread(target=lambda: answered.append(asyncio.run(routes[1].endpoint(None))))
-    thread.start()
-    thread.join(30)
-    response = answered[0]
+    response = _answer(routes[0], path="/")
     page, index = response.body.decode(), (server.STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
     assert response.headers["cache-control"] == "no-cache" and response.media_type == "text/html"
     chunks = server.first_page_chunks()
@@ -182,16 +188,46 @@ def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
 
 
 def test_the_browser_says_when_the_first_page_has_painted(monkeypatch):
-    import asyncio
 
     monkeypatch.setattr(server, "painted", threading.Event())
     told = server.page_routes(["tokens"])[-1]
     assert told.path == server.PAINTED_PATH and told.methods == {"POST"}
+    assert _answer(told, path=server.PAINTED_PATH, method="POST").status_code == 204 and server.painted.is_set()
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "imports"),
+    [
+        ("/", "", False),
+        ("/", "present=1", False),
+        ("/", "input=text&text=Hi", True),
+        ("/", "step=3", True),
+        ("/tokens", "", True),
+        ("/multihead", "present=1", True),
+    ],
+)
+def test_a_link_whose_first_run_needs_torch_starts_its_import_with_the_page(monkeypatch, path, query, imports):
+    started = []
+    monkeypatch.setattr(server, "start_importing_app", lambda: started.append(path))
+    route = next(r for r in server.page_routes(["tokens", "multihead"]) if r.path == path)
+    assert _answer(route, path=path, query=query).status_code == 200
+    assert server.needs_torch(path, dict(pair.split("=") for pair in query.split("&") if pair)) is imports
+    assert started == ([path] if imports else [])
+
+
+def _answer(route, *, path: str, query: str = "", method: str = "GET"):
+    """``route``'s response to a request for ``path?query``, in a thread of its own (the browser tests'
+    Playwright keeps an event loop running in this one)."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    scope = {"type": "http", "method": method, "path": path, "query_string": query.encode(), "headers": []}
     answered = []
-    thread = threading.Thread(target=lambda: answered.append(asyncio.run(told.endpoint(None))))
+    thread = threading.Thread(target=lambda: answered.append(asyncio.run(route.endpoint(Request(scope)))))
     thread.start()
     thread.join(30)
-    assert answered[0].status_code == 204 and server.painted.is_set()
+    return answered[0]
 
 
 def test_without_the_chunks_or_under_a_base_url_streamlit_answers_the_pages(monkeypatch):
