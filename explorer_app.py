@@ -1,57 +1,61 @@
 """Attention Explorer: step through chapter 3's causal multi-head self-attention with real numbers.
 
-The script of each run; ``streamlit run streamlit_app.py`` serves it. The sidebar holds the shared
-settings; each page in ``pages/`` shows one stage of the chapter.
+The script of each run; ``streamlit run streamlit_app.py`` serves it. ``run()`` is the app's shell: the
+sidebar holds the shared settings, and each page in ``pages/`` shows one stage of the chapter inside a
+fragment, so a click inside a page reruns only the page.
 """
 
 import streamlit as st
 
-from explorer.server import configure_server
+from explorer.runtime.server import configure_server
 
-configure_server()  # first: the browser fetches the charts' code while this run draws; torch is imported after it
-
-from explorer import state, turns, ui  # noqa: E402
-
-st.set_page_config(
-    page_title="Attention Explorer",
-    page_icon="🔍",  # an emoji is drawn in the browser; a :material/ icon is fetched from a font CDN
-    layout="wide",
-    initial_sidebar_state="collapsed" if state.presenter() else "auto",
+PAGES = (  # (script, title, icon, options)
+    ("pages/why_attention.py", "Why attention", ":material/lightbulb:", {"default": True}),
+    ("pages/tokens.py", "Tokens & embeddings", ":material/text_fields:", {}),
+    ("pages/simplified.py", "Simplified attention", ":material/scatter_plot:", {}),
+    ("pages/qkv.py", "Q, K, V & scaling", ":material/tune:", {}),
+    ("pages/causal_mask.py", "Causal mask", ":material/change_history:", {}),
+    ("pages/dropout.py", "Dropout", ":material/grain:", {}),
+    ("pages/batches.py", "Batches & CausalAttention", ":material/stacks:", {}),
+    ("pages/multihead.py", "Multi-head attention", ":material/view_module:", {}),
+    ("pages/mistakes.py", "Break it", ":material/build:", {"url_path": "mistakes"}),
+    ("pages/speed.py", "Speed", ":material/speed:", {}),
 )
 
-PAGES = [
-    st.Page("pages/why_attention.py", title="Why attention", icon=":material/lightbulb:", default=True),
-    st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/text_fields:"),
-    st.Page("pages/simplified.py", title="Simplified attention", icon=":material/scatter_plot:"),
-    st.Page("pages/qkv.py", title="Q, K, V & scaling", icon=":material/tune:"),
-    st.Page("pages/causal_mask.py", title="Causal mask", icon=":material/change_history:"),
-    st.Page("pages/dropout.py", title="Dropout", icon=":material/grain:"),
-    st.Page("pages/batches.py", title="Batches & CausalAttention", icon=":material/stacks:"),
-    st.Page("pages/multihead.py", title="Multi-head attention", icon=":material/view_module:"),
-    st.Page("pages/mistakes.py", title="Break it", icon=":material/build:", url_path="mistakes"),
-    st.Page("pages/speed.py", title="Speed", icon=":material/speed:"),
-]
 
-navigation = st.navigation(PAGES)
-settings = state.sidebar()
-ui.token_window_control(settings)
-ui.base_css()
-if state.presenter():
-    ui.presenter_css()
+def run() -> None:
+    """One run of the app: the server's tuning, the page setup, the navigation, the sidebar and the page."""
+    configure_server()  # first: the browser fetches the charts' code while this run draws; torch comes later
+
+    from explorer import session, views, widgets
+
+    st.set_page_config(
+        page_title="Attention Explorer",
+        page_icon="🔍",  # an emoji is drawn in the browser; a :material/ icon is fetched from a font CDN
+        layout="wide",
+        initial_sidebar_state="collapsed" if session.presenter() else "auto",
+    )
+    navigation = st.navigation(
+        [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in PAGES]
+    )
+    widgets.sidebar()
+    widgets.stylesheet(presenter=session.presenter())
+
+    @st.fragment
+    def show_page() -> None:
+        """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
+        or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all."""
+        if session.settings_changed_here():
+            st.rerun(scope="app")
+        current = session.current_run()
+        widgets.begin_run()
+        with views.page_turn(current, navigation.url_path):  # heavy pages take turns; light ones never wait
+            widgets.run_page(navigation)
+        widgets.step_exports(navigation.title, current)
+        session.publish_link(navigation.url_path)
+
+    show_page()
 
 
-@st.fragment
-def show_page() -> None:
-    """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
-    or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all."""
-    if state.settings_changed_here():
-        st.rerun(scope="app")
-    ui.begin_run()
-    with turns.page_turn(settings, navigation.url_path):  # heavy pages take turns; light ones never wait
-        ui.run_page(navigation)
-    ui.step_exports(navigation.title, settings)
-    state.share_link(navigation.url_path)
-    state.sync_url()
-
-
-show_page()
+if __name__ == "__main__":
+    run()

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from explorer.server import lifespan, page_routes
+from explorer.runtime.server import lifespan, page_routes
 
 APP_SCRIPT = Path(__file__).with_name("explorer_app.py")
 PAGE_PATHS = sorted(path.stem for path in (Path(__file__).parent / "pages").glob("*.py"))

@@ -6,10 +6,24 @@ Shapes use the book's names: T = num_tokens, h = num_heads.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+
+def from_tensors(cls, *sources, **given):
+    """A ``cls`` (a dataclass here) whose fields are ``given`` or else read from the first source that has them,
+    each tensor as a numpy array (anything with ``.numpy()``); other values (None, numbers) as they are."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in given:
+            values[field.name] = given[field.name]
+            continue
+        value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
+        values[field.name] = value.numpy() if hasattr(value, "numpy") else value
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -235,3 +249,27 @@ class SpeedView:
     device: str
     rounds: tuple[int, ...] = ()  # timing rounds run at each T; fewer than repeats when the budget ran out
     skipped_tokens: tuple[int, ...] = ()  # the T not measured because they would not fit in the budget
+
+
+@dataclass(frozen=True)
+class HeadSummaries:
+    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
+    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), and the mean distance back."""
+
+    previous_token: np.ndarray
+    first_token: np.ndarray
+    entropy: np.ndarray
+    entropy_share: np.ndarray
+    mean_distance: np.ndarray
+    uniform_entropy: float
+
+
+@dataclass(frozen=True)
+class ReversalView:
+    """``weights`` (2, T, T): untrained, then trained, row i = output step i; ``right`` (T,) bools."""
+
+    weights: np.ndarray
+    right: np.ndarray
+    mean_max_weight: float
+    untrained_mean_max_weight: float
+    on_anti_diagonal: float

@@ -4,25 +4,24 @@
 values or from a URL's query parameters, and written back to the URL, so a
 link reproduces a view. Every value a user controls is clamped to ``LIMITS``,
 which keeps one session from exhausting a shared server; whatever had to be
-changed is reported as a notice, never as an error. This module does not
-import Streamlit and is tested on its own.
-"""
+changed is reported as a notice, never as an error. ``parsing`` reads the raw values. This module does
+not import Streamlit and is tested on its own."""
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
 from attention.constants import BOOK_SENTENCE
+from explorer.parsing import parse_decimal, parse_whole, quoted
 
 BOOK = "book"
 TEXT = "text"
 MAX_TEXT_CHARS = 60_000  # a long paste is kept whole; only its first context_length tokens are used
 MAX_URL_TEXT_CHARS = 2_000  # longer sentences are not put in a link
-WEIGHTS = ("random", "trained", "gpt2")  # the chapter's seeded weights, the shipped small GPT, the server's GPT-2
-MAX_LAYER = 48  # the deepest GPT-2 (XL); ``explorer.weights.fit`` narrows layer and head to the model's
+RANDOM, TRAINED, GPT2 = "random", "trained", "gpt2"
+WEIGHTS = (RANDOM, TRAINED, GPT2)  # the chapter's seeded weights, the shipped small GPT, the server's GPT-2
+MAX_LAYER = 48  # the deepest GPT-2 (XL); ``explorer.models.choice.fit`` narrows layer and head to the model's
 MAX_HEAD = 24
 
 
@@ -61,13 +60,13 @@ class Settings:
     dropout: float = 0.0
     seed: int = 123
     training: bool = False
-    weights: str = "random"  # one of WEIGHTS; with a model's, its sizes replace d_in, d_out, num_heads, context_length
+    weights: str = RANDOM  # one of WEIGHTS; with a model's, its sizes replace d_in, d_out, num_heads, context_length
     layer: int = 1  # the model's layer shown, from 1
     head: int = 0  # the layer's head that single-head pages hold, from 0
 
     @property
     def effective_d_in(self) -> int:
-        return 3 if self.source == BOOK and self.weights == "random" else self.d_in
+        return 3 if self.source == BOOK and self.weights == RANDOM else self.d_in
 
     @property
     def head_dim(self) -> int:
@@ -80,92 +79,21 @@ class Settings:
 
 DEFAULTS = Settings()
 
-# What a link or a websocket message may spell a number with: ASCII digits only, and not many.
-# ``str.isdigit()`` and ``int()`` accept "²", "٣" and "1_000"; these patterns do not.
-WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,12}")
-DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
-POSITION = re.compile(r"[0-9]{1,6}")
-RANGE = re.compile(r"([0-9]{1,6})-([0-9]{1,6})")
-QUOTE_CHARS = 40  # a notice quotes at most this much of a bad value
 
-
-def quoted(raw) -> str:
-    """A bad value as a notice quotes it: at most ``QUOTE_CHARS`` characters, in quotes.
-
-    It is still text a visitor chose: whatever draws a notice must show it literally (``untrusted.literal``).
-    """
-    text = str(raw) if isinstance(raw, str | int | float | bool) or raw is None else type(raw).__name__
-    return "'" + text[:QUOTE_CHARS] + ("…'" if len(text) > QUOTE_CHARS else "'")
-
-
-def parse_whole(raw) -> int | None:
-    """``raw`` as a whole number, or None: a Python int, an integral float, or ASCII digits with an optional sign."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float):
-        return int(raw) if raw.is_integer() else None
-    if isinstance(raw, str) and WHOLE_NUMBER.fullmatch(raw.strip()):
-        return int(raw.strip())
-    return None
-
-
-def parse_decimal(raw) -> float | None:
-    """``raw`` as a finite number, or None: a Python number or ASCII digits with an optional point and sign."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int | float):
-        value = float(raw)
-    elif isinstance(raw, str) and DECIMAL_NUMBER.fullmatch(raw.strip()):
-        value = float(raw.strip())
-    else:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def parse_position(raw) -> int | None:
-    """A step, query or head number from a link: 1 to 6 ASCII digits, else None."""
-    if not isinstance(raw, str) or not POSITION.fullmatch(raw):
-        return None
-    return int(raw)
-
-
-def parse_range(raw, count: int) -> tuple[int, int] | None:
-    """A token window "start-stop" (ASCII digits) clamped to ``count`` tokens, or None."""
-    match = RANGE.fullmatch(raw) if isinstance(raw, str) else None
-    if match is None:
-        return None
-    start, stop = sorted(min(int(group), count) for group in match.groups())
-    return start, max(stop, start + 1)
-
-
-def _clamp_int(name: str, raw, notices: list[str]) -> int:
-    limit = LIMITS[name]
-    default = getattr(DEFAULTS, name)
-    value = parse_whole(raw)
+def _clamp(name: str, raw, notices: list[str]) -> int | float:
+    """``raw`` as the setting ``name`` takes it (a whole number, or for dropout a decimal), inside its limits;
+    a value it cannot read becomes the default, one outside the limits the nearest limit, each with a notice."""
+    limit, default, whole = LIMITS[name], getattr(DEFAULTS, name), name != "dropout"
+    value = parse_whole(raw) if whole else parse_decimal(raw)
     if value is None:
-        notices.append(f"{name}={quoted(raw)} is not a whole number; using {default}.")
+        notices.append(f"{name}={quoted(raw)} is not a {'whole ' if whole else ''}number; using {default}.")
         return default
-    if value < limit.low or value > limit.high:
-        clamped = int(min(max(value, limit.low), limit.high))
-        notices.append(f"{name}={quoted(raw)} is outside {int(limit.low)}–{int(limit.high)}; using {clamped}.")
+    low, high = (int(limit.low), int(limit.high)) if whole else (limit.low, limit.high)
+    if value < low or value > high:
+        clamped = min(max(value, low), high)
+        notices.append(f"{name}={quoted(raw)} is outside {low}–{high}; using {clamped}.")
         return clamped
-    return value
-
-
-def _clamp_float(name: str, raw, notices: list[str]) -> float:
-    limit = LIMITS[name]
-    default = getattr(DEFAULTS, name)
-    value = parse_decimal(raw)
-    if value is None:
-        notices.append(f"{name}={quoted(raw)} is not a number; using {default}.")
-        return default
-    if value < limit.low or value > limit.high:
-        clamped = min(max(value, limit.low), limit.high)
-        notices.append(f"{name}={quoted(raw)} is outside {limit.low}–{limit.high}; using {clamped}.")
-        return clamped
-    return round(value, 4)
+    return value if whole else round(value, 4)
 
 
 def _fit_heads(d_out: int, num_heads: int, keep: str, notices: list[str]) -> tuple[int, int]:
@@ -205,18 +133,18 @@ def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[st
         notices.append(f"The text is {len(text):,} characters long; only the first {MAX_TEXT_CHARS:,} are used.")
         text = text[:MAX_TEXT_CHARS]
     values = {
-        "d_in": _clamp_int("d_in", settings.d_in, notices),
-        "d_out": _clamp_int("d_out", settings.d_out, notices),
-        "num_heads": _clamp_int("num_heads", settings.num_heads, notices),
-        "context_length": _clamp_int("context_length", settings.context_length, notices),
-        "dropout": _clamp_float("dropout", settings.dropout, notices),
-        "seed": _clamp_int("seed", settings.seed, notices),
+        "d_in": _clamp("d_in", settings.d_in, notices),
+        "d_out": _clamp("d_out", settings.d_out, notices),
+        "num_heads": _clamp("num_heads", settings.num_heads, notices),
+        "context_length": _clamp("context_length", settings.context_length, notices),
+        "dropout": _clamp("dropout", settings.dropout, notices),
+        "seed": _clamp("seed", settings.seed, notices),
     }
     values["d_out"], values["num_heads"] = _fit_heads(values["d_out"], values["num_heads"], keep, notices)
     training = settings.training if isinstance(settings.training, bool) else DEFAULTS.training
     if training is not settings.training:
         notices.append(f"Training mode must be on or off, not {quoted(settings.training)}; using eval.")
-    weights = settings.weights if isinstance(settings.weights, str) and settings.weights in WEIGHTS else "random"
+    weights = settings.weights if isinstance(settings.weights, str) and settings.weights in WEIGHTS else RANDOM
     if weights != settings.weights:
         notices.append(f"weights={quoted(settings.weights)} is unknown (random, trained or gpt2); using random.")
     values["layer"] = _within("layer", settings.layer, 1, MAX_LAYER, notices)

@@ -5,18 +5,21 @@ from dataclasses import replace
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, questions, state, ui, weights
-from explorer.pages_support import batches as notes
+from explorer import figures, session, views, widgets
+from explorer.page_text import batches as notes
+from explorer.page_text import questions
+from explorer.page_text.format import first_values
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 st.title("Batches & CausalAttention")
-weights.caption(settings)
+widgets.weights_caption(settings)
 second_text = None
 if settings.source == BOOK:
     st.caption("The book stacks two copies of its six vectors. Choose “My own sentence” to batch two sentences.")
 else:
-    linked = state.initial_param("second", "batches")
+    linked = session.initial_param("second", "batches")
     if linked is not None and "second_text" not in st.session_state:
         st.session_state["second_text"] = linked[:MAX_URL_TEXT_CHARS]
     second_text = st.text_input(
@@ -29,15 +32,15 @@ else:
     )
     second_text = second_text if second_text and second_text.strip() else None
     if second_text and len(second_text) <= MAX_URL_TEXT_CHARS:
-        state.page_param("second", second_text)
-data = ui.guard(compute.batch_view, settings, second_text)
+        session.page_param("second", second_text)
+data = widgets.guard(views.batch_view, run, second_text)
 pieces, lengths, mask, dropout_on = data.pieces, data.lengths, data.mask, data.dropout_active
 b, num_tokens, d_in = data.batch_shape
 padding = [num_tokens - length for length in lengths]
 for index, cut in enumerate(data.truncated_from):
-    ui.truncation_notice(cut, settings.context_length, subject=f"Sentence {index + 1}")
+    widgets.truncation_notice(cut, settings.context_length, subject=f"Sentence {index + 1}")
 
-step = ui.stepper("batches", ["Stack into a batch", "One mask slice", "Each item's weights", "Context vectors"])
+step = widgets.stepper("batches", ["Stack into a batch", "One mask slice", "Each item's weights", "Context vectors"])
 item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
 DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension"}
 
@@ -52,7 +55,7 @@ def side_by_side(matrices, title, name, **options):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
             item = f"{item_names[i]} · {title}"
-            ui.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, **options)
+            widgets.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, **options)
 
 
 if step == 0:
@@ -64,29 +67,31 @@ if step == 0:
     if any(padding):
         st.info(notes.padding_text(lengths, num_tokens, padding), icon=":material/space_bar:")
     side_by_side(data.inputs, f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
-    ui.show_code(compute.batch_view, attention.token_vector)
+    widgets.show_code(views.batch_view, attention.token_vector)
 elif step == 1:
     st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens))
     positions = [str(i) for i in range(num_tokens)]
     axes = dict(row_tokens=False, col_tokens=False, row_title="query position", col_title="key position")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-    ui.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
-    ui.show_code(attention.CausalAttention.__init__, attention.causal_mask)
+    widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
+    widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 elif step == 2:
     p = settings.dropout if dropout_on else None
     st.markdown(notes.weights_text(b, num_tokens, second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
-    questions.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)
-    ui.show_code(attention.CausalAttention.steps)
+    widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)
+    widgets.show_code(attention.CausalAttention.steps)
 else:
     output = data.output
     d_out = output.shape[-1]
-    st.markdown(notes.context_text(data, ui.first_values(output[0]), any(padding)))
-    book_mode.caption(settings, "causal_class")
+    st.markdown(notes.context_text(data, first_values(output[0]), any(padding)))
+    widgets.book_caption(settings, "causal_class")
     decimals = 4 if d_out <= 4 else 2
-    short = replace(ui.style(), max_height=min(ui.style().max_height, 340))  # under the text, on a 720 px screen
+    short = replace(
+        widgets.style(), max_height=min(widgets.style().max_height, 340)
+    )  # under the text, on a 720 px screen
     options = dict(diverging=True, decimals=decimals, style=short, **DIMENSIONS)
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", **options)
-    ui.show_code(attention.CausalAttention.steps)
+    widgets.show_code(attention.CausalAttention.steps)

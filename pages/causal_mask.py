@@ -6,19 +6,22 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, questions, state, ui, weights
-from explorer.pages_support import causal_mask as notes
+from explorer import figures, session, views, widgets
+from explorer.page_text import causal_mask as notes
+from explorer.page_text import questions
+from explorer.page_text.format import first_values
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 st.title("Causal mask")
-weights.caption(settings)
-seed = book_mode.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
-data = ui.guard(compute.mask_view, settings, seed)
+widgets.weights_caption(settings)
+seed = views.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
+data = widgets.guard(views.mask_view, run, seed)
 steps, pieces, mask = data.steps, data.pieces, data.steps.mask
 num_tokens = len(pieces)
 STEPS = ["Unmasked weights", "The mask", "× mask, ÷ row sums", "Scores with −∞", "Two routes, same weights"]
-step = ui.stepper("causal_mask", [*STEPS, "Context vectors"])
-style = ui.style()
+step = widgets.stepper("causal_mask", [*STEPS, "Context vectors"])
+style = widgets.style()
 if num_tokens <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
     style = replace(style, max_height=min(style.max_height, 400 if step in (2, 4) else 470))
 
@@ -27,7 +30,7 @@ def draw(z, title, name, narrow=False, **options):
     """A query × key heatmap of this sentence; ``narrow`` ones lose their cell text beyond 8 tokens."""
     options.setdefault("value_name", "attention weight")
     cell_text = not (narrow and num_tokens > 8)
-    ui.draw(figures.heatmap, name, z, pieces, pieces, title=title, style=style, cell_text=cell_text, **options)
+    widgets.draw(figures.heatmap, name, z, pieces, pieces, title=title, style=style, cell_text=cell_text, **options)
 
 
 def pair(*panels):
@@ -44,32 +47,32 @@ if step == 2:
         "The book's first route masks the *ordinary* weights: `masked_simple = attn_weights * mask_simple` zeroes "
         "the future (left), then `masked_simple / masked_simple.sum(dim=-1, keepdim=True)` makes each row sum to 1 "
         f"again (right). Row {row + 1}, query x^({row + 1}) = `inputs[{row}]`: "
-        + ui.first_values(data.weights_renormalized[row:], 2)
+        + first_values(data.weights_renormalized[row:], 2)
     )
-    book_mode.caption(settings, "causal")
+    widgets.book_caption(settings, "causal")
     pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None), tril_route)
-    ui.show_code(attention.mask_by_renormalizing)
+    widgets.show_code(attention.mask_by_renormalizing)
 elif step == 4:
     weights = steps.attn_weights[0, 0]
     worst = float(np.abs(weights.sum(axis=1) - 1).max())
     st.markdown(notes.two_routes_text(worst, weights[0, 0], data.max_abs_difference))
-    book_mode.caption(settings, "causal")
+    widgets.book_caption(settings, "causal")
     pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
-    ui.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
+    widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
 else:
     text, plot = st.columns([1, 2], gap="medium")
 if step == 0:
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
     text.markdown(notes.unmasked_text(seed, future_share))
-    book_mode.caption(settings, "causal", where=text)
+    widgets.book_caption(settings, "causal", where=text)
     with plot:
         draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
     with text:
-        ui.show_code(attention.compare_masking)
+        widgets.show_code(attention.compare_masking)
 elif step == 1:
     rows = data.mask_buffer_shape[0]
     text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum())))
-    book_mode.caption(settings, "causal", where=text)
+    widgets.book_caption(settings, "causal", where=text)
     if data.truncated_from:
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
     options = dict(value_name="mask", decimals=0, kind="mask")
@@ -81,10 +84,10 @@ elif step == 1:
         title = "mask_simple = torch.tril(ones)"
         names = notes.TRIL_LEGEND  # the same two colours, named for what 0 and 1 mean in this mask
         simple = dict(title=title, style=style, legend_names=names, cell_text=num_tokens <= 8, **options)
-        ui.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **simple)
+        widgets.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **simple)
     with text:
-        questions.ask(questions.masked_row_sum(data.weights_renormalized, pieces), settings)  # step 3 shows it
-        ui.show_code(attention.causal_mask, attention.CausalAttention.__init__)
+        widgets.ask(questions.masked_row_sum(data.weights_renormalized, pieces), settings)  # step 3 shows it
+        widgets.show_code(attention.causal_mask, attention.CausalAttention.__init__)
 elif step == 3:
     text.markdown(
         "The −∞ route instead masks the scores: `attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future "
@@ -92,17 +95,17 @@ elif step == 3:
         "0 would still get exp(0) = 1 in the softmax's numerator; exp(−∞) = **0**, so a masked key gets exactly "
         "nothing."
     )
-    book_mode.caption(settings, "causal", where=text)
+    widgets.book_caption(settings, "causal", where=text)
     with plot:
         title = "masked = attn_scores, −∞ where masked"
         draw(data.masked_scores, title, "masked-scores", value_name="score", diverging=True, masked=mask)
     with text:
-        ui.show_code(attention.CausalAttention.steps)
+        widgets.show_code(attention.CausalAttention.steps)
 elif step == 5:
     output = steps.output[0]
     text.markdown(
         "`context_vec = attn_weights @ values`: each token's context vector mixes only its own and earlier "
-        f"tokens' values. First row: {ui.first_values(output)}."
+        f"tokens' values. First row: {first_values(output)}."
     )
     text.caption(
         "Section 3.5.1 stops at the weights. The book prints `CausalAttention`'s output in section 3.5.3, "
@@ -112,6 +115,6 @@ elif step == 5:
         text.caption("Dropout is on in the sidebar; this page shows eval mode (no dropout). See the Dropout page.")
     with plot:
         title = f"context_vec, shape ({num_tokens}, {output.shape[1]})"
-        ui.token_vectors("causal-context", output, pieces, title=title, style=style)
+        widgets.token_vectors("causal-context", output, pieces, title=title, style=style)
     with text:
-        ui.show_code(attention.CausalAttention)
+        widgets.show_code(attention.CausalAttention)

@@ -6,29 +6,35 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, questions, state, ui
-from explorer.pages_support import dropout as notes
+from explorer import figures, session, views, widgets
+from explorer.page_text import dropout as notes
+from explorer.page_text import questions
 from explorer.settings import DEFAULTS
-from explorer.weights import caption as weights_caption
 
 SAMPLES = "dropout_samples"  # the page's own slider: how many draws to average
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 st.title("Dropout")
-weights_caption(settings)
-requested = state.whole_state(SAMPLES, 1000)
-used = book_mode.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
-data = ui.guard(compute.dropout_view, used, requested, book_mode.module_seed(settings, "dropout"))
+widgets.weights_caption(settings)
+requested = session.whole_state(SAMPLES, 1000)
+used = views.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
+data = widgets.guard(
+    views.dropout_view,
+    run.but(dropout=used.dropout, training=used.training),
+    requested,
+    views.module_seed(settings, "dropout"),
+)
 st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
 pieces, mask, active, p = data.pieces, data.mask, data.active, used.dropout
 weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
-style = pair_style = ui.style()
+style = pair_style = widgets.style()
 if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
     style = replace(style, max_height=min(style.max_height, 410))
     pair_style = replace(style, max_height=min(style.max_height, 330))
 
-book_mode.dropout_setting(settings, used, active)
-step = ui.stepper(
+widgets.dropout_setting(settings, used, active)
+step = widgets.stepper(
     "dropout",
     ["The book's demo on ones", "One dropout draw", "Survivors × 1/(1−p)", "Row sums", "Many draws", "Mean vs weights"],
 )
@@ -40,37 +46,37 @@ if step >= 4:
 def draw(builder, name, *args, **options):
     """A figure in the plot column, in this page's style."""
     with plot:
-        ui.draw(builder, name, *args, style=style, **options)
+        widgets.draw(builder, name, *args, style=style, **options)
 
 
 if step == 0:
     ones, labels = data.ones_demo, [str(k) for k in range(6)]
     text.markdown(notes.ones_text(ones))
-    book_mode.caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
+    widgets.book_caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
     draw(figures.heatmap, "dropout-ones", ones, labels, labels, title=title, value_name="entry", **plain)
     with text:
-        ui.show_code(attention.apply_dropout, attention.dropout_keep_mask)
+        widgets.show_code(attention.apply_dropout, attention.dropout_keep_mask)
 elif step == 1:
     text.markdown(notes.draw_text(data, settings.seed, p))
-    book_mode.caption(settings, "dropout", where=text)
+    widgets.book_caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
     draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask)
     with text:
-        ui.show_code(attention.CausalAttention.steps)
+        widgets.show_code(attention.CausalAttention.steps)
 elif step == 2:
     query, key = notes.example_cell(data)
     text.markdown(notes.survivors_text(data))
     if (keep & ~mask).any():
-        ui.table(pd.DataFrame(notes.survivor_row(data, query, key)), where=text, hide_index=True)
+        widgets.table(pd.DataFrame(notes.survivor_row(data, query, key)), where=text, hide_index=True)
     else:
         text.warning("This draw dropped every weight.")
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
     draw(figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
     with text:  # the next step shows the row sums
-        questions.ask(questions.dropout_row_sum(data.row_sums, pieces, int(query), p, active), used)
+        widgets.ask(questions.dropout_row_sum(data.row_sums, pieces, int(query), p, active), used)
 elif step == 3:
     text.markdown(notes.row_sums_text(data))
     bars = {"row sum after dropout": data.row_sums, "before dropout": weights.sum(axis=1)}
@@ -87,7 +93,7 @@ else:
         options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True}
         draw(figures.lines, "dropout-convergence", counts, series, title="Average of many draws", **options)
         with text:
-            ui.show_code(attention.dropout_average)
+            widgets.show_code(attention.dropout_average)
     else:
         views = (
             (data.mean_weights, f"Mean of {counts[-1]:,} draws", "dropout-mean"),
@@ -97,4 +103,4 @@ else:
             with column:
                 options = dict(title=title, value_name="attention weight", masked=mask, kind="weights")
                 options.update(style=pair_style, cell_text=len(pieces) <= 8)
-                ui.draw(figures.heatmap, name, matrix, pieces, pieces, **options)
+                widgets.draw(figures.heatmap, name, matrix, pieces, pieces, **options)

@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import predict, state, ui, weights
+from explorer import session, widgets
 from explorer.figures import mistakes as drawn
-from explorer.mistakes_view import SCALING_MISTAKES, changed_step, mistake_view
+from explorer.page_text.questions import Question
+from explorer.views import SCALING_MISTAKES, changed_step, mistake_view
+from explorer.widgets.questions import show_question
 
 MISTAKE = "mistakes:mistake"
 NAMES = list(attention.MISTAKES)
@@ -17,9 +19,10 @@ PRESENTER_CSS = """<style>
 </style>"""
 FUTURE = ("Yes: its output moves", "No: the future stays hidden")
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 if MISTAKE not in st.session_state:
-    linked = state.initial_param("mistake", "mistakes")
+    linked = session.initial_param("mistake", "mistakes")
     st.session_state[MISTAKE] = linked if linked in attention.MISTAKES else NAMES[0]
 title, choice = st.columns([1, 2], vertical_alignment="bottom")
 title.title("Break it")
@@ -28,17 +31,17 @@ choice.selectbox(
     NAMES,
     format_func=lambda n: attention.MISTAKES[n].title,
     help="Each is one changed line of MultiHeadAttention's forward pass, run beside the package's own code.",
-    **state.kept_widget(MISTAKE, "w_mistake", NAMES[0]),
+    **session.kept_widget(MISTAKE, "w_mistake", NAMES[0]),
 )
-weights.caption(settings)
+widgets.weights_caption(settings)
 name = st.session_state[MISTAKE]
-state.page_param("mistake", name)
+session.page_param("mistake", name)
 mistake = attention.MISTAKES[name]
 with st.spinner("Running the package's code and the mistake…"):
-    data = ui.guard(mistake_view, settings, name)
-ui.truncation_notice(data.truncated_from, settings.context_length)
+    data = widgets.guard(mistake_view, run, name)
+widgets.truncation_notice(data.truncated_from, settings.context_length)
 steps = ["The changed line", "Right beside wrong", "What it costs"]
-step = ui.stepper("mistakes", steps + (["Against d_k"] if name in SCALING_MISTAKES else []))
+step = widgets.stepper("mistakes", steps + (["Against d_k"] if name in SCALING_MISTAKES else []))
 if st.session_state.get("presenter"):
     st.html(PRESENTER_CSS)
 if name == "dropout_without_rescale":
@@ -51,21 +54,21 @@ if step == 0:
     st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
     moves = data.measure("first_token_moves")
     if moves.wrong == moves.wrong:  # not NaN: the first token's output is a number, so the question has an answer
-        question = predict.Question(
+        question = Question(
             f"mistakes:{name}:future",
             "With this mistake, does the first token's output change when every later token changes?",
             FUTURE[0] if moves.wrong > 1e-6 else FUTURE[1],
             FUTURE,
             explanation=moves.sentence,
         )
-        predict.ask(question, context=(settings.key(), name))
+        show_question(question, context=(settings.key(), name))
 elif step == 1:
     scale = "1/(1 − p): dropout scales survivors up" if data.weight_limit != 1 else "weights are probabilities"
     st.markdown(
         "Head 0's weights on your input: the package's code left, the mistake right, with the same weights and "
         f"inputs, on one colour scale from 0 to {data.weight_limit:g} ({scale})."
     )
-    ui.draw(
+    widgets.draw(
         drawn.right_and_wrong,
         "mistake-weights",
         data.right_weights,
@@ -99,5 +102,5 @@ else:
     for column, stat in zip(st.columns(2), ("max_weight", "grad_norm"), strict=True):
         with column:
             options = dict(stat=stat, wrong_name=SCALING_MISTAKES[name], head_dim=data.head_dim)
-            ui.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)
-ui.show_code(*changed_step(name), title="Show the code: the package's step, then the mistaken one")
+            widgets.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)
+widgets.show_code(*changed_step(name), title="Show the code: the package's step, then the mistaken one")

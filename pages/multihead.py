@@ -4,25 +4,29 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, questions, state, ui, weights
-from explorer.pages_support import multihead as notes
+from explorer import figures, session, views, widgets
+from explorer.page_text import multihead as notes
+from explorer.page_text import questions
+from explorer.page_text.format import first_values
+from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 st.title("Multi-head attention")
-weights.caption(settings)
-data = ui.guard(compute.multihead_view, settings)
+widgets.weights_caption(settings)
+data = widgets.guard(views.multihead_view, run)
 pieces, mask, dropout_on = data.pieces, data.mask, data.dropout_active
 num_heads, num_tokens, d_out = settings.num_heads, len(pieces), settings.d_out  # d_out: each wrapper head's
 mha_d_out = data.efficient_output.shape[-1]  # d_out of MultiHeadAttention: the same, except a trained layer's
 head_dim = mha_d_out // num_heads
-ui.truncation_notice(data.truncated_from, settings.context_length)
+widgets.truncation_notice(data.truncated_from, settings.context_length)
 HEAD = "multihead:head"
-head = state.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
+head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 trained = ["What each head looks at"] if settings.weights != "random" else []
-step = ui.stepper("multihead", [*steps, "Same weights, same output", *trained])
+step = widgets.stepper("multihead", [*steps, "Same weights, same output", *trained])
 
 
 def head_control(label: str, key: str, options, scale: int, format_func) -> None:
@@ -40,7 +44,7 @@ def heads_grid(weights, title: str, name: str) -> None:
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(cell_text=len(group) * num_tokens <= 12)
-    ui.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
+    widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
 
 
 if step == 0:
@@ -49,7 +53,7 @@ if step == 0:
         "`W_query`, `W_key`, `W_value`, built one after another from the seed, so each head attends differently."
     )
     heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
-    ui.show_code(attention.MultiHeadAttentionWrapper)
+    widgets.show_code(attention.MultiHeadAttentionWrapper)
 elif step == 1:
     if num_heads > 1:
         names = (lambda k: f"head {k}") if num_heads <= 8 else str
@@ -62,58 +66,58 @@ elif step == 1:
     with left:
         options = dict(title=f"head {head}: {weights_name}", value_name="attention weight", masked=mask, kind="weights")
         weights = data.wrapper_weights[head]
-        ui.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
+        widgets.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
     with right:
         context, title = data.wrapper_head_context[head], f"head {head}: context_vec"
-        ui.token_vectors("head-context", context, pieces, notes.labels(d_out), title=title)
-    questions.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
-    ui.show_code(attention.CausalAttention.steps)
+        widgets.token_vectors("head-context", context, pieces, notes.labels(d_out), title=title)
+    widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
+    widgets.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output
     shown = range(num_heads) if num_tokens * num_heads * d_out <= notes.GRID_CELLS else group
-    st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, ui.first_values(output)))
-    book_mode.caption(settings, "wrapper")
+    st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, first_values(output)))
+    widgets.book_caption(settings, "wrapper")
     part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
-    ui.token_vectors("wrapper-output", z, pieces, notes.labels(d_out, shown), title=title)
-    ui.show_code(attention.MultiHeadAttentionWrapper.steps)
+    widgets.token_vectors("wrapper-output", z, pieces, notes.labels(d_out, shown), title=title)
+    widgets.show_code(attention.MultiHeadAttentionWrapper.steps)
 elif step == 3:
     st.markdown(notes.split_text(mha_d_out, num_heads, head_dim))
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
-    ui.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
-    ui.show_code(attention.MultiHeadAttention.steps)
+    widgets.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
+    widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 4:
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out))
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
-    ui.show_code(attention.MultiHeadAttention.steps)
+    widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output
     st.markdown(
         f"`transpose` and `contiguous().view` put the heads' context vectors side by side again: d_out = {mha_d_out} "
         "columns, like the wrapper's concatenation. Then `out_proj`, a d_out × d_out linear layer, mixes the heads. "
-        f"First row: {ui.first_values(output)}."
+        f"First row: {first_values(output)}."
     )
-    book_mode.caption(settings, "multihead")
+    widgets.book_caption(settings, "multihead")
     left, right = st.columns(2)
     with left:
         cols = notes.labels(head_dim, range(num_heads))
         title = f"heads merged ({num_tokens}, {mha_d_out})"
-        ui.token_vectors("efficient-context", context, pieces, cols, title=title)
+        widgets.token_vectors("efficient-context", context, pieces, cols, title=title)
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"
-        ui.token_vectors("efficient-output", output, pieces, notes.labels(mha_d_out), title=title)
-    ui.show_code(attention.MultiHeadAttention.steps)
+        widgets.token_vectors("efficient-output", output, pieces, notes.labels(mha_d_out), title=title)
+    widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 6:
     difference = data.wrapper_vs_efficient_max_difference
     st.markdown(notes.same_output_text(d_out, head_dim, data.shared_d_out))
     if difference is None:
-        st.info(notes.skipped_text(data.shared_d_out, compute.SHARED_D_OUT_LIMIT))
+        st.info(notes.skipped_text(data.shared_d_out, SHARED_D_OUT_LIMIT))
     else:
         wrapper_output, fused_output = data.agreement_outputs
         names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's weights")
         title = "Every output entry, wrapper against fused module"
-        ui.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
-    ui.show_code(attention.multihead_from_wrapper)
+        widgets.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
+    widgets.show_code(attention.multihead_from_wrapper)
 else:
-    weights.show_summaries(settings)
+    widgets.show_summaries(settings)

@@ -3,55 +3,58 @@
 import math
 
 import streamlit as st
+from explorer.page_text.qkv import D_KS, TEMPERATURES
 
 import attention
-from explorer import book_mode, compute, figures, questions, state, ui, weights
-from explorer.pages_support import qkv as notes
-from explorer.pages_support.qkv import D_KS, TEMPERATURES
+from explorer import figures, session, views, widgets
+from explorer.models import choice
+from explorer.page_text import qkv as notes
+from explorer.page_text import questions
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 st.title("Q, K, V & scaling")
-weights.caption(settings)
-pieces = ui.guard(compute.prepared, settings).pieces
-v2_seed = book_mode.module_seed(settings, "v2")  # the book builds SelfAttention_v2 after seed 789
-view = ui.guard(compute.qkv_view, settings, v2_seed)
+widgets.weights_caption(settings)
+pieces = widgets.guard(run.ready).pieces
+v2_seed = views.module_seed(settings, "v2")  # the book builds SelfAttention_v2 after seed 789
+view = widgets.guard(views.qkv_view, run, v2_seed)
 steps = view.steps
 titles = ["W_query, W_key, W_value", "Queries, keys, values", "Scores, then ÷ √d_k", "Weights and context vectors"]
-step = ui.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradients", "SelfAttention_v1 = v2"])
+step = widgets.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradients", "SelfAttention_v1 = v2"])
 example, d_k = min(1, len(pieces) - 1), steps.keys.shape[-1]
 
 
-def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> ui.Panel:
+def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
     """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
     options = {"diverging": True, "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)
-    return ui.panel(name, figures.heatmap, z, rows, cols, **options)
+    return widgets.panel(name, figures.heatmap, z, rows, cols, **options)
 
 
-def lab_lines(name: str, title: str, lab) -> ui.Panel:
+def lab_lines(name: str, title: str, lab) -> widgets.Panel:
     """One scaling-lab measurement against d_k, unscaled and scaled."""
     options = dict(title=title, x_title="d_k", y_title=title, log_x=True, x_ticks=D_KS, extra_height=70)
-    return ui.panel(name, figures.lines, D_KS, notes.lab_series(lab, name), **options)
+    return widgets.panel(name, figures.lines, D_KS, notes.lab_series(lab, name), **options)
 
 
 if step == 0:
-    st.markdown(notes.projections_text(weights.origin(settings), settings.seed))
+    st.markdown(notes.projections_text(choice.origin(settings), settings.seed))
     dims = [f"in {i}" for i in range(steps.inputs.shape[1])]
     w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
-    ui.side_by_side(*(matrix(w, getattr(view, w), **w_options) for w in ("W_query", "W_key", "W_value")))
-    ui.show_code(attention.SelfAttention_v1)
+    widgets.side_by_side(*(matrix(w, getattr(view, w), **w_options) for w in ("W_query", "W_key", "W_value")))
+    widgets.show_code(attention.SelfAttention_v1)
 elif step == 1:
     st.markdown(
         "`queries = x @ W_query`, `keys = x @ W_key`, `values = x @ W_value`: each token gets a query (what it "
         "looks for), a key (what it offers to be found by) and a value (what it passes on)."
         + notes.example_rows(steps, example, queries="queries", keys="keys", values="values")
     )
-    ui.side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
-    book_mode.caption(settings, "qkv_steps")
-    ui.show_code(attention.SelfAttention_v1.steps)
+    widgets.side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
+    widgets.book_caption(settings, "qkv_steps")
+    widgets.show_code(attention.SelfAttention_v1.steps)
 elif step == 2:
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
@@ -60,35 +63,35 @@ elif step == 2:
     )
     scaled_title = f"scaled_scores = attn_scores / √{d_k}"
     shared = dict(keys=True, row_title="query", value_range=figures.shared_range(steps.attn_scores, kind="signed"))
-    ui.side_by_side(  # one colour scale: the scaled scores' paler colours are the point of ÷ √d_k
+    widgets.side_by_side(  # one colour scale: the scaled scores' paler colours are the point of ÷ √d_k
         matrix("attn_scores", steps.attn_scores, **shared),
         matrix("scaled_scores", steps.scaled_scores, title=scaled_title, **shared),
     )
-    book_mode.caption(settings, "qkv_steps")
+    widgets.book_caption(settings, "qkv_steps")
     row = (steps.attn_scores[example], steps.attn_weights[example], d_k, example)
-    questions.ask(questions.scaling_direction(*row), settings)  # step 4 shows the weights
-    ui.show_code(attention.SelfAttention_v1.steps)
+    widgets.ask(questions.scaling_direction(*row), settings)  # step 4 shows the weights
+    widgets.show_code(attention.SelfAttention_v1.steps)
 elif step == 3:
     st.markdown(
         "`torch.softmax(scaled_scores, dim=-1)` turns each row into weights that sum to 1; `attn_weights @ values` "
         "mixes the values into one **context vector** per token, d_out numbers each."
         + notes.example_rows(steps, example, attn_weights="attn_weights", context_vecs="output")
     )
-    ui.side_by_side(
+    widgets.side_by_side(
         matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
         matrix("output", steps.output, title="context_vecs = attn_weights @ values"),
     )
-    book_mode.caption(settings, "v1")
-    ui.show_code(attention.SelfAttention_v1.steps)
+    widgets.book_caption(settings, "v1")
+    widgets.show_code(attention.SelfAttention_v1.steps)
 elif step in (4, 5):
     left, right = st.columns(2)
-    kept, label = state.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0), "Temperature (divides every score)"
+    kept, label = session.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0), "Temperature (divides every score)"
     temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
-    num_keys = right.slider("Keys per row", 2, 256, **state.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
-    lab = ui.guard(compute.scaling_view, D_KS, num_keys, float(temperature), settings.seed)
+    num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
+    lab = widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed)
     if step == 4:
         st.markdown(notes.saturation_text(lab, num_keys))
-        ui.side_by_side(
+        widgets.side_by_side(
             lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
         )
     else:
@@ -96,15 +99,15 @@ elif step in (4, 5):
         one_row = {notes.UNSCALED: lab.example_unscaled, notes.SCALED: lab.example_scaled}
         keys = [f"k{j + 1}" for j in range(num_keys)]
         options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2, extra_height=70)
-        row = ui.panel("example_row", figures.bars, one_row, keys, **options)
-        ui.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
-    ui.show_code(attention.scaling_lab)
+        row = widgets.panel("example_row", figures.bars, one_row, keys, **options)
+        widgets.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
+    widgets.show_code(attention.scaling_lab)
 else:
     st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
-    ui.side_by_side(
+    widgets.side_by_side(
         matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),
         matrix("v2_output", view.v2_output, title="SelfAttention_v2", **shared),
     )
-    book_mode.caption(settings, "v2")
-    ui.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)
+    widgets.book_caption(settings, "v2")
+    widgets.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)

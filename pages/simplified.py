@@ -4,24 +4,26 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import book_mode, compute, figures, questions, state, ui, weights
+from explorer import figures, session, views, widgets
+from explorer.page_text import questions
 
-settings = state.current()
-pieces = ui.guard(compute.prepared, settings).pieces
+run = session.current_run()
+settings = run.settings
+pieces = widgets.guard(run.ready).pieces
 QUERY = "simplified:query"  # the chosen query, kept while the widget is off screen
-query = state.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
+query = session.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
 heading, picker = st.columns([3, 1], vertical_alignment="bottom")
 heading.title("Simplified attention")
 picker.selectbox(
     "Query token",
     range(len(pieces)),
     format_func=lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}",
-    **state.kept_widget(QUERY, "w_simplified_query", query),
+    **session.kept_widget(QUERY, "w_simplified_query", query),
 )
-weights.caption(settings)
-view = ui.guard(compute.simplified_view, settings, query)
+widgets.weights_caption(settings)
+view = widgets.guard(views.simplified_view, run, query)
 steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
-step = ui.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
+step = widgets.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
 inputs, scores, x = view.inputs, view.attn_scores[query], f"$x^{{({query + 1})}}$"
 other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(2)"]  # the book follows inputs[1]
 
@@ -31,24 +33,24 @@ if step == 0:
         "$x^{(j)}$ is their **dot product**: multiply entry by entry and add. It is |a|·|b|·cos(angle), so it grows "
         "both when two vectors point the same way and when they are longer. Hover a bar to see it written out."
     )
-    book_mode.caption(settings, "one_query", also=other_query)
+    widgets.book_caption(settings, "one_query", also=other_query)
     row = dict(query=query, title=f"attn_scores of x^({query + 1})", key="scores_row")
-    ui.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
+    widgets.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
     st.code(figures.dot_product_text(inputs[query], inputs[0], scores[0], query, 0), language=None, wrap_lines=True)
-    questions.ask(questions.most_attended(view.torch_softmax, pieces, query), settings)  # step 2 shows the weights
-    ui.show_code(attention.simplified_attention)
+    widgets.ask(questions.most_attended(view.torch_softmax, pieces, query), settings)  # step 2 shows the weights
+    widgets.show_code(attention.simplified_attention)
 elif step == 1:
     st.markdown(
         "Weights should be positive and sum to 1. Dividing by the row's sum gives a sum of 1, but a negative "
         "score would give a negative weight; **softmax** exponentiates first, so every weight is positive. "
         f"`softmax_naive` and `torch.softmax` differ here by at most {view.naive_vs_torch_max_difference:.2g}."
     )
-    book_mode.caption(settings, "one_query", also=other_query)
+    widgets.book_caption(settings, "one_query", also=other_query)
     series = {"attn_scores / sum": view.by_sum, "softmax_naive": view.naive_softmax}
     series["torch.softmax"] = view.torch_softmax
     title = f"attn_weights of x^({query + 1}), three ways"
-    ui.draw(figures.bars, "normalizations", series, pieces, title=title, value_name="attention weight")
-    ui.show_code(attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
+    widgets.draw(figures.bars, "normalizations", series, pieces, title=title, value_name="attention weight")
+    widgets.show_code(attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
 elif step == 2:
     broken = int(pd.isna(view.overflow_naive).sum())
     outcome = "no score passes 88.7 here, so it survives. "
@@ -65,9 +67,9 @@ elif step == 2:
     left, right = st.columns(2)
     with left:
         options = dict(title="Scores × 100, normalized", value_name="attention weight", decimals=2)
-        ui.draw(figures.bars, "overflow", series, pieces, **options)
-    ui.table(table, where=right, hide_index=True, height=min(35 * (len(pieces) + 1) + 3, 380))
-    ui.show_code(attention.overflow_demo, attention.softmax_naive)
+        widgets.draw(figures.bars, "overflow", series, pieces, **options)
+    widgets.table(table, where=right, hide_index=True, height=min(35 * (len(pieces) + 1) + 3, 380))
+    widgets.show_code(attention.overflow_demo, attention.softmax_naive)
 elif step == 3:
     st.markdown(
         f"The **context vector** $z^{{({query + 1})}}$ (`context_vecs[{query}]`) is the sum of all inputs, each "
@@ -80,27 +82,27 @@ elif step == 3:
             else ""
         )
     )
-    book_mode.caption(settings, "one_query", also=other_query)
+    widgets.book_caption(settings, "one_query", also=other_query)
     shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
     title = f"context_vec z^({query + 1}) = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
-    ui.draw(
+    widgets.draw(
         figures.stacked_contributions, "context-vector", view.contributions, pieces, title=title, key="contributions"
     )
-    ui.show_code(attention.context_contributions)
+    widgets.show_code(attention.context_contributions)
 elif step == 4:
     st.markdown(
         "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products (row i holds query "
         "x^(i+1), `inputs[i]`), and `torch.softmax(attn_scores, dim=-1)` normalizes each row. The outlined row is "
         "the query chosen above."
     )
-    book_mode.caption(settings, "simplified")
+    widgets.book_caption(settings, "simplified")
     for column, name, options in zip(
         st.columns(2), ("attn_scores", "attn_weights"), ({"kind": "signed"}, {"kind": "weights"}), strict=True
     ):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
-            ui.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
-    ui.show_code(attention.simplified_attention)
+            widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
+    widgets.show_code(attention.simplified_attention)
 else:
     difference = view.loop_max_difference
     st.markdown(
@@ -111,9 +113,9 @@ else:
             else f"The chapter's two for loops give the same matrix: max |difference| = **{difference:.3g}**."
         )
     )
-    book_mode.caption(settings, "simplified")
+    widgets.book_caption(settings, "simplified")
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     options = dict(value_name="context value", diverging=True, col_title="dimension", col_tokens=False)
     options.update(title="context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
-    ui.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, **options)
-    ui.show_code(attention.simplified_attention, attention.attention_loop)
+    widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, **options)
+    widgets.show_code(attention.simplified_attention, attention.attention_loop)

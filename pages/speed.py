@@ -5,8 +5,8 @@ import streamlit as st
 
 import attention
 from attention import speed
-from explorer import figures, state, timing, ui
-from explorer.pages_support import speed as notes
+from explorer import figures, session, views, widgets
+from explorer.page_text import speed as notes
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
@@ -14,9 +14,9 @@ RESULT = "speed:result"  # the last measurement this session asked for; reruns o
 REFERENCE = notes.REFERENCE
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
-state.current()  # the sidebar's settings do not apply here; the sizes below do
+session.current()  # the sidebar's settings do not apply here; the sizes below do
 st.title("Speed")
-devices = timing.speed_devices()
+devices = views.speed_devices()
 NO_GPU = "No GPU on this server; CUDA results appear when one is present." if devices == ["cpu"] else ""
 defaults = {"speed_T": list(T_CHOICES[2:]), "speed_d": 256, "speed_h": 4, "speed_b": 1, "speed_repeats": 3}
 for key, value in {**defaults, "speed_device": devices[-1]}.items():
@@ -39,17 +39,17 @@ with sizes_column.popover(label, icon=":material/tune:", width="stretch", key="s
     st.caption(NO_GPU)
 if run.button("Run the comparison", icon=":material/play_arrow:", type="primary", disabled=not choice[0],
               key="speed_run", width="stretch"):  # fmt: skip
-    with ui.progress("Starting the measurement…") as report:
+    with widgets.progress("Starting the measurement…") as report:
         sizes = (tuple(sorted(choice[0])), *choice[1:])
-        st.session_state[RESULT] = ui.guard(timing.speed_view, *sizes, on_progress=report)
+        st.session_state[RESULT] = widgets.guard(views.speed_view, *sizes, on_progress=report)
 data = st.session_state.get(RESULT)
-step = ui.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
+step = widgets.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
 
 
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
-    options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=ui.style())
+    options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=widgets.style())
     title = f"{title} · {data.device}, {notes.sizes_note(data)}"
-    ui.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
+    widgets.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
 
 
 if step == 0:
@@ -64,22 +64,22 @@ if step == 0:
         worst = max(data.max_abs_difference.values())
         st.markdown(f"Measured: every output equals `{REFERENCE}`'s to within {worst:.1e} (largest |difference|).")
     st.caption(NO_GPU)
-    ui.show_code(*(impl.build for impl in attention.IMPLEMENTATIONS.values()))
+    widgets.show_code(*(impl.build for impl in attention.IMPLEMENTATIONS.values()))
 elif not data:
     st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
 else:
-    st.caption(timing.budget_note(data))
+    st.caption(views.budget_note(data))
     if step == 1:
         st.markdown(notes.time_text(data))
         chart(data.time_ms, "Median time of one call", "ms", "speed-time")
-        ui.show_code(speed.measure, speed.call_seconds)
+        widgets.show_code(speed.measure, speed.call_seconds)
     elif step == 2:
         st.markdown(notes.memory_text(data))
         series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
         chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
-        ui.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
+        widgets.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
     elif step == 3:
         st.markdown(notes.why_text(data))
         rows, columns = notes.why_rows(data)
         st.dataframe(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
-        ui.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
+        widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)

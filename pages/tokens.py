@@ -4,17 +4,19 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import compute, figures, state, ui, weights
+from explorer import figures, session, views, widgets
+from explorer.models import choice
 
-settings = state.current()
+run = session.current_run()
+settings = run.settings
 st.title("Tokens & embeddings")
-weights.caption(settings)
-data = ui.guard(compute.prepared, settings)
-ui.truncation_notice(data.truncated_from, settings.context_length)
+widgets.weights_caption(settings)
+data = widgets.guard(run.ready)
+widgets.truncation_notice(data.truncated_from, settings.context_length)
 if not data.tokenizer.startswith("GPT-2"):
     st.warning(f"Tokenizer: {data.tokenizer}. Token ids are not GPT-2's.", icon=":material/wifi_off:")
 
-step = ui.stepper("tokens", ["Text → token ids", "Token ids → embedding vectors"])
+step = widgets.stepper("tokens", ["Text → token ids", "Token ids → embedding vectors"])
 labels = [figures.visible_token(p) for p in data.pieces]
 
 if step == 0:
@@ -25,12 +27,12 @@ if step == 0:
     )
     table = pd.DataFrame({"token": labels, "id": list(data.ids)})
     table.index.name = "position"
-    ui.table(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
+    widgets.table(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
     st.caption(f"{len(data.ids)} tokens · tokenizer: {data.tokenizer}")
-    ui.show_code(attention.tokenize)
+    widgets.show_code(attention.tokenize)
 else:
     if settings.weights != "random":
-        st.markdown(weights.input_text(settings))
+        st.markdown(choice.input_text(settings))
     elif settings.source == "book":
         st.markdown(
             "Chapter 3 starts from six hand-picked **3-dimensional embedding vectors**, one per token. "
@@ -44,7 +46,7 @@ else:
             "has the same vector both times, in any sentence."
         )
     dims = [f"dim {k}" for k in range(data.inputs.shape[1])]
-    ui.draw(
+    widgets.draw(
         figures.heatmap,
         "input-embeddings",
         data.inputs,
@@ -57,4 +59,4 @@ else:
         col_title="dimension",
         col_tokens=False,
     )
-    ui.show_code(attention.embed_tokens, attention.token_vector)
+    widgets.show_code(attention.embed_tokens, attention.token_vector)

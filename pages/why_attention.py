@@ -3,19 +3,17 @@
 import streamlit as st
 
 import attention
-from explorer import compute, figures, reversal, state, ui
-from explorer.pages_support import why_attention as notes
-from explorer.weights import outside_model
+from explorer import figures, views, widgets
+from explorer.page_text import why_attention as notes
 
-state.current()
 st.title("Why attention")
-settings = outside_model(state.chosen())  # the RNN is no part of the GPT: the sidebar's Weights skip it
-data = ui.guard(compute.prepared, settings)
-hidden_size = st.session_state.setdefault("why_hidden", compute.WHY_HIDDEN_SIZE)
-view = ui.guard(compute.why_view, settings, hidden_size)
+run = widgets.outside_model()  # the RNN is no part of the GPT: the sidebar's Weights skip it
+settings, data = run.settings, widgets.guard(run.ready)
+hidden_size = st.session_state.setdefault("why_hidden", views.WHY_HIDDEN_SIZE)
+view = widgets.guard(views.why_view, run, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
 
-step = ui.stepper("why_attention", notes.STEPS)
+step = widgets.stepper("why_attention", notes.STEPS)
 steps_dims = [f"h{k}" for k in range(hidden_size)]
 if step not in (4, 5):  # the two trained steps say what they were trained on
     st.caption(attention.UNTRAINED_NOTE)
@@ -38,14 +36,14 @@ if step == 0:
     )
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
-    ui.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
+    widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
 elif step == 1:
     share = view.final_state_share
     st.markdown(notes.fading_text(hidden_size, share))
     series = {"share of the final state's dependence": share}
     options = dict(title="Influence of each token on the final state", value_name="share")
     options.update(meaning="norm of ∂final_state/∂x_j, as a share of all tokens")
-    ui.draw(figures.bars, "final-state-influence", series, pieces, **options)
+    widgets.draw(figures.bars, "final-state-influence", series, pieces, **options)
 elif step == 2:
     weights = view.bahdanau_weights
     st.markdown(notes.bahdanau_text(weights.max(), num_tokens))
@@ -53,17 +51,17 @@ elif step == 2:
     options.update(row_title="decoder step", col_title="encoder token")
     options.update(meaning="how much this decoder step reads this encoder state")
     decoder_steps = [f"step {i}" for i in range(weights.shape[0])]
-    ui.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
+    widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
 elif step == 3:
     final, context = view.final_state_share, view.attention_context_share
     st.markdown(notes.context_text(final, context, num_tokens))
     series = {"final state": final, "attention context": context}
     title = "Each token's share: final state vs attention context"
-    ui.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
+    widgets.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
 elif step == 4:
-    reversal.show_alignment(pieces, data.ids)
+    widgets.show_alignment(pieces, data.ids)
 elif step == 5:
-    reversal.show_bottleneck()
+    widgets.show_bottleneck()
 else:
     st.markdown(notes.self_attention_text(view.additive_num_parameters))
     panels = (
@@ -72,6 +70,6 @@ else:
     )
     for column, (name, weights, title) in zip(st.columns(2), panels, strict=True):
         with column:
-            ui.draw(figures.heatmap, name, weights, pieces, pieces, title=title, value_name="attention weight")
+            widgets.draw(figures.heatmap, name, weights, pieces, pieces, title=title, value_name="attention weight")
     st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
-ui.show_code("attention.encoder_decoder", "attention.gru_step", "attention.additive_scores")
+widgets.show_code("attention.encoder_decoder", "attention.gru_step", "attention.additive_scores")

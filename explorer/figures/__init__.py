@@ -23,15 +23,18 @@ skips plotly's validation (``layout.figure``): about 1 ms a heatmap, where setti
 one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
 ``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
 They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
-styles, ticks, margins, subplot grids, what part of a large matrix is drawn, the figure itself),
-``scales`` (a matrix's kind and its colour range), ``heatmaps``, ``grids`` (one matrix per head),
-``charts``, ``heads`` and ``mistakes`` (the "Break it" page).
+styles, ticks, margins, subplot grids, the figure itself), ``matrices`` (what part of a large matrix
+is drawn), ``scales`` (a matrix's kind and its colour range), ``heatmaps`` with ``masks`` (masked
+cells) and ``dropout``, ``grids`` (one matrix per head), ``charts``, ``products`` (a score's terms,
+two computations compared), ``heads``, ``mistakes`` (the "Break it" page) and ``tables`` (a figure's
+numbers as CSV and JSON).
 Pages import this package and use the names below.
 """
 
-from .charts import agreement, bars, dot_product_bars, dot_product_text, lines, measured_lines, stacked_contributions
+from .charts import bars, lines, stacked_contributions
+from .dropout import WORD_LABEL_LIMIT, dropout_heatmap
 from .grids import heatmap_grid
-from .heatmaps import WORD_LABEL_LIMIT, dropout_heatmap, heatmap, without_cell_text
+from .heatmaps import heatmap, without_cell_text
 from .labels import plain_label, plural, token_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
@@ -47,10 +50,10 @@ from .layout import (
     TEXT_CELL_LIMIT,
     TICK_LIMIT,
     FigureStyle,
-    MatrixView,
     export_config,
-    fit_matrix,
 )
+from .matrices import MatrixView, fit_matrix
+from .products import agreement, dot_product_bars, dot_product_text, measured_lines
 from .scales import KINDS, MASK, NONNEGATIVE, SIGNED, WEIGHTS, colour_range, infer_kind, shared_range, spread_note
 
 __all__ = [

@@ -14,16 +14,15 @@ from .layout import (
     TEXT_CELL_LIMIT,
     FigureStyle,
     axis,
-    cell_text,
     figure,
     figure_height,
     figure_layout,
-    fit_matrix,
     labels_that_fit,
     subplot_axes,
     subplot_grid,
     tick_positions,
 )
+from .matrices import cell_text, fit_matrix
 from .scales import WEIGHTS, colour_range, colour_settings, hidden_value
 
 

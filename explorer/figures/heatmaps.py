@@ -15,27 +15,22 @@ import plotly.graph_objects as go
 from .labels import plain_label, plural, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
-    MASK_COLOURS,
     MASK_WORD_LIMIT,
     ROTATED_TICKS,
     TEXT_CELL_LIMIT,
-    TICK_LIMIT,
     FigureStyle,
-    MatrixView,
     axis,
-    cell_text,
     figure,
     figure_height,
     figure_layout,
-    fit_matrix,
     labels_that_fit,
     tick_positions,
 )
+from .masks import mask_legend, masked_cells
+from .matrices import MatrixView, cell_text, fit_matrix
 from .scales import (
     MASK,
-    NONNEGATIVE,
     SIGNED,
-    WEIGHTS,
     colour_range,
     colour_settings,
     hidden_value,
@@ -45,63 +40,6 @@ from .scales import (
 
 NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
 NARROWEST_PLOT = 200  # px: the narrowest plot area drawn (three heatmaps side by side); column labels fit it
-MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its weight is exactly 0"
-MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
-
-
-def _mask_legend(style: FigureStyle) -> list[dict]:
-    """A boolean mask's two colours as two legend entries, in place of a colour bar."""
-    names = ("False (0): visible", "True (1): masked, a future key")
-    return [
-        {
-            "type": "scatter",
-            "x": [None],
-            "y": [None],
-            "mode": "markers",
-            "marker": {"symbol": "square", "size": style.tick_size, "color": colour},
-            "name": name,
-            "hoverinfo": "skip",
-        }
-        for colour, name in zip(MASK_COLOURS, names, strict=True)
-    ]
-
-
-def _masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool) -> list[dict]:
-    """Masked cells stay grey (the plot background shows through); they say what they are on hover,
-    and in small matrices the word "masked" is written in them."""
-    ii, jj = np.nonzero(masked_cells)
-    if ii.size == 0 or len(view.row_positions) > TICK_LIMIT or len(view.col_positions) > TICK_LIMIT:
-        return []
-    x = [view.col_positions[j] for j in jj]
-    y = [view.row_positions[i] for i in ii]
-    hover = MASKED_SCORE_HOVER if kind == SIGNED else MASKED_WEIGHT_HOVER
-    traces = [
-        {
-            "type": "scatter",
-            "x": x,
-            "y": y,
-            "mode": "markers",
-            "marker": {"size": 1, "opacity": 0},
-            "hovertemplate": f"{hover}<extra></extra>",
-            "showlegend": False,
-            "name": "masked cells",
-        }
-    ]
-    if words:
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": y,
-                "mode": "text",
-                "text": ["−∞" if kind == SIGNED else "masked"] * len(ii),
-                "textfont": {"size": style.label_size, "color": "#333333"},
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "name": "masked",
-            }
-        )
-    return traces
 
 
 def heatmap(
@@ -136,7 +74,7 @@ def heatmap(
     values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
     renames legend entries (a mask's two colours, named for what 0 and 1 mean in it).
     """
-    data, layout, _ = _heatmap_spec(
+    data, layout, _ = heatmap_spec(
         z,
         row_labels,
         col_labels,
@@ -161,7 +99,7 @@ def heatmap(
     return figure(data, layout)
 
 
-def _heatmap_spec(
+def heatmap_spec(
     z,
     row_labels,
     col_labels,
@@ -259,13 +197,13 @@ def _heatmap_spec(
     data = [trace]
     own = {}  # this heatmap's own layout, beside the shared one
     if kind == MASK:
-        data += _mask_legend(style)
+        data += mask_legend(style)
         # under the plot (its column labels are on top), so the plot keeps its width
         own["showlegend"] = True
         own["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}}
     elif view.block == 1:
         words = prints_values and masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT
-        data += _masked_cells(view, hidden, kind, style, words)
+        data += masked_cells(view, hidden, kind, style, words)
     if highlighted:
         own["shapes"] = [
             {
@@ -306,98 +244,6 @@ def _heatmap_spec(
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
         margin["t"] = 2 * style.title_size + 3 * style.tick_size + labels_height + 16
     return data, figure_layout(title + note, style, height, margin=margin, **own), view
-
-
-WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis
-
-
-def dropout_heatmap(
-    z,
-    keep,
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    *,
-    title: str,
-    masked=None,
-    value_name: str = "attention weight after dropout",
-    meaning: str = "",
-    value_range: tuple[float, float] | None = None,
-    style: FigureStyle = DEFAULT_STYLE,
-) -> go.Figure:
-    """Weights after one dropout draw: dropped cells blank and labelled "dropped".
-
-    Survivors are scaled by 1/(1 − p), so they can pass 1: the scale is then 0 to the largest
-    survivor ("nonnegative"), else the weights' 0–1; ``value_range`` overrides it.
-
-    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
-    (True = masked) marks the causal mask's future cells, which stay labelled
-    "masked" (they are 0 whether or not the draw dropped them). The words fit
-    cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
-    dropped cells get a cross sized to the cell and future cells stay grey. ``heatmap``'s
-    token window and block means apply; block means average the surviving
-    weights and carry no marks.
-    """
-    values = np.asarray(z, dtype=np.float64)
-    future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
-    dropped = ~np.asarray(keep, dtype=bool) & ~future
-    kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
-    data, layout, view = _heatmap_spec(
-        values,
-        row_labels,
-        col_labels,
-        title=title,
-        value_name=value_name,
-        meaning=meaning,
-        kind=kind,
-        diverging=False,
-        value_range=value_range,
-        masked=future | dropped,
-        row_title="query",
-        col_title="key",
-        decimals=2,
-        highlight_row=None,
-        row_tokens=True,
-        col_tokens=True,
-        style=style,
-    )
-    heat = data[0]  # without heatmap's marks: the blank cells are labelled "masked" and "dropped" apart
-    heat["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
-    return figure([heat, *_dropout_marks(view, future, dropped, style)], layout)
-
-
-def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
-    """The words "masked" and "dropped" in small matrices; up to ``TICK_LIMIT`` tokens, a cross in each
-    dropped cell; none on block means."""
-    if view.block > 1:
-        return []
-    rows, cols = view.row_positions, view.col_positions
-    small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
-    marks = []
-    for cells, text, hover in (
-        (future, "masked", MASKED_WEIGHT_HOVER),
-        (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
-    ):
-        ii, jj = np.nonzero(cells[np.ix_(rows, cols)])
-        if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
-            continue
-        colour = "#333333" if text == "masked" else "#B2182B"
-        shown = {"mode": "text", "text": [text] * len(ii), "textfont": {"size": style.label_size, "color": colour}}
-        if not small:  # a cross drawn as a marker, sized to the cells, so neighbours never run together
-            size = int(np.clip(0.5 * style.max_height / max(len(rows), len(cols)), 4, 14))
-            cross = {"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
-            shown = {"mode": "markers", "marker": cross}
-        marks.append(
-            {
-                "type": "scatter",
-                "x": [cols[j] for j in jj],
-                "y": [rows[i] for i in ii],
-                "hovertemplate": f"{hover}<extra></extra>",
-                "showlegend": False,
-                "name": text,
-                **shown,
-            }
-        )
-    return marks
 
 
 def without_cell_text(fig: go.Figure) -> go.Figure:

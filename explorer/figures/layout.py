@@ -215,84 +215,6 @@ def subplot_axes(k: int) -> tuple[str, str]:
     return "x" + suffix, "y" + suffix
 
 
-def cell_text(values: np.ndarray, hidden: np.ndarray, decimals: int = 2) -> np.ndarray:
-    """The numbers printed in a heatmap's cells, "" in hidden ones, as one string array: a figure copies it
-    in one piece, where nested lists are copied string by string."""
-    rows = zip(values, hidden, strict=True)
-    return np.array([["" if off else f"{v:.{decimals}f}" for v, off in zip(*row, strict=True)] for row in rows])
-
-
-@dataclass(frozen=True)
-class MatrixView:
-    """The part of a matrix a heatmap draws: a token window, then block means if still large."""
-
-    values: np.ndarray
-    hidden: np.ndarray
-    row_labels: list[str]
-    col_labels: list[str]
-    row_positions: list[int]
-    col_positions: list[int]
-    row_tokens: bool
-    col_tokens: bool
-    block: int
-
-
-def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """The mean of the shown cells in each ``block`` × ``block`` block (the last ones may be smaller),
-    and which blocks have none. Sums run along rows, then down columns (``np.add.reduceat``): a third of
-    the time of summing padded blocks over two strided axes."""
-    rows, cols = values.shape
-    shown = ~hidden & np.isfinite(values)
-    row_starts, col_starts = np.arange(0, rows, block), np.arange(0, cols, block)
-    sums = np.add.reduceat(np.add.reduceat(np.where(shown, values, 0.0), col_starts, axis=1), row_starts, axis=0)
-    counts = np.add.reduceat(np.add.reduceat(shown.astype(np.int32), col_starts, axis=1), row_starts, axis=0)
-    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
-    return means, counts == 0
-
-
-def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style: FigureStyle) -> MatrixView:
-    """Apply ``style.token_window`` to token axes, then draw block means if an axis is still
-    longer than ``style.max_cells_per_axis``, so a 1,024-token matrix is not sent cell by cell."""
-    row_labels, col_labels = list(row_labels), list(col_labels)
-    row_start = col_start = 0
-    if style.token_window is not None:
-        start, stop = style.token_window
-        if row_tokens:
-            values, hidden, row_labels = values[start:stop], hidden[start:stop], row_labels[start:stop]
-            row_start = start
-        if col_tokens:
-            values, hidden, col_labels = values[:, start:stop], hidden[:, start:stop], col_labels[start:stop]
-            col_start = start
-    rows, cols = values.shape
-    block = int(np.ceil(max(rows, cols) / style.max_cells_per_axis))
-    if block <= 1:
-        return MatrixView(
-            values,
-            hidden,
-            row_labels,
-            col_labels,
-            list(range(row_start, row_start + rows)),
-            list(range(col_start, col_start + cols)),
-            row_tokens,
-            col_tokens,
-            1,
-        )
-    means, empty = _block_means(values, hidden, block)
-    row_positions = list(range(row_start, row_start + rows, block))
-    col_positions = list(range(col_start, col_start + cols, block))
-    return MatrixView(
-        means,
-        empty,
-        [f"#{p}–{min(p + block, row_start + rows) - 1}" for p in row_positions],
-        [f"#{p}–{min(p + block, col_start + cols) - 1}" for p in col_positions],
-        row_positions,
-        col_positions,
-        False,
-        False,
-        block,
-    )
-
-
 def export_config(file_name: str, *, image_format: str = "png", scale: int = 3) -> dict:
     """plotly's toolbar config: the camera button downloads PNG at presentation
     resolution (``scale`` × the on-screen size) or SVG, named for the view."""
@@ -303,3 +225,9 @@ def export_config(file_name: str, *, image_format: str = "png", scale: int = 3) 
         "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": scale},
         "modeBarButtonsToRemove": ["lasso2d", "select2d"],
     }
+
+
+def plain_numbers(values) -> list:
+    """A sequence of numbers as a list of Python numbers (numpy scalars become ``int``/``float``), as
+    plotly's validator would store it: exports write ``trace.x`` to JSON."""
+    return [v.item() if isinstance(v, np.generic) else v for v in values]

@@ -19,16 +19,15 @@ from .layout import (
     SEQUENTIAL,
     FigureStyle,
     axis,
-    cell_text,
     figure,
     figure_height,
     figure_layout,
-    fit_matrix,
     labels_that_fit,
     subplot_axes,
     subplot_grid,
     tick_positions,
 )
+from .matrices import cell_text, fit_matrix
 
 NAN_FILL = "rgba(213, 94, 0, 0.45)"  # vermilion over the grey of a blank cell: not a colour of the weight scale
 NAN_LINE = "#D55E00"

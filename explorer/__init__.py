@@ -1,0 +1,24 @@
+"""The app's glue around the ``attention`` package: settings, caching, views, session state and widgets.
+No attention math lives here; it calls the package.
+
+The sub-packages are layers. A module imports only its own layer and the layers below it, never one above
+(``tests/test_architecture.py`` checks this, imports inside functions included, and that nothing imports
+in a cycle). From the top:
+
+* ``pages/`` (outside this package) and ``explorer_app.py``: each page reads its ``Run``, calls a view,
+  and draws it with widgets and figures.
+* ``widgets``: Streamlit's pieces: the sidebar, the stepper, charts with their downloads, the code panel,
+  questions, captions, the one stylesheet.
+* ``session``: one visitor's settings in session state and the URL, the ``Run`` made from them, the state a
+  page keeps, the link.
+* ``views``: what a page computes (``views.run.Run``, budgeted once), as frozen results shared by sessions.
+* ``models``: the Weights setting's one place: the chapter's random weights or a trained model's layer,
+  the sentence prepared for them, the modules built from them.
+* ``runtime``: the server process: lazy torch, shared caches, memory estimates, one queue, every patch of
+  Streamlit's internals, the first paint.
+* At the bottom, importing none of the above: ``settings`` and ``parsing`` (validated settings, what a link
+  sent), ``results`` (the views' frozen dataclasses), ``figures`` (pure figure builders) and
+  ``page_text`` (the step text that quotes measured numbers, and the questions built from them).
+
+A command-line tool lives in ``scripts/``; measurements live in ``benchmarks/``.
+"""

@@ -1,0 +1,240 @@
+"""How the explorer caches what pages compute, and how cached results stay shared safely.
+
+Views, modules and prepared inputs are ``shared_view``s: one read-only result for every session,
+kept in ``SHARED``, which is bounded by bytes in all (``CACHE_BYTES``), by bytes per result
+(``ENTRY_BYTES``: a larger result is computed for the run that asked and not kept), by entries per
+function, and by age (``CACHE_TTL_S``). Tokenizations are shared views too (a 60,000-character paste
+is megabytes of strings); the scaling lab's small result is ``st.cache_data`` with a ttl.
+``remembered`` keeps results that are computed while a page draws progress (Streamlit would replay
+that drawing on a cache hit).
+
+The ``st.cache_data`` and ``st.cache_resource`` functions that remain keep a lock per key only while a
+run holds it (``patches.bound_streamlit_cache_locks``)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import sys
+import threading
+import time
+from collections import OrderedDict
+from types import MappingProxyType
+
+import numpy as np
+
+from explorer.runtime.lazy import loaded
+
+MIB = 2**20
+CACHE_ENTRIES = 32
+VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays
+CACHE_BYTES = 320 * MIB  # every shared result together
+ENTRY_BYTES = 96 * MIB  # the largest result kept; larger ones are computed for the run that asks
+CACHE_TTL_S = 600.0  # a result unused this long is dropped
+
+
+def size_of(value, seen: set[int] | None = None) -> int:
+    """The bytes of numpy arrays, torch tensors, module parameters and strings reachable from ``value``,
+    each memory block counted once (an array that views a tensor counts its whole block)."""
+    seen = set() if seen is None else seen
+    torch = loaded("torch")  # not imported (or still importing in another thread): nothing here is a tensor
+    if torch is not None and isinstance(value, torch.nn.Module):
+        return sum(size_of(t, seen) for t in (*value.parameters(), *value.buffers()))
+    if torch is not None and isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        if storage.data_ptr() in seen:
+            return 0
+        seen.add(storage.data_ptr())
+        return storage.nbytes()
+    if isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if base.__array_interface__["data"][0] in seen:
+            return 0
+        seen.add(base.__array_interface__["data"][0])
+        return max(base.nbytes, value.nbytes)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(size_of(getattr(value, field.name), seen) for field in dataclasses.fields(value))
+    if isinstance(value, dict | MappingProxyType):
+        return sum(size_of(item, seen) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(size_of(item, seen) for item in value)
+    if isinstance(value, str):
+        return sys.getsizeof(value)
+    return 0
+
+
+class SharedCache:
+    """One process-wide store of read-only results, least recently used dropped first.
+
+    Bounded by ``max_bytes`` in all, ``entry_bytes`` per result, entries per function name (the
+    first item of each key) and ``ttl_s`` since last use, checked whenever the cache is used.
+    """
+
+    def __init__(self, max_bytes: int, entry_bytes: int, ttl_s: float) -> None:
+        self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
+        self._entries: OrderedDict[tuple, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, used)
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def _drop(self, key: tuple) -> None:
+        self._bytes -= self._entries.pop(key)[1]
+
+    def _expire(self, now: float) -> None:
+        while self._entries:
+            key, (_, _, used) = next(iter(self._entries.items()))
+            if now - used <= self.ttl_s:
+                return
+            self._drop(key)
+
+    def get(self, key: tuple, default=None):
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            if key not in self._entries:
+                return default
+            value, size, _ = self._entries[key]
+            self._entries[key] = (value, size, now)
+            self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: tuple, value, max_entries: int) -> bool:
+        """Keep ``value`` under ``key`` unless it is larger than ``entry_bytes``; says whether it was kept."""
+        size = size_of(value)
+        if size > self.entry_bytes:
+            return False
+        with self._lock:
+            if key in self._entries:
+                self._drop(key)
+            same_function = [k for k in self._entries if k[0] == key[0]]
+            for old in same_function[: max(0, len(same_function) - max_entries + 1)]:
+                self._drop(old)
+            while self._entries and self._bytes + size > self.max_bytes:
+                self._drop(next(iter(self._entries)))
+            self._entries[key] = (value, size, time.monotonic())
+            self._bytes += size
+            return True
+
+    def clear(self, name: str | None = None) -> None:
+        """Forget every result, or those of function ``name``."""
+        with self._lock:
+            for key in [k for k in self._entries if name is None or k[0] == name]:
+                self._drop(key)
+
+    @property
+    def bytes(self) -> int:
+        with self._lock:
+            self._expire(time.monotonic())
+            return self._bytes
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+MISSING = object()  # what ``SharedCache.get`` returns for a key it does not hold
+SHARED = SharedCache(CACHE_BYTES, ENTRY_BYTES, CACHE_TTL_S)
+
+
+def read_only(value):
+    """``value`` with every numpy array in it made read-only, every dict a read-only mapping and every list a tuple.
+
+    A frozen dataclass comes back as a copy whose fields are read-only too. ``shared_view``
+    results are one object shared by every session: a page that wrote into one would change
+    what other students see, so writing fails loudly instead.
+    """
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {field.name: read_only(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, dict | MappingProxyType):
+        return MappingProxyType({key: read_only(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(read_only(item) for item in value)
+    return value
+
+
+def shared_view(max_entries: int):
+    """A cached function whose result is made ``read_only`` and shared by every session in ``SHARED``.
+
+    ``st.cache_data`` pickles a result when it stores it and unpickles a copy on every hit: 54 ms
+    for ``mask_view``'s 38 MiB at T = 1,024, paid again at every step. A shared read-only result
+    costs nothing on a hit. Sessions asking for the same key at once compute it once. A call may pass
+    ``on_miss``, a context manager factory that a computation runs in (``views.run.budgeted`` waits
+    there for a place among the heavy computations); it is not part of the key.
+    ``function.clear()`` forgets its results.
+    """
+
+    def decorate(function):
+        name = f"{function.__module__}.{function.__qualname__}"
+        computing: dict[tuple, threading.Lock] = {}
+        computing_lock = threading.Lock()
+
+        @functools.wraps(function)
+        def cached(*args, on_miss=None, **kwargs):
+            key = (name, args, tuple(sorted(kwargs.items())))
+            value = SHARED.get(key, MISSING)
+            if value is not MISSING:
+                return value
+            with computing_lock:
+                lock = computing.setdefault(key, threading.Lock())
+            try:
+                with lock:
+                    value = SHARED.get(key, MISSING)
+                    if value is MISSING:
+                        with on_miss() if on_miss else contextlib.nullcontext():
+                            value = read_only(function(*args, **kwargs))
+                        SHARED.put(key, value, max_entries)
+            finally:
+                with computing_lock:
+                    computing.pop(key, None)
+            return value
+
+        cached.clear = lambda: SHARED.clear(name)
+        return cached
+
+    return decorate
+
+
+def remembered(max_entries: int):
+    """Keep a function's last ``max_entries`` results, keyed by its positional arguments,
+    shared by every session and made ``read_only``.
+
+    Keyword arguments are not part of the key: they carry a progress callback. Unlike
+    ``st.cache_data``, nothing drawn while computing is recorded and replayed on a hit.
+    ``function.clear()`` forgets every result; ``function.get(*args)`` looks one up without computing.
+    """
+
+    def decorate(function):
+        results: OrderedDict[tuple, object] = OrderedDict()
+        lock = threading.Lock()
+
+        @functools.wraps(function)
+        def cached(*args, **kwargs):
+            with lock:
+                if args in results:
+                    results.move_to_end(args)
+                    return results[args]
+            result = read_only(function(*args, **kwargs))
+            if size_of(result) > ENTRY_BYTES:
+                return result
+            with lock:
+                results[args] = result
+                while len(results) > max_entries:
+                    results.popitem(last=False)
+            return result
+
+        def get(*args):
+            """The remembered result for these arguments, or None; computes nothing."""
+            with lock:
+                return results.get(args)
+
+        cached.clear = results.clear
+        cached.get = get
+        return cached
+
+    return decorate

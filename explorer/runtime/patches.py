@@ -1,0 +1,177 @@
+"""Every change this app makes to Streamlit's internals, in one place, for the Streamlit it was written for.
+
+* ``bound_streamlit_cache_locks``: ``Cache.compute_value_lock`` keeps a lock only while a run holds it.
+* ``tolerate_crafted_widgets``: eight widget deserializers read a value they cannot parse as "not sent".
+* ``ensure_entrypoint``: ``PagesManager.uses_pages_directory`` is turned off, so a deep link runs the app script.
+* ``run_page``: ``Page._can_be_called`` is set again, so a fragment rerun can run the page.
+
+Each relies on a private name that a new Streamlit may move. ``STREAMLIT_VERSION`` is the version they were
+written and tested for; ``check_version`` (run by ``tests/test_patches.py``) fails, saying what to re-check,
+when the installed Streamlit's minor version differs.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import streamlit as st
+from streamlit.elements.widgets import (
+    button_group,
+    checkbox,
+    multiselect,
+    number_input,
+    select_slider,
+    selectbox,
+    slider,
+)
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from explorer.parsing import quoted
+
+STREAMLIT_VERSION = "1.67"  # the major.minor these patches were written for
+
+
+def check_version(installed: str = st.__version__) -> None:
+    """Raise ``RuntimeError`` naming each patch to re-check when ``installed`` is not ``STREAMLIT_VERSION``."""
+    if ".".join(installed.split(".")[:2]) != STREAMLIT_VERSION:
+        raise RuntimeError(
+            f"explorer/runtime/patches.py was written for Streamlit {STREAMLIT_VERSION} and Streamlit {installed} "
+            "is installed: re-check Cache.compute_value_lock and Cache._value_locks, the widget Serde classes' "
+            "deserialize, PagesManager.uses_pages_directory and Page._can_be_called, then update STREAMLIT_VERSION."
+        )
+
+
+class KeyLock:
+    """A ``threading.Lock`` that can be weakly referenced, so that a table of locks keeps only those in use."""
+
+    __slots__ = ("__weakref__", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+
+def _compute_value_lock(cache, value_key: str) -> KeyLock:
+    """``Cache.compute_value_lock`` whose table holds each key's lock only while some run holds the lock.
+
+    Runs computing or waiting for the same key at once still share one lock: each keeps a reference to it
+    until it is done; after that the lock and its key leave the table.
+    """
+    with cache._value_locks_lock:
+        if not isinstance(cache._value_locks, weakref.WeakValueDictionary):
+            cache._value_locks = weakref.WeakValueDictionary()
+        lock = cache._value_locks.get(value_key)
+        if lock is None:
+            lock = cache._value_locks[value_key] = KeyLock()
+        return lock
+
+
+def bound_streamlit_cache_locks() -> None:
+    """Keep Streamlit's cached functions from holding a lock for every key they ever computed.
+
+    Streamlit 1.67's ``Cache.compute_value_lock`` fills ``Cache._value_locks``, a ``defaultdict(threading.Lock)``,
+    with one lock per distinct key and never removes one, however small ``max_entries`` is: with a typed
+    sentence in the key, the server grows by about 190 bytes for every sentence ever typed
+    (``benchmarks/streamlit_lock_growth.py``). Replaces that method, once, for every cache.
+    """
+    from streamlit.runtime.caching.cache_utils import Cache
+
+    if Cache.compute_value_lock is not _compute_value_lock:
+        Cache.compute_value_lock = _compute_value_lock
+
+
+_UNREADABLE: dict[str, list[str]] = {}  # session id -> notices about widget values Streamlit could not read
+_UNREADABLE_LOCK = threading.Lock()
+
+
+def _record_unreadable(ui_value) -> None:
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with _UNREADABLE_LOCK:
+        if len(_UNREADABLE) > 1000:  # sessions that never drew their notices
+            _UNREADABLE.clear()
+        notices = _UNREADABLE.setdefault(ctx.session_id, [])
+        if len(notices) < 5:
+            notices.append(f"A control was sent {quoted(ui_value)}, which it does not take; it keeps its value.")
+
+
+def tolerate_crafted_widgets() -> None:
+    """Make Streamlit's widgets read a value they cannot parse as "no value sent" (their current value),
+    and record a notice for the session; once per process.
+
+    A browser sends each widget a value of its kind, but a crafted websocket message can send a
+    number input the string "abc". Streamlit's own ``int("abc")`` then raises before any of this
+    app's code runs, and the session shows an exception until it reloads.
+    """
+    for serde in (
+        number_input.NumberInputSerde,
+        slider.SliderSerde,
+        select_slider.SelectSliderSerde,
+        selectbox.SelectboxSerde,
+        checkbox.CheckboxSerde,
+        button_group._SingleSelectButtonGroupSerde,
+        button_group._MultiSelectButtonGroupSerde,
+        multiselect.MultiSelectSerde,
+    ):
+        original = serde.deserialize
+        if getattr(original, "tolerant", False):
+            continue
+
+        def deserialize(self, ui_value, original=original):
+            try:
+                return original(self, ui_value)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+                _record_unreadable(ui_value)
+                return original(self, None)
+
+        deserialize.tolerant = True
+        serde.deserialize = deserialize
+
+
+def unreadable_notices(session_id: str | None) -> list[str]:
+    """The notices recorded for this session's unreadable widget values, taken once."""
+    with _UNREADABLE_LOCK:
+        return _UNREADABLE.pop(session_id, []) if session_id else []
+
+
+def ensure_entrypoint() -> None:
+    """Make sure the app script (``explorer_app.py``: sidebar and navigation) runs around every page.
+
+    Streamlit treats an app with a ``pages/`` folder as an old-style
+    multipage app until the entry script has called ``st.navigation`` once in
+    the server process. If the first request after a start is a deep link
+    (``/causal_mask?step=3``), it runs that page file alone, without the
+    sidebar, and stays in that mode. Pages call this first: it switches the
+    process to ``st.navigation`` mode and reruns, so the entry script runs.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def run_page(page) -> None:
+    """Run the page ``st.navigation`` returned, also when only the fragment around it reruns: Streamlit's
+    ``Page.run`` allows one call per run of the entry script, and a fragment rerun does not run that script."""
+    page._can_be_called = True  # Streamlit's own guard, which is set again at its first call
+    page.run()
+
+
+bound_streamlit_cache_locks()  # on import, as every cache may be created after it

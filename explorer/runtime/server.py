@@ -1,0 +1,257 @@
+"""Process-wide settings for a server shared by a classroom, made once by ``configure_server``.
+
+Nothing here happens on import, and importing this module imports neither torch nor pandas. As the
+server starts, ``lifespan`` imports the first page's modules in a thread (``FIRST_RUN_MODULES``, by name:
+none of them imports torch). The app script calls ``configure_server()`` first; on the first run it has
+torch and the whole package imported once the browser says the page has painted (``first_paint``), then
+gives each script run one torch thread and freezes the heap out of the collector's reach.
+
+BENCHMARKS.md, "Where the time goes" and "Cost per action and first paint", has the measurements.
+Tests that need the tuning call ``configure_server()`` themselves, outside a script run: then it
+imports and tunes at once."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import importlib
+import sys
+import threading
+from collections.abc import Iterator
+
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+import attention
+from explorer.runtime import first_paint
+from explorer.runtime.first_paint import first_page_chunks, painted, preload_browser_code
+
+# Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
+# converts a DataFrame with pyarrow). The first page needs neither.
+LATER_MODULES = ("pandas", "pyarrow")
+# Imported as the server starts (``lifespan``): what the entry script and the first page import. None of it
+# imports torch (tests/test_first_paint.py).
+FIRST_RUN_MODULES = (
+    "explorer.session",
+    "explorer.views",
+    "explorer.widgets",
+    "explorer.figures",
+    "explorer.models.first_view",
+    "explorer.page_text.why_attention",
+)
+# Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
+APP_MODULES = ("torch", *(f"attention.{name}" for name in attention.SUBMODULES))
+# While imports run in the background, the interpreter hands the GIL on every 0.5 ms instead of 5 ms.
+IMPORT_SWITCH_INTERVAL_S = 0.0005
+# The browser tells the server when the first page has painted (``PAINTED_PATH``); torch is imported then, or
+# this long after the first run if no browser says so (a page without a chart, another client).
+PAINT_WAIT_S = 4.0
+_first_run_ready: threading.Thread | None = None
+_app_import: threading.Thread | None = None
+_configured = threading.Event()
+warmed = threading.Event()  # set once torch and the later modules are imported and the heap frozen
+_warming = threading.Event()  # set by the first configure_server, which starts the warm-up
+_configure_lock = threading.Lock()
+_warm_lock = threading.Lock()
+
+
+@functools.cache
+def machine_threads() -> int:
+    """The intra-op threads torch would use on this machine; the Speed page measures with all of them.
+
+    Read before ``configure_server`` gives script runs one thread."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def __getattr__(name: str):
+    if name == "MACHINE_THREADS":  # read on first use, so that importing this module does not import torch
+        return machine_threads()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    """``st.App``'s lifespan (``streamlit_app.py``): as the server starts, prepare what the first run needs.
+
+    The server answers at once; ``prepare_first_run`` runs in a thread while the first browser loads
+    Streamlit's page and code. It imports no torch: the first page is drawn first, and torch is
+    imported after it (``configure_server``)."""
+    start_preparing_first_run()
+    yield
+
+
+def start_preparing_first_run() -> None:
+    """Run ``prepare_first_run`` in a thread, once per process (not if the server is already configured)."""
+    global _first_run_ready
+    with _configure_lock:
+        if _first_run_ready is not None or _warming.is_set():
+            return
+        _first_run_ready = threading.Thread(target=prepare_first_run, name="explorer-first-run", daemon=True)
+    _first_run_ready.start()
+
+
+_switches_lock = threading.Lock()
+_switches_users = 0
+_switches_saved = 0.0
+
+
+@contextlib.contextmanager
+def _quick_switches() -> Iterator[None]:
+    """Hand the GIL on every ``IMPORT_SWITCH_INTERVAL_S`` meanwhile, so that the threads serving the browser
+    and running pages wait less behind a background import. Threads may overlap: the last one out puts
+    the interval back."""
+    global _switches_users, _switches_saved
+    with _switches_lock:
+        if _switches_users == 0:
+            _switches_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switches_saved, IMPORT_SWITCH_INTERVAL_S))
+        _switches_users += 1
+    try:
+        yield
+    finally:
+        with _switches_lock:
+            _switches_users -= 1
+            if _switches_users == 0:
+                sys.setswitchinterval(_switches_saved)
+
+
+def prepare_first_run() -> None:
+    """Import what the first run imports (``FIRST_RUN_MODULES``) and do once per process what it would do
+    first (``_warm_first_run``): no torch."""
+    with _quick_switches():
+        for name in FIRST_RUN_MODULES:
+            importlib.import_module(name)
+        _warm_first_run()
+
+
+def start_importing_app() -> threading.Thread:
+    """Run ``import_app`` in a thread, once per process; the thread."""
+    global _app_import
+    with _configure_lock:
+        if _app_import is None:
+            _app_import = threading.Thread(target=import_app, name="explorer-import-app", daemon=True)
+            _app_import.start()
+        return _app_import
+
+
+def import_app() -> None:
+    """Import torch and what every page imports (``APP_MODULES``), and tune the process (``_tune``)."""
+    with _quick_switches():
+        for name in APP_MODULES:
+            importlib.import_module(name)
+        _tune()
+
+
+def _warm_first_run() -> None:
+    """Read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon), find the browser
+    chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored first view:
+    each once per process, none with torch."""
+    import numpy as np
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from streamlit import string_util
+
+    from attention.tokens import load_bpe
+
+    load_bpe()
+    string_util.is_emoji("🔍")
+    first_page_chunks()
+    pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
+    stored = importlib.import_module("explorer.models.first_view")  # imported by name, as every app module here
+    stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
+
+
+def _tune() -> None:
+    """One torch thread per script run and the heap frozen (``configure_server``); once per process, after
+    torch is imported."""
+    with _configure_lock:
+        if _configured.is_set():
+            return
+        machine_threads()
+        import torch
+
+        torch.set_num_threads(1)
+        gc.freeze()  # cheap without a collection: later full collections skip torch's objects
+        _configured.set()
+
+
+def configure_server() -> None:
+    """Start this run's browser on the charts' code; on the first call, have torch imported and the process
+    tuned after this run (right away outside a script run: a test or a tool).
+
+    * **Charts' code first.** Streamlit's browser code fetches Plotly (4.7 MB of JavaScript), and the
+      code of each kind of widget, only when the first such element arrives. Asking for them at the
+      start of every run lets the browser fetch and compile them meanwhile (``preload_browser_code``).
+    * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
+      torch lazily (``lazy``) and its numbers are stored (``first_view``). Importing torch took 1.1-2.2 s
+      of CPU here, under the interpreter lock the browser's files are served with, so it waits until the
+      first run is over (``_warm_up_after``). A run that needs torch sooner imports it itself.
+    * One torch thread per script run: sessions already run side by side on their own
+      threads, and two intra-op threads per run on a busy 2-core server made Why attention
+      at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
+      script thread first computes.
+    * The objects that importing torch, plotly and pandas made are frozen out of the garbage
+      collector's reach, so a full collection goes through only what runs create (124-212 ms ->
+      13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
+      turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
+    """
+    preload_browser_code()
+    in_a_run = get_script_run_ctx() is not None
+    if _warming.is_set() and in_a_run:
+        return
+    if _first_run_ready is not None:
+        _first_run_ready.join()  # the same modules imported by two threads at once could meet in the import locks
+    if not in_a_run:  # a test or a tool: no page is waiting, and it may compute at once
+        _warming.set()
+        import_app()
+        warm_up()
+        return
+    with _warm_lock:
+        if _warming.is_set():
+            return
+        _warming.set()
+    first_run = threading.current_thread()
+    threading.Thread(target=_warm_up_after, args=(first_run,), name="explorer-warm-up", daemon=True).start()
+
+
+def _warm_up_after(first_run: threading.Thread) -> None:
+    """``import_app`` and ``warm_up`` once the first run is over (its thread ends with it, and with any rerun
+    it took on) and its browser has painted the page, or ``PAINT_WAIT_S`` after the run.
+
+    Started as the run ended, the import took CPU from the browser's paint: 5.6 against 4.1 s to the
+    first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint").
+
+    Not later: a second tab opened just after the first page painted waited for pandas and for the
+    collector when this paused 2 s first (BENCHMARKS.md, "Cost per action and first paint"). Not at all
+    if a link that needs torch has been opened (``page_routes``): the import started then."""
+    first_run.join(timeout=30.0)
+    if _app_import is None:  # no page has asked for torch: let the browser paint first
+        painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
+    painted.set()
+    start_importing_app().join()
+    warm_up()
+
+
+def warm_up() -> None:
+    """Import what later pages need, then freeze everything imported so far out of the collector's reach.
+
+    Safe from any thread and at any time; the second and later calls do nothing."""
+    with _warm_lock:
+        if warmed.is_set():
+            return
+        for name in LATER_MODULES:
+            importlib.import_module(name)
+        import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
+        import torch  # noqa: F401
+
+        gc.collect()
+        gc.freeze()
+        warmed.set()
+
+
+def page_routes(pages: list[str]) -> list:
+    """``first_paint.page_routes`` for ``st.App(routes=...)``: a page whose first run needs torch starts its
+    import as the browser asks for the page."""
+    return first_paint.page_routes(pages, start_importing_app)

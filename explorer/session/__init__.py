@@ -1,0 +1,36 @@
+"""The session layer: one visitor's settings in ``st.session_state`` and the URL, the ``Run`` made from them,
+the state a page keeps across reruns, and the link that reproduces a view.
+
+It may import ``views``, ``models``, ``runtime`` and the bottom modules, never ``widgets`` or pages.
+"""
+
+from explorer.session.kept import kept_index, kept_widget, whole_state
+from explorer.session.links import initial_param, page_param, publish_link, view_params
+from explorer.session.notices import notice
+from explorer.session.state import (
+    chosen,
+    current,
+    current_run,
+    presenter,
+    set_settings,
+    settings_changed_here,
+    start_session,
+)
+
+__all__ = [
+    "chosen",
+    "current",
+    "current_run",
+    "initial_param",
+    "kept_index",
+    "kept_widget",
+    "notice",
+    "page_param",
+    "presenter",
+    "publish_link",
+    "set_settings",
+    "settings_changed_here",
+    "start_session",
+    "view_params",
+    "whole_state",
+]

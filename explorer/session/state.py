@@ -1,0 +1,139 @@
+"""Settings in the sidebar, mirrored in ``st.session_state`` and the URL.
+
+One ``Settings`` object is the source of truth, and ``current_run`` makes the run's ``Run`` from it
+once per change. The sidebar widgets edit it;
+their ``on_change`` callback validates the new values and writes any
+correction back into the widgets before the page runs, so the sidebar never
+shows a value the pages do not use. The URL is rewritten after each run, so a
+copied link reproduces the view; a link's parameters are read once, when a
+session starts (``links``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from explorer.models.choice import effective, fit
+from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
+from explorer.settings import BOOK, TEXT, WEIGHTS, Settings, from_query_params, validate
+from explorer.views.run import Run
+
+WIDGETS = {  # Settings field -> widget key
+    "source": "w_source",
+    "text": "w_text",
+    "d_in": "w_d_in",
+    "d_out": "w_d_out",
+    "num_heads": "w_num_heads",
+    "context_length": "w_context_length",
+    "dropout": "w_dropout",
+    "seed": "w_seed",
+    "training": "w_training",
+    "weights": "w_weights",
+    "layer": "w_layer",
+    "head": "w_head",
+}
+_KINDS = {  # Settings field -> the check a widget's value must pass before it is used
+    "source": lambda v: isinstance(v, str) and v in (BOOK, TEXT),
+    "text": lambda v: isinstance(v, str),
+    "dropout": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "training": lambda v: isinstance(v, bool),
+    "weights": lambda v: isinstance(v, str) and v in WEIGHTS,
+}
+FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
+_WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+SET_HERE = "settings_set_by_page"  # a page's button changed the settings; the sidebar has not drawn them yet
+
+
+def widgets_valid() -> bool:
+    """Whether every settings widget holds a value of the kind its setting needs.
+
+    A crafted websocket message can put any value in a widget (a string in a number input).
+    """
+    state = st.session_state
+    return all(_KINDS.get(field, _WHOLE)(state.get(key)) for field, key in WIDGETS.items())
+
+
+def _from_widgets() -> Settings:
+    state = st.session_state
+    return Settings(**{field: state[key] for field, key in WIDGETS.items()})
+
+
+def _to_widgets(settings: Settings) -> None:
+    for field, key in WIDGETS.items():
+        st.session_state[key] = getattr(settings, field)
+
+
+def _fitted(settings: Settings, notices: list[str]) -> tuple[Settings, list[str]]:
+    """Validated settings whose weights are available and whose layer and head the model has."""
+    settings, more = fit(settings)
+    return settings, notices + more
+
+
+def on_change_of(field: str = "") -> None:
+    settings, notices = _fitted(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
+    _to_widgets(settings)
+    st.session_state["settings"] = settings
+    st.session_state["settings_notices"] = notices
+
+
+def set_settings(**changes) -> None:
+    """Change settings from a page's button (use as an ``on_click`` callback); the next run is the whole
+    app's (``settings_changed_here``), so the sidebar shows them."""
+    settings, notices = _fitted(*validate(replace(chosen(), **changes)))
+    _to_widgets(settings)
+    st.session_state["settings"] = settings
+    st.session_state["settings_notices"] = notices
+    st.session_state[SET_HERE] = True
+
+
+def settings_changed_here() -> bool:
+    """Whether a page's button changed the settings since the sidebar last drew them (then only a run of the
+    whole app redraws the sidebar: a click inside the page reruns the page alone)."""
+    return bool(st.session_state.pop(SET_HERE, False))
+
+
+def chosen() -> Settings:
+    """The settings as the sidebar and the link hold them."""
+    return st.session_state.get("settings", Settings())
+
+
+RUN_KEY = "run"  # (the chosen settings, their Run): made once per change of the settings
+
+
+def current_run() -> Run:
+    """This session's ``Run``: the validated settings with a trained model's sizes, and the sentence prepared
+    for them. Made when the settings change and kept in the session, so a click inside a page (a fragment
+    rerun) prepares nothing again. Pages call this first."""
+    ensure_entrypoint()
+    chosen_now = chosen()
+    kept = st.session_state.get(RUN_KEY)
+    if kept is None or kept[0] is not chosen_now:
+        kept = st.session_state[RUN_KEY] = (chosen_now, Run.of(effective(chosen_now)))
+    return kept[1]
+
+
+def current() -> Settings:
+    """The validated settings of this session, with a trained model's sizes."""
+    return current_run().settings
+
+
+def start_session() -> None:
+    """Read the URL once per session into the settings and the pages' initial state."""
+    tolerate_crafted_widgets()
+    state = st.session_state
+    if "settings" in state:
+        return
+    params = st.query_params.to_dict()
+    settings, notices = _fitted(*from_query_params(params))
+    state["settings"] = settings
+    state["settings_notices"] = notices
+    state["initial_params"] = params
+    state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
+    _to_widgets(settings)
+
+
+def presenter() -> bool:
+    """Presenter mode: large fonts, reduced chrome, for a projector (``?present=1``)."""
+    start_session()
+    return bool(st.session_state.get("presenter"))

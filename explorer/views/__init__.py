@@ -1,0 +1,54 @@
+"""The views layer: what a page computes, as frozen results (``explorer.results``) shared read-only by
+every session. A view takes the run's ``Run`` (settings and prepared sentence), is budgeted once
+(``run.budgeted``), and calls the ``attention`` package through ``models``; it draws nothing but a
+waiting notice.
+
+It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
+"""
+
+from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
+from explorer.views.chapter import (
+    WHY_HIDDEN_SIZE,
+    computed_why_view,
+    module_trace,
+    qkv_view,
+    scaling_view,
+    simplified_view,
+    why_view,
+)
+from explorer.views.masking import batch_view, dropout_sample_limit, dropout_view, mask_view
+from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
+from explorer.views.multihead import multihead_view
+from explorer.views.reversal import reversal_view
+from explorer.views.run import Run, page_turn
+from explorer.views.speed import budget_note, measured, speed_devices, speed_view
+
+__all__ = [
+    "SCALING_MISTAKES",
+    "WHY_HIDDEN_SIZE",
+    "Run",
+    "batch_view",
+    "budget_note",
+    "changed_step",
+    "computed_why_view",
+    "dropout_sample_limit",
+    "dropout_settings",
+    "dropout_untouched",
+    "dropout_view",
+    "is_book",
+    "mask_view",
+    "measured",
+    "mistake_view",
+    "module_seed",
+    "module_trace",
+    "multihead_view",
+    "note",
+    "page_turn",
+    "qkv_view",
+    "reversal_view",
+    "scaling_view",
+    "simplified_view",
+    "speed_devices",
+    "speed_view",
+    "why_view",
+]

@@ -1,0 +1,49 @@
+"""The widgets layer: the Streamlit pieces pages are made of (sidebar, stepper, charts with their
+downloads, the code panel, questions, captions, the stylesheet) and friendly handling of bad input.
+
+It may import ``session``, ``views``, ``models``, ``runtime`` and the bottom modules, never pages.
+"""
+
+from explorer.runtime.patches import run_page
+from explorer.widgets.basics import guard, progress, show_error, table, truncation_notice
+from explorer.widgets.captions import book_caption, dropout_setting, outside_model, weights_caption
+from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
+from explorer.widgets.code import code_panel_key, show_code, source_of
+from explorer.widgets.css import stylesheet
+from explorer.widgets.downloads import begin_run, step_exports
+from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
+from explorer.widgets.questions import ask
+from explorer.widgets.sidebar import sidebar
+from explorer.widgets.stepper import stepper
+
+__all__ = [
+    "Panel",
+    "ask",
+    "begin_run",
+    "book_caption",
+    "chart",
+    "code_panel_key",
+    "draw",
+    "dropout_setting",
+    "guard",
+    "outside_model",
+    "panel",
+    "progress",
+    "run_page",
+    "show_alignment",
+    "show_bottleneck",
+    "show_code",
+    "show_error",
+    "show_summaries",
+    "side_by_side",
+    "sidebar",
+    "source_of",
+    "step_exports",
+    "stepper",
+    "style",
+    "stylesheet",
+    "table",
+    "token_vectors",
+    "truncation_notice",
+    "weights_caption",
+]

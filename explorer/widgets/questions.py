@@ -1,0 +1,110 @@
+"""Predict, then reveal: a question the learner answers before a step shows the result.
+
+A page builds a ``Question`` from its own numbers (the right answer is
+computed by the caller, never written into the page) and calls ``ask`` (``show_question``) before
+the step that shows the result. The learner picks a choice or types a number,
+then presses Reveal, which says whether they were right. In presenter mode the
+question is shown large with its choices (``css.PRESENTER_CSS``), for the class to vote by hand, and
+the teacher presses Reveal: there is nothing to type.
+
+Answers and reveals live in plain session state, keyed by the question and by
+``context`` (the settings the answer depends on), so they survive reruns and
+moving between steps, and a new sentence asks afresh."""
+
+from __future__ import annotations
+
+import zlib
+
+import streamlit as st
+
+from explorer.page_text.questions import Question
+from explorer.parsing import literal
+
+
+def state_key(question: Question, context: object = None) -> str:
+    """The session-state key for this question under ``context``: one answer per page, step and settings."""
+    return f"predict_{question.key}_{zlib.crc32(repr(context).encode()):08x}"
+
+
+def show_question(question: Question, *, context: object = None, presenter: bool | None = None) -> bool:
+    """Draw the question, its answer box (not in presenter mode) and Reveal; returns whether it is revealed.
+
+    ``context`` is whatever the answer depends on (the settings, the query
+    token): a change of it asks the question afresh.
+    """
+    key = state_key(question, context)
+    answer_key, revealed_key, widget = f"{key}_answer", f"{key}_revealed", f"{key}_widget"
+    presenter = bool(st.session_state.get("presenter")) if presenter is None else presenter
+    revealed = bool(st.session_state.get(revealed_key))
+    with st.container(border=True, key=key):
+        st.markdown(f"**Predict, then reveal.** {question.prompt}")
+        if presenter:
+            if question.choices is not None:
+                st.markdown("  \n".join(f"**{chr(65 + k)}.** {literal(c)}" for k, c in enumerate(question.choices)))
+        else:
+            _answer_box(question, answer_key, widget, disabled=revealed)
+        given = st.session_state.get(answer_key)
+        if not revealed:
+            st.button(
+                "Reveal",
+                key=f"{key}_reveal",
+                icon=":material/visibility:",
+                disabled=not presenter and given is None,
+                on_click=st.session_state.update,
+                kwargs={revealed_key: True},
+                help=None if presenter or given is not None else "Answer first, then reveal.",
+            )
+            return False
+        _verdict(question, given, presenter)
+        st.button(
+            "Ask again",
+            key=f"{key}_again",
+            type="tertiary",
+            on_click=st.session_state.update,
+            kwargs={revealed_key: False, answer_key: None},
+        )
+    return True
+
+
+def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: bool) -> None:
+    """A radio of the choices or a number box; its value is kept under ``answer_key`` across reruns."""
+    st.session_state[widget] = st.session_state.get(answer_key)
+
+    def keep() -> None:
+        st.session_state[answer_key] = st.session_state[widget]
+
+    if question.choices is not None:
+        st.radio(
+            "Your answer",
+            question.choices,
+            index=None,
+            format_func=literal,
+            key=widget,
+            on_change=keep,
+            disabled=disabled,
+        )
+    else:
+        whole = question.decimals == 0
+        step, shown = (1, "%d") if whole else (10.0**-question.decimals, f"%.{question.decimals}f")
+        st.number_input(
+            "Your answer", value=None, step=step, format=shown, key=widget, on_change=keep, disabled=disabled
+        )
+
+
+def _verdict(question: Question, given, presenter: bool) -> None:
+    answer = literal(question.shown_answer())
+    explanation = f" {question.explanation}" if question.explanation else ""
+    if presenter or given is None:
+        st.info(f"The answer: **{answer}**.{explanation}", icon=":material/lightbulb:")
+    elif question.is_right(given):
+        st.success(f"Right: **{answer}**.{explanation}", icon=":material/check_circle:")
+    else:
+        shown = given if question.choices is not None else question.number(given)
+        st.error(
+            f"Not quite: you said {literal(shown)}; the answer is **{answer}**.{explanation}", icon=":material/cancel:"
+        )
+
+
+def ask(question: Question | None, settings) -> bool:
+    """Ask ``question`` (nothing for None) keyed by the page's ``settings``; returns whether it is revealed."""
+    return question is not None and show_question(question, context=settings.key())

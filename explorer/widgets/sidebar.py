@@ -1,0 +1,179 @@
+"""The sidebar: presenter mode, the input, the Weights choice with its layer and head, the chapter's sizes,
+dropout, the figure format, and for long inputs a window of tokens to inspect cell by cell. Its widgets
+edit ``session``'s settings; this module only draws them."""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
+from explorer.models.choice import NAMES, effective, gpt2_checkpoint, model
+from explorer.parsing import parse_range, quoted
+from explorer.runtime.patches import unreadable_notices
+from explorer.session.links import LINK_SLOT, initial_param, page_param
+from explorer.session.notices import notice
+from explorer.session.state import (
+    FIXED_BY_MODEL,
+    SET_HERE,
+    WIDGETS,
+    current_run,
+    on_change_of,
+    start_session,
+    widgets_valid,
+)
+from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings
+from explorer.views.run import Run
+
+_NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
+    ("d_in", "d_in"),
+    ("d_out", "d_out"),
+    ("num_heads", "num_heads"),
+    ("context_length", "context_length"),
+    ("dropout", "dropout p"),
+    ("seed", "seed"),
+)
+
+
+def sidebar() -> Settings:
+    """Draw the shared settings and return the validated ``Settings``."""
+    start_session()
+    state = st.session_state
+    state.pop(SET_HERE, None)  # this run draws the settings a page's button set
+    if not widgets_valid():
+        on_change_of()
+    ctx = get_script_run_ctx()
+    unreadable = unreadable_notices(ctx.session_id if ctx else None)
+    with st.sidebar:
+        st.toggle(
+            "Presenter mode",
+            key="presenter",
+            help="Large fonts and figures for a projector; also opens with ?present=1 in the link.",
+        )
+        st.session_state[LINK_SLOT] = st.container()
+        book_label = "The book's example (6 tokens, 3-d)"
+        if state["settings"].weights != RANDOM:  # a model reads the sentence's tokens, not the book's vectors
+            book_label = "The book's sentence (6 tokens)"
+        st.radio(
+            "Input",
+            (BOOK, TEXT),
+            key="w_source",
+            format_func=lambda s: "My own sentence" if s != BOOK else book_label,
+            on_change=on_change_of,
+        )
+        st.text_input(
+            "Sentence",
+            key="w_text",
+            on_change=on_change_of,
+            disabled=state["w_source"] == BOOK,
+            help="Any text: it is tokenized with GPT-2's BPE. Press Enter to apply.",
+        )
+        model = _weights_controls()
+        columns = st.columns(2)
+        for index, (field, label) in enumerate(_NUMBERS):
+            limit = LIMITS[field]
+            whole = field != "dropout"
+            columns[index % 2].number_input(
+                label,
+                min_value=int(limit.low) if whole else limit.low,
+                max_value=int(limit.high) if whole else limit.high,
+                step=1 if whole else 0.05,
+                format="%d" if whole else "%.2f",
+                key=WIDGETS[field],
+                on_change=on_change_of,
+                args=(field,),
+                disabled=(field == "d_in" and state["w_source"] == BOOK) or (model and field in FIXED_BY_MODEL),
+                help=f"{limit.help} ({limit.low:,.0f}–{limit.high:,.0f})"
+                if whole
+                else f"{limit.help} (0–{limit.high})",
+            )
+        st.toggle(
+            "Training mode (dropout on)",
+            key="w_training",
+            on_change=on_change_of,
+            help="In eval mode dropout does nothing; in training mode it drops attention weights.",
+        )
+        for text in [*unreadable, *state.get("settings_notices", [])]:
+            notice(text)
+        st.segmented_control(
+            "Figure download format",
+            ("png", "svg"),
+            default="png",
+            key="w_image_format",
+            format_func=str.upper,
+            help="What the camera button in each figure's toolbar downloads; PNG is 3× the on-screen size.",
+        )
+    token_window_control(current_run())
+    return current_run().settings
+
+
+def _weights_controls() -> bool:
+    """The Weights choice, and the layer and head of a model's; whether a model's weights are on."""
+    checkpoint = gpt2_checkpoint()
+    names = dict(NAMES)
+    if not checkpoint.ok:
+        names[GPT2] = "GPT-2 (not available on this server)"
+    st.radio(
+        "Weights",
+        WEIGHTS,
+        key="w_weights",
+        format_func=names.__getitem__,
+        on_change=on_change_of,
+        help="Random: the chapter's seeded weights, with the book's numbers. Trained: one layer of a small GPT "
+        "trained on The Verdict, on the input the model feeds that layer. GPT-2: the checkpoint the server's "
+        f"operator named in {CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
+    )
+    settings = effective(st.session_state["settings"])
+    found = model(settings.weights)
+    cfg = found.cfg if found is not None else VERDICT_CONFIG
+    layer, head = st.columns(2)
+    layer.number_input(
+        "layer", 1, cfg.n_layers, step=1, key="w_layer", on_change=on_change_of, disabled=found is None,
+        help=f"Which of the model's {cfg.n_layers} layers (transformer blocks) the pages show, from 1.",
+    )  # fmt: skip
+    head.number_input(
+        "layer's head", 0, cfg.n_heads - 1, step=1, key="w_head", on_change=on_change_of, disabled=found is None,
+        help="The head that Q, K, V, Causal mask, Dropout and Batches hold as one CausalAttention, from 0.",
+    )  # fmt: skip
+    if found is not None:
+        st.caption(
+            f"The model fixes d_in = {settings.d_in}, d_out = head_dim = {settings.d_out}, num_heads = "
+            f"{settings.num_heads} and context_length = {settings.context_length}; seed does not apply."
+        )
+    return found is not None
+
+
+WINDOW_THRESHOLD = 48  # above this many tokens the sidebar offers a token window
+WINDOW_KEY = "w_window"
+
+
+def token_window_control(run: Run) -> None:
+    """For long inputs, a sidebar slider that picks which tokens the heatmaps show cell by cell.
+
+    Without it, a long sentence is drawn whole as block means (see ``figures.fit_matrix``).
+    """
+    st.session_state.pop("token_window", None)
+    num_tokens = run.num_tokens
+    if num_tokens <= WINDOW_THRESHOLD:
+        return
+    window = st.session_state.get(WINDOW_KEY)  # a crafted message can put anything here
+    valid = isinstance(window, tuple | list) and len(window) == 2 and all(type(v) is int for v in window)
+    if not valid or st.session_state.get("window_tokens") != num_tokens:
+        linked = initial_param("win", "any")
+        start, stop = parse_range(linked, num_tokens) or (0, num_tokens)
+        if linked is not None and parse_range(linked, num_tokens) is None:
+            notice(f"win={quoted(linked)} in the link is not a token range such as 0-40; showing all.")
+        st.session_state[WINDOW_KEY] = (start, max(stop, start + 1))
+        st.session_state["window_tokens"] = num_tokens
+    with st.sidebar:
+        start, stop = st.slider(
+            "Tokens shown in heatmaps",
+            0,
+            num_tokens,
+            key=WINDOW_KEY,
+            help=f"{num_tokens:,} tokens are too many to read cell by cell: the full range is drawn as "
+            "block means; narrow it to inspect single cells (hover shows the token positions).",
+        )
+    if (start, stop) != (0, num_tokens):
+        st.session_state["token_window"] = (start, max(stop, start + 1))
+        page_param("win", f"{start}-{stop}")

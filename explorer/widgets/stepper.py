@@ -1,0 +1,73 @@
+"""The stepper: Previous and Next (the ← and → keys, and a presentation clicker's PageUp and PageDown),
+the step's title and progress, and the step number kept in the URL."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import streamlit as st
+
+from explorer.parsing import parse_position, quoted
+from explorer.session.links import initial_param, page_param
+from explorer.session.notices import notice
+
+# display: none takes the clicker buttons out of the layout, the tab order and the accessibility
+# tree, so screen readers do not read them; their keyboard shortcuts still work.
+CLICKER_CSS = """<style>
+[class*="st-key-clicker_"] {display: none;}
+</style>"""
+
+
+def stepper(page: str, steps: Sequence[str]) -> int:
+    """Previous / Next buttons and a step indicator; returns the step index.
+
+    The ← and → keys press Previous and Next; PageUp and PageDown, which
+    presentation clickers send, do the same.
+    """
+    key = f"step:{page}"
+    if key not in st.session_state:
+        linked = initial_param("step", page)
+        start = (parse_position(linked) or 1) - 1
+        if linked is not None and parse_position(linked) is None:
+            notice(f"step={quoted(linked)} in the link is not a step number; starting at step 1.")
+        st.session_state[key] = min(max(start, 0), len(steps) - 1)
+    st.session_state[key] = min(max(st.session_state[key], 0), len(steps) - 1)
+
+    def move(delta: int) -> None:
+        st.session_state[key] = min(max(st.session_state[key] + delta, 0), len(steps) - 1)
+
+    index = st.session_state[key]
+    previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
+    # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
+    previous.button(
+        "Previous",
+        key=f"prev:{page}",
+        on_click=move,
+        args=(-1,),
+        disabled=index == 0,
+        shortcut="Left",
+        width="stretch",
+    )
+    following.button(
+        "Next",
+        key=f"next:{page}",
+        on_click=move,
+        args=(1,),
+        disabled=index == len(steps) - 1,
+        shortcut="Right",
+        width="stretch",
+        type="primary",
+    )
+    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons kept off screen.
+    st.html(CLICKER_CSS)
+    for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
+        st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
+    middle.markdown(
+        f"<div style='text-align:center'><b>Step {index + 1} of {len(steps)}</b> · {html.escape(steps[index])}</div>",
+        unsafe_allow_html=True,
+    )
+    middle.progress((index + 1) / len(steps))
+    page_param("step", index + 1)
+    st.session_state["run_step"] = (page, index, steps[index])
+    return index

@@ -1,0 +1,110 @@
+"""The explorer's layers (``explorer/__init__.py``) and the package's import graph, checked from the source.
+
+Every import counts, also one inside a function, except the lazy imports of torch and third-party modules:
+a cycle or an import from a layer above its own fails here, naming the modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Lowest first. A module may import its own layer's modules (without a cycle) and any layer below.
+LAYERS = (
+    ("explorer.parsing", "explorer.settings", "explorer.results", "explorer.figures", "explorer.page_text"),
+    ("explorer.runtime",),
+    ("explorer.models",),
+    ("explorer.views",),
+    ("explorer.session",),
+    ("explorer.widgets",),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, package: str) -> set[str]:
+    """The ``explorer`` and ``attention`` modules ``path`` imports, anywhere in it, as absolute names."""
+    found = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's package, one level up per extra dot
+                base = package.split(".") if is_package else package.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.split(".")[0] in ("explorer", "attention")}
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for folder in ("explorer", "attention") for p in (ROOT / folder).rglob("*.py")}
+    edges = {}
+    for name, path in modules.items():
+        targets = {t for t in imports(path, name) if t in modules and t != name}
+        edges[name] = targets
+    return edges
+
+
+def layer_of(module: str) -> int | None:
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def test_explorer_layers_import_only_downwards():
+    upward = []
+    for module, targets in graph().items():
+        rank = layer_of(module)
+        if rank is None:
+            continue
+        upward += [f"{module} -> {t}" for t in targets if (layer_of(t) or 0) > rank]
+    assert not upward, "imports from a layer above: " + "; ".join(sorted(upward))
+
+
+def test_every_explorer_module_has_a_layer():
+    unplaced = [m for m in graph() if m.startswith("explorer.") and layer_of(m) is None]
+    assert not unplaced, f"modules outside every layer of explorer/__init__.py: {unplaced}"
+
+
+@pytest.mark.parametrize("package", ["explorer", "attention"])
+def test_no_import_cycle(package):
+    edges = {m: {t for t in ts if t.startswith(package)} for m, ts in graph().items() if m.startswith(package)}
+    # a package's __init__ importing its own submodules is how it exports them, not a cycle of ideas
+    for module in edges:
+        edges[module] = {t for t in edges[module] if not module.startswith(t + ".") and t != package}
+    state, cycle = {}, []
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == "open":
+                cycle.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[node] = "done"
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert not cycle, "import cycles: " + "; ".join(cycle)
+
+
+def test_no_explorer_file_over_300_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "explorer").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 300
+    }
+    assert not long, f"files over 300 lines: {long}"
