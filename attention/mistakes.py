@@ -216,7 +216,8 @@ MISTAKES: dict[str, Mistake] = {
         Mistake(
             "dropout_without_rescale",
             "Dropout without the 1/(1 − p) rescale",
-            "dropped_weights = self.dropout(attn_weights)  # attn_weights * keep / (1 - p)",
+            "dropped_weights, dropout_mask = drop_with_mask(self.dropout, attn_weights)"
+            "  # attn_weights * keep / (1 - p)",
             "dropped_weights = attn_weights * keep  # keep: 1 with probability 1 - p, else 0",
             "Without 1/(1 − p) the weights are smaller on average in training than at inference, where nothing "
             "is dropped. nn.Dropout rescales for you.",
