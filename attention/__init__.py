@@ -10,7 +10,7 @@ Read the modules in this order; each adds a few lines to the one before:
 5. ``causal``: hiding future tokens, two ways, and ``CausalAttention``.
 6. ``dropout``: dropping attention weights while training.
 7. ``multihead``: the wrapper of heads and the efficient ``MultiHeadAttention``.
-8. ``trace``: every intermediate of a forward pass, named in the book's words.
+8. ``tracing``: ``trace``, every intermediate of a forward pass, named in the book's words.
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
@@ -35,12 +35,11 @@ Example, reproducing the chapter's last printed output::
 """
 
 import importlib
-import sys
-import types
 
-# The names below are imported on first use (PEP 562), so that ``import attention`` costs nothing and an app
-# can read ``constants`` before torch is imported; ``from attention import X`` works as usual.
-_EXPORTS = {  # submodule -> the names the package exports from it
+# The one list of what the package holds. Its names are imported on first use (PEP 562), so that
+# ``import attention`` costs nothing and an app can read ``constants`` before torch is imported;
+# ``from attention import X`` works as usual.
+_EXPORTS = {  # every submodule, in alphabetical order -> the names the package exports from it
     "bahdanau": (
         "TRAINED_NOTE",
         "BottleneckCurve",
@@ -61,6 +60,7 @@ _EXPORTS = {  # submodule -> the names the package exports from it
         "trained_alignment",
     ),
     "book": ("BookValues", "book_values"),
+    "checks": (),
     "causal": (
         "CausalAttention",
         "MaskingComparison",
@@ -97,6 +97,7 @@ _EXPORTS = {  # submodule -> the names the package exports from it
         "multihead_from_wrapper",
         "to_torch_multihead",
     ),
+    "seeding": (),
     "simplified": (
         "NormalizationComparison",
         "SimplifiedAttention",
@@ -110,7 +111,7 @@ _EXPORTS = {  # submodule -> the names the package exports from it
     ),
     "speed": ("IMPLEMENTATIONS", "SpeedResult", "expected_attention_bytes", "measure"),
     "tokens": ("Tokenization", "load_bpe", "tokenize"),
-    "trace": ("Trace", "build", "trace"),
+    "tracing": ("Trace", "build", "trace"),
     "trainable": (
         "AttentionSteps",
         "ScalingLab",
@@ -120,27 +121,9 @@ _EXPORTS = {  # submodule -> the names the package exports from it
         "scaling_lab",
     ),
 }
+SUBMODULES = tuple(_EXPORTS)
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-SUBMODULES = (
-    "bahdanau",
-    "book",
-    "causal",
-    "checks",
-    "constants",
-    "dropout",
-    "embeddings",
-    "fast",
-    "gpt",
-    "gpt2",
-    "mistakes",
-    "multihead",
-    "seeding",
-    "simplified",
-    "speed",
-    "tokens",
-    "trace",
-    "trainable",
-)
+__all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str):
@@ -157,106 +140,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__, *SUBMODULES})
-
-
-class _Package(types.ModuleType):
-    """Keeps ``attention.trace`` the function: importing the submodule ``trace`` sets the package's attribute
-    ``trace`` to the module, after an eager ``from .trace import trace`` and before a lazy one."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:  # the module trace, not trace()
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-__all__ = [
-    "BOOK_INPUTS",
-    "BOOK_SENTENCE",
-    "BOOK_TOKENS",
-    "CHECKPOINT_VARIABLE",
-    "IMPLEMENTATIONS",
-    "MISTAKES",
-    "TRAINED_NOTE",
-    "UNTRAINED_NOTE",
-    "VERDICT_CONFIG",
-    "AttentionSteps",
-    "BookValues",
-    "BottleneckCurve",
-    "CausalAttention",
-    "DropoutAverage",
-    "DropoutDraw",
-    "GPT2Checkpoint",
-    "GPTConfig",
-    "GPTModel",
-    "GRUWeights",
-    "HeadSummary",
-    "LayerInput",
-    "MaskingComparison",
-    "Measure",
-    "Mistake",
-    "MistakeRun",
-    "MultiHeadAttention",
-    "MultiHeadAttentionWrapper",
-    "NormalizationComparison",
-    "ReversalAlignment",
-    "ReversalSeq2Seq",
-    "SaturationCurve",
-    "ScalingLab",
-    "SelfAttentionContrast",
-    "SelfAttention_v1",
-    "SelfAttention_v2",
-    "Seq2SeqTrace",
-    "Seq2SeqWeights",
-    "SimplifiedAttention",
-    "SpeedResult",
-    "Tokenization",
-    "Trace",
-    "additive_scores",
-    "apply_dropout",
-    "attention_loop",
-    "book_values",
-    "bottleneck_curve",
-    "build",
-    "causal_mask",
-    "compare_masking",
-    "compare_normalizations",
-    "context_contributions",
-    "drop_with_mask",
-    "dropout_average",
-    "dropout_keep_mask",
-    "embed_tokens",
-    "encoder_decoder",
-    "expected_attention_bytes",
-    "fast_multihead",
-    "gpt2_from_environment",
-    "gru_input_part",
-    "gru_step",
-    "head_summaries",
-    "layer_input",
-    "load_bpe",
-    "load_gpt",
-    "load_gpt2",
-    "load_reversal",
-    "load_trained_gpt",
-    "load_v2_weights_into_v1",
-    "mask_by_renormalizing",
-    "mask_with_neg_inf",
-    "measure",
-    "multihead_from_wrapper",
-    "normalize_by_sum",
-    "overflow_demo",
-    "run_mistake",
-    "scaling_lab",
-    "self_attention_contrast",
-    "seq2seq_weights",
-    "simplified_attention",
-    "softmax_naive",
-    "to_torch_multihead",
-    "token_vector",
-    "tokenize",
-    "trace",
-    "trained_alignment",
-]
