@@ -14,8 +14,8 @@ Read the modules in this order; each adds a few lines to the one before:
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
-After chapter 3, trained models: ``bahdanau`` also trains an encoder–decoder to reverse
-sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
+After chapter 3, trained models: ``reversal`` trains ``bahdanau``'s kind of encoder–decoder to
+reverse sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
 built on ``MultiHeadAttention``, with a small one trained on "The Verdict"
 (``load_trained_gpt``, ``layer_input``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
 the server's operator names (``gpt2_from_environment``), never running pickled code.
@@ -41,23 +41,16 @@ import importlib
 # ``from attention import X`` works as usual.
 _EXPORTS = {  # every submodule, in alphabetical order -> the names the package exports from it
     "bahdanau": (
-        "TRAINED_NOTE",
-        "BottleneckCurve",
         "GRUWeights",
-        "ReversalAlignment",
-        "ReversalSeq2Seq",
         "SelfAttentionContrast",
         "Seq2SeqTrace",
         "Seq2SeqWeights",
         "additive_scores",
-        "bottleneck_curve",
         "encoder_decoder",
         "gru_input_part",
         "gru_step",
-        "load_reversal",
         "self_attention_contrast",
         "seq2seq_weights",
-        "trained_alignment",
     ),
     "book": ("BookValues", "book_values"),
     "checks": (),
@@ -96,6 +89,15 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "MultiHeadAttentionWrapper",
         "multihead_from_wrapper",
         "to_torch_multihead",
+    ),
+    "reversal": (
+        "TRAINED_NOTE",
+        "BottleneckCurve",
+        "ReversalAlignment",
+        "ReversalSeq2Seq",
+        "bottleneck_curve",
+        "load_reversal",
+        "trained_alignment",
     ),
     "seeding": (),
     "simplified": (
