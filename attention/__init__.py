@@ -23,7 +23,8 @@ the server's operator names (``gpt2_from_environment``), never running pickled c
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
-mistakes (one changed line each) beside the right code and measures them.
+mistakes (one changed line each, written in ``mistake_steps``) beside the right
+code and measures them (``mistake_measures``).
 
 Example, reproducing the chapter's last printed output::
 
@@ -83,7 +84,9 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
     "fast": ("fast_multihead",),
     "gpt": ("GPTModel", "HeadSummary", "LayerInput", "head_summaries", "layer_input", "load_gpt", "load_trained_gpt"),
     "gpt2": ("gpt2_from_environment", "load_gpt2"),
-    "mistakes": ("MISTAKES", "Measure", "Mistake", "MistakeRun", "SaturationCurve", "run_mistake"),
+    "mistake_measures": ("Measure", "SaturationCurve"),
+    "mistake_steps": (),
+    "mistakes": ("MISTAKES", "Mistake", "MistakeRun", "run_mistake"),
     "multihead": (
         "MultiHeadAttention",
         "MultiHeadAttentionWrapper",
