@@ -10,12 +10,12 @@ Read the modules in this order; each adds a few lines to the one before:
 5. ``causal``: hiding future tokens, two ways, and ``CausalAttention``.
 6. ``dropout``: dropping attention weights while training.
 7. ``multihead``: the wrapper of heads and the efficient ``MultiHeadAttention``.
-8. ``trace``: every intermediate of a forward pass, named in the book's words.
+8. ``tracing``: ``trace``, every intermediate of a forward pass, named in the book's words.
 9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
 10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
-After chapter 3, trained models: ``bahdanau`` also trains an encoder–decoder to reverse
-sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
+After chapter 3, trained models: ``reversal`` trains ``bahdanau``'s kind of encoder–decoder to
+reverse sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
 built on ``MultiHeadAttention``, with a small one trained on "The Verdict"
 (``load_trained_gpt``, ``layer_input``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
 the server's operator names (``gpt2_from_environment``), never running pickled code.
@@ -23,7 +23,8 @@ the server's operator names (``gpt2_from_environment``), never running pickled c
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
-mistakes (one changed line each) beside the right code and measures them.
+mistakes (one changed line each, written in ``mistake_steps``) beside the right
+code and measures them (``mistake_measures``).
 
 Example, reproducing the chapter's last printed output::
 
@@ -35,32 +36,25 @@ Example, reproducing the chapter's last printed output::
 """
 
 import importlib
-import sys
-import types
 
-# The names below are imported on first use (PEP 562), so that ``import attention`` costs nothing and an app
-# can read ``constants`` before torch is imported; ``from attention import X`` works as usual.
-_EXPORTS = {  # submodule -> the names the package exports from it
+# The one list of what the package holds. Its names are imported on first use (PEP 562), so that
+# ``import attention`` costs nothing and an app can read ``constants`` before torch is imported;
+# ``from attention import X`` works as usual.
+_EXPORTS = {  # every submodule, in alphabetical order -> the names the package exports from it
     "bahdanau": (
-        "TRAINED_NOTE",
-        "BottleneckCurve",
         "GRUWeights",
-        "ReversalAlignment",
-        "ReversalSeq2Seq",
         "SelfAttentionContrast",
         "Seq2SeqTrace",
         "Seq2SeqWeights",
         "additive_scores",
-        "bottleneck_curve",
         "encoder_decoder",
         "gru_input_part",
         "gru_step",
-        "load_reversal",
         "self_attention_contrast",
         "seq2seq_weights",
-        "trained_alignment",
     ),
     "book": ("BookValues", "book_values"),
+    "checks": (),
     "causal": (
         "CausalAttention",
         "MaskingComparison",
@@ -78,19 +72,37 @@ _EXPORTS = {  # submodule -> the names the package exports from it
         "GPT2Checkpoint",
         "GPTConfig",
     ),
-    "dropout": ("DropoutAverage", "DropoutDraw", "apply_dropout", "dropout_average", "dropout_keep_mask"),
+    "dropout": (
+        "DropoutAverage",
+        "DropoutDraw",
+        "apply_dropout",
+        "drop_with_mask",
+        "dropout_average",
+        "dropout_keep_mask",
+    ),
     "embeddings": ("BOOK_INPUTS", "embed_tokens", "token_vector"),
     "fast": ("fast_multihead",),
     "gpt": ("GPTModel", "HeadSummary", "LayerInput", "head_summaries", "layer_input", "load_gpt", "load_trained_gpt"),
     "gpt2": ("gpt2_from_environment", "load_gpt2"),
-    "mistakes": ("MISTAKES", "Measure", "Mistake", "MistakeRun", "SaturationCurve", "run_mistake"),
+    "mistake_measures": ("Measure", "SaturationCurve"),
+    "mistake_steps": (),
+    "mistakes": ("MISTAKES", "Mistake", "MistakeRun", "run_mistake"),
     "multihead": (
         "MultiHeadAttention",
         "MultiHeadAttentionWrapper",
-        "WrapperSteps",
         "multihead_from_wrapper",
         "to_torch_multihead",
     ),
+    "reversal": (
+        "TRAINED_NOTE",
+        "BottleneckCurve",
+        "ReversalAlignment",
+        "ReversalSeq2Seq",
+        "bottleneck_curve",
+        "load_reversal",
+        "trained_alignment",
+    ),
+    "seeding": (),
     "simplified": (
         "NormalizationComparison",
         "SimplifiedAttention",
@@ -104,7 +116,7 @@ _EXPORTS = {  # submodule -> the names the package exports from it
     ),
     "speed": ("IMPLEMENTATIONS", "SpeedResult", "expected_attention_bytes", "measure"),
     "tokens": ("Tokenization", "load_bpe", "tokenize"),
-    "trace": ("Trace", "build", "trace"),
+    "tracing": ("Trace", "build", "trace"),
     "trainable": (
         "AttentionSteps",
         "ScalingLab",
@@ -114,27 +126,9 @@ _EXPORTS = {  # submodule -> the names the package exports from it
         "scaling_lab",
     ),
 }
+SUBMODULES = tuple(_EXPORTS)
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-SUBMODULES = (
-    "bahdanau",
-    "book",
-    "causal",
-    "checks",
-    "constants",
-    "dropout",
-    "embeddings",
-    "fast",
-    "gpt",
-    "gpt2",
-    "mistakes",
-    "multihead",
-    "seeding",
-    "simplified",
-    "speed",
-    "tokens",
-    "trace",
-    "trainable",
-)
+__all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str):
@@ -151,106 +145,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__, *SUBMODULES})
-
-
-class _Package(types.ModuleType):
-    """Keeps ``attention.trace`` the function: importing the submodule ``trace`` sets the package's attribute
-    ``trace`` to the module, after an eager ``from .trace import trace`` and before a lazy one."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:  # the module trace, not trace()
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-__all__ = [
-    "BOOK_INPUTS",
-    "BOOK_SENTENCE",
-    "BOOK_TOKENS",
-    "CHECKPOINT_VARIABLE",
-    "IMPLEMENTATIONS",
-    "MISTAKES",
-    "TRAINED_NOTE",
-    "UNTRAINED_NOTE",
-    "VERDICT_CONFIG",
-    "AttentionSteps",
-    "BookValues",
-    "BottleneckCurve",
-    "CausalAttention",
-    "DropoutAverage",
-    "DropoutDraw",
-    "GPT2Checkpoint",
-    "GPTConfig",
-    "GPTModel",
-    "GRUWeights",
-    "HeadSummary",
-    "LayerInput",
-    "MaskingComparison",
-    "Measure",
-    "Mistake",
-    "MistakeRun",
-    "MultiHeadAttention",
-    "MultiHeadAttentionWrapper",
-    "NormalizationComparison",
-    "ReversalAlignment",
-    "ReversalSeq2Seq",
-    "SaturationCurve",
-    "ScalingLab",
-    "SelfAttentionContrast",
-    "SelfAttention_v1",
-    "SelfAttention_v2",
-    "Seq2SeqTrace",
-    "Seq2SeqWeights",
-    "SimplifiedAttention",
-    "SpeedResult",
-    "Tokenization",
-    "Trace",
-    "WrapperSteps",
-    "additive_scores",
-    "apply_dropout",
-    "attention_loop",
-    "book_values",
-    "bottleneck_curve",
-    "build",
-    "causal_mask",
-    "compare_masking",
-    "compare_normalizations",
-    "context_contributions",
-    "dropout_average",
-    "dropout_keep_mask",
-    "embed_tokens",
-    "encoder_decoder",
-    "expected_attention_bytes",
-    "fast_multihead",
-    "gpt2_from_environment",
-    "gru_input_part",
-    "gru_step",
-    "head_summaries",
-    "layer_input",
-    "load_bpe",
-    "load_gpt",
-    "load_gpt2",
-    "load_reversal",
-    "load_trained_gpt",
-    "load_v2_weights_into_v1",
-    "mask_by_renormalizing",
-    "mask_with_neg_inf",
-    "measure",
-    "multihead_from_wrapper",
-    "normalize_by_sum",
-    "overflow_demo",
-    "run_mistake",
-    "scaling_lab",
-    "self_attention_contrast",
-    "seq2seq_weights",
-    "simplified_attention",
-    "softmax_naive",
-    "to_torch_multihead",
-    "token_vector",
-    "tokenize",
-    "trace",
-    "trained_alignment",
-]

@@ -23,7 +23,7 @@ from .embeddings import BOOK_INPUTS
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
 from .seeding import seeded
 from .simplified import simplified_attention
-from .trace import build
+from .tracing import build
 from .trainable import SelfAttention_v1, SelfAttention_v2
 
 

@@ -10,7 +10,8 @@ ways and shows they agree:
     exp(-inf) = 0 gives the same rows in one step. This is what the modules use.
 
 ``CausalAttention`` also takes batches and applies dropout to the weights
-(stage 6). Its mask is a registered buffer named ``mask``, built once for
+(stage 6), through ``drop_with_mask``, which is ``self.dropout(attn_weights)``
+that also says which weights it kept. Its mask is a registered buffer named ``mask``, built once for
 ``context_length`` tokens as float 0/1 like the book's (so the book's state
 dicts load), converted with ``.bool()`` and sliced to the real number of
 tokens on each call.
@@ -24,6 +25,7 @@ import torch
 from torch import nn
 
 from .checks import MAX_CONTEXT_LENGTH, check_batch, check_sizes
+from .dropout import drop_with_mask
 from .trainable import AttentionSteps
 
 _REEXPORTED = (MAX_CONTEXT_LENGTH,)  # still imported from here by attention/speed.py
@@ -122,8 +124,9 @@ class CausalAttention(nn.Module):
         attn_scores = queries @ keys.transpose(1, 2)  # New: transpose dims 1 and 2, (b, num_tokens, num_tokens)
         attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)  # New: in place
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (b, num_tokens, num_tokens)
-        dropped_weights = self.dropout(attn_weights)  # New, (b, num_tokens, num_tokens)
+        dropped_weights, dropout_mask = drop_with_mask(self.dropout, attn_weights)  # New, (b, num_tokens, num_tokens)
         context_vec = dropped_weights @ values  # (b, num_tokens, d_out)
         return AttentionSteps(
-            queries, keys, values, attn_scores, attn_weights, dropped_weights, context_vec, context_vec
-        )
+            queries=queries, keys=keys, values=values, attn_scores=attn_scores, context_vec=context_vec,
+            attn_weights=attn_weights, dropped_weights=dropped_weights, dropout_mask=dropout_mask, output=context_vec,
+        )  # fmt: skip

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .gpt import GPTModel
+if TYPE_CHECKING:  # torch only, so that this module imports nothing of the package's, not even for types
+    from torch import nn
 
 # Chapter 3's example: six hand-picked 3-d vectors, one per word (``embeddings.BOOK_INPUTS`` is this as a tensor).
 BOOK_SENTENCE = "Your journey starts with one step"
@@ -72,7 +72,7 @@ CHECKPOINT_VARIABLE = "ATTENTION_GPT2_CHECKPOINT"
 class GPT2Checkpoint:
     """What ``gpt2.gpt2_from_environment`` found: a ``model``, or ``None`` and a ``message`` saying why not."""
 
-    model: GPTModel | None
+    model: nn.Module | None  # a gpt.GPTModel
     message: str
     path: str | None
 

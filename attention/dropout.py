@@ -36,6 +36,23 @@ def dropout_keep_mask(shape: tuple[int, ...], p: float, seed: int | None = None)
         return nn.Dropout(p)(torch.ones(shape)) != 0  # (*shape)
 
 
+def drop_with_mask(dropout: nn.Dropout, attn_weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``dropout(attn_weights)``, and which weights it kept: True = kept; None when nothing is dropped.
+
+    The modules call this where the book writes ``self.dropout(attn_weights)``, so that a trace can show
+    the draw without drawing it again. ``dropout`` applied to ones gives 1/(1-p) where a weight survives
+    and 0 where it is dropped; multiplying by that is what ``nn.Dropout`` does to the weights, so the
+    result is ``dropout(attn_weights)`` bit for bit, from the same draws of the random generator. In eval
+    mode, or with p = 0, ``attn_weights`` itself comes back.
+
+    Shapes: attn_weights (..., num_tokens, num_tokens) → the same, and the mask (bool) the same.
+    """
+    if not dropout.training or dropout.p == 0:
+        return attn_weights, None
+    scale = dropout(torch.ones_like(attn_weights))  # (..., num_tokens, num_tokens): 0 or 1/(1-p)
+    return attn_weights * scale, scale != 0  # (..., num_tokens, num_tokens), twice
+
+
 @dataclass(frozen=True)
 class DropoutDraw:
     """One dropout draw on a weight matrix.
@@ -58,12 +75,9 @@ def apply_dropout(attn_weights: torch.Tensor, p: float, *, seed: int = 123, trai
     In eval mode (``training=False``) the weights come back unchanged.
     """
     check_dropout(p)
-    dropout = nn.Dropout(p).train(training)
     with seeded(seed):
-        dropped = dropout(attn_weights)  # (..., num_tokens, num_tokens)
-    if training and p > 0:
-        keep = dropout_keep_mask(tuple(attn_weights.shape), p, seed)  # (..., num_tokens, num_tokens)
-    else:
+        dropped, keep = drop_with_mask(nn.Dropout(p).train(training), attn_weights)  # (..., num_tokens, num_tokens)
+    if keep is None:
         keep = torch.ones_like(dropped, dtype=torch.bool)  # (..., num_tokens, num_tokens)
     return DropoutDraw(
         attn_weights=attn_weights,

@@ -18,25 +18,13 @@ these and ``torch.nn.MultiheadAttention`` so their outputs can be compared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
 from .causal import CausalAttention
 from .checks import MAX_HEADS, check_batch, check_heads, check_size, check_sizes
+from .dropout import drop_with_mask
 from .trainable import AttentionSteps
-
-
-@dataclass(frozen=True)
-class WrapperSteps:
-    """Each head's ``AttentionSteps`` and their concatenation, which is the wrapper's output.
-
-    Shapes: heads[i] as for ``CausalAttention``; output (b, num_tokens, num_heads * d_out).
-    """
-
-    heads: tuple[AttentionSteps, ...]
-    output: torch.Tensor
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -62,11 +50,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.steps(x).output
-
-    def steps(self, x: torch.Tensor) -> WrapperSteps:
-        head_steps = tuple(head.steps(x) for head in self.heads)  # one CausalAttention after another
-        return WrapperSteps(head_steps, torch.cat([s.output for s in head_steps], dim=-1))  # (b, T, num_heads * d_out)
+        return torch.cat([head(x) for head in self.heads], dim=-1)  # (b, num_tokens, num_heads * d_out)
 
 
 class MultiHeadAttention(nn.Module):
@@ -125,12 +109,15 @@ class MultiHeadAttention(nn.Module):
         attn_weights = torch.softmax(
             attn_scores / keys.shape[-1] ** 0.5, dim=-1
         )  # (b, num_heads, num_tokens, num_tokens)
-        dropped_weights = self.dropout(attn_weights)  # (b, num_heads, num_tokens, num_tokens)
+        dropped_weights, dropout_mask = drop_with_mask(self.dropout, attn_weights)  # (b, num_heads, T, T)
 
         context_vec = (dropped_weights @ values).transpose(1, 2)  # New: (b, num_tokens, num_heads, head_dim)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # New: (b, num_tokens, d_out)
         output = self.out_proj(context_vec)  # New: optional projection, (b, num_tokens, d_out)
-        return AttentionSteps(queries, keys, values, attn_scores, attn_weights, dropped_weights, context_vec, output)
+        return AttentionSteps(
+            queries=queries, keys=keys, values=values, attn_scores=attn_scores, context_vec=context_vec,
+            attn_weights=attn_weights, dropped_weights=dropped_weights, dropout_mask=dropout_mask, output=output,
+        )  # fmt: skip
 
 
 def multihead_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:

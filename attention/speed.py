@@ -56,7 +56,7 @@ from .causal import causal_mask
 from .checks import MAX_CONTEXT_LENGTH, MAX_HEADS, check_size
 from .fast import fast_multihead
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper, to_torch_multihead
-from .trace import build, trace
+from .tracing import build, trace
 
 SEED = 123
 MIN_ROUND_S = 0.005  # a timing round calls a faster implementation several times

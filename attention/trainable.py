@@ -32,9 +32,11 @@ class AttentionSteps:
     ``attn_scores`` is ``queries @ keys.T`` as the book leaves it: from the
     causal stage on, with -inf where the mask hides the future, and not yet
     scaled. ``attn_weights`` are the softmax weights, ``dropped_weights`` the
-    same after dropout (the same tensor when dropout is off). ``context_vec``
-    is each token's weighted sum of values (the heads concatenated, for
-    multi-head attention) and ``output`` what ``forward`` returns.
+    same after dropout (the same tensor when dropout is off), and
+    ``dropout_mask`` which weights that dropout kept (True = kept; None when
+    nothing was dropped). ``context_vec`` is each token's weighted sum of
+    values (the heads concatenated, for multi-head attention) and ``output``
+    what ``forward`` returns.
 
     Shapes: queries, keys, values (..., num_tokens, head_dim); attn_scores,
     attn_weights, dropped_weights (..., num_tokens, num_tokens); context_vec,
@@ -48,6 +50,7 @@ class AttentionSteps:
     attn_scores: torch.Tensor
     attn_weights: torch.Tensor
     dropped_weights: torch.Tensor
+    dropout_mask: torch.Tensor | None
     context_vec: torch.Tensor
     output: torch.Tensor
 
@@ -81,7 +84,10 @@ class SelfAttention_v1(nn.Module):  # noqa: N801 (the book's name)
         attn_scores = queries @ keys.T  # omega, (num_tokens, num_tokens)
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (num_tokens, num_tokens)
         context_vec = attn_weights @ values  # (num_tokens, d_out)
-        return AttentionSteps(queries, keys, values, attn_scores, attn_weights, attn_weights, context_vec, context_vec)
+        return AttentionSteps(
+            queries=queries, keys=keys, values=values, attn_scores=attn_scores, context_vec=context_vec,
+            attn_weights=attn_weights, dropped_weights=attn_weights, dropout_mask=None, output=context_vec,
+        )  # fmt: skip
 
 
 class SelfAttention_v2(nn.Module):  # noqa: N801 (the book's name)
@@ -114,7 +120,10 @@ class SelfAttention_v2(nn.Module):  # noqa: N801 (the book's name)
         attn_scores = queries @ keys.T  # (num_tokens, num_tokens)
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (num_tokens, num_tokens)
         context_vec = attn_weights @ values  # (num_tokens, d_out)
-        return AttentionSteps(queries, keys, values, attn_scores, attn_weights, attn_weights, context_vec, context_vec)
+        return AttentionSteps(
+            queries=queries, keys=keys, values=values, attn_scores=attn_scores, context_vec=context_vec,
+            attn_weights=attn_weights, dropped_weights=attn_weights, dropout_mask=None, output=context_vec,
+        )  # fmt: skip
 
 
 def load_v2_weights_into_v1(sa_v1: SelfAttention_v1, sa_v2: SelfAttention_v2) -> SelfAttention_v1:

@@ -81,7 +81,7 @@ elif step == 2:
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
     widgets.token_vectors("wrapper-output", z, pieces, notes.labels(d_out, shown), title=title)
-    widgets.show_code(attention.MultiHeadAttentionWrapper.steps)
+    widgets.show_code(attention.MultiHeadAttentionWrapper.forward)
 elif step == 3:
     st.markdown(notes.split_text(mha_d_out, num_heads, head_dim))
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]

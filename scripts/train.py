@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attention import BOOK_SENTENCE, bahdanau, gpt, tokenize
+from attention import BOOK_SENTENCE, gpt, reversal, tokenize
 
 REVERSAL_STEPS = 2500
 GPT_STEPS = 1000
@@ -49,15 +49,15 @@ def train_reversal(out: Path, steps: int, command: str) -> None:
     for use_attention in (True, False):
         name = "with attention" if use_attention else "without attention"
         print(f"Reversal, {name}: {steps} steps", flush=True)
-        model, log = bahdanau.train_reversal(use_attention, steps, progress=_progress(name))
-        bahdanau.save_reversal(model, out / bahdanau.REVERSAL_FILES[use_attention])
+        model, log = reversal.train_reversal(use_attention, steps, progress=_progress(name))
+        reversal.save_reversal(model, out / reversal.REVERSAL_FILES[use_attention])
         models[use_attention], finals[name] = model, {"final_loss": log.losses[-1], "seconds": log.seconds}
-    curve = bahdanau.measure_bottleneck(models[True], models[False])
+    curve = reversal.measure_bottleneck(models[True], models[False])
     for length, a, b in zip(curve.lengths, curve.with_attention, curve.without_attention, strict=True):
         print(f"  length {length:3d}: with attention {a:.3f}, without {b:.3f}", flush=True)
     alignments = {}
     for label, text in (("book", BOOK_SENTENCE), ("typed", TYPED_SENTENCE)):
-        symbols = bahdanau.reversal_symbols(tokenize(text).ids)  # (num_tokens,)
+        symbols = reversal.reversal_symbols(tokenize(text).ids)  # (num_tokens,)
         with torch.no_grad():
             logits, weights = models[True](symbols.unsqueeze(0))  # (1, T, V), (1, T, T)
         alignments[label] = {
@@ -69,12 +69,12 @@ def train_reversal(out: Path, steps: int, command: str) -> None:
         }
         print(f"  {label} sentence: {alignments[label]}", flush=True)
     _write_json(
-        out / bahdanau.REVERSAL_METRICS,
+        out / reversal.REVERSAL_METRICS,
         {
-            "task": f"reverse random sentences of {bahdanau.REVERSAL_VOCAB} symbols",
-            "train_lengths": list(bahdanau.REVERSAL_LENGTHS),
+            "task": f"reverse random sentences of {reversal.REVERSAL_VOCAB} symbols",
+            "train_lengths": list(reversal.REVERSAL_LENGTHS),
             "steps": steps,
-            "seed": bahdanau.REVERSAL_SEED,
+            "seed": reversal.REVERSAL_SEED,
             "models": finals,
             "accuracy_by_length": {
                 "lengths": list(curve.lengths),
@@ -122,7 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", nargs="?", choices=("all", "reversal", "gpt"), default="all")
     parser.add_argument("--steps", type=int, help="override the step count (for a quick try)")
-    parser.add_argument("--out", type=Path, default=bahdanau.WEIGHTS_DIR, help="folder for weights and metrics")
+    parser.add_argument("--out", type=Path, default=reversal.WEIGHTS_DIR, help="folder for weights and metrics")
     args = parser.parse_args()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,12 @@ CLASSES = {
 }
 
 
+def shown(name: str):
+    """What "Show the code" opens for a class: its ``steps``, or its ``forward`` where that is the book's code."""
+    cls = getattr(attention, name)
+    return getattr(cls, "steps", cls.forward)
+
+
 def code_lines(function) -> list[str]:
     """The lines of code, without blank lines, comments, the docstring or the input check."""
     source = textwrap.dedent(inspect.getsource(function))
@@ -48,7 +54,7 @@ def code_tokens(function) -> collections.Counter:
 @pytest.mark.parametrize("name", CLASSES)
 def test_shown_code_is_at_most_one_and_a_half_times_the_books_lines(name):
     book_cls = CLASSES[name][0]
-    ours = code_lines(getattr(attention, name).steps)
+    ours = code_lines(shown(name))
     book = code_lines(book_cls.forward)
 
     assert len(ours) <= 1.5 * len(book), (len(ours), len(book))
@@ -57,15 +63,23 @@ def test_shown_code_is_at_most_one_and_a_half_times_the_books_lines(name):
 @pytest.mark.parametrize("name", CLASSES)
 def test_shown_code_uses_most_of_the_books_tokens(name):
     book_cls = CLASSES[name][0]
-    ours, book = code_tokens(getattr(attention, name).steps), code_tokens(book_cls.forward)
+    ours, book = code_tokens(shown(name)), code_tokens(book_cls.forward)
     shared = sum((ours & book).values()) / sum(book.values())
 
     assert shared >= 0.75, shared
 
 
-@pytest.mark.parametrize("name", ["SelfAttention_v1", "SelfAttention_v2", "MultiHeadAttention"])
+@pytest.mark.parametrize("name", ["SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention"])
 def test_forward_is_steps_output(name):
     assert code_lines(getattr(attention, name).forward)[-1] == "return self.steps(x).output"
+
+
+def test_the_wrappers_forward_is_the_books_one_line():
+    ours = code_lines(attention.MultiHeadAttentionWrapper.forward)
+    book = code_lines(book_listings.MultiHeadAttentionWrapper.forward)
+
+    assert len(ours) == len(book) == 2
+    assert ours[-1].split("  #")[0] == book[-1] == "return torch.cat([head(x) for head in self.heads], dim=-1)"
 
 
 @pytest.mark.parametrize("name", CLASSES)

@@ -17,6 +17,7 @@ from attention import (
     SelfAttention_v2,
     apply_dropout,
     causal_mask,
+    drop_with_mask,
     dropout_average,
     dropout_keep_mask,
     mask_with_neg_inf,
@@ -83,6 +84,31 @@ def test_draws_equal_f_dropout_bitwise(seed, num_tokens, batch, p):
     expected = F.dropout(weights, p, training=True)
 
     assert torch.equal(apply_dropout(weights, p, seed=seed).dropped_weights, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 7), batch=st.integers(1, 3), p=DROPOUT_P)
+def test_drop_with_mask_is_nn_dropout_draw_for_draw_and_returns_its_keep_mask(seed, num_tokens, batch, p):
+    weights = random_tensor(seed, batch, num_tokens, num_tokens)  # (b, T, T)
+    torch.manual_seed(seed)
+    expected = nn.Dropout(p)(weights)
+    after_expected = torch.get_rng_state()
+    torch.manual_seed(seed)
+
+    dropped, keep = drop_with_mask(nn.Dropout(p), weights)
+
+    assert torch.equal(dropped, expected)
+    assert torch.equal(torch.get_rng_state(), after_expected)  # the same draws, no more
+    assert torch.equal(keep, dropout_keep_mask(tuple(weights.shape), p, seed))
+
+
+def test_drop_with_mask_draws_nothing_in_eval_mode_or_with_zero_p():
+    weights = torch.rand(2, 4, 4)
+    before = torch.get_rng_state()
+
+    assert drop_with_mask(nn.Dropout(0.5).eval(), weights) == (weights, None)
+    assert drop_with_mask(nn.Dropout(0.0), weights) == (weights, None)
+    assert torch.equal(torch.get_rng_state(), before)
 
 
 @settings(max_examples=40, deadline=None)

@@ -40,16 +40,27 @@ def test_importing_the_attention_package_imports_no_torch_until_a_name_is_used()
     assert run_python(code) == ["False", "True", "False", "True"]
 
 
-def test_every_name_the_package_exports_resolves_and_trace_stays_the_function():
+def test_every_name_the_package_exports_resolves_and_trace_is_the_function():
     import attention
-    import attention.trace  # the submodule, imported on its own, sets the package's attribute
+    import attention.tracing  # the submodule, imported on its own, sets the package's attribute tracing
 
     assert all(getattr(attention, name) is not None for name in attention.__all__)
-    assert callable(attention.trace) and attention.trace.__module__ == "attention.trace"
+    assert callable(attention.trace) and attention.trace.__module__ == "attention.tracing"
+    assert attention.trace is attention.tracing.trace
     assert set(attention.__all__) <= set(dir(attention)) and "bahdanau" in dir(attention)
     assert attention.gpt.VERDICT_CONFIG is attention.VERDICT_CONFIG is attention.constants.VERDICT_CONFIG
     with pytest.raises(AttributeError):
         attention.no_such_name  # noqa: B018
+
+
+def test_the_package_lists_each_name_once_and_every_submodule():
+    import attention
+
+    modules = {path.stem for path in (ROOT / "attention").glob("*.py")} - {"__init__"}
+
+    assert set(attention.SUBMODULES) == modules
+    assert len(attention.__all__) == len(set(attention.__all__))
+    assert not set(attention.__all__) & modules  # no name is also a module's name
 
 
 # The first run with torch's import refused: any attempt fails the run. Then torch is let in, and the

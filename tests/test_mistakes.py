@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from attention import BOOK_INPUTS, MISTAKES, MultiHeadAttention, build, run_mistake, scaling_lab, trace
-from attention import mistakes as m
+from attention import mistake_steps as m
+from attention.mistake_measures import saturation_curve
 
 ORACLE = {"atol": 1e-6, "rtol": 1e-5}
 
@@ -170,7 +171,7 @@ def test_no_scaling_saturates_the_softmax(random_mha, random_x):
 
 def test_the_saturation_curve_draws_what_scaling_lab_draws():
     lab = scaling_lab()
-    curve = m.saturation_curve("no_scaling")
+    curve = saturation_curve(MISTAKES["no_scaling"].steps.weigh)
     torch.testing.assert_close(curve.right_max_weight, lab.scaled_max_weight)
     torch.testing.assert_close(curve.wrong_max_weight, lab.unscaled_max_weight)
     torch.testing.assert_close(curve.right_entropy, lab.scaled_entropy)
@@ -282,3 +283,9 @@ def test_bad_requests_raise_value_errors(book_mha):
         run_mistake("fill_zero", book_mha, torch.ones(7, 3))
     with pytest.raises(KeyError):
         run_mistake("fill_zero", book_mha, BOOK_INPUTS).measure("nothing")
+
+
+def test_each_mistake_carries_its_measure_and_only_the_scaling_ones_a_saturation_curve():
+    for mistake in MISTAKES.values():
+        assert mistake.measure.__module__ == "attention.mistake_measures", mistake.name
+        assert mistake.saturates == (mistake.name in ("no_scaling", "divide_by_d_k")), mistake.name

@@ -1,12 +1,14 @@
 """Stage 8: a trace, every intermediate of one forward pass, named in the book's words.
 
 ``trace(module, x)`` calls the module's own ``steps``, the code its
-``forward`` runs, so a trace and ``module(x)`` cannot drift apart. It keeps
-what that code made and derives the rest only when asked: the unmasked scores,
-the scaled and the masked scores, each head's context vectors and which
-weights dropout kept. All five modules give the same shapes: v1 and v2 appear
-as one head with no mask, ``CausalAttention`` as one head, the wrapper's heads
-are stacked.
+``forward`` runs, so a trace and ``module(x)`` cannot drift apart; for the
+wrapper, whose ``forward`` is the book's one line, it calls each head's
+``steps`` in the order that line does. It keeps what that code made,
+including which weights dropout kept, and derives the rest only when asked:
+the unmasked scores, the scaled and the masked scores and each head's context
+vectors. All five modules give the same shapes: v1 and v2 appear as one head
+with no mask, ``CausalAttention`` as one head, the wrapper's heads are
+stacked.
 
 It also builds modules reproducibly: ``build(cls, seed, ...)`` is
 ``torch.manual_seed(seed)`` then ``cls(...)``, which reproduces the book's
@@ -21,12 +23,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .causal import CausalAttention
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
-from .seeding import GLOBAL_RNG_LOCK, seeded
+from .seeding import seeded
 from .trainable import AttentionSteps, SelfAttention_v1, SelfAttention_v2
 
 TRACEABLE = (SelfAttention_v1, SelfAttention_v2, CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention)
@@ -80,7 +81,7 @@ class Trace:
     mask: torch.Tensor | None
     attn_weights: torch.Tensor
     dropped_weights: torch.Tensor
-    dropout_draws: tuple[float, torch.Tensor, tuple[int, ...], int] | None
+    dropout_mask: torch.Tensor | None
     context: torch.Tensor
     output: torch.Tensor
 
@@ -113,17 +114,6 @@ class Trace:
         b, h, T, head_dim = self.queries.shape
         return self.context.view(b, T, h, head_dim).transpose(1, 2)  # (b, h, T, head_dim)
 
-    @functools.cached_property
-    def dropout_mask(self) -> torch.Tensor | None:
-        """Which weights dropout kept, drawn again from the random state the forward pass started from."""
-        if self.dropout_draws is None:
-            return None
-        p, rng_state, shape, num_draws = self.dropout_draws
-        with GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(rng_state)
-            kept = [F.dropout(torch.ones(shape), p) != 0 for _ in range(num_draws)]  # each (b, [h,] T, T)
-        return kept[0] if num_draws == 1 and len(shape) == 4 else torch.stack(kept, dim=1)  # (b, h, T, T)
-
     def tensors(self) -> dict[str, torch.Tensor]:
         """The named tensors, skipping the ones that are None."""
         named = {name: getattr(self, name) for name in TENSOR_NAMES}
@@ -148,10 +138,25 @@ def _dropout_p(module: nn.Module) -> float:
     return dropout.p if dropout is not None else 0.0
 
 
-def _one_head(steps: AttentionSteps) -> dict:
-    """A single-head module's steps with a head dimension: (b, T, ·) → (b, 1, T, ·)."""
-    names = ("queries", "keys", "values", "attn_scores", "attn_weights", "dropped_weights")
-    return {name: getattr(steps, name).unsqueeze(1) for name in names}  # each (b, 1, T, ·)
+PER_HEAD = ("queries", "keys", "values", "attn_scores", "attn_weights", "dropped_weights", "dropout_mask")
+
+
+def _per_head(parts: list[AttentionSteps], join, head_dim: bool) -> dict[str, torch.Tensor | None]:
+    """The per-head tensors of ``parts`` joined into one (b, h, T, ·) tensor each; None stays None.
+
+    ``join`` is ``torch.stack`` over the sentences v1 and v2 read one at a time, ``torch.cat`` over
+    the wrapper's heads along dim 1, or None for one part, kept as it is; ``head_dim`` adds the head
+    dimension a single-head module lacks.
+    """
+    named = {}
+    for name in PER_HEAD:
+        tensors = [getattr(part, name) for part in parts]
+        if tensors[0] is None:
+            named[name] = None
+            continue
+        tensors = [tensor.unsqueeze(-3) for tensor in tensors] if head_dim else tensors  # each ([b,] 1, T, ·)
+        named[name] = tensors[0] if join is None else join(tensors, dim=0 if join is torch.stack else 1)  # (b, h, T, ·)
+    return named
 
 
 def trace(module: nn.Module, x: torch.Tensor, *, training: bool = False, seed: int | None = None) -> Trace:
@@ -173,54 +178,25 @@ def trace(module: nn.Module, x: torch.Tensor, *, training: bool = False, seed: i
         raise ValueError(f"trace() needs inputs of shape (num_tokens, d_in) or (b, num_tokens, d_in), got {shape}.")
     inputs = x.unsqueeze(0) if x.dim() == 2 else x  # (b, T, d_in)
     p = _dropout_p(module)
-    drops = training and p > 0
     # Only dropout depends on the mode; switching a shared module's mode, and drawing, happen under the lock.
-    guard = seeded(seed if drops else None) if p > 0 else contextlib.nullcontext()
+    guard = seeded(seed if training else None) if p > 0 else contextlib.nullcontext()
     with torch.no_grad(), guard, _mode(module, training) if p > 0 else contextlib.nullcontext():
-        rng_state = torch.get_rng_state() if drops else None
         if isinstance(module, SelfAttention_v1 | SelfAttention_v2):  # the book's v1 and v2 take one sentence
-            per_sentence = [module.steps(sentence) for sentence in inputs]
-            steps = AttentionSteps(*(torch.stack(parts) for parts in zip(*map(_fields, per_sentence), strict=True)))
+            parts = [module.steps(sentence) for sentence in inputs]
+            per_head = _per_head(parts, torch.stack, head_dim=True)
+            context = output = torch.stack([part.output for part in parts])  # (b, T, d_out)
+        elif isinstance(module, MultiHeadAttentionWrapper):
+            parts = [head.steps(inputs) for head in module.heads]  # one after another, as its forward runs them
+            per_head = _per_head(parts, torch.cat, head_dim=True)
+            context = output = torch.cat([part.output for part in parts], dim=-1)  # (b, T, h * d_out)
         else:
             steps = module.steps(inputs)
-    b, T = inputs.shape[:2]
+            per_head = _per_head([steps], None, head_dim=isinstance(module, CausalAttention))
+            context, output = steps.context_vec, steps.output
+    T = inputs.shape[1]
     mask = None if isinstance(module, SelfAttention_v1 | SelfAttention_v2) else torch.ones(T, T).triu(1).bool()
-    if isinstance(module, MultiHeadAttentionWrapper):
-        heads = [_one_head(head) for head in steps.heads]
-        per_head = {name: torch.cat([head[name] for head in heads], dim=1) for name in heads[0]}  # (b, h, T, ·)
-        context = output = steps.output
-        draws = (p, rng_state, (b, T, T), module.num_heads) if drops else None
-    elif isinstance(module, MultiHeadAttention):
-        per_head = {name: getattr(steps, name) for name in _one_head(steps)}
-        context, output = steps.context_vec, steps.output
-        draws = (p, rng_state, tuple(steps.attn_weights.shape), 1) if drops else None
-    else:
-        per_head = _one_head(steps)
-        context = output = steps.output
-        draws = (p, rng_state, (b, T, T), 1) if drops else None
     per_head["book_scores"] = per_head.pop("attn_scores")
-    return Trace(
-        module=type(module).__name__,
-        inputs=inputs,
-        mask=mask,
-        dropout_draws=draws,
-        context=context,
-        output=output,
-        **per_head,
-    )
-
-
-def _fields(steps: AttentionSteps) -> tuple[torch.Tensor, ...]:
-    return (
-        steps.queries,
-        steps.keys,
-        steps.values,
-        steps.attn_scores,
-        steps.attn_weights,
-        steps.dropped_weights,
-        steps.context_vec,
-        steps.output,
-    )
+    return Trace(module=type(module).__name__, inputs=inputs, mask=mask, context=context, output=output, **per_head)
 
 
 def build(cls: type[nn.Module], seed: int, *args, **kwargs) -> nn.Module:
