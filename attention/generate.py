@@ -167,6 +167,7 @@ class Generation:
 
 
 def check_sampling(temperature: float, top_k: int | None, vocab_size: int) -> None:
+    """``temperature`` in [0, 100] and ``top_k`` ``None`` or a whole number up to ``vocab_size``."""
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 <= temperature <= 100:
         raise ValueError(
             f"temperature must be a number from 0 (always the likeliest token) to 100, got {temperature!r}."
@@ -176,6 +177,7 @@ def check_sampling(temperature: float, top_k: int | None, vocab_size: int) -> No
 
 
 def check_length(prompt_tokens: int, max_new_tokens: int, context_length: int) -> None:
+    """At most ``MAX_NEW_TOKENS`` new tokens, and the prompt and them within ``context_length``."""
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a whole number, at least 1; got {max_new_tokens!r}.")
     if max_new_tokens > MAX_NEW_TOKENS:
@@ -193,10 +195,10 @@ def choose_token(
 ) -> tuple[int, torch.Tensor]:
     """The next token's id and the distribution it was chosen from. Shapes: logits (V,) → probs (V,)."""
     if top_k is not None:
-        kth_largest = torch.topk(logits, top_k).values[-1]
+        kth_largest = torch.topk(logits, top_k).values[-1]  # (): the smallest logit kept
         logits = logits.masked_fill(logits < kth_largest, -torch.inf)  # (V,)
     if temperature == 0:
-        return int(logits.argmax()), torch.softmax(logits, dim=-1)
+        return int(logits.argmax()), torch.softmax(logits, dim=-1)  # (V,)
     probs = torch.softmax(logits / temperature, dim=-1)  # (V,)
     return int(torch.multinomial(probs, 1, generator=generator)), probs
 
@@ -236,7 +238,7 @@ def generate(
                 else:
                     step = step_without_cache(model, in_idx)
                 token_id, probs = choose_token(step.logits[0], temperature, top_k, generator)
-                top = torch.topk(probs, TOP_N)
+                top = torch.topk(probs, TOP_N)  # values and indices, (TOP_N,) each
                 tokens.append(
                     GeneratedToken(
                         token_id=token_id,
@@ -252,4 +254,5 @@ def generate(
                 in_idx = torch.cat([in_idx, new_idx], dim=1)  # (1, T + 1)
     finally:
         model.train(was_training)
-    return Generation(tuple(ids), tuple(tokens), use_cache, float(temperature), top_k, seed)
+    prompt_ids = tuple(check_ids(ids, model.cfg)[0].tolist())
+    return Generation(prompt_ids, tuple(tokens), use_cache, float(temperature), top_k, seed)
