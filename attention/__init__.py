@@ -20,6 +20,12 @@ built on ``MultiHeadAttention``, with a small one trained on "The Verdict"
 (``load_trained_gpt``, ``layer_input``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
 the server's operator names (``gpt2_from_environment``), never running pickled code.
 
+What the chapter's module becomes: ``kv_cache`` (a ``MultiHeadAttention`` that takes and returns a
+cache of keys and values, and a sliding-window mask), ``gqa`` (grouped-query attention; one group is
+multi-query attention), ``generation`` (a GPT writing token by token, with or without the cache),
+``kv_cache_costs`` (the cache's bytes and the multiply-adds per new token, from a configuration) and
+``generation_speed`` (the time per new token measured both ways).
+
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
@@ -83,7 +89,12 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
     "embeddings": ("BOOK_INPUTS", "embed_tokens", "token_vector"),
     "fast": ("fast_multihead",),
     "gpt": ("GPTModel", "HeadSummary", "LayerInput", "head_summaries", "layer_input", "load_gpt", "load_trained_gpt"),
+    "generation": ("GPTWithCache", "GeneratedToken", "Generation", "generate", "random_gpt"),
+    "generation_speed": ("TokenTimes", "measure_token_times"),
     "gpt2": ("gpt2_from_environment", "load_gpt2"),
+    "gqa": ("GroupedQueryAttention",),
+    "kv_cache": ("CachedMultiHeadAttention", "CachedSteps", "KVCache", "sliding_window_mask"),
+    "kv_cache_costs": ("CACHE_SHAPES", "CacheShape", "MacCount", "cache_bytes_per_token", "macs_per_new_token"),
     "mistake_measures": ("Measure", "SaturationCurve"),
     "mistake_steps": (),
     "mistakes": ("MISTAKES", "Mistake", "MistakeRun", "run_mistake"),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .generate import GPTWithCache, step_without_cache
+from .generation import GPTWithCache, step_without_cache
 from .gpt import GPTModel
 
 LENGTHS = tuple(range(10, 121, 10))

@@ -17,7 +17,7 @@ import torch
 
 from attention import BOOK_SENTENCE, tokenize
 from attention.constants import GPT2_SMALL, VERDICT_CONFIG
-from attention.generate import (
+from attention.generation import (
     MAX_NEW_TOKENS,
     TOP_N,
     GPTWithCache,

@@ -7,7 +7,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from attention.constants import GPT2_SMALL, VERDICT_CONFIG
-from attention.generate import GPTWithCache, random_gpt, step_without_cache
+from attention.generation import GPTWithCache, random_gpt, step_without_cache
 from attention.gqa import GroupedQueryAttention
 from attention.kv_cache_costs import CACHE_SHAPES, cache_bytes_per_token, macs_per_new_token, shapes_for
 
