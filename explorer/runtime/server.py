@@ -24,7 +24,6 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import attention
 from explorer.runtime import first_paint
-from explorer.runtime.first_paint import first_page_chunks, painted, preload_browser_code
 
 # Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
 # converts a DataFrame with pyarrow). The first page needs neither.
@@ -157,7 +156,7 @@ def _warm_first_run() -> None:
 
     load_bpe()
     string_util.is_emoji("🔍")
-    first_page_chunks()
+    first_paint.first_page_chunks()
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
     stored = importlib.import_module("explorer.models.first_view")  # imported by name, as every app module here
     stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
@@ -183,7 +182,7 @@ def configure_server() -> None:
 
     * **Charts' code first.** Streamlit's browser code fetches Plotly (4.7 MB of JavaScript), and the
       code of each kind of widget, only when the first such element arrives. Asking for them at the
-      start of every run lets the browser fetch and compile them meanwhile (``preload_browser_code``).
+      start of every run lets the browser fetch and compile them meanwhile (``first_paint.preload_browser_code``).
     * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
       torch lazily (``lazy``) and its numbers are stored (``first_view``). Importing torch took 1.1-2.2 s
       of CPU here, under the interpreter lock the browser's files are served with, so it waits until the
@@ -197,7 +196,7 @@ def configure_server() -> None:
       13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
       turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
     """
-    preload_browser_code()
+    first_paint.preload_browser_code()
     in_a_run = get_script_run_ctx() is not None
     if _warming.is_set() and in_a_run:
         return
@@ -228,8 +227,8 @@ def _warm_up_after(first_run: threading.Thread) -> None:
     if a link that needs torch has been opened (``page_routes``): the import started then."""
     first_run.join(timeout=30.0)
     if _app_import is None:  # no page has asked for torch: let the browser paint first
-        painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
-    painted.set()
+        first_paint.painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
+    first_paint.painted.set()
     start_importing_app().join()
     warm_up()
 

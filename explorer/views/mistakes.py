@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 import attention
-from attention.mistakes import RIGHT, Measure, Steps
+from attention.mistake_measures import Measure
+from attention.mistake_steps import RIGHT, Steps
 from explorer.models.modules import module_for
 from explorer.results import from_tensors
 from explorer.runtime.caching import VIEW_ENTRIES, shared_view

@@ -1,4 +1,4 @@
-"""Why attention's trained part, computed: the shipped reversal models on the user's sentence (``attention.bahdanau``).
+"""Why attention's trained part, computed: the shipped reversal models on the user's sentence (``attention.reversal``).
 
 ``widgets.models`` draws it."""
 
