@@ -2,12 +2,12 @@
 
 One server (``launch.AppServer``, plain ``streamlit run streamlit_app.py``) on 127.0.0.1 only. A
 "light" student re-runs the Tokens page with the book's example every 0.5 s for the whole run, while
-protocol-level sessions (``load.Student``) open the worst link for each heavy page, one page at a
+protocol-level sessions (``protocol.Student``) open the worst link for each heavy page, one page at a
 time, then three multi-head links at once, then a flood of re-runs. The server's RSS is read from
-/proc every 0.1 s. Usage (the "Hostile links" section of BENCHMARKS.md)::
+/proc every 0.1 s. Usage, from the repository root (the "Hostile links" section of BENCHMARKS.md)::
 
-    python benchmarks/hostile.py                       # every scenario; JSON in artifacts/hostile/
-    python benchmarks/hostile.py --scenarios multihead,three --flood 20 --flood-s 30 --settle-s 30
+    python -m benchmarks.hostile                       # every scenario; JSON in artifacts/hostile/
+    python -m benchmarks.hostile --scenarios multihead,three --flood 20 --flood-s 30 --settle-s 30
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from launch import ROOT, AppServer
-from load import Student, percentile, rerun_message
+from benchmarks.launch import ROOT, AppServer
+from benchmarks.machine import loadavg
+from benchmarks.meter import percentile
+from benchmarks.protocol import Student
 
 CJK = "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(2000))  # 2,000 CJK characters
 WORST = {"input": "text", "text": CJK, "d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024"}
@@ -60,14 +58,7 @@ class Light:
         await self.student.open("tokens", {})
         while self.running:
             started = time.perf_counter()
-            s = self.student
-            message = rerun_message(
-                query_string=s.query_string,
-                page_script_hash=s.page_script_hash,
-                url=f"{s.base}/{s.page}?{s.query_string}",
-                cached_hashes=list(s.cached),
-            )
-            run = await s._run("edit", message, expect_text=None)
+            run = await self.student.edit()
             self.latencies.append(run.latency)
             if run.error:
                 self.errors.append(run.error)
@@ -119,13 +110,7 @@ async def flood(base, count, seconds, light, memory, idle) -> dict:
 
     async def hammer(student):
         while time.monotonic() - start < seconds:
-            message = rerun_message(
-                query_string=student.query_string,
-                page_script_hash=student.page_script_hash,
-                url=f"{base}/multihead?{student.query_string}",
-                cached_hashes=list(student.cached),
-            )
-            await student._run("edit", message, expect_text=None)
+            await student.edit()
             reruns[0] += 1
 
     await asyncio.gather(*(hammer(s) for s in students))
@@ -152,7 +137,7 @@ async def main_async(args) -> list[dict]:
         task = asyncio.create_task(light.loop())
         await asyncio.sleep(5)
         idle = statistics.median(rss for _, rss in memory.samples[-30:])
-        results.append({"scenario": "idle", "rss_mib": round(idle), "loadavg": os.getloadavg()})
+        results.append({"scenario": "idle", "rss_mib": round(idle), "loadavg": loadavg()})
         print(json.dumps(results[-1]), flush=True)
         wanted = args.scenarios.split(",")
         seed = 1000
@@ -167,7 +152,7 @@ async def main_async(args) -> list[dict]:
         light.running = False
         await task
         results.append({"scenario": "light, whole run", "light": light.summary(), "errors": light.errors[:5]})
-        results.append({"loadavg_end": os.getloadavg(), "server_problems": server.log_problems()[:5]})
+        results.append({"loadavg_end": loadavg(), "server_problems": server.log_problems()[:5]})
         print(json.dumps(results[-2:]), flush=True)
     finally:
         memory.stopped.set()

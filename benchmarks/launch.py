@@ -2,16 +2,19 @@
 
 ``AppServer`` runs ``streamlit run SCRIPT`` on 127.0.0.1 and a free port, in
 its own process group, waits for ``/_stcore/health`` and stops the whole group
-when done. With ``serve_options`` it runs under ``benchmarks/serve.py``
+when done. With ``serve_options`` it runs under ``benchmarks.serve``
 instead (timings, garbage-collector options, run slots), which is still
-Streamlit's own server in one process. ``launch_chromium`` starts the system's
-Chromium through Playwright with the flags every caller uses.
+Streamlit's own server in one process; ``TimedServer`` reads the run times that
+``serve --timings`` writes. ``launch_chromium`` starts the system's Chromium
+through Playwright with the flags every caller uses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -21,9 +24,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchmarks import machine
+
 ROOT = Path(__file__).resolve().parents[1]
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
-CHROMIUM = Path("/usr/lib/chromium/chromium")
+CHROMIUM = Path(machine.CHROMIUM)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -74,10 +79,15 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
+def problems(log: str) -> list[str]:
+    """The lines of a server's log that tell of an error."""
+    return [line[:200] for line in log.splitlines() if "Traceback" in line or " ERROR " in line or "Exception" in line]
+
+
 class AppServer:
     """``streamlit run script`` on a free port; ``start()`` returns its base URL once it is healthy.
 
-    ``serve_options`` (a list, possibly empty) runs it under ``benchmarks/serve.py``;
+    ``serve_options`` (a list, possibly empty) runs it under ``python -m benchmarks.serve``;
     ``streamlit_options`` are added to Streamlit's command line; ``env`` to the environment.
     """
 
@@ -103,7 +113,7 @@ class AppServer:
         ]
         if self.serve_options is None:
             return [sys.executable, "-m", "streamlit", *streamlit]
-        return [sys.executable, str(ROOT / "benchmarks" / "serve.py"), *self.serve_options, "--", *streamlit]
+        return [sys.executable, "-m", "benchmarks.serve", *self.serve_options, "--", *streamlit]
 
     def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
         env = {**os.environ, **self.env}
@@ -148,16 +158,51 @@ class AppServer:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def log_problems(self) -> list[str]:
-        lines = self.log.read_text(errors="replace").splitlines()
-        return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
+        return problems(self.log.read_text(errors="replace"))
 
     def cpu_s(self) -> float:
         """The server's user + system CPU seconds so far."""
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return machine.process_cpu_s(self.proc.pid)
 
     def rss_mib(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            kib = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), None)
-        return float("nan") if kib is None else kib / 1024
+        return machine.process_rss_mib(self.proc.pid)
+
+
+class TimedServer(AppServer):
+    """``streamlit run SCRIPT`` under ``serve --timings``, which times every script run; logs in ``folder``."""
+
+    def __init__(self, script: str, name: str, folder: Path, profile: Path | None = None) -> None:
+        self.name = name
+        self.timings = folder / f"{name}.timings.jsonl"
+        serve = ["--timings", str(self.timings), *(["--profile", str(profile)] if profile else [])]
+        super().__init__(script, log=folder / f"{name}.log", serve_options=serve)
+        self.pages: list[tuple[str, str]] = []
+
+    def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
+        self.timings.parent.mkdir(parents=True, exist_ok=True)
+        self.timings.write_text("")
+        return super().start(timeout, every)
+
+    def mark(self) -> int:
+        with self.timings.open() as f:
+            return sum(1 for _ in f)
+
+    async def timing_after(self, mark: int, timeout: float = 30.0) -> dict | None:
+        """The last script run's timing written after ``mark`` lines (it is written after the post-run GC)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.mark() > mark:
+                await asyncio.sleep(0.05)  # a rerun the script asked for writes one line for both runs
+                return json.loads(self.timings.read_text().splitlines()[-1])
+            await asyncio.sleep(0.02)
+        return None
+
+    async def dump_profile(self, path: Path) -> None:
+        """Have ``serve --profile`` write the runs profiled so far to ``path`` (and start afresh)."""
+        path.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR2)
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if path.exists() and path.stat().st_size:
+                await asyncio.sleep(0.2)
+                return
