@@ -44,7 +44,7 @@ from benchmarks.launch import ROOT, SETTLED, TimedServer, launch_chromium
 from benchmarks.machine import loadavg
 from benchmarks.meter import median, percentile
 from benchmarks.protocol import BrowserStudent
-from benchmarks.sentences import Sentences, link_text
+from benchmarks.sentences import Sentences, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
 PAUSE_S = 0.3  # between actions: the previous run and its collection are over
@@ -79,20 +79,6 @@ async def timed(server, student: BrowserStudent, kind: str, message: bytes, text
     }
 
 
-async def open_student(server, page: str, num_tokens: int, sentences) -> BrowserStudent:
-    """A new tab on ``page`` from a link with a typed sentence of ``num_tokens`` tokens."""
-    student = BrowserStudent(server.base)
-    await student.connect()
-    shown, cut = link_text(sentences.make(num_tokens))
-    opened = await student.open(page, {"input": "text", "text": shown})
-    if opened.error:
-        raise RuntimeError(f"/{page}: {opened.error}")
-    if cut:  # the link could not carry T tokens: type them
-        text = sentences.make(num_tokens)
-        await student.send("edit", student.message(text=text), expect_text=text)
-    return student
-
-
 def walk(steps: int, repeats: int) -> list[int]:
     """Stepper moves (+1 Next, -1 Previous) from step 1, to the last step and back, until each has ``repeats``."""
     moves, position, direction = [], 1, 1
@@ -112,7 +98,7 @@ async def page_actions(
     ``wanted``: the actions to time (Next and Previous go together, as the stepper's walk)."""
     rows = []
     for index, page in enumerate(pages):
-        student = await open_student(server, page, num_tokens, sentences)
+        student = await open_typed(BrowserStudent(server.base), page, num_tokens, sentences)
         counts = {1: 0, -1: 0}
         stepping = "next" in wanted or "previous" in wanted
         for move in walk(student.steps or 1, repeats) if stepping else []:
@@ -162,7 +148,7 @@ async def costs(args) -> dict:
     try:
         sentences = Sentences(seed=args.seed)
         for page in args.pages:  # first runs (imports, first-call costs) are not timed
-            student = await open_student(server, page, 64, sentences)
+            student = await open_typed(BrowserStudent(server.base), page, 64, sentences)
             await student.close()
         rows = []
         for num_tokens in args.sizes:

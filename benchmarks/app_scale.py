@@ -43,7 +43,7 @@ from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer, launch_chromium
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import median
 from benchmarks.protocol import Student
-from benchmarks.sentences import Sentences, link_text
+from benchmarks.sentences import Sentences, link_text, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "app_scale"
 RESULTS = ARTIFACTS / "results.json"
@@ -71,16 +71,8 @@ def shell_script() -> str:
 
 async def open_session(server: TimedServer, page: str, num_tokens: int, step: int, sentences: Sentences):
     """A fresh session on ``page`` at ``step`` opened from a link with a sentence of ``num_tokens`` tokens."""
-    student = Student(server.base)
-    await student.connect()
-    shown, cut = link_text(sentences.make(num_tokens))
-    opened = await student.open(page, {"input": "text", "text": shown, "step": str(step)})
-    if opened.error:
-        raise RuntimeError(f"{server.name} /{page} step {step}: {opened.error}")
-    if cut:  # the link could not carry T tokens: type them (the slider's range changes once, here)
-        await student.edit(sentences.make(num_tokens))
-    if not server.pages:
-        server.pages = student.app_pages
+    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
+    server.pages = server.pages or student.app_pages
     return student
 
 
@@ -124,16 +116,13 @@ async def warm_up(app: TimedServer, baselines: dict, pages: list[str], sentences
     """Open every page and step once (and the bare and shell pages), so first-call costs are behind us."""
     steps: dict[str, int] = {}
     for server, page in (*((b, "") for b in baselines.values()), *((app, p) for p in pages)):
-        student = await open_session(server, page, 64, 1, sentences)
-        count = student.steps or 1
-        await student.edit(sentences.make(64))
-        await student.close()
-        if server is app:
-            steps[page] = count
-            for step in range(2, count + 1):
-                student = await open_session(server, page, 64, step, sentences)
-                await student.edit(sentences.make(64))
-                await student.close()
+        step = count = 1
+        while step <= count:  # every step of the app's pages, the first of the bare and shell pages
+            student = await open_session(server, page, 64, step, sentences)
+            count = (student.steps or 1) if server is app else 1
+            await student.edit(sentences.make(64))
+            await student.close()
+            steps[page], step = count, step + 1
     return steps
 
 
@@ -220,8 +209,7 @@ def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> No
                     step = chosen[page]
                     tab = BrowserTab(browser, app.base)
                     try:
-                        first = sentences.make(num_tokens)
-                        shown, _ = link_text(first)
+                        shown, _ = link_text(sentences.make(num_tokens))
                         tab.open(page, {"input": "text", "text": shown, "step": str(step)})
                         tab.type_sentence(sentences.make(num_tokens))  # warm: the slider and figures exist
                         runs = [tab.type_sentence(sentences.make(num_tokens)) for _ in range(args.browser_repeats)]
@@ -231,9 +219,7 @@ def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> No
                         "page": page,
                         "step": step,
                         "T": num_tokens,
-                        "painted_ms": median(r["painted_ms"] for r in runs),
-                        "finished_ms": median(r["finished_ms"] for r in runs),
-                        "settled_ms": median(r["settled_ms"] for r in runs),
+                        **{k: median(r[k] for r in runs) for k in ("painted_ms", "finished_ms", "settled_ms")},
                         "received_bytes": median(r["received_bytes"] for r in runs),
                         "plots": runs[-1]["plots"],
                         "samples_ms": [round(r["painted_ms"]) for r in runs],
@@ -412,8 +398,7 @@ def run_all(args) -> None:
 
 async def discover_pages(app: TimedServer) -> list[str]:
     student = Student(app.base)
-    await student.connect()
-    await student.open("", {})
+    await student.visit("", {})
     await student.close()
     app.pages = student.app_pages
     return [path for path, _ in student.app_pages]

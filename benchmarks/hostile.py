@@ -54,8 +54,7 @@ class Light:
         self.student, self.latencies, self.errors, self.running = Student(base), [], [], True
 
     async def loop(self) -> None:
-        await self.student.connect()
-        await self.student.open("tokens", {})
+        await self.student.visit("tokens", {})
         while self.running:
             started = time.perf_counter()
             run = await self.student.edit()
@@ -80,8 +79,7 @@ class Light:
 
 async def open_link(base: str, page: str, seed: int) -> dict:
     student = Student(base)
-    await student.connect()
-    run = await student.open(URL_PATHS.get(page, page), WORST | {"seed": str(seed)})
+    run = await student.visit(URL_PATHS.get(page, page), WORST | {"seed": str(seed)})
     await student.close()
     return {"latency_s": round(run.latency, 2), "error": run.error, "notices": run.notices[:3]}
 
@@ -104,8 +102,7 @@ async def flood(base, count, seconds, light, memory, idle) -> dict:
     """``count`` sessions on the worst multi-head link, each re-running it back to back for ``seconds``."""
     start, mark, students = time.monotonic(), light.mark(), [Student(base) for _ in range(count)]
     for student in students:
-        await student.connect()
-        await student.open("multihead", WORST | {"seed": "1"})
+        await student.visit("multihead", WORST | {"seed": "1"})
     reruns = [0]
 
     async def hammer(student):
@@ -131,8 +128,7 @@ async def main_async(args) -> list[dict]:
     results = []
     try:
         warm = Student(base)
-        await warm.connect()
-        await warm.open("multihead", {})  # imports and first runs behind us
+        await warm.visit("multihead", {})  # imports and first runs behind us
         await warm.close()
         task = asyncio.create_task(light.loop())
         await asyncio.sleep(5)

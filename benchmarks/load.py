@@ -78,8 +78,7 @@ async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
     rng = random.Random(0)
     runs = []
     first = Student(base)
-    await first.connect()
-    runs.append(await first.open("", {"input": "text", "text": sentence(rng)}))
+    runs.append(await first.visit("", {"input": "text", "text": sentence(rng)}))
     if runs[0].error:
         raise RuntimeError(f"the app's first page failed at {base}: {runs[0].error}")
     runs.append(await first.edit(sentence(rng)))
@@ -88,8 +87,7 @@ async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
         if page == "":
             continue
         student = Student(base)
-        await student.connect()
-        runs.append(await student.open(page, {"input": "text", "text": sentence(rng)}))
+        runs.append(await student.visit(page, {"input": "text", "text": sentence(rng)}))
         runs.append(await student.edit(sentence(rng)))
         await student.close()
     return runs, first.app_pages
@@ -100,8 +98,7 @@ async def join(students: list[Student], page: str, step: int, rng: random.Random
 
     async def one(student: Student, delay: float) -> Run:
         await asyncio.sleep(delay)
-        await student.connect()
-        return await student.open(page, {"input": "text", "text": sentence(rng), "step": str(step)})
+        return await student.visit(page, {"input": "text", "text": sentence(rng), "step": str(step)})
 
     return await asyncio.gather(*(one(s, rng.uniform(0, spread_s)) for s in students))
 
@@ -186,15 +183,11 @@ async def pages_scan(server: OneServer, edits: int, seed: int) -> dict:
     load_start = loadavg()[0]
     titles = dict(server.app_pages)
     for page in titles:
-        probe = Student(server.base)
-        await probe.connect()
-        await probe.open(page, {"input": "text", "text": sentence(rng)})
-        steps = probe.steps or 1
-        await probe.close()
-        for step in range(1, steps + 1):
+        step = steps = 1
+        while step <= steps:
             student = Student(server.base)
-            await student.connect()
-            await student.open(page, {"input": "text", "text": sentence(rng), "step": str(step)})
+            await student.visit(page, {"input": "text", "text": sentence(rng), "step": str(step)})
+            steps = student.steps or 1
             await student.edit(sentence(rng))
             runs = []
             await asyncio.sleep(SCAN_PAUSE_S)
@@ -207,6 +200,7 @@ async def pages_scan(server: OneServer, edits: int, seed: int) -> dict:
             row = {"page": page, "title": titles[page], "step": step, "steps": steps, **summarize(runs)}
             row["server_cpu_ms_per_run"] = 1000 * cpu / edits
             table.append(row)
+            step += 1
             print(
                 f"  {page or '(default)':12s} step {step}/{steps}: p50 {row['p50_s'] * 1000:7.1f} ms, "
                 f"cpu {row['server_cpu_ms_per_run']:6.1f} ms/run, {row['kib_per_run']:6.1f} KiB, "
@@ -541,7 +535,8 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
         malloc_trim_s=a.malloc_trim,
         memory_log=memory_log,
     )
-    print(report.lesson_row(e, None), "\n   slowest:", e["slowest"][:6], flush=True)
+    slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
+    print(f"{report.lesson_row(e, None)}\n   slowest: {slowest}", flush=True)
     for name, p in e["processes"].items():
         print(f"   {name}: {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB")
     if e["server_memory"]:

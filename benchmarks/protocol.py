@@ -228,6 +228,11 @@ class Student:
             with contextlib.suppress(Exception):
                 await self.ws.close()
 
+    async def visit(self, page: str, query: dict[str, str]) -> Run:
+        """Connect, then open a link to ``page``."""
+        await self.connect()
+        return await self.open(page, query)
+
     async def open(self, page: str, query: dict[str, str]) -> Run:
         """Open a link to ``page`` (a new tab): the first run of a new session."""
         self.page = page
@@ -383,6 +388,9 @@ class BrowserStudent(Student):
             self.states = {i: v for i, v in self.states.items() if i in self._drawn}
             self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
         self._drawn = set()
+
+    async def edit(self, text: str | None = None) -> Run:
+        return await self.send("edit", self.message(text=text), expect_text=text)
 
     def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
         """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``

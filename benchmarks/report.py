@@ -35,6 +35,21 @@ def replace_block(path: str, begin: str, end: str, text: str) -> None:
         f.write(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
+def row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+LOAD_ENDS = ("load_start", "load_end")
+
+
+def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
+    """``intro``, then a Markdown table: ``header``'s cells are joined by `` | ``; ``align`` is one column's
+    (``---``, ``---:``) or every column's, joined by ``|``."""
+    columns = header.split(" | ")
+    aligns = align.split("|") if "|" in align else [align] * len(columns)
+    return [intro, "", row(*columns), row(*aligns), *rows, ""]
+
+
 # --------------------------------------------------------------------------- load (benchmarks.load)
 
 
@@ -78,55 +93,46 @@ def lesson_report(rows: list[dict]) -> list[str]:
     """One table per lesson scenario: overall and per-action latency, p95 against one student's, CPU and memory."""
     out = []
     for scenario in ("class", "typing"):
-        mine = sorted(
-            (e for e in rows if e["scenario"] == scenario), key=lambda e: (e["servers"], e["students"], e["duration_s"])
-        )
+        mine = [e for e in rows if e["scenario"] == scenario]
         if not mine:
             continue
-        first = mine[0]
-        ones = {e["servers"]: e for e in mine if e["students"] == 1}
-        out += [
+        mine.sort(key=lambda e: (e["servers"], e["students"], e["duration_s"]))
+        first, ones = mine[0], {e["servers"]: e for e in mine if e["students"] == 1}
+        out += table(
             f"**{scenario}** (first page `{first['page'] or '/'}`, think time exponential with mean "
             f"{first['think_s']:g} s, students arriving over {first['spread_s']:g} s, "
             f"MALLOC_ARENA_MAX={first['malloc_arena_max'] or 'unset'}; latencies in ms; p95 × is against one "
             "student's p95 on as many servers; RSS of the app processes together, slope over the run "
             "(second half))",
-            "",
-            "| servers | students | s timed | actions | p50 | p95 | p95 × | max | p95 Next | p95 Previous | p95 switch "
+            "servers | students | s timed | actions | p50 | p95 | p95 × | max | p95 Next | p95 Previous | p95 switch "
             "| p95 sentence | p95 open | actions/s | errors | server CPU cores (ms/run) | client CPU cores "
-            "| RSS start→end MiB | RSS MiB/min | load avg |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-            "| --- | ---: | --- | --- | --- |",
-            *(lesson_row(e, ones.get(e["servers"]) if e["students"] > 1 else None) for e in mine),
-            "",
-        ]
+            "| RSS start→end MiB | RSS MiB/min | load avg",
+            "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---",
+            [lesson_row(e, ones.get(e["servers"]) if e["students"] > 1 else None) for e in mine],
+        )
     return out
 
 
 def load_tables(results: list[dict]) -> str:
     """Markdown tables of the latest result for each scenario, mode and class size."""
-    latest: dict[tuple, dict] = {}
-    for e in results:
-        latest[(e["scenario"], e["mode"], e["students"], e.get("duration_s"))] = e
+    latest = {(e["scenario"], e["mode"], e["students"], e.get("duration_s")): e for e in results}
     by_scenario: dict[str, list[dict]] = {}
     for key, e in latest.items():
         by_scenario.setdefault(key[0], []).append(e)
     out = []
     for e in by_scenario.get("pages", [])[-1:]:
-        out += [
+        out += table(
             f"One student on each page and step (mode `{e['mode']}`, {e['when']}, load average "
             f"{e['loadavg_start']:.2f}→{e['loadavg_end']:.2f}): median latency of {e['table'][0]['runs']} edits.",
-            "",
-            "| page | step | p50 ms | server CPU ms/run | KiB/run | errors |",
-            "| --- | --- | ---: | ---: | ---: | ---: |",
-        ]
-        for r in e["table"]:
-            out.append(
+            "page | step | p50 ms | server CPU ms/run | KiB/run | errors",
+            "---|---|---:|---:|---:|---:",
+            [
                 f"| {_page(r)} | {r['step']}/{r['steps']} | {_ms(r['p50_s'])} | {r['server_cpu_ms_per_run']:.0f} "
                 f"| {r['kib_per_run']:.0f} | {r['errors']} |"
-            )
-        heaviest = e["heaviest"]
-        out += ["", f"Heaviest (most server CPU per run): `{heaviest['page']}` step {heaviest['step']}.", ""]
+                for r in e["table"]
+            ],
+        )
+        out += [f"Heaviest (most server CPU per run): `{e['heaviest']['page']}` step {e['heaviest']['step']}.", ""]
     for scenario in ("classroom", "burst", "soak"):
         rows = sorted(by_scenario.get(scenario, []), key=lambda e: (e["mode"], e["students"]))
         if not rows:
@@ -137,15 +143,13 @@ def load_tables(results: list[dict]) -> str:
             where += f", {len(first['waves'])} waves per row, pooled"
         else:
             where += f", think time exponential with mean {first['think_s']:g} s, {first['duration_s']:g} s timed"
-        out += [
+        out += table(
             f"**{scenario}** ({where})",
-            "",
-            "| mode | students | runs | p50 ms | p95 ms | max ms | runs/s | errors | RSS start→end (max) MiB "
-            "| RSS slope MiB/min | server CPU ms/run | GC CPU ms/run | other load (cores) | load avg |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |",
-        ]
-        out += [scenario_row(e) for e in rows]
-        out.append("")
+            "mode | students | runs | p50 ms | p95 ms | max ms | runs/s | errors | RSS start→end (max) MiB "
+            "| RSS slope MiB/min | server CPU ms/run | GC CPU ms/run | other load (cores) | load avg",
+            "---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---",
+            [scenario_row(e) for e in rows],
+        )
     out += lesson_report([e for e in latest.values() if e["scenario"] in ("class", "typing")])
     return "\n".join(out)
 
@@ -208,8 +212,18 @@ def goal_for(num_tokens: int) -> float | None:
     return None
 
 
-def row(*cells: str) -> str:
-    return "| " + " | ".join(cells) + " |"
+def paint_row(browser: dict, page: str) -> str:
+    """A page's Enter-to-painted at T = 64 and 1,024, and their ratio against the goal."""
+    small, large = (next((r for r in browser.values() if r["page"] == page and r["T"] == t), None) for t in (64, 1024))
+    ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
+    mark = "" if ratio != ratio else (" ✅" if ratio <= GOALS["paint"] else " ❌")
+    cells = ["–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}" for r in (small, large)]
+    kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
+    loads = (small["load"] if small else []) + (large["load"] if large else [])
+    either = large or small
+    return row(
+        _page_name(page), str(either["step"]), *cells, f"{ratio:.1f}×{mark}", str(either["plots"]), kib, _load(loads)
+    )
 
 
 def flag(value: float, goal: float | None) -> str:
@@ -331,70 +345,53 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
 
 
 def app_scale_tables(results: dict) -> str:
-    out: list[str] = []
     m = results.get("machine", {})
-    out += [
+    phases = [
+        row(name, f"`{p['command']}`", p["when"], " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in LOAD_ENDS))
+        for name, p in results.get("phases", {}).items()
+    ]
+    out = table(
         f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('ram_gib', '?')} GiB RAM; Python "
         f"{m.get('python')}, Streamlit {m.get('streamlit')}, plotly {m.get('plotly')}, torch {m.get('torch')}, "
         f"{m.get('chromium', '')}. The *load* columns are the 1-minute load average at each timed run "
         "(min–max); other developers share this machine.",
-        "",
-        "| phase | command | started | load average: 1/5/15 min at start → end, or the 1-min range of its timed runs |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, phase in results.get("phases", {}).items():
-        start = ", ".join(f"{v:.2f}" for v in phase["load_start"])
-        end = ", ".join(f"{v:.2f}" for v in phase["load_end"])
-        out.append(f"| {name} | `{phase['command']}` | {phase['when']} | {start} → {end} |")
-    out.append("")
+        "phase | command | started | load average: 1/5/15 min at start → end, or the 1-min range of its timed runs",
+        "---",
+        phases,
+    )
     summary = page_summary(results)
     if summary:
         out += server_tables(results, summary)
     browser = results.get("browser", {})
     if browser:
-        out += [
+        out += table(
             "**Enter to painted in Chromium** (median of "
             f"{len(next(iter(browser.values()))['samples_ms'])} sentences; the page's heaviest step; *run finished* is "
             "when the browser saw the script run end; KiB received over the websocket). Goal: T = 1,024 at most 3× "
             "T = 64.",
-            "",
-            "| page | step | T = 64: run finished · painted ms | T = 1,024: run finished · painted ms "
-            "| painted 1,024 / 64 | plots | KiB at 1,024 | load |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-        ]
-        for page in list(dict.fromkeys(r["page"] for r in browser.values())):
-            small = next((r for r in browser.values() if r["page"] == page and r["T"] == 64), None)
-            large = next((r for r in browser.values() if r["page"] == page and r["T"] == 1024), None)
-            ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
-            flag = "" if ratio != ratio else (" ✅" if ratio <= GOALS["paint"] else " ❌")
-
-            def cell(r):
-                return "–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}"
-
-            step = (large or small)["step"]
-            plots = (large or small)["plots"]
-            kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
-            loads = (small["load"] if small else []) + (large["load"] if large else [])
-            out.append(
-                f"| {_page_name(page)} | {step} | {cell(small)} | {cell(large)} | {ratio:.1f}×{flag} | {plots} "
-                f"| {kib} | {_load(loads)} |"
-            )
-        out.append("")
+            "page | step | T = 64: run finished · painted ms | T = 1,024: run finished · painted ms "
+            "| painted 1,024 / 64 | plots | KiB at 1,024 | load",
+            "---|---:|---:|---:|---:|---:|---:|---",
+            [paint_row(browser, page) for page in dict.fromkeys(r["page"] for r in browser.values())],
+        )
     cold = results.get("cold")
     if cold:
-        out += [
+        out += table(
             f"**Cold start** (median of {cold['repeats']}; from launching `streamlit run streamlit_app.py` to the "
             "first heatmap painted in an already running Chromium; book input; files in the OS page cache):",
-            "",
-            "| URL | server answers /_stcore/health s | first heatmap painted s | samples s | load |",
-            "| --- | ---: | ---: | --- | --- |",
-        ]
-        for url, r in cold["rows"].items():
-            out.append(
-                f"| `{url}` | {r['healthy_s']:.1f} | {r['painted_s']:.1f} | {', '.join(map(str, r['samples_s']))} "
-                f"| {_load(r['load'])} |"
-            )
-        out.append("")
+            "URL | server answers /_stcore/health s | first heatmap painted s | samples s | load",
+            "---|---:|---:|---|---",
+            [
+                row(
+                    f"`{url}`",
+                    f"{r['healthy_s']:.1f}",
+                    f"{r['painted_s']:.1f}",
+                    ", ".join(map(str, r["samples_s"])),
+                    _load(r["load"]),
+                )
+                for url, r in cold["rows"].items()
+            ],
+        )
     imports = results.get("imports")
     if imports:
         top = ", ".join(f"`{e['module']}` {e['cumulative_ms']:,.0f} ms" for e in imports["top_level"][:6])

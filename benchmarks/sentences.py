@@ -51,3 +51,15 @@ def link_text(text: str) -> tuple[str, bool]:
     if len(text) <= MAX_URL_TEXT_CHARS:
         return text, False
     return text[: text.rfind(" ", 0, MAX_URL_TEXT_CHARS)], True
+
+
+async def open_typed(student, page: str, num_tokens: int, sentences: Sentences, **query: str):
+    """``student`` (a ``protocol.Student``) opens ``page`` from a link with a new sentence of ``num_tokens`` tokens,
+    and types it when it is too long for a link (the slider's range then changes once, here)."""
+    shown, cut = link_text(sentences.make(num_tokens))
+    opened = await student.visit(page, {"input": "text", "text": shown, **query})
+    if opened.error:
+        raise RuntimeError(f"{student.base}/{page} {query}: {opened.error}")
+    if cut:
+        await student.edit(sentences.make(num_tokens))
+    return student
