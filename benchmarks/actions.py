@@ -112,9 +112,7 @@ async def page_actions(
             row = await timed(server, student, "sentence", student.message(text=text), text)
             rows.append({**row, "page": page, "T": num_tokens})
         other = pages[(index + 1) % len(pages)]
-        for hop in range(
-            2 * repeats if "switch" in wanted else 0
-        ):  # there and back: each page gets ``repeats`` arrivals, drawn before
+        for hop in range(2 * repeats if "switch" in wanted else 0):  # there and back: ``repeats`` arrivals each
             origin, student.page = student.page, (other if hop % 2 == 0 else page)
             row = await timed(server, student, "switch", student.message(page=student.page))
             rows.append({**row, "page": student.page, "from": origin, "T": num_tokens})

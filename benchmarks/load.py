@@ -32,12 +32,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import os
 import random
-import re
-import signal
 import statistics
 import sys
 import time
@@ -48,8 +44,8 @@ from pathlib import Path
 import websockets
 
 from benchmarks import report
-from benchmarks.launch import AppServer, problems
-from benchmarks.machine import loadavg, machine, process_cpu_s, process_rss_mib
+from benchmarks.launch import OneServer, lesson_target
+from benchmarks.machine import loadavg, machine
 from benchmarks.meter import Meter, memory_lines, memory_trends, read_memory_log, summarize
 from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, Student
 from benchmarks.sentences import sentence
@@ -57,19 +53,6 @@ from benchmarks.sentences import sentence
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
 SCAN_PAUSE_S = 1.0
-
-
-def parse_mode(mode: str) -> dict:
-    parts = set(mode.split("+"))
-    slots = [p for p in parts if re.fullmatch(r"slots\d+", p)]
-    unknown = parts - {"default", "nogc", "nofreeze", *slots}
-    if unknown or len(slots) > 1:
-        raise SystemExit(f"unknown mode part(s): {sorted(unknown or slots)}")
-    return {
-        "post_script_gc": "nogc" not in parts,
-        "app_freeze": "nofreeze" not in parts,
-        "run_slots": int(slots[0][5:]) if slots else None,
-    }
 
 
 async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
@@ -200,13 +183,13 @@ async def pages_scan(server: OneServer, edits: int, seed: int) -> dict:
             row = {"page": page, "title": titles[page], "step": step, "steps": steps, **summarize(runs)}
             row["server_cpu_ms_per_run"] = 1000 * cpu / edits
             table.append(row)
-            step += 1
             print(
                 f"  {page or '(default)':12s} step {step}/{steps}: p50 {row['p50_s'] * 1000:7.1f} ms, "
                 f"cpu {row['server_cpu_ms_per_run']:6.1f} ms/run, {row['kib_per_run']:6.1f} KiB, "
                 f"errors {row['errors']}",
                 flush=True,
             )
+            step += 1
     heaviest = max(table, key=lambda r: r["server_cpu_ms_per_run"])
     return {
         "table": table,
@@ -308,96 +291,6 @@ class LessonStudent(BrowserStudent):
             run.error = f"stale: the stepper shows step {self.step}, not {wanted}"
             run.ok = False
         return run
-
-
-class OneServer(AppServer):
-    """One app process, the students connecting to it directly: ``streamlit run streamlit_app.py``, under
-    ``serve`` in a ``mode`` (its collections counted, ``--stats``) or sampling its memory by kind."""
-
-    proxied = False
-
-    def __init__(self, log_path: str, env=None, mode: str = "", memory_log: str = "", every=5.0, trim_s=0.0) -> None:
-        serve, streamlit, self.stats_path = [], (), ""
-        if mode:
-            options, self.stats_path = parse_mode(mode), log_path + ".gc.json"
-            serve = ["--stats", self.stats_path, *([] if options["app_freeze"] else ["--no-app-freeze"])]
-            serve += ["--run-slots", str(options["run_slots"])] if options["run_slots"] else []
-            streamlit = ("--runner.postScriptGC", "true" if options["post_script_gc"] else "false")
-        serve += ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else []
-        serve += ["--malloc-trim", str(trim_s)] if trim_s else []
-        super().__init__(log=Path(log_path), env=env, serve_options=serve or None, streamlit_options=streamlit)
-        self.mode, self.memory_log = mode, memory_log
-        self.app_bases, self.app_pages = [self.base], []
-
-    def processes(self) -> dict[str, int]:
-        return {"app": self.proc.pid}
-
-    async def gc_stats(self) -> dict | None:
-        """Counts of the server's garbage collections (``serve --stats``), or None without a mode."""
-        if not self.stats_path:
-            return None
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.stats_path)
-        self.proc.send_signal(signal.SIGUSR2)
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError), open(self.stats_path) as f:
-                return json.load(f)
-        return None
-
-
-class ClusterServer:
-    """``servers`` app processes behind nginx with sticky sessions (``deploy/run_cluster.py``)."""
-
-    proxied = True
-    memory_log = ""
-
-    def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
-        from deploy.run_cluster import Cluster
-
-        self.cluster = Cluster(servers, app_env=env)
-        self.base = self.cluster.url
-        self.app_bases = [f"http://127.0.0.1:{port}" for port in self.cluster.app_ports]
-        self.log_dir = Path(log_path).with_suffix("")
-
-    def command(self) -> list[str]:
-        return ["python", "deploy/run_cluster.py", "--processes", str(len(self.app_bases))]
-
-    def start(self) -> str:
-        return self.cluster.start()
-
-    def stop(self) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        for name in [f"app-{port}.log" for port in self.cluster.app_ports] + ["nginx.log"]:
-            (self.log_dir / name).write_text(self.cluster.log(name))
-        self.cluster.stop()
-
-    def processes(self) -> dict[str, int]:
-        apps = {f"app:{port}": app.pid for port, app in zip(self.cluster.app_ports, self.cluster.apps, strict=True)}
-        return {**apps, "nginx": self.cluster.proxy.pid}
-
-    def cpu_s(self) -> float:
-        return sum(process_cpu_s(app.pid) for app in self.cluster.apps)
-
-    def rss_mib(self) -> float:
-        return sum(process_rss_mib(app.pid) for app in self.cluster.apps)
-
-    def log_problems(self) -> list[str]:
-        return problems("\n".join(self.cluster.log(f"app-{port}.log") for port in self.cluster.app_ports))
-
-
-def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str = "", every=5.0, trim_s=0.0):
-    """One app server (``servers`` = 1, no proxy) or ``servers`` of them behind nginx.
-
-    With ``memory_log`` the one server runs under ``serve --memory-log`` (the same Streamlit server, in that
-    process), which samples its memory by kind every ``every`` seconds into that file; with ``trim_s``, under
-    ``serve --malloc-trim``, giving glibc's free memory back every ``trim_s`` seconds."""
-    env = {"MALLOC_ARENA_MAX": str(arena_max)} if arena_max else {}
-    if servers != 1:
-        if memory_log or trim_s:
-            raise SystemExit("--memory-log and --malloc-trim are for one server: use --servers 1")
-        return ClusterServer(servers, log_path, env)
-    return OneServer(log_path, env, memory_log=memory_log, every=every, trim_s=trim_s)
 
 
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:

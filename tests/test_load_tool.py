@@ -114,23 +114,23 @@ def test_sentences_are_ten_to_twenty_words():
 
 
 def test_server_modes_parse_into_serve_options():
-    assert load.parse_mode("default") == {"post_script_gc": True, "app_freeze": True, "run_slots": None}
-    mode = load.parse_mode("nogc+nofreeze+slots2")
+    assert launch.parse_mode("default") == {"post_script_gc": True, "app_freeze": True, "run_slots": None}
+    mode = launch.parse_mode("nogc+nofreeze+slots2")
     assert (mode["post_script_gc"], mode["app_freeze"], mode["run_slots"]) == (False, False, 2)
     for bad in ("fast", "slots", "slots1+slots2", "freeze", "freeze-warm"):
         with pytest.raises(SystemExit):
-            load.parse_mode(bad)
+            launch.parse_mode(bad)
 
 
 def test_a_mode_becomes_the_servers_command_line(tmp_path):
-    command = load.OneServer(str(tmp_path / "s.log"), mode="nogc+nofreeze+slots1").command()
+    command = launch.OneServer(str(tmp_path / "s.log"), mode="nogc+nofreeze+slots1").command()
     served, streamlit = command[: command.index("--")], command[command.index("--") + 1 :]
 
     assert served[1:3] == ["-m", "benchmarks.serve"]
     assert served[3:] == ["--stats", str(tmp_path / "s.log.gc.json"), "--no-app-freeze", "--run-slots", "1"]
     assert streamlit[:2] == ["run", "streamlit_app.py"]
     assert streamlit[streamlit.index("--runner.postScriptGC") + 1] == "false"
-    default = load.OneServer(str(tmp_path / "d.log"), mode="default").command()
+    default = launch.OneServer(str(tmp_path / "d.log"), mode="default").command()
     assert default[default.index("--runner.postScriptGC") + 1] == "true"
     assert "--no-app-freeze" not in default and "--run-slots" not in default
 
@@ -402,19 +402,19 @@ def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it
 
 
 def test_one_server_samples_its_memory_under_serve_py_only_when_asked(tmp_path):
-    plain = load.lesson_target(1, str(tmp_path / "a.log"), 2)
+    plain = launch.lesson_target(1, str(tmp_path / "a.log"), 2)
     assert plain.command()[1:4] == ["-m", "streamlit", "run"] and not plain.memory_log
-    logged = load.lesson_target(1, str(tmp_path / "b.log"), 2, str(tmp_path / "m.jsonl"), 2.5)
+    logged = launch.lesson_target(1, str(tmp_path / "b.log"), 2, str(tmp_path / "m.jsonl"), 2.5)
     command = logged.command()
     assert command[1:3] == ["-m", "benchmarks.serve"]
     assert command[3 : command.index("--")] == ["--memory-log", str(tmp_path / "m.jsonl"), "--memory-every", "2.5"]
     assert command[command.index("--") + 1 : command.index("--") + 3] == ["run", "streamlit_app.py"]
     assert logged.env == {"MALLOC_ARENA_MAX": "2"} and logged.memory_log == str(tmp_path / "m.jsonl")
-    trimmed = load.lesson_target(1, str(tmp_path / "d.log"), 1, None, 5.0, 2.0).command()
+    trimmed = launch.lesson_target(1, str(tmp_path / "d.log"), 1, None, 5.0, 2.0).command()
     assert trimmed[3 : trimmed.index("--")] == ["--malloc-trim", "2.0"]
     for memory_log, trim_s in ((str(tmp_path / "m.jsonl"), 0), ("", 2.0)):
         with pytest.raises(SystemExit):
-            load.lesson_target(2, str(tmp_path / "c.log"), 2, memory_log, 5.0, trim_s)
+            launch.lesson_target(2, str(tmp_path / "c.log"), 2, memory_log, 5.0, trim_s)
 
 
 def test_memory_trends_cover_the_window_in_mib_and_counts():
