@@ -140,7 +140,7 @@ def cold_start(browser, log: Path, url: str = "/", env=None, init_script: str = 
         if init_script:
             page.add_init_script(init_script)
         payloads: list[bytes] = []
-        page.on("websocket", lambda ws: ws.on("framereceived", payloads.append))
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: payloads.append(data)))
         page.goto(base + url, wait_until="commit")
         page.wait_for_function(f"() => ({FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
         sample |= {"painted_s": time.perf_counter() - t0, "painted_cpu_s": server.cpu_s()}
