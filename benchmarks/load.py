@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--memory-log",
         action="store_true",
-        help="class, typing, one server: sample the server's memory by kind (serve.py --memory-log) and report trends",
+        help="class, typing, one server: sample the server's memory by kind (serve --memory-log) and report trends",
     )
     parser.add_argument("--memory-every", type=float, default=5.0, help="seconds between --memory-log samples")
     parser.add_argument(

@@ -86,7 +86,7 @@ class Meter:
 
     The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together).
     When the server has ``processes()`` (name -> pid: the app processes and nginx), each is
-    measured on its own too; with ``gc_stats()`` (``serve.py --stats``), its collections are counted.
+    measured on its own too; with ``gc_stats()`` (``serve --stats``), its collections are counted.
     The client's CPU is this process's.
     """
 
@@ -213,7 +213,7 @@ def _flat(sample: dict, prefix: str = "") -> dict[str, float]:
 
 
 def memory_trends(samples: list[dict], start: float, end: float, settled_s: float = 120.0) -> dict:
-    """Each field of the server's memory samples (``serve.py --memory-log``) taken between wall times ``start``
+    """Each field of the server's memory samples (``serve --memory-log``) taken between wall times ``start``
     and ``end``: first, last, min and max, and its slope per minute over the window, over its second half and
     from ``settled_s`` on (once the bounded caches could have filled). Bytes are given in MiB, counts as counts."""
     rows = [_flat(s) for s in samples if start <= s["wall"] <= end]
