@@ -1,15 +1,15 @@
 """Server cost of each kind of action (issue 15): a Next click, a page switch, a new sentence; and first paint.
 
-Usage (the commands behind "Cost per action and first paint (issue 15)" in BENCHMARKS.md)::
+Usage, from the repository root (behind "Cost per action and first paint (issue 15)" in BENCHMARKS.md)::
 
-    python benchmarks/actions.py costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
-    python benchmarks/actions.py costs --pages causal_mask --sizes 64 --actions next,previous --profile /tmp/next.pstats
-    python benchmarks/actions.py paint --repeats 3
+    python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
+    python -m benchmarks.actions costs --pages causal_mask --sizes 64 --actions next,previous
+    python -m benchmarks.actions paint --repeats 3
 
-``costs``: one server under ``serve.py --timings`` (``app_scale.TimedServer``); for each T a
-protocol-level student (``BrowserStudent``: ``load.Student`` sending every widget's state with each
-request, as a browser tab does) opens each page from a link with a typed sentence of
-exactly T GPT-2 tokens (``app_scale.Sentences``), then, one action at a time with a pause between:
+``costs``: one server under ``serve --timings`` (``launch.TimedServer``); for each T a
+``protocol.BrowserStudent`` (every widget's state with each request, as a browser tab sends it)
+opens each page from a link with a typed sentence of exactly T GPT-2 tokens
+(``sentences.Sentences``), then, one action at a time with a pause between:
 
 * **Next** / **Previous**: the stepper's button pressed (its ``trigger_value``, as a browser sends
   a click), walking the page's steps forward and back; the sentence stays, as in a class;
@@ -20,15 +20,13 @@ exactly T GPT-2 tokens (``app_scale.Sentences``), then, one action at a time wit
 Each run is timed inside the server: the script thread's CPU time (``script_cpu_s``, callbacks
 included) and the post-run ``gc.collect(2)`` that Streamlit runs holding the GIL (``after_s``,
 wall time, which on this CPU-bound collection is its CPU time). Each command writes
-``artifacts/actions/costs.json`` or ``paint.json`` (replacing the previous one); ``--profile``
-prints the profile's top functions too.
+``artifacts/actions/costs.json`` or ``paint.json`` (replacing the previous one).
 
-``paint``: as ``app_scale.cold_start_phase``, ``streamlit run streamlit_app.py`` launched by
-``launch.AppServer`` until the first page's first heatmap is painted in an already running
-Chromium; with the server process's CPU seconds at that moment, and the time of each phase on the
-way (``PHASES``: health, HTML, websocket, the first run's messages, Plotly's code, the chart),
-read in the browser (``PAINT_CLOCK``) and from the websocket's messages. ``--server-env
-PYTHONPROFILEIMPORTTIME=1`` writes the server's import times to ``artifacts/actions/paint.log``.
+``paint``: ``browser.cold_start``, ``streamlit run streamlit_app.py`` launched until the first
+page's first heatmap is painted in an already running Chromium; with the server process's CPU
+seconds at that moment, and the time of each phase on the way (``PHASES``: health, HTML,
+websocket, the first run's messages, Plotly's code, the chart), read in the browser
+(``PAINT_CLOCK``) and from the websocket's messages.
 """
 
 from __future__ import annotations
@@ -36,28 +34,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import pstats
-import signal
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-import app_scale  # noqa: E402
-import load  # noqa: E402
+from benchmarks.browser import cold_start, new_context
+from benchmarks.launch import ROOT, SETTLED, TimedServer, launch_chromium
+from benchmarks.machine import loadavg
+from benchmarks.meter import median, percentile
+from benchmarks.protocol import BrowserStudent
+from benchmarks.sentences import Sentences, open_typed
 
-from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium  # noqa: E402
-
-ARTIFACTS = app_scale.ROOT / "artifacts" / "actions"
+ARTIFACTS = ROOT / "artifacts" / "actions"
 PAUSE_S = 0.3  # between actions: the previous run and its collection are over
 ACTIONS = ("next", "previous", "switch", "sentence")
-
-
-BrowserStudent = load.BrowserStudent  # moved to load.py, whose class and typing scenarios use it too
 
 
 def parse_list(text: str, kind=str) -> list:
@@ -67,10 +58,10 @@ def parse_list(text: str, kind=str) -> list:
     return values
 
 
-async def timed(server, student: load.Student, kind: str, message: bytes, text: str | None = None) -> dict:
+async def timed(server, student: BrowserStudent, kind: str, message: bytes, text: str | None = None) -> dict:
     await asyncio.sleep(PAUSE_S)
-    mark, avg = server.mark(), os.getloadavg()[0]
-    run = await student._run(kind, message, expect_text=text)
+    mark, avg = server.mark(), loadavg()[0]
+    run = await student.send(kind, message, expect_text=text)
     timing = await server.timing_after(mark) or {}
     nan = float("nan")
     script_cpu, gc_ms = 1000 * timing.get("script_cpu_s", nan), 1000 * timing.get("after_s", nan)
@@ -86,20 +77,6 @@ async def timed(server, student: load.Student, kind: str, message: bytes, text: 
         "error": run.error,
         "query": student.query_string,  # the view after the run (its step=k, when the page shows one)
     }
-
-
-async def open_student(server, page: str, num_tokens: int, sentences) -> BrowserStudent:
-    """A new tab on ``page`` from a link with a typed sentence of ``num_tokens`` tokens (``app_scale.open_session``)."""
-    student = BrowserStudent(server.base)
-    await student.connect()
-    shown, cut = app_scale.link_text(sentences.make(num_tokens))
-    opened = await student.open(page, {"input": "text", "text": shown})
-    if opened.error:
-        raise RuntimeError(f"/{page}: {opened.error}")
-    if cut:  # the link could not carry T tokens: type them
-        text = sentences.make(num_tokens)
-        await student._run("edit", student.message(text=text), expect_text=text)
-    return student
 
 
 def walk(steps: int, repeats: int) -> list[int]:
@@ -121,7 +98,7 @@ async def page_actions(
     ``wanted``: the actions to time (Next and Previous go together, as the stepper's walk)."""
     rows = []
     for index, page in enumerate(pages):
-        student = await open_student(server, page, num_tokens, sentences)
+        student = await open_typed(BrowserStudent(server.base), page, num_tokens, sentences)
         counts = {1: 0, -1: 0}
         stepping = "next" in wanted or "previous" in wanted
         for move in walk(student.steps or 1, repeats) if stepping else []:
@@ -135,9 +112,7 @@ async def page_actions(
             row = await timed(server, student, "sentence", student.message(text=text), text)
             rows.append({**row, "page": page, "T": num_tokens})
         other = pages[(index + 1) % len(pages)]
-        for hop in range(
-            2 * repeats if "switch" in wanted else 0
-        ):  # there and back: each page gets ``repeats`` arrivals, drawn before
+        for hop in range(2 * repeats if "switch" in wanted else 0):  # there and back: ``repeats`` arrivals each
             origin, student.page = student.page, (other if hop % 2 == 0 else page)
             row = await timed(server, student, "switch", student.message(page=student.page))
             rows.append({**row, "page": student.page, "from": origin, "T": num_tokens})
@@ -157,51 +132,33 @@ def summary(rows: list[dict]) -> list[dict]:
         entry = {"T": num_tokens, "page": page, "action": action, "runs": len(group), "errors": len(group) - len(ok)}
         for field in ("cpu_ms", "script_cpu_ms", "gc_ms", "client_ms", "kib"):
             values = [r[field] for r in ok]
-            entry[field] = load.percentile(values, 50)
-            entry[field + "_p95"] = load.percentile(values, 95)
+            entry[field] = percentile(values, 50)
+            entry[field + "_p95"] = percentile(values, 95)
         entry["load"] = [min(r["load"] for r in group), max(r["load"] for r in group)]
         out.append(entry)
     return out
 
 
-async def dump_profile(server, path: Path) -> None:
-    """Have ``serve.py --profile`` write the runs profiled so far to ``path`` (and start afresh)."""
-    path.unlink(missing_ok=True)
-    server.proc.send_signal(signal.SIGUSR2)
-    for _ in range(100):
-        await asyncio.sleep(0.1)
-        if path.exists() and path.stat().st_size:
-            await asyncio.sleep(0.2)
-            return
-
-
 async def costs(args) -> dict:
-    profile = Path(args.profile).resolve() if args.profile else None
-    server = app_scale.TimedServer("streamlit_app.py", "actions", profile)  # logs, timings in artifacts/app_scale/
+    server = TimedServer("streamlit_app.py", "actions", ARTIFACTS)
     server.start()
-    started, load_start = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()
+    started, load_start = time.strftime("%Y-%m-%d %H:%M"), loadavg()
     try:
-        sentences = app_scale.Sentences(seed=args.seed)
+        sentences = Sentences(seed=args.seed)
         for page in args.pages:  # first runs (imports, first-call costs) are not timed
-            student = await open_student(server, page, 64, sentences)
+            student = await open_typed(BrowserStudent(server.base), page, 64, sentences)
             await student.close()
-        if profile:
-            await dump_profile(server, profile)  # and forget the warm-up's runs
         rows = []
         for num_tokens in args.sizes:
             rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences, args.actions)
-            print(f"T = {num_tokens}: {len(rows)} runs so far, load {os.getloadavg()[0]:.2f}", flush=True)
-        if profile:
-            await dump_profile(server, profile)
+            print(f"T = {num_tokens}: {len(rows)} runs so far, load {loadavg()[0]:.2f}", flush=True)
     finally:
         server.stop()
-    if profile:
-        pstats.Stats(str(profile)).sort_stats("cumulative").print_stats(40)
     result = {
-        "command": " ".join(["python", "benchmarks/actions.py", *sys.argv[1:]]),
+        "command": " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]]),
         "when": started,
         "loadavg_start": load_start,
-        "loadavg_end": os.getloadavg(),
+        "loadavg_end": loadavg(),
         "rows": rows,
         "summary": summary(rows),
         "server_log_problems": server.log_problems()[:20],
@@ -264,7 +221,7 @@ def message_phases(payloads: list[bytes], arrivals: list[float]) -> dict[str, fl
     """When (in ``arrivals``' clock) the messages that mark phases arrived; ``payloads`` in the order received."""
     found: dict[str, float] = {}
     for payload, at in zip(payloads, arrivals, strict=False):
-        msg = load.ForwardMsg.FromString(payload)
+        msg = ForwardMsg.FromString(payload)
         kind = msg.WhichOneof("type")
         if kind == "new_session":
             found.setdefault("script_started", at)
@@ -298,7 +255,7 @@ def browser_phases(times: dict, payloads: list[bytes], started_epoch: float) -> 
 def paint_table(samples: list[dict]) -> list[tuple[str, float, float]]:
     """(phase, median seconds since server start, seconds after the phase before it) for ``samples``, in
     the order of their medians: Plotly's code, for one, comes before or after the first chart."""
-    medians = {name: app_scale.median(s["phases"].get(name, float("nan")) for s in samples) for name, _ in PHASES}
+    medians = {name: median(s["phases"].get(name, float("nan")) for s in samples) for name, _ in PHASES}
     order = sorted(medians, key=lambda name: (medians[name] != medians[name], medians[name]))  # NaN last
     rows, before = [], 0.0
     for name in order:
@@ -308,47 +265,34 @@ def paint_table(samples: list[dict]) -> list[tuple[str, float, float]]:
 
 
 def paint(args) -> dict:
-    """``app_scale.cold_start_phase``'s measurement of the first page, with the server's CPU seconds at paint
-    and the phases between server start and paint (``PHASES``).
+    """``browser.cold_start`` of the first page, with the server's CPU seconds at paint and the phases between
+    server start and paint (``PHASES``).
 
     The wall time depends on the machine's load; the server process's user + system CPU time from
     its start to the first painted heatmap does much less.
     """
     from playwright.sync_api import sync_playwright
 
-    samples, load_start = [], os.getloadavg()
+    def inspect(page, base: str, payloads: list[bytes], started_epoch: float) -> dict:
+        phases = browser_phases(page.evaluate(PAINT_TIMES), payloads, started_epoch)
+        runs = sum(ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
+        second = second_tab(page.context.browser, base, args.second, args.second_after) if args.second else {}
+        return {"phases": phases, "script_runs": runs, **second}
+
+    samples, load_start = [], loadavg()
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:
             for _ in range(args.repeats):
-                avg, server = os.getloadavg()[0], AppServer(log=ARTIFACTS / "paint.log", env=args.server_env)
-                t0, epoch0 = time.perf_counter(), time.time()
-                with server as base:
-                    healthy, healthy_cpu = time.perf_counter() - t0, server.cpu_s()
-                    context = browser.new_context(viewport=VIEWPORT)
-                    context.set_default_timeout(300_000)
-                    page = context.new_page()
-                    page.add_init_script(PAINT_CLOCK)
-                    payloads: list[bytes] = []
-                    page.on("websocket", lambda ws, got=payloads: ws.on("framereceived", lambda data: got.append(data)))
-                    page.goto(base + "/", wait_until="commit")
-                    page.wait_for_function(f"() => ({app_scale.FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
-                    painted, painted_cpu = time.perf_counter() - t0, server.cpu_s()
-                    phases = browser_phases(page.evaluate(PAINT_TIMES), payloads, epoch0)
-                    second = second_tab(browser, base, args.second, args.second_after) if args.second else {}
-                    context.close()
-                phases = {"healthy": healthy, **phases, "painted": painted}
-                runs = sum(load.ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
-                samples.append(
-                    {"healthy_s": healthy, "healthy_cpu_s": healthy_cpu, "painted_s": painted}
-                    | {"painted_cpu_s": painted_cpu, "load": avg, "phases": phases, "script_runs": runs}
-                    | second
-                )
-                marks = ", ".join(f"{name} {phases.get(name, float('nan')):.2f}" for name, _ in PHASES)
+                s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
+                s["phases"] = {"healthy": s["healthy_s"], **s["phases"], "painted": s["painted_s"]}
+                samples.append(s)
+                marks = ", ".join(f"{name} {s['phases'].get(name, float('nan')):.2f}" for name, _ in PHASES)
                 print(
-                    f"  cold start /: healthy {healthy:.1f} s ({healthy_cpu:.1f} s CPU), first heatmap painted "
-                    f"{painted:.1f} s (server CPU {painted_cpu:.1f} s), load {avg:.2f}, {runs} run(s)"
-                    + (f", then /{args.second} settled in {second['second_s']:.2f} s" if second else "")
+                    f"  cold start /: healthy {s['healthy_s']:.1f} s ({s['healthy_cpu_s']:.1f} s CPU), first heatmap "
+                    f"painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s), load {s['load']:.2f}, "
+                    f"{s['script_runs']} run(s)"
+                    + (f", then /{args.second} settled in {s['second_s']:.2f} s" if args.second else "")
                     + f"\n    {marks}",
                     flush=True,
                 )
@@ -360,24 +304,24 @@ def paint(args) -> dict:
     for name, at, step in table:
         print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
     return {
-        "command": " ".join(["python", "benchmarks/actions.py", *sys.argv[1:]]),
+        "command": " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]]),
         "when": time.strftime("%Y-%m-%d %H:%M"),
         "loadavg_start": load_start,
-        "loadavg_end": os.getloadavg(),
+        "loadavg_end": loadavg(),
         "samples": samples,
         "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
-        **{key: app_scale.median(s[key] for s in samples) for key in ("healthy_s", "healthy_cpu_s", "painted_s")},
-        "painted_cpu_s": app_scale.median(s["painted_cpu_s"] for s in samples),
-        "second_s": app_scale.median(s.get("second_s", float("nan")) for s in samples),
+        **{key: median(s.get(key, float("nan")) for s in samples) for key in KEYS},
     }
+
+
+KEYS = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s", "second_s")
 
 
 def second_tab(browser, base: str, path: str, after_s: float) -> dict:
     """A second session, ``after_s`` seconds after the first page painted: seconds from opening ``/path``
     to its settled page (its first run, while or after the server warms up)."""
     time.sleep(after_s)
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(300_000)
+    context = new_context(browser)
     try:
         page, start = context.new_page(), time.perf_counter()
         page.goto(f"{base}/{path}", wait_until="commit")
@@ -396,21 +340,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--actions", type=parse_list, default=list(ACTIONS), help=f"costs: a subset of {','.join(ACTIONS)}"
     )
-    parser.add_argument("--profile", help="costs: cProfile the timed runs (serve.py --profile) into this pstats file")
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--second", help="paint: then open this URL path in a second tab (e.g. tokens) and time it")
     parser.add_argument("--second-after", type=float, default=0.0, help="paint: seconds to wait before --second")
-    parser.add_argument(
-        "--server-env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="paint: set this in the server's environment (e.g. PYTHONPROFILEIMPORTTIME=1; the log is paint.log)",
-    )
     args = parser.parse_args(argv)
-    if any("=" not in pair for pair in args.server_env):
-        parser.error("--server-env takes NAME=VALUE")
-    args.server_env = dict(pair.split("=", 1) for pair in args.server_env)
     unknown = set(args.actions) - set(ACTIONS)
     if unknown:
         parser.error(f"unknown action(s): {', '.join(sorted(unknown))}")

@@ -1,8 +1,8 @@
 """The command line over ``attention.speed.measure``: the Speed page's harness at any size, as a markdown table.
 
-Usage (the GPT-2-scale comparison in BENCHMARKS.md)::
+Usage, from the repository root (the GPT-2-scale comparison in BENCHMARKS.md)::
 
-    python benchmarks/bench_attention.py --size gpt2 --device cpu --threads 2 --repeats 7 \\
+    python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 \\
         --only MultiHeadAttention --only trace --only nn.MultiheadAttention \\
         --only "nn.MultiheadAttention without weights" --only fast_multihead
 
@@ -22,14 +22,11 @@ import platform
 import shlex
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from attention.speed import IMPLEMENTATIONS, MIB, SpeedResult, expected_attention_bytes, measure  # noqa: E402
+from attention.speed import IMPLEMENTATIONS, MIB, SpeedResult, expected_attention_bytes, measure
+from benchmarks.machine import cpu_model
 
 SIZES = {  # name -> (batch b, sequence lengths T, d_model, num_heads)
     "toy": (2, (6,), 3, 3),  # the book's six 3-d tokens, twice
@@ -40,10 +37,8 @@ REFERENCE = "nn.MultiheadAttention"
 
 
 def machine(threads: int, device: str) -> str:
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "")
     text = (
-        f"{model or platform.machine()}, {os.cpu_count()} logical CPUs "
+        f"{cpu_model()}, {os.cpu_count()} logical CPUs "
         f"({len(os.sched_getaffinity(0))} usable); Python {platform.python_version()}, torch {torch.__version__}, "
         f"torch.get_num_threads() = {threads}"
     )
@@ -112,8 +107,8 @@ def main(argv: list[str] | None = None) -> None:
             max_weights_bytes=args.max_weights_mib * MIB,
         )
     except ValueError as error:
-        sys.exit(f"bench_attention.py: {error}")
-    command = shlex.join(["python", "benchmarks/bench_attention.py", *(sys.argv[1:] if argv is None else argv)])
+        sys.exit(f"bench_attention: {error}")
+    command = shlex.join(["python", "-m", "benchmarks.bench_attention", *(sys.argv[1:] if argv is None else argv)])
     lines = [
         f"Command: `{command}`",
         "",

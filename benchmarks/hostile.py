@@ -2,12 +2,12 @@
 
 One server (``launch.AppServer``, plain ``streamlit run streamlit_app.py``) on 127.0.0.1 only. A
 "light" student re-runs the Tokens page with the book's example every 0.5 s for the whole run, while
-protocol-level sessions (``load.Student``) open the worst link for each heavy page, one page at a
+protocol-level sessions (``protocol.Student``) open the worst link for each heavy page, one page at a
 time, then three multi-head links at once, then a flood of re-runs. The server's RSS is read from
-/proc every 0.1 s. Usage (the "Hostile links" section of BENCHMARKS.md)::
+/proc every 0.1 s. Usage, from the repository root (the "Hostile links" section of BENCHMARKS.md)::
 
-    python benchmarks/hostile.py                       # every scenario; JSON in artifacts/hostile/
-    python benchmarks/hostile.py --scenarios multihead,three --flood 20 --flood-s 30 --settle-s 30
+    python -m benchmarks.hostile                       # every scenario; JSON in artifacts/hostile/
+    python -m benchmarks.hostile --scenarios multihead,three --flood 20 --flood-s 30 --settle-s 30
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from launch import ROOT, AppServer
-from load import Student, percentile, rerun_message
+from benchmarks.launch import ROOT, AppServer
+from benchmarks.machine import loadavg
+from benchmarks.meter import percentile
+from benchmarks.protocol import Student
 
 CJK = "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(2000))  # 2,000 CJK characters
 WORST = {"input": "text", "text": CJK, "d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024"}
@@ -56,18 +54,10 @@ class Light:
         self.student, self.latencies, self.errors, self.running = Student(base), [], [], True
 
     async def loop(self) -> None:
-        await self.student.connect()
-        await self.student.open("tokens", {})
+        await self.student.visit("tokens", {})
         while self.running:
             started = time.perf_counter()
-            s = self.student
-            message = rerun_message(
-                query_string=s.query_string,
-                page_script_hash=s.page_script_hash,
-                url=f"{s.base}/{s.page}?{s.query_string}",
-                cached_hashes=list(s.cached),
-            )
-            run = await s._run("edit", message, expect_text=None)
+            run = await self.student.edit()
             self.latencies.append(run.latency)
             if run.error:
                 self.errors.append(run.error)
@@ -89,8 +79,7 @@ class Light:
 
 async def open_link(base: str, page: str, seed: int) -> dict:
     student = Student(base)
-    await student.connect()
-    run = await student.open(URL_PATHS.get(page, page), WORST | {"seed": str(seed)})
+    run = await student.visit(URL_PATHS.get(page, page), WORST | {"seed": str(seed)})
     await student.close()
     return {"latency_s": round(run.latency, 2), "error": run.error, "notices": run.notices[:3]}
 
@@ -113,19 +102,12 @@ async def flood(base, count, seconds, light, memory, idle) -> dict:
     """``count`` sessions on the worst multi-head link, each re-running it back to back for ``seconds``."""
     start, mark, students = time.monotonic(), light.mark(), [Student(base) for _ in range(count)]
     for student in students:
-        await student.connect()
-        await student.open("multihead", WORST | {"seed": "1"})
+        await student.visit("multihead", WORST | {"seed": "1"})
     reruns = [0]
 
     async def hammer(student):
         while time.monotonic() - start < seconds:
-            message = rerun_message(
-                query_string=student.query_string,
-                page_script_hash=student.page_script_hash,
-                url=f"{base}/multihead?{student.query_string}",
-                cached_hashes=list(student.cached),
-            )
-            await student._run("edit", message, expect_text=None)
+            await student.edit()
             reruns[0] += 1
 
     await asyncio.gather(*(hammer(s) for s in students))
@@ -146,13 +128,12 @@ async def main_async(args) -> list[dict]:
     results = []
     try:
         warm = Student(base)
-        await warm.connect()
-        await warm.open("multihead", {})  # imports and first runs behind us
+        await warm.visit("multihead", {})  # imports and first runs behind us
         await warm.close()
         task = asyncio.create_task(light.loop())
         await asyncio.sleep(5)
         idle = statistics.median(rss for _, rss in memory.samples[-30:])
-        results.append({"scenario": "idle", "rss_mib": round(idle), "loadavg": os.getloadavg()})
+        results.append({"scenario": "idle", "rss_mib": round(idle), "loadavg": loadavg()})
         print(json.dumps(results[-1]), flush=True)
         wanted = args.scenarios.split(",")
         seed = 1000
@@ -167,7 +148,7 @@ async def main_async(args) -> list[dict]:
         light.running = False
         await task
         results.append({"scenario": "light, whole run", "light": light.summary(), "errors": light.errors[:5]})
-        results.append({"loadavg_end": os.getloadavg(), "server_problems": server.log_problems()[:5]})
+        results.append({"loadavg_end": loadavg(), "server_problems": server.log_problems()[:5]})
         print(json.dumps(results[-2:]), flush=True)
     finally:
         memory.stopped.set()

@@ -1,18 +1,26 @@
 """Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
 
+Every way a benchmark runs the app: ``AppServer`` (one ``streamlit run``), ``TimedServer`` (its script
+runs timed), ``OneServer`` (in a measuring mode, or sampling its memory) and ``ClusterServer`` (several
+behind nginx, ``deploy/run_cluster.py``); ``lesson_target`` picks one of the last two.
+
 ``AppServer`` runs ``streamlit run SCRIPT`` on 127.0.0.1 and a free port, in
 its own process group, waits for ``/_stcore/health`` and stops the whole group
-when done. With ``serve_options`` it runs under ``benchmarks/serve.py``
+when done. With ``serve_options`` it runs under ``benchmarks.serve``
 instead (timings, garbage-collector options, run slots), which is still
-Streamlit's own server in one process. ``launch_chromium`` starts the system's
-Chromium through Playwright with the flags every caller uses.
+Streamlit's own server in one process; ``TimedServer`` reads the run times that
+``serve --timings`` writes. ``launch_chromium`` starts the system's Chromium
+through Playwright with the flags every caller uses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -21,9 +29,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchmarks import machine
+
 ROOT = Path(__file__).resolve().parents[1]
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
-CHROMIUM = Path("/usr/lib/chromium/chromium")
+CHROMIUM = Path(machine.CHROMIUM)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -74,10 +84,15 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
+def problems(log: str) -> list[str]:
+    """The lines of a server's log that tell of an error."""
+    return [line[:200] for line in log.splitlines() if "Traceback" in line or " ERROR " in line or "Exception" in line]
+
+
 class AppServer:
     """``streamlit run script`` on a free port; ``start()`` returns its base URL once it is healthy.
 
-    ``serve_options`` (a list, possibly empty) runs it under ``benchmarks/serve.py``;
+    ``serve_options`` (a list, possibly empty) runs it under ``python -m benchmarks.serve``;
     ``streamlit_options`` are added to Streamlit's command line; ``env`` to the environment.
     """
 
@@ -103,7 +118,7 @@ class AppServer:
         ]
         if self.serve_options is None:
             return [sys.executable, "-m", "streamlit", *streamlit]
-        return [sys.executable, str(ROOT / "benchmarks" / "serve.py"), *self.serve_options, "--", *streamlit]
+        return [sys.executable, "-m", "benchmarks.serve", *self.serve_options, "--", *streamlit]
 
     def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
         env = {**os.environ, **self.env}
@@ -148,16 +163,154 @@ class AppServer:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def log_problems(self) -> list[str]:
-        lines = self.log.read_text(errors="replace").splitlines()
-        return [line[:200] for line in lines if "Traceback" in line or " ERROR " in line or "Exception" in line]
+        return problems(self.log.read_text(errors="replace"))
 
     def cpu_s(self) -> float:
         """The server's user + system CPU seconds so far."""
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return machine.process_cpu_s(self.proc.pid)
 
     def rss_mib(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            kib = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), None)
-        return float("nan") if kib is None else kib / 1024
+        return machine.process_rss_mib(self.proc.pid)
+
+
+class TimedServer(AppServer):
+    """``streamlit run SCRIPT`` under ``serve --timings``, which times every script run; logs in ``folder``."""
+
+    def __init__(self, script: str, name: str, folder: Path, profile: Path | None = None) -> None:
+        self.name = name
+        self.timings = folder / f"{name}.timings.jsonl"
+        serve = ["--timings", str(self.timings), *(["--profile", str(profile)] if profile else [])]
+        super().__init__(script, log=folder / f"{name}.log", serve_options=serve)
+        self.pages: list[tuple[str, str]] = []
+
+    def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
+        self.timings.parent.mkdir(parents=True, exist_ok=True)
+        self.timings.write_text("")
+        return super().start(timeout, every)
+
+    def mark(self) -> int:
+        with self.timings.open() as f:
+            return sum(1 for _ in f)
+
+    async def timing_after(self, mark: int, timeout: float = 30.0) -> dict | None:
+        """The last script run's timing written after ``mark`` lines (it is written after the post-run GC)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.mark() > mark:
+                await asyncio.sleep(0.05)  # a rerun the script asked for writes one line for both runs
+                return json.loads(self.timings.read_text().splitlines()[-1])
+            await asyncio.sleep(0.02)
+        return None
+
+    async def dump_profile(self, path: Path) -> None:
+        """Have ``serve --profile`` write the runs profiled so far to ``path`` (and start afresh)."""
+        path.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR2)
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if path.exists() and path.stat().st_size:
+                await asyncio.sleep(0.2)
+                return
+
+
+def parse_mode(mode: str) -> dict:
+    parts = set(mode.split("+"))
+    slots = [p for p in parts if re.fullmatch(r"slots\d+", p)]
+    unknown = parts - {"default", "nogc", "nofreeze", *slots}
+    if unknown or len(slots) > 1:
+        raise SystemExit(f"unknown mode part(s): {sorted(unknown or slots)}")
+    return {
+        "post_script_gc": "nogc" not in parts,
+        "app_freeze": "nofreeze" not in parts,
+        "run_slots": int(slots[0][5:]) if slots else None,
+    }
+
+
+class OneServer(AppServer):
+    """One app process, the students connecting to it directly: ``streamlit run streamlit_app.py``, under
+    ``serve`` in a ``mode`` (its collections counted, ``--stats``) or sampling its memory by kind."""
+
+    proxied = False
+
+    def __init__(self, log_path: str, env=None, mode: str = "", memory_log: str = "", every=5.0, trim_s=0.0) -> None:
+        serve, streamlit, self.stats_path = [], (), ""
+        if mode:
+            options, self.stats_path = parse_mode(mode), log_path + ".gc.json"
+            serve = ["--stats", self.stats_path, *([] if options["app_freeze"] else ["--no-app-freeze"])]
+            serve += ["--run-slots", str(options["run_slots"])] if options["run_slots"] else []
+            streamlit = ("--runner.postScriptGC", "true" if options["post_script_gc"] else "false")
+        serve += ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else []
+        serve += ["--malloc-trim", str(trim_s)] if trim_s else []
+        super().__init__(log=Path(log_path), env=env, serve_options=serve or None, streamlit_options=streamlit)
+        self.mode, self.memory_log = mode, memory_log
+        self.app_bases, self.app_pages = [self.base], []
+
+    def processes(self) -> dict[str, int]:
+        return {"app": self.proc.pid}
+
+    async def gc_stats(self) -> dict | None:
+        """Counts of the server's garbage collections (``serve --stats``), or None without a mode."""
+        if not self.stats_path:
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.stats_path)
+        self.proc.send_signal(signal.SIGUSR2)
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError), open(self.stats_path) as f:
+                return json.load(f)
+        return None
+
+
+class ClusterServer:
+    """``servers`` app processes behind nginx with sticky sessions (``deploy/run_cluster.py``)."""
+
+    proxied = True
+    memory_log = ""
+
+    def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
+        from deploy.run_cluster import Cluster
+
+        self.cluster = Cluster(servers, app_env=env)
+        self.base = self.cluster.url
+        self.app_bases = [f"http://127.0.0.1:{port}" for port in self.cluster.app_ports]
+        self.log_dir = Path(log_path).with_suffix("")
+
+    def command(self) -> list[str]:
+        return ["python", "deploy/run_cluster.py", "--processes", str(len(self.app_bases))]
+
+    def start(self) -> str:
+        return self.cluster.start()
+
+    def stop(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for name in [f"app-{port}.log" for port in self.cluster.app_ports] + ["nginx.log"]:
+            (self.log_dir / name).write_text(self.cluster.log(name))
+        self.cluster.stop()
+
+    def processes(self) -> dict[str, int]:
+        apps = {f"app:{port}": app.pid for port, app in zip(self.cluster.app_ports, self.cluster.apps, strict=True)}
+        return {**apps, "nginx": self.cluster.proxy.pid}
+
+    def cpu_s(self) -> float:
+        return sum(machine.process_cpu_s(app.pid) for app in self.cluster.apps)
+
+    def rss_mib(self) -> float:
+        return sum(machine.process_rss_mib(app.pid) for app in self.cluster.apps)
+
+    def log_problems(self) -> list[str]:
+        return problems("\n".join(self.cluster.log(f"app-{port}.log") for port in self.cluster.app_ports))
+
+
+def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str = "", every=5.0, trim_s=0.0):
+    """One app server (``servers`` = 1, no proxy) or ``servers`` of them behind nginx.
+
+    With ``memory_log`` the one server runs under ``serve --memory-log`` (the same Streamlit server, in that
+    process), which samples its memory by kind every ``every`` seconds into that file; with ``trim_s``, under
+    ``serve --malloc-trim``, giving glibc's free memory back every ``trim_s`` seconds."""
+    env = {"MALLOC_ARENA_MAX": str(arena_max)} if arena_max else {}
+    if servers != 1:
+        if memory_log or trim_s:
+            raise SystemExit("--memory-log and --malloc-trim are for one server: use --servers 1")
+        return ClusterServer(servers, log_path, env)
+    return OneServer(log_path, env, memory_log=memory_log, every=every, trim_s=trim_s)

@@ -1,46 +1,27 @@
-"""Run the app exactly like ``streamlit run``, with measuring options, for ``load.py`` and ``app_scale.py``.
+"""Run the app exactly like ``streamlit run``, with measuring options, for the benchmarks' servers.
 
-Usage (``launch.AppServer(serve_options=[...])`` builds this command)::
+Usage, from the repository root (``launch.AppServer(serve_options=[...])`` builds this command)::
 
-    python benchmarks/serve.py [--stats PATH] [--timings PATH] [--no-app-freeze] \
-        -- run streamlit_app.py --server.port 8600 ...
+    python -m benchmarks.serve [OPTIONS] -- run streamlit_app.py --server.port 8600 ...
 
-Everything after ``--`` goes to Streamlit's own command line (``streamlit.web.cli``),
-in this process, so the server is the same one ``streamlit run`` starts.
+What follows ``--`` goes to Streamlit's own command line in this process: the same server as ``streamlit run``.
 
-* ``--timings PATH``: append one JSON line per script run to PATH: the wall and
-  thread-CPU time from the start of ``ScriptRunner._run_script`` to
-  ``_on_script_finished`` (the script), and the time after it (Streamlit's
-  post-run ``gc.collect(2)``).
-* ``--stats PATH``: count every collection, its wall time and the CPU time of
-  the thread that ran it, per generation (``gc.callbacks``); SIGUSR2 writes the counts to PATH as JSON.
-* ``--no-app-freeze``: make ``gc.freeze`` do nothing once Streamlit starts, so
-  the app's own ``gc.collect(); gc.freeze()`` (``explorer/ui.py``) is skipped: the
-  app as it was before that change, for comparison.
-* ``--run-slots K``: at most K script runs at a time in the process (a
-  semaphore around Streamlit's ``ScriptRunner._run_script``); the others wait
-  their turn instead of sharing the GIL. An experiment: Streamlit has no such
-  option, but an app can do the same around ``navigation.run()``.
-* ``--tracemalloc PATH``: trace Python allocations (``tracemalloc``, 10 frames); the first
-  SIGHUP takes a baseline snapshot, each later one writes to PATH the 40 places whose live
-  allocations grew most since the baseline. For finding what grows over a soak; it slows
-  the server several-fold (0.6 runs/s with 30 students, against about 9).
-* ``--memory-log PATH``: every ``--memory-every`` seconds (default 5), append one JSON line to PATH
-  with the process's memory by kind (``memory_sample``): RSS, anonymous and file-backed RSS, glibc's
-  heap (``mallinfo2``: in use, free, mmapped; ``malloc_info``: each arena's size and free bytes),
-  anonymous RSS by kind (brk heap, glibc's other arenas, stacks, the rest), CPython's small-object
-  allocator (arenas held, bytes in live blocks), Python's live blocks, the shared caches' entries
-  and counted bytes (``SHARED``, ``FIGURES``), sessions, and Streamlit's kept download files.
-  Separates a cache filling to its cap from a leak; costs a few ms per sample. It does not count
-  ``gc.get_objects()``: called from another thread, that can catch a tuple being built, whose
-  ``tuple(generator)`` then fails ("SystemError: bad argument to internal function"; one run did).
-* ``--malloc-trim SECONDS``: give glibc's free memory back to the system (``malloc_trim(0)``) every
-  SECONDS from a thread of its own. An experiment: measured with 30 students typing, it lowers the
-  main heap's RSS but the second arena takes the difference up, and RSS swings as much as without.
-* ``--profile PATH``: profile every script run (``cProfile`` around
-  Streamlit's ``ScriptRunner._run_script``, the post-run collection included);
-  SIGUSR2 writes the ``pstats`` of the runs since the previous SIGUSR2 to PATH. Profiling slows the
-  runs down; use it with one client, to see where a run's time goes.
+* ``--timings PATH``: one JSON line per script run: wall and thread-CPU time from the start of
+  ``ScriptRunner._run_script`` to ``_on_script_finished`` (the script), and after it (Streamlit's post-run
+  ``gc.collect(2)``).
+* ``--stats PATH``: every collection counted per generation with its wall and thread-CPU time
+  (``gc.callbacks``); SIGUSR2 writes the counts to PATH as JSON.
+* ``--no-app-freeze``: ``gc.freeze`` does nothing, so the app's freeze after its imports is skipped.
+* ``--run-slots K``: at most K script runs at a time (a semaphore around ``_run_script``), an experiment.
+* ``--profile PATH``: ``cProfile`` around every script run; SIGUSR2 writes the runs since the last one to PATH.
+* ``--tracemalloc PATH``: the first SIGHUP takes a baseline snapshot, each later one writes to PATH the 40
+  places whose live allocations grew most since (slows the server several-fold).
+* ``--memory-log PATH``: every ``--memory-every`` seconds (5) one JSON line of the process's memory by
+  kind (``memory_sample``): RSS (anonymous, file-backed), glibc's heap and each arena (in use, free),
+  anonymous RSS by kind, CPython's allocator, the shared caches' entries and bytes, sessions and
+  Streamlit's kept downloads. It does not count ``gc.get_objects()``: from another thread that can
+  catch a tuple being built ("SystemError: bad argument to internal function").
+* ``--malloc-trim SECONDS``: ``malloc_trim(0)`` every SECONDS from a thread of its own, an experiment.
 """
 
 from __future__ import annotations
@@ -52,23 +33,22 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from xml.etree import ElementTree
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 _stats = {
-    gen: {"collections": 0, "seconds": 0.0, "cpu_seconds": 0.0, "collected": 0, "max_seconds": 0.0} for gen in (0, 1, 2)
+    g: {"collections": 0, "seconds": 0.0, "cpu_seconds": 0.0, "collected": 0, "max_seconds": 0.0} for g in range(3)
 }
 _started = [0.0, 0.0]  # perf_counter, thread_time
+_trimmed = {"trims": 0, "seconds": 0.0, "max_seconds": 0.0}  # by --malloc-trim, for the memory log
 
 
 def _on_gc(phase: str, info: dict) -> None:
     if phase == "start":
         _started[:] = time.perf_counter(), time.thread_time()
         return
-    took = time.perf_counter() - _started[0]
-    entry = _stats[info["generation"]]
+    took, entry = time.perf_counter() - _started[0], _stats[info["generation"]]
     entry["collections"] += 1
     entry["seconds"] += took
     entry["cpu_seconds"] += time.thread_time() - _started[1]
@@ -76,37 +56,39 @@ def _on_gc(phase: str, info: dict) -> None:
     entry["max_seconds"] = max(entry["max_seconds"], took)
 
 
-def _dump(path: str):
-    def handler(signum=None, frame=None) -> None:
-        payload = {
-            "generations": _stats,
-            "frozen": gc.get_freeze_count(),
-            "tracked": len(gc.get_objects()),
-        }
+def _count_collections(path: str) -> None:
+    def dump(signum=None, frame=None) -> None:
         with open(path + ".tmp", "w") as f:
-            json.dump(payload, f)
+            json.dump({"generations": _stats, "frozen": gc.get_freeze_count(), "tracked": len(gc.get_objects())}, f)
         os.replace(path + ".tmp", path)
 
-    return handler
+    gc.callbacks.append(_on_gc)
+    signal.signal(signal.SIGUSR2, dump)
+
+
+def _around_runs(around) -> None:
+    """Run every script run inside ``around(run)``, which calls ``run()`` and returns what it returns."""
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    original = ScriptRunner._run_script
+    ScriptRunner._run_script = lambda self, rerun_data: around(lambda: original(self, rerun_data))
 
 
 def _time_runs(path: str) -> None:
-    import threading
-
     from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
-    original_run, original_finished = ScriptRunner._run_script, ScriptRunner._on_script_finished
+    original_finished = ScriptRunner._on_script_finished
     local, lock = threading.local(), threading.Lock()
 
     def on_script_finished(self, *args, **kwargs):
         local.finished = (time.perf_counter(), time.thread_time())
         return original_finished(self, *args, **kwargs)
 
-    def run_script(self, rerun_data):
+    def timed(run):
         local.finished = None
         start, cpu = time.perf_counter(), time.thread_time()
         try:
-            return original_run(self, rerun_data)
+            return run()
         finally:
             end = time.perf_counter()
             finished, finished_cpu = local.finished or (end, time.thread_time())
@@ -114,27 +96,21 @@ def _time_runs(path: str) -> None:
             with lock, open(path, "a") as f:
                 f.write(json.dumps({**line, "total_s": end - start}) + "\n")
 
-    ScriptRunner._run_script = run_script
     ScriptRunner._on_script_finished = on_script_finished
+    _around_runs(timed)
 
 
 def _profile_runs(path: str) -> None:
     import cProfile
 
-    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+    profiler, previous = cProfile.Profile(), signal.getsignal(signal.SIGUSR2)
 
-    profiler = cProfile.Profile()
-    original = ScriptRunner._run_script
-
-    def run_script(self, rerun_data):
+    def profiled(run):
         profiler.enable()
         try:
-            return original(self, rerun_data)
+            return run()
         finally:
             profiler.disable()
-
-    ScriptRunner._run_script = run_script
-    previous = signal.getsignal(signal.SIGUSR2)
 
     def dump(signum=None, frame=None) -> None:
         profiler.dump_stats(path)
@@ -142,29 +118,24 @@ def _profile_runs(path: str) -> None:
         if callable(previous):
             previous(signum, frame)
 
+    _around_runs(profiled)
     signal.signal(signal.SIGUSR2, dump)
 
 
 def _limit_runs(slots: int) -> None:
-    import threading
+    gate, inside = threading.BoundedSemaphore(slots), threading.local()
 
-    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
-
-    gate = threading.BoundedSemaphore(slots)
-    inside = threading.local()  # _run_script calls itself for a rerun: take a slot once per thread
-    original = ScriptRunner._run_script
-
-    def run_script(self, rerun_data):
-        if getattr(inside, "depth", 0):
-            return original(self, rerun_data)
+    def limited(run):
+        if getattr(inside, "depth", 0):  # _run_script calls itself for a rerun: take a slot once per thread
+            return run()
         with gate:
             inside.depth = 1
             try:
-                return original(self, rerun_data)
+                return run()
             finally:
                 inside.depth = 0
 
-    ScriptRunner._run_script = run_script
+    _around_runs(limited)
 
 
 def _trace_allocations(path: str) -> None:
@@ -179,9 +150,8 @@ def _trace_allocations(path: str) -> None:
         if not baseline:
             baseline.append(now)
             return
-        grown = now.compare_to(baseline[0], "traceback")[:40]
         with open(path, "w") as f:
-            for stat in grown:
+            for stat in now.compare_to(baseline[0], "traceback")[:40]:
                 f.write(f"{stat}\n" + "\n".join(stat.traceback.format()[-14:]) + "\n\n")
 
     signal.signal(signal.SIGHUP, snapshot)
@@ -325,9 +295,6 @@ def memory_sample(started: float) -> dict:
     return sample
 
 
-_trimmed = {"trims": 0, "seconds": 0.0, "max_seconds": 0.0}  # by --malloc-trim, for the memory log
-
-
 def trim() -> None:
     """``malloc_trim(0)`` (glibc: every free page of every arena back to the system), counted in ``_trimmed``."""
     start = time.perf_counter()
@@ -338,59 +305,52 @@ def trim() -> None:
     _trimmed["max_seconds"] = max(_trimmed["max_seconds"], took)
 
 
-def _trim_periodically(every: float) -> None:
-    import threading
+def _every(seconds: float, name: str, work) -> None:
+    """Call ``work()`` every ``seconds``, from a daemon thread of its own."""
 
-    def run() -> None:
+    def loop() -> None:
         while True:
-            time.sleep(every)
-            trim()
+            work()
+            time.sleep(seconds)
 
-    threading.Thread(target=run, name="malloc-trim", daemon=True).start()
+    threading.Thread(target=loop, name=name, daemon=True).start()
 
 
 def _log_memory(path: str, every: float) -> None:
-    import threading
-
     started = time.monotonic()
 
     def log() -> None:
-        while True:
-            line = json.dumps(memory_sample(started))
-            with open(path, "a") as f:
-                f.write(line + "\n")
-            time.sleep(every)
+        line = json.dumps(memory_sample(started))
+        with open(path, "a") as f:
+            f.write(line + "\n")
 
-    threading.Thread(target=log, name="memory-log", daemon=True).start()
+    _every(every, "memory-log", log)
 
 
 def main(argv: list[str]) -> None:
     if "--" not in argv:
         raise SystemExit(__doc__)
-    split = argv.index("--")
-    options, streamlit_args = argv[:split], argv[split + 1 :]
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
-    if "--stats" in options:
-        path = options[options.index("--stats") + 1]
-        gc.callbacks.append(_on_gc)
-        signal.signal(signal.SIGUSR2, _dump(path))
+    options, streamlit_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
 
+    def value(name: str, default: str | None = None) -> str | None:
+        return options[options.index(name) + 1] if name in options else default
+
+    if value("--stats"):
+        _count_collections(value("--stats"))
     from streamlit.web import cli
 
-    if "--run-slots" in options:
-        _limit_runs(int(options[options.index("--run-slots") + 1]))
-    if "--tracemalloc" in options:
-        _trace_allocations(options[options.index("--tracemalloc") + 1])
-    if "--malloc-trim" in options:
-        _trim_periodically(float(options[options.index("--malloc-trim") + 1]))
-    if "--memory-log" in options:
-        every = float(options[options.index("--memory-every") + 1]) if "--memory-every" in options else 5.0
-        _log_memory(options[options.index("--memory-log") + 1], every)
-    if "--profile" in options:
-        _profile_runs(options[options.index("--profile") + 1])
-    if "--timings" in options:  # outermost: a run's time includes its wait for a slot, if any
-        _time_runs(options[options.index("--timings") + 1])
+    if value("--run-slots"):
+        _limit_runs(int(value("--run-slots")))
+    if value("--tracemalloc"):
+        _trace_allocations(value("--tracemalloc"))
+    if value("--malloc-trim"):
+        _every(float(value("--malloc-trim")), "malloc-trim", trim)
+    if value("--memory-log"):
+        _log_memory(value("--memory-log"), float(value("--memory-every", "5")))
+    if value("--profile"):
+        _profile_runs(value("--profile"))
+    if value("--timings"):  # outermost: a run's time includes its wait for a slot, if any
+        _time_runs(value("--timings"))
     if "--no-app-freeze" in options:
         gc.freeze = lambda: None
     sys.argv = ["streamlit", *streamlit_args]

@@ -4,7 +4,7 @@ Written as an upstream report; it needs only Streamlit, not this app.
 
 **Version.** Streamlit 1.67.0 (``streamlit/runtime/caching/cache_utils.py``), Python 3.11, Linux.
 
-**Steps.** ``python benchmarks/streamlit_lock_growth.py [--calls 20000] [--max-entries 8]``: one
+**Steps.** ``python -m benchmarks.streamlit_lock_growth [--calls 20000] [--max-entries 8]``: one
 ``@st.cache_data(max_entries=8)`` function called with ``--calls`` distinct arguments, in bare mode
 (no ``streamlit run``: the cache is the same class a server uses, in memory). It prints, every fifth
 of the calls, how many values the cache holds, how many locks ``Cache._value_locks`` holds, and the
@@ -30,7 +30,6 @@ import argparse
 import gc
 import sys
 import tracemalloc
-from pathlib import Path
 
 import streamlit as st
 from streamlit.logger import set_log_level
@@ -44,7 +43,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     set_log_level("error")  # bare mode warns that there is no runtime
     if args.bounded:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from explorer.caching import bound_streamlit_cache_locks
 
         bound_streamlit_cache_locks()

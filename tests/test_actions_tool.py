@@ -1,19 +1,12 @@
-"""The per-action benchmark's helpers (benchmarks/actions.py), without a server: its options, the
+"""The per-action benchmark's helpers (benchmarks.actions), without a server: its options, the
 stepper walk, and the rerun requests it sends with every widget's state, as a browser does."""
-
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-ACTIONS_PY = Path(__file__).parent.parent / "benchmarks" / "actions.py"
-_spec = importlib.util.spec_from_file_location("benchmarks_actions", ACTIONS_PY)
-actions = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = actions
-_spec.loader.exec_module(actions)
+from benchmarks import actions
+from benchmarks.protocol import BrowserStudent
 
 
 def test_options_default_to_two_pages_three_sizes_and_ten_repeats():
@@ -28,8 +21,7 @@ def test_options_default_to_two_pages_three_sizes_and_ten_repeats():
     assert (args.pages, args.sizes, args.repeats) == (["qkv", "tokens"], [6, 256], 3)
     assert actions.parse_args(["paint", "--repeats", "3"]).repeats == 3
     assert actions.parse_args(["costs"]).actions == ("next", "previous", "switch", "sentence")
-    args = actions.parse_args(["costs", "--actions", "next,previous", "--profile", "/tmp/p.pstats"])
-    assert (args.actions, args.profile) == (("next", "previous"), "/tmp/p.pstats")
+    assert actions.parse_args(["costs", "--actions", "next,previous"]).actions == ("next", "previous")
 
 
 @pytest.mark.parametrize(
@@ -51,7 +43,7 @@ def test_the_stepper_walk_goes_to_the_last_step_and_back_until_each_button_has_i
 
 
 def _student_with_widgets():
-    student = actions.BrowserStudent("http://127.0.0.1:1")
+    student = BrowserStudent("http://127.0.0.1:1")
     radio = ForwardMsg()
     radio.delta.new_element.radio.id = "$$ID-a-w_source"
     radio.delta.new_element.radio.options.extend(["Book example", "Type your own"])

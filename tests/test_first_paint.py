@@ -3,7 +3,6 @@ lazily and its numbers are stored), the browser is asked for the charts' code wi
 the rest are imported after the first page has painted, and the benchmark's phase breakdown reads the
 websocket's messages right."""
 
-import importlib.util
 import subprocess
 import sys
 import threading
@@ -12,13 +11,8 @@ import pytest
 from apptest_support import ROOT, app
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from benchmarks import actions
 from explorer import server
-
-ACTIONS_PY = ROOT / "benchmarks" / "actions.py"
-_spec = importlib.util.spec_from_file_location("benchmarks_actions_paint", ACTIONS_PY)
-actions = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = actions
-_spec.loader.exec_module(actions)
 
 
 def run_python(code: str) -> list[str]:

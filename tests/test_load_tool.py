@@ -1,32 +1,28 @@
-"""The load benchmark's protocol helpers (benchmarks/load.py), without a server.
+"""The load benchmark's protocol client, meter and report (benchmarks.load and what it uses), without a server.
 
 The benchmark speaks Streamlit's websocket protocol itself; these tests pin
 the messages it sends and how it reads the replies, so that a Streamlit
 upgrade that changes them fails here rather than as silently wrong figures.
 """
 
-import importlib.util
 import math
+import os
+import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-LOAD_PY = Path(__file__).parent.parent / "benchmarks" / "load.py"
-_spec = importlib.util.spec_from_file_location("benchmarks_load", LOAD_PY)
-load = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = load  # dataclasses look their module up there
-_spec.loader.exec_module(load)
-launch = sys.modules["benchmarks.launch"]  # load.py imported it
+from benchmarks import launch, load, machine, meter, protocol, report, sentences, serve
+from benchmarks.launch import ROOT
 
 
 def test_a_link_opens_a_page_by_its_url_path():
     msg = BackMsg.FromString(
-        load.rerun_message(query_string="input=text&text=hi", page_name="multihead", url="http://h/multihead")
+        protocol.rerun_message(query_string="input=text&text=hi", page_name="multihead", url="http://h/multihead")
     )
     assert msg.WhichOneof("type") == "rerun_script"
     assert msg.rerun_script.query_string == "input=text&text=hi"
@@ -38,10 +34,9 @@ def test_a_link_opens_a_page_by_its_url_path():
 
 def test_an_edit_sends_only_the_changed_widgets_on_the_current_page():
     msg = BackMsg.FromString(
-        load.rerun_message(
+        protocol.rerun_message(
             page_script_hash="abc",
-            strings={"$$ID-1-w_text": "A new sentence."},
-            ints={"$$ID-2-w_seed": 7},
+            states={"$$ID-1-w_text": ("string_value", "A new sentence."), "$$ID-2-w_seed": ("int_value", 7)},
             cached_hashes=["h1", "h2"],
         )
     )
@@ -61,9 +56,9 @@ def _finished(status) -> bytes:
 
 
 def test_a_run_ends_at_script_finished_but_not_at_a_rerun_it_asked_for():
-    early = load.read_reply(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN))
-    done = load.read_reply(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY))
-    broken = load.read_reply(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR))
+    early = protocol.read_reply(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN))
+    done = protocol.read_reply(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY))
+    broken = protocol.read_reply(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR))
     assert (early.final, done.final, broken.final) == (False, True, True)
     assert done.error is None and broken.error
 
@@ -74,7 +69,7 @@ def test_the_navigation_message_names_the_page_shown():
     for script_hash, url in (("p1", ""), ("p2", "multihead")):
         page = msg.navigation.app_pages.add()
         page.page_script_hash, page.url_pathname = script_hash, url
-    reply = load.read_reply(msg.SerializeToString())
+    reply = protocol.read_reply(msg.SerializeToString())
     assert (reply.page_script_hash, reply.page_url) == ("p2", "multihead")
 
 
@@ -83,7 +78,7 @@ def test_keyed_widgets_are_found_by_key_with_the_value_the_server_set():
     text_input = msg.delta.new_element.text_input
     text_input.id = "$$ID-c240c7b6685109d3f6887d5a95fb5bab-w_text"
     text_input.value = "Your journey starts with one step"
-    reply = load.read_reply(msg.SerializeToString())
+    reply = protocol.read_reply(msg.SerializeToString())
     assert reply.widget == ("w_text", text_input.id, "Your journey starts with one step")
 
 
@@ -96,46 +91,46 @@ def test_exceptions_and_error_boxes_are_errors_and_notices_are_not(kind):
     else:
         msg.delta.new_element.alert.format = Alert.ERROR
         msg.delta.new_element.alert.body = "boom"
-    assert "boom" in load.read_reply(msg.SerializeToString()).error
+    assert "boom" in protocol.read_reply(msg.SerializeToString()).error
     notice = ForwardMsg()
     notice.delta.new_element.alert.format = Alert.INFO
     notice.delta.new_element.alert.body = "d_in=99999999 is outside 1–1024; using 1024."
-    reply = load.read_reply(notice.SerializeToString())
+    reply = protocol.read_reply(notice.SerializeToString())
     assert reply.error is None and reply.notice.startswith("d_in=")
 
 
 def test_statistics():
-    assert load.percentile([3.0, 1.0, 2.0], 50) == 2.0
-    assert load.percentile([1.0, 2.0], 95) == pytest.approx(1.95)
-    assert math.isnan(load.percentile([], 50))
-    assert load.slope_mib_per_min([(0, 100.0), (30, 101.0), (60, 102.0)]) == pytest.approx(2.0)
-    assert load.slope_mib_per_min([(0, 100.0), (30, 100.0), (60, 100.0)]) == 0.0
+    assert meter.percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert meter.percentile([1.0, 2.0], 95) == pytest.approx(1.95)
+    assert math.isnan(meter.percentile([], 50))
+    assert meter.slope_mib_per_min([(0, 100.0), (30, 101.0), (60, 102.0)]) == pytest.approx(2.0)
+    assert meter.slope_mib_per_min([(0, 100.0), (30, 100.0), (60, 100.0)]) == 0.0
 
 
 def test_sentences_are_ten_to_twenty_words():
-    rng = load.random.Random(0)
+    rng = random.Random(0)
     for _ in range(50):
-        assert 10 <= len(load.sentence(rng).split()) <= 20
+        assert 10 <= len(sentences.sentence(rng).split()) <= 20
 
 
 def test_server_modes_parse_into_serve_options():
-    assert load.parse_mode("default") == {"post_script_gc": True, "app_freeze": True, "run_slots": None}
-    mode = load.parse_mode("nogc+nofreeze+slots2")
+    assert launch.parse_mode("default") == {"post_script_gc": True, "app_freeze": True, "run_slots": None}
+    mode = launch.parse_mode("nogc+nofreeze+slots2")
     assert (mode["post_script_gc"], mode["app_freeze"], mode["run_slots"]) == (False, False, 2)
     for bad in ("fast", "slots", "slots1+slots2", "freeze", "freeze-warm"):
         with pytest.raises(SystemExit):
-            load.parse_mode(bad)
+            launch.parse_mode(bad)
 
 
 def test_a_mode_becomes_the_servers_command_line(tmp_path):
-    command = load.Server("nogc+nofreeze+slots1", str(tmp_path / "s.log")).command()
-    serve, streamlit = command[: command.index("--")], command[command.index("--") + 1 :]
+    command = launch.OneServer(str(tmp_path / "s.log"), mode="nogc+nofreeze+slots1").command()
+    served, streamlit = command[: command.index("--")], command[command.index("--") + 1 :]
 
-    assert serve[1].endswith("benchmarks/serve.py")
-    assert serve[2:] == ["--stats", str(tmp_path / "s.log.gc.json"), "--no-app-freeze", "--run-slots", "1"]
+    assert served[1:3] == ["-m", "benchmarks.serve"]
+    assert served[3:] == ["--stats", str(tmp_path / "s.log.gc.json"), "--no-app-freeze", "--run-slots", "1"]
     assert streamlit[:2] == ["run", "streamlit_app.py"]
     assert streamlit[streamlit.index("--runner.postScriptGC") + 1] == "false"
-    default = load.Server("default", str(tmp_path / "d.log")).command()
+    default = launch.OneServer(str(tmp_path / "d.log"), mode="default").command()
     assert default[default.index("--runner.postScriptGC") + 1] == "true"
     assert "--no-app-freeze" not in default and "--run-slots" not in default
 
@@ -155,15 +150,15 @@ def test_a_plotly_chart_is_counted_and_nothing_else_is():
     text = ForwardMsg()
     text.delta.new_element.markdown.body = "Step 1 of 3"
 
-    assert load.read_reply(chart.SerializeToString()).chart
-    assert not load.read_reply(text.SerializeToString()).chart
+    assert protocol.read_reply(chart.SerializeToString()).chart
+    assert not protocol.read_reply(text.SerializeToString()).chart
 
 
 # --------------------------------------------------------------------------- lessons: browser-like students
 
 
 def test_a_class_mixes_steps_switches_and_sentences_60_20_20_and_typing_is_only_sentences():
-    rng = load.random.Random(0)
+    rng = random.Random(0)
     draws = [load.MIXES["class"].pick(rng) for _ in range(20_000)]
     shares = {kind: draws.count(kind) / len(draws) for kind in ("step", "switch", "sentence")}
     assert shares == pytest.approx({"step": 0.6, "switch": 0.2, "sentence": 0.2}, abs=0.015)
@@ -177,7 +172,7 @@ def test_the_class_pool_and_typed_sentences_are_6_to_40_gpt2_tokens_and_typed_on
     assert len(set(load.CLASS_SENTENCES)) == len(load.CLASS_SENTENCES) == 10
     lengths = [len(encoding.encode(text)) for text in load.CLASS_SENTENCES]
     assert min(lengths) == 6 and max(lengths) <= 40
-    rng = load.random.Random(1)
+    rng = random.Random(1)
     typed = [load.typed_sentence(rng) for _ in range(500)]
     assert len(set(typed)) == len(typed)
     typed_lengths = [len(encoding.encode(text)) for text in typed]
@@ -213,7 +208,7 @@ def _element_msg(fill, fragment_id="") -> bytes:
 
 
 def _browser():
-    student = load.BrowserStudent("http://127.0.0.1:1")
+    student = protocol.BrowserStudent("http://127.0.0.1:1")
     student.page_script_hash, student.page = "hash-qkv", "qkv"
 
     def text(e):
@@ -286,22 +281,22 @@ def test_cached_messages_are_read_back_from_a_ref_hash_and_expire_after_max_age_
     chart = ForwardMsg()
     chart.delta.new_element.plotly_chart.spec = "{}"
     chart.hash, chart.metadata.cacheable = "h-chart", True
-    run = load.Run("next", 0.0)
-    student.note(load.read_reply(chart.SerializeToString()), run, {})
+    run = protocol.Run("next", 0.0)
+    student.note(protocol.read_reply(chart.SerializeToString()), run, {})
     assert BackMsg.FromString(student.message()).rerun_script.cached_message_hashes == ["h-chart"]
     ref = ForwardMsg()
     ref.ref_hash = "h-chart"
-    student.note(load.read_reply(ref.SerializeToString()), run, {})
+    student.note(protocol.read_reply(ref.SerializeToString()), run, {})
     assert run.charts == 2 and run.error is None
     for _ in range(3):  # max age 2: unused for three finished runs, it is dropped
         student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY))
     assert student.message_cache == {}
-    student.note(load.read_reply(ref.SerializeToString()), run, {})
+    student.note(protocol.read_reply(ref.SerializeToString()), run, {})
     assert "does not hold" in run.error
 
 
 def _run(kind, sent, latency, error=None):
-    return load.Run(kind, sent, latency=latency, ok=error is None, error=error, where=f"qkv {int(sent)}/7")
+    return protocol.Run(kind, sent, latency=latency, ok=error is None, error=error, where=f"qkv {int(sent)}/7")
 
 
 def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
@@ -354,7 +349,7 @@ def _lesson_entry(students: int, p95_s: float) -> dict:
 
 
 def test_the_lesson_table_compares_each_class_size_with_one_student_on_as_many_servers():
-    table = load.report([_lesson_entry(100, 0.6), _lesson_entry(1, 0.25)])
+    table = report.load_tables([_lesson_entry(100, 0.6), _lesson_entry(1, 0.25)])
     assert "**class**" in table and "MALLOC_ARENA_MAX=2" in table
     lines = table.splitlines()
     one = next(line for line in lines if line.startswith("| 2 | 1 | 300 |"))
@@ -365,21 +360,20 @@ def test_the_lesson_table_compares_each_class_size_with_one_student_on_as_many_s
 
 
 def test_a_process_and_its_children_are_measured():
-    pid = load.os.getpid()
-    assert load.family(pid)[0] == pid
-    assert load.process_cpu_s(pid) > 0
-    assert 1 < load.process_rss_mib(pid) < 100_000
-    assert load.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
+    pid = os.getpid()
+    assert machine.family(pid)[0] == pid
+    assert machine.process_cpu_s(pid) > 0
+    assert 1 < machine.process_rss_mib(pid) < 100_000
+    assert machine.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
 
 
 def test_streamlit_keeps_a_lock_per_key_ever_cached_and_the_apps_workaround_keeps_none():
-    """benchmarks/streamlit_lock_growth.py, each in a fresh process (the app's workaround changes Streamlit's
+    """benchmarks.streamlit_lock_growth, each in a fresh process (the app's workaround changes Streamlit's
     Cache class for the whole process): plain Streamlit keeps a lock per key, the workaround none."""
-    script = LOAD_PY.with_name("streamlit_lock_growth.py")
     rows = {}
     for variant in ([], ["--bounded"]):
-        command = [sys.executable, str(script), "--calls", "500", "--max-entries", "4", *variant]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+        command = [sys.executable, "-m", "benchmarks.streamlit_lock_growth", "--calls", "500", "--max-entries", "4"]
+        done = subprocess.run([*command, *variant], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
         rows[bool(variant)] = done.stdout.strip().splitlines()[-1]
     assert "4 values,    500 locks" in rows[False]
     assert "4 values,      0 locks" in rows[True]
@@ -408,19 +402,19 @@ def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it
 
 
 def test_one_server_samples_its_memory_under_serve_py_only_when_asked(tmp_path):
-    plain = load.lesson_target(1, str(tmp_path / "a.log"), 2)
-    assert plain.command()[1:4] == ["-m", "streamlit", "run"] and plain.memory_log is None
-    logged = load.lesson_target(1, str(tmp_path / "b.log"), 2, str(tmp_path / "m.jsonl"), 2.5)
+    plain = launch.lesson_target(1, str(tmp_path / "a.log"), 2)
+    assert plain.command()[1:4] == ["-m", "streamlit", "run"] and not plain.memory_log
+    logged = launch.lesson_target(1, str(tmp_path / "b.log"), 2, str(tmp_path / "m.jsonl"), 2.5)
     command = logged.command()
-    assert command[1].endswith("benchmarks/serve.py")
-    assert command[2 : command.index("--")] == ["--memory-log", str(tmp_path / "m.jsonl"), "--memory-every", "2.5"]
+    assert command[1:3] == ["-m", "benchmarks.serve"]
+    assert command[3 : command.index("--")] == ["--memory-log", str(tmp_path / "m.jsonl"), "--memory-every", "2.5"]
     assert command[command.index("--") + 1 : command.index("--") + 3] == ["run", "streamlit_app.py"]
     assert logged.env == {"MALLOC_ARENA_MAX": "2"} and logged.memory_log == str(tmp_path / "m.jsonl")
-    trimmed = load.lesson_target(1, str(tmp_path / "d.log"), 1, None, 5.0, 2.0).command()
-    assert trimmed[2 : trimmed.index("--")] == ["--malloc-trim", "2.0"]
-    for memory_log, trim_s in ((str(tmp_path / "m.jsonl"), 0), (None, 2.0)):
+    trimmed = launch.lesson_target(1, str(tmp_path / "d.log"), 1, None, 5.0, 2.0).command()
+    assert trimmed[3 : trimmed.index("--")] == ["--malloc-trim", "2.0"]
+    for memory_log, trim_s in ((str(tmp_path / "m.jsonl"), 0), ("", 2.0)):
         with pytest.raises(SystemExit):
-            load.lesson_target(2, str(tmp_path / "c.log"), 2, memory_log, 5.0, trim_s)
+            launch.lesson_target(2, str(tmp_path / "c.log"), 2, memory_log, 5.0, trim_s)
 
 
 def test_memory_trends_cover_the_window_in_mib_and_counts():
@@ -435,7 +429,7 @@ def test_memory_trends_cover_the_window_in_mib_and_counts():
         }
         for t in range(-30, 400, 5)
     ]
-    trends = load.memory_trends(samples, 1000.0, 1300.0, settled_s=120)
+    trends = meter.memory_trends(samples, 1000.0, 1300.0, settled_s=120)
     rss = trends["rss"]
     assert (rss["first"], rss["last"], rss["min"], rss["max"]) == (400, 405, 400, 405), "the window only, in MiB"
     for slope in ("slope_per_min", "slope_second_half_per_min", "slope_settled_per_min"):
@@ -443,19 +437,11 @@ def test_memory_trends_cover_the_window_in_mib_and_counts():
     assert trends["caches.FIGURES.entries"]["last"] == 10, "counts stay counts"
     assert (trends["arenas.0.system"]["last"], trends["arenas.1.system"]["last"]) == (3, 5), "lists by index"
     assert "wall" not in trends and "t" not in trends
-    line = load.memory_lines({"rss": rss})
+    line = meter.memory_lines({"rss": rss})
     assert line.split()[:4] == ["rss", "400.0", "->", "405.0"] and "settled +1.00" in line
 
 
-def _serve():
-    spec = importlib.util.spec_from_file_location("benchmarks_serve", LOAD_PY.with_name("serve.py"))
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
-    return serve
-
-
 def test_the_servers_memory_sample_names_each_kind():
-    serve = _serve()
     from explorer import caching, shared_figures  # noqa: F401  the sample reads their caches once imported
 
     sample = serve.memory_sample(serve.time.monotonic())
@@ -472,16 +458,15 @@ def test_the_servers_memory_sample_names_each_kind():
 def test_the_floor_slope_sees_what_is_kept_grow_and_not_what_runs_in_flight_hold():
     kept = [(float(t), 400 + 0.2 * t / 60) for t in range(0, 600)]  # +0.2 MiB/min kept for good
     busy = [(t, v + (40 if t >= 420 and t % 60 < 55 else 0)) for t, v in kept]  # runs in flight, most of the end
-    assert load.slope_mib_per_min(busy) > 2, "a line through every sample tilts with the runs near the end"
-    assert load.floor_slope_mib_per_min(busy) == pytest.approx(0.2, abs=0.05)
-    assert math.isnan(load.floor_slope_mib_per_min(kept[:150])), "two whole windows: no slope"
-    assert load.floor_slope_mib_per_min([*kept, (600.0, 999.0)]) == pytest.approx(0.2, abs=0.01), (
+    assert meter.slope_mib_per_min(busy) > 2, "a line through every sample tilts with the runs near the end"
+    assert meter.floor_slope_mib_per_min(busy) == pytest.approx(0.2, abs=0.05)
+    assert math.isnan(meter.floor_slope_mib_per_min(kept[:150])), "two whole windows: no slope"
+    assert meter.floor_slope_mib_per_min([*kept, (600.0, 999.0)]) == pytest.approx(0.2, abs=0.01), (
         "a last window of one sample is not a window"
     )
 
 
 def test_a_trim_is_counted_and_shows_in_the_memory_sample():
-    serve = _serve()
     assert "trimming" not in serve.memory_sample(0.0), "no trimming, no field"
     serve.trim()
     serve.trim()

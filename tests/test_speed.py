@@ -1,10 +1,7 @@
 """Stage 9, measuring: every implementation computes ``MultiHeadAttention``'s output, ``measure`` returns
 sane medians and honest peak memory, and it rejects sizes it cannot run."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,19 +9,10 @@ import torch
 import attention
 from attention import IMPLEMENTATIONS, MultiHeadAttention, SpeedResult, build, expected_attention_bytes, measure
 from attention.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
+from benchmarks import bench_attention
 
 ORACLE = {"atol": 1e-5, "rtol": 1e-5}
 MIB = 2**20
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def load_script(name: str):
-    """A script of benchmarks/, imported as a module (the folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
@@ -109,12 +97,11 @@ def test_the_tensor_bound_can_be_raised_for_a_benchmark():
 
 
 def test_the_command_line_prints_one_table_per_length_with_ratios_and_load(capsys):
-    bench = load_script("bench_attention")
-    bench.main(["--size", "toy", "--tokens", "4,6", "--repeats", "1", "--threads", "1", "--only", "trace",
+    bench_attention.main(["--size", "toy", "--tokens", "4,6", "--repeats", "1", "--threads", "1", "--only", "trace",
                 "--only", "nn.MultiheadAttention"])  # fmt: skip
     out = capsys.readouterr().out
 
-    assert "Command: `python benchmarks/bench_attention.py --size toy --tokens 4,6" in out
+    assert "Command: `python -m benchmarks.bench_attention --size toy --tokens 4,6" in out
     assert out.count("| trace | ") == out.count("| nn.MultiheadAttention | ") == 2
     assert "#### b=2, T=4, d=3, h=3" in out
     assert "#### b=2, T=6, d=3, h=3" in out
@@ -124,9 +111,8 @@ def test_the_command_line_prints_one_table_per_length_with_ratios_and_load(capsy
 
 
 def test_the_command_line_explains_bad_sizes():
-    bench = load_script("bench_attention")
     with pytest.raises(SystemExit, match="num_tokens must be between 1 and"):
-        bench.main(["--size", "toy", "--tokens", "0"])
+        bench_attention.main(["--size", "toy", "--tokens", "0"])
 
 
 def test_memory_does_not_depend_on_the_order_of_sizes():

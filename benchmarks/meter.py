@@ -1,0 +1,253 @@
+"""The meter: latency statistics of runs, and what the server's processes and the machine used meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import time
+
+from benchmarks.machine import busy_s, loadavg, process_cpu_s, process_rss_mib
+
+
+def median(values) -> float:
+    """The median of the values that are numbers (NaN left out); NaN if there are none."""
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    low, high = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def summarize(runs: list) -> dict:
+    latencies = [r.latency for r in runs if r.ok]
+    errors: dict[str, int] = {}
+    for r in runs:
+        if r.error:
+            errors[r.error] = errors.get(r.error, 0) + 1
+    warnings: dict[str, int] = {}
+    for r in runs:
+        for w in r.warnings:
+            warnings[w] = warnings.get(w, 0) + 1
+    return {
+        "runs": len(runs),
+        "ok": len(latencies),
+        "errors": sum(errors.values()),
+        "error_kinds": errors,
+        "warning_kinds": warnings,
+        "p50_s": percentile(latencies, 50),
+        "p95_s": percentile(latencies, 95),
+        "max_s": max(latencies) if latencies else float("nan"),
+        "mean_s": statistics.fmean(latencies) if latencies else float("nan"),
+        "kib_per_run": statistics.fmean(r.bytes for r in runs) / 1024 if runs else float("nan"),
+    }
+
+
+def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MiB) samples, in MiB per minute."""
+    if len(samples) < 3:
+        return float("nan")
+    xs, ys = [s[0] for s in samples], [s[1] for s in samples]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
+
+
+def floor_slope_mib_per_min(samples: list[tuple[float, float]], window_s: float = 60.0) -> float:
+    """Least-squares slope, per minute, through the lowest sample of each whole ``window_s`` window.
+
+    What a server holds for good is its floor; runs in flight lift the samples above it by what they hold
+    for the moment (tens of MiB with 30 students), and a straight line through every sample then tilts with
+    whatever happened to be running near the ends. The floor grows only if what is kept grows."""
+    if not samples:
+        return float("nan")
+    first = samples[0][0]
+    windows: dict[int, list[tuple[float, float]]] = {}
+    for t, value in samples:
+        windows.setdefault(int((t - first) // window_s), []).append((t, value))
+    lows = [  # a window counts when its samples span most of it (not the run's last few seconds)
+        (first + (k + 0.5) * window_s, min(v for _, v in w))
+        for k, w in sorted(windows.items())
+        if w[-1][0] - w[0][0] >= 0.75 * window_s
+    ]
+    return slope_mib_per_min(lows)
+
+
+class Meter:
+    """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
+
+    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together).
+    When the server has ``processes()`` (name -> pid: the app processes and nginx), each is
+    measured on its own too; with ``gc_stats()`` (``serve --stats``), its collections are counted.
+    The client's CPU is this process's.
+    """
+
+    def __init__(self, server, every: float = 1.0) -> None:
+        self.server = server
+        self.every = every
+        self.samples: list[tuple[float, float]] = []
+        self.procs: dict[str, int] = server.processes() if hasattr(server, "processes") else {}
+        self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
+        self.anon_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
+        self._task = None
+
+    async def _gc_stats(self) -> dict | None:
+        return await self.server.gc_stats() if hasattr(self.server, "gc_stats") else None
+
+    async def __aenter__(self):
+        self.t0 = time.perf_counter()
+        self.load_start = loadavg()[0]
+        self.cpu0 = self.server.cpu_s()
+        self.proc_cpu0 = {name: process_cpu_s(pid) for name, pid in self.procs.items()}
+        self.self0 = sum(os.times()[:2])
+        self.busy0 = busy_s()
+        self.gc0 = await self._gc_stats()
+        self._task = asyncio.create_task(self._sample())
+        return self
+
+    def _take_sample(self) -> None:
+        now = time.perf_counter() - self.t0
+        self.samples.append((now, self.server.rss_mib()))
+        for name, pid in self.procs.items():
+            self.proc_samples[name].append((now, process_rss_mib(pid)))
+            self.anon_samples[name].append((now, process_rss_mib(pid, "RssAnon")))
+
+    async def _sample(self) -> None:
+        while True:
+            self._take_sample()
+            await asyncio.sleep(self.every)
+
+    async def __aexit__(self, *exc) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._take_sample()
+        self.elapsed = time.perf_counter() - self.t0
+        self.server_cpu = self.server.cpu_s() - self.cpu0
+        self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
+        self.client_cpu = sum(os.times()[:2]) - self.self0
+        measured = sum(self.proc_cpu.values()) if self.procs else self.server_cpu
+        self.other_cores = max(0.0, (busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
+        self.load_end = loadavg()[0]
+        self.gc1 = await self._gc_stats()
+
+    def report(self, runs: int) -> dict:
+        gc = {}
+        if self.gc0 and self.gc1:
+            generations = [(self.gc0["generations"][g], self.gc1["generations"][g]) for g in "012"]
+            gc = {
+                "collections": [b["collections"] - a["collections"] for a, b in generations],
+                "max_pause_s": self.gc1["generations"]["2"]["max_seconds"],
+                "tracked_objects": self.gc1["tracked"],
+                "frozen_objects": self.gc1["frozen"],
+            }
+            for key, field_name in (("gc_ms_per_run", "seconds"), ("gc_cpu_ms_per_run", "cpu_seconds")):
+                gc[key] = 1000 * sum(b[field_name] - a[field_name] for a, b in generations) / max(runs, 1)
+        processes = {
+            name: {
+                "cpu_s": self.proc_cpu[name],
+                "cpu_cores": self.proc_cpu[name] / self.elapsed,
+                **rss_trend(samples, self.elapsed),
+                "anon_start_mib": self.anon_samples[name][0][1],
+                "anon_end_mib": self.anon_samples[name][-1][1],
+                "anon_slope_mib_per_min": slope_mib_per_min(self.anon_samples[name]),
+            }
+            for name, samples in self.proc_samples.items()
+        }
+        per_run = {"server": self.server_cpu, "client": self.client_cpu}
+        return {
+            "elapsed_s": self.elapsed,
+            **rss_trend(self.samples, self.elapsed),
+            **{f"{who}_cpu_s": cpu for who, cpu in per_run.items()},
+            **{f"{who}_cpu_cores": cpu / self.elapsed for who, cpu in per_run.items()},
+            **{f"{who}_cpu_ms_per_run": 1000 * cpu / runs if runs else float("nan") for who, cpu in per_run.items()},
+            "other_load_cores": self.other_cores,
+            "loadavg_start": self.load_start,
+            "loadavg_end": self.load_end,
+            "processes": processes,
+            "gc": gc,
+        }
+
+
+def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
+    """RSS at start, end and most, and its slopes in MiB a minute: over the run, its second half, and the floor's
+    (over the run and from minute 2), from (seconds, MiB) samples."""
+    values = [v for _, v in samples]
+    return {
+        "rss_start_mib": values[0],
+        "rss_end_mib": values[-1],
+        "rss_max_mib": max(values),
+        "rss_slope_mib_per_min": slope_mib_per_min(samples),
+        "rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2]),
+        "rss_floor_slope_mib_per_min": floor_slope_mib_per_min(samples),
+        "rss_floor_slope_after_2_min_mib_per_min": floor_slope_mib_per_min([x for x in samples if x[0] >= 120]),
+    }
+
+
+MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
+    *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
+    *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
+    *("trimming.trims", "trimming.seconds", "trimming.max_seconds"),
+}
+
+
+def _flat(sample: dict, prefix: str = "") -> dict[str, float]:
+    """``sample``'s numbers by dotted name: ``{"a": {"b": 1}, "c": [{"d": 2}]}`` -> ``{"a.b": 1, "c.0.d": 2}``."""
+    out = {}
+    for key, value in sample.items():
+        if isinstance(value, list):
+            value = dict(enumerate(value))
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def memory_trends(samples: list[dict], start: float, end: float, settled_s: float = 120.0) -> dict:
+    """Each field of the server's memory samples (``serve --memory-log``) taken between wall times ``start``
+    and ``end``: first, last, min and max, and its slope per minute over the window, over its second half and
+    from ``settled_s`` on (once the bounded caches could have filled). Bytes are given in MiB, counts as counts."""
+    rows = [_flat(s) for s in samples if start <= s["wall"] <= end]
+    trends = {}
+    for key in sorted({k for row in rows for k in row} - {"t", "wall"}):
+        scale = 1 if key in MEMORY_COUNTS else 1 / 2**20
+        points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]
+        if not points:
+            continue
+        values = [v for _, v in points]
+        trends[key] = {
+            "first": values[0],
+            "last": values[-1],
+            "min": min(values),
+            "max": max(values),
+            "slope_per_min": slope_mib_per_min(points),
+            "slope_second_half_per_min": slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2]),
+            "slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s]),
+            "floor_slope_settled_per_min": floor_slope_mib_per_min([p for p in points if p[0] >= settled_s]),
+        }
+    return trends
+
+
+def read_memory_log(path: str) -> list[dict]:
+    with contextlib.suppress(FileNotFoundError), open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+    return []
+
+
+def memory_lines(trends: dict) -> str:
+    """``memory_trends`` as one line per field."""
+    return "\n".join(
+        f"   {key:28} {t['first']:10.1f} -> {t['last']:10.1f} (min {t['min']:.1f}, max {t['max']:.1f}); per min "
+        f"{t['slope_per_min']:+.2f}, second half {t['slope_second_half_per_min']:+.2f}, "
+        f"settled {t['slope_settled_per_min']:+.2f} (floor {t['floor_slope_settled_per_min']:+.2f})"
+        for key, t in trends.items()
+    )

@@ -1,0 +1,408 @@
+"""The protocol client: a browser tab reduced to Streamlit's websocket protocol.
+
+A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so
+the machine's time goes to the server rather than to browsers. ``Student`` sends only what changed;
+``BrowserStudent`` sends every widget's state, clicks in their fragment and keeps a browser's message cache.
+A run is timed from the request to the ``script_finished`` that ends it, everything drawn arriving before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+
+import websockets
+from streamlit.proto.Alert_pb2 import Alert
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
+RUN_TIMEOUT_S = 300.0
+FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
+FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
+MAX_CACHED_HASHES = 500
+STEP_RE = re.compile(r"Step (\d+) of (\d+)")
+WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
+
+
+def rerun_message(
+    *,
+    query_string: str = "",
+    page_name: str = "",
+    page_script_hash: str = "",
+    states: dict[str, tuple[str, object]] | None = None,
+    trigger: str = "",
+    fragment_id: str = "",
+    cached_hashes: list[str] | tuple[str, ...] = (),
+    url: str = "",
+) -> bytes:
+    """A ``BackMsg`` asking for a script run, serialized as a browser sends it.
+
+    ``page_name`` is the page's URL path (a link's first request); ``page_script_hash`` the page the session
+    is on (every later request). ``states`` maps widget ids to (``WidgetState`` field, value); widgets not
+    named keep the values the session already holds. ``trigger`` is a button's id, clicked in ``fragment_id``.
+    """
+    msg = BackMsg()
+    state = msg.rerun_script
+    state.query_string, state.page_name, state.page_script_hash = query_string, page_name, page_script_hash
+    for widget_id, (field_name, value) in (states or {}).items():
+        widget = state.widget_states.widgets.add()
+        widget.id = widget_id
+        if field_name.endswith("_array_value"):
+            getattr(widget, field_name).data.extend(value)
+        else:
+            setattr(widget, field_name, value)
+    if trigger:
+        widget = state.widget_states.widgets.add()
+        widget.id, widget.trigger_value = trigger, True
+    state.fragment_id = fragment_id
+    state.cached_message_hashes.extend(cached_hashes)
+    if url:
+        state.context_info.url, state.context_info.timezone, state.context_info.locale = url, "UTC", "en-US"
+    return msg.SerializeToString()
+
+
+@dataclass
+class Reply:
+    """What one ``ForwardMsg`` means to a student."""
+
+    kind: str  # the ForwardMsg's type
+    finished: int | None = None  # script_finished status
+    final: bool = False  # ends the run (any script_finished but "finished early for a rerun")
+    page_script_hash: str | None = None  # the page this run shows (from the navigation message)
+    page_url: str | None = None  # and its URL path ("" for the default page)
+    pages: list[tuple[str, str]] | None = None  # every page of the app: (URL path, title)
+    query_string: str | None = None
+    widget: tuple[str, str, object] | None = None  # (widget key, id, value the server set, or None)
+    error: str | None = None
+    warning: str | None = None
+    notice: str | None = None  # an info box (the app's "this value was changed" notices)
+    markdown: str | None = None
+    chart: bool = False  # a new plotly chart
+    cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
+    ref_hash: str | None = None  # the server points at a message the client said it had cached
+    page_hashes: dict[str, str] | None = None  # URL path -> page script hash (from the navigation message)
+    state: tuple[str, str, object, bool] | None = None  # a widget: (id, WidgetState field, value, set by server)
+    button: tuple[str, str, bool] | None = None  # a keyed button: (key, id, disabled)
+    fragment_id: str = ""  # the fragment an element was drawn in ("" outside any)
+    step: tuple[int, int] | None = None  # the stepper's "Step k of n"
+    max_cached_age: int | None = None  # global.maxCachedMessageAge, from the new session's config
+
+
+def widget_state(element) -> tuple[str, str, object, bool] | None:
+    """(id, WidgetState field, value, set by the server) of a widget element, the value as a browser that has
+    touched nothing holds it; None for an element that is not a widget with a state."""
+    kind = element.WhichOneof("type")
+    w = getattr(element, kind) if kind else None
+    if kind in ("text_input", "text_area"):
+        return w.id, "string_value", w.value if w.set_value else w.default, w.set_value
+    if kind == "number_input":
+        return w.id, "double_value", w.value if w.set_value else w.default, w.set_value
+    if kind == "checkbox":  # st.toggle too
+        return w.id, "bool_value", w.value if w.set_value else w.default, w.set_value
+    if kind in ("radio", "selectbox"):  # Streamlit 1.67 sends the option's string
+        if w.set_value:
+            return w.id, "string_value", w.raw_value, True
+        return (w.id, "string_value", w.options[w.default], False) if w.HasField("default") else None
+    if kind == "slider" and not w.options:
+        return w.id, "double_array_value", list(w.value if w.set_value else w.default), w.set_value
+    if kind == "button_group":  # st.segmented_control, st.pills
+        chosen = list(w.raw_values) if w.set_value else [w.options[i].content for i in w.default]
+        return w.id, "string_array_value", chosen, w.set_value
+    return None
+
+
+def read_reply(data: bytes) -> Reply:
+    """What a student needs from one ``ForwardMsg``: one parse, and only the fields read below."""
+    msg = ForwardMsg.FromString(data)
+    kind = msg.WhichOneof("type") or ""
+    reply = Reply(kind)
+    if msg.metadata.cacheable and msg.hash:
+        reply.cache_hash = msg.hash
+    if kind == "ref_hash":
+        reply.ref_hash = msg.ref_hash
+    elif kind == "new_session":
+        reply.max_cached_age = msg.new_session.config.max_cached_message_age
+    if kind == "script_finished":
+        reply.finished = msg.script_finished
+        reply.final = msg.script_finished != FINISHED_EARLY_FOR_RERUN
+        if msg.script_finished == FINISHED_WITH_COMPILE_ERROR:
+            reply.error = "script failed to compile"
+    elif kind == "navigation":
+        reply.page_script_hash = msg.navigation.page_script_hash
+        reply.pages, reply.page_hashes = [], {}
+        for page in msg.navigation.app_pages:
+            if page.page_script_hash == msg.navigation.page_script_hash:
+                reply.page_url = page.url_pathname
+            if not page.external_url:
+                reply.pages.append((page.url_pathname, page.page_name))
+                reply.page_hashes[page.url_pathname] = page.page_script_hash
+    elif kind == "page_info_changed":
+        reply.query_string = msg.page_info_changed.query_string
+    elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+        element = msg.delta.new_element
+        etype = element.WhichOneof("type")
+        reply.fragment_id = msg.delta.fragment_id
+        if etype == "exception":
+            reply.error = f"exception: {element.exception.type}: {element.exception.message[:120]}"
+        elif etype == "alert" and element.alert.format == Alert.ERROR:
+            reply.error = f"error box: {element.alert.body[:120]}"
+        elif etype == "alert" and element.alert.format == Alert.WARNING:
+            reply.warning = element.alert.body[:120]
+        elif etype == "alert" and element.alert.format == Alert.INFO:
+            reply.notice = element.alert.body[:160]
+        elif etype == "markdown":
+            reply.markdown = element.markdown.body
+            if match := STEP_RE.search(reply.markdown):
+                reply.step = (int(match.group(1)), int(match.group(2)))
+        elif etype == "plotly_chart":
+            reply.chart = True
+        elif etype == "button":
+            if match := WIDGET_ID_RE.match(element.button.id):
+                reply.button = (match.group(1), element.button.id, element.button.disabled)
+        else:
+            reply.state = widget_state(element)
+            if etype in ("text_input", "number_input"):
+                widget = getattr(element, etype)
+                value = widget.value if widget.HasField("value") else None
+                if match := WIDGET_ID_RE.match(widget.id):
+                    reply.widget = (match.group(1), widget.id, value)
+    return reply
+
+
+@dataclass
+class Run:
+    kind: str  # "open" or "edit"
+    sent: float  # time.perf_counter() when the BackMsg left
+    latency: float = float("nan")
+    ok: bool = False
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    messages: int = 0
+    bytes: int = 0
+    charts: int = 0
+    where: str = ""  # the page and step shown after the run (lessons), e.g. "multihead 3/7"
+
+    @property
+    def done(self) -> float:
+        return self.sent + self.latency
+
+
+class Student:
+    """One browser tab, reduced to the protocol: a session on one page of the app."""
+
+    def __init__(self, base: str, cookie: str | None = None) -> None:
+        self.base = base  # http://127.0.0.1:PORT
+        self.cookie = cookie  # "name=value" sent when connecting (nginx's sticky-session cookie)
+        self.upstream = ""  # the app process nginx chose
+        self.ws = None
+        self.page_script_hash = ""
+        self.query_string = ""
+        self.page = ""
+        self.widget_ids: dict[str, str] = {}  # widget key -> id, as the server named them
+        self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
+        self.steps: int | None = None
+        self.app_pages: list[tuple[str, str]] = []
+        self.timeout_s = RUN_TIMEOUT_S  # a run that takes longer is an error
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/{self.page}?{self.query_string}"
+
+    async def connect(self) -> None:
+        url = self.base.replace("http", "ws", 1) + "/_stcore/stream"
+        headers = {"Cookie": self.cookie} if self.cookie else None
+        self.ws = await websockets.connect(
+            url, subprotocols=["streamlit"], max_size=None, ping_interval=None, additional_headers=headers
+        )
+        self.upstream = self.ws.response.headers.get("X-Upstream", "")
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+
+    async def visit(self, page: str, query: dict[str, str]) -> Run:
+        """Connect, then open a link to ``page``."""
+        await self.connect()
+        return await self.open(page, query)
+
+    async def open(self, page: str, query: dict[str, str]) -> Run:
+        """Open a link to ``page`` (a new tab): the first run of a new session."""
+        self.page = page
+        self.query_string = urllib.parse.urlencode(query)
+        message = rerun_message(
+            query_string=self.query_string, page_name=page, url=self.url, cached_hashes=list(self.cached)
+        )
+        return await self.send("open", message, expect_text=query.get("text"), exact=False)
+
+    async def edit(self, text: str | None = None) -> Run:
+        """Type ``text`` into the sidebar's sentence and press Enter; without it, rerun the page as it is."""
+        states = {}
+        if text is not None:
+            if TEXT_WIDGET_KEY not in self.widget_ids:
+                raise RuntimeError("the sentence widget has not been seen yet")
+            states = {self.widget_ids[TEXT_WIDGET_KEY]: ("string_value", text)}
+        message = rerun_message(
+            query_string=self.query_string,
+            page_script_hash=self.page_script_hash,
+            states=states,
+            url=self.url,
+            cached_hashes=list(self.cached),
+        )
+        return await self.send("edit", message, expect_text=text)
+
+    async def send(self, kind: str, message: bytes, expect_text: str | None, exact: bool = True) -> Run:
+        """Send ``message`` and read until the run ends. The sidebar must then show ``expect_text``
+        (or, with ``exact=False``, a beginning of it: a link's text is cut at 2,000 characters)."""
+        run = Run(kind, time.perf_counter())
+        seen: dict[str, str | None] = {}
+
+        async def receive() -> None:
+            while True:
+                data = await self.ws.recv()
+                run.messages += 1
+                run.bytes += len(data)
+                reply = read_reply(data)
+                self.note(reply, run, seen)
+                if reply.final:
+                    return
+
+        try:
+            await self.ws.send(message)
+            await asyncio.wait_for(receive(), self.timeout_s)
+        except asyncio.TimeoutError:
+            run.error = f"timeout after {self.timeout_s:.0f} s"
+        except websockets.ConnectionClosed as exc:
+            run.error = f"connection closed: {exc}"
+        run.latency = time.perf_counter() - run.sent
+        seen_text = seen.get("text")
+        shown = seen.get("page")
+        if run.error is None and shown not in (None, self.page):
+            run.error = f"wrong page: {shown!r} instead of {self.page!r}"
+        if run.error is None and expect_text is not None and isinstance(seen_text, str):
+            shows_it = seen_text == expect_text if exact else expect_text.startswith(seen_text)
+            if not shows_it:
+                run.error = "stale: the sidebar does not show the sentence sent"
+        run.ok = run.error is None
+        return run
+
+    def note(self, reply: Reply, run: Run, seen: dict[str, str | None]) -> None:
+        """Take in one reply of ``run``: what the page now shows, and what went wrong."""
+        run.charts += reply.chart
+        if reply.cache_hash:
+            self.cached[reply.cache_hash] = None
+            while len(self.cached) > MAX_CACHED_HASHES:
+                self.cached.pop(next(iter(self.cached)))
+        if reply.page_script_hash:
+            self.page_script_hash = reply.page_script_hash
+            seen["page"] = reply.page_url
+            self.app_pages = reply.pages or self.app_pages
+        if reply.query_string is not None:
+            self.query_string = reply.query_string
+        if reply.widget:
+            self.widget_ids[reply.widget[0]] = reply.widget[1]
+            if reply.widget[0] == TEXT_WIDGET_KEY:
+                seen["text"] = reply.widget[2]
+        if reply.markdown and self.steps is None and (match := STEP_RE.search(reply.markdown)):
+            self.steps = int(match.group(2))
+        if reply.warning:
+            run.warnings.append(reply.warning)
+        if reply.notice:
+            run.notices.append(reply.notice)
+        if reply.error and run.error is None:
+            run.error = reply.error
+
+
+class BrowserStudent(Student):
+    """A ``Student`` that, like a browser tab, sends every widget's state with each rerun request.
+
+    It keeps the value a browser would hold for every widget the server draws (``widget_state``) and
+    forgets the widgets a full run no longer draws; it learns keyed buttons (the stepper's Next and
+    Previous) with the fragment they are drawn in, to press them as a click does; and it keeps a
+    browser's message cache: messages the server marks cacheable, for ``global.maxCachedMessageAge``
+    finished runs since last used, their hashes sent with each request and a ``ref_hash`` reply read
+    from it. Without every widget's state, a page switch fails (``st.session_state has no key``).
+    """
+
+    def __init__(self, base: str, cookie: str | None = None) -> None:
+        super().__init__(base, cookie)
+        self.states: dict[str, tuple[str, object]] = {}  # widget id -> (WidgetState field, value)
+        self.buttons: dict[str, tuple[str, str, bool]] = {}  # key -> (id, fragment id, disabled)
+        self.page_hashes: dict[str, str] = {}  # URL path -> page script hash
+        self.step: tuple[int, int] | None = None  # the stepper's (k, n) as last drawn
+        self.message_cache: dict[str, tuple[Reply, int]] = {}  # hash -> (what it said, finished runs when used)
+        self.max_cached_age = 2  # Streamlit's default; the server's new_session message says
+        self.finished_runs = 0
+        self._drawn: set[str] = set()  # widget ids drawn in the run being read
+
+    def observe(self, data: bytes) -> None:
+        """Take in one ``ForwardMsg`` outside a timed run."""
+        self.note(read_reply(data), Run("observe", time.perf_counter()), {})
+
+    def note(self, reply: Reply, run: Run, seen: dict[str, str | None]) -> None:
+        if reply.ref_hash is not None:
+            cached = self.message_cache.get(reply.ref_hash)
+            if cached is None:
+                run.error = run.error or "the server referred to a message the client does not hold"
+                return
+            self.message_cache[reply.ref_hash] = (cached[0], self.finished_runs)
+            reply = cached[0]
+        elif reply.cache_hash:
+            self.message_cache[reply.cache_hash] = (reply, self.finished_runs)
+        super().note(reply, run, seen)
+        if reply.max_cached_age is not None:
+            self.max_cached_age = reply.max_cached_age
+        if reply.page_hashes:
+            self.page_hashes = reply.page_hashes
+        if reply.step:
+            self.step = reply.step
+        if reply.state:
+            widget_id, field_name, value, set_by_server = reply.state
+            self._drawn.add(widget_id)
+            if set_by_server or widget_id not in self.states:
+                self.states[widget_id] = (field_name, value)
+        if reply.button:
+            key, widget_id, disabled = reply.button
+            self._drawn.add(widget_id)
+            self.buttons[key] = (widget_id, reply.fragment_id, disabled)
+            self.widget_ids[key] = widget_id
+        if reply.final:
+            self._finished(reply.finished)
+
+    def _finished(self, status: int) -> None:
+        """A run ended: age the message cache, and after a full run forget the widgets it did not draw."""
+        self.finished_runs += 1
+        self.message_cache = {
+            h: (r, used)
+            for h, (r, used) in self.message_cache.items()
+            if self.finished_runs - used <= self.max_cached_age
+        }
+        if status == FINISHED_SUCCESSFULLY:
+            self.states = {i: v for i, v in self.states.items() if i in self._drawn}
+            self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
+        self._drawn = set()
+
+    async def edit(self, text: str | None = None) -> Run:
+        return await self.send("edit", self.message(text=text), expect_text=text)
+
+    def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
+        """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``
+        on the keyed button ``click`` (in its fragment, as a browser sends it)."""
+        if text is not None:
+            self.states[self.widget_ids[TEXT_WIDGET_KEY]] = ("string_value", text)
+        where = {"query_string": self.query_string, "page_script_hash": self.page_script_hash, "url": self.url}
+        if page in self.page_hashes:
+            where = {"page_script_hash": self.page_hashes[page], "url": f"{self.base}/{page}"}
+        elif page is not None:
+            where = {"page_name": page, "url": f"{self.base}/{page}"}
+        trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
+        return rerun_message(
+            **where, states=self.states, trigger=trigger, fragment_id=fragment, cached_hashes=list(self.message_cache)
+        )

@@ -1,0 +1,465 @@
+"""The report: results files, and the Markdown tables BENCHMARKS.md shows between generated markers."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+from benchmarks.meter import median
+
+# --------------------------------------------------------------------------- files
+
+
+def record(entry: dict, path: str) -> None:
+    """Append ``entry`` as one JSON line to ``path``."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def read_results(path: str) -> list[dict]:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def replace_block(path: str, begin: str, end: str, text: str) -> None:
+    """Replace what lies between the markers ``begin`` and ``end`` in ``path``; the rest of the file stays."""
+    with open(path) as f:
+        whole = f.read()
+    if begin not in whole or end not in whole:
+        raise SystemExit(f"{path} has no {begin} ... {end} block to fill")
+    head, rest = whole.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
+
+
+def row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+LOAD_ENDS = ("load_start", "load_end")
+
+
+def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
+    """``intro``, then a Markdown table: ``header``'s cells are joined by `` | ``; ``align`` is one column's
+    (``---``, ``---:``) or every column's, joined by ``|``."""
+    columns = header.split(" | ")
+    aligns = align.split("|") if "|" in align else [align] * len(columns)
+    return [intro, "", row(*columns), row(*aligns), *rows, ""]
+
+
+# --------------------------------------------------------------------------- load (benchmarks.load)
+
+
+def _page(row: dict) -> str:
+    return f"`{row['page']}`" if row["page"] else f"default ({row.get('title', '')})"
+
+
+def _ms(seconds: float) -> str:
+    return "–" if seconds != seconds else f"{seconds * 1000:,.0f}"
+
+
+def scenario_row(e: dict) -> str:
+    ed = e["edits"]
+    return (
+        f"| {e['mode']} | {e['students']} | {ed['runs']} | {_ms(ed['p50_s'])} | {_ms(ed['p95_s'])} "
+        f"| {_ms(ed['max_s'])} | {e['throughput_runs_per_s']:.2f} | {ed['errors']} "
+        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} ({e['rss_max_mib']:.0f}) "
+        f"| {e['rss_slope_mib_per_min']:+.2f} | {e['server_cpu_ms_per_run']:.0f} "
+        f"| {e['gc'].get('gc_cpu_ms_per_run', float('nan')):.1f} | {e['other_load_cores']:.2f} "
+        f"| {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
+    )
+
+
+def lesson_row(e: dict, one: dict | None) -> str:
+    """A table row; ``one`` is the same scenario on the same servers with one student (issue 15's yardstick)."""
+    a, kinds = e["actions"], e["by_kind"]
+    p95 = " | ".join(_ms(kinds[k]["p95_s"]) if k in kinds else "–" for k in ("next", "previous", "switch", "sentence"))
+    errors = a["errors"] + kinds.get("open", {}).get("errors", 0)
+    ratio = f"{a['p95_s'] / one['actions']['p95_s']:.1f}×" if one else "–"
+    return (
+        f"| {e['servers']} | {e['students']} | {e['duration_s']:g} | {a['runs']} | {_ms(a['p50_s'])} "
+        f"| **{_ms(a['p95_s'])}** | {ratio} | {_ms(a['max_s'])} | {p95} | {_ms(kinds['open']['p95_s'])} "
+        f"| {e['throughput_runs_per_s']:.2f} | {errors} "
+        f"| {e['server_cpu_cores']:.2f} ({e['server_cpu_ms_per_run']:.0f}) | {e['client_cpu_cores']:.2f} "
+        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} | {e['rss_slope_mib_per_min']:+.2f} "
+        f"({e['rss_slope_second_half_mib_per_min']:+.2f}) | {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
+    )
+
+
+def lesson_report(rows: list[dict]) -> list[str]:
+    """One table per lesson scenario: overall and per-action latency, p95 against one student's, CPU and memory."""
+    out = []
+    for scenario in ("class", "typing"):
+        mine = [e for e in rows if e["scenario"] == scenario]
+        if not mine:
+            continue
+        mine.sort(key=lambda e: (e["servers"], e["students"], e["duration_s"]))
+        first, ones = mine[0], {e["servers"]: e for e in mine if e["students"] == 1}
+        out += table(
+            f"**{scenario}** (first page `{first['page'] or '/'}`, think time exponential with mean "
+            f"{first['think_s']:g} s, students arriving over {first['spread_s']:g} s, "
+            f"MALLOC_ARENA_MAX={first['malloc_arena_max'] or 'unset'}; latencies in ms; p95 × is against one "
+            "student's p95 on as many servers; RSS of the app processes together, slope over the run "
+            "(second half))",
+            "servers | students | s timed | actions | p50 | p95 | p95 × | max | p95 Next | p95 Previous | p95 switch "
+            "| p95 sentence | p95 open | actions/s | errors | server CPU cores (ms/run) | client CPU cores "
+            "| RSS start→end MiB | RSS MiB/min | load avg",
+            "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---",
+            [lesson_row(e, ones.get(e["servers"]) if e["students"] > 1 else None) for e in mine],
+        )
+    return out
+
+
+def load_tables(results: list[dict]) -> str:
+    """Markdown tables of the latest result for each scenario, mode and class size."""
+    latest = {(e["scenario"], e["mode"], e["students"], e.get("duration_s")): e for e in results}
+    by_scenario: dict[str, list[dict]] = {}
+    for key, e in latest.items():
+        by_scenario.setdefault(key[0], []).append(e)
+    out = []
+    for e in by_scenario.get("pages", [])[-1:]:
+        out += table(
+            f"One student on each page and step (mode `{e['mode']}`, {e['when']}, load average "
+            f"{e['loadavg_start']:.2f}→{e['loadavg_end']:.2f}): median latency of {e['table'][0]['runs']} edits.",
+            "page | step | p50 ms | server CPU ms/run | KiB/run | errors",
+            "---|---|---:|---:|---:|---:",
+            [
+                f"| {_page(r)} | {r['step']}/{r['steps']} | {_ms(r['p50_s'])} | {r['server_cpu_ms_per_run']:.0f} "
+                f"| {r['kib_per_run']:.0f} | {r['errors']} |"
+                for r in e["table"]
+            ],
+        )
+        out += [f"Heaviest (most server CPU per run): `{e['heaviest']['page']}` step {e['heaviest']['step']}.", ""]
+    for scenario in ("classroom", "burst", "soak"):
+        rows = sorted(by_scenario.get(scenario, []), key=lambda e: (e["mode"], e["students"]))
+        if not rows:
+            continue
+        first = rows[0]
+        where = f"page `{first['page']}` step {first['step']}"
+        if scenario == "burst":
+            where += f", {len(first['waves'])} waves per row, pooled"
+        else:
+            where += f", think time exponential with mean {first['think_s']:g} s, {first['duration_s']:g} s timed"
+        out += table(
+            f"**{scenario}** ({where})",
+            "mode | students | runs | p50 ms | p95 ms | max ms | runs/s | errors | RSS start→end (max) MiB "
+            "| RSS slope MiB/min | server CPU ms/run | GC CPU ms/run | other load (cores) | load avg",
+            "---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---",
+            [scenario_row(e) for e in rows],
+        )
+    out += lesson_report([e for e in latest.values() if e["scenario"] in ("class", "typing")])
+    return "\n".join(out)
+
+
+LOAD_TABLES = "<!-- load-tables:begin -->", "<!-- load-tables:end -->"
+
+
+# --------------------------------------------------------------------------- app at scale (benchmarks.app_scale)
+
+BYTES_GOAL = 2 * 10**6
+GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
+
+
+def _fmt_ms(value: float) -> str:
+    return "–" if value != value else (f"{value:,.0f}" if value >= 100 else f"{value:.1f}")
+
+
+def _load(values) -> str:
+    values = [v for v in values if v == v]
+    if not values:
+        return "–"
+    low, high = min(values), max(values)
+    return f"{low:.1f}" if abs(high - low) < 0.05 else f"{low:.1f}–{high:.1f}"
+
+
+def _page_name(page: str) -> str:
+    return f"`{page}`" if page else "default (`why_attention`)"
+
+
+def page_summary(results: dict) -> list[dict]:
+    """Per page and T: the worst step and the mean over steps of the rerun time and its ratio to the bare page."""
+    by_page: dict[str, dict[int, list[dict]]] = {}
+    for row in results["server"].values():
+        by_page.setdefault(row["page"], {}).setdefault(row["T"], []).append(row)
+    summary = []
+    for page, sizes in by_page.items():
+        for num_tokens, rows in sorted(sizes.items()):
+            worst = max(rows, key=lambda r: r["ratio"])
+            heaviest = max(rows, key=lambda r: r["bytes"])
+            summary.append(
+                {
+                    "page": page,
+                    "T": num_tokens,
+                    "steps": len(rows),
+                    "worst": worst,
+                    "mean_ratio": statistics.fmean(r["ratio"] for r in rows),
+                    "mean_ms": statistics.fmean(r["script_ms"] for r in rows),
+                    "bytes": heaviest,
+                    "load": [v for r in rows for v in r["load"]],
+                }
+            )
+    return summary
+
+
+def goal_for(num_tokens: int) -> float | None:
+    if num_tokens <= 64:
+        return GOALS["small"]
+    if num_tokens == 1024:
+        return GOALS["large"]
+    return None
+
+
+def paint_row(browser: dict, page: str) -> str:
+    """A page's Enter-to-painted at T = 64 and 1,024, and their ratio against the goal."""
+    small, large = (next((r for r in browser.values() if r["page"] == page and r["T"] == t), None) for t in (64, 1024))
+    ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
+    mark = "" if ratio != ratio else (" ✅" if ratio <= GOALS["paint"] else " ❌")
+    cells = ["–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}" for r in (small, large)]
+    kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
+    loads = (small["load"] if small else []) + (large["load"] if large else [])
+    either = large or small
+    return row(
+        _page_name(page), str(either["step"]), *cells, f"{ratio:.1f}×{mark}", str(either["plots"]), kib, _load(loads)
+    )
+
+
+def flag(value: float, goal: float | None) -> str:
+    return "" if goal is None else (" ✅" if value <= goal else " ❌")
+
+
+def server_tables(results: dict, summary: list[dict]) -> list[str]:
+    """The tables of the server phase: time (× bare, then ms), the whole rerun, bytes, and every step."""
+    base, server = results["baseline"], results["server"]
+    sizes = sorted({s["T"] for s in summary})
+    pages = list(dict.fromkeys(s["page"] for s in summary))
+    found = {(s["page"], s["T"]): s for s in summary}
+    names = {"bare": "bare page", "shell": "shell"}
+    columns = [f"T = {t:,}" for t in sizes]
+    align = row("---", *("---:" for _ in sizes))
+
+    def loads(rows: list[dict]) -> str:
+        return _load([v for r in rows for v in r["load"]])
+
+    def per_page(cell, load: bool = False) -> list[str]:
+        """One row per page: ``cell(summary)`` at each T, and the load of its runs if asked."""
+        last = [loads([s for s in summary if s["page"] == p]) for p in pages] if load else [None] * len(pages)
+        cells = [[cell(found[p, t]) if (p, t) in found else "–" for t in sizes] for p in pages]
+        return [row(_page_name(p), *c, *filter(None, [x])) for p, c, x in zip(pages, cells, last, strict=True)]
+
+    def per_baseline(cell, labels=names, load: bool = False) -> list[str]:
+        """A row for the bare page and one for the shell: ``cell(baseline, T)`` at each T, and the load if asked."""
+        lines = []
+        for n in names:
+            found_rows = [base.get(f"{n}|{t}") for t in sizes]
+            cells = [cell(b, t) if b else "–" for b, t in zip(found_rows, sizes, strict=True)]
+            lines.append(row(labels[n], *cells, *([loads([b for b in found_rows if b])] if load else [])))
+        return lines
+
+    repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
+    counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
+    if len({tuple(n) for n in repeats.values()}) == 1:
+        counts = "/".join(map(str, next(iter(repeats.values()))))
+    ratios = per_baseline(
+        lambda b, t: f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)",
+        {"bare": "bare page", "shell": "shell (entry script, empty page)"},
+        load=True,
+    )
+    ratios += per_page(
+        lambda s: (
+            f"{s['worst']['ratio']:.1f}× ({s['worst']['step']}){flag(s['worst']['ratio'], goal_for(s['T']))}"
+            f" · {s['mean_ratio']:.1f}×"
+        ),
+        load=True,
+    )
+
+    def whole(s: dict) -> str:
+        rows = [r for r in server.values() if r["page"] == s["page"] and r["T"] == s["T"]]
+        w = max(rows, key=lambda r: r["total_ratio"])
+        mark = flag(w["total_ratio"], goal_for(s["T"]))
+        return f"{_fmt_ms(w['total_ms'])} ({w['total_ratio']:.1f}×{mark}; GC {_fmt_ms(w['gc_ms'])})"
+
+    def most_bytes(s: dict) -> str:
+        most = s["bytes"]["bytes_max"]
+        return f"{most / 1024:,.0f} ({s['bytes']['step']})" + (" ⚠️" if most > BYTES_GOAL else "")
+
+    out = [
+        "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
+        f"{counts} new sentences per page and step). Each "
+        "cell: the worst step's time as a multiple of the bare page at the same T (and its step), then the "
+        "mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
+        "",
+        row("page", *(f"{c}: worst (step) · mean" for c in columns), "load"),
+        row("---", *("---:" for _ in sizes), "---"),
+        *ratios,
+        "",
+        "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the worst "
+        "step in brackets):",
+        "",
+        row("page", *(f"{c} ms" for c in columns)),
+        align,
+        *per_page(
+            lambda s: (
+                f"{_fmt_ms(s['worst']['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(s['worst']['client_ms'])})"
+            )
+        ),
+        "",
+        "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
+        "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
+        "the collection's median ms in brackets):",
+        "",
+        row("page", *columns),
+        align,
+        *per_baseline(
+            lambda b, t: (
+                f"{_fmt_ms(b['total_ms'])} ({b['total_ms'] / base[f'bare|{t}']['total_ms']:.1f}×; "
+                f"GC {_fmt_ms(b['gc_ms'])})"
+            )
+        ),
+        *per_page(whole),
+        "",
+        "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, in "
+        "KiB; ⚠️ over 2 MB):",
+        "",
+        row("page", *columns),
+        align,
+        *per_baseline(lambda b, t: f"{b['bytes'] / 1024:,.0f}"),
+        *per_page(most_bytes),
+        "",
+        "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>",
+        "",
+        row("page", "step", *columns, "load"),
+        row("---", "---:", *("---:" for _ in sizes), "---"),
+    ]
+    for page in pages:
+        for step in sorted({r["step"] for r in server.values() if r["page"] == page}):
+            rows = [server.get(f"{page}|{step}|{t}") for t in sizes]
+            cells = [
+                f"{_fmt_ms(r['script_ms'])} ({r['ratio']:.1f}×) · {r['bytes'] / 1024:,.0f} KiB" if r else "–"
+                for r in rows
+            ]
+            out.append(row(_page_name(page), str(step), *cells, loads([r for r in rows if r])))
+    return [*out, "", "</details>", ""]
+
+
+def app_scale_tables(results: dict) -> str:
+    m = results.get("machine", {})
+    phases = [
+        row(name, f"`{p['command']}`", p["when"], " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in LOAD_ENDS))
+        for name, p in results.get("phases", {}).items()
+    ]
+    out = table(
+        f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('ram_gib', '?')} GiB RAM; Python "
+        f"{m.get('python')}, Streamlit {m.get('streamlit')}, plotly {m.get('plotly')}, torch {m.get('torch')}, "
+        f"{m.get('chromium', '')}. The *load* columns are the 1-minute load average at each timed run "
+        "(min–max); other developers share this machine.",
+        "phase | command | started | load average: 1/5/15 min at start → end, or the 1-min range of its timed runs",
+        "---",
+        phases,
+    )
+    summary = page_summary(results)
+    if summary:
+        out += server_tables(results, summary)
+    browser = results.get("browser", {})
+    if browser:
+        out += table(
+            "**Enter to painted in Chromium** (median of "
+            f"{len(next(iter(browser.values()))['samples_ms'])} sentences; the page's heaviest step; *run finished* is "
+            "when the browser saw the script run end; KiB received over the websocket). Goal: T = 1,024 at most 3× "
+            "T = 64.",
+            "page | step | T = 64: run finished · painted ms | T = 1,024: run finished · painted ms "
+            "| painted 1,024 / 64 | plots | KiB at 1,024 | load",
+            "---|---:|---:|---:|---:|---:|---:|---",
+            [paint_row(browser, page) for page in dict.fromkeys(r["page"] for r in browser.values())],
+        )
+    cold = results.get("cold")
+    if cold:
+        out += table(
+            f"**Cold start** (median of {cold['repeats']}; from launching `streamlit run streamlit_app.py` to the "
+            "first heatmap painted in an already running Chromium; book input; files in the OS page cache):",
+            "URL | server answers /_stcore/health s | first heatmap painted s | samples s | load",
+            "---|---:|---:|---|---",
+            [
+                row(
+                    f"`{url}`",
+                    f"{r['healthy_s']:.1f}",
+                    f"{r['painted_s']:.1f}",
+                    ", ".join(map(str, r["samples_s"])),
+                    _load(r["load"]),
+                )
+                for url, r in cold["rows"].items()
+            ],
+        )
+    imports = results.get("imports")
+    if imports:
+        top = ", ".join(f"`{e['module']}` {e['cumulative_ms']:,.0f} ms" for e in imports["top_level"][:6])
+        own = ", ".join(f"`{e['module']}` {e['self_ms']:,.0f} ms" for e in imports["by_self"][:6])
+        out += [
+            f"Imports (median of {len(imports['attention_s'])} fresh processes, load {_load(imports['load'][:1])}): "
+            f"`import attention` {median(imports['attention_s']):.2f} s, `import explorer.compute` "
+            f"{median(imports['explorer_compute_s']):.2f} s, `import streamlit` "
+            f"{median(imports['streamlit_s']):.2f} s. "
+            f'`python -X importtime -c "import attention"`: {imports["importtime_total_ms"]:,.0f} ms in all; what '
+            f"`attention` imports, largest first (cumulative): {top}; largest single modules (self): {own}.",
+            "",
+        ]
+    out += verdicts(results)
+    return "\n".join(out)
+
+
+def verdicts(results: dict) -> list[str]:
+    """One line per goal: met or not, with the measured numbers."""
+    lines = ["**Goals** (computed from the tables above):", ""]
+    summary = page_summary(results)
+    for label, test, goal in (
+        ("≤ 1.5× the bare page at T ≤ 64", lambda t: t <= 64, GOALS["small"]),
+        ("≤ 3× the bare page at T = 1,024", lambda t: t == 1024, GOALS["large"]),
+    ):
+        rows = [s for s in summary if test(s["T"])]
+        if not rows:
+            continue
+        missed = [s for s in rows if s["worst"]["ratio"] > goal]
+        if not missed:
+            lines.append(f"- {label}: **met** on every page (worst {max(s['worst']['ratio'] for s in rows):.1f}×).")
+        else:
+            worst = ", ".join(
+                f"{_page_name(s['page'])} T={s['T']} step {s['worst']['step']} {s['worst']['ratio']:.1f}× "
+                f"({_fmt_ms(s['worst']['script_ms'])} vs {_fmt_ms(s['worst']['bare_ms'])} ms)"
+                for s in sorted(missed, key=lambda s: -s["worst"]["ratio"])[:6]
+            )
+            lines.append(
+                f"- {label}: **not met** on {len({s['page'] for s in missed})} of {len({s['page'] for s in rows})} "
+                f"pages; worst: {worst}."
+            )
+    big = [r for r in results["server"].values() if r["T"] == 1024]
+    if big:
+        over = [r for r in big if r["bytes_max"] > BYTES_GOAL]
+        most = max(big, key=lambda r: r["bytes_max"])
+        lines.append(
+            f"- ≤ 2 MB per rerun at T = 1,024: **{'met' if not over else 'not met'}**; largest "
+            f"{most['bytes_max'] / 1e6:.2f} MB ({_page_name(most['page'])} step {most['step']})"
+            + ("; over: " + ", ".join(f"{_page_name(r['page'])} step {r['step']}" for r in over) + "." if over else ".")
+        )
+    browser = results.get("browser", {})
+    pairs = []
+    for r in browser.values():
+        if r["T"] == 1024:
+            small = browser.get(f"{r['page']}|{r['step']}|64")
+            if small:
+                pairs.append((r["page"], r["painted_ms"] / small["painted_ms"], r, small))
+    if pairs:
+        missed = [p for p in pairs if p[1] > GOALS["paint"]]
+        worst = max(pairs, key=lambda p: p[1])
+        lines.append(
+            f"- Enter-to-painted at T = 1,024 ≤ 3× T = 64: **{'met' if not missed else 'not met'}** "
+            f"(worst {_page_name(worst[0])}: {worst[1]:.1f}×, {_fmt_ms(worst[2]['painted_ms'])} vs "
+            f"{_fmt_ms(worst[3]['painted_ms'])} ms)"
+            + (f"; missed on {', '.join(_page_name(p[0]) for p in missed)}." if missed else ".")
+        )
+    errors = [(k, r["errors"]) for k, r in results["server"].items() if r["errors"]]
+    if errors:
+        lines.append(f"- Errors during the runs: {errors[:5]}")
+    lines.append("")
+    return lines

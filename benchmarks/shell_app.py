@@ -1,0 +1,30 @@
+"""The shell for ``benchmarks.app_scale``: the app's own entry code, ``explorer_app.run``, around an empty page.
+
+For the length of the run ``st.navigation`` is given one empty page instead of the app's, so all the
+rest is the shipped shell (server set-up, sidebar, token window, styles, the page's fragment and
+turn, exports, link and URL sync): *page − shell* is a page's own cost. The benchmark times one
+session at a time on this server, and runs this file beside a link to ``pages/`` (``app_scale.shell_script``).
+"""
+
+import streamlit as st
+
+import explorer_app
+from explorer import state, ui
+
+
+def empty() -> None:
+    state.current()
+    st.title("Shell")
+    ui.stepper("shell", ["one", "two", "three", "four", "five"])
+
+
+def empty_navigation(pages, **options):
+    return empty_navigation.real([st.Page(empty, title="Shell", url_path="shell", default=True)], **options)
+
+
+empty_navigation.real = getattr(st.navigation, "real", st.navigation)
+st.navigation = empty_navigation
+try:
+    explorer_app.run()
+finally:
+    st.navigation = empty_navigation.real
