@@ -266,7 +266,7 @@ def cold_start_phase(args, results: dict) -> None:
 
 
 def import_phase(results: dict, repeats: int = 3) -> None:
-    """``python -X importtime -c "import attention"`` (largest costs) and the time to import explorer.compute."""
+    """``python -X importtime -c "import attention"`` (largest costs) and the time to import explorer.views."""
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))}
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import attention"],
@@ -298,12 +298,12 @@ def import_phase(results: dict, repeats: int = 3) -> None:
         "top_level": [{"module": e[3], "cumulative_ms": e[1] / 1000, "self_ms": e[0] / 1000} for e in top_level],
         "by_self": [{"module": e[3], "self_ms": e[0] / 1000} for e in by_self],
         "attention_s": timed("import attention"),
-        "explorer_compute_s": timed("import explorer.compute"),
+        "explorer_compute_s": timed("import explorer.views"),
         "streamlit_s": timed("import streamlit"),
         "load": loadavg(),
     }
     print(
-        f"  import attention {median(results['imports']['attention_s']):.2f} s, explorer.compute "
+        f"  import attention {median(results['imports']['attention_s']):.2f} s, explorer.views "
         f"{median(results['imports']['explorer_compute_s']):.2f} s",
         flush=True,
     )

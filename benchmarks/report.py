@@ -398,7 +398,7 @@ def app_scale_tables(results: dict) -> str:
         own = ", ".join(f"`{e['module']}` {e['self_ms']:,.0f} ms" for e in imports["by_self"][:6])
         out += [
             f"Imports (median of {len(imports['attention_s'])} fresh processes, load {_load(imports['load'][:1])}): "
-            f"`import attention` {median(imports['attention_s']):.2f} s, `import explorer.compute` "
+            f"`import attention` {median(imports['attention_s']):.2f} s, `import explorer.views` "
             f"{median(imports['explorer_compute_s']):.2f} s, `import streamlit` "
             f"{median(imports['streamlit_s']):.2f} s. "
             f'`python -X importtime -c "import attention"`: {imports["importtime_total_ms"]:,.0f} ms in all; what '

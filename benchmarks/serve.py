@@ -278,7 +278,7 @@ def memory_sample(started: float) -> dict:
     sample["pymalloc"] = _pymalloc()
     sample["py_blocks"] = sys.getallocatedblocks()
     caches = {}
-    for module, name in (("explorer.caching", "SHARED"), ("explorer.shared_figures", "FIGURES")):
+    for module, name in (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES")):
         cache = getattr(sys.modules.get(module), name, None)
         if cache is not None:
             caches[name] = {"entries": len(cache), "bytes": cache.bytes}

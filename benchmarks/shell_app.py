@@ -9,13 +9,13 @@ session at a time on this server, and runs this file beside a link to ``pages/``
 import streamlit as st
 
 import explorer_app
-from explorer import state, ui
+from explorer import session, widgets
 
 
 def empty() -> None:
-    state.current()
+    session.current_run()
     st.title("Shell")
-    ui.stepper("shell", ["one", "two", "three", "four", "five"])
+    widgets.stepper("shell", ["one", "two", "three", "four", "five"])
 
 
 def empty_navigation(pages, **options):

@@ -20,7 +20,7 @@ about 3 MiB after 20,000 keys, growing linearly. In a server, every distinct arg
 function sees (each sentence a student types) adds one lock and its 64-character key for the life of
 the process.
 
-``--bounded`` applies this app's workaround first (``explorer.caching.bound_streamlit_cache_locks``:
+``--bounded`` applies this app's workaround first (``explorer.runtime.patches.bound_streamlit_cache_locks``:
 each key's lock lives only while a caller holds it), to show that the locks then stay bounded.
 """
 
@@ -39,11 +39,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=20_000, help="distinct arguments to call the function with")
     parser.add_argument("--max-entries", type=int, default=8)
-    parser.add_argument("--bounded", action="store_true", help="apply explorer.caching's workaround first")
+    parser.add_argument("--bounded", action="store_true", help="apply explorer.runtime.patches's workaround first")
     args = parser.parse_args(argv)
     set_log_level("error")  # bare mode warns that there is no runtime
     if args.bounded:
-        from explorer.caching import bound_streamlit_cache_locks
+        from explorer.runtime.patches import bound_streamlit_cache_locks
 
         bound_streamlit_cache_locks()
 
