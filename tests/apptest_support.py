@@ -39,6 +39,50 @@ def app(page: str | None = None, *, query_params: dict | None = None, timeout: f
     return at.run()
 
 
+def function_app(script, *, presenter: bool = False, **kwargs) -> AppTest:
+    """An AppTest of ``script`` alone (a function, called with ``kwargs``), in presenter mode if asked."""
+    at = AppTest.from_function(script, kwargs=kwargs, default_timeout=30)
+    at.session_state["presenter"] = presenter
+    return at.run()
+
+
+def type_sentence(at: AppTest, text: str) -> AppTest:
+    """Choose "My own sentence" in the sidebar and type ``text``, as a learner would."""
+    at.radio(key="w_source").set_value("text").run()
+    return at.text_input(key="w_text").input(text).run()
+
+
+def stepper_button(at: AppTest, kind: str):
+    """The stepper's "next" or "prev" button (key ``next:<page>`` or ``prev:<page>``)."""
+    buttons = [b for b in at.button if b.key and b.key.startswith(f"{kind}:")]
+    assert len(buttons) == 1, f"expected one {kind} button, found {[b.key for b in at.button]}"
+    return buttons[0]
+
+
+def next_step(at: AppTest) -> AppTest:
+    """Press the stepper's Next; the step it opens must run without an exception."""
+    stepper_button(at, "next").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def previous_step(at: AppTest) -> AppTest:
+    """Press the stepper's Previous; the step it opens must run without an exception."""
+    stepper_button(at, "prev").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def markdown(at) -> str:
+    """The text of every markdown element in ``at`` (the page, or a part of it such as ``at.sidebar``)."""
+    return "\n".join(m.value for m in at.markdown)
+
+
+def captions(at) -> str:
+    """The text of every caption in ``at`` (the page, or a part of it such as ``at.sidebar``)."""
+    return "\n".join(c.value for c in at.caption)
+
+
 def figure_specs(at: AppTest) -> list[dict]:
     """The JSON of every plotly chart on the page."""
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
@@ -54,3 +98,8 @@ def decode(value) -> np.ndarray:
             array = array.reshape([int(s) for s in str(value["shape"]).split(",")])
         return array
     return np.array(value, dtype=float)
+
+
+def zs(at: AppTest) -> list[np.ndarray]:
+    """The first trace's ``z`` of every figure on the page: each figure's (first) heatmap."""
+    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, captions, decode, figure_specs, markdown
 
 from attention.book import book_values
 
@@ -71,10 +71,6 @@ def drawn_matrix(spec: dict, expected) -> np.ndarray:
         return decode(bars[0]["y"])[None, :]
     z = decode(next(t for t in spec["data"] if t.get("type") == "heatmap")["z"])
     return z[expected[1] : expected[1] + 1] if isinstance(expected, tuple) else z
-
-
-def captions(at) -> str:
-    return "\n".join(c.value for c in at.caption)
 
 
 def stepper_text(at) -> str:
@@ -141,17 +137,17 @@ def test_changing_the_seed_in_the_sidebar_leaves_the_book():
 def test_the_dropout_page_opens_in_the_books_setting_and_follows_a_changed_sidebar():
     at = app("pages/dropout.py", query_params={"step": "2"})
     assert not at.exception
-    text = "\n".join(m.value for m in at.markdown)
+    text = markdown(at)
     assert "The book's setting: **training mode** · dropout p = **0.50** · seed **123**" in text
     assert "Nothing is dropped" not in text and at.button(key="book_dropout").disabled
     assert at.number_input(key="w_dropout").value == 0.0 and not at.toggle(key="w_training").value
 
     at.number_input(key="w_dropout").set_value(0.2).run()  # eval mode with p = 0.2: the sidebar takes over
-    text = "\n".join(m.value for m in at.markdown)
+    text = markdown(at)
     assert "Sidebar: **eval mode** · dropout p = **0.20**" in text and "Nothing is dropped" in text
     assert NO_LONGER in captions(at)
 
     at.button(key="book_dropout").click().run()
     assert at.number_input(key="w_dropout").value == 0.0 and not at.toggle(key="w_training").value
-    assert "The book's setting: **training mode**" in "\n".join(m.value for m in at.markdown)
+    assert "The book's setting: **training mode**" in markdown(at)
     same_as_book(decode(figure_specs(at)[0]["data"][0]["z"]), BOOK.dropout_weights.numpy())
