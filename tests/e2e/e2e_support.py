@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, decode, figure_specs, next_step, previous_step, type_sentence
 from google.protobuf.message import DecodeError
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -451,6 +451,11 @@ class AppPage:
     def plots(self) -> list[Plot]:
         return plots_from_browser(self.page.evaluate(READ_PLOTS))
 
+    def captions(self) -> str:
+        """The text of every caption in the main area, one caption a line."""
+        shown = self.page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]')
+        return "\n".join(shown.all_inner_texts())
+
     def tick_labels(self, axis: str = "y") -> list[list[str]]:
         """Each plot's tick label texts on ``axis`` ("x" or "y"), as the learner reads them."""
         return self.page.evaluate(
@@ -519,22 +524,14 @@ class AppReference:
     def _check(self) -> None:
         assert not self.at.exception, f"AppTest: {[e.value for e in self.at.exception]}"
 
-    def _stepper(self, kind: str):
-        buttons = [b for b in self.at.button if b.key and b.key.startswith(f"{kind}:")]
-        assert len(buttons) == 1, f"AppTest: expected one {kind} button, found {[b.key for b in self.at.button]}"
-        return buttons[0]
-
     def next(self) -> None:
-        self._stepper("next").click().run()
-        self._check()
+        next_step(self.at)
 
     def previous(self) -> None:
-        self._stepper("prev").click().run()
-        self._check()
+        previous_step(self.at)
 
     def type_sentence(self, text: str) -> None:
-        self.at.radio(key="w_source").set_value("text").run()
-        self.at.text_input(key="w_text").input(text).run()
+        type_sentence(self.at, text)
         self._check()
 
     def plots(self) -> list[Plot]:

@@ -61,11 +61,6 @@ def assert_painted(drawn: np.ndarray, book: np.ndarray, where: str) -> None:
     np.testing.assert_allclose(drawn[~blank], book[~blank], atol=5e-4, rtol=0, err_msg=where)
 
 
-def captions(app_page) -> str:
-    shown = app_page.page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]')
-    return "\n".join(shown.all_inner_texts())
-
-
 @pytest.mark.parametrize("url_path", PAINTED)
 def test_each_printed_matrix_is_painted_with_the_default_settings(app_page, url_path):
     for step, expected in PAINTED[url_path].items():
@@ -78,4 +73,4 @@ def test_each_printed_matrix_is_painted_with_the_default_settings(app_page, url_
             assert matching, f"{where}: no figure titled like {pattern!r} among {[p.title for p in plots]}"
             (heatmap, *_) = matching[0].heatmaps()
             assert_painted(heatmap["z"], book.numpy().astype(float), f"{where}: {matching[0].title}")
-        assert THE_BOOKS in captions(app_page), f"{where}: no caption says these are the book's numbers"
+        assert THE_BOOKS in app_page.captions(), f"{where}: no caption says these are the book's numbers"
