@@ -10,3 +10,15 @@ from attention import BOOK_INPUTS
 def book_batch() -> torch.Tensor:
     """The book's batch: "Your journey starts with one step" twice, (2, 6, 3)."""
     return torch.stack([BOOK_INPUTS, BOOK_INPUTS])  # (b=2, num_tokens=6, d_in=3)
+
+
+@pytest.fixture(scope="session")
+def random_tensor():
+    """``random_tensor(seed, *shape)``: uniform values in [0, 1) from a generator of their own, so that a
+    test's input does not depend on the global seed or on what ran before it. (Session-scoped, so that
+    hypothesis's ``@given`` tests may use it.)"""
+
+    def make(seed: int, *shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
+
+    return make

@@ -41,10 +41,6 @@ BOOK_CAUSAL_OUTPUT = torch.tensor(
 )
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 @pytest.fixture
 def book_scaled_scores() -> torch.Tensor:
     """The chapter's scaled scores for masking: SelfAttention_v2 built after torch.manual_seed(789)."""
@@ -116,7 +112,7 @@ def test_mask_is_a_registered_buffer_named_mask():
     assert torch.equal(ca.mask, causal_mask(5))
 
 
-def test_mask_is_sliced_to_the_number_of_tokens():
+def test_mask_is_sliced_to_the_number_of_tokens(random_tensor):
     steps = trace(CausalAttention(3, 2, 8, 0.0), random_tensor(0, 2, 3, 3))
 
     assert torch.equal(steps.mask, causal_mask(3))
@@ -162,7 +158,7 @@ def test_book_state_dict_loads_and_gives_the_books_output(book_batch, dropout, q
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(2, 6), data=st.data())
-def test_future_tokens_never_change_past_outputs(seed, num_tokens, data):
+def test_future_tokens_never_change_past_outputs(random_tensor, seed, num_tokens, data):
     t = data.draw(st.integers(1, num_tokens - 1), label="first changed position")
     torch.manual_seed(seed)
     ca = CausalAttention(4, 3, 6, 0.0).eval()

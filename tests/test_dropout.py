@@ -47,10 +47,6 @@ BOOK_DROPPED_WEIGHTS = torch.tensor(
 DROPOUT_P = st.floats(0.05, 0.9)
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def causal_weights(seed: int, num_tokens: int) -> torch.Tensor:
     """Random rows of causal attention weights, (num_tokens, num_tokens)."""
     scores = torch.randn(num_tokens, num_tokens, generator=torch.Generator().manual_seed(seed))
@@ -77,7 +73,7 @@ def test_book_dropout_of_causal_weights():
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 7), batch=st.integers(1, 3), p=DROPOUT_P)
-def test_draws_equal_f_dropout_bitwise(seed, num_tokens, batch, p):
+def test_draws_equal_f_dropout_bitwise(random_tensor, seed, num_tokens, batch, p):
     weights = random_tensor(seed, batch, num_tokens, num_tokens)  # (b, T, T)
     torch.manual_seed(seed)
     expected = F.dropout(weights, p, training=True)
@@ -141,7 +137,7 @@ def test_keep_mask_keeps_about_one_minus_p():
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 5), p=DROPOUT_P, cls=st.sampled_from(["ca", "mha"]))
-def test_module_in_train_mode_draws_what_a_seeded_trace_draws(seed, num_tokens, p, cls):
+def test_module_in_train_mode_draws_what_a_seeded_trace_draws(random_tensor, seed, num_tokens, p, cls):
     torch.manual_seed(seed)
     module = CausalAttention(4, 4, 5, p) if cls == "ca" else MultiHeadAttention(4, 4, 5, p, num_heads=2)
     x = random_tensor(seed, 2, num_tokens, 4)

@@ -42,10 +42,6 @@ BOOK_MHA_OUTPUT = torch.tensor(
 ORACLE = {"atol": 1e-5, "rtol": 1e-5}
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def test_book_wrapper_output(book_batch):
     torch.manual_seed(123)
     wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
@@ -113,7 +109,7 @@ def test_book_listing_gives_the_same_output_and_dropout_draws(book_batch, mode):
     batch=st.integers(1, 3),
     qkv_bias=st.booleans(),
 )
-def test_agrees_with_torch_multihead_attention(seed, num_heads, head_dim, num_tokens, batch, qkv_bias):
+def test_agrees_with_torch_multihead_attention(random_tensor, seed, num_heads, head_dim, num_tokens, batch, qkv_bias):
     d_model = num_heads * head_dim
     mha = build(MultiHeadAttention, seed, d_model, d_model, 6, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
     torch_mha = to_torch_multihead(mha)
@@ -139,7 +135,7 @@ def test_agrees_with_torch_multihead_attention(seed, num_heads, head_dim, num_to
     num_tokens=st.integers(1, 6),
     batch=st.integers(1, 3),
 )
-def test_agrees_with_scaled_dot_product_attention(seed, num_heads, head_dim, d_in, num_tokens, batch):
+def test_agrees_with_scaled_dot_product_attention(random_tensor, seed, num_heads, head_dim, d_in, num_tokens, batch):
     mha = build(MultiHeadAttention, seed, d_in, num_heads * head_dim, 6, 0.0, num_heads=num_heads)
     steps = trace(mha, random_tensor(seed, batch, num_tokens, d_in))
 
@@ -170,7 +166,9 @@ def test_torch_multihead_keeps_the_modules_mode(mode):
     num_tokens=st.integers(1, 5),
     qkv_bias=st.booleans(),
 )
-def test_multihead_from_wrapper_computes_what_the_wrapper_does(seed, num_heads, d_in, d_out, num_tokens, qkv_bias):
+def test_multihead_from_wrapper_computes_what_the_wrapper_does(
+    random_tensor, seed, num_heads, d_in, d_out, num_tokens, qkv_bias
+):
     wrapper = build(MultiHeadAttentionWrapper, seed, d_in, d_out, 5, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
     mha = multihead_from_wrapper(wrapper)
     x = random_tensor(seed, 2, num_tokens, d_in)
@@ -201,7 +199,7 @@ def test_multihead_from_an_eval_wrapper_with_dropout_is_in_eval_mode_too(book_ba
     wrapped=st.booleans(),
     data=st.data(),
 )
-def test_future_tokens_never_change_past_outputs(seed, num_tokens, wrapped, data):
+def test_future_tokens_never_change_past_outputs(random_tensor, seed, num_tokens, wrapped, data):
     t = data.draw(st.integers(1, num_tokens - 1), label="first changed position")
     cls = MultiHeadAttentionWrapper if wrapped else MultiHeadAttention
     module = build(cls, seed, 4, 4, 6, 0.0, num_heads=2)
