@@ -73,6 +73,17 @@ def previous_step(at: AppTest) -> AppTest:
     return at
 
 
+def reveal_button(at: AppTest):
+    """The Reveal button of the page's predict-then-reveal question (``explorer.predict``): there is one."""
+    (button,) = [b for b in at.button if b.label == "Reveal"]
+    return button
+
+
+def reveal(at: AppTest) -> AppTest:
+    """Press Reveal on the page's predict-then-reveal question."""
+    return reveal_button(at).click().run()
+
+
 def markdown(at) -> str:
     """The text of every markdown element in ``at`` (the page, or a part of it such as ``at.sidebar``)."""
     return "\n".join(m.value for m in at.markdown)

@@ -4,7 +4,7 @@ numbers on screen equal to ``attention.run_mistake``'s; the link, presenter mode
 import numpy as np
 import pytest
 import torch
-from apptest_support import app, decode, figure_specs, markdown, next_step, type_sentence
+from apptest_support import app, decode, figure_specs, markdown, next_step, reveal, type_sentence
 
 import attention
 from explorer.figures.mistakes import code_diff, format_number
@@ -24,10 +24,6 @@ def reference(name: str, text: str | None) -> attention.MistakeRun:
 def predict_radio(at):
     (radio,) = [r for r in at.radio if r.key.startswith("predict_")]
     return radio
-
-
-def reveal(at) -> None:
-    [b for b in at.button if b.label == "Reveal"][0].click().run()
 
 
 @pytest.mark.parametrize("text", [None, SENTENCE], ids=["book", "typed"])

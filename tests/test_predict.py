@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-from apptest_support import function_app, markdown
-from streamlit.testing.v1 import AppTest
+from apptest_support import function_app, markdown, reveal, reveal_button
 
 from explorer.predict import Question, plain, state_key
 
@@ -24,17 +23,12 @@ def number_page(answer: float = 0.5) -> None:
     ask(Question("test:number", "What will the row sum to?", answer, tolerance=0.05), context=None)
 
 
-def reveal(at: AppTest) -> AppTest:
-    (button,) = [b for b in at.button if b.label == "Reveal"]
-    return button.click().run()
-
-
 def test_a_right_choice_is_called_right_and_survives_reruns():
     at = function_app(choice_page)
     assert not at.exception and not at.warning
-    assert [b for b in at.button if b.label == "Reveal"][0].disabled  # answer first
+    assert reveal_button(at).disabled  # answer first
     at.radio[0].set_value("journey").run()
-    assert not [b for b in at.button if b.label == "Reveal"][0].disabled
+    assert not reveal_button(at).disabled
     reveal(at)
     assert [s.value for s in at.success] == ["Right: **journey**. Computed."]
     at.run()  # any rerun keeps the answer and the reveal
@@ -54,7 +48,7 @@ def test_ask_again_clears_the_answer():
     at.radio[0].set_value("step").run()
     reveal(at)
     [b for b in at.button if b.label == "Ask again"][0].click().run()
-    assert at.radio[0].value is None and not at.error and [b for b in at.button if b.label == "Reveal"]
+    assert at.radio[0].value is None and not at.error and reveal_button(at)
 
 
 def test_another_context_asks_afresh_and_the_first_answer_is_kept():
