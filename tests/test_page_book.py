@@ -8,49 +8,14 @@ import re
 
 import numpy as np
 import pytest
-from apptest_support import app, captions, decode, figure_specs, markdown
+from apptest_support import THE_BOOKS, app, book_figures, captions, decode, figure_specs, markdown, next_step
 
 from attention.book import book_values
 
 BOOK = book_values()
-BOOK_QUERY_2 = np.array([[0.4306, 1.4551]])  # section 3.4.1's query_2 = x_2 @ W_query, seed 123
-THE_BOOKS = "These are the book's numbers: section "
 NO_LONGER = "These are no longer the book's numbers: "
 
-# page -> {step (1-based): [(figure title pattern, what it must show)]}; what it must show is the book's matrix
-# (a heatmap), ("bars", trace name or "" for the first, the book's row) or ("row", index, the book's row of a heatmap)
-PRINTED = {
-    "simplified": {
-        1: [(r"^attn_scores of x\^\(2\)$", ("bars", "", BOOK.simplified_scores[1:2]))],
-        2: [(r"^attn_weights of x\^\(2\), three ways$", ("bars", "torch.softmax", BOOK.simplified_weights[1:2]))],
-        5: [(r"^attn_scores$", BOOK.simplified_scores), (r"^attn_weights$", BOOK.simplified_weights)],
-        6: [(r"^context_vecs = attn_weights @ inputs$", BOOK.simplified_context)],
-    },
-    "qkv": {
-        2: [(r"^queries$", ("row", 1, BOOK_QUERY_2))],
-        4: [(r"^context_vecs = attn_weights @ values$", BOOK.v1_context)],
-        7: [(r"^SelfAttention_v1 with v2's weights$", BOOK.v2_context), (r"^SelfAttention_v2$", BOOK.v2_context)],
-    },
-    "causal_mask": {
-        1: [(r"^attn_weights without a mask$", BOOK.causal_unmasked_weights)],
-        2: [(r"^mask_simple = torch\.tril", BOOK.causal_mask_simple)],
-        3: [
-            (r"^masked_simple = attn_weights", BOOK.causal_masked_simple),
-            (r"^masked_simple / row", BOOK.causal_renormalized),
-        ],
-        4: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
-        5: [(r"^masked_simple / row", BOOK.causal_renormalized), (r"^attn_weights = softmax", BOOK.causal_weights)],
-    },
-    "dropout": {
-        1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", BOOK.dropout_ones)],
-        2: [(r"^attn_weights after dropout$", BOOK.dropout_weights)],
-    },
-    "batches": {4: [(r"^batch\[0\]: copy 1 · \(6, 2\)$", BOOK.causal_attention_context)]},
-    "multihead": {
-        3: [(r"^context_vecs, shape \(6, 4\)$", BOOK.wrapper_context)],
-        6: [(r"^out_proj → output \(6, 2\)$", BOOK.multihead_context)],
-    },
-}
+PRINTED = book_figures()
 
 
 def same_as_book(drawn: np.ndarray, book) -> None:
@@ -82,8 +47,7 @@ def checked_steps(at, page: str) -> list[int]:
     checked, current = [], 1
     for step, figures_expected in PRINTED[page].items():
         while current < step:
-            at.button(key=f"next:{page}").click().run()
-            assert not at.exception
+            next_step(at)
             current += 1
         assert f"<b>Step {step} of" in stepper_text(at)
         specs = figure_specs(at)
