@@ -3,13 +3,20 @@
 import pytest
 import torch
 
-from attention import BOOK_INPUTS
+from attention import BOOK_INPUTS, SelfAttention_v2, trace
 
 
 @pytest.fixture
 def book_batch() -> torch.Tensor:
     """The book's batch: "Your journey starts with one step" twice, (2, 6, 3)."""
     return torch.stack([BOOK_INPUTS, BOOK_INPUTS])  # (b=2, num_tokens=6, d_in=3)
+
+
+@pytest.fixture
+def book_scaled_scores() -> torch.Tensor:
+    """The chapter's scaled scores for masking and dropout: SelfAttention_v2 built after torch.manual_seed(789)."""
+    torch.manual_seed(789)
+    return trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0]  # (6, 6)
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention import (
-    BOOK_INPUTS,
     CausalAttention,
-    SelfAttention_v2,
     causal_mask,
     compare_masking,
     mask_by_renormalizing,
@@ -39,13 +37,6 @@ BOOK_CAUSAL_OUTPUT = torch.tensor(
         [-0.5299, -0.1081],
     ]
 )
-
-
-@pytest.fixture
-def book_scaled_scores() -> torch.Tensor:
-    """The chapter's scaled scores for masking: SelfAttention_v2 built after torch.manual_seed(789)."""
-    torch.manual_seed(789)
-    return trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0]  # (6, 6)
 
 
 def test_causal_mask_hides_the_future():

@@ -11,10 +11,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention import (
-    BOOK_INPUTS,
     CausalAttention,
     MultiHeadAttention,
-    SelfAttention_v2,
     apply_dropout,
     causal_mask,
     dropout_average,
@@ -63,10 +61,8 @@ def test_book_dropout_of_ones():
     assert torch.equal(draw.keep, BOOK_DROPPED_ONES != 0)
 
 
-def test_book_dropout_of_causal_weights():
-    torch.manual_seed(789)
-    scaled_scores = trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0]  # (6, 6)
-    draw = apply_dropout(mask_with_neg_inf(scaled_scores), 0.5, seed=123)
+def test_book_dropout_of_causal_weights(book_scaled_scores):
+    draw = apply_dropout(mask_with_neg_inf(book_scaled_scores), 0.5, seed=123)
 
     assert torch.allclose(draw.dropped_weights, BOOK_DROPPED_WEIGHTS, **BOOK)
 
@@ -152,9 +148,8 @@ def test_module_in_train_mode_draws_what_a_seeded_trace_draws(random_tensor, see
     assert torch.allclose(steps.dropped_weights, steps.attn_weights * steps.dropout_mask / (1 - p), atol=1e-6)
 
 
-def test_average_of_many_draws_converges_to_the_weights():
-    torch.manual_seed(789)
-    weights = mask_with_neg_inf(trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0])  # (6, 6)
+def test_average_of_many_draws_converges_to_the_weights(book_scaled_scores):
+    weights = mask_with_neg_inf(book_scaled_scores)  # (6, 6)
     average = dropout_average(weights, 0.5, num_samples=1000)
 
     assert average.num_samples[0] == 1 and average.num_samples[-1] == 1000
