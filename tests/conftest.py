@@ -29,3 +29,18 @@ def random_tensor():
         return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def future_changed(random_tensor):
+    """``future_changed(seed, t, b, num_tokens, d_in)``: random inputs ``x``, (b, num_tokens, d_in), and a copy
+    of them whose tokens from position ``t`` on are other, larger ones. A causal module's outputs before ``t``
+    cannot tell the two apart."""
+
+    def make(seed: int, t: int, b: int, num_tokens: int, d_in: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = random_tensor(seed, b, num_tokens, d_in)  # (b, num_tokens, d_in)
+        changed = x.clone()
+        changed[:, t:] = random_tensor(seed + 1, b, num_tokens - t, d_in) * 10
+        return x, changed
+
+    return make

@@ -193,13 +193,11 @@ def test_multihead_from_an_eval_wrapper_with_dropout_is_in_eval_mode_too(book_ba
     wrapped=st.booleans(),
     data=st.data(),
 )
-def test_future_tokens_never_change_past_outputs(random_tensor, seed, num_tokens, wrapped, data):
+def test_future_tokens_never_change_past_outputs(future_changed, seed, num_tokens, wrapped, data):
     t = data.draw(st.integers(1, num_tokens - 1), label="first changed position")
     cls = MultiHeadAttentionWrapper if wrapped else MultiHeadAttention
     module = build(cls, seed, 4, 4, 6, 0.0, num_heads=2)
-    x = random_tensor(seed, 2, num_tokens, 4)
-    changed = x.clone()
-    changed[:, t:] = random_tensor(seed + 1, 2, num_tokens - t, 4) * 10
+    x, changed = future_changed(seed, t, 2, num_tokens, 4)
 
     before, after = module(x), module(changed)
 
