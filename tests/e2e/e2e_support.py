@@ -260,6 +260,17 @@ class Events:
         return [f"dialog: {d}" for d in self.dialogs] + [f"console: {e}" for e in self.errors]
 
 
+def _decoded(payload, kind):
+    """A websocket frame as a ``kind`` (``ForwardMsg`` or ``BackMsg``) message, or None: a text frame, or one that
+    is not such a message."""
+    if isinstance(payload, str):
+        return None
+    try:
+        return kind.FromString(bytes(payload))
+    except DecodeError:
+        return None
+
+
 def watch(page) -> Events:
     """Record dialogs (dismissing them) and console errors of ``page``, and count finished script runs.
 
@@ -280,11 +291,8 @@ def watch(page) -> Events:
         (events.allowed if is_harmless(message.text, url) else events.errors).append(f"{message.text} [{url}]")
 
     def on_frame(payload) -> None:
-        if isinstance(payload, str):
-            return
-        try:
-            message = ForwardMsg.FromString(bytes(payload))
-        except DecodeError:
+        message = _decoded(payload, ForwardMsg)
+        if message is None:
             return
         if message.WhichOneof("type") == "script_finished" and message.script_finished != CUT_SHORT:
             events.runs += 1
@@ -293,11 +301,8 @@ def watch(page) -> Events:
             events.drawn.append((where, message.delta.new_element.WhichOneof("type")))
 
     def on_sent(payload) -> None:
-        if isinstance(payload, str):
-            return
-        try:
-            message = BackMsg.FromString(bytes(payload))
-        except DecodeError:
+        message = _decoded(payload, BackMsg)
+        if message is None:
             return
         if message.WhichOneof("type") == "rerun_script":
             events.requests += 1
