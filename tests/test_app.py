@@ -6,7 +6,7 @@ import json
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, decode, figure_specs, next_step, type_sentence
 
 import attention
 from explorer import exports, figures
@@ -55,10 +55,9 @@ def test_deep_link_restores_settings_and_step():
 
 def test_share_link_reproduces_the_view():
     at = app(TOKENS)
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input("The cat sat & the dog ran").run()
+    type_sentence(at, "The cat sat & the dog ran")
     at.number_input(key="w_seed").set_value(42).run()
-    at.button(key="next:tokens").click().run()
+    next_step(at)
     link = share_link(at)
     params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
     assert params["text"] == "The cat sat & the dog ran" and params["seed"] == "42" and params["step"] == "2"
@@ -88,8 +87,7 @@ def test_presenter_mode_from_the_link():
 
 def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
     at = app(TOKENS)
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input("   \t ").run()
+    type_sentence(at, "   \t ")
     assert not at.exception
     assert any("Type a sentence" in w.value for w in at.warning)
     assert at.text_input(key="w_text").value == "   \t "
@@ -98,8 +96,7 @@ def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
 def test_long_text_is_truncated_with_a_notice():
     at = app(TOKENS)
     at.number_input(key="w_context_length").set_value(8).run()
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input("one two three four five six seven eight nine ten eleven").run()
+    type_sentence(at, "one two three four five six seven eight nine ten eleven")
     assert not at.exception
     assert any("only the first 8" in i.value for i in at.info)
     assert len(at.dataframe[0].value) == 8

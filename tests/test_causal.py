@@ -7,9 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention import (
-    BOOK_INPUTS,
     CausalAttention,
-    SelfAttention_v2,
     causal_mask,
     compare_masking,
     mask_by_renormalizing,
@@ -39,17 +37,6 @@ BOOK_CAUSAL_OUTPUT = torch.tensor(
         [-0.5299, -0.1081],
     ]
 )
-
-
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-@pytest.fixture
-def book_scaled_scores() -> torch.Tensor:
-    """The chapter's scaled scores for masking: SelfAttention_v2 built after torch.manual_seed(789)."""
-    torch.manual_seed(789)
-    return trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0]  # (6, 6)
 
 
 def test_causal_mask_hides_the_future():
@@ -116,7 +103,7 @@ def test_mask_is_a_registered_buffer_named_mask():
     assert torch.equal(ca.mask, causal_mask(5))
 
 
-def test_mask_is_sliced_to_the_number_of_tokens():
+def test_mask_is_sliced_to_the_number_of_tokens(random_tensor):
     steps = trace(CausalAttention(3, 2, 8, 0.0), random_tensor(0, 2, 3, 3))
 
     assert torch.equal(steps.mask, causal_mask(3))
@@ -162,13 +149,11 @@ def test_book_state_dict_loads_and_gives_the_books_output(book_batch, dropout, q
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(2, 6), data=st.data())
-def test_future_tokens_never_change_past_outputs(seed, num_tokens, data):
+def test_future_tokens_never_change_past_outputs(future_changed, seed, num_tokens, data):
     t = data.draw(st.integers(1, num_tokens - 1), label="first changed position")
     torch.manual_seed(seed)
     ca = CausalAttention(4, 3, 6, 0.0).eval()
-    x = random_tensor(seed, 2, num_tokens, 4)
-    changed = x.clone()
-    changed[:, t:] = random_tensor(seed + 1, 2, num_tokens - t, 4) * 10
+    x, changed = future_changed(seed, t, 2, num_tokens, 4)
 
     before, after = ca(x), ca(changed)
 

@@ -11,10 +11,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention import (
-    BOOK_INPUTS,
     CausalAttention,
     MultiHeadAttention,
-    SelfAttention_v2,
     apply_dropout,
     causal_mask,
     drop_with_mask,
@@ -48,10 +46,6 @@ BOOK_DROPPED_WEIGHTS = torch.tensor(
 DROPOUT_P = st.floats(0.05, 0.9)
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def causal_weights(seed: int, num_tokens: int) -> torch.Tensor:
     """Random rows of causal attention weights, (num_tokens, num_tokens)."""
     scores = torch.randn(num_tokens, num_tokens, generator=torch.Generator().manual_seed(seed))
@@ -68,17 +62,15 @@ def test_book_dropout_of_ones():
     assert torch.equal(draw.keep, BOOK_DROPPED_ONES != 0)
 
 
-def test_book_dropout_of_causal_weights():
-    torch.manual_seed(789)
-    scaled_scores = trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0]  # (6, 6)
-    draw = apply_dropout(mask_with_neg_inf(scaled_scores), 0.5, seed=123)
+def test_book_dropout_of_causal_weights(book_scaled_scores):
+    draw = apply_dropout(mask_with_neg_inf(book_scaled_scores), 0.5, seed=123)
 
     assert torch.allclose(draw.dropped_weights, BOOK_DROPPED_WEIGHTS, **BOOK)
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 7), batch=st.integers(1, 3), p=DROPOUT_P)
-def test_draws_equal_f_dropout_bitwise(seed, num_tokens, batch, p):
+def test_draws_equal_f_dropout_bitwise(random_tensor, seed, num_tokens, batch, p):
     weights = random_tensor(seed, batch, num_tokens, num_tokens)  # (b, T, T)
     torch.manual_seed(seed)
     expected = F.dropout(weights, p, training=True)
@@ -167,7 +159,7 @@ def test_keep_mask_keeps_about_one_minus_p():
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 5), p=DROPOUT_P, cls=st.sampled_from(["ca", "mha"]))
-def test_module_in_train_mode_draws_what_a_seeded_trace_draws(seed, num_tokens, p, cls):
+def test_module_in_train_mode_draws_what_a_seeded_trace_draws(random_tensor, seed, num_tokens, p, cls):
     torch.manual_seed(seed)
     module = CausalAttention(4, 4, 5, p) if cls == "ca" else MultiHeadAttention(4, 4, 5, p, num_heads=2)
     x = random_tensor(seed, 2, num_tokens, 4)
@@ -182,9 +174,8 @@ def test_module_in_train_mode_draws_what_a_seeded_trace_draws(seed, num_tokens, 
     assert torch.allclose(steps.dropped_weights, steps.attn_weights * steps.dropout_mask / (1 - p), atol=1e-6)
 
 
-def test_average_of_many_draws_converges_to_the_weights():
-    torch.manual_seed(789)
-    weights = mask_with_neg_inf(trace(SelfAttention_v2(3, 2), BOOK_INPUTS).scaled_scores[0, 0])  # (6, 6)
+def test_average_of_many_draws_converges_to_the_weights(book_scaled_scores):
+    weights = mask_with_neg_inf(book_scaled_scores)  # (6, 6)
     average = dropout_average(weights, 0.5, num_samples=1000)
 
     assert average.num_samples[0] == 1 and average.num_samples[-1] == 1000

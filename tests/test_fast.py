@@ -12,10 +12,6 @@ from attention import BOOK_INPUTS, CausalAttention, MultiHeadAttention, build, f
 ORACLE = {"atol": 1e-5, "rtol": 1e-5}
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**32),
@@ -26,7 +22,9 @@ def random_tensor(seed: int, *shape: int) -> torch.Tensor:
     batch=st.integers(1, 3),
     qkv_bias=st.booleans(),
 )
-def test_equals_multihead_attention_in_eval_mode(seed, num_heads, head_dim, d_in, num_tokens, batch, qkv_bias):
+def test_equals_multihead_attention_in_eval_mode(
+    random_tensor, seed, num_heads, head_dim, d_in, num_tokens, batch, qkv_bias
+):
     mha = build(MultiHeadAttention, seed, d_in, num_heads * head_dim, 8, 0.3, num_heads=num_heads, qkv_bias=qkv_bias)
     x = random_tensor(seed, batch, num_tokens, d_in) * 4 - 2  # (b, T, d_in)
 
@@ -39,7 +37,7 @@ def test_book_output(book_batch):
     assert torch.allclose(fast_multihead(mha, book_batch)[0, 0], torch.tensor([0.3190, 0.4858]), atol=1e-4)
 
 
-def test_gradients_equal_multihead_attentions():
+def test_gradients_equal_multihead_attentions(random_tensor):
     mha = build(MultiHeadAttention, 7, 6, 6, 5, 0.0, num_heads=3).train()
     x = random_tensor(1, 2, 5, 6)  # (b=2, T=5, d_in=6)
 
@@ -52,11 +50,9 @@ def test_gradients_equal_multihead_attentions():
         assert torch.allclose(fast_grads[name], p.grad, **ORACLE), name
 
 
-def test_future_tokens_never_change_past_outputs():
+def test_future_tokens_never_change_past_outputs(future_changed):
     mha = build(MultiHeadAttention, 3, 4, 4, 6, 0.0, num_heads=2)
-    x = random_tensor(3, 2, 6, 4)  # (b=2, T=6, d_in=4)
-    changed = x.clone()
-    changed[:, 4:] = random_tensor(4, 2, 2, 4) * 10
+    x, changed = future_changed(3, 4, 2, 6, 4)  # (b=2, T=6, d_in=4), changed from position 4 on
 
     assert torch.allclose(fast_multihead(mha, x)[:, :4], fast_multihead(mha, changed)[:, :4], atol=1e-6)
     assert not torch.allclose(fast_multihead(mha, x)[:, 4:], fast_multihead(mha, changed)[:, 4:])

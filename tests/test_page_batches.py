@@ -2,11 +2,11 @@
 
 import numpy as np
 import torch
-from apptest_support import ENTRY, app, decode, figure_specs
-from streamlit.testing.v1 import AppTest
+from apptest_support import app, captions, figure_specs, markdown, next_step, previous_step, zs
 
 import attention
 
+PAGE = "pages/batches.py"
 BOOK_OUTPUT_ROWS = [[-0.4519, 0.2216], [-0.5874, 0.0058]]  # printed in the book, section 3.5.3
 HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
 
@@ -16,30 +16,10 @@ def causal(seed: int = 123, d_in: int = 3, d_out: int = 2) -> attention.CausalAt
     return attention.CausalAttention(d_in, d_out, 1024, 0.0)
 
 
-def opened(params: dict) -> AppTest:
-    """The app as a link to this page opens it: its step and second sentence come from the link."""
-    at = AppTest.from_file(ENTRY, default_timeout=30)
-    at.query_params.update(params)
-    return at.switch_page("pages/batches.py").run()
-
-
-def zs(at) -> list[np.ndarray]:
-    """The first heatmap of every figure on the page."""
-    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
-
-
-def captions(at) -> str:
-    return "\n".join(c.value for c in at.caption)
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
-
-
 def test_every_step_shows_the_books_batch():
     batch = torch.stack((attention.BOOK_INPUTS, attention.BOOK_INPUTS))  # (2, 6, 3)
     trace = attention.trace(causal(), batch)
-    at = app("pages/batches.py")
+    at = app(PAGE)
     assert not at.exception
 
     inputs = zs(at)
@@ -47,12 +27,12 @@ def test_every_step_shows_the_books_batch():
     for item in inputs:
         np.testing.assert_allclose(item, attention.BOOK_INPUTS.numpy(), atol=1e-6)
 
-    at.button(key="next:batches").click().run()
+    next_step(at)
     (mask,) = zs(at)
     np.testing.assert_array_equal(mask, attention.causal_mask(6).numpy().astype(float))
     assert "(1024, 1024)" in markdown(at) and "self.mask[:6, :6]" in markdown(at)
 
-    at.button(key="next:batches").click().run()
+    next_step(at)
     weights = zs(at)
     assert len(weights) == 2
     for item, z in enumerate(weights):
@@ -61,7 +41,7 @@ def test_every_step_shows_the_books_batch():
         assert np.isnan(z[~visible]).all()
         np.testing.assert_allclose(z[visible], expected[visible], atol=1e-6)
 
-    at.button(key="next:batches").click().run()
+    next_step(at)
     outputs = zs(at)
     for item, z in enumerate(outputs):
         np.testing.assert_allclose(z, trace.output[item].numpy(), atol=1e-6)
@@ -75,7 +55,7 @@ def test_every_step_shows_the_books_batch():
 
 
 def test_a_second_sentence_is_padded_at_the_end_and_changes_nothing():
-    at = opened({"input": "text", "text": "The cat sat on the mat", "step": "4"})
+    at = app(PAGE, query_params={"input": "text", "text": "The cat sat on the mat", "step": "4"})
     at.text_input(key="second_text").input("Hello world").run()
     assert not at.exception
     text = markdown(at)
@@ -92,16 +72,16 @@ def test_a_second_sentence_is_padded_at_the_end_and_changes_nothing():
     ticks = figure_specs(at)[1]["layout"]["yaxis"]["ticktext"]
     assert ticks[-1] == "&lt;|endoftext|&gt;" and ticks.count("&lt;|endoftext|&gt;") == len(first.ids) - 2
 
-    at.button(key="prev:batches").click().run()
-    at.button(key="prev:batches").click().run()
-    at.button(key="prev:batches").click().run()
+    previous_step(at)
+    previous_step(at)
+    previous_step(at)
     pad = attention.token_vector(attention.tokens.ENDOFTEXT_ID, 3, 123).numpy()
     np.testing.assert_allclose(zs(at)[1][2:], np.tile(pad, (len(first.ids) - 2, 1)), atol=1e-6)
     assert "padded at the end" in "\n".join(i.value for i in at.info)
 
 
 def test_the_second_sentence_comes_from_a_link_and_is_escaped():
-    at = opened({"input": "text", "text": "Hi there", "second": HOSTILE, "step": "3"})
+    at = app(PAGE, query_params={"input": "text", "text": "Hi there", "second": HOSTILE, "step": "3"})
     assert not at.exception
     assert at.text_input(key="second_text").value == HOSTILE
     assert at.query_params["second"] == HOSTILE  # the page keeps it in the link
@@ -111,7 +91,7 @@ def test_the_second_sentence_comes_from_a_link_and_is_escaped():
 
 
 def test_changing_the_seed_updates_the_weights_and_outputs():
-    at = opened({"step": "4"})
+    at = app(PAGE, query_params={"step": "4"})
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     batch = torch.stack((attention.BOOK_INPUTS, attention.BOOK_INPUTS))
@@ -122,9 +102,9 @@ def test_changing_the_seed_updates_the_weights_and_outputs():
 
 
 def test_training_mode_says_why_the_comparison_is_skipped():
-    at = opened({"p": "0.5", "mode": "train", "step": "4"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "4"})
     assert not at.exception
     assert "comparison with each sentence alone is skipped" in markdown(at)
-    at.button(key="prev:batches").click().run()
+    previous_step(at)
     titles = [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
     assert all("after dropout" in title for title in titles)

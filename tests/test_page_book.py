@@ -8,49 +8,14 @@ import re
 
 import numpy as np
 import pytest
-from apptest_support import app, decode, figure_specs
+from apptest_support import THE_BOOKS, app, book_figures, captions, decode, figure_specs, markdown, next_step
 
 from attention.book import book_values
 
 BOOK = book_values()
-BOOK_QUERY_2 = np.array([[0.4306, 1.4551]])  # section 3.4.1's query_2 = x_2 @ W_query, seed 123
-THE_BOOKS = "These are the book's numbers: section "
 NO_LONGER = "These are no longer the book's numbers: "
 
-# page -> {step (1-based): [(figure title pattern, what it must show)]}; what it must show is the book's matrix
-# (a heatmap), ("bars", trace name or "" for the first, the book's row) or ("row", index, the book's row of a heatmap)
-PRINTED = {
-    "simplified": {
-        1: [(r"^attn_scores of x\^\(2\)$", ("bars", "", BOOK.simplified_scores[1:2]))],
-        2: [(r"^attn_weights of x\^\(2\), three ways$", ("bars", "torch.softmax", BOOK.simplified_weights[1:2]))],
-        5: [(r"^attn_scores$", BOOK.simplified_scores), (r"^attn_weights$", BOOK.simplified_weights)],
-        6: [(r"^context_vecs = attn_weights @ inputs$", BOOK.simplified_context)],
-    },
-    "qkv": {
-        2: [(r"^queries$", ("row", 1, BOOK_QUERY_2))],
-        4: [(r"^context_vecs = attn_weights @ values$", BOOK.v1_context)],
-        7: [(r"^SelfAttention_v1 with v2's weights$", BOOK.v2_context), (r"^SelfAttention_v2$", BOOK.v2_context)],
-    },
-    "causal_mask": {
-        1: [(r"^attn_weights without a mask$", BOOK.causal_unmasked_weights)],
-        2: [(r"^mask_simple = torch\.tril", BOOK.causal_mask_simple)],
-        3: [
-            (r"^masked_simple = attn_weights", BOOK.causal_masked_simple),
-            (r"^masked_simple / row", BOOK.causal_renormalized),
-        ],
-        4: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
-        5: [(r"^masked_simple / row", BOOK.causal_renormalized), (r"^attn_weights = softmax", BOOK.causal_weights)],
-    },
-    "dropout": {
-        1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", BOOK.dropout_ones)],
-        2: [(r"^attn_weights after dropout$", BOOK.dropout_weights)],
-    },
-    "batches": {4: [(r"^batch\[0\]: copy 1 · \(6, 2\)$", BOOK.causal_attention_context)]},
-    "multihead": {
-        3: [(r"^context_vecs, shape \(6, 4\)$", BOOK.wrapper_context)],
-        6: [(r"^out_proj → output \(6, 2\)$", BOOK.multihead_context)],
-    },
-}
+PRINTED = book_figures()
 
 
 def same_as_book(drawn: np.ndarray, book) -> None:
@@ -73,10 +38,6 @@ def drawn_matrix(spec: dict, expected) -> np.ndarray:
     return z[expected[1] : expected[1] + 1] if isinstance(expected, tuple) else z
 
 
-def captions(at) -> str:
-    return "\n".join(c.value for c in at.caption)
-
-
 def stepper_text(at) -> str:
     return next(m.value for m in at.markdown if "<b>Step " in m.value)
 
@@ -86,8 +47,7 @@ def checked_steps(at, page: str) -> list[int]:
     checked, current = [], 1
     for step, figures_expected in PRINTED[page].items():
         while current < step:
-            at.button(key=f"next:{page}").click().run()
-            assert not at.exception
+            next_step(at)
             current += 1
         assert f"<b>Step {step} of" in stepper_text(at)
         specs = figure_specs(at)
@@ -141,17 +101,17 @@ def test_changing_the_seed_in_the_sidebar_leaves_the_book():
 def test_the_dropout_page_opens_in_the_books_setting_and_follows_a_changed_sidebar():
     at = app("pages/dropout.py", query_params={"step": "2"})
     assert not at.exception
-    text = "\n".join(m.value for m in at.markdown)
+    text = markdown(at)
     assert "The book's setting: **training mode** · dropout p = **0.50** · seed **123**" in text
     assert "Nothing is dropped" not in text and at.button(key="book_dropout").disabled
     assert at.number_input(key="w_dropout").value == 0.0 and not at.toggle(key="w_training").value
 
     at.number_input(key="w_dropout").set_value(0.2).run()  # eval mode with p = 0.2: the sidebar takes over
-    text = "\n".join(m.value for m in at.markdown)
+    text = markdown(at)
     assert "Sidebar: **eval mode** · dropout p = **0.20**" in text and "Nothing is dropped" in text
     assert NO_LONGER in captions(at)
 
     at.button(key="book_dropout").click().run()
     assert at.number_input(key="w_dropout").value == 0.0 and not at.toggle(key="w_training").value
-    assert "The book's setting: **training mode**" in "\n".join(m.value for m in at.markdown)
+    assert "The book's setting: **training mode**" in markdown(at)
     same_as_book(decode(figure_specs(at)[0]["data"][0]["z"]), BOOK.dropout_weights.numpy())

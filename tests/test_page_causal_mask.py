@@ -3,11 +3,11 @@ section 3.5.1 (789, ``SelfAttention_v2``'s weights), the sidebar's seed once it 
 
 import numpy as np
 import torch
-from apptest_support import ENTRY, app, decode, figure_specs
-from streamlit.testing.v1 import AppTest
+from apptest_support import app, captions, decode, figure_specs, markdown, next_step, zs
 
 import attention
 
+PAGE = "pages/causal_mask.py"
 BOOK_SEED = 789  # section 3.5.1 reuses the SelfAttention_v2 built after torch.manual_seed(789)
 BOOK_ROW_2 = [0.5517, 0.4483]  # section 3.5.1's masked_simple_norm, row 2
 HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
@@ -19,26 +19,11 @@ def causal_trace(inputs: torch.Tensor, seed: int = BOOK_SEED, d_out: int = 2) ->
     return attention.trace(ca, inputs)
 
 
-def opened(params: dict) -> AppTest:
-    """The app as a link to this page opens it (its step comes from the link)."""
-    at = AppTest.from_file(ENTRY, default_timeout=30)
-    at.query_params.update(params)
-    return at.switch_page("pages/causal_mask.py").run()
-
-
-def zs(at) -> list[np.ndarray]:
-    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
-
-
 def test_every_step_matches_causal_attention_and_the_book():
     trace = causal_trace(attention.BOOK_INPUTS)
     comparison = attention.compare_masking(trace.scaled_scores[0, 0])
     future = attention.causal_mask(6).numpy()
-    at = app("pages/causal_mask.py")
+    at = app(PAGE)
     assert not at.exception
 
     (unmasked,) = zs(at)
@@ -46,20 +31,20 @@ def test_every_step_matches_causal_attention_and_the_book():
     share = comparison.unmasked_weights[torch.from_numpy(future)].sum().item() / 6
     assert f"{share:.1%}" in markdown(at)
 
-    at.button(key="next:causal_mask").click().run()
+    next_step(at)
     mask, mask_simple = zs(at)
     np.testing.assert_array_equal(mask, future.astype(float))
     np.testing.assert_array_equal(mask_simple, torch.tril(torch.ones(6, 6)).numpy())
     assert "(1024, 1024)" in markdown(at) and "self.mask[:6, :6]" in markdown(at) and "**15** of 36" in markdown(at)
 
-    at.button(key="next:causal_mask").click().run()
+    next_step(at)
     masked_simple, renormalized = zs(at)
     np.testing.assert_allclose(masked_simple, comparison.unmasked_weights.numpy() * ~future, atol=1e-6)
     np.testing.assert_allclose(renormalized[~future], comparison.weights_renormalized.numpy()[~future], atol=1e-6)
     np.testing.assert_allclose(renormalized[1, :2], BOOK_ROW_2, atol=5e-5)
     assert "Row 2, query x^(2) = `inputs[1]`: [0.5517, 0.4483, …]" in markdown(at)
 
-    at.button(key="next:causal_mask").click().run()
+    next_step(at)
     (spec,) = figure_specs(at)
     scores = decode(spec["data"][0]["z"])
     assert np.isnan(scores[future]).all()  # the book's -inf, drawn as blank cells
@@ -68,23 +53,23 @@ def test_every_step_matches_causal_attention_and_the_book():
     assert len(labels) == 1 and labels[0]["text"] == ["−∞"] * 15
     assert "exp(−∞) = **0**" in markdown(at)
 
-    at.button(key="next:causal_mask").click().run()
+    next_step(at)
     renormalized, weights = zs(at)
     np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)
     np.testing.assert_allclose(weights[~future], comparison.weights_neg_inf.numpy()[~future], atol=1e-6)
     assert np.isnan(weights[future]).all() and "with weight 1.0000" in markdown(at)
     assert f"max |left − right| = **{comparison.max_abs_difference:.1e}**" in markdown(at)
 
-    at.button(key="next:causal_mask").click().run()
+    next_step(at)
     (context,) = zs(at)
     np.testing.assert_allclose(context, trace.output[0].numpy(), atol=1e-6)
-    assert "Batches page" in "\n".join(c.value for c in at.caption)
+    assert "Batches page" in captions(at)
     assert at.button(key="next:causal_mask").disabled
     assert not at.exception
 
 
 def test_changing_the_seed_updates_the_figures():
-    at = opened({"step": "6"})
+    at = app(PAGE, query_params={"step": "6"})
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     expected = causal_trace(attention.BOOK_INPUTS, seed=7).output[0].numpy()
@@ -92,7 +77,7 @@ def test_changing_the_seed_updates_the_figures():
 
 
 def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
-    at = opened({"input": "text", "text": "Hello", "step": "5"})
+    at = app(PAGE, query_params={"input": "text", "text": "Hello", "step": "5"})
     at.text_input(key="w_text").input(HOSTILE).run()
     assert not at.exception
     tokenized = attention.tokenize(HOSTILE)
@@ -109,7 +94,7 @@ def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
 
 
 def test_dropout_in_the_sidebar_leaves_this_page_in_eval_mode():
-    at = opened({"p": "0.5", "mode": "train", "step": "6"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "6"})
     assert not at.exception
     np.testing.assert_allclose(zs(at)[0], causal_trace(attention.BOOK_INPUTS).output[0].numpy(), atol=1e-6)
-    assert "eval mode" in "\n".join(c.value for c in at.caption)
+    assert "eval mode" in captions(at)

@@ -4,12 +4,12 @@ the sidebar says so, the button back to the book's setting, and safe labels."""
 
 import numpy as np
 import torch
-from apptest_support import ENTRY, decode, figure_specs
-from streamlit.testing.v1 import AppTest
+from apptest_support import app, decode, figure_specs, markdown, next_step, previous_step, zs
 
 import attention
 from explorer import compute
 
+PAGE = "pages/dropout.py"
 BOOK_DROPPED_ONES = [  # the book's Dropout(0.5) on torch.ones(6, 6) after torch.manual_seed(123)
     [2, 2, 0, 2, 2, 0],
     [0, 0, 0, 2, 0, 2],
@@ -29,44 +29,25 @@ def causal_weights(inputs: torch.Tensor = attention.BOOK_INPUTS, seed: int = 789
     return attention.trace(ca, inputs).attn_weights[0, 0]  # (num_tokens, num_tokens)
 
 
-def opened(params: dict) -> AppTest:
-    """The app as a link to this page opens it (its step and settings come from the link)."""
-    at = AppTest.from_file(ENTRY, default_timeout=30)
-    at.query_params.update(params)
-    return at.switch_page("pages/dropout.py").run()
-
-
-def step(at, delta: int = 1) -> None:
-    at.button(key="next:dropout" if delta > 0 else "prev:dropout").click().run()
-
-
-def zs(at) -> list[np.ndarray]:
-    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
-
-
 def test_eval_mode_in_the_sidebar_drops_nothing():
     weights = causal_weights().numpy()
-    at = opened({"p": "0.5"})  # p changed, mode still eval: the page follows the sidebar
+    at = app(PAGE, query_params={"p": "0.5"})  # p changed, mode still eval: the page follows the sidebar
     assert not at.exception
     np.testing.assert_array_equal(zs(at)[0], BOOK_DROPPED_ONES)  # the book's demo does not depend on the settings
     assert "**15** of 36" in markdown(at) and "Sidebar: **eval mode** · dropout p = **0.50**" in markdown(at)
 
-    step(at)
+    next_step(at)
     (spec,) = figure_specs(at)
     shown = decode(spec["data"][0]["z"])
     np.testing.assert_allclose(shown[~FUTURE], weights[~FUTURE], atol=1e-6)
     assert not [t for t in spec["data"] if t.get("name") == "dropped"]
     assert "Nothing is dropped" in markdown(at)
 
-    step(at)
-    step(at)
+    next_step(at)
+    next_step(at)
     sums = decode(figure_specs(at)[0]["data"][0]["y"])
     np.testing.assert_allclose(sums, 1.0, atol=1e-6)
-    step(at)
+    next_step(at)
     np.testing.assert_allclose(decode(figure_specs(at)[0]["data"][0]["y"]), 0.0, atol=1e-5)
     assert "their mean does too" in markdown(at)
 
@@ -76,7 +57,7 @@ def test_the_book_setting_drops_weights_like_nn_dropout_and_the_button_returns_t
     torch.manual_seed(123)
     expected = torch.nn.Dropout(0.5)(weights).numpy()  # the book's way: a training-mode Dropout module
     kept = expected != 0
-    at = opened({"step": "2", "p": "0.3", "mode": "train"})
+    at = app(PAGE, query_params={"step": "2", "p": "0.3", "mode": "train"})
     assert "Sidebar: **training mode** · dropout p = **0.30**" in markdown(at)
     at.button(key="book_dropout").click().run()
     assert not at.exception
@@ -93,7 +74,7 @@ def test_the_book_setting_drops_weights_like_nn_dropout_and_the_button_returns_t
     assert len(dropped) == 1 and dropped[0]["text"] == ["dropped"] * lost
     assert f"dropped **{lost}** of the 21" in markdown(at)
 
-    step(at)
+    next_step(at)
     query, key = np.argwhere(kept)[-1]
     before, after = (decode(trace["y"]) for trace in figure_specs(at)[0]["data"])
     np.testing.assert_allclose(before, weights.numpy()[query], atol=1e-6)
@@ -101,7 +82,7 @@ def test_the_book_setting_drops_weights_like_nn_dropout_and_the_button_returns_t
     survivor = at.dataframe[0].value.iloc[0]
     assert survivor["after"] == f"{expected[query, key]:.4f}" and "**2.0000**" in markdown(at)
 
-    step(at)
+    next_step(at)
     sums = decode(figure_specs(at)[0]["data"][0]["y"])
     np.testing.assert_allclose(sums, expected.sum(axis=1), atol=1e-6)
     assert f"**{sums.min():.4f}**" in markdown(at)
@@ -109,7 +90,7 @@ def test_the_book_setting_drops_weights_like_nn_dropout_and_the_button_returns_t
 
 def test_many_draws_converge_and_the_slider_is_kept_between_steps():
     weights = causal_weights()
-    at = opened({"step": "5"})  # the book's setting
+    at = app(PAGE, query_params={"step": "5"})  # the book's setting
     assert not at.exception
     at.slider(key="dropout_samples").set_value(64).run()
     average = attention.dropout_average(weights, 0.5, num_samples=64, seed=123)
@@ -118,9 +99,9 @@ def test_many_draws_converge_and_the_slider_is_kept_between_steps():
     np.testing.assert_allclose(decode(line["y"]), average.max_abs_error.numpy(), atol=1e-6)
     assert figure_specs(at)[0]["layout"]["xaxis"]["type"] == "log"
 
-    step(at, -1)
-    step(at)
-    step(at)
+    previous_step(at)
+    next_step(at)
+    next_step(at)
     assert at.slider(key="dropout_samples").value == 64
     mean, undropped = zs(at)
     np.testing.assert_allclose(mean[~FUTURE], average.mean_weights.numpy()[~FUTURE], atol=1e-6)
@@ -129,7 +110,7 @@ def test_many_draws_converge_and_the_slider_is_kept_between_steps():
 
 
 def test_changing_the_seed_changes_the_weights_and_the_draw():
-    at = opened({"p": "0.5", "mode": "train", "step": "2"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "2"})
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     expected = attention.apply_dropout(causal_weights(seed=7), 0.5, seed=7).dropped_weights.numpy()
@@ -139,14 +120,14 @@ def test_changing_the_seed_changes_the_weights_and_the_draw():
 
 
 def test_hostile_text_is_shown_literally():
-    at = opened({"input": "text", "text": HOSTILE, "p": "0.5", "mode": "train", "step": "3"})
+    at = app(PAGE, query_params={"input": "text", "text": HOSTILE, "p": "0.5", "mode": "train", "step": "3"})
     assert not at.exception
     ids = attention.tokenize(HOSTILE).ids
     assert figure_specs(at)[0]["data"][0]["x"] is not None
     ticks = figure_specs(at)[0]["layout"]["xaxis"]["ticktext"]
     assert 0 < len(ticks) <= len(ids) and any("&lt;" in tick for tick in ticks)  # labels thinned to fit
     assert not any("<b>" in tick for tick in ticks) and "javascript" not in markdown(at)
-    step(at, -1)
+    previous_step(at)
     spec = figure_specs(at)[0]
     assert not any("<b>" in tick for tick in spec["layout"]["yaxis"]["ticktext"])
 

@@ -4,7 +4,7 @@ numbers on screen equal to ``attention.run_mistake``'s; the link, presenter mode
 import numpy as np
 import pytest
 import torch
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, decode, figure_specs, markdown, next_step, reveal, type_sentence
 
 import attention
 from explorer.figures.mistakes import code_diff, format_number
@@ -21,38 +21,19 @@ def reference(name: str, text: str | None) -> attention.MistakeRun:
     return attention.run_mistake(name, mha, x, seed=123)
 
 
-def opened(text: str | None, **params):
-    at = app(PAGE, query_params={k: str(v) for k, v in params.items()})
-    if text is not None:
-        at.radio(key="w_source").set_value("text").run()
-        at.text_input(key="w_text").input(text).run()
-    assert not at.exception
-    return at
-
-
-def next_step(at) -> None:
-    at.button(key="next:mistakes").click().run()
-    assert not at.exception, [e.value for e in at.exception]
-
-
 def predict_radio(at):
     (radio,) = [r for r in at.radio if r.key.startswith("predict_")]
     return radio
-
-
-def reveal(at) -> None:
-    [b for b in at.button if b.label == "Reveal"][0].click().run()
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 @pytest.mark.parametrize("text", [None, SENTENCE], ids=["book", "typed"])
 @pytest.mark.parametrize("name", list(attention.MISTAKES))
 def test_every_mistake_shows_the_packages_numbers(name, text):
     run, mistake = reference(name, text), attention.MISTAKES[name]
-    at = opened(text, mistake=name)
+    at = app(PAGE, query_params={"mistake": name})
+    if text is not None:
+        type_sentence(at, text)
+    assert not at.exception
     assert at.selectbox(key="w_mistake").value == name
 
     assert [c.value for c in at.code if c.language == "diff"] == [code_diff(mistake.right_code, mistake.wrong_code)]
@@ -95,7 +76,8 @@ def test_every_mistake_shows_the_packages_numbers(name, text):
 
 
 def test_the_book_preset_numbers_the_page_claims():
-    at = opened(None, mistake="fill_zero", step=3)
+    at = app(PAGE, query_params={"mistake": "fill_zero", "step": "3"})
+    assert not at.exception
     table = at.table[0].value
     assert table.loc["First token's weight on later tokens", "wrong"] == "0.8032"
     at.selectbox(key="w_mistake").set_value("tril_mask").run()
@@ -106,18 +88,21 @@ def test_the_book_preset_numbers_the_page_claims():
 
 
 def test_the_mistake_and_step_live_in_the_link_and_a_bad_one_falls_back():
-    at = opened(None, mistake="softmax_wrong_dim", step=2)
+    at = app(PAGE, query_params={"mistake": "softmax_wrong_dim", "step": "2"})
+    assert not at.exception
     assert at.selectbox(key="w_mistake").value == "softmax_wrong_dim"
     assert "Step 2 of 3" in markdown(at)
     at.switch_page("pages/tokens.py").run()
     at.switch_page(PAGE).run()
     assert at.selectbox(key="w_mistake").value == "softmax_wrong_dim"  # kept while the page was not shown
-    hostile = opened(None, mistake="<script>alert(1)</script>")
+    hostile = app(PAGE, query_params={"mistake": "<script>alert(1)</script>"})
+    assert not hostile.exception
     assert hostile.selectbox(key="w_mistake").value == "fill_zero"
 
 
 def test_the_prediction_is_computed_from_the_run_and_answered_right_and_wrong():
-    at = opened(None, mistake="fill_zero")
+    at = app(PAGE, query_params={"mistake": "fill_zero"})
+    assert not at.exception
     assert reference("fill_zero", None).measure("first_token_moves").wrong > 0  # so "Yes" is right
     predict_radio(at).set_value("No: the future stays hidden").run()
     reveal(at)
@@ -129,7 +114,8 @@ def test_the_prediction_is_computed_from_the_run_and_answered_right_and_wrong():
 
 
 def test_presenter_mode_reveals_without_an_answer_box():
-    at = opened(None, mistake="view_without_transpose", present=1)
+    at = app(PAGE, query_params={"mistake": "view_without_transpose", "present": "1"})
+    assert not at.exception
     assert not [r for r in at.radio if r.key.startswith("predict_")]  # no answer box: the class votes by hand
     reveal(at)
     assert at.info and "Yes: its output moves" in at.info[-1].value.replace("\\", "")

@@ -4,11 +4,11 @@ import inspect
 
 import numpy as np
 import torch
-from apptest_support import ENTRY, app, decode, figure_specs
-from streamlit.testing.v1 import AppTest
+from apptest_support import app, captions, decode, figure_specs, markdown, next_step, previous_step, type_sentence
 
 import attention
 
+PAGE = "pages/multihead.py"
 BOOK_WRAPPER_ROW = [-0.4519, 0.2216, 0.4772, 0.1063]  # printed in the book, section 3.6.1
 BOOK_MHA_ROW = [0.3190, 0.4858]  # printed in the book, section 3.6.2
 HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
@@ -17,13 +17,6 @@ HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
 def built(cls, seed: int = 123, d_in: int = 3, d_out: int = 2, num_heads: int = 2):
     torch.manual_seed(seed)
     return cls(d_in, d_out, 1024, 0.0, num_heads=num_heads)
-
-
-def opened(params: dict) -> AppTest:
-    """The app as a link to this page opens it: its step and head come from the link."""
-    at = AppTest.from_file(ENTRY, default_timeout=30)
-    at.query_params.update(params)
-    return at.switch_page("pages/multihead.py").run()
 
 
 def traces(spec: dict) -> list[np.ndarray]:
@@ -38,14 +31,6 @@ def subplot_titles(at) -> list[str]:
     return [a["text"] for a in figure_specs(at)[0]["layout"].get("annotations", [])]
 
 
-def captions(at) -> str:
-    return "\n".join(c.value for c in at.caption)
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
-
-
 def assert_weights(z: np.ndarray, expected: np.ndarray) -> None:
     visible = ~attention.causal_mask(expected.shape[-1]).numpy()
     assert np.isnan(z[~visible]).all()
@@ -56,7 +41,7 @@ def test_every_step_with_the_books_numbers():
     x = attention.BOOK_INPUTS.unsqueeze(0)  # (1, 6, 3)
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), x)
     efficient = attention.trace(built(attention.MultiHeadAttention), x)
-    at = app("pages/multihead.py")
+    at = app(PAGE)
     assert not at.exception
 
     heads = traces(figure_specs(at)[0])
@@ -64,12 +49,12 @@ def test_every_step_with_the_books_numbers():
     for k, z in enumerate(heads):
         assert_weights(z, wrapper.attn_weights[0, k].numpy())
 
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     weights, context = (traces(spec)[0] for spec in figure_specs(at))
     assert_weights(weights, wrapper.attn_weights[0, 0].numpy())
     np.testing.assert_allclose(context, wrapper.head_context[0, 0].numpy(), atol=1e-6)
 
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     (concat,) = (traces(spec)[0] for spec in figure_specs(at))
     np.testing.assert_allclose(concat, wrapper.output[0].numpy(), atol=1e-6)
     np.testing.assert_allclose(concat[0], BOOK_WRAPPER_ROW, atol=1e-4)
@@ -77,7 +62,7 @@ def test_every_step_with_the_books_numbers():
     assert "-0.4519, 0.2216, 0.4772, 0.1063" in markdown(at)
     assert "These are the book's numbers: section 3.6.1" in captions(at)
 
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     table = at.dataframe[0].value
     source = " ".join(inspect.getsource(attention.MultiHeadAttention.steps).split())
     assert all(line in source for line in table["line"])  # every row is a line of the code, as it reads
@@ -89,18 +74,18 @@ def test_every_step_with_the_books_numbers():
     assert list(scores["here"]) == ["(1, 2, 6, 6)"]
     assert list(scores["shape"]) == ["(b, num_heads, num_tokens, num_tokens)"]
 
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     for k, z in enumerate(traces(figure_specs(at)[0])):
         assert_weights(z, efficient.attn_weights[0, k].numpy())
 
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     merged, output = (traces(spec)[0] for spec in figure_specs(at))
     np.testing.assert_allclose(merged, efficient.context[0].numpy(), atol=1e-6)
     np.testing.assert_allclose(output, efficient.output[0].numpy(), atol=1e-6)
     np.testing.assert_allclose(output[0], BOOK_MHA_ROW, atol=1e-4)
     assert "[0.3190, 0.4858]" in markdown(at)
 
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     (spec,) = figure_specs(at)  # every output entry, wrapper against the fused module, on y = x
     assert float(spec["layout"]["title"]["text"].rsplit("= ", 1)[1]) < 1e-6
     wrapper, fused = (decode(trace[axis]) for trace in spec["data"][1:] for axis in ("x", "y"))
@@ -111,33 +96,32 @@ def test_every_step_with_the_books_numbers():
 
 def test_the_inspected_head_comes_from_the_link_and_the_control():
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), attention.BOOK_INPUTS)
-    at = opened({"head": "1", "step": "2"})
+    at = app(PAGE, query_params={"head": "1", "step": "2"})
     assert not at.exception
     assert titles(at)[0] == "head 1: attn_weights"
     assert_weights(traces(figure_specs(at)[0])[0], wrapper.attn_weights[0, 1].numpy())
     assert at.query_params["head"] == "1"
     at.segmented_control(key="head").set_value(0).run()
     assert titles(at)[0] == "head 0: attn_weights" and at.query_params["head"] == "0"
-    at.button(key="prev:multihead").click().run()
+    previous_step(at)
     assert subplot_titles(at)[0] == "head 0 (inspected)"
 
 
 def test_many_heads_are_shown_four_at_a_time():
-    at = opened({"heads": "16", "d_out": "32"})
+    at = app(PAGE, query_params={"heads": "16", "d_out": "32"})
     assert not at.exception
     assert subplot_titles(at) == ["head 0 (inspected)", "head 1", "head 2", "head 3"]
     at.segmented_control(key="head_group").set_value(3).run()
     assert subplot_titles(at) == ["head 12 (inspected)", "head 13", "head 14", "head 15"]
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper, d_out=32, num_heads=16), attention.BOOK_INPUTS)
     assert_weights(traces(figure_specs(at)[0])[2], wrapper.attn_weights[0, 14].numpy())
-    at.button(key="next:multihead").click().run()
+    next_step(at)
     assert at.segmented_control(key="head").value == 12 and titles(at)[0] == "head 12: attn_weights"
 
 
 def test_a_typed_sentence_and_a_new_seed_update_every_figure():
-    at = app("pages/multihead.py")
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input(HOSTILE).run()
+    at = app(PAGE)
+    type_sentence(at, HOSTILE)
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     ids = attention.tokenize(HOSTILE).ids
@@ -150,14 +134,14 @@ def test_a_typed_sentence_and_a_new_seed_update_every_figure():
     assert "&lt;" in labels and not any("<b>" in label for label in labels)
     assert "javascript" not in markdown(at)
     for _ in range(5):
-        at.button(key="next:multihead").click().run()
+        next_step(at)
     efficient = attention.trace(built(attention.MultiHeadAttention, seed=7), x)
     np.testing.assert_allclose(traces(figure_specs(at)[1])[0], efficient.output[0].numpy(), atol=1e-6)
     assert "no longer the book's numbers: your own sentence" in captions(at)
 
 
 def test_the_agreement_check_explains_when_it_is_skipped():
-    at = opened({"heads": "16", "d_out": "512", "step": "7"})
+    at = app(PAGE, query_params={"heads": "16", "d_out": "512", "step": "7"})
     assert not at.exception
     assert not figure_specs(at)
     assert "Skipped" in "\n".join(i.value for i in at.info)

@@ -2,10 +2,11 @@
 
 import numpy as np
 import torch
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, decode, figure_specs, markdown, next_step, type_sentence, zs
 
 import attention
 
+PAGE = "pages/qkv.py"
 BOOK_QUERY = "[0.4306, 1.4551]"  # the query for "journey", section 3.4.1
 BOOK_SCORES = "[1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]"
 BOOK_WEIGHTS = "[0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]"
@@ -19,14 +20,6 @@ def self_attention(seed: int = 123, d_in: int = 3, d_out: int = 2) -> attention.
     return attention.SelfAttention_v1(d_in, d_out)
 
 
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
-
-
-def zs(at) -> list[np.ndarray]:
-    return [decode(spec["data"][0]["z"]) for spec in figure_specs(at)]
-
-
 def lines(at) -> dict[str, list[np.ndarray]]:
     """Each line chart's series, by the chart's title."""
     return {
@@ -36,15 +29,10 @@ def lines(at) -> dict[str, list[np.ndarray]]:
     }
 
 
-def next_step(at) -> None:
-    at.button(key="next:qkv").click().run()
-    assert not at.exception
-
-
 def test_every_step_shows_the_books_numbers():
     module = self_attention()
     trace = attention.trace(module, attention.BOOK_INPUTS)
-    at = app("pages/qkv.py")
+    at = app(PAGE)
     assert not at.exception
 
     for z, weight in zip(zs(at), (module.W_query, module.W_key, module.W_value), strict=True):
@@ -100,7 +88,7 @@ def test_every_step_shows_the_books_numbers():
 
 
 def test_the_lab_sliders_change_the_measurements_and_are_kept_between_steps():
-    at = app("pages/qkv.py")
+    at = app(PAGE)
     at.session_state["step:qkv"] = 4
     at.run()
     at.slider(key="w_qkv_num_keys").set_value(32).run()
@@ -118,15 +106,14 @@ def test_the_lab_sliders_change_the_measurements_and_are_kept_between_steps():
 
 
 def test_a_new_seed_and_sentence_update_the_figures():
-    at = app("pages/qkv.py")
+    at = app(PAGE)
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     module = self_attention(seed=7)
     np.testing.assert_allclose(zs(at)[0], module.W_query.detach().numpy(), atol=1e-6)
 
     text = "The quick brown fox jumps over the lazy dog near the river"
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input(text).run()
+    type_sentence(at, text)
     at.number_input(key="w_d_out").set_value(4).run()
     next_step(at)
     inputs = attention.embed_tokens(attention.tokenize(text).ids, 3, 7)  # (12, 3)
@@ -135,9 +122,8 @@ def test_a_new_seed_and_sentence_update_the_figures():
 
 
 def test_hostile_text_is_shown_literally():
-    at = app("pages/qkv.py")
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input(HOSTILE).run()
+    at = app(PAGE)
+    type_sentence(at, HOSTILE)
     assert not at.exception
     for _ in range(3):
         next_step(at)

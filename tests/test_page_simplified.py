@@ -2,20 +2,16 @@
 
 import numpy as np
 import torch
-from apptest_support import ENTRY, app, decode, figure_specs
-from streamlit.testing.v1 import AppTest
+from apptest_support import app, decode, figure_specs, markdown, next_step, type_sentence
 
 import attention
 from explorer import figures
 
+PAGE = "pages/simplified.py"
 BOOK_SCORES = [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]  # "journey", section 3.3.1
 BOOK_WEIGHTS = [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
 BOOK_CONTEXT = [0.4419, 0.6515, 0.5683]
 HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 def series(spec: dict) -> dict[str, np.ndarray]:
@@ -23,14 +19,9 @@ def series(spec: dict) -> dict[str, np.ndarray]:
     return {trace.get("name", ""): decode(trace["y"]) for trace in spec["data"] if trace["type"] == "bar"}
 
 
-def next_step(at) -> None:
-    at.button(key="next:simplified").click().run()
-    assert not at.exception
-
-
 def test_every_step_shows_the_books_numbers():
     book = attention.simplified_attention(attention.BOOK_INPUTS)
-    at = app("pages/simplified.py")
+    at = app(PAGE)
     assert not at.exception
     assert at.selectbox(key="w_simplified_query").value == 1  # "journey", as in the book
 
@@ -80,7 +71,7 @@ def test_every_step_shows_the_books_numbers():
 
 def test_the_chosen_query_drives_every_step_and_the_url():
     book = attention.simplified_attention(attention.BOOK_INPUTS)
-    at = app("pages/simplified.py")
+    at = app(PAGE)
     at.selectbox(key="w_simplified_query").set_value(4).run()
     (spec,) = figure_specs(at)
     np.testing.assert_allclose(decode(spec["data"][0]["y"]), book.attn_scores[4].numpy(), atol=1e-6)
@@ -88,7 +79,7 @@ def test_the_chosen_query_drives_every_step_and_the_url():
     assert at.query_params["query"] == "4"
 
     at.switch_page("pages/tokens.py").run()
-    at.switch_page("pages/simplified.py").run()
+    at.switch_page(PAGE).run()
     assert at.selectbox(key="w_simplified_query").value == 4  # kept while the page was off screen
     next_step(at)
     next_step(at)
@@ -99,9 +90,7 @@ def test_the_chosen_query_drives_every_step_and_the_url():
 
 
 def test_a_link_opens_its_query_and_step():
-    at = AppTest.from_file(ENTRY, default_timeout=30)
-    at.query_params.update({"query": "3", "step": "2"})
-    at.switch_page("pages/simplified.py").run()
+    at = app(PAGE, query_params={"query": "3", "step": "2"})
     assert not at.exception
     assert at.selectbox(key="w_simplified_query").value == 3
     (spec,) = figure_specs(at)
@@ -111,9 +100,8 @@ def test_a_link_opens_its_query_and_step():
 
 def test_a_typed_sentence_with_a_larger_d_in_updates_the_figures():
     text = "The quick brown fox jumps over the lazy dog"
-    at = app("pages/simplified.py")
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input(text).run()
+    at = app(PAGE)
+    type_sentence(at, text)
     at.number_input(key="w_d_in").set_value(16).run()
     assert not at.exception
     inputs = attention.embed_tokens(attention.tokenize(text).ids, 16, 123)  # (9, 16)
@@ -129,9 +117,8 @@ def test_a_typed_sentence_with_a_larger_d_in_updates_the_figures():
 
 
 def test_hostile_text_is_shown_literally():
-    at = app("pages/simplified.py")
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input(HOSTILE).run()
+    at = app(PAGE)
+    type_sentence(at, HOSTILE)
     assert not at.exception
     for _ in range(5):
         for spec in figure_specs(at):
@@ -145,9 +132,8 @@ def test_hostile_text_is_shown_literally():
 
 def test_a_long_sentence_stacks_the_largest_contributions_and_groups_the_rest():
     text = " ".join(f"word{i}" for i in range(40))
-    at = app("pages/simplified.py", query_params={"step": "4"})
-    at.radio(key="w_source").set_value("text").run()
-    at.text_input(key="w_text").input(text).run()
+    at = app(PAGE, query_params={"step": "4"})
+    type_sentence(at, text)
     assert not at.exception
     num_tokens = len(attention.tokenize(text).ids)
     (spec,) = figure_specs(at)

@@ -3,16 +3,12 @@ the measurement, one series per implementation, with the package's numbers."""
 
 import numpy as np
 import torch
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, decode, figure_specs, markdown, next_step
 
 import attention
 from explorer import server
 
 SMALLEST = {"speed_T": [16, 32], "speed_d": 32, "speed_repeats": 1}  # num_heads 4, b 1: under a second
-
-
-def markdown(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 def series(at) -> dict[str, tuple[list[float], np.ndarray]]:
@@ -26,10 +22,6 @@ def measured(at):
     at.selectbox(key="speed_d").set_value(SMALLEST["speed_d"])
     at.number_input(key="speed_repeats").set_value(SMALLEST["speed_repeats"]).run()
     return at.button(key="speed_run").click().run()
-
-
-def next_step(at):
-    return at.button(key="next:speed").click().run()
 
 
 def test_loads_and_steps_without_measuring():

@@ -4,7 +4,7 @@ typed one, with the trained layer's sizes; Multi-head attention ends with per-he
 import numpy as np
 import pytest
 import torch
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, captions, decode, figure_specs, markdown
 
 from attention.gpt import GPTConfig, GPTModel
 
@@ -20,10 +20,6 @@ PAGES = {  # page file -> stepper key
     "pages/multihead.py": "multihead",
 }
 SENTENCES = {"book": {}, "typed": {"input": "text", "text": TYPED}}
-
-
-def captions(at) -> str:
-    return " ".join(caption.value for caption in at.caption)
 
 
 @pytest.mark.parametrize("sentence", SENTENCES)
@@ -48,14 +44,14 @@ def test_every_step_runs_and_draws_with_trained_weights(page, sentence):
 def test_tokens_show_the_layers_64_wide_input():
     at = app("pages/tokens.py", query_params={"weights": "trained", "step": "2"})
     assert figure_specs(at)[0]["layout"]["title"]["text"] == "Input embeddings, shape (6, 64)"
-    assert "what the model feeds layer 1" in " ".join(m.value for m in at.markdown)
+    assert "what the model feeds layer 1" in markdown(at)
 
 
 def test_sizes_the_model_fixes_are_disabled_in_the_sidebar():
     at = app("pages/qkv.py", query_params={"weights": "trained"})
     for label in ("d_in", "d_out", "num_heads", "context_length", "seed"):
         assert next(w for w in at.sidebar.number_input if w.label == label).disabled, label
-    assert "The model fixes d_in = 64" in " ".join(c.value for c in at.sidebar.caption)
+    assert "The model fixes d_in = 64" in captions(at.sidebar)
     at = app("pages/qkv.py")
     assert not next(w for w in at.sidebar.number_input if w.label == "d_out").disabled
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_support import function_app, markdown, reveal, reveal_button
 
 from explorer.predict import Question, plain, state_key
 
@@ -23,23 +23,12 @@ def number_page(answer: float = 0.5) -> None:
     ask(Question("test:number", "What will the row sum to?", answer, tolerance=0.05), context=None)
 
 
-def opened(script, presenter: bool = False, **kwargs) -> AppTest:
-    at = AppTest.from_function(script, kwargs=kwargs, default_timeout=30)
-    at.session_state["presenter"] = presenter
-    return at.run()
-
-
-def reveal(at: AppTest) -> AppTest:
-    (button,) = [b for b in at.button if b.label == "Reveal"]
-    return button.click().run()
-
-
 def test_a_right_choice_is_called_right_and_survives_reruns():
-    at = opened(choice_page)
+    at = function_app(choice_page)
     assert not at.exception and not at.warning
-    assert [b for b in at.button if b.label == "Reveal"][0].disabled  # answer first
+    assert reveal_button(at).disabled  # answer first
     at.radio[0].set_value("journey").run()
-    assert not [b for b in at.button if b.label == "Reveal"][0].disabled
+    assert not reveal_button(at).disabled
     reveal(at)
     assert [s.value for s in at.success] == ["Right: **journey**. Computed."]
     at.run()  # any rerun keeps the answer and the reveal
@@ -47,7 +36,7 @@ def test_a_right_choice_is_called_right_and_survives_reruns():
 
 
 def test_a_wrong_choice_is_called_wrong_with_the_computed_answer():
-    at = opened(choice_page, answer="starts")
+    at = function_app(choice_page, answer="starts")
     at.radio[0].set_value("journey").run()
     reveal(at)
     assert not at.success
@@ -55,15 +44,15 @@ def test_a_wrong_choice_is_called_wrong_with_the_computed_answer():
 
 
 def test_ask_again_clears_the_answer():
-    at = opened(choice_page)
+    at = function_app(choice_page)
     at.radio[0].set_value("step").run()
     reveal(at)
     [b for b in at.button if b.label == "Ask again"][0].click().run()
-    assert at.radio[0].value is None and not at.error and [b for b in at.button if b.label == "Reveal"]
+    assert at.radio[0].value is None and not at.error and reveal_button(at)
 
 
 def test_another_context_asks_afresh_and_the_first_answer_is_kept():
-    at = opened(choice_page)
+    at = function_app(choice_page)
     at.radio[0].set_value("journey").run()
     reveal(at)
     at.session_state["context"] = "typed"  # as if the learner typed a sentence
@@ -76,7 +65,7 @@ def test_another_context_asks_afresh_and_the_first_answer_is_kept():
 
 @pytest.mark.parametrize(("given", "right"), [(0.52, True), (0.46, True), (0.4, False), (1.0, False)])
 def test_a_number_within_the_tolerance_is_right(given, right):
-    at = opened(number_page)
+    at = function_app(number_page)
     at.number_input[0].set_value(given).run()
     reveal(at)
     assert bool(at.success) == right and bool(at.error) != right
@@ -85,9 +74,9 @@ def test_a_number_within_the_tolerance_is_right(given, right):
 
 
 def test_presenter_mode_shows_the_choices_and_reveals_without_an_answer():
-    at = opened(choice_page, presenter=True)
+    at = function_app(choice_page, presenter=True)
     assert not at.radio and not at.number_input
-    assert "**B.** journey" in "\n".join(m.value for m in at.markdown)
+    assert "**B.** journey" in markdown(at)
     reveal(at)
     assert at.info[0].value == "The answer: **journey**. Computed."
     assert not at.success and not at.error
@@ -116,7 +105,7 @@ def whole_number_page() -> None:
 
 
 def test_a_whole_number_question_takes_whole_numbers():
-    at = opened(whole_number_page)
+    at = function_app(whole_number_page)
     assert at.number_input[0].format == "%d"
     at.number_input[0].set_value(2).run()
     reveal(at)

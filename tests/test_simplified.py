@@ -36,10 +36,6 @@ ALL_CONTEXT_VECS = torch.tensor(
 )
 
 
-def random_inputs(seed: int, num_tokens: int, d_in: int) -> torch.Tensor:
-    return torch.rand(num_tokens, d_in, generator=torch.Generator().manual_seed(seed))  # (num_tokens, d_in)
-
-
 @pytest.mark.parametrize("attend", [attention_loop, simplified_attention])
 def test_book_scores_weights_and_context_vector_for_journey(attend):
     result = attend(BOOK_INPUTS)
@@ -66,8 +62,8 @@ def test_book_normalizations_of_journeys_scores():
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 7), d_in=st.integers(1, 5))
-def test_loop_equals_matrix_form(seed, num_tokens, d_in):
-    inputs = random_inputs(seed, num_tokens, d_in)
+def test_loop_equals_matrix_form(random_tensor, seed, num_tokens, d_in):
+    inputs = random_tensor(seed, num_tokens, d_in)  # (num_tokens, d_in)
     loop, matrix = attention_loop(inputs), simplified_attention(inputs)
 
     assert torch.allclose(loop.attn_scores, matrix.attn_scores, atol=1e-6)

@@ -17,9 +17,9 @@ MIB = 2**20
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
 @pytest.mark.parametrize("name", list(IMPLEMENTATIONS))
-def test_every_implementation_gives_multihead_attentions_output(name, qkv_bias):
+def test_every_implementation_gives_multihead_attentions_output(random_tensor, name, qkv_bias):
     mha = build(MultiHeadAttention, 7, 12, 12, 9, 0.0, num_heads=3, qkv_bias=qkv_bias)
-    x = torch.rand(2, 9, 12, generator=torch.Generator().manual_seed(1)) * 4 - 2  # (b=2, T=9, d=12)
+    x = random_tensor(1, 2, 9, 12) * 4 - 2  # (b=2, T=9, d=12)
 
     with torch.inference_mode():
         output = IMPLEMENTATIONS[name].build(mha)(x)

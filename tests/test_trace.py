@@ -80,10 +80,6 @@ PUBLIC_NAMES = [
 ]
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def make(name: str, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
     return MODULES[name][0]().eval()
@@ -91,7 +87,7 @@ def make(name: str, seed: int = 0) -> nn.Module:
 
 @pytest.mark.parametrize("grad_mode", [contextlib.nullcontext, torch.no_grad, torch.inference_mode])
 @pytest.mark.parametrize("name", MODULES)
-def test_trace_output_equals_the_modules_output(name, grad_mode):
+def test_trace_output_equals_the_modules_output(random_tensor, name, grad_mode):
     module = make(name)
     x = random_tensor(1, 2, 5, 3)  # (b=2, T=5, d_in=3)
 
@@ -123,7 +119,7 @@ def test_unbatched_input_works_for_the_batched_modules_too(name):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_shapes_are_as_documented(name):
+def test_shapes_are_as_documented(random_tensor, name):
     _, h, head_dim, d_out = MODULES[name]
     b, T, d_in = 2, 5, 3
     steps = trace(make(name), random_tensor(1, b, T, d_in))
@@ -143,7 +139,7 @@ def test_shapes_are_as_documented(name):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_steps_follow_from_one_another(name):
+def test_steps_follow_from_one_another(random_tensor, name):
     steps = trace(make(name), random_tensor(2, 2, 4, 3))
     expected_masked = (
         steps.scaled_scores if steps.mask is None else steps.scaled_scores.masked_fill(steps.mask, -torch.inf)
@@ -225,7 +221,7 @@ def test_seeded_trace_is_repeatable_and_leaves_the_global_random_state_alone(boo
     num_tokens=st.integers(1, 6),
     batch=st.integers(1, 3),
 )
-def test_attention_weights_rows_sum_to_one(seed, name, num_tokens, batch):
+def test_attention_weights_rows_sum_to_one(random_tensor, seed, name, num_tokens, batch):
     steps = trace(make(name, seed), random_tensor(seed, batch, num_tokens, 3) * 4)
 
     assert torch.allclose(steps.attn_weights.sum(dim=-1), torch.ones(batch, steps.num_heads, num_tokens), atol=1e-5)
@@ -234,7 +230,7 @@ def test_attention_weights_rows_sum_to_one(seed, name, num_tokens, batch):
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32), name=st.sampled_from(CAUSAL), num_tokens=st.integers(1, 6), p=st.floats(0, 0.9))
-def test_weights_are_zero_above_the_diagonal_with_or_without_dropout(seed, name, num_tokens, p):
+def test_weights_are_zero_above_the_diagonal_with_or_without_dropout(random_tensor, seed, name, num_tokens, p):
     torch.manual_seed(seed)
     module = {
         "CausalAttention": lambda: CausalAttention(3, 4, 6, p),
@@ -321,7 +317,7 @@ def test_every_public_name_is_importable():
     assert broken == []
 
 
-def test_eval_trace_keeps_two_score_sized_tensors_and_derives_the_rest_on_use():
+def test_eval_trace_keeps_two_score_sized_tensors_and_derives_the_rest_on_use(random_tensor):
     steps = trace(make("MultiHeadAttention"), random_tensor(3, 2, 5, 3))
     stored = {name for name, value in vars(steps).items() if isinstance(value, torch.Tensor) and value.dim() == 4}
 

@@ -35,10 +35,6 @@ ATTN_SCORES_2 = torch.tensor([1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440])
 ATTN_WEIGHTS_2 = torch.tensor([0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820])
 
 
-def random_tensor(seed: int, *shape: int) -> torch.Tensor:
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def test_book_v1_context_vectors():
     torch.manual_seed(123)
     sa_v1 = SelfAttention_v1(3, 2)
@@ -72,7 +68,7 @@ def test_book_v2_context_vectors():
     d_in=st.integers(1, 5),
     d_out=st.integers(1, 5),
 )
-def test_v2_weights_in_v1_give_the_same_output(seed, num_tokens, d_in, d_out):
+def test_v2_weights_in_v1_give_the_same_output(random_tensor, seed, num_tokens, d_in, d_out):
     torch.manual_seed(seed)
     sa_v1, sa_v2 = SelfAttention_v1(d_in, d_out), SelfAttention_v2(d_in, d_out)
     x = random_tensor(seed, num_tokens, d_in)
@@ -100,7 +96,7 @@ def test_v2_of_another_size_cannot_be_loaded_into_v1():
 
 
 @pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
-def test_scores_are_scaled_by_one_over_sqrt_head_dim(cls):
+def test_scores_are_scaled_by_one_over_sqrt_head_dim(random_tensor, cls):
     torch.manual_seed(1)
     steps = trace(cls(3, 5), random_tensor(2, 4, 3))
 
@@ -117,7 +113,7 @@ def test_scores_are_scaled_by_one_over_sqrt_head_dim(cls):
     d_out=st.integers(1, 6),
     cls=st.sampled_from([SelfAttention_v1, SelfAttention_v2]),
 )
-def test_steps_equal_torch_scaled_dot_product_attention(seed, num_tokens, d_out, cls):
+def test_steps_equal_torch_scaled_dot_product_attention(random_tensor, seed, num_tokens, d_out, cls):
     torch.manual_seed(seed)
     module = cls(3, d_out)
     x = random_tensor(seed, num_tokens, 3)

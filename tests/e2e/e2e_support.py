@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from apptest_support import app, decode, figure_specs
+from apptest_support import app, decode, figure_specs, next_step, previous_step, type_sentence
 from google.protobuf.message import DecodeError
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -260,6 +260,17 @@ class Events:
         return [f"dialog: {d}" for d in self.dialogs] + [f"console: {e}" for e in self.errors]
 
 
+def _decoded(payload, kind):
+    """A websocket frame as a ``kind`` (``ForwardMsg`` or ``BackMsg``) message, or None: a text frame, or one that
+    is not such a message."""
+    if isinstance(payload, str):
+        return None
+    try:
+        return kind.FromString(bytes(payload))
+    except DecodeError:
+        return None
+
+
 def watch(page) -> Events:
     """Record dialogs (dismissing them) and console errors of ``page``, and count finished script runs.
 
@@ -280,11 +291,8 @@ def watch(page) -> Events:
         (events.allowed if is_harmless(message.text, url) else events.errors).append(f"{message.text} [{url}]")
 
     def on_frame(payload) -> None:
-        if isinstance(payload, str):
-            return
-        try:
-            message = ForwardMsg.FromString(bytes(payload))
-        except DecodeError:
+        message = _decoded(payload, ForwardMsg)
+        if message is None:
             return
         if message.WhichOneof("type") == "script_finished" and message.script_finished != CUT_SHORT:
             events.runs += 1
@@ -293,11 +301,8 @@ def watch(page) -> Events:
             events.drawn.append((where, message.delta.new_element.WhichOneof("type")))
 
     def on_sent(payload) -> None:
-        if isinstance(payload, str):
-            return
-        try:
-            message = BackMsg.FromString(bytes(payload))
-        except DecodeError:
+        message = _decoded(payload, BackMsg)
+        if message is None:
             return
         if message.WhichOneof("type") == "rerun_script":
             events.requests += 1
@@ -451,6 +456,11 @@ class AppPage:
     def plots(self) -> list[Plot]:
         return plots_from_browser(self.page.evaluate(READ_PLOTS))
 
+    def captions(self) -> str:
+        """The text of every caption in the main area, one caption a line."""
+        shown = self.page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]')
+        return "\n".join(shown.all_inner_texts())
+
     def tick_labels(self, axis: str = "y") -> list[list[str]]:
         """Each plot's tick label texts on ``axis`` ("x" or "y"), as the learner reads them."""
         return self.page.evaluate(
@@ -519,22 +529,14 @@ class AppReference:
     def _check(self) -> None:
         assert not self.at.exception, f"AppTest: {[e.value for e in self.at.exception]}"
 
-    def _stepper(self, kind: str):
-        buttons = [b for b in self.at.button if b.key and b.key.startswith(f"{kind}:")]
-        assert len(buttons) == 1, f"AppTest: expected one {kind} button, found {[b.key for b in self.at.button]}"
-        return buttons[0]
-
     def next(self) -> None:
-        self._stepper("next").click().run()
-        self._check()
+        next_step(self.at)
 
     def previous(self) -> None:
-        self._stepper("prev").click().run()
-        self._check()
+        previous_step(self.at)
 
     def type_sentence(self, text: str) -> None:
-        self.at.radio(key="w_source").set_value("text").run()
-        self.at.text_input(key="w_text").input(text).run()
+        type_sentence(self.at, text)
         self._check()
 
     def plots(self) -> list[Plot]:

@@ -13,43 +13,21 @@ import re
 
 import numpy as np
 import pytest
-
-from attention.book import book_values
+from apptest_support import THE_BOOKS, book_figures
 
 pytestmark = pytest.mark.browser
 
-BOOK = book_values()
-THE_BOOKS = "These are the book's numbers: section "
 
-PAINTED = {  # page URL path -> {step: [(figure title pattern, the book's matrix)]}
-    "simplified": {
-        5: [(r"^attn_scores$", BOOK.simplified_scores), (r"^attn_weights$", BOOK.simplified_weights)],
-        6: [(r"^context_vecs = attn_weights @ inputs$", BOOK.simplified_context)],
-    },
-    "qkv": {
-        4: [(r"^context_vecs = attn_weights @ values$", BOOK.v1_context)],
-        7: [(r"^SelfAttention_v2$", BOOK.v2_context)],
-    },
-    "causal_mask": {
-        1: [(r"^attn_weights without a mask$", BOOK.causal_unmasked_weights)],
-        2: [(r"^mask_simple = torch\.tril", BOOK.causal_mask_simple)],
-        3: [
-            (r"^masked_simple = attn_weights", BOOK.causal_masked_simple),
-            (r"^masked_simple / row", BOOK.causal_renormalized),
-        ],
-        4: [(r"^masked = attn_scores", BOOK.causal_masked_scores)],
-        5: [(r"^attn_weights = softmax", BOOK.causal_weights)],
-    },
-    "dropout": {
-        1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", BOOK.dropout_ones)],
-        2: [(r"^attn_weights after dropout$", BOOK.dropout_weights)],
-    },
-    "batches": {4: [(r"^batch\[0\]: copy 1 · \(6, 2\)$", BOOK.causal_attention_context)]},
-    "multihead": {
-        3: [(r"^context_vecs, shape \(6, 4\)$", BOOK.wrapper_context)],
-        6: [(r"^out_proj → output \(6, 2\)$", BOOK.multihead_context)],
-    },
-}
+def heatmaps_only(figures: dict[int, list[tuple]]) -> dict[int, list[tuple]]:
+    """``book_figures()``' steps of one page, with only its whole matrices drawn as heatmaps (no bars, no rows)."""
+    steps = {
+        step: [(title, shown) for title, shown in expected if not isinstance(shown, tuple)]
+        for step, expected in figures.items()
+    }
+    return {step: expected for step, expected in steps.items() if expected}
+
+
+PAINTED = {page: heatmaps_only(figures) for page, figures in book_figures().items()}  # URL path -> {step: [...]}
 
 
 def assert_painted(drawn: np.ndarray, book: np.ndarray, where: str) -> None:
@@ -59,11 +37,6 @@ def assert_painted(drawn: np.ndarray, book: np.ndarray, where: str) -> None:
     assert np.isin(book[blank], (0.0, -np.inf)).all(), f"{where}: a blank cell the book prints as a number"
     assert np.isfinite(book[~blank]).all(), f"{where}: a number where the book prints −∞"
     np.testing.assert_allclose(drawn[~blank], book[~blank], atol=5e-4, rtol=0, err_msg=where)
-
-
-def captions(app_page) -> str:
-    shown = app_page.page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]')
-    return "\n".join(shown.all_inner_texts())
 
 
 @pytest.mark.parametrize("url_path", PAINTED)
@@ -78,4 +51,4 @@ def test_each_printed_matrix_is_painted_with_the_default_settings(app_page, url_
             assert matching, f"{where}: no figure titled like {pattern!r} among {[p.title for p in plots]}"
             (heatmap, *_) = matching[0].heatmaps()
             assert_painted(heatmap["z"], book.numpy().astype(float), f"{where}: {matching[0].title}")
-        assert THE_BOOKS in captions(app_page), f"{where}: no caption says these are the book's numbers"
+        assert THE_BOOKS in app_page.captions(), f"{where}: no caption says these are the book's numbers"
