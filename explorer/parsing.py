@@ -72,6 +72,10 @@ def parse_range(raw, count: int) -> tuple[int, int] | None:
 _MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|~:$&\"'=/^%;,?@")
 
 
+_SCHEME = re.compile(r"(?i)\b(https?|ftps?|mailto|javascript|data|file|xmpp|tel|sms)\\:")
+_WWW = re.compile(r"(?i)\b(www)\\\.")
+
+
 def literal(text: str) -> str:
     """``text`` escaped so that Markdown shows it as it is: no link, image, emphasis or HTML.
 
@@ -79,8 +83,11 @@ def literal(text: str) -> str:
     ``st.info``'s body as Markdown, so ``[Log in](https://evil.example)`` would be a link and
     ``![x](https://evil.example/p.png)`` a fetched image. A backslash makes every punctuation
     character literal. Bare addresses ("https://…", "www.…", "a@b.c") are linked after parsing,
-    from the text itself, so an invisible word joiner (U+2060) before each ":", "." and "@" breaks
-    them; the notice reads the same.
+    from the text itself, so an invisible word joiner (U+2060) goes where one would start: after a
+    scheme ("https", "mailto", …) before its ":", after "www" before its ".", and before each "@".
+    The text reads the same; numbers ("0.40") and sentences ("Yes: …") are left as they are.
     """
     escaped = "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
-    return escaped.replace("\\:", "\u2060\\:").replace("\\.", "\u2060\\.").replace("\\@", "\u2060\\@")
+    escaped = _SCHEME.sub("\\1\u2060\\\\:", escaped)
+    escaped = _WWW.sub("\\1\u2060\\\\.", escaped)
+    return escaped.replace("\\@", "\u2060\\@")

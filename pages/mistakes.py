@@ -7,7 +7,7 @@ import attention
 from explorer import session, widgets
 from explorer.figures import mistakes as drawn
 from explorer.page_text.questions import Question
-from explorer.views import SCALING_MISTAKES, changed_step, mistake_view
+from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question
 
 MISTAKE = "mistakes:mistake"

@@ -3,13 +3,13 @@
 import math
 
 import streamlit as st
-from explorer.page_text.qkv import D_KS, TEMPERATURES
 
 import attention
 from explorer import figures, session, views, widgets
 from explorer.models import choice
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
+from explorer.page_text.qkv import D_KS, TEMPERATURES
 
 run = session.current_run()
 settings = run.settings

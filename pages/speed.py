@@ -5,8 +5,9 @@ import streamlit as st
 
 import attention
 from attention import speed
-from explorer import figures, session, views, widgets
+from explorer import figures, session, widgets
 from explorer.page_text import speed as notes
+from explorer.views import speed as timing
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
@@ -16,7 +17,7 @@ ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
 session.current()  # the sidebar's settings do not apply here; the sizes below do
 st.title("Speed")
-devices = views.speed_devices()
+devices = timing.speed_devices()
 NO_GPU = "No GPU on this server; CUDA results appear when one is present." if devices == ["cpu"] else ""
 defaults = {"speed_T": list(T_CHOICES[2:]), "speed_d": 256, "speed_h": 4, "speed_b": 1, "speed_repeats": 3}
 for key, value in {**defaults, "speed_device": devices[-1]}.items():
@@ -41,7 +42,7 @@ if run.button("Run the comparison", icon=":material/play_arrow:", type="primary"
               key="speed_run", width="stretch"):  # fmt: skip
     with widgets.progress("Starting the measurement…") as report:
         sizes = (tuple(sorted(choice[0])), *choice[1:])
-        st.session_state[RESULT] = widgets.guard(views.speed_view, *sizes, on_progress=report)
+        st.session_state[RESULT] = widgets.guard(timing.speed_view, *sizes, on_progress=report)
 data = st.session_state.get(RESULT)
 step = widgets.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
 
@@ -68,7 +69,7 @@ if step == 0:
 elif not data:
     st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
 else:
-    st.caption(views.budget_note(data))
+    st.caption(timing.budget_note(data))
     if step == 1:
         st.markdown(notes.time_text(data))
         chart(data.time_ms, "Median time of one call", "ms", "speed-time")

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import figures, session, widgets
 from explorer.models import choice
 
 run = session.current_run()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, like scripts/train.py
 
-from explorer.models.first_view import STORE, save  # noqa: E402
-from explorer.settings import DEFAULTS  # noqa: E402
-from explorer.views import WHY_HIDDEN_SIZE, Run, computed_why_view  # noqa: E402
+from explorer.models.first_view import STORE, save
+from explorer.settings import DEFAULTS
+from explorer.views import WHY_HIDDEN_SIZE, Run, computed_why_view
 
 
 def main() -> None:

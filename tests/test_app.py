@@ -9,7 +9,8 @@ import numpy as np
 from apptest_support import app, decode, figure_specs, next_step, type_sentence
 
 import attention
-from explorer import exports, figures
+from explorer import figures
+from explorer.figures import tables
 
 TOKENS = "pages/tokens.py"
 
@@ -110,10 +111,10 @@ def test_each_step_offers_json_and_heatmaps_offer_csv():
 
 def test_csv_and_json_exports_carry_labels_and_numbers():
     fig = figures.heatmap(np.array([[1.0, np.nan], [0.25, 0.75]]), ["<b>", " a"], ["<b>", " a"], title="w")
-    tables = exports.figure_tables(fig)
-    rows = list(csv.reader(io.StringIO(exports.tables_csv(tables))))
+    found = tables.figure_tables(fig)
+    rows = list(csv.reader(io.StringIO(tables.tables_csv(found))))
     assert rows[0] == ["w", "<b>", "␣a"]
     assert rows[1][0] == "<b>" and rows[2] == ["␣a", "0.25", "0.75"]
-    payload = json.loads(exports.step_json({"tables": tables}))
+    payload = json.loads(tables.step_json({"tables": found}))
     assert payload["tables"][0]["values"] == [[1.0, None], [0.25, 0.75]]
     assert payload["tables"][0]["rows"] == ["<b>", "␣a"]

@@ -7,8 +7,11 @@ import time
 import pytest
 
 import attention
-from explorer import budget, caching, compute, inputs, turns
+from explorer.models import inputs, modules
+from explorer.runtime import caching, memory, queue
 from explorer.settings import DEFAULTS, TEXT
+from explorer.views import chapter, masking, multihead, run
+from explorer.views import run as view_run
 
 SENTENCE = " ".join(f"w{k}" for k in range(40))  # 40 tokens or more with GPT-2's BPE
 
@@ -29,23 +32,23 @@ def settings_for(d_in=16, d_out=12, num_heads=3, training=False, text=SENTENCE, 
     )
 
 
-@pytest.mark.parametrize("name", list(inputs.MODULES))
+@pytest.mark.parametrize("name", list(modules.MODULES))
 @pytest.mark.parametrize(("d_in", "d_out", "heads", "ctx"), [(3, 2, 2, 6), (16, 12, 3, 64), (64, 32, 4, 200)])
 def test_module_bytes_are_the_modules_parameters_and_buffers(name, d_in, d_out, heads, ctx):
     module = getattr(attention, name)
     args = (d_in, d_out) if name.startswith("SelfAttention") else (d_in, d_out, ctx, 0.0)
     built = module(*args, num_heads=heads) if name.startswith("MultiHead") else module(*args)
-    assert budget.module_bytes(name, d_in, d_out, heads, ctx) == caching.size_of(built)
+    assert memory.module_bytes(name, d_in, d_out, heads, ctx) == caching.size_of(built)
 
 
 VIEWS = {
-    "multihead": lambda s: compute.multihead_view(s),
-    "trace": lambda s: compute.module_trace(s, "CausalAttention"),
-    "mask": lambda s: compute.mask_view(s),
-    "dropout": lambda s: compute.dropout_view(s, 10),
-    "batch": lambda s: compute.batch_view(s, None),
-    "simplified": lambda s: compute.simplified_view(s, 1),
-    "qkv": lambda s: compute.qkv_view(s),
+    "multihead": lambda s: multihead.multihead_view(s),
+    "trace": lambda s: chapter.module_trace(s, "CausalAttention"),
+    "mask": lambda s: masking.mask_view(s),
+    "dropout": lambda s: masking.dropout_view(s, 10),
+    "batch": lambda s: masking.batch_view(s, None),
+    "simplified": lambda s: chapter.simplified_view(s, 1),
+    "qkv": lambda s: chapter.qkv_view(s),
 }
 
 
@@ -58,50 +61,51 @@ VIEWS = {
 def test_estimates_match_the_measured_size_of_each_view(kind, settings):
     """The estimate of what a view keeps is within 25 % of the bytes its cached result really holds,
     and the peak estimate is at least that."""
-    num_tokens = len(compute.prepared(settings).ids)
+    num_tokens = len(inputs.prepared(settings).ids)
     dropout = settings.training and settings.dropout > 0
     shape = (settings.d_in, settings.d_out, settings.num_heads, settings.context_length)
-    estimate = budget.estimate(kind, num_tokens, *shape, dropout)
+    estimate = memory.estimate(kind, num_tokens, *shape, dropout)
     measured = caching.size_of(VIEWS[kind](settings))
     assert 0.75 * measured <= estimate.result <= 1.25 * measured, (estimate.result, measured)
     assert estimate.peak >= estimate.result
 
 
 def test_the_worst_link_is_lowered_to_the_tokens_that_fit():
-    plan = budget.plan("multihead", 1024, 1024, 1024, 16, 1024, dropout=True)
-    assert plan.lowered and budget.MIN_TOKENS <= plan.num_tokens < 1024
-    assert plan.estimate.peak <= budget.VIEW_BUDGET
-    assert budget.estimate("multihead", plan.num_tokens + 1, 1024, 1024, 16, plan.num_tokens + 1, True).peak > (
-        budget.VIEW_BUDGET
+    plan = memory.plan("multihead", 1024, 1024, 1024, 16, 1024, dropout=True)
+    assert plan.lowered and memory.MIN_TOKENS <= plan.num_tokens < 1024
+    assert plan.estimate.peak <= memory.VIEW_BUDGET
+    assert memory.estimate("multihead", plan.num_tokens + 1, 1024, 1024, 16, plan.num_tokens + 1, True).peak > (
+        memory.VIEW_BUDGET
     )
     assert "lower num_heads, d_in or d_out, or turn training mode off" in plan.note
 
 
 def test_settings_that_fit_are_computed_whole():
-    plan = budget.plan("multihead", 1024, 64, 64, 4, 1024, dropout=False)
+    plan = memory.plan("multihead", 1024, 64, 64, 4, 1024, dropout=False)
     assert (plan.num_tokens, plan.lowered, plan.note) == (1024, False, "")
 
 
 def test_weights_too_large_for_any_tokens_are_refused_naming_the_setting():
     with pytest.raises(ValueError, match="lower num_heads, d_in or d_out"):
-        budget.plan("multihead", 1024, 1024, 1024, 16, 1024, dropout=True, budget=100 * budget.MIB)
+        memory.plan("multihead", 1024, 1024, 1024, 16, 1024, dropout=True, budget=100 * caching.MIB)
 
 
 def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
     notes = []
-    monkeypatch.setattr(turns.state, "notice", notes.append)
+    monkeypatch.setattr(view_run.st, "info", notes.append)
     settings = settings_for(d_in=64, d_out=64, num_heads=16)
-    num_tokens = len(compute.prepared(settings).ids)
-    tight = budget.estimate("multihead", num_tokens - 10, 64, 64, 16, num_tokens - 10, False).peak
-    monkeypatch.setattr(budget, "VIEW_BUDGET", tight)
-    monkeypatch.setattr(budget.plan, "__defaults__", (tight,))
-    view = compute.multihead_view(settings)
+    num_tokens = len(inputs.prepared(settings).ids)
+    tight = memory.estimate("multihead", num_tokens - 10, 64, 64, 16, num_tokens - 10, False).peak
+    monkeypatch.setattr(memory, "VIEW_BUDGET", tight)
+    monkeypatch.setattr(memory.plan.__wrapped__, "__defaults__", (tight,))
+    memory.plan.cache_clear()  # plans are cached: forget those made with the real budget
+    view = multihead.multihead_view(settings)
     assert len(view.pieces) == num_tokens - 10 and view.wrapper_weights.shape[1] == num_tokens - 10
     assert len(notes) == 1 and f"first {num_tokens - 10}" in notes[0]
 
 
 def test_heavy_turns_let_two_run_and_the_rest_wait_in_order():
-    turns = budget.HeavyTurns(2)
+    turns = queue.TurnQueue(2)
     order, running, peak = [], [0], [0]
     lock = threading.Lock()
 
@@ -127,7 +131,7 @@ def test_heavy_turns_let_two_run_and_the_rest_wait_in_order():
 
 
 def test_a_waiter_that_gives_up_leaves_the_queue():
-    turns = budget.HeavyTurns(1)
+    turns = queue.TurnQueue(1)
     seen = []
 
     def leave(ahead):
@@ -170,7 +174,7 @@ def test_size_of_counts_a_shared_block_once():
 
 
 def test_only_pages_with_many_tokens_or_a_large_view_take_turns():
-    assert not turns.heavy_page(DEFAULTS)
-    assert not turns.heavy_page(settings_for())
-    assert turns.heavy_page(settings_for(text=" ".join(["word"] * 400), context_length=1024))
-    assert turns.heavy_page(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True))
+    assert not run.Run.of(DEFAULTS).heavy
+    assert not run.Run.of(settings_for()).heavy
+    assert run.Run.of(settings_for(text=" ".join(["word"] * 400), context_length=1024)).heavy
+    assert run.Run.of(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True)).heavy

@@ -6,20 +6,21 @@ import numpy as np
 import pytest
 
 from attention.book import book_values
-from explorer import book_mode, caching, compute, shapes
+from explorer.runtime import caching
 from explorer.settings import DEFAULTS
+from explorer.views import book, chapter, masking, multihead, shapes
 
 SHARED = [
-    lambda s: compute.module_trace(s, "CausalAttention"),
-    lambda s: compute.simplified_view(s, 1),
-    compute.qkv_view,
-    compute.mask_view,
-    lambda s: compute.mask_view(s, 789),
-    lambda s: compute.dropout_view(s, 10),
-    lambda s: compute.dropout_view(dataclasses.replace(s, dropout=0.5, training=True), 10, 789),
-    lambda s: compute.batch_view(s, None),
-    compute.multihead_view,
-    lambda s: compute.why_view(s, 8),
+    lambda s: chapter.module_trace(s, "CausalAttention"),
+    lambda s: chapter.simplified_view(s, 1),
+    chapter.qkv_view,
+    masking.mask_view,
+    lambda s: masking.mask_view(s, 789),
+    lambda s: masking.dropout_view(s, 10),
+    lambda s: masking.dropout_view(dataclasses.replace(s, dropout=0.5, training=True), 10, 789),
+    lambda s: masking.batch_view(s, None),
+    multihead.multihead_view,
+    lambda s: chapter.why_view(s, 8),
 ]
 
 
@@ -114,27 +115,27 @@ def test_line_shapes_pairs_each_line_with_the_shape_it_made():
 
 
 def test_the_multihead_shape_table_is_the_code_as_it_ran():
-    view = compute.multihead_view(dataclasses.replace(DEFAULTS, num_heads=2, d_out=4))
+    view = multihead.multihead_view(dataclasses.replace(DEFAULTS, num_heads=2, d_out=4))
     by_line = {row.line: row.shape for row in view.shape_rows}
     assert by_line["keys = keys.transpose(1, 2)"] == (1, 2, 6, 2)
     assert by_line["context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)"] == (1, 6, 4)
 
 
 def test_the_books_seeds_reproduce_its_printed_matrices():
-    book = book_values()
-    mask = compute.mask_view(DEFAULTS, book_mode.module_seed(DEFAULTS, "causal"))
-    np.testing.assert_allclose(mask.unmasked_weights, book.causal_unmasked_weights, atol=1e-6)
-    np.testing.assert_array_equal(mask.mask_simple, book.causal_mask_simple)
-    np.testing.assert_allclose(mask.masked_simple, book.causal_masked_simple, atol=1e-6)
-    np.testing.assert_allclose(mask.weights_renormalized, book.causal_renormalized, atol=1e-6)
-    np.testing.assert_array_equal(np.isneginf(mask.masked_scores), np.isneginf(book.causal_masked_scores))
+    printed = book_values()
+    mask = masking.mask_view(DEFAULTS, book.module_seed(DEFAULTS, "causal"))
+    np.testing.assert_allclose(mask.unmasked_weights, printed.causal_unmasked_weights, atol=1e-6)
+    np.testing.assert_array_equal(mask.mask_simple, printed.causal_mask_simple)
+    np.testing.assert_allclose(mask.masked_simple, printed.causal_masked_simple, atol=1e-6)
+    np.testing.assert_allclose(mask.weights_renormalized, printed.causal_renormalized, atol=1e-6)
+    np.testing.assert_array_equal(np.isneginf(mask.masked_scores), np.isneginf(printed.causal_masked_scores))
     finite = np.isfinite(mask.masked_scores)
-    np.testing.assert_allclose(mask.masked_scores[finite], book.causal_masked_scores.numpy()[finite], atol=1e-6)
-    np.testing.assert_allclose(mask.weights_neg_inf, book.causal_weights, atol=1e-6)
-    dropout = compute.dropout_view(book_mode.dropout_settings(DEFAULTS), 10, book_mode.module_seed(DEFAULTS, "dropout"))
-    np.testing.assert_allclose(dropout.dropped_weights, book.dropout_weights, atol=1e-6)
-    np.testing.assert_array_equal(dropout.ones_demo, book.dropout_ones)
-    qkv = compute.qkv_view(DEFAULTS, book_mode.module_seed(DEFAULTS, "v2"))
-    np.testing.assert_allclose(qkv.steps.output, book.v1_context, atol=1e-6)
-    np.testing.assert_allclose(qkv.v2_output, book.v2_context, atol=1e-6)
-    np.testing.assert_allclose(qkv.v1_output, book.v2_context, atol=1e-6)
+    np.testing.assert_allclose(mask.masked_scores[finite], printed.causal_masked_scores.numpy()[finite], atol=1e-6)
+    np.testing.assert_allclose(mask.weights_neg_inf, printed.causal_weights, atol=1e-6)
+    dropout = masking.dropout_view(book.dropout_settings(DEFAULTS), 10, book.module_seed(DEFAULTS, "dropout"))
+    np.testing.assert_allclose(dropout.dropped_weights, printed.dropout_weights, atol=1e-6)
+    np.testing.assert_array_equal(dropout.ones_demo, printed.dropout_ones)
+    qkv = chapter.qkv_view(DEFAULTS, book.module_seed(DEFAULTS, "v2"))
+    np.testing.assert_allclose(qkv.steps.output, printed.v1_context, atol=1e-6)
+    np.testing.assert_allclose(qkv.v2_output, printed.v2_context, atol=1e-6)
+    np.testing.assert_allclose(qkv.v1_output, printed.v2_context, atol=1e-6)

@@ -80,7 +80,9 @@ def test_draws_equal_f_dropout_bitwise(random_tensor, seed, num_tokens, batch, p
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32), num_tokens=st.integers(1, 7), batch=st.integers(1, 3), p=DROPOUT_P)
-def test_drop_with_mask_is_nn_dropout_draw_for_draw_and_returns_its_keep_mask(seed, num_tokens, batch, p):
+def test_drop_with_mask_is_nn_dropout_draw_for_draw_and_returns_its_keep_mask(
+    random_tensor, seed, num_tokens, batch, p
+):
     weights = random_tensor(seed, batch, num_tokens, num_tokens)  # (b, T, T)
     torch.manual_seed(seed)
     expected = nn.Dropout(p)(weights)

@@ -6,10 +6,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer import compute, first_view, inputs
+from explorer import results
+from explorer.models import first_view, inputs
 from explorer.settings import DEFAULTS, TEXT
+from explorer.views import chapter
 
-REGENERATE = "the torch code changed: run `python -m explorer.first_view` and commit explorer/data/"
+REGENERATE = "the torch code changed: run `python scripts/first_view.py` and commit explorer/data/"
 
 
 def book_inputs() -> np.ndarray:
@@ -17,10 +19,10 @@ def book_inputs() -> np.ndarray:
 
 
 def test_the_stored_view_is_what_the_torch_code_computes():
-    stored = first_view.why_view(book_inputs(), DEFAULTS.seed, compute.WHY_HIDDEN_SIZE)
+    stored = first_view.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     assert stored is not None, "no stored first view: run `python -m explorer.first_view`"
-    computed = compute.computed_why_view(book_inputs(), DEFAULTS.seed, compute.WHY_HIDDEN_SIZE)
-    for field in dataclasses.fields(compute.WhyView):
+    computed = chapter.computed_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
+    for field in dataclasses.fields(results.WhyView):
         want, got = getattr(computed, field.name), getattr(stored, field.name)
         if isinstance(want, np.ndarray):
             assert got.shape == want.shape and got.dtype == want.dtype, field.name
@@ -41,13 +43,13 @@ def test_the_first_page_at_the_defaults_gets_the_stored_view(monkeypatch):
     def refuse(*args):
         raise AssertionError("the book's first view was computed, not read from the store")
 
-    monkeypatch.setattr(compute, "computed_why_view", refuse)
-    compute.why_view.clear()
+    monkeypatch.setattr(chapter, "computed_why_view", refuse)
+    chapter.why_view.clear()
     try:
-        view = compute.why_view(DEFAULTS, compute.WHY_HIDDEN_SIZE)
+        view = chapter.why_view(DEFAULTS, chapter.WHY_HIDDEN_SIZE)
     finally:
-        compute.why_view.clear()
-    stored = first_view.why_view(book_inputs(), DEFAULTS.seed, compute.WHY_HIDDEN_SIZE)
+        chapter.why_view.clear()
+    stored = first_view.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     assert all(
         np.array_equal(a, b) for a, b in zip(dataclasses.astuple(view), dataclasses.astuple(stored), strict=True)
     )
@@ -60,8 +62,8 @@ def test_the_first_page_at_the_defaults_gets_the_stored_view(monkeypatch):
 def test_any_other_view_is_computed(changed, hidden_size):
     settings = dataclasses.replace(DEFAULTS, **changed)
     prepared = inputs.prepared(settings)
-    assert first_view.why_view(prepared.inputs, settings.seed, hidden_size) is None
-    view = compute.why_view(settings, hidden_size)
+    assert first_view.stored_why_view(prepared.inputs, settings.seed, hidden_size) is None
+    view = chapter.why_view(settings, hidden_size)
     assert view.encoder_states.shape == (len(prepared.pieces), hidden_size)
 
 
@@ -69,13 +71,13 @@ def test_without_a_store_every_view_is_computed(tmp_path):
     missing, damaged = tmp_path / "missing.npz", tmp_path / "damaged.npz"
     damaged.write_bytes(b"not a zip file")
     for path in (missing, damaged):
-        assert first_view.why_view(book_inputs(), DEFAULTS.seed, compute.WHY_HIDDEN_SIZE, path=path) is None
+        assert first_view.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE, path=path) is None
 
 
 def test_saving_and_reading_back_gives_the_same_view(tmp_path):
     path = tmp_path / "view.npz"
-    view = compute.computed_why_view(book_inputs(), 7, 4)
+    view = chapter.computed_why_view(book_inputs(), 7, 4)
     first_view.save(view, book_inputs(), 7, 4, path=path)
-    again = first_view.why_view(book_inputs(), 7, 4, path=path)
+    again = first_view.stored_why_view(book_inputs(), 7, 4, path=path)
     assert all(np.array_equal(a, b) for a, b in zip(dataclasses.astuple(view), dataclasses.astuple(again), strict=True))
-    assert first_view.why_view(book_inputs()[:5], 7, 4, path=path) is None  # other inputs
+    assert first_view.stored_why_view(book_inputs()[:5], 7, 4, path=path) is None  # other inputs

@@ -10,6 +10,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 
 import pytest
 from streamlit.proto.Alert_pb2 import Alert
@@ -382,19 +383,19 @@ def test_streamlit_keeps_a_lock_per_key_ever_cached_and_the_apps_workaround_keep
 def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it():
     from streamlit.runtime.caching.cache_utils import Cache
 
-    from explorer import caching
+    from explorer.runtime import patches
 
-    assert Cache.compute_value_lock is caching._compute_value_lock, "applied when the app imports explorer.caching"
+    assert Cache.compute_value_lock is patches._compute_value_lock, "applied when the app imports explorer.caching"
 
     class FakeCache:
         def __init__(self):
-            self._value_locks_lock = caching.threading.Lock()
+            self._value_locks_lock = threading.Lock()
             self._value_locks = {}
 
     cache = FakeCache()
-    first = caching._compute_value_lock(cache, "key")
-    assert caching._compute_value_lock(cache, "key") is first, "a second run waits on the first run's lock"
-    assert caching._compute_value_lock(cache, "other") is not first
+    first = patches._compute_value_lock(cache, "key")
+    assert patches._compute_value_lock(cache, "key") is first, "a second run waits on the first run's lock"
+    assert patches._compute_value_lock(cache, "other") is not first
     assert first.acquire(blocking=False) and not first.acquire(timeout=0.01) and first.locked()
     first.release()
     del first
@@ -442,7 +443,8 @@ def test_memory_trends_cover_the_window_in_mib_and_counts():
 
 
 def test_the_servers_memory_sample_names_each_kind():
-    from explorer import caching, shared_figures  # noqa: F401  the sample reads their caches once imported
+    from explorer.runtime import caching  # noqa: F401  the sample reads their caches once imported
+    from explorer.widgets import drawn  # noqa: F401
 
     sample = serve.memory_sample(serve.time.monotonic())
     assert 0 < sample["anon"] < sample["rss"] and sample["file"] > 0 and sample["wall"] > 1.7e9
@@ -451,7 +453,7 @@ def test_the_servers_memory_sample_names_each_kind():
     assert sample["anon_rss"]["heap"] > 0 and sum(sample["anon_rss"].values()) <= sample["anon"] * 1.01
     assert sample["pymalloc"]["arenas"] >= 1 and sample["pymalloc"]["in_use"] > 0
     assert set(sample["caches"]) == {"SHARED", "FIGURES"}
-    figures = shared_figures.FIGURES
+    figures = drawn.FIGURES
     assert sample["caches"]["FIGURES"] == {"entries": len(figures), "bytes": figures.bytes}
 
 

@@ -7,7 +7,7 @@ import torch
 from apptest_support import app, decode, figure_specs, markdown, next_step, previous_step, zs
 
 import attention
-from explorer import compute
+from explorer.views import masking
 
 PAGE = "pages/dropout.py"
 BOOK_DROPPED_ONES = [  # the book's Dropout(0.5) on torch.ones(6, 6) after torch.manual_seed(123)
@@ -133,6 +133,6 @@ def test_hostile_text_is_shown_literally():
 
 
 def test_long_inputs_average_fewer_draws():
-    assert compute.dropout_sample_limit(6) == attention.dropout.MAX_DROPOUT_SAMPLES
-    assert compute.dropout_sample_limit(64) == attention.dropout.MAX_DROPOUT_SAMPLES
-    assert 1 < compute.dropout_sample_limit(1024) < compute.dropout_sample_limit(200) < 2000
+    assert masking.dropout_sample_limit(6) == attention.dropout.MAX_DROPOUT_SAMPLES
+    assert masking.dropout_sample_limit(64) == attention.dropout.MAX_DROPOUT_SAMPLES
+    assert 1 < masking.dropout_sample_limit(1024) < masking.dropout_sample_limit(200) < 2000

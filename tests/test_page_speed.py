@@ -6,7 +6,7 @@ import torch
 from apptest_support import app, decode, figure_specs, markdown, next_step
 
 import attention
-from explorer import server
+from explorer.runtime import server
 
 SMALLEST = {"speed_T": [16, 32], "speed_d": 32, "speed_repeats": 1}  # num_heads 4, b 1: under a second
 

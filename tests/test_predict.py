@@ -4,13 +4,17 @@ import numpy as np
 import pytest
 from apptest_support import function_app, markdown, reveal, reveal_button
 
-from explorer.predict import Question, plain, state_key
+from explorer.page_text import questions
+from explorer.page_text.questions import Question
+from explorer.parsing import literal as plain
+from explorer.widgets.questions import state_key
 
 
 def choice_page(answer: str = "journey") -> None:
     import streamlit as st
 
-    from explorer.predict import Question, ask
+    from explorer.page_text.questions import Question
+    from explorer.widgets.questions import show_question as ask
 
     choices = ("Your", "journey", "starts", "with", "one", "step")
     question = Question("test:choice", "Which token gets the most weight?", answer, choices, explanation="Computed.")
@@ -18,7 +22,8 @@ def choice_page(answer: str = "journey") -> None:
 
 
 def number_page(answer: float = 0.5) -> None:
-    from explorer.predict import Question, ask
+    from explorer.page_text.questions import Question
+    from explorer.widgets.questions import show_question as ask
 
     ask(Question("test:number", "What will the row sum to?", answer, tolerance=0.05), context=None)
 
@@ -95,11 +100,12 @@ def test_keys_and_labels_are_safe():
     question = Question("batches:padding", "?", "Yes", ("Yes", "No"))
     assert state_key(question, ("a",)) != state_key(question, ("b",))
     assert state_key(question, ("a",)) == state_key(question, ("a",))
-    assert plain("**y** [z](javascript:1) <b>") == r"\*\*y\*\* \[z\]\(javascript\:1\) \<b\>"
+    assert plain("**y** [z](javascript:1) <b>") == r"\*\*y\*\* \[z\]\(javascript" + "\u2060" + r"\:1\) \<b\>"
 
 
 def whole_number_page() -> None:
-    from explorer.predict import Question, ask
+    from explorer.page_text.questions import Question
+    from explorer.widgets.questions import show_question as ask
 
     ask(Question("test:whole", "How many numbers per token?", 4, decimals=0))
 
@@ -116,7 +122,7 @@ def test_a_whole_number_question_takes_whole_numbers():
 
 
 def test_most_attended_reads_the_largest_weight():
-    from explorer import questions
+    from explorer.page_text import questions
 
     pieces = ("Your", " journey", " starts", " with", " one", " step")
     question = questions.most_attended([0.1, 0.2, 0.3, 0.1, 0.1, 0.2], pieces, 1)
@@ -126,7 +132,6 @@ def test_most_attended_reads_the_largest_weight():
 
 
 def test_scaling_direction_compares_the_softmax_with_and_without_the_division():
-    from explorer import questions
 
     scores = np.array([2.0, 1.0, 0.0])
     scaled = np.exp(scores / 2**0.5) / np.exp(scores / 2**0.5).sum()
@@ -136,7 +141,6 @@ def test_scaling_direction_compares_the_softmax_with_and_without_the_division():
 
 
 def test_row_sums_padding_and_widths_come_from_the_numbers():
-    from explorer import questions
 
     renormalized = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
     assert questions.masked_row_sum(renormalized, ["a", "b", "c"]).answer == pytest.approx(1.0)

@@ -13,7 +13,10 @@ import plotly.graph_objects as go
 import torch
 from apptest_support import ROOT, app
 
-from explorer import results, server, timing, ui
+from explorer import results
+from explorer.runtime import server
+from explorer.views import speed
+from explorer.widgets import code
 
 
 def num_threads_in_a_new_thread() -> int:
@@ -27,7 +30,7 @@ def num_threads_in_a_new_thread() -> int:
 
 def test_importing_the_explorer_changes_nothing_until_the_server_is_configured():
     code = (
-        "import gc, torch; from explorer import compute, server, timing, ui; "
+        "import gc, torch; from explorer import session, views, widgets; from explorer.runtime import server; "
         "print(gc.get_freeze_count(), torch.get_num_threads() == server.MACHINE_THREADS)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -51,7 +54,7 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(attention, "measure", counting_measure)
-    timing.measured.clear()
+    speed.measured.clear()
     at = app("pages/speed.py")
     at.multiselect(key="speed_T").set_value([16])
     at.selectbox(key="speed_d").set_value(32)
@@ -85,11 +88,11 @@ def test_the_code_panel_reads_each_source_once_whatever_the_threads(monkeypatch)
         return source(obj)
 
     source = inspect.getsource
-    monkeypatch.setattr(ui, "_SOURCES", {})
-    monkeypatch.setattr(ui.inspect, "getsource", counting_getsource)
+    monkeypatch.setattr(code, "_SOURCES", {})
+    monkeypatch.setattr(code.inspect, "getsource", counting_getsource)
     results = []
     threads = [
-        threading.Thread(target=lambda: results.append(ui.source_of(attention.SelfAttention_v2))) for _ in range(8)
+        threading.Thread(target=lambda: results.append(code.source_of(attention.SelfAttention_v2))) for _ in range(8)
     ]
     for thread in threads:
         thread.start()

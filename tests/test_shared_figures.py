@@ -15,8 +15,9 @@ import pytest
 from apptest_support import app, figure_specs
 from plotly.basedatatypes import BaseFigure, BasePlotlyType
 
-from explorer import figures, shared_figures
-from explorer.shared_figures import UnhashableError, fingerprint, shared
+from explorer import figures
+from explorer.widgets import drawn
+from explorer.widgets.drawn import UnhashableError, fingerprint, shared
 
 BUILDS = []
 
@@ -29,10 +30,10 @@ def counted_heatmap(*args, **options):
 
 @pytest.fixture(autouse=True)
 def empty_cache():
-    shared_figures.FIGURES.clear()
+    drawn.FIGURES.clear()
     BUILDS.clear()
     yield
-    shared_figures.FIGURES.clear()
+    drawn.FIGURES.clear()
 
 
 def test_fingerprint_follows_contents_not_identity():
@@ -84,17 +85,17 @@ def test_unhashable_arguments_build_for_the_call_alone():
 
     shared(builder, Opaque())
     shared(builder, Opaque())
-    assert len(BUILDS) == 2 and len(shared_figures.FIGURES) == 0
+    assert len(BUILDS) == 2 and len(drawn.FIGURES) == 0
 
 
 def test_two_sessions_on_one_view_share_its_figures():
     """A second student on the same page and step builds no figure and sees the same numbers."""
 
     first = app("pages/causal_mask.py")
-    kept = len(shared_figures.FIGURES)
+    kept = len(drawn.FIGURES)
     assert kept >= 1
     second = app("pages/causal_mask.py")
-    assert len(shared_figures.FIGURES) == kept
+    assert len(drawn.FIGURES) == kept
     assert figure_specs(first) == figure_specs(second) != []
 
 
@@ -133,7 +134,8 @@ PREPARE_WHILE_IMPORTING = """
 import sys, threading, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-from explorer import figures, shared_figures
+from explorer import figures
+from explorer.widgets import drawn as shared_figures
 importer = threading.Thread(target=__import__, args=("pandas",))
 importer.start()
 time.sleep(0.3)
@@ -159,7 +161,7 @@ def test_drawing_waits_for_pandas_that_another_thread_is_importing(tmp_path):
 
 def test_st_plotly_chart_gets_the_same_figure_from_the_json():
     drawn = shared(counted_heatmap, np.eye(3), ["<b>", "a", "a"], ["<b>", "a", "a"], title="w", masked=np.eye(3) > 0)
-    given = plotly.tools.return_figure_from_figure_or_data(drawn.encoded(), validate_figure=True)
+    given = plotly.tools.return_figure_from_figure_or_data(drawn.chart, validate_figure=True)
     whole = plotly.tools.return_figure_from_figure_or_data(drawn.figure(), validate_figure=True)
     assert json.loads(pio.to_json(given, validate=False)) == json.loads(pio.to_json(whole, validate=False))
 
@@ -176,8 +178,8 @@ def test_a_second_student_on_a_view_builds_no_figure(page, step, monkeypatch):
     is shared: a second session on the same view prepares nothing and sees the same figures."""
     first = app(page, query_params={"step": step})
     prepared = []
-    prepare = shared_figures.prepare
-    monkeypatch.setattr(shared_figures, "prepare", lambda *a, **k: prepared.append(a) or prepare(*a, **k))
+    prepare = drawn.prepare
+    monkeypatch.setattr(drawn, "prepare", lambda *a, **k: prepared.append(a) or prepare(*a, **k))
     second = app(page, query_params={"step": step})
     assert not second.exception
     assert prepared == []
@@ -187,11 +189,13 @@ def test_a_second_student_on_a_view_builds_no_figure(page, step, monkeypatch):
 def test_a_panel_counts_the_columns_its_heatmap_shows():
     """``side_by_side`` drops cell values from heatmaps wider than their column; a token window narrows
     token columns (not d_out ones) before that decision, as ``figures.fit_matrix`` does."""
-    from explorer import ui
+    from explorer.widgets import charts
 
     z, window = np.zeros((20, 20)), dataclasses.replace(figures.DEFAULT_STYLE, token_window=(4, 10))
     labels = [f"t{i}" for i in range(20)]
-    assert ui.Panel("w", figures.heatmap, (z, labels, labels), {"style": figures.DEFAULT_STYLE}).columns() == 20
-    assert ui.Panel("w", figures.heatmap, (z, labels, labels), {"style": window}).columns() == 6
-    assert ui.Panel("v", figures.heatmap, (z, labels, labels), {"style": window, "col_tokens": False}).columns() == 20
-    assert ui.Panel("l", figures.lines, ([1, 2], {"a": [1, 2]}), {"style": window}).columns() == 0
+    assert charts.Panel("w", figures.heatmap, (z, labels, labels), {"style": figures.DEFAULT_STYLE}).columns() == 20
+    assert charts.Panel("w", figures.heatmap, (z, labels, labels), {"style": window}).columns() == 6
+    assert (
+        charts.Panel("v", figures.heatmap, (z, labels, labels), {"style": window, "col_tokens": False}).columns() == 20
+    )
+    assert charts.Panel("l", figures.lines, ([1, 2], {"a": [1, 2]}), {"style": window}).columns() == 0

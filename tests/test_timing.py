@@ -6,12 +6,13 @@ import time
 
 import pytest
 
-from explorer import timing
 from explorer.results import SpeedView
+from explorer.runtime import queue
+from explorer.views import speed
 
 
 def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
-    queue = timing.TurnQueue()
+    turns = queue.TurnQueue()
     order, seen_ahead = [], {}
     first_inside = threading.Event()
     release_first = threading.Event()
@@ -20,7 +21,7 @@ def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
         def on_wait(ahead: int) -> None:
             seen_ahead.setdefault(name, set()).add(ahead)
 
-        with queue.turn(on_wait):
+        with turns.turn(on_wait):
             order.append(name)
             if hold is not None:
                 first_inside.set()
@@ -41,16 +42,16 @@ def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
 
     assert order == ["first", "second", "third"]
     assert 1 in seen_ahead["second"] and 2 in seen_ahead["third"]
-    assert len(queue) == 0
+    assert len(turns) == 0
 
 
 def test_a_waiter_who_leaves_gives_up_the_place():
-    queue = timing.TurnQueue()
+    turns = queue.TurnQueue()
     inside = threading.Event()
     release = threading.Event()
 
     def holder() -> None:
-        with queue.turn(lambda ahead: None):
+        with turns.turn(lambda ahead: None):
             inside.set()
             release.wait(5)
 
@@ -61,29 +62,29 @@ def test_a_waiter_who_leaves_gives_up_the_place():
     def leave(ahead: int) -> None:
         raise RuntimeError("the visitor reran the page")
 
-    with pytest.raises(RuntimeError), queue.turn(leave):
+    with pytest.raises(RuntimeError), turns.turn(leave):
         pass
-    assert len(queue) == 1  # only the holder is left
+    assert len(turns) == 1  # only the holder is left
     release.set()
     thread.join(5)
-    assert len(queue) == 0
+    assert len(turns) == 0
 
 
 def test_a_remembered_result_is_returned_without_queueing(monkeypatch):
     view = object.__new__(SpeedView)
-    monkeypatch.setattr(timing.measured, "get", lambda *sizes: view)
+    monkeypatch.setattr(speed.measured, "get", lambda *sizes: view)
 
     def fail(*args, **kwargs):
         raise AssertionError("queued")
 
-    monkeypatch.setattr(timing.SPEED_QUEUE, "turn", fail)
+    monkeypatch.setattr(speed.SPEED_QUEUE, "turn", fail)
 
-    assert timing.speed_view((16,), 32, 2, 1, 1, "cpu") is view
+    assert speed.speed_view((16,), 32, 2, 1, 1, "cpu") is view
 
 
 def test_the_waiting_text_says_how_many_are_ahead_and_the_budget():
     assert (
-        timing.waiting(1)
-        == f"1 measurement is ahead of yours in the queue; each stops within {timing.SPEED_BUDGET_S:.0f} s."
+        speed.waiting(1)
+        == f"1 measurement is ahead of yours in the queue; each stops within {speed.SPEED_BUDGET_S:.0f} s."
     )
-    assert timing.waiting(3).startswith("3 measurements are ahead")
+    assert speed.waiting(3).startswith("3 measurements are ahead")

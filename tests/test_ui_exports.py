@@ -6,8 +6,11 @@ import json
 
 import numpy as np
 
-from explorer import exports, figures
+from explorer import figures
+from explorer.figures import tables
 from explorer.settings import Settings
+from explorer.views import book
+from explorer.widgets import downloads
 
 TOKENS = ["Your", "=SUM(A1)", "-0.5", "@x"]
 FUTURE = np.triu(np.ones((4, 4), dtype=bool), 1)
@@ -15,14 +18,14 @@ WEIGHTS = np.tril(np.full((4, 4), 0.25)) / np.tril(np.full((4, 4), 0.25)).sum(ax
 
 
 def exported(fig) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(exports.tables_csv(exports.figure_tables(fig)))))
+    return list(csv.reader(io.StringIO(tables.tables_csv(tables.figure_tables(fig)))))
 
 
 def test_masked_weights_are_zero_in_csv_and_json():
     fig = figures.heatmap(WEIGHTS, TOKENS, TOKENS, title="attn_weights", value_name="attention weight", masked=FUTURE)
     rows = exported(fig)
     assert rows[1][1:] == ["1", "0", "0", "0"]
-    payload = json.loads(exports.step_json({"tables": exports.figure_tables(fig)}))
+    payload = json.loads(tables.step_json({"tables": tables.figure_tables(fig)}))
     assert payload["tables"][0]["values"][0] == [1.0, 0.0, 0.0, 0.0]
 
 
@@ -30,9 +33,9 @@ def test_masked_scores_are_minus_infinity_in_csv_and_a_string_in_json():
     scores = np.where(FUTURE, -np.inf, 0.5)
     fig = figures.heatmap(scores, TOKENS, TOKENS, title="masked_scores", kind="signed", masked=FUTURE)
     assert exported(fig)[1][1:] == ["0.5", "-inf", "-inf", "-inf"]
-    payload = json.loads(exports.step_json({"tables": exports.figure_tables(fig)}))
+    payload = json.loads(tables.step_json({"tables": tables.figure_tables(fig)}))
     assert payload["tables"][0]["values"][0] == [0.5, "-inf", "-inf", "-inf"]
-    assert '"-inf"' in exports.JSON_NOTE
+    assert '"-inf"' in tables.JSON_NOTE
 
 
 def test_dropped_weights_are_zero_too():
@@ -42,31 +45,31 @@ def test_dropped_weights_are_zero_too():
 
 
 def test_labels_that_look_like_formulas_are_neutralised_but_numbers_stay():
-    assert exports.csv_text("=SUM(A1)") == "'=SUM(A1)"
-    assert exports.csv_text("+1+1") == "'+1+1"
-    assert exports.csv_text("@x") == "'@x"
-    assert exports.csv_text("-x") == "'-x"
-    assert exports.csv_text("-0.5") == "-0.5"
-    assert exports.csv_text("Your") == "Your"
+    assert tables.csv_text("=SUM(A1)") == "'=SUM(A1)"
+    assert tables.csv_text("+1+1") == "'+1+1"
+    assert tables.csv_text("@x") == "'@x"
+    assert tables.csv_text("-x") == "'-x"
+    assert tables.csv_text("-0.5") == "-0.5"
+    assert tables.csv_text("Your") == "Your"
     fig = figures.heatmap(WEIGHTS, TOKENS, TOKENS, title="=t", value_name="attention weight", masked=FUTURE)
     header = exported(fig)[0]
     assert header == ["'=t", "Your", "'=SUM(A1)", "-0.5", "'@x"]
 
 
 def test_naive_softmax_nan_stays_null_in_json():
-    payload = json.loads(exports.step_json({"values": np.array([np.nan, 1.0, np.inf])}))
+    payload = json.loads(tables.step_json({"values": np.array([np.nan, 1.0, np.inf])}))
     assert payload["values"] == [None, 1.0, "inf"]
 
 
 def test_the_book_flag_follows_the_settings():
-    assert exports.book_mode.is_book(Settings())
-    assert not exports.book_mode.is_book(Settings(source="text", text="Hello there"))
-    assert not exports.book_mode.is_book(Settings(d_out=4))
+    assert book.is_book(Settings())
+    assert not book.is_book(Settings(source="text", text="Hello there"))
+    assert not book.is_book(Settings(d_out=4))
 
 
 def test_file_names_carry_page_step_and_quantity(monkeypatch):
-    monkeypatch.setattr(exports.st, "session_state", {"run_step": ("causal_mask", 2, "Scores with −∞")})
-    assert exports.export_name("masked-weights") == "causal_mask-step3-masked_weights"
-    assert figures.export_config(exports.export_name("masked-weights"))["toImageButtonOptions"]["filename"] == (
+    monkeypatch.setattr(downloads.st, "session_state", {"run_step": ("causal_mask", 2, "Scores with −∞")})
+    assert downloads.export_name("masked-weights") == "causal_mask-step3-masked_weights"
+    assert figures.export_config(downloads.export_name("masked-weights"))["toImageButtonOptions"]["filename"] == (
         "causal_mask-step3-masked_weights"
     )

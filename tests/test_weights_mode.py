@@ -7,8 +7,8 @@ import torch
 
 import attention
 from attention import gpt
-from explorer import weights
-from explorer.settings import BOOK, TEXT, Settings, from_query_params, to_query_params
+from explorer.models import choice, heads, inputs, modules
+from explorer.settings import BOOK, GPT2, RANDOM, TEXT, TRAINED, Settings, from_query_params, to_query_params
 
 TYPED = "The quick brown fox jumps over the lazy dog, and then it runs home to rest."
 
@@ -30,7 +30,7 @@ def test_causal_head_slices_reproduce_the_layers_own_weights(model, layer, text)
     inputs = layer_inputs(model, text, layer)
     own = attention.trace(mha, inputs)
     for head in range(mha.num_heads):
-        single = weights.head_module(mha, head, "CausalAttention")
+        single = modules.head_module(mha, head, "CausalAttention")
         sliced = attention.trace(single, inputs)
         assert sliced.attn_weights.shape == (1, 1, inputs.shape[1], inputs.shape[1])
         torch.testing.assert_close(sliced.attn_weights[0, 0], own.attn_weights[0, head], rtol=0, atol=1e-6)
@@ -43,7 +43,7 @@ def test_v1_and_v2_slices_give_the_heads_queries_keys_and_values(model):
     own = attention.trace(mha, inputs.unsqueeze(0))
     for head in range(mha.num_heads):
         for name in ("SelfAttention_v1", "SelfAttention_v2"):
-            single = attention.trace(weights.head_module(mha, head, name), inputs)
+            single = attention.trace(modules.head_module(mha, head, name), inputs)
             for part in ("queries", "keys", "values"):
                 torch.testing.assert_close(getattr(single, part)[0, 0], getattr(own, part)[0, head], rtol=0, atol=1e-6)
 
@@ -51,7 +51,7 @@ def test_v1_and_v2_slices_give_the_heads_queries_keys_and_values(model):
 def test_wrapper_of_layer_concatenates_the_layers_heads_and_out_proj_finishes_it(model):
     mha = model.trf_blocks[1].att
     inputs = layer_inputs(model, TYPED, 1)
-    wrapper = weights.wrapper_of_layer(mha)
+    wrapper = modules.wrapper_of_layer(mha)
     own = attention.trace(mha, inputs)
     with torch.no_grad():
         concatenated = wrapper(inputs)  # (1, T, 64)
@@ -61,7 +61,7 @@ def test_wrapper_of_layer_concatenates_the_layers_heads_and_out_proj_finishes_it
 
 def test_layer_copy_has_the_settings_dropout_and_leaves_the_model_alone(model):
     mha = model.trf_blocks[0].att
-    copy = weights.layer_copy(mha, dropout=0.5)
+    copy = modules.layer_copy(mha, dropout=0.5)
     assert copy is not mha and copy.dropout.p == 0.5 and mha.dropout.p == 0.0
     inputs = layer_inputs(model, attention.BOOK_SENTENCE, 0)
     with torch.no_grad():
@@ -70,22 +70,22 @@ def test_layer_copy_has_the_settings_dropout_and_leaves_the_model_alone(model):
 
 def test_a_head_outside_the_layer_is_refused(model):
     with pytest.raises(ValueError, match="head must be 0 to 3"):
-        weights.head_module(model.trf_blocks[0].att, 4, "CausalAttention")
+        modules.head_module(model.trf_blocks[0].att, 4, "CausalAttention")
 
 
 def test_v1_cannot_hold_a_biased_head():
     torch.manual_seed(0)
     biased = attention.MultiHeadAttention(8, 8, 16, 0.0, num_heads=2, qkv_bias=True)
     with pytest.raises(ValueError, match="bias"):
-        weights.head_module(biased, 0, "SelfAttention_v1")
-    v2 = weights.head_module(biased, 1, "SelfAttention_v2")
+        modules.head_module(biased, 0, "SelfAttention_v1")
+    v2 = modules.head_module(biased, 1, "SelfAttention_v2")
     torch.testing.assert_close(v2.W_query.bias, biased.W_query.bias[4:])
 
 
 @pytest.mark.parametrize("layer", range(1, 5))
 @pytest.mark.parametrize("source", [BOOK, TEXT])
 def test_the_trained_heads_summaries_differ(source, layer):
-    found = weights.summaries(Settings(source=source, text=TYPED, weights=weights.TRAINED, layer=layer))
+    found = heads.summaries(Settings(source=source, text=TYPED, weights=TRAINED, layer=layer))
     assert found.previous_token.shape == found.first_token.shape == found.entropy.shape == (4,)
     table = np.stack([found.previous_token, found.first_token, found.entropy_share], axis=1)  # (h, 3)
     closest = min(np.abs(table[i] - table[j]).max() for i in range(4) for j in range(i + 1, 4))
@@ -95,32 +95,32 @@ def test_the_trained_heads_summaries_differ(source, layer):
 
 
 def test_random_weights_have_no_summaries():
-    assert weights.summaries(Settings()) is None
+    assert heads.summaries(Settings()) is None
 
 
 def test_the_model_fixes_the_sizes_and_random_keeps_the_books():
-    trained = weights.effective(Settings(weights=weights.TRAINED, layer=3, head=2))
+    trained = choice.effective(Settings(weights=TRAINED, layer=3, head=2))
     assert (trained.d_in, trained.d_out, trained.num_heads, trained.context_length) == (64, 16, 4, 128)
     assert (trained.layer, trained.head, trained.effective_d_in) == (3, 2, 64)
-    assert weights.effective(Settings()) == Settings()
+    assert choice.effective(Settings()) == Settings()
 
 
 def test_layer_and_head_beyond_the_model_are_clamped_with_a_notice():
-    settings, notices = weights.fit(Settings(weights=weights.TRAINED, layer=9, head=7))
+    settings, notices = choice.fit(Settings(weights=TRAINED, layer=9, head=7))
     assert (settings.layer, settings.head) == (4, 3)
     assert len(notices) == 2 and "layers 1–4" in notices[0]
 
 
 def test_gpt2_without_a_checkpoint_falls_back_to_random_with_the_loaders_message(monkeypatch):
     monkeypatch.delenv("ATTENTION_GPT2_CHECKPOINT", raising=False)
-    settings, notices = weights.fit(Settings(weights=weights.GPT2))
-    assert settings.weights == weights.RANDOM
+    settings, notices = choice.fit(Settings(weights=GPT2))
+    assert settings.weights == RANDOM
     assert "ATTENTION_GPT2_CHECKPOINT" in notices[0] and "random weights" in notices[0]
 
 
 def test_prepared_is_the_layers_input_cut_to_the_models_context():
     long_text = " ".join(["word"] * 300)
-    data = weights.prepared(Settings(source=TEXT, text=long_text, weights=weights.TRAINED, layer=2))
+    data = inputs.prepared(Settings(source=TEXT, text=long_text, weights=TRAINED, layer=2))
     assert data.inputs.shape == (128, 64) and data.truncated_from == 300
     model = gpt.load_trained_gpt()
     expected = gpt.layer_input(model, data.ids, 1).inputs[0]

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from explorer.figures import visible_token
 from explorer.parsing import literal
@@ -92,7 +91,8 @@ def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -
     ``attn_weights_row`` (T,) is the page's softmax of the scaled scores; the
     unscaled softmax is that of ``attn_scores_row`` (T,) as it is.
     """
-    unscaled = torch.softmax(torch.tensor(np.asarray(attn_scores_row, dtype=np.float32)), dim=-1)  # (T,)
+    scores = np.asarray(attn_scores_row, dtype=np.float64)  # (T,)
+    unscaled = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()  # softmax, as torch's: (T,)
     before, after = float(unscaled.max()), float(np.max(attn_weights_row))
     choices = ("It goes up", "It goes down", "It stays the same")
     answer = choices[2] if abs(after - before) < SAME else choices[0] if after > before else choices[1]

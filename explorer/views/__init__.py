@@ -3,6 +3,9 @@ every session. A view takes the run's ``Run`` (settings and prepared sentence), 
 (``run.budgeted``), and calls the ``attention`` package through ``models``; it draws nothing but a
 waiting notice.
 
+``mistakes`` and ``speed`` (the Break it and Speed pages' views, which import torch) are imported from their
+modules, so the first page's run imports no torch.
+
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 """
 
@@ -17,19 +20,14 @@ from explorer.views.chapter import (
     why_view,
 )
 from explorer.views.masking import batch_view, dropout_sample_limit, dropout_view, mask_view
-from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.views.multihead import multihead_view
 from explorer.views.reversal import reversal_view
 from explorer.views.run import Run, page_turn
-from explorer.views.speed import budget_note, measured, speed_devices, speed_view
 
 __all__ = [
-    "SCALING_MISTAKES",
     "WHY_HIDDEN_SIZE",
     "Run",
     "batch_view",
-    "budget_note",
-    "changed_step",
     "computed_why_view",
     "dropout_sample_limit",
     "dropout_settings",
@@ -37,8 +35,6 @@ __all__ = [
     "dropout_view",
     "is_book",
     "mask_view",
-    "measured",
-    "mistake_view",
     "module_seed",
     "module_trace",
     "multihead_view",
@@ -48,7 +44,5 @@ __all__ = [
     "reversal_view",
     "scaling_view",
     "simplified_view",
-    "speed_devices",
-    "speed_view",
     "why_view",
 ]

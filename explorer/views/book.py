@@ -19,6 +19,7 @@ Each is pure in the frozen settings and cached, so a rerun recomputes nothing.""
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from attention.constants import BOOK_SECTIONS as SECTIONS
@@ -123,8 +124,7 @@ def is_book(settings: Settings, section: str | None = None) -> bool:
     return not any(departures(settings, name) for name in sections)
 
 
-@functools.lru_cache(maxsize=4096)
-def note(settings: Settings, section: str, *, also: tuple[str, ...] = ()) -> str:
+def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
     """A sentence saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
     reasons = [*departures(settings, section), *also]
     if not reasons:

@@ -14,9 +14,9 @@ import attention
 from explorer.models.first_view import stored_why_view
 from explorer.models.modules import module_for
 from explorer.results import QkvView, ScalingView, SimplifiedView, TraceArrays, WhyView, from_tensors
-from explorer.runtime.caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES, shared_view
+from explorer.runtime.caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES
 from explorer.runtime.lazy import torch
-from explorer.views.run import Run, budgeted
+from explorer.views.run import Run, budgeted, run_view
 
 
 def _inputs_tensor(run: Run) -> torch.Tensor:
@@ -109,7 +109,7 @@ def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed:
 WHY_HIDDEN_SIZE = 16  # the GRU's hidden state that Why attention opens with
 
 
-@shared_view(max_entries=VIEW_ENTRIES)
+@run_view(max_entries=VIEW_ENTRIES)
 def why_view(run: Run, hidden_size: int) -> WhyView:
     """Sections 3.1–3.2 on the sentence (``computed_why_view``). The book's example at the first page's
     defaults is stored (``first_view``): a new server draws it before it has imported torch."""

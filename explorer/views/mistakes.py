@@ -17,10 +17,10 @@ from attention.mistake_measures import Measure
 from attention.mistake_steps import RIGHT, Steps
 from explorer.models.modules import module_for
 from explorer.results import from_tensors
-from explorer.runtime.caching import VIEW_ENTRIES, shared_view
+from explorer.runtime.caching import VIEW_ENTRIES
 from explorer.settings import Settings
 from explorer.views.book import BOOK_DROPOUT
-from explorer.views.run import Run
+from explorer.views.run import Run, run_view
 
 SCALING_MISTAKES = {"no_scaling": "no scaling", "divide_by_d_k": "÷ d_k"}  # name → legend label
 
@@ -91,7 +91,7 @@ def dropout_for(settings: Settings, name: str) -> float:
     return settings.dropout
 
 
-@shared_view(max_entries=VIEW_ENTRIES)
+@run_view(max_entries=VIEW_ENTRIES)
 def mistake_view(run: Run, name: str) -> MistakeView:
     """``attention.run_mistake(name, …)`` on the settings' module and sentence, as numpy.
 

@@ -115,6 +115,22 @@ def heavy_turn():
         release_memory()
 
 
+def run_view(max_entries: int):
+    """``shared_view`` for a view of a ``Run`` that needs no budget (a small result); it takes settings too."""
+
+    def decorate(view):
+        cached = shared_view(max_entries=max_entries)(view)
+
+        @functools.wraps(view)
+        def of_run(run: Run | Settings, *args, **kwargs):
+            return cached(run if isinstance(run, Run) else Run.of(run), *args, **kwargs)
+
+        of_run.clear = cached.clear
+        return of_run
+
+    return decorate
+
+
 def budgeted(kind: str):
     """Keep view ``kind`` within ``runtime.memory.VIEW_BUDGET``, planned once per call from the run's token
     count: compute only the first tokens that fit, with a notice, or refuse; a heavy view takes its turn."""

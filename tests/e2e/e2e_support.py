@@ -31,8 +31,9 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 import attention
 from benchmarks.launch import SETTLED, VIEWPORT  # one definition for the browser tests, benchmarks and scripts
-from explorer import book_mode, figures
+from explorer import figures
 from explorer.settings import Settings
+from explorer.views import book
 
 CUT_SHORT = ForwardMsg.FINISHED_EARLY_FOR_RERUN  # a run interrupted by a newer rerun (fastReruns)
 
@@ -56,23 +57,22 @@ class PageSpec:
 
 
 def app_pages() -> list[PageSpec]:
-    """The pages the app script ``explorer_app.py`` passes to ``st.navigation``, read from its source.
+    """The pages the app script ``explorer_app.py`` passes to ``st.navigation`` (its ``PAGES``), read from its source.
 
     Tests are parametrized with these at collection time;
     ``test_navigation_lists_the_tested_pages`` checks them against the running app's sidebar, so a page added to the
     entry script is covered without editing the tests.
     """
     tree = ast.parse((ROOT / "explorer_app.py").read_text(encoding="utf-8"))
+    pages = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "PAGES" for target in node.targets)
+    )
     specs = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Page"):
-            continue
-        if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
-            continue
-        file = node.args[0].value
-        options = {kw.arg: kw.value.value for kw in node.keywords if isinstance(kw.value, ast.Constant)}
+    for file, title, _icon, options in pages:
         url_path = options.get("url_path", Path(file).stem)
-        specs.append(PageSpec(file, options.get("title", Path(file).stem), "" if options.get("default") else url_path))
+        specs.append(PageSpec(file, title, "" if options.get("default") else url_path))
     return specs
 
 
@@ -580,7 +580,7 @@ def _seeded(cls, seed: int, *args, **kwargs):
 
 def causal_page_seed(inputs: Inputs) -> int:
     """The Causal mask page's module seed: the book's 789 while the sidebar's seed is the default (``book_mode``)."""
-    return book_mode.module_seed(Settings(seed=inputs.seed), "causal")
+    return book.module_seed(Settings(seed=inputs.seed), "causal")
 
 
 def causal_weights(inputs: Inputs, seed: int | None = None) -> np.ndarray:
