@@ -86,8 +86,7 @@ class Meter:
 
     The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together).
     When the server has ``processes()`` (name -> pid: the app processes and nginx), each is
-    measured on its own too; with ``gc_stats()`` (``serve --stats``), its collections are counted.
-    The client's CPU is this process's.
+    measured on its own too. The client's CPU is this process's.
     """
 
     def __init__(self, server, every: float = 1.0) -> None:
@@ -99,9 +98,6 @@ class Meter:
         self.anon_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
         self._task = None
 
-    async def _gc_stats(self) -> dict | None:
-        return await self.server.gc_stats() if hasattr(self.server, "gc_stats") else None
-
     async def __aenter__(self):
         self.t0 = time.perf_counter()
         self.load_start = loadavg()[0]
@@ -109,7 +105,6 @@ class Meter:
         self.proc_cpu0 = {name: process_cpu_s(pid) for name, pid in self.procs.items()}
         self.self0 = sum(os.times()[:2])
         self.busy0 = busy_s()
-        self.gc0 = await self._gc_stats()
         self._task = asyncio.create_task(self._sample())
         return self
 
@@ -137,20 +132,8 @@ class Meter:
         measured = sum(self.proc_cpu.values()) if self.procs else self.server_cpu
         self.other_cores = max(0.0, (busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
         self.load_end = loadavg()[0]
-        self.gc1 = await self._gc_stats()
 
     def report(self, runs: int) -> dict:
-        gc = {}
-        if self.gc0 and self.gc1:
-            generations = [(self.gc0["generations"][g], self.gc1["generations"][g]) for g in "012"]
-            gc = {
-                "collections": [b["collections"] - a["collections"] for a, b in generations],
-                "max_pause_s": self.gc1["generations"]["2"]["max_seconds"],
-                "tracked_objects": self.gc1["tracked"],
-                "frozen_objects": self.gc1["frozen"],
-            }
-            for key, field_name in (("gc_ms_per_run", "seconds"), ("gc_cpu_ms_per_run", "cpu_seconds")):
-                gc[key] = 1000 * sum(b[field_name] - a[field_name] for a, b in generations) / max(runs, 1)
         processes = {
             name: {
                 "cpu_s": self.proc_cpu[name],
@@ -173,7 +156,6 @@ class Meter:
             "loadavg_start": self.load_start,
             "loadavg_end": self.load_end,
             "processes": processes,
-            "gc": gc,
         }
 
 
@@ -195,7 +177,6 @@ def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
 MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
     *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
     *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
-    *("trimming.trims", "trimming.seconds", "trimming.max_seconds"),
 }
 
 
