@@ -33,14 +33,8 @@ from benchmarks import machine
 ROOT = Path(__file__).resolve().parents[1]
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
 CHROMIUM = Path(machine.CHROMIUM)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+CHROMIUM_ARGS += ["--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1280, "height": 720}
 # A JavaScript predicate for page.wait_for_function: the run has finished, nothing is stale, and every plot has
 # drawn, each heatmap with its image (or the page shows an exception, which the caller then reports).

@@ -50,21 +50,21 @@ RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
 async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
     """Open every page of the server at ``base`` once and edit its sentence once, so the imports and first runs
     are behind us; returns the runs and the app's pages (URL path, title), read from the first run's navigation."""
-    rng = random.Random(0)
-    runs = []
-    first = Student(base)
-    runs.append(await first.visit("", {"input": "text", "text": sentence(rng)}))
-    if runs[0].error:
-        raise RuntimeError(f"the app's first page failed at {base}: {runs[0].error}")
-    runs.append(await first.edit(sentence(rng)))
-    await first.close()
-    for page, _ in first.app_pages:
-        if page == "":
-            continue
+    rng, runs = random.Random(0), []
+
+    async def visit(page: str) -> Student:
         student = Student(base)
         runs.append(await student.visit(page, {"input": "text", "text": sentence(rng)}))
+        if runs[-1].error and not page:
+            raise RuntimeError(f"the app's first page failed at {base}: {runs[-1].error}")
         runs.append(await student.edit(sentence(rng)))
         await student.close()
+        return student
+
+    first = await visit("")
+    for page, _ in first.app_pages:
+        if page:
+            await visit(page)
     return runs, first.app_pages
 
 

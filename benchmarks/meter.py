@@ -8,6 +8,7 @@ import json
 import os
 import statistics
 import time
+from collections import Counter
 
 from benchmarks.machine import busy_s, loadavg, process_cpu_s, process_rss_mib
 
@@ -28,15 +29,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summarize(runs: list) -> dict:
+    """How many runs, their errors and warnings by kind, and the latency statistics of those that succeeded."""
     latencies = [r.latency for r in runs if r.ok]
-    errors: dict[str, int] = {}
-    for r in runs:
-        if r.error:
-            errors[r.error] = errors.get(r.error, 0) + 1
-    warnings: dict[str, int] = {}
-    for r in runs:
-        for w in r.warnings:
-            warnings[w] = warnings.get(w, 0) + 1
+    errors = dict(Counter(r.error for r in runs if r.error))
+    warnings = dict(Counter(w for r in runs for w in r.warnings))
     return {
         "runs": len(runs),
         "ok": len(latencies),
@@ -84,18 +80,17 @@ def floor_slope_mib_per_min(samples: list[tuple[float, float]], window_s: float 
 class Meter:
     """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
 
-    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together).
-    When the server has ``processes()`` (name -> pid: the app processes and nginx), each is
-    measured on its own too. The client's CPU is this process's.
+    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together);
+    each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
+    The client's CPU is this process's.
     """
 
     def __init__(self, server, every: float = 1.0) -> None:
         self.server = server
         self.every = every
         self.samples: list[tuple[float, float]] = []
-        self.procs: dict[str, int] = server.processes() if hasattr(server, "processes") else {}
+        self.procs: dict[str, int] = server.processes()
         self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
-        self.anon_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
         self._task = None
 
     async def __aenter__(self):
@@ -113,7 +108,6 @@ class Meter:
         self.samples.append((now, self.server.rss_mib()))
         for name, pid in self.procs.items():
             self.proc_samples[name].append((now, process_rss_mib(pid)))
-            self.anon_samples[name].append((now, process_rss_mib(pid, "RssAnon")))
 
     async def _sample(self) -> None:
         while True:
@@ -129,21 +123,14 @@ class Meter:
         self.server_cpu = self.server.cpu_s() - self.cpu0
         self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
         self.client_cpu = sum(os.times()[:2]) - self.self0
-        measured = sum(self.proc_cpu.values()) if self.procs else self.server_cpu
+        measured = sum(self.proc_cpu.values())  # the app processes and nginx
         self.other_cores = max(0.0, (busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
         self.load_end = loadavg()[0]
 
     def report(self, runs: int) -> dict:
         processes = {
-            name: {
-                "cpu_s": self.proc_cpu[name],
-                "cpu_cores": self.proc_cpu[name] / self.elapsed,
-                **rss_trend(samples, self.elapsed),
-                "anon_start_mib": self.anon_samples[name][0][1],
-                "anon_end_mib": self.anon_samples[name][-1][1],
-                "anon_slope_mib_per_min": slope_mib_per_min(self.anon_samples[name]),
-            }
-            for name, samples in self.proc_samples.items()
+            name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed, **rss_trend(self.proc_samples[name], self.elapsed)}
+            for name, cpu in self.proc_cpu.items()
         }
         per_run = {"server": self.server_cpu, "client": self.client_cpu}
         return {
