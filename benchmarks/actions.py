@@ -39,8 +39,8 @@ import time
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.browser import cold_start, new_context
-from benchmarks.launch import ROOT, SETTLED, TimedServer, launch_chromium
+from benchmarks.browser import cold_start
+from benchmarks.launch import ROOT, TimedServer, launch_chromium
 from benchmarks.machine import loadavg
 from benchmarks.meter import median, percentile
 from benchmarks.protocol import BrowserStudent
@@ -276,8 +276,7 @@ def paint(args) -> dict:
     def inspect(page, base: str, payloads: list[bytes], started_epoch: float) -> dict:
         phases = browser_phases(page.evaluate(PAINT_TIMES), payloads, started_epoch)
         runs = sum(ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
-        second = second_tab(page.context.browser, base, args.second, args.second_after) if args.second else {}
-        return {"phases": phases, "script_runs": runs, **second}
+        return {"phases": phases, "script_runs": runs}
 
     samples, load_start = [], loadavg()
     with sync_playwright() as playwright:
@@ -291,9 +290,7 @@ def paint(args) -> dict:
                 print(
                     f"  cold start /: healthy {s['healthy_s']:.1f} s ({s['healthy_cpu_s']:.1f} s CPU), first heatmap "
                     f"painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s), load {s['load']:.2f}, "
-                    f"{s['script_runs']} run(s)"
-                    + (f", then /{args.second} settled in {s['second_s']:.2f} s" if args.second else "")
-                    + f"\n    {marks}",
+                    f"{s['script_runs']} run(s)\n    {marks}",
                     flush=True,
                 )
         finally:
@@ -314,21 +311,7 @@ def paint(args) -> dict:
     }
 
 
-KEYS = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s", "second_s")
-
-
-def second_tab(browser, base: str, path: str, after_s: float) -> dict:
-    """A second session, ``after_s`` seconds after the first page painted: seconds from opening ``/path``
-    to its settled page (its first run, while or after the server warms up)."""
-    time.sleep(after_s)
-    context = new_context(browser)
-    try:
-        page, start = context.new_page(), time.perf_counter()
-        page.goto(f"{base}/{path}", wait_until="commit")
-        page.wait_for_function(SETTLED, polling="raf")
-        return {"second_s": time.perf_counter() - start, "second_page": path, "second_after_s": after_s}
-    finally:
-        context.close()
+KEYS = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -341,8 +324,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--actions", type=parse_list, default=list(ACTIONS), help=f"costs: a subset of {','.join(ACTIONS)}"
     )
     parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--second", help="paint: then open this URL path in a second tab (e.g. tokens) and time it")
-    parser.add_argument("--second-after", type=float, default=0.0, help="paint: seconds to wait before --second")
     args = parser.parse_args(argv)
     unknown = set(args.actions) - set(ACTIONS)
     if unknown:

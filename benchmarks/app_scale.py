@@ -4,7 +4,6 @@ Usage, from the repository root (the command behind the "App at scale" section o
 
     python -m benchmarks.app_scale                               # everything, about 15 minutes on 2 cores
     python -m benchmarks.app_scale --pages causal_mask,multihead --sizes 64,1024 --no-browser --no-cold
-    python -m benchmarks.app_scale profile --page multihead --step 1 --size 1024   # where a rerun's time goes
     python -m benchmarks.app_scale report                        # the tables again, from the saved results
 
 What it measures (results in ``artifacts/app_scale/results.json``; BENCHMARKS.md describes the method):
@@ -26,10 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import io
 import json
 import os
-import pstats
 import re
 import shutil
 import subprocess
@@ -54,8 +51,8 @@ BROWSER_SIZES = (64, 1024)
 PAGE_ALIASES = {"default": "", "why_attention": "", "": ""}
 
 
-def timed_server(script: str, name: str, profile: Path | None = None) -> TimedServer:
-    return TimedServer(script, name, ARTIFACTS, profile)
+def timed_server(script: str, name: str) -> TimedServer:
+    return TimedServer(script, name, ARTIFACTS)
 
 
 def shell_script() -> str:
@@ -85,12 +82,8 @@ async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: in
         mark, load = server.mark(), loadavg()[0]
         run = await student.edit(text)
         timing = await server.timing_after(mark) or dict.fromkeys(("script_s", "after_s", "total_s"), float("nan"))
-        seconds = {
-            "script": timing["script_s"],
-            "client": run.latency,
-            "gc": timing["after_s"],
-            "total": timing["total_s"],
-        }
+        seconds = {"script": timing["script_s"], "client": run.latency, "gc": timing["after_s"]}
+        seconds["total"] = timing["total_s"]
         rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
     ok = [r for r in rows if not r["error"]]
     return {
@@ -142,17 +135,9 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
                 row = await measure(app, page, step, num_tokens, args.repeats, sentences)
                 bare_ms = median(r["script_ms"] for r in baseline["bare"])
                 bare_total = median(r["total_ms"] for r in baseline["bare"])
-                row.update(
-                    page=page,
-                    title=titles.get(page, page),
-                    step=step,
-                    steps=steps[page],
-                    T=num_tokens,
-                    bare_ms=bare_ms,
-                    ratio=row["script_ms"] / bare_ms,
-                    total_ratio=row["total_ms"] / bare_total,
-                    when=time.strftime("%Y-%m-%d %H:%M"),
-                )
+                row.update(page=page, title=titles.get(page, page), step=step, steps=steps[page], T=num_tokens)
+                row.update(bare_ms=bare_ms, ratio=row["script_ms"] / bare_ms, total_ratio=row["total_ms"] / bare_total)
+                row["when"] = time.strftime("%Y-%m-%d %H:%M")
                 results["server"][f"{page}|{step}|{num_tokens}"] = row
                 print(
                     f"  T={num_tokens:5d} {page or '(default)':12s} step {step}/{steps[page]}: "
@@ -162,12 +147,9 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
                     flush=True,
                 )
         for name, rows in baseline.items():
-            results["baseline"][f"{name}|{num_tokens}"] = {
-                "name": name,
-                "T": num_tokens,
-                **{key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")},
-                "load": [v for r in rows for v in r["load"]],
-            }
+            medians = {key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")}
+            load = [v for r in rows for v in r["load"]]
+            results["baseline"][f"{name}|{num_tokens}"] = {"name": name, "T": num_tokens, **medians, "load": load}
         print(
             f"  T={num_tokens:5d} bare {results['baseline'][f'bare|{num_tokens}']['script_ms']:.1f} ms, shell "
             f"{results['baseline'][f'shell|{num_tokens}']['script_ms']:.1f} ms",
@@ -215,17 +197,10 @@ def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> No
                         runs = [tab.type_sentence(sentences.make(num_tokens)) for _ in range(args.browser_repeats)]
                     finally:
                         tab.close()
-                    row = {
-                        "page": page,
-                        "step": step,
-                        "T": num_tokens,
-                        **{k: median(r[k] for r in runs) for k in ("painted_ms", "finished_ms", "settled_ms")},
-                        "received_bytes": median(r["received_bytes"] for r in runs),
-                        "plots": runs[-1]["plots"],
-                        "samples_ms": [round(r["painted_ms"]) for r in runs],
-                        "load": [r["load"] for r in runs],
-                        "when": time.strftime("%Y-%m-%d %H:%M"),
-                    }
+                    keys = ("painted_ms", "finished_ms", "settled_ms", "received_bytes")
+                    row = {"page": page, "step": step, "T": num_tokens, **{k: median(r[k] for r in runs) for k in keys}}
+                    row |= {"plots": runs[-1]["plots"], "samples_ms": [round(r["painted_ms"]) for r in runs]}
+                    row |= {"load": [r["load"] for r in runs], "when": time.strftime("%Y-%m-%d %H:%M")}
                     results["browser"][f"{page}|{step}|{num_tokens}"] = row
                     print(
                         f"  browser T={num_tokens:5d} {page or '(default)':12s} step {step}: Enter→painted "
@@ -254,12 +229,9 @@ def cold_start_phase(args, results: dict) -> None:
                         f"{samples[-1]['painted_s']:.1f} s, load {samples[-1]['load']:.2f}",
                         flush=True,
                     )
-                rows[url] = {
-                    "healthy_s": median(s["healthy_s"] for s in samples),
-                    "painted_s": median(s["painted_s"] for s in samples),
-                    "samples_s": [round(s["painted_s"], 1) for s in samples],
-                    "load": [s["load"] for s in samples],
-                }
+                rows[url] = {key: median(s[key] for s in samples) for key in ("healthy_s", "painted_s")}
+                rows[url]["samples_s"] = [round(s["painted_s"], 1) for s in samples]
+                rows[url]["load"] = [s["load"] for s in samples]
         finally:
             browser.close()
     results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.cold_repeats}
@@ -268,14 +240,8 @@ def cold_start_phase(args, results: dict) -> None:
 def import_phase(results: dict, repeats: int = 3) -> None:
     """``python -X importtime -c "import attention"`` (largest costs) and the time to import explorer.views."""
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))}
-    out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import attention"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stderr
+    command = [sys.executable, "-X", "importtime", "-c", "import attention"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stderr
     entries = []
     for line in out.splitlines():
         found = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
@@ -307,31 +273,6 @@ def import_phase(results: dict, repeats: int = 3) -> None:
         f"{median(results['imports']['explorer_compute_s']):.2f} s",
         flush=True,
     )
-
-
-async def profile_run(args) -> None:
-    """One page, step and T under cProfile: open, warm up, then ``repeats`` timed sentence changes."""
-    page = PAGE_ALIASES.get(args.page, args.page)
-    stats_path = ARTIFACTS / f"profile-{page or 'default'}-{args.step}-{args.size}.pstats"
-    server = timed_server("streamlit_app.py", "profile", profile=stats_path)
-    server.start()
-    try:
-        sentences = Sentences(seed=args.seed + 2)
-        student = await open_session(server, page, args.size, args.step, sentences)
-        await student.edit(sentences.make(args.size))
-        await server.dump_profile(stats_path)  # and start afresh: only the timed edits are profiled
-        row = await timed_edits(server, student, args.size, args.repeats, sentences)
-        await server.dump_profile(stats_path)
-        await student.close()
-    finally:
-        server.stop()
-    print(f"/{page} step {args.step} T={args.size}: {row['script_ms']:.0f} ms per rerun under cProfile ({row})")
-    buffer = io.StringIO()
-    stats = pstats.Stats(str(stats_path), stream=buffer)
-    stats.sort_stats("cumulative").print_stats(args.top)
-    stats.sort_stats("tottime").print_stats(args.top)
-    print(buffer.getvalue())
-    print(f"pstats: {stats_path}")
 
 
 def load_results(path: Path) -> dict:
@@ -414,7 +355,7 @@ def finish(results: dict, args) -> None:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", nargs="?", default="run", choices=("run", "report", "profile"))
+    parser.add_argument("command", nargs="?", default="run", choices=("run", "report"))
     parser.add_argument("--pages", help="comma-separated URL paths (default/why_attention for the first page)")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="token counts T")
     parser.add_argument("--steps", default="all", help="'all' or comma-separated step numbers")
@@ -430,17 +371,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--markdown", default=str(MARKDOWN))
     parser.add_argument("--no-markdown", action="store_true")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--page", default="multihead", help="profile: the page")
-    parser.add_argument("--step", type=int, default=1, help="profile: the step")
-    parser.add_argument("--size", type=int, default=1024, help="profile: T")
-    parser.add_argument("--top", type=int, default=30, help="profile: functions listed")
     args = parser.parse_args(argv)
     args.sizes = [int(v) for v in args.sizes.split(",")]
     args.browser_sizes = [int(v) for v in args.browser_sizes.split(",")]
     if args.command == "report":
         finish(load_results(Path(args.results)), args)
-    elif args.command == "profile":
-        asyncio.run(profile_run(args))
     else:
         run_all(args)
 

@@ -94,28 +94,11 @@ def stepper() -> int:
 
     index = state["step"]
     previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
-    previous.button(
-        "Previous",
-        key="prev:bare",
-        icon=":material/arrow_back:",
-        on_click=move,
-        args=(-1,),
-        disabled=index == 0,
-        shortcut="Left",
-        width="stretch",
-    )
-    following.button(
-        "Next",
-        key="next:bare",
-        icon=":material/arrow_forward:",
-        icon_position="right",
-        on_click=move,
-        args=(1,),
-        disabled=index == len(STEPS) - 1,
-        shortcut="Right",
-        width="stretch",
-        type="primary",
-    )
+    back = {"icon": ":material/arrow_back:", "args": (-1,), "disabled": index == 0, "shortcut": "Left"}
+    forward = {"icon": ":material/arrow_forward:", "icon_position": "right", "args": (1,), "shortcut": "Right"}
+    previous.button("Previous", key="prev:bare", on_click=move, width="stretch", **back)
+    forward |= {"disabled": index == len(STEPS) - 1, "type": "primary"}
+    following.button("Next", key="next:bare", on_click=move, width="stretch", **forward)
     st.html("<style>[class*='st-key-clicker_'] {position: absolute; left: -10000px;}</style>")
     for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
         st.button(f"{name} bare", key=f"{name}_bare", on_click=move, args=(delta,), shortcut=shortcut)

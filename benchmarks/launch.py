@@ -1,13 +1,13 @@
 """Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
 
 Every way a benchmark runs the app: ``AppServer`` (one ``streamlit run``), ``TimedServer`` (its script
-runs timed), ``OneServer`` (in a measuring mode, or sampling its memory) and ``ClusterServer`` (several
-behind nginx, ``deploy/run_cluster.py``); ``lesson_target`` picks one of the last two.
+runs timed), ``OneServer`` (possibly sampling its memory) and ``ClusterServer`` (several behind nginx,
+``deploy/run_cluster.py``); ``lesson_target`` picks one of the last two.
 
 ``AppServer`` runs ``streamlit run SCRIPT`` on 127.0.0.1 and a free port, in
 its own process group, waits for ``/_stcore/health`` and stops the whole group
 when done. With ``serve_options`` it runs under ``benchmarks.serve``
-instead (timings, garbage-collector options, run slots), which is still
+instead (run timings, a memory log), which is still
 Streamlit's own server in one process; ``TimedServer`` reads the run times that
 ``serve --timings`` writes. ``launch_chromium`` starts the system's Chromium
 through Playwright with the flags every caller uses.
@@ -20,7 +20,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -34,14 +33,8 @@ from benchmarks import machine
 ROOT = Path(__file__).resolve().parents[1]
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
 CHROMIUM = Path(machine.CHROMIUM)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+CHROMIUM_ARGS += ["--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1280, "height": 720}
 # A JavaScript predicate for page.wait_for_function: the run has finished, nothing is stale, and every plot has
 # drawn, each heatmap with its image (or the page shows an exception, which the caller then reports).
@@ -176,11 +169,10 @@ class AppServer:
 class TimedServer(AppServer):
     """``streamlit run SCRIPT`` under ``serve --timings``, which times every script run; logs in ``folder``."""
 
-    def __init__(self, script: str, name: str, folder: Path, profile: Path | None = None) -> None:
+    def __init__(self, script: str, name: str, folder: Path) -> None:
         self.name = name
         self.timings = folder / f"{name}.timings.jsonl"
-        serve = ["--timings", str(self.timings), *(["--profile", str(profile)] if profile else [])]
-        super().__init__(script, log=folder / f"{name}.log", serve_options=serve)
+        super().__init__(script, log=folder / f"{name}.log", serve_options=["--timings", str(self.timings)])
         self.pages: list[tuple[str, str]] = []
 
     def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
@@ -202,64 +194,21 @@ class TimedServer(AppServer):
             await asyncio.sleep(0.02)
         return None
 
-    async def dump_profile(self, path: Path) -> None:
-        """Have ``serve --profile`` write the runs profiled so far to ``path`` (and start afresh)."""
-        path.unlink(missing_ok=True)
-        self.proc.send_signal(signal.SIGUSR2)
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if path.exists() and path.stat().st_size:
-                await asyncio.sleep(0.2)
-                return
-
-
-def parse_mode(mode: str) -> dict:
-    parts = set(mode.split("+"))
-    slots = [p for p in parts if re.fullmatch(r"slots\d+", p)]
-    unknown = parts - {"default", "nogc", "nofreeze", *slots}
-    if unknown or len(slots) > 1:
-        raise SystemExit(f"unknown mode part(s): {sorted(unknown or slots)}")
-    return {
-        "post_script_gc": "nogc" not in parts,
-        "app_freeze": "nofreeze" not in parts,
-        "run_slots": int(slots[0][5:]) if slots else None,
-    }
-
 
 class OneServer(AppServer):
-    """One app process, the students connecting to it directly: ``streamlit run streamlit_app.py``, under
-    ``serve`` in a ``mode`` (its collections counted, ``--stats``) or sampling its memory by kind."""
+    """One app process, the students connecting to it directly: ``streamlit run streamlit_app.py``, or with
+    ``memory_log`` under ``serve --memory-log``, sampling its memory by kind every ``every`` seconds."""
 
     proxied = False
 
-    def __init__(self, log_path: str, env=None, mode: str = "", memory_log: str = "", every=5.0, trim_s=0.0) -> None:
-        serve, streamlit, self.stats_path = [], (), ""
-        if mode:
-            options, self.stats_path = parse_mode(mode), log_path + ".gc.json"
-            serve = ["--stats", self.stats_path, *([] if options["app_freeze"] else ["--no-app-freeze"])]
-            serve += ["--run-slots", str(options["run_slots"])] if options["run_slots"] else []
-            streamlit = ("--runner.postScriptGC", "true" if options["post_script_gc"] else "false")
-        serve += ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else []
-        serve += ["--malloc-trim", str(trim_s)] if trim_s else []
-        super().__init__(log=Path(log_path), env=env, serve_options=serve or None, streamlit_options=streamlit)
-        self.mode, self.memory_log = mode, memory_log
+    def __init__(self, log_path: str, env=None, memory_log: str = "", every: float = 5.0) -> None:
+        serve = ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else None
+        super().__init__(log=Path(log_path), env=env, serve_options=serve)
+        self.memory_log = memory_log
         self.app_bases, self.app_pages = [self.base], []
 
     def processes(self) -> dict[str, int]:
         return {"app": self.proc.pid}
-
-    async def gc_stats(self) -> dict | None:
-        """Counts of the server's garbage collections (``serve --stats``), or None without a mode."""
-        if not self.stats_path:
-            return None
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.stats_path)
-        self.proc.send_signal(signal.SIGUSR2)
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError), open(self.stats_path) as f:
-                return json.load(f)
-        return None
 
 
 class ClusterServer:
@@ -302,15 +251,12 @@ class ClusterServer:
         return problems("\n".join(self.cluster.log(f"app-{port}.log") for port in self.cluster.app_ports))
 
 
-def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str = "", every=5.0, trim_s=0.0):
-    """One app server (``servers`` = 1, no proxy) or ``servers`` of them behind nginx.
-
-    With ``memory_log`` the one server runs under ``serve --memory-log`` (the same Streamlit server, in that
-    process), which samples its memory by kind every ``every`` seconds into that file; with ``trim_s``, under
-    ``serve --malloc-trim``, giving glibc's free memory back every ``trim_s`` seconds."""
+def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str = "", every: float = 5.0):
+    """One app server (``servers`` = 1, no proxy), sampling its memory into ``memory_log`` if given, or
+    ``servers`` of them behind nginx."""
     env = {"MALLOC_ARENA_MAX": str(arena_max)} if arena_max else {}
-    if servers != 1:
-        if memory_log or trim_s:
-            raise SystemExit("--memory-log and --malloc-trim are for one server: use --servers 1")
-        return ClusterServer(servers, log_path, env)
-    return OneServer(log_path, env, memory_log=memory_log, every=every, trim_s=trim_s)
+    if servers == 1:
+        return OneServer(log_path, env, memory_log, every)
+    if memory_log:
+        raise SystemExit("--memory-log is for one server: use --servers 1")
+    return ClusterServer(servers, log_path, env)

@@ -1,31 +1,25 @@
 """Load benchmark: many students on one Attention Explorer server, or on several behind nginx.
 
-Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link" and "Load")::
+Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link")::
 
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
-    python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: RSS by kind
-    python -m benchmarks.load pages                      # time every page and step with one student
-    python -m benchmarks.load classroom --students 1,30,100 --duration 60 --modes default,nofreeze,nogc
-    python -m benchmarks.load burst --students 30,100 --waves 3 --modes default,nofreeze,default+slots1
-    python -m benchmarks.load soak --students 30 --duration 600 --modes default
-    python -m benchmarks.load report --markdown BENCHMARKS.md   # tables from artifacts/load/results.jsonl
+    python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
+    python -m benchmarks.load report               # the tables again, from artifacts/load/results.jsonl
 
-**Lessons** (``class``, ``typing``; issue 15): browser-like students (``protocol.BrowserStudent``) open
-``--page`` with the first of ``CLASS_SENTENCES`` over ``--spread`` seconds, then think (exponential, mean
-``--think``) before each action until ``--duration`` is up. In a ``class`` an action is a stepper click
-(60%), a switch to another chapter page (20%) or a pool sentence (20%); in ``typing``, a new sentence
-of the student's own. ``--servers N`` (N > 1) puts N app processes behind nginx (``deploy/run_cluster.py``).
-``--memory-log`` (one server) has the server sample its memory by kind (``serve --memory-log``).
-
-**Edits** (``pages``, ``classroom``, ``burst``, ``soak``; issue 13): ``protocol.Student``s open ``--page``
-at ``--step`` and type new sentences, on one server in one of the ``--modes``: ``default``, ``nofreeze``
-(the app's ``gc.freeze()`` skipped), ``nogc`` (``--runner.postScriptGC false``), ``slotsK`` (at most K
-script runs at a time), joined with ``+``.
+Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``
+over ``--spread`` seconds, then think (exponential, mean ``--think``) before each action until
+``--duration`` is up. In a ``class`` an action is a stepper click (60%), a switch to another chapter page
+(20%) or a pool sentence (20%); in ``typing``, a new sentence of the student's own. ``--servers N``
+(N > 1) puts N app processes behind nginx (``deploy/run_cluster.py``). ``--memory-log`` (one server) has
+the server sample its memory by kind (``serve --memory-log``).
 
 Latency runs from the request to the ``script_finished`` that ends the run; an exception or error box,
-a stale sidebar or stepper, a wrong page, a timeout or a dropped connection is an error. Each scenario
+a stale sidebar or stepper, a wrong page, a timeout or a dropped connection is an error. Each run
 starts its own server(s), warms them up and appends a JSON line to ``artifacts/load/results.jsonl``.
+
+The issue-13 scenarios (``pages``, ``classroom``, ``burst``, ``soak``, with their server modes) were
+retired in the package layout; they are at commit e1b2501, and their results are records in BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -34,7 +28,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import sys
 import time
 from collections import Counter
@@ -44,7 +37,7 @@ from pathlib import Path
 import websockets
 
 from benchmarks import report
-from benchmarks.launch import OneServer, lesson_target
+from benchmarks.launch import lesson_target
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import Meter, memory_lines, memory_trends, read_memory_log, summarize
 from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, Student
@@ -52,151 +45,27 @@ from benchmarks.sentences import sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
-SCAN_PAUSE_S = 1.0
 
 
 async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
     """Open every page of the server at ``base`` once and edit its sentence once, so the imports and first runs
     are behind us; returns the runs and the app's pages (URL path, title), read from the first run's navigation."""
-    rng = random.Random(0)
-    runs = []
-    first = Student(base)
-    runs.append(await first.visit("", {"input": "text", "text": sentence(rng)}))
-    if runs[0].error:
-        raise RuntimeError(f"the app's first page failed at {base}: {runs[0].error}")
-    runs.append(await first.edit(sentence(rng)))
-    await first.close()
-    for page, _ in first.app_pages:
-        if page == "":
-            continue
+    rng, runs = random.Random(0), []
+
+    async def visit(page: str) -> Student:
         student = Student(base)
         runs.append(await student.visit(page, {"input": "text", "text": sentence(rng)}))
+        if runs[-1].error and not page:
+            raise RuntimeError(f"the app's first page failed at {base}: {runs[-1].error}")
         runs.append(await student.edit(sentence(rng)))
         await student.close()
+        return student
+
+    first = await visit("")
+    for page, _ in first.app_pages:
+        if page:
+            await visit(page)
     return runs, first.app_pages
-
-
-async def join(students: list[Student], page: str, step: int, rng: random.Random, spread_s: float) -> list[Run]:
-    """Every student opens the page with a sentence of their own, arriving over ``spread_s`` seconds."""
-
-    async def one(student: Student, delay: float) -> Run:
-        await asyncio.sleep(delay)
-        return await student.visit(page, {"input": "text", "text": sentence(rng), "step": str(step)})
-
-    return await asyncio.gather(*(one(s, rng.uniform(0, spread_s)) for s in students))
-
-
-async def classroom(server, n: int, duration: float, think_s: float, page: str, step: int, seed: int) -> dict:
-    """``n`` students edit and think, for ``duration`` seconds."""
-    rng = random.Random(seed)
-    students = [Student(server.base) for _ in range(n)]
-    joins = await join(students, page, step, rng, spread_s=min(10.0, 0.1 * n))
-    runs: list[Run] = []
-    async with Meter(server) as meter:
-        start = time.perf_counter()
-        end = start + duration
-
-        async def student_loop(student: Student, own: random.Random) -> None:
-            await asyncio.sleep(own.expovariate(1 / think_s))
-            while time.perf_counter() < end:
-                runs.append(await student.edit(sentence(own)))
-                await asyncio.sleep(own.expovariate(1 / think_s))
-
-        await asyncio.gather(*(student_loop(s, random.Random(seed * 1000 + i)) for i, s in enumerate(students)))
-    finished = [r for r in runs if start <= r.done <= end]
-    for s in students:
-        await s.close()
-    result = {
-        "joins": summarize(joins),
-        "edits": summarize(runs),
-        "throughput_runs_per_s": len(finished) / duration,
-        **meter.report(len(runs)),
-    }
-    result["rss_samples"] = meter.samples[:: max(1, int(10 / meter.every))]
-    return result
-
-
-async def burst(server: OneServer, n: int, waves: int, pause_s: float, page: str, step: int, seed: int) -> dict:
-    rng = random.Random(seed)
-    students = [Student(server.base) for _ in range(n)]
-    joins = await join(students, page, step, rng, spread_s=min(10.0, 0.1 * n))
-    wave_results = []
-    all_runs: list[Run] = []
-    async with Meter(server) as meter:
-        for _ in range(waves):
-            await asyncio.sleep(pause_s)
-            texts = [sentence(rng) for _ in students]
-            go = asyncio.Event()
-
-            async def send(student: Student, text: str, go: asyncio.Event = go) -> Run:
-                await go.wait()
-                return await student.edit(text)
-
-            tasks = [asyncio.create_task(send(s, t)) for s, t in zip(students, texts, strict=True)]
-            await asyncio.sleep(0)
-            fired = time.perf_counter()
-            go.set()
-            runs = await asyncio.gather(*tasks)
-            span = max(r.done for r in runs) - fired
-            wave_results.append({**summarize(runs), "span_s": span, "throughput_runs_per_s": n / span})
-            all_runs.extend(runs)
-    for s in students:
-        await s.close()
-    pooled = summarize(all_runs)
-    return {
-        "joins": summarize(joins),
-        "edits": pooled,
-        "waves": wave_results,
-        "throughput_runs_per_s": statistics.fmean(w["throughput_runs_per_s"] for w in wave_results),
-        **meter.report(len(all_runs)),
-    }
-
-
-async def pages_scan(server: OneServer, edits: int, seed: int) -> dict:
-    """One student on each page and step: open it, edit once to warm up, then time ``edits`` edits.
-
-    The heaviest page and step is the one whose runs cost the server the most
-    CPU time; on a busy machine that is steadier than their latency. The
-    student pauses ``SCAN_PAUSE_S`` after each run, as a student reading the
-    page would, so each run's CPU time includes its own post-run collection
-    and its latency does not include the previous run's.
-    """
-    rng = random.Random(seed)
-    table = []
-    load_start = loadavg()[0]
-    titles = dict(server.app_pages)
-    for page in titles:
-        step = steps = 1
-        while step <= steps:
-            student = Student(server.base)
-            await student.visit(page, {"input": "text", "text": sentence(rng), "step": str(step)})
-            steps = student.steps or 1
-            await student.edit(sentence(rng))
-            runs = []
-            await asyncio.sleep(SCAN_PAUSE_S)
-            cpu0 = server.cpu_s()
-            for _ in range(edits):
-                runs.append(await student.edit(sentence(rng)))
-                await asyncio.sleep(SCAN_PAUSE_S)  # the collection after the run is counted, and not in the next
-            cpu = server.cpu_s() - cpu0  # an idle server uses next to no CPU in the pauses
-            await student.close()
-            row = {"page": page, "title": titles[page], "step": step, "steps": steps, **summarize(runs)}
-            row["server_cpu_ms_per_run"] = 1000 * cpu / edits
-            table.append(row)
-            print(
-                f"  {page or '(default)':12s} step {step}/{steps}: p50 {row['p50_s'] * 1000:7.1f} ms, "
-                f"cpu {row['server_cpu_ms_per_run']:6.1f} ms/run, {row['kib_per_run']:6.1f} KiB, "
-                f"errors {row['errors']}",
-                flush=True,
-            )
-            step += 1
-    heaviest = max(table, key=lambda r: r["server_cpu_ms_per_run"])
-    return {
-        "table": table,
-        "heaviest": {"page": heaviest["page"], "step": heaviest["step"]},
-        "loadavg_start": load_start,
-        "loadavg_end": loadavg()[0],
-    }
 
 
 @dataclass(frozen=True)
@@ -362,8 +231,15 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
     }
 
 
-async def run_scenario(args, label: str, target, measure, **entry) -> dict:
-    """Start ``target``, warm up every app process, ``await measure()``, stop; record and print the entry."""
+async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
+    """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one):
+    start them, warm up every app process, run the lesson, stop; record the entry and print its summary."""
+    label = f"{scenario}-{servers}server-{n}"
+    log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
+    memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
+    if memory_log and os.path.exists(memory_log):
+        os.remove(memory_log)
+    target = lesson_target(servers, log_path, args.arena_max, memory_log, args.memory_every)
     print(f"== {label}: students connect to {target.base} (load {loadavg()[0]:.2f})", flush=True)
     target.start()
     try:
@@ -372,62 +248,29 @@ async def run_scenario(args, label: str, target, measure, **entry) -> dict:
             runs, target.app_pages = await warm(base)
             warm_errors += [r.error for r in runs if r.error]
         print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
-        result = await measure()
+        a = args
+        result = await lesson(target, scenario, n, a.duration, a.think, a.spread, a.page, a.seed)
         result |= {"server_log_problems": target.log_problems()[:20], "warm_up_errors": warm_errors}
     finally:
         target.stop()
-    entry |= {
+    e = {
+        "scenario": scenario,
+        "mode": f"{servers} server" + ("s behind nginx" if servers > 1 else ""),
+        "servers": servers,
+        "students": n,
+        "page": args.page,
+        "think_s": args.think,
+        "spread_s": args.spread,
+        "duration_s": args.duration,
+        "malloc_arena_max": args.arena_max,
+        "memory_log": memory_log,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]]),
         "server_command": " ".join(target.command()),
         "machine": machine(),
         **result,
     }
-    report.record(entry, args.results)
-    return entry
-
-
-async def one_scenario(args, scenario: str, mode: str, n: int | None) -> None:
-    """A ``pages``, ``classroom``, ``burst`` or ``soak`` run of ``n`` students on one server in ``mode``."""
-    label = f"{scenario}-{mode}" + (f"-{n}" if n else "")
-    server = OneServer(os.path.join(os.path.dirname(args.results), "logs", label + ".log"), mode=mode)
-    a = args
-    measure = {
-        "pages": lambda: pages_scan(server, a.edits, a.seed),
-        "burst": lambda: burst(server, n, a.waves, a.pause, a.page, a.step, a.seed),
-    }.get(scenario, lambda: classroom(server, n, a.duration, a.think, a.page, a.step, a.seed))
-    timed = args.duration if scenario in ("classroom", "soak") else None
-    fields = {"scenario": scenario, "mode": mode, "students": n, "page": a.page, "step": a.step, "think_s": a.think}
-    e = await run_scenario(args, label, server, measure, **fields, duration_s=timed)
-    print(f"   heaviest: {e['heaviest']}" if scenario == "pages" else report.scenario_row(e), flush=True)
-
-
-async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
-    """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one)."""
-    label = f"{scenario}-{servers}server-{n}"
-    log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
-    memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
-    if memory_log and os.path.exists(memory_log):
-        os.remove(memory_log)
-    target = lesson_target(servers, log_path, args.arena_max, memory_log, args.memory_every, args.malloc_trim)
-    a = args
-    e = await run_scenario(
-        args,
-        label,
-        target,
-        lambda: lesson(target, scenario, n, a.duration, a.think, a.spread, a.page, a.seed),
-        scenario=scenario,
-        mode=f"{servers} server" + ("s behind nginx" if servers > 1 else ""),
-        servers=servers,
-        students=n,
-        page=a.page,
-        think_s=a.think,
-        spread_s=a.spread,
-        duration_s=a.duration,
-        malloc_arena_max=a.arena_max,
-        malloc_trim_s=a.malloc_trim,
-        memory_log=memory_log,
-    )
+    report.record(e, args.results)
     slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
     print(f"{report.lesson_row(e, None)}\n   slowest: {slowest}", flush=True)
     for name, p in e["processes"].items():
@@ -438,50 +281,31 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
 
 async def amain(args) -> None:
     if args.scenario == "report":
-        tables = report.load_tables(report.read_results(args.results))
-        if args.markdown:
-            report.replace_block(args.markdown, *report.LOAD_TABLES, tables)
-        print(tables)
+        print(report.lesson_tables(report.read_results(args.results)))
         return
-    if args.scenario in MIXES:
-        for n in [int(n) for n in args.students.split(",")]:
-            for servers in [int(k) for k in args.servers.split(",")]:
-                await one_lesson(args, args.scenario, servers, n)
-        return
-    modes = args.modes.split(",")
-    sizes = [int(n) for n in args.students.split(",")] if args.scenario != "pages" else [None]
-    for n in sizes:  # modes inside: the rows to compare run minutes apart, under similar outside load
-        for mode in modes:
-            await one_scenario(args, args.scenario, mode, n)
+    for n in [int(n) for n in args.students.split(",")]:
+        for servers in [int(k) for k in args.servers.split(",")]:
+            await one_lesson(args, args.scenario, servers, n)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=("pages", "classroom", "burst", "soak", *MIXES, "report"))
-    parser.add_argument("--modes", default="default", help="comma-separated server modes (see the docstring)")
+    parser.add_argument("scenario", choices=(*MIXES, "report"))
     parser.add_argument("--students", default="1,30,100", help="comma-separated class sizes")
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of timed editing (classroom, soak)")
-    parser.add_argument("--think", type=float, default=3.0, help="mean think time between edits, seconds")
-    parser.add_argument("--waves", type=int, default=3, help="bursts per run (burst)")
-    parser.add_argument("--pause", type=float, default=3.0, help="seconds of quiet before each burst")
-    parser.add_argument("--page", default="multihead", help="the page every student views (URL path)")
-    parser.add_argument("--step", type=int, default=1, help="the step of that page")
-    parser.add_argument("--edits", type=int, default=5, help="timed edits per page and step (pages)")
-    parser.add_argument("--servers", default="1", help="class, typing: comma-separated app process counts (2+: nginx)")
-    parser.add_argument("--spread", type=float, default=5.0, help="class, typing: seconds over which students arrive")
-    parser.add_argument("--arena-max", type=int, default=2, help="class, typing: MALLOC_ARENA_MAX (0: unset)")
+    parser.add_argument("--servers", default="1", help="comma-separated app process counts (2+: behind nginx)")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of the lesson, from the first arrival")
+    parser.add_argument("--think", type=float, default=3.0, help="mean think time before each action, seconds")
+    parser.add_argument("--spread", type=float, default=5.0, help="seconds over which students arrive")
+    parser.add_argument("--page", default="multihead", help="the page the class's link opens (URL path)")
+    parser.add_argument("--arena-max", type=int, default=2, help="MALLOC_ARENA_MAX of the app processes (0: unset)")
     parser.add_argument(
         "--memory-log",
         action="store_true",
-        help="class, typing, one server: sample the server's memory by kind (serve --memory-log) and report trends",
+        help="one server: sample the server's memory by kind (serve --memory-log) and report trends",
     )
     parser.add_argument("--memory-every", type=float, default=5.0, help="seconds between --memory-log samples")
-    parser.add_argument(
-        "--malloc-trim", type=float, default=0, help="class, typing, one server: malloc_trim every this many seconds"
-    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
-    parser.add_argument("--markdown", help="report: fill the generated block of this Markdown file")
     args = parser.parse_args(argv)
     asyncio.run(amain(args))
 

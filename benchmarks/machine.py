@@ -72,11 +72,10 @@ def process_cpu_s(pid: int) -> float:
     return total
 
 
-def process_rss_mib(pid: int, field: str = "VmRSS") -> float:
-    """``VmRSS`` (or another field of ``/proc/PID/status``, e.g. ``RssAnon``: the process's own memory, not the
-    files it maps) of process ``pid`` and its living children, in MiB."""
+def process_rss_mib(pid: int) -> float:
+    """``VmRSS`` of process ``pid`` and its living children, in MiB."""
     total = 0
     for one in family(pid):
         with contextlib.suppress(OSError), open(f"/proc/{one}/status") as f:
-            total += next((int(line.split()[1]) for line in f if line.startswith(field + ":")), 0)
+            total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
     return total / 1024

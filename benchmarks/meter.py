@@ -8,6 +8,7 @@ import json
 import os
 import statistics
 import time
+from collections import Counter
 
 from benchmarks.machine import busy_s, loadavg, process_cpu_s, process_rss_mib
 
@@ -28,15 +29,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summarize(runs: list) -> dict:
+    """How many runs, their errors and warnings by kind, and the latency statistics of those that succeeded."""
     latencies = [r.latency for r in runs if r.ok]
-    errors: dict[str, int] = {}
-    for r in runs:
-        if r.error:
-            errors[r.error] = errors.get(r.error, 0) + 1
-    warnings: dict[str, int] = {}
-    for r in runs:
-        for w in r.warnings:
-            warnings[w] = warnings.get(w, 0) + 1
+    errors = dict(Counter(r.error for r in runs if r.error))
+    warnings = dict(Counter(w for r in runs for w in r.warnings))
     return {
         "runs": len(runs),
         "ok": len(latencies),
@@ -84,9 +80,8 @@ def floor_slope_mib_per_min(samples: list[tuple[float, float]], window_s: float 
 class Meter:
     """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
 
-    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together).
-    When the server has ``processes()`` (name -> pid: the app processes and nginx), each is
-    measured on its own too; with ``gc_stats()`` (``serve --stats``), its collections are counted.
+    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together);
+    each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
     The client's CPU is this process's.
     """
 
@@ -94,13 +89,9 @@ class Meter:
         self.server = server
         self.every = every
         self.samples: list[tuple[float, float]] = []
-        self.procs: dict[str, int] = server.processes() if hasattr(server, "processes") else {}
+        self.procs: dict[str, int] = server.processes()
         self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
-        self.anon_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
         self._task = None
-
-    async def _gc_stats(self) -> dict | None:
-        return await self.server.gc_stats() if hasattr(self.server, "gc_stats") else None
 
     async def __aenter__(self):
         self.t0 = time.perf_counter()
@@ -109,7 +100,6 @@ class Meter:
         self.proc_cpu0 = {name: process_cpu_s(pid) for name, pid in self.procs.items()}
         self.self0 = sum(os.times()[:2])
         self.busy0 = busy_s()
-        self.gc0 = await self._gc_stats()
         self._task = asyncio.create_task(self._sample())
         return self
 
@@ -118,7 +108,6 @@ class Meter:
         self.samples.append((now, self.server.rss_mib()))
         for name, pid in self.procs.items():
             self.proc_samples[name].append((now, process_rss_mib(pid)))
-            self.anon_samples[name].append((now, process_rss_mib(pid, "RssAnon")))
 
     async def _sample(self) -> None:
         while True:
@@ -134,33 +123,14 @@ class Meter:
         self.server_cpu = self.server.cpu_s() - self.cpu0
         self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
         self.client_cpu = sum(os.times()[:2]) - self.self0
-        measured = sum(self.proc_cpu.values()) if self.procs else self.server_cpu
+        measured = sum(self.proc_cpu.values())  # the app processes and nginx
         self.other_cores = max(0.0, (busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
         self.load_end = loadavg()[0]
-        self.gc1 = await self._gc_stats()
 
     def report(self, runs: int) -> dict:
-        gc = {}
-        if self.gc0 and self.gc1:
-            generations = [(self.gc0["generations"][g], self.gc1["generations"][g]) for g in "012"]
-            gc = {
-                "collections": [b["collections"] - a["collections"] for a, b in generations],
-                "max_pause_s": self.gc1["generations"]["2"]["max_seconds"],
-                "tracked_objects": self.gc1["tracked"],
-                "frozen_objects": self.gc1["frozen"],
-            }
-            for key, field_name in (("gc_ms_per_run", "seconds"), ("gc_cpu_ms_per_run", "cpu_seconds")):
-                gc[key] = 1000 * sum(b[field_name] - a[field_name] for a, b in generations) / max(runs, 1)
         processes = {
-            name: {
-                "cpu_s": self.proc_cpu[name],
-                "cpu_cores": self.proc_cpu[name] / self.elapsed,
-                **rss_trend(samples, self.elapsed),
-                "anon_start_mib": self.anon_samples[name][0][1],
-                "anon_end_mib": self.anon_samples[name][-1][1],
-                "anon_slope_mib_per_min": slope_mib_per_min(self.anon_samples[name]),
-            }
-            for name, samples in self.proc_samples.items()
+            name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed, **rss_trend(self.proc_samples[name], self.elapsed)}
+            for name, cpu in self.proc_cpu.items()
         }
         per_run = {"server": self.server_cpu, "client": self.client_cpu}
         return {
@@ -173,7 +143,6 @@ class Meter:
             "loadavg_start": self.load_start,
             "loadavg_end": self.load_end,
             "processes": processes,
-            "gc": gc,
         }
 
 
@@ -195,7 +164,6 @@ def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
 MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
     *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
     *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
-    *("trimming.trims", "trimming.seconds", "trimming.max_seconds"),
 }
 
 

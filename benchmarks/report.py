@@ -50,27 +50,11 @@ def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     return [intro, "", row(*columns), row(*aligns), *rows, ""]
 
 
-# --------------------------------------------------------------------------- load (benchmarks.load)
-
-
-def _page(row: dict) -> str:
-    return f"`{row['page']}`" if row["page"] else f"default ({row.get('title', '')})"
+# --------------------------------------------------------------------------- lessons (benchmarks.load)
 
 
 def _ms(seconds: float) -> str:
     return "–" if seconds != seconds else f"{seconds * 1000:,.0f}"
-
-
-def scenario_row(e: dict) -> str:
-    ed = e["edits"]
-    return (
-        f"| {e['mode']} | {e['students']} | {ed['runs']} | {_ms(ed['p50_s'])} | {_ms(ed['p95_s'])} "
-        f"| {_ms(ed['max_s'])} | {e['throughput_runs_per_s']:.2f} | {ed['errors']} "
-        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} ({e['rss_max_mib']:.0f}) "
-        f"| {e['rss_slope_mib_per_min']:+.2f} | {e['server_cpu_ms_per_run']:.0f} "
-        f"| {e['gc'].get('gc_cpu_ms_per_run', float('nan')):.1f} | {e['other_load_cores']:.2f} "
-        f"| {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
-    )
 
 
 def lesson_row(e: dict, one: dict | None) -> str:
@@ -89,11 +73,13 @@ def lesson_row(e: dict, one: dict | None) -> str:
     )
 
 
-def lesson_report(rows: list[dict]) -> list[str]:
-    """One table per lesson scenario: overall and per-action latency, p95 against one student's, CPU and memory."""
+def lesson_tables(results: list[dict]) -> str:
+    """One Markdown table per lesson scenario (the latest entry for each set-up): overall and per-action latency,
+    p95 against one student's, CPU and memory."""
+    latest = {(e["scenario"], e["servers"], e["students"], e["duration_s"]): e for e in results if "servers" in e}
     out = []
     for scenario in ("class", "typing"):
-        mine = [e for e in rows if e["scenario"] == scenario]
+        mine = [e for key, e in latest.items() if key[0] == scenario]
         if not mine:
             continue
         mine.sort(key=lambda e: (e["servers"], e["students"], e["duration_s"]))
@@ -110,51 +96,7 @@ def lesson_report(rows: list[dict]) -> list[str]:
             "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---",
             [lesson_row(e, ones.get(e["servers"]) if e["students"] > 1 else None) for e in mine],
         )
-    return out
-
-
-def load_tables(results: list[dict]) -> str:
-    """Markdown tables of the latest result for each scenario, mode and class size."""
-    latest = {(e["scenario"], e["mode"], e["students"], e.get("duration_s")): e for e in results}
-    by_scenario: dict[str, list[dict]] = {}
-    for key, e in latest.items():
-        by_scenario.setdefault(key[0], []).append(e)
-    out = []
-    for e in by_scenario.get("pages", [])[-1:]:
-        out += table(
-            f"One student on each page and step (mode `{e['mode']}`, {e['when']}, load average "
-            f"{e['loadavg_start']:.2f}→{e['loadavg_end']:.2f}): median latency of {e['table'][0]['runs']} edits.",
-            "page | step | p50 ms | server CPU ms/run | KiB/run | errors",
-            "---|---|---:|---:|---:|---:",
-            [
-                f"| {_page(r)} | {r['step']}/{r['steps']} | {_ms(r['p50_s'])} | {r['server_cpu_ms_per_run']:.0f} "
-                f"| {r['kib_per_run']:.0f} | {r['errors']} |"
-                for r in e["table"]
-            ],
-        )
-        out += [f"Heaviest (most server CPU per run): `{e['heaviest']['page']}` step {e['heaviest']['step']}.", ""]
-    for scenario in ("classroom", "burst", "soak"):
-        rows = sorted(by_scenario.get(scenario, []), key=lambda e: (e["mode"], e["students"]))
-        if not rows:
-            continue
-        first = rows[0]
-        where = f"page `{first['page']}` step {first['step']}"
-        if scenario == "burst":
-            where += f", {len(first['waves'])} waves per row, pooled"
-        else:
-            where += f", think time exponential with mean {first['think_s']:g} s, {first['duration_s']:g} s timed"
-        out += table(
-            f"**{scenario}** ({where})",
-            "mode | students | runs | p50 ms | p95 ms | max ms | runs/s | errors | RSS start→end (max) MiB "
-            "| RSS slope MiB/min | server CPU ms/run | GC CPU ms/run | other load (cores) | load avg",
-            "---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---",
-            [scenario_row(e) for e in rows],
-        )
-    out += lesson_report([e for e in latest.values() if e["scenario"] in ("class", "typing")])
     return "\n".join(out)
-
-
-LOAD_TABLES = "<!-- load-tables:begin -->", "<!-- load-tables:end -->"
 
 
 # --------------------------------------------------------------------------- app at scale (benchmarks.app_scale)
