@@ -9,6 +9,7 @@ not import Streamlit and is tested on its own."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -213,6 +214,7 @@ def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
     return settings, notices + more
 
 
+@functools.lru_cache(maxsize=256)  # pure in frozen settings; callers copy before adding to it
 def to_query_params(settings: Settings) -> dict[str, str]:
     """The query parameters that reproduce ``settings``; values equal to the defaults are left out."""
     params: dict[str, str] = {}

@@ -35,7 +35,7 @@ def initial_param(name: str, page: str) -> str | None:
 
 def view_params() -> dict[str, str]:
     """The query parameters that reproduce what is on screen now."""
-    params = to_query_params(chosen())
+    params = dict(to_query_params(chosen()))  # a copy: the cached dict is shared
     params.update(st.session_state.get(PAGE_PARAMS, {}))
     if st.session_state.get("presenter"):
         params["present"] = "1"

@@ -13,7 +13,7 @@ import streamlit as st
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
 from explorer.views.book import is_book
 from explorer.views.run import Run
-from explorer.widgets.captions import shown
+from explorer.widgets.captions import RUN_KEY
 
 RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
 IMAGE_FORMAT = "w_image_format"
@@ -63,7 +63,7 @@ def step_exports(page_title: str, run: Run) -> None:
     if not drawn:
         return
     step = st.session_state.get("run_step", (page_title, 0, ""))
-    sections = shown()
+    sections = list(st.session_state.get(RUN_KEY, []))  # the book sections this run's captions named
     st.download_button(
         "Download this step's numbers (JSON)",
         data=lambda: step_json(step_payload(page_title, step, run, sections, drawn)),

@@ -1,0 +1,27 @@
+"""Every patch of Streamlit's internals sits in ``explorer/runtime/patches.py``, written for one Streamlit."""
+
+import inspect
+import re
+
+import pytest
+import streamlit as st
+from streamlit.runtime.caching.cache_utils import Cache
+from streamlit.runtime.pages_manager import PagesManager
+
+from explorer.runtime import patches
+
+
+def test_the_installed_streamlit_is_the_one_the_patches_were_written_for():
+    patches.check_version()  # raises, naming what to re-check, after an upgrade past STREAMLIT_VERSION
+
+
+def test_another_streamlit_fails_with_what_to_recheck():
+    with pytest.raises(RuntimeError, match=re.escape("written for Streamlit 1.67 and Streamlit 1.99.0 is installed")):
+        patches.check_version("1.99.0")
+    patches.check_version(patches.STREAMLIT_VERSION + ".5")  # a patch release of the same minor is fine
+
+
+def test_the_private_names_the_patches_use_are_still_there():
+    assert hasattr(Cache, "compute_value_lock") and hasattr(PagesManager, "uses_pages_directory")
+    assert Cache.compute_value_lock is patches._compute_value_lock  # applied on import
+    assert "self._can_be_called" in inspect.getsource(type(st.Page("pages/tokens.py")).run)  # run_page sets it
