@@ -20,6 +20,7 @@ PAGES = (  # (script, title, icon, options)
     ("pages/multihead.py", "Multi-head attention", ":material/view_module:", {}),
     ("pages/mistakes.py", "Break it", ":material/build:", {"url_path": "mistakes"}),
     ("pages/speed.py", "Speed", ":material/speed:", {}),
+    ("pages/glossary.py", "Glossary", ":material/dictionary:", {"url_path": "glossary"}),
 )
 
 

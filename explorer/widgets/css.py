@@ -23,6 +23,7 @@ PRESENTER_CSS = """
 [data-testid="stMainBlockContainer"] [data-testid="stMetricValue"] * {font-size: 1.6rem;}
 [data-testid="stMainBlockContainer"] :is([data-testid="stCode"] *, code, code *) {font-size: 1rem;}
 [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p code {font-size: 1.1rem;}
+[data-testid="stMainBlockContainer"] :is(h2, h3) code {font-size: 1.4rem;}
 [data-testid="stMainBlockContainer"] .katex {font-size: 1.35em;}
 [data-testid="stMainBlockContainer"] [data-testid="stTable"] td,
 [data-testid="stMainBlockContainer"] [data-testid="stTable"] th {padding: 0.15rem 0.5rem;}

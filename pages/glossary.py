@@ -1,0 +1,11 @@
+"""Glossary: the notation the pages follow, and every term they link, one heading (and anchor) per term."""
+
+import streamlit as st
+
+from explorer.page_text.glossary import NOTATION, TERMS
+
+st.title("Glossary")
+st.markdown("\n\n".join(NOTATION))
+for key, entry in TERMS.items():
+    st.subheader(entry.shown(), anchor=key)
+    st.markdown(entry.definition)
