@@ -171,7 +171,7 @@ MISTAKES: dict[str, Mistake] = {
             "Softmax over the wrong dimension",
             _SOFTMAX_LINE,
             _SOFTMAX_LINE.replace("dim=-1", "dim=-2"),
-            "dim=-2 normalises each key's column across queries: a query's weights no longer sum to 1, and they "
+            "dim=-2 normalizes each key's column across queries: a query's weights no longer sum to 1, and they "
             "depend on the queries of later tokens.",
             replace(RIGHT, weigh=weigh_wrong_dim),
             measure_softmax_wrong_dim,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from .glossary import term
+
 
 def padding_text(lengths, num_tokens: int, padding: list[int]) -> str:
     """Step 1, when the sentences differ in length: the shorter one is padded at the end."""
@@ -19,11 +21,13 @@ def mask_text(buffer_shape: tuple[int, int], b: int, num_tokens: int) -> str:
     rows, cols = buffer_shape
     return (
         f"`__init__` registers `self.mask`, shape **({rows}, {cols})** (context_length × context_length), as a "
-        "**buffer**: a tensor the module owns but never trains. It moves with the module under `.to(device)` and "
+        f"{term('buffer', '**buffer**')}: a tensor the module owns but never trains. It moves with the module "
+        "under `.to(device)` and "
         f"is saved with it. `forward` slices its corner, `self.mask[:{num_tokens}, :{num_tokens}]`."
         f" That one ({num_tokens}, {num_tokens}) slice masks **every** item of `attn_scores`, shape ({b}, "
-        f"{num_tokens}, {num_tokens}): `masked_fill` repeats it along the batch dimension (broadcasting), without "
-        "copying it."
+        f"{num_tokens}, {num_tokens}): `masked_fill` repeats it along the batch dimension "
+        f"({term('broadcast', 'broadcasting')}), "
+        "without copying it."
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..figures import visible_token
+from .glossary import term
 
 IDLE = "Nothing is dropped: dropout acts only in **training mode with p > 0**. "
 
@@ -13,7 +14,8 @@ IDLE = "Nothing is dropped: dropout acts only in **training mode with p > 0**. "
 def ones_text(ones) -> str:
     """Step 1: the book's ``Dropout(0.5)`` on ``torch.ones(6, 6)``."""
     return (
-        "**Dropout** zeroes randomly chosen values while training, so the model cannot rely on a few of them; this "
+        f"{term('dropout', '**Dropout**')} zeroes randomly chosen values while training, so the model cannot "
+        "rely on a few of them; this "
         "reduces overfitting (fitting the training data too closely). It is switched off afterwards. "
         "The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on `torch.ones(6, 6)`. "
         f"**{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
@@ -27,7 +29,8 @@ def draw_text(data, seed: int, p: float) -> str:
         return IDLE + "The weights are the causal weights (Causal mask page), unchanged."
     lost, visible = int((~data.keep & ~data.mask).sum()), int((~data.mask).sum())
     return (
-        "The book applies dropout to the attention weights: after the softmax, before they multiply the values. "
+        f"The book applies dropout to the {term('attention_weights')}: after the softmax, before they multiply "
+        "the values. "
         f"Here the causal weights (Causal mask page), again after `torch.manual_seed({seed})`. Each weight is "
         f"dropped with probability p = {p:.2f}: this draw dropped **{lost}** of the {visible} the mask left visible."
     )

@@ -3,6 +3,8 @@ them (a ``views.mistakes.MistakeView``'s numbers)."""
 
 from __future__ import annotations
 
+from .glossary import term
+
 SAME = 1e-6  # weights closer than this are the same (float32 rounding)
 SCALING = ("no_scaling", "divide_by_d_k")
 HELP = (
@@ -29,7 +31,8 @@ def panels_text(weight_limit: float) -> str:
     """Step 2, above the panels: what is drawn, and on which scale."""
     scale = "1/(1 − p): dropout scales survivors up" if weight_limit != 1 else "attention weights are probabilities"
     return (
-        "Head 1's attention weights on your input (`attn_weights[0, 0]` in code): the package's code left, the "
+        f"Head 1's {term('attention_weights')} on your input (`attn_weights[0, 0]` in code): the package's code "
+        "left, the "
         f"mistake right, with the same parameters and inputs, on one color scale from 0 to {weight_limit:g} ({scale})."
     )
 
@@ -54,8 +57,10 @@ def difference_text(name: str, head_dim: int, max_difference: float) -> str:
 def curve_text(num_keys: int, head_dim: int) -> str:
     """The Against d_k step: what the two charts measure."""
     return (
-        f"Random rows of {num_keys} keys at growing d_k, through the package's softmax and the mistake's. Left: the "
-        "largest weight in a row; 1 means one-hot, all weight on one key. Right: the gradient that reaches W_query "
+        f"Random rows of {num_keys} keys at growing {term('d_k')}, through the package's softmax and the "
+        "mistake's. Left: the "
+        f"largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Right: the "
+        f"{term('gradient')} that reaches W_query "
         "and W_key, measured with autograd (median over rows; each step up the axis is 10 times more). "
         f"The dotted line is this module's head_dim = {head_dim}."
     )

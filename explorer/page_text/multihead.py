@@ -3,6 +3,8 @@ step text that quotes this input's shapes."""
 
 from __future__ import annotations
 
+from .glossary import term
+
 GRID_CELLS = 2**20  # heads are drawn together while their matrices hold at most this many cells
 
 
@@ -35,7 +37,8 @@ def several_heads_text(num_heads: int) -> str:
     """Step 1: what the wrapper runs, and why several heads."""
     return (
         f"`MultiHeadAttentionWrapper` runs **{num_heads}** `CausalAttention` heads side by side. Each has its own "
-        "trainable weight matrices `W_query`, `W_key`, `W_value`, built one after another from the seed. So each "
+        f"{term('weight_matrices', 'trainable weight matrices')} `W_query`, `W_key`, `W_value`, built one after "
+        "another from the seed. So each "
         "head projects the tokens differently and can attend to a different kind of relation between them (the "
         "book: different representation subspaces)."
     )
@@ -45,7 +48,8 @@ def one_head_text(head: int, num_tokens: int, d_out: int) -> str:
     """Step 2: one head is an ordinary ``CausalAttention``; ``head`` is its index in ``heads``."""
     return (
         f"Head {head + 1} (`heads[{head}]` in code, which counts from 0) is an ordinary `CausalAttention`: its "
-        "attention weights times its own values give its own context vectors, shape (num_tokens, d_out) = "
+        f"{term('attention_weights')} times its own values give its own "
+        f"{term('context_vector', 'context vectors')}, shape (num_tokens, d_out) = "
         f"({num_tokens}, {d_out})."
     )
 
@@ -62,7 +66,8 @@ def concatenate_text(num_heads: int, num_tokens: int, d_out: int, first_row: str
 def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     return (
         f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
-        f"num_heads = {num_heads} heads of head_dim = d_out / num_heads = {head_dim}. `transpose(1, 2)` swaps only "
+        f"{term('num_heads')} = {num_heads} heads of {term('head_dim')} = d_out / num_heads = {head_dim}. "
+        f"{term('transpose', '`transpose(1, 2)`')} swaps only "
         "the token and head dimensions, putting heads before tokens; `.T` would reverse all four, batch included. "
         "Then one batched matmul attends in every head at once. Each line of `steps` and the shape it made for "
         "this input (b = 1 sentence), recorded as it ran:"
@@ -73,7 +78,8 @@ def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int) ->
     """Step 5: every head's weights from one batched matmul; ``weights_shape`` is (num_heads, T, T)."""
     return (
         f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *weights_shape)}: every head's "
-        "weights from one batched matmul. Here d_k = `keys.shape[-1]` is head_dim, so the scores are divided by "
+        f"weights from one batched matmul. Here {term('d_k')} = `keys.shape[-1]` is head_dim, so the scores are "
+        "divided by "
         f"√head_dim = √{head_dim}. The wrapper's heads have d_out = {d_out} each and other weight matrices, so "
         "these patterns differ from its heads'."
     )
@@ -83,9 +89,11 @@ def merge_text(mha_d_out: int, num_heads: int, head_dim: int, wrapper_width: int
     """Step 6: the heads merged back, then ``out_proj``."""
     return (
         "`transpose(1, 2)` puts tokens before heads again. `view` needs the numbers in memory in that order, and "
-        "a transpose only changes how memory is read, so `contiguous()` copies them first. Then `view` lays the "
+        f"a transpose only changes how memory is read, so {term('contiguous', '`contiguous()`')} copies them "
+        "first. Then `view` lays the "
         f"heads side by side: num_heads × head_dim = {num_heads} × {head_dim} = d_out = {mha_d_out} columns (the "
-        f"wrapper's concatenation has {wrapper_width}). `out_proj`, a d_out × d_out linear layer, mixes the heads. "
+        f"wrapper's concatenation has {wrapper_width}). {term('out_proj')}, a d_out × d_out linear layer, mixes "
+        "the heads. "
         f"First row: {first_row}."
     )
 

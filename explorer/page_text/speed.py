@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .glossary import term
+
 REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against its time
 FUSED = "F.scaled_dot_product_attention"
 
@@ -41,8 +43,9 @@ def time_text(data) -> str:
         f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
         f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms."
         + (growth if len(T) > 1 else "")
-        + " Flat stretches are fixed costs per call (Python, launching operations). Both axes are logarithmic: each "
-        "step along one multiplies."
+        + " Flat stretches are fixed costs per call (Python, launching operations). "
+        + term("log_log", "Both axes are logarithmic")
+        + ": each step along one multiplies."
     )
 
 
@@ -51,7 +54,7 @@ def memory_text(data) -> str:
     return (
         "The peak memory of one call: its intermediates and output. Dashed: one (b, num_heads, T, T) float32 tensor, "
         f"b·num_heads·T²·4 bytes, computed, not measured ({amount(one[-1])} at T = {T[-1]}). Lines parallel to it "
-        "grow as T²; lines half as steep grow as T (both axes are logarithmic)."
+        f"grow as T²; lines half as steep grow as T ({term('log_log', 'both axes are logarithmic')})."
     )
 
 
@@ -67,7 +70,8 @@ def why_text(data) -> str:
         f"weights: {mib(data, 'nn.MultiheadAttention')}, {pace(data, 'nn.MultiheadAttention')}. The wrapper holds "
         f"one head's (b, T, T) tensors at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
         f"{data.sizes['num_heads']} smaller products one after another: {pace(data, 'MultiHeadAttentionWrapper')}. "
-        f"`{FUSED}` and `fast_multihead` use one fused kernel: a single operation for scores, softmax and values. "
+        f"`{FUSED}` and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax "
+        "and values. "
         f"{fused_memory(data)}: {mib(data, FUSED)} and "
         f"{mib(data, 'fast_multihead')}{linear} and take {ratio(data, FUSED):.1f}× and "
         f"{ratio(data, 'fast_multihead'):.1f}× the time of `{REFERENCE}`."
