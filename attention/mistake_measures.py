@@ -258,14 +258,12 @@ def measure_no_scaling(mha, x, right, wrong, curve, samples, seed):
 
 
 def measure_divided_by_d_k(mha, x, right, wrong, curve, samples, seed):
-    *kept, param = _scaling_measures(mha, right, wrong, curve, "1/d_k")
+    *kept, softmax_input, param = _scaling_measures(mha, right, wrong, curve, "1/d_k")
     times = param.right / param.wrong if param.wrong > 0 else math.inf
-    sentence = (
-        param.sentence
-        + f" That is {times:.3g} times smaller, close to √{LARGE_D_K} = {LARGE_D_K**0.5:.3g}: the extra 1/√d_k "
-        "on the way back, since the gradients at the softmax's input are close."
-    )
-    return (*kept, replace(param, sentence=sentence))
+    sentence = param.sentence + f" That is {times:.3g} times smaller (√{LARGE_D_K} = {LARGE_D_K**0.5:.3g})"
+    if softmax_input.wrong > 0.8 * softmax_input.right:
+        sentence += ": the extra 1/√d_k on the way back, since the gradients at the softmax's input are close"
+    return (*kept, softmax_input, replace(param, sentence=sentence + "."))
 
 
 def parameter_gradients(

@@ -26,7 +26,7 @@ group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 trained = ["What each head looks at"] if settings.weights != "random" else []
-step = widgets.stepper("multihead", [*steps, "Same weights, same output", *trained])
+step = widgets.stepper("multihead", [*steps, "Same weight matrices, same output", *trained])
 
 
 def head_control(label: str, key: str, options, scale: int, format_func) -> None:
@@ -108,7 +108,7 @@ elif step == 6:
         st.info(notes.skipped_text(data.shared_d_out, SHARED_D_OUT_LIMIT))
     else:
         wrapper_output, fused_output = data.agreement_outputs
-        names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's weights")
+        names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's matrices")
         title = "Every output entry, wrapper against fused module"
         widgets.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
     widgets.show_code(attention.multihead_from_wrapper)

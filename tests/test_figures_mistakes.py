@@ -145,7 +145,7 @@ def test_the_saturation_curve_draws_both_codes_and_the_uniform_line():
     assert grad.layout.yaxis.type != "log" and "softmax's input" in grad.layout.title.text
     params = drawn.saturation(curve, stat="param_grad", wrong_name="÷ d_k")
     assert [list(t.y) for t in params.data] == [[1.5, 1.6, 1.6], [1.5, 0.4, 0.01]]
-    assert params.layout.yaxis.type == "log" and "W_query, W_key" in params.layout.title.text
+    assert params.layout.yaxis.type == "log" and "W_query, W_key gradient" in params.layout.title.text
 
 
 def test_thin_nan_rows_get_one_label_per_run():

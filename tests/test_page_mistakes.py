@@ -68,7 +68,7 @@ def test_every_mistake_shows_the_packages_numbers(name, text):
     charts = {spec["layout"]["title"]["text"].split(" against")[0]: spec for spec in figure_specs(at)}
     for title, right_curve, wrong_curve in (
         ("largest weight in a row", run.curve.right_max_weight, run.curve.wrong_max_weight),
-        ("gradient reaching W_query, W_key", run.curve.right_param_grad, run.curve.wrong_param_grad),
+        ("W_query, W_key gradient", run.curve.right_param_grad, run.curve.wrong_param_grad),
     ):
         lines = [decode(t["y"]) for t in charts[title]["data"]]
         np.testing.assert_allclose(lines[0], right_curve.numpy(), rtol=1e-6)

@@ -267,7 +267,7 @@ def saturation(
     names = {
         "max_weight": "largest weight in a row",
         "grad_norm": "gradient at the softmax's input",
-        "param_grad": "gradient reaching W_query, W_key",
+        "param_grad": "W_query, W_key gradient",
     }
     data, layout = lines_spec(
         d_ks,
