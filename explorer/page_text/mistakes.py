@@ -31,9 +31,9 @@ def panels_text(weight_limit: float) -> str:
     """Step 2, above the panels: what is drawn, and on which scale."""
     scale = "1/(1 − p): dropout scales survivors up" if weight_limit != 1 else "attention weights are probabilities"
     return (
-        f"Head 1's {term('attention_weights')} on your input (`attn_weights[0, 0]` in code): the package's code "
-        "left, the "
-        f"mistake right, with the same parameters and inputs, on one color scale from 0 to {weight_limit:g} ({scale})."
+        f"Head 1's {term('attention_weights')} on your input (`attn_weights[0, 0]` in code): the package's code left, "
+        "the mistake right, with the same parameters and inputs. One color scale runs from 0 to "
+        f"{weight_limit:g} ({scale})."
     )
 
 
@@ -58,8 +58,8 @@ def curve_text(num_keys: int, head_dim: int) -> str:
     """The Against d_k step: what the two charts measure."""
     return (
         f"Random rows of {num_keys} keys at growing {term('d_k')}, through the package's softmax and the "
-        "mistake's. Left: the "
-        f"largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Right: the "
+        "mistake's. First chart: the "
+        f"largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Second chart: the "
         f"{term('gradient')} that reaches W_query "
         "and W_key, measured with autograd (median over rows; each step up the axis is 10 times more). "
         f"The dotted line is this module's head_dim = {head_dim}."
