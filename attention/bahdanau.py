@@ -361,9 +361,9 @@ def encoder_decoder(
     training, so the context is the decoder's only input (Bahdanau's decoder
     also reads the previous output word). ``num_decoder_steps`` defaults to
     num_tokens. ``influence_step`` picks the decoder step whose context vector
-    the influence is measured for. At step 0 the comparison is the chapter's:
-    a plain decoder starts with only the final state, an attention decoder
-    also reads the context vector.
+    the influence is measured for (an index: 0 is the first step). At the
+    first step the comparison is the chapter's: a plain decoder starts with
+    only the final state, an attention decoder also reads the context vector.
 
     The trace and the influence run the same forward code; the influence is
     that code differentiated by autograd.

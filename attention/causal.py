@@ -9,9 +9,12 @@ ways and shows they agree:
 (b) set the scores above the diagonal to -inf *before* the softmax, so
     exp(-inf) = 0 gives the same rows in one step. This is what the modules use.
 
-``CausalAttention`` also takes batches and applies dropout to the weights
-(stage 6), through ``drop_with_mask``, which is ``self.dropout(attn_weights)``
-that also says which weights it kept. Its mask is a registered buffer named ``mask``, built once for
+``CausalAttention`` also takes batches and applies dropout to the attention
+weights (stage 6), through ``drop_with_mask``, which is
+``self.dropout(attn_weights)`` that also says which weights it kept. Its mask
+is a buffer (``register_buffer``) named ``mask``: it moves with the module
+under ``.to(device)`` and is saved in its ``state_dict``, but it is never
+trained. It is built once for
 ``context_length`` tokens as float 0/1 like the book's (so the book's state
 dicts load), converted with ``.bool()`` and sliced to the real number of
 tokens on each call.

@@ -42,7 +42,7 @@ BOOK_SECTIONS = {
 # Sections 3.1–3.2 (``bahdanau``).
 MAX_HIDDEN_SIZE = 32  # the exact Jacobian runs 2 * hidden_size copies of the sentence
 UNTRAINED_NOTE = (
-    "These weights are random and untrained: the patterns show how the mechanism works, not a trained translation."
+    "These parameters are random and untrained: the patterns show how the mechanism works, not a trained translation."
 )
 
 

@@ -3,7 +3,8 @@
 Each token's *attention scores* are dot products of its vector with every
 input vector; the *attention weights* normalize those scores so a row sums to
 1; the *context vector* is the weighted sum of the inputs. The chapter first
-writes this as a loop over one query, then as three matrix products. It also
+writes this with for loops for the query x^(2) (``inputs[1]``), then for all
+queries at once: two matrix products with a softmax between them. It also
 contrasts two naive normalizations with ``torch.softmax``, which is the one to
 use because it does not overflow.
 """
@@ -89,7 +90,8 @@ def overflow_demo(attn_scores: torch.Tensor, factor: float = 100.0) -> Normaliza
 
 
 def attention_loop(inputs: torch.Tensor) -> SimplifiedAttention:
-    """Simplified self-attention one query at a time, as the chapter first writes it.
+    """Simplified self-attention with for loops: the chapter's nested loops for the scores, then, for every
+    query, the weighted sum it writes for ``context_vec_2``.
 
     Shapes: inputs (num_tokens, d_in).
     """

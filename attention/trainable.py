@@ -4,9 +4,9 @@ What is new: the inputs are first projected into *queries*, *keys* and
 *values* by three weight matrices, ``W_query``, ``W_key`` and ``W_value``,
 and the scores are divided by sqrt(d_k) before the softmax. Without that
 scaling, large dot products push the softmax towards a one-hot row whose
-gradient is almost zero (``scaling_lab`` measures this). Hugging Face and
-nanoGPT call the step from scores to context vectors "scaled dot-product
-attention".
+gradient is almost zero (``scaling_lab`` measures this). d_k is
+``keys.shape[-1]``, here d_out. Vaswani et al. (2017) named this "scaled
+dot-product attention", as the book notes.
 
 Each class's ``steps(x)`` is the book's ``forward``, line for line, except
 that it returns what it computed as ``AttentionSteps`` instead of only the
@@ -155,8 +155,9 @@ class ScalingLab:
     products have a spread of about sqrt(d_k). ``*_entropy`` is the row's
     entropy in nats (log(num_keys) is uniform, 0 is one-hot);
     ``*_max_weight`` the largest weight; ``*_grad_norm`` the norm of the
-    gradient of the weighted value sum with respect to the scores, measured by
-    autograd. Scaling keeps all three flat; without it the gradient vanishes.
+    gradient of the weighted value sum at the softmax's input (the scores after
+    any scaling), measured by autograd. Scaling keeps all three flat; without
+    it that gradient vanishes.
 
     Shapes: every field is (len(d_ks),); ``example_*`` are (num_keys,) rows at
     the largest d_k.

@@ -41,12 +41,13 @@ def pair(*panels):
 
 
 row = min(1, num_tokens - 1)  # the book's example row: query 2
-tril_route = (data.weights_renormalized, "masked_simple / row sums", "tril-route", mask)
+tril_route = (data.weights_renormalized, "masked_simple_norm = masked_simple / row_sums", "tril-route", mask)
 if step == 2:
     st.markdown(
         "The book's first route masks the *ordinary* weights: `masked_simple = attn_weights * mask_simple` zeroes "
-        "the future (left), then `masked_simple / masked_simple.sum(dim=-1, keepdim=True)` makes each row sum to 1 "
-        f"again (right). Row {row + 1}, query x^({row + 1}) = `inputs[{row}]`: "
+        "the future (left). Then `masked_simple_norm = masked_simple / row_sums`, with `row_sums = "
+        "masked_simple.sum(dim=-1, keepdim=True)`, makes each row sum to 1 again (right). "
+        f"Row {row + 1}, query x^({row + 1}), is Python's row `[{row}]`: "
         + first_values(data.weights_renormalized[row:], 2)
     )
     widgets.book_caption(settings, "causal")
@@ -71,7 +72,8 @@ if step == 0:
         widgets.show_code(attention.compare_masking)
 elif step == 1:
     rows = data.mask_buffer_shape[0]
-    text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum())))
+    book = views.is_book(settings, "causal")  # the book builds its mask for its six tokens
+    text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum()), book))
     widgets.book_caption(settings, "causal", where=text)
     if data.truncated_from:
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
@@ -91,9 +93,9 @@ elif step == 1:
 elif step == 3:
     text.markdown(
         "The −∞ route instead masks the scores: `attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future "
-        "scores to **−∞** (grey cells); the division by √d_k comes next, inside the softmax. Why not 0? A score of "
-        "0 would still get exp(0) = 1 in the softmax's numerator; exp(−∞) = **0**, so a masked key gets exactly "
-        "nothing."
+        "scores to **−∞** (gray cells), with `mask = torch.triu(torch.ones(...), diagonal=1)`. The division by √d_k "
+        "comes next, inside the softmax. Why not 0? A score of 0 would still get exp(0) = 1 in the softmax's "
+        "numerator; exp(−∞) = **0**, so a masked key gets exactly nothing."
     )
     widgets.book_caption(settings, "causal", where=text)
     with plot:

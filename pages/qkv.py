@@ -9,6 +9,7 @@ from explorer import figures, session, views, widgets
 from explorer.models import choice
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
+from explorer.page_text.glossary import term
 from explorer.page_text.qkv import D_KS, TEMPERATURES
 
 run = session.current_run()
@@ -48,9 +49,10 @@ if step == 0:
     widgets.show_code(attention.SelfAttention_v1)
 elif step == 1:
     st.markdown(
-        "`queries = x @ W_query`, `keys = x @ W_key`, `values = x @ W_value`: each token gets a query (what it "
-        "looks for), a key (what it offers to be found by) and a value (what it passes on)."
-        + notes.example_rows(steps, example, queries="queries", keys="keys", values="values")
+        "`queries = x @ W_query`, `keys = x @ W_key`, `values = x @ W_value`: each token gets a "
+        f"{term('query_key_value', 'query, a key and a value')}. The query is what it looks for, the key what it "
+        "offers to be found by, the value what it passes on."
+        + notes.example_rows(steps, example, query="queries", key="keys", value="values")
     )
     widgets.side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
     widgets.book_caption(settings, "qkv_steps")
@@ -58,10 +60,11 @@ elif step == 1:
 elif step == 2:
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
-        f"√d_k = √{d_k} = {math.sqrt(d_k):.4f}, so their spread does not grow with d_k (the next steps show why)."
-        + notes.example_rows(steps, example, attn_scores="attn_scores", scaled_scores="scaled_scores")
+        f"√{term('d_k')}, where d_k = `keys.shape[-1]` = d_out = {d_k}: √{d_k} = {math.sqrt(d_k):.4f}. "
+        "Then their spread does not grow with d_k (steps 5 and 6 show why this matters)."
+        + notes.example_rows(steps, example, attn_scores="attn_scores", **{"attn_scores / √d_k": "scaled_scores"})
     )
-    scaled_title = f"scaled_scores = attn_scores / √{d_k}"
+    scaled_title = f"attn_scores / √{d_k}"
     shared = dict(keys=True, row_title="query", value_range=figures.shared_range(steps.attn_scores, kind="signed"))
     widgets.side_by_side(  # one colour scale: the scaled scores' paler colours are the point of ÷ √d_k
         matrix("attn_scores", steps.attn_scores, **shared),
@@ -73,13 +76,13 @@ elif step == 2:
     widgets.show_code(attention.SelfAttention_v1.steps)
 elif step == 3:
     st.markdown(
-        "`torch.softmax(scaled_scores, dim=-1)` turns each row into weights that sum to 1; `attn_weights @ values` "
-        "mixes the values into one **context vector** per token, d_out numbers each."
-        + notes.example_rows(steps, example, attn_weights="attn_weights", context_vecs="output")
+        "`attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)` turns each row into attention weights that "
+        "sum to 1. `context_vec = attn_weights @ values` mixes the values into one context vector per token, "
+        "d_out numbers each." + notes.example_rows(steps, example, attn_weights="attn_weights", context_vec="output")
     )
     widgets.side_by_side(
         matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
-        matrix("output", steps.output, title="context_vecs = attn_weights @ values"),
+        matrix("output", steps.output, title="context_vec = attn_weights @ values"),
     )
     widgets.book_caption(settings, "v1")
     widgets.show_code(attention.SelfAttention_v1.steps)

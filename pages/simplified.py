@@ -6,6 +6,7 @@ import streamlit as st
 import attention
 from explorer import figures, session, views, widgets
 from explorer.page_text import questions
+from explorer.page_text.glossary import term
 
 run = session.current_run()
 settings = run.settings
@@ -24,31 +25,35 @@ widgets.weights_caption(settings)
 view = widgets.guard(views.simplified_view, run, query)
 steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
 step = widgets.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
-inputs, scores, x = view.inputs, view.attn_scores[query], f"$x^{{({query + 1})}}$"
+inputs, scores, n = view.inputs, view.attn_scores[query], query + 1  # the book's x^(n) is inputs[n - 1]
 other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(2)"]  # the book follows inputs[1]
 
 if step == 0:
     st.markdown(
-        f"The **attention score** of the query {x} (`inputs[{query}]` in code, which counts from 0) with each input "
-        "$x^{(j)}$ is their **dot product**: multiply entry by entry and add. It is |a|·|b|·cos(angle), so it grows "
-        "both when two vectors point the same way and when they are longer. Hover a bar to see it written out."
+        f"The **{term('attention_scores', 'attention scores')}** of the query x^({n}) (`inputs[{query}]`: Python "
+        f"counts from 0) are its {term('dot_product', 'dot products')} with every input x^(j): multiply entry by "
+        f"entry and add. The book names them `attn_scores_{n}`. A dot product is |a|·|b|·cos(angle): large when "
+        "two vectors point the same way, and for a positive cosine larger when they are longer. Hover a bar to "
+        "see it written out."
     )
     widgets.book_caption(settings, "one_query", also=other_query)
-    row = dict(query=query, title=f"attn_scores of x^({query + 1})", key="scores_row")
+    row = dict(query=query, title=f"attn_scores_{n}: x^({n}) · x^(j)", key="scores_row")
     widgets.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
     st.code(figures.dot_product_text(inputs[query], inputs[0], scores[0], query, 0), language=None, wrap_lines=True)
     widgets.ask(questions.most_attended(view.torch_softmax, pieces, query), settings)  # step 2 shows the weights
     widgets.show_code(attention.simplified_attention)
 elif step == 1:
     st.markdown(
-        "Weights should be positive and sum to 1. Dividing by the row's sum gives a sum of 1, but a negative "
-        "score would give a negative weight; **softmax** exponentiates first, so every weight is positive. "
-        f"`softmax_naive` and `torch.softmax` differ here by at most {view.naive_vs_torch_max_difference:.2g}."
+        f"The {term('attention_weights', 'attention weights')} `attn_weights_{n}` normalize the scores so they sum "
+        "to 1. Dividing by the row's sum does that, but a negative score would give a negative weight. "
+        f"**{term('softmax')}** exponentiates first, so every weight is positive and the row is a probability "
+        f"distribution. `softmax_naive` and `torch.softmax` differ here by at most "
+        f"{view.naive_vs_torch_max_difference:.2g}."
     )
     widgets.book_caption(settings, "one_query", also=other_query)
-    series = {"attn_scores / sum": view.by_sum, "softmax_naive": view.naive_softmax}
+    series = {f"attn_scores_{n} / sum": view.by_sum, "softmax_naive": view.naive_softmax}
     series["torch.softmax"] = view.torch_softmax
-    title = f"attn_weights of x^({query + 1}), three ways"
+    title = f"attn_weights_{n}, three ways"
     widgets.draw(figures.bars, "normalizations", series, pieces, title=title, value_name="attention weight")
     widgets.show_code(attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
 elif step == 2:
@@ -57,8 +62,8 @@ elif step == 2:
     if broken:
         outcome = f"**`softmax_naive` gives nan for {broken} of {len(pieces)} tokens**. "
     st.markdown(
-        f"Multiply the scores by 100: the largest becomes **{view.overflow_scores.max():.1f}**. In float32, "
-        f"exp() of anything above 88.7 is inf, and inf / inf is nan: {outcome}"
+        f"Multiply the scores `attn_scores_{n}` by 100: the largest becomes **{view.overflow_scores.max():.1f}**. "
+        f"In float32, exp() of anything above 88.7 is inf, and inf / inf is nan: {outcome}"
         "`torch.softmax` subtracts the row's maximum before exp(), so it cannot overflow."
     )
     series = {"softmax_naive": view.overflow_naive, "torch.softmax": view.overflow_torch}
@@ -72,28 +77,29 @@ elif step == 2:
     widgets.show_code(attention.overflow_demo, attention.softmax_naive)
 elif step == 3:
     st.markdown(
-        f"The **context vector** $z^{{({query + 1})}}$ (`context_vecs[{query}]`) is the sum of all inputs, each "
-        "weighted by its attention weight. Each coloured block is one token's weighted input; the black mark "
-        "is their sum."
+        f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of "
+        "all inputs, each multiplied by its attention weight. It is an enriched embedding of x^"
+        f"({n}): it carries information from every token. Each colored block is one token's weighted input; the "
+        "black mark is their sum."
         + (
             f" With {len(pieces)} tokens, the {figures.STACKED_TOKEN_LIMIT - 1} largest contributions have "
-            "their own blocks and the grey block adds up the rest."
+            "their own blocks and the gray block adds up the rest."
             if len(pieces) > figures.STACKED_TOKEN_LIMIT
             else ""
         )
     )
     widgets.book_caption(settings, "one_query", also=other_query)
     shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
-    title = f"context_vec z^({query + 1}) = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
+    title = f"context_vec_{n} = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
     widgets.draw(
         figures.stacked_contributions, "context-vector", view.contributions, pieces, title=title, key="contributions"
     )
     widgets.show_code(attention.context_contributions)
 elif step == 4:
     st.markdown(
-        "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products (row i holds query "
-        "x^(i+1), `inputs[i]`), and `torch.softmax(attn_scores, dim=-1)` normalizes each row. The outlined row is "
-        "the query chosen above."
+        "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products, and "
+        "`attn_weights = torch.softmax(attn_scores, dim=-1)` normalizes each row. Row j is the query x^(j), "
+        f"`inputs[j - 1]`. The outlined row is x^({n}): `attn_scores_{n}` and `attn_weights_{n}`."
     )
     widgets.book_caption(settings, "simplified")
     for column, name, options in zip(
@@ -106,16 +112,17 @@ elif step == 4:
 else:
     difference = view.loop_max_difference
     st.markdown(
-        "`context_vecs = attn_weights @ inputs` gives every context vector in one matrix product. "
+        "`all_context_vecs = attn_weights @ inputs` gives every context vector in one matrix product. "
         + (
-            "(The chapter's for-loop version is skipped above 64 tokens.)"
+            "(The check against the chapter's for loops is skipped above 64 tokens.)"
             if difference is None
-            else f"The chapter's two for loops give the same matrix: max |difference| = **{difference:.3g}**."
+            else "Computed with for loops instead (the chapter's nested loops for the scores, its weighted sum "
+            f"for every query), they agree: max |difference| = **{difference:.3g}**."
         )
     )
     widgets.book_caption(settings, "simplified")
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     options = dict(value_name="context value", diverging=True, col_title="dimension", col_tokens=False)
-    options.update(title="context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
+    options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
     widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, **options)
     widgets.show_code(attention.simplified_attention, attention.attention_loop)

@@ -6,6 +6,7 @@ import streamlit as st
 import attention
 from explorer import figures, session, widgets
 from explorer.models import choice
+from explorer.page_text.glossary import term
 
 run = session.current_run()
 settings = run.settings
@@ -21,12 +22,12 @@ labels = [figures.visible_token(p) for p in data.pieces]
 
 if step == 0:
     st.markdown(
-        "GPT-2 splits text into **tokens** with byte-pair encoding: common words are one token, rare words "
-        "several. A leading space belongs to the token (shown as ␣). Each token has an **id**, its row in "
-        "GPT-2's vocabulary of 50,257 entries."
+        f"GPT-2 splits text into **{term('token', 'tokens')}** with byte-pair encoding: common words are one token, "
+        "rare words several. A leading space belongs to the token (shown as ␣). Each token has an **id**, its row "
+        "in GPT-2's vocabulary of 50,257 entries. Tokens are counted from 1, as the book counts them."
     )
-    table = pd.DataFrame({"token": labels, "id": list(data.ids)})
-    table.index.name = "position"
+    table = pd.DataFrame({"token": labels, "id": list(data.ids)}, index=range(1, len(labels) + 1))
+    table.index.name = "token"  # counted from 1; Python's index is one less
     widgets.table(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
     st.caption(f"{len(data.ids)} tokens · tokenizer: {data.tokenizer}")
     widgets.show_code(attention.tokenize)
@@ -35,15 +36,16 @@ else:
         st.markdown(choice.input_text(settings))
     elif settings.source == "book":
         st.markdown(
-            "Chapter 3 starts from six hand-picked **3-dimensional embedding vectors**, one per token. "
-            "Each row below is one token's vector: the book counts from 1, $x^{(1)}$ to $x^{(6)}$, and Python "
-            "from 0, so $x^{(i)}$ is `inputs[i - 1]`. These exact numbers produce every value printed in the chapter."
+            f"Chapter 3 starts from six hand-picked 3-dimensional **{term('embedding', 'embedding vectors')}**, one "
+            f"per token, so {term('d_in')} = 3. Each row below is one token's vector. The book counts from 1, x^(1) "
+            "to x^(6), and Python from 0, so x^(i) is `inputs[i - 1]`. The chapter's printed numbers all start here."
         )
     else:
         st.markdown(
-            f"An untrained model's embedding layer is random. Here each token id gets a **{settings.effective_d_in}"
-            f"-dimensional vector** drawn from a generator seeded by (seed, id), so a token that occurs twice "
-            "has the same vector both times, in any sentence."
+            f"An untrained model's {term('embedding')} layer is random. Here each token id gets a "
+            f"**{settings.effective_d_in}-dimensional vector** ({term('d_in')} = {settings.effective_d_in}) drawn "
+            "from a generator seeded by (seed, id). A token that occurs twice has the same vector both times, in "
+            "any sentence. Rows count tokens from 1; Python's `inputs[i - 1]` holds x^(i)."
         )
     dims = [f"dim {k}" for k in range(data.inputs.shape[1])]
     widgets.draw(

@@ -20,11 +20,7 @@ if step not in (4, 5):  # the two trained steps say what they were trained on
 
 if step == 0:
     text, control = st.columns([3, 1])
-    text.markdown(
-        "Before attention, translation used an **RNN encoder–decoder**. The encoder (here a GRU) reads the "
-        f"sentence one token at a time and updates a **hidden state** of {hidden_size} numbers; row *j* is the "
-        "state after reading tokens 1..*j*."
-    )
+    text.markdown(notes.encoder_text(hidden_size))
     control.slider(
         "hidden_size",
         4,
@@ -32,7 +28,7 @@ if step == 0:
         value=hidden_size,
         key="w_why_hidden",
         on_change=lambda: st.session_state.update(why_hidden=st.session_state["w_why_hidden"]),
-        help="Size of the GRU's hidden state (bounded for a shared server).",
+        help="Size of the GRU's hidden state, in numbers (bounded for a shared server).",
     )
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
@@ -50,7 +46,7 @@ elif step == 2:
     options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
     options.update(row_title="decoder step", col_title="encoder token")
     options.update(meaning="how much this decoder step reads this encoder state")
-    decoder_steps = [f"step {i}" for i in range(weights.shape[0])]
+    decoder_steps = [f"step {i + 1}" for i in range(weights.shape[0])]  # counted from 1, like the tokens
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
 elif step == 3:
     final, context = view.final_state_share, view.attention_context_share
@@ -66,7 +62,7 @@ else:
     st.markdown(notes.self_attention_text(view.additive_num_parameters))
     panels = (
         ("dot-product-weights", view.dot_product_weights, "dot product: softmax(x·xᵀ)"),
-        ("additive-weights", view.additive_weights, "additive: vᵀ tanh(W xᵢ + U xⱼ)"),
+        ("additive-weights", view.additive_weights, "additive: vᵀ tanh(W x_i + U x_j)"),
     )
     for column, (name, weights, title) in zip(st.columns(2), panels, strict=True):
         with column:

@@ -134,14 +134,14 @@ def book_figures() -> dict[str, dict[int, list[tuple]]]:
     query_2 = np.array([[0.4306, 1.4551]])  # section 3.4.1's query_2 = x_2 @ W_query, seed 123
     return {
         "simplified": {
-            1: [(r"^attn_scores of x\^\(2\)$", ("bars", "", book.simplified_scores[1:2]))],
-            2: [(r"^attn_weights of x\^\(2\), three ways$", ("bars", "torch.softmax", book.simplified_weights[1:2]))],
+            1: [(r"^attn_scores_2: x\^\(2\) · x\^\(j\)$", ("bars", "", book.simplified_scores[1:2]))],
+            2: [(r"^attn_weights_2, three ways$", ("bars", "torch.softmax", book.simplified_weights[1:2]))],
             5: [(r"^attn_scores$", book.simplified_scores), (r"^attn_weights$", book.simplified_weights)],
-            6: [(r"^context_vecs = attn_weights @ inputs$", book.simplified_context)],
+            6: [(r"^all_context_vecs = attn_weights @ inputs$", book.simplified_context)],
         },
         "qkv": {
             2: [(r"^queries$", ("row", 1, query_2))],
-            4: [(r"^context_vecs = attn_weights @ values$", book.v1_context)],
+            4: [(r"^context_vec = attn_weights @ values$", book.v1_context)],
             7: [(r"^SelfAttention_v1 with v2's weights$", book.v2_context), (r"^SelfAttention_v2$", book.v2_context)],
         },
         "causal_mask": {
@@ -149,10 +149,13 @@ def book_figures() -> dict[str, dict[int, list[tuple]]]:
             2: [(r"^mask_simple = torch\.tril", book.causal_mask_simple)],
             3: [
                 (r"^masked_simple = attn_weights", book.causal_masked_simple),
-                (r"^masked_simple / row", book.causal_renormalized),
+                (r"^masked_simple_norm = masked_simple / row_sums", book.causal_renormalized),
             ],
             4: [(r"^masked = attn_scores", book.causal_masked_scores)],
-            5: [(r"^masked_simple / row", book.causal_renormalized), (r"^attn_weights = softmax", book.causal_weights)],
+            5: [
+                (r"^masked_simple_norm = masked_simple / row_sums", book.causal_renormalized),
+                (r"^attn_weights = softmax", book.causal_weights),
+            ],
         },
         "dropout": {
             1: [(r"^Dropout\(0\.5\) on torch\.ones\(6, 6\)$", book.dropout_ones)],

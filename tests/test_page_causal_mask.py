@@ -35,14 +35,15 @@ def test_every_step_matches_causal_attention_and_the_book():
     mask, mask_simple = zs(at)
     np.testing.assert_array_equal(mask, future.astype(float))
     np.testing.assert_array_equal(mask_simple, torch.tril(torch.ones(6, 6)).numpy())
-    assert "(1024, 1024)" in markdown(at) and "self.mask[:6, :6]" in markdown(at) and "**15** of 36" in markdown(at)
+    assert "self.mask[:6, :6]" in markdown(at) and "**15** of 36" in markdown(at)
+    assert "so its mask is (6, 6)" in markdown(at) and "(1024, 1024)" not in markdown(at), "the book's buffer is (6, 6)"
 
     next_step(at)
     masked_simple, renormalized = zs(at)
     np.testing.assert_allclose(masked_simple, comparison.unmasked_weights.numpy() * ~future, atol=1e-6)
     np.testing.assert_allclose(renormalized[~future], comparison.weights_renormalized.numpy()[~future], atol=1e-6)
     np.testing.assert_allclose(renormalized[1, :2], BOOK_ROW_2, atol=5e-5)
-    assert "Row 2, query x^(2) = `inputs[1]`: [0.5517, 0.4483, …]" in markdown(at)
+    assert "Row 2, query x^(2), is Python's row `[1]`: [0.5517, 0.4483, …]" in markdown(at)
 
     next_step(at)
     (spec,) = figure_specs(at)
@@ -98,3 +99,10 @@ def test_dropout_in_the_sidebar_leaves_this_page_in_eval_mode():
     assert not at.exception
     np.testing.assert_allclose(zs(at)[0], causal_trace(attention.BOOK_INPUTS).output[0].numpy(), atol=1e-6)
     assert "eval mode" in captions(at)
+
+
+def test_the_mask_step_names_the_sidebars_buffer_once_the_numbers_are_not_the_books():
+    at = app(PAGE, query_params={"input": "text", "text": "one two three four", "step": "2"})
+    assert not at.exception
+    assert "(/glossary#context_length) = 1,024, so it is (1024, 1024)" in markdown(at)
+    assert "[buffer](/glossary#buffer)" in markdown(at)

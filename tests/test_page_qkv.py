@@ -41,20 +41,21 @@ def test_every_step_shows_the_books_numbers():
     next_step(at)
     for z, name in zip(zs(at), ("queries", "keys", "values"), strict=True):
         np.testing.assert_allclose(z, getattr(trace, name)[0, 0].numpy(), atol=1e-6)
-    assert f"x^(2) = `inputs[1]`, outlined: `queries[1] = {BOOK_QUERY}`" in markdown(at)
+    assert f"Query x^(2), row `[1]` in Python, outlined: `query_2 = {BOOK_QUERY}`" in markdown(at)
 
     next_step(at)
     scores, scaled = zs(at)
     np.testing.assert_allclose(scores, trace.attn_scores[0, 0].numpy(), atol=1e-6)
     np.testing.assert_allclose(scaled, trace.attn_scores[0, 0].numpy() / 2**0.5, atol=1e-6)
-    assert f"attn_scores[1] = {BOOK_SCORES}" in markdown(at) and "√2 = 1.4142" in markdown(at)
+    assert f"`attn_scores_2 = {BOOK_SCORES}`" in markdown(at) and "√2 = 1.4142" in markdown(at)
+    assert "`attn_scores_2 / √d_k = [" in markdown(at) and "scaled_scores" not in markdown(at)
 
     next_step(at)
     weights, context = zs(at)
     np.testing.assert_allclose(weights, trace.attn_weights[0, 0].numpy(), atol=1e-6)
     np.testing.assert_allclose(context, module(attention.BOOK_INPUTS).detach().numpy(), atol=1e-6)
-    assert f"attn_weights[1] = {BOOK_WEIGHTS}" in markdown(at)
-    assert f"context_vecs[1] = {BOOK_CONTEXT}" in markdown(at)
+    assert f"attn_weights_2 = {BOOK_WEIGHTS}" in markdown(at)
+    assert f"context_vec_2 = {BOOK_CONTEXT}" in markdown(at)
 
     lab = attention.scaling_lab(D_KS, num_keys=8, temperature=1.0, seed=123)
     next_step(at)

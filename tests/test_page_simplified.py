@@ -37,7 +37,7 @@ def test_every_step_shows_the_books_numbers():
     (spec,) = figure_specs(at)
     bars = series(spec)
     compared = attention.compare_normalizations(book.attn_scores[1])
-    np.testing.assert_allclose(bars["attn_scores / sum"], compared.by_sum.numpy(), atol=1e-6)
+    np.testing.assert_allclose(bars["attn_scores_2 / sum"], compared.by_sum.numpy(), atol=1e-6)
     np.testing.assert_allclose(bars["softmax_naive"], compared.naive_softmax.numpy(), atol=1e-6)
     np.testing.assert_allclose(bars["torch.softmax"], BOOK_WEIGHTS, atol=1e-4)
 
@@ -143,4 +143,18 @@ def test_a_long_sentence_stacks_the_largest_contributions_and_groups_the_rest():
     inputs = attention.embed_tokens(attention.tokenize(text).ids, 3, 123)  # (num_tokens, 3)
     expected = attention.simplified_attention(inputs).context_vecs[1]
     np.testing.assert_allclose(np.stack([decode(b["y"]) for b in bars]).sum(axis=0), expected.numpy(), atol=1e-5)
-    assert "the grey block adds up the rest" in markdown(at)
+    assert "the gray block adds up the rest" in markdown(at)
+
+
+def test_each_step_names_the_query_as_the_book_does():
+    """The book's names for the second token's row, attn_scores_2 to context_vec_2, and its 1-based x^(2)."""
+    at = app(PAGE)
+    names = ["attn_scores_2", "attn_weights_2", "attn_scores_2", "context_vec_2"]
+    for step, name in enumerate(names):
+        titles = [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
+        assert name in markdown(at) or any(name in t for t in titles), (step, name)
+        next_step(at)
+    assert "all_context_vecs = attn_weights @ inputs" not in markdown(at)  # step 5: the whole matrices
+    next_step(at)
+    assert "all_context_vecs = attn_weights @ inputs" in markdown(at)
+    assert "nested loops for the scores" in markdown(at)

@@ -104,7 +104,7 @@ def tiny_gpt2(tmp_path, monkeypatch):
 def test_every_chapter_page_runs_on_the_servers_gpt2(tiny_gpt2, page):
     at = app(page, query_params={"weights": "gpt2", "layer": "2", **SENTENCES["typed"]}, timeout=120)
     assert not at.exception, [e.message for e in at.exception]
-    assert "layer 2 of 2 of GPT-2 (2 heads, width 128" in captions(at)
+    assert "layer 2 of 2 of GPT-2 (2 heads, d_in = 128" in captions(at)
     if page == "pages/qkv.py":  # GPT-2's projections have a bias; SelfAttention_v1 has none
         assert "SelfAttention_v1 has none" in " ".join(w.value for w in at.warning)
     else:

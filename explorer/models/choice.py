@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import attention
 from attention.constants import NO_CHECKPOINT, VERDICT_CONFIG, checkpoint_named
+from explorer.page_text.glossary import term
 from explorer.settings import GPT2, RANDOM, TRAINED, Settings
 
 NAMES = {
@@ -55,8 +56,8 @@ def version(kind: str) -> int:
 def fit(settings: Settings) -> tuple[Settings, list[str]]:
     """``settings`` with its weights available and its layer and head inside the model, explaining each change.
 
-    ``layer`` counts from 1, as a reader counts a model's layers; ``head`` from 0, as the
-    Multi-head attention page labels heads.
+    ``layer`` counts from 1, as a reader counts a model's layers; ``head`` is an index from 0 (the sidebar
+    and the pages' words count heads from 1).
     """
     notices = []
     found = model(settings.weights)
@@ -73,7 +74,7 @@ def fit(settings: Settings) -> tuple[Settings, list[str]]:
         notices.append(f"This model has layers 1–{cfg.n_layers}; showing layer {layer}.")
     head = min(max(settings.head, 0), cfg.n_heads - 1)
     if head != settings.head:
-        notices.append(f"Each layer has heads 0–{cfg.n_heads - 1}; showing head {head}.")
+        notices.append(f"Each layer has heads 1–{cfg.n_heads}; showing head {head + 1}.")
     return replace(settings, layer=layer, head=head), notices
 
 
@@ -101,9 +102,9 @@ def describe(settings: Settings) -> str:
     cfg = found.cfg
     name = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
     return (
-        f"Trained weights: layer {settings.layer} of {cfg.n_layers} of {name} ({cfg.n_heads} heads, width "
-        f"{cfg.emb_dim}, head_dim {cfg.emb_dim // cfg.n_heads}), on the input the model feeds that layer; "
-        f"single-head modules hold the layer's head {settings.head}."
+        f"Trained weight matrices: layer {settings.layer} of {cfg.n_layers} of {name} ({cfg.n_heads} heads, "
+        f"d_in = {cfg.emb_dim}, head_dim = {cfg.emb_dim // cfg.n_heads}), on the input the model feeds that "
+        f"layer. Single-head modules hold head {settings.head + 1} of the layer."
     )
 
 
@@ -114,10 +115,10 @@ def input_text(settings: Settings) -> str:
         return ""
     below = "nothing else: this is the first layer" if settings.layer == 1 else f"the {settings.layer - 1} blocks below"
     return (
-        f"With trained weights the input is **what the model feeds layer {settings.layer}**: each token id's row "
-        f"of the model's learned token embedding plus its position's embedding ({found.cfg.emb_dim} numbers each), "
-        f"then {below}, then the block's LayerNorm (`norm1`). A token that occurs twice gets two different rows: "
-        "its position and the tokens before it have changed it."
+        f"With trained weight matrices the input is **what the model feeds layer {settings.layer}**. That is "
+        "each token id's row of the model's learned token embedding plus its position's embedding "
+        f"({found.cfg.emb_dim} numbers each), then {below}, then the block's {term('layernorm')} (`norm1`). A "
+        "token that occurs twice gets two different rows: its position and the tokens before it have changed it."
     )
 
 
@@ -127,7 +128,7 @@ def origin(settings: Settings) -> str:
         return ""
     first = settings.head * settings.d_out
     return (
-        f"here head {settings.head}'s slice of layer {settings.layer}'s `W_query`, `W_key` and `W_value`: rows "
-        f"{first}–{first + settings.d_out - 1} of each `nn.Linear`, transposed, as `SelfAttention_v1` stores them. "
-        "Training set these numbers."
+        f"here head {settings.head + 1}'s slice of layer {settings.layer}'s `W_query`, `W_key` and `W_value`. "
+        f"That is rows [{first}:{first + settings.d_out}] of each `nn.Linear` (Python indexes), transposed, as "
+        "`SelfAttention_v1` stores them. Training set these numbers."
     )

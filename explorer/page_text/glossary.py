@@ -237,7 +237,7 @@ TERMS: dict[str, Term] = {
     ),
     "gates": Term(
         "gates",
-        "In a GRU, vectors of numbers between 0 and 1 (from a sigmoid) that decide, entry by entry, how much of "
+        "In a GRU, vectors of numbers between 0 and 1, made by a sigmoid. Entry by entry, they decide how much of "
         "the old hidden state to keep and how much of the new input to let in.",
     ),
     "bahdanau": Term(
@@ -278,4 +278,5 @@ def term(key: str, text: str | None = None) -> str:
     Streamlit opens a Markdown link in a new browser tab, so the learner's tab keeps its page, step and
     settings; the Glossary tab scrolls to the entry. Link each term once per page, where it first appears.
     """
-    return f"[{text or TERMS[key].shown()}](/{URL_PATH}#{anchor(key)})"
+    target = anchor(key)
+    return f"[{text or TERMS[key].shown()}](/{URL_PATH}#{target})"

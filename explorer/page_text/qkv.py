@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .format import first_values
+from .glossary import term
 
 D_KS = tuple(2**k for k in range(11))  # d_k = 1 … 1024
 TEMPERATURES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -12,22 +13,34 @@ UNSCALED, SCALED = "unscaled", "scaled by 1/√d_k"
 TOP = f"at d_k = {D_KS[-1]}"
 TEMPERATURE_HELP = (
     "Every score is divided by this number before the softmax, on top of ÷ √d_k. Above 1 it "
-    "flattens the weights (closer to uniform), below 1 it sharpens them: the same lever as √d_k, "
-    "turned by hand, so you can see how much the spread of the scores decides saturation."
+    "flattens the attention weights (closer to uniform), below 1 it sharpens them. It is the same lever as "
+    "√d_k, turned by hand: it shows how much the spread of the scores decides saturation."
 )
 
 
 def projections_text(origin: str, seed: int) -> str:
     """Step 1: where W_query, W_key and W_value come from (``weights.origin``, else the book's ``torch.rand``)."""
     book = f"created with `torch.rand` after `torch.manual_seed({seed})` as in the book. Training would adjust them."
-    return "Each embedding is projected three ways by **trainable** d_in × d_out matrices, " + (origin or book)
+    return (
+        f"Each embedding is projected three ways by the {term('weight_matrices', 'trainable weight matrices')} "
+        f"W_query, W_key and W_value, each {term('d_in')} × {term('d_out')}: "
+        + (origin or book)
+        + "\n\nThey are parameters, learned once. The **attention weights** of the next steps are computed anew "
+        "for every input. The book takes d_out = 2 ≠ d_in = 3 to tell them apart; GPT models usually use d_out = d_in."
+    )
 
 
 def example_rows(steps, example: int, **names: str) -> str:
-    """The example token's row of each step's matrix (label=step name), as the book prints them, indexed as
-    in Python: the book's query 2, x^(2), is ``inputs[1]``."""
-    rows = [f"`{k}[{example}] = {first_values(getattr(steps, n)[example:], 8)}`" for k, n in names.items()]
-    return f" Query {example + 1}, x^({example + 1}) = `inputs[{example}]`, outlined: " + ", ".join(rows) + "."
+    """The example token's row of each step's matrix, under the book's name for it (``query`` →
+    ``query_2`` for the book's x^(2)), and where Python keeps it: row ``[1]`` of the full matrix."""
+    number = example + 1
+    rows = []
+    for label, name in names.items():
+        base, _, rest = label.partition(" ")
+        rows.append(
+            f"`{base}_{number}{' ' + rest if rest else ''} = {first_values(getattr(steps, name)[example:], 8)}`"
+        )
+    return f" Query x^({number}), row `[{example}]` in Python, outlined: " + ", ".join(rows) + "."
 
 
 def lab_series(lab, name: str) -> dict:
@@ -37,25 +50,30 @@ def lab_series(lab, name: str) -> dict:
 
 def saturation_text(lab, num_keys: int) -> str:
     return (
-        f"Dot products of random d_k-dim queries and keys spread like √d_k, so unscaled the softmax saturates: "
-        f"{TOP} the largest weight averages **{lab.unscaled_max_weight[-1]:.2f}**, entropy "
-        f"**{lab.unscaled_entropy[-1]:.2f}** nats. Scaled: **{lab.scaled_max_weight[-1]:.2f}** and "
-        f"**{lab.scaled_entropy[-1]:.2f}** (uniform: log {num_keys} = {math.log(num_keys):.2f})."
+        "Dot products of random d_k-dim queries and keys have a spread (standard deviation) of about √d_k. "
+        f"Unscaled, the softmax therefore {term('saturates')}: {TOP} the largest weight averages "
+        f"**{lab.unscaled_max_weight[-1]:.2f}**, and the row's {term('entropy')} is "
+        f"**{lab.unscaled_entropy[-1]:.2f}** nats (0 would be {term('one_hot')}). Scaled: "
+        f"**{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** (uniform: log {num_keys} = "
+        f"{math.log(num_keys):.2f})."
     )
 
 
 def gradients_text(lab) -> str:
     grads = lab.unscaled_grad_norm
     return (
-        "Training needs the gradient of the output with respect to the scores (measured by autograd). Unscaled "
-        f"it falls from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** {TOP}; scaled it is still "
-        f"**{lab.scaled_grad_norm[-1]:.3f}**. A saturated row barely learns."
+        f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the output at the "
+        f"softmax's input. Unscaled it falls from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** {TOP}; "
+        f"scaled it is still **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax passes almost no gradient "
+        "back to the scores."
     )
 
 
 def v1_v2_text(v2_seed: int, max_difference: float) -> str:
     return (
-        f"`SelfAttention_v2`, built after `torch.manual_seed({v2_seed})` (the book uses 789), uses `nn.Linear`, "
-        "which stores each weight transposed (d_out × d_in) and initializes it differently. Copy v2's weights, "
-        f"transposed, into v1 and the outputs agree: max |difference| = **{max_difference:.3g}**."
+        f"`SelfAttention_v2`, built after `torch.manual_seed({v2_seed})` (the book uses 789), uses "
+        f"{term('nn_linear')}. Its better-scaled initialization makes training more stable, and "
+        f"{term('qkv_bias')}=False leaves out its bias. It stores each weight matrix transposed (d_out × d_in). "
+        f"Copy v2's weight matrices, transposed, into v1 and the outputs agree: max |difference| = "
+        f"**{max_difference:.3g}**."
     )

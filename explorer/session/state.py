@@ -54,14 +54,20 @@ def widgets_valid() -> bool:
     return all(_KINDS.get(field, _WHOLE)(state.get(key)) for field, key in WIDGETS.items())
 
 
+SHOWN_FROM_1 = ("head",)  # the sidebar counts heads from 1, as the pages' words do; Settings.head is an index
+
+
 def _from_widgets() -> Settings:
     state = st.session_state
-    return Settings(**{field: state[key] for field, key in WIDGETS.items()})
+    values = {field: state[key] for field, key in WIDGETS.items()}
+    values.update({field: values[field] - 1 for field in SHOWN_FROM_1})
+    return Settings(**values)
 
 
 def _to_widgets(settings: Settings) -> None:
     for field, key in WIDGETS.items():
-        st.session_state[key] = getattr(settings, field)
+        value = getattr(settings, field)
+        st.session_state[key] = value + 1 if field in SHOWN_FROM_1 else value
 
 
 def _fitted(settings: Settings, notices: list[str]) -> tuple[Settings, list[str]]:

@@ -89,7 +89,7 @@ def departures(settings: Settings, section: str) -> tuple[str, ...]:
     """What in ``settings`` makes ``section``'s numbers differ from the book's, in words (empty: none)."""
     setup, reasons = SETUPS[section], []
     if settings.weights != "random":
-        return (f"{settings.weights} weights of layer {settings.layer}, not the chapter's random ones",)
+        return (f"{settings.weights} weight matrices of layer {settings.layer}, not the chapter's random ones",)
     if settings.source != BOOK:
         reasons.append("your own sentence, not the book's six 3-d vectors")
     elif settings.context_length < BOOK_NUM_TOKENS:
@@ -130,6 +130,6 @@ def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
     if not reasons:
         return f"These are the book's numbers: section {TITLES[section]}."
     return (
-        f"These are no longer the book's numbers: {'; '.join(reasons)}. Section {TITLES[section]} prints "
-        "them with the default settings."
+        f"These are no longer the book's numbers: {'; '.join(reasons)}. The book prints them in section "
+        f"{TITLES[section]}, with the default settings."
     )

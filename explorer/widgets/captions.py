@@ -31,8 +31,9 @@ def outside_model() -> Run:
     if run.settings.weights == RANDOM:
         return run
     st.caption(
-        ":material/model_training: The Weights setting picks the GPT's weights, and they do not reach this page: its "
-        "RNN encoder–decoder has its own, seeded, and in the two Trained steps trained to reverse sentences."
+        ":material/model_training: The Weight matrices setting picks a GPT's, and they do not reach this page. "
+        "Its RNN encoder–decoder has its own parameters: seeded, and in the two Trained steps trained to reverse "
+        "sentences."
     )
     return Run.of(replace(chosen(), weights=RANDOM))
 

@@ -9,6 +9,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
+STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``
+    ": the book's `forward`, line for line, except that it returns every tensor it computed, so the page can "
+    "draw them. `forward` returns `steps(x).output`."
+)
 _SOURCES: dict[Callable | type, str] = {}
 _SOURCES_LOCK = threading.Lock()
 
@@ -55,5 +59,5 @@ def show_code(*objects: Callable | type | str, title: str = "Show the code") -> 
         for obj in map(_named, objects):
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
-            st.caption(f"`{where}`")
+            st.caption(f"`{where}`" + (STEPS_NOTE if obj.__name__ == "steps" else ""))
             st.code(source_of(obj), language="python")

@@ -24,13 +24,15 @@ def show_summaries(settings: Settings) -> None:
     """The Multi-head page's last step with a model's weights: what each head of the layer looks at."""
     import pandas as pd  # here, not at the top: the first page after a cold start needs no table (issue 15)
 
+    from explorer.figures.heads import head_summary_bars  # a submodule the package does not import itself
+
     found = summaries(settings)
     if found is None:
         st.info("With one token there is no previous token to look at; type a longer sentence.")
         return
     st.markdown(
-        f"Layer {settings.layer}'s heads on this sentence, each row's weights averaged over queries 1 to T − 1 "
-        "(query 0 sees only itself): how much goes to **the token just before**, how much to **the first token**, "
+        f"Layer {settings.layer}'s heads on this sentence, each row's attention weights averaged over queries 2 to T "
+        "(query 1 sees only itself): how much goes to **the token just before**, how much to **the first token**, "
         "and how spread out a row is (its entropy as a share of spreading evenly: 1 is uniform, 0 is one token)."
     )
     shares = {
@@ -39,7 +41,7 @@ def show_summaries(settings: Settings) -> None:
         "entropy ÷ uniform": found.entropy_share,
     }
     draw(
-        figures.heads.head_summary_bars,
+        head_summary_bars,
         "head-summaries",
         shares,
         title=f"What each head of layer {settings.layer} looks at",
@@ -51,7 +53,7 @@ def show_summaries(settings: Settings) -> None:
         "entropy ÷ uniform": found.entropy_share,
         "mean distance back": found.mean_distance,
     }
-    rows = {"head": [f"head {k}" for k in range(len(found.previous_token))]}
+    rows = {"head": [f"head {k + 1}" for k in range(len(found.previous_token))]}  # counted from 1
     rows.update({name: [f"{v:.2f}" for v in values] for name, values in columns.items()})
     table(pd.DataFrame(rows), hide_index=True)
     uniform = f"Spreading evenly over the tokens a query sees would give {found.uniform_entropy:.3f} nats."
@@ -63,9 +65,12 @@ def show_alignment(pieces, ids) -> None:
     view = reversal_view(tuple(ids))
     count = len(pieces)
     st.markdown(
-        "Now **trained**: the same kind of encoder–decoder, taught to write any sentence backwards (each token "
-        "id becomes one of 16 symbols). To write output step i it must copy input token T − 1 − i, and its "
-        f"attention learned to look there: each step's largest weight averages **{view.mean_max_weight:.3f}** "
+        "Now **trained**: a GRU encoder–decoder that reads in both directions, as Bahdanau's did, taught to write "
+        "any sentence backwards (each token id becomes one of 16 symbols). Output step i must copy input token "
+        "T + 1 − i, counting both from 1.\n\n"
+        "Two changes from Bahdanau's model make that the only way: the context sums the input embeddings, not "
+        "the encoder states, and the output is read from the context alone. Its attention learned to look "
+        f"there: each step's largest weight averages **{view.mean_max_weight:.3f}** "
         f"(untrained: {view.untrained_mean_max_weight:.3f}; uniform 1/{count} = {1 / count:.3f}), "
         f"{view.on_anti_diagonal:.3f} of it on the right token. It writes {int(view.right.sum())} of "
         f"{count} symbols right."
@@ -89,10 +94,11 @@ def show_bottleneck() -> None:
     """Accuracy against sentence length with and without attention, as ``scripts/train.py`` measured it."""
     curve = attention.bottleneck_curve()
     st.markdown(
-        "The bottleneck in numbers, as Bahdanau et al. showed it: the same encoder–decoder trained to reverse "
-        "sentences **without** attention must squeeze the sentence into its final state, and falls behind as "
-        f"sentences grow ({curve.without_attention[-1]:.0%} of symbols right at {curve.lengths[-1]} tokens); "
-        f"**with** attention it stays at {min(curve.with_attention):.1%} or more at every length."
+        "The bottleneck in numbers. Bahdanau et al. measured translation quality against sentence length; here "
+        "the task is reversal. A model of the same design without attention must squeeze the sentence into the "
+        "encoder's final states, and it falls behind as sentences grow: "
+        f"{curve.without_attention[-1]:.0%} of symbols right at {curve.lengths[-1]} tokens. **With** attention "
+        f"the model stays at {min(curve.with_attention):.1%} or more at every length."
     )
     series = {"with attention": curve.with_attention, "without attention": curve.without_attention}
     options = dict(title="Symbols right, by sentence length", x_title="tokens", y_title="share right")

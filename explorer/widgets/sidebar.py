@@ -1,4 +1,4 @@
-"""The sidebar: presenter mode, the input, the Weights choice with its layer and head, the chapter's sizes,
+"""The sidebar: presenter mode, the input, the Weight matrices choice with its layer and head, the chapter's sizes,
 dropout, the figure format, and for long inputs a window of tokens to inspect cell by cell. Its widgets
 edit ``session``'s settings; this module only draws them."""
 
@@ -88,10 +88,11 @@ def sidebar() -> Settings:
                 else f"{limit.help} (0–{limit.high})",
             )
         st.toggle(
-            "Training mode (dropout on)",
+            "Training mode",
             key="w_training",
             on_change=on_change_of,
-            help="In eval mode dropout does nothing; in training mode it drops attention weights.",
+            help="In training mode dropout zeroes each attention weight with probability p (none when p = 0) and "
+            "scales the rest by 1 / (1 − p). In eval mode it does nothing.",
         )
         for text in [*unreadable, *state.get("settings_notices", [])]:
             notice(text)
@@ -114,14 +115,15 @@ def _weights_controls() -> bool:
     if not checkpoint.ok:
         names[GPT2] = "GPT-2 (not available on this server)"
     st.radio(
-        "Weights",
+        "Weight matrices",
         WEIGHTS,
         key="w_weights",
         format_func=names.__getitem__,
         on_change=on_change_of,
-        help="Random: the chapter's seeded weights, with the book's numbers. Trained: one layer of a small GPT "
-        "trained on The Verdict, on the input the model feeds that layer. GPT-2: the checkpoint the server's "
-        f"operator named in {CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
+        help="Where W_query, W_key and W_value come from (the trainable parameters, not the attention weights). "
+        "Random: the chapter's seeded ones, with the book's numbers. Trained: one layer of a small GPT trained "
+        "on The Verdict, on the input the model feeds that layer. GPT-2: the checkpoint the server's operator "
+        f"named in {CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
     )
     settings = effective(st.session_state["settings"])
     found = model(settings.weights)
@@ -129,16 +131,17 @@ def _weights_controls() -> bool:
     layer, head = st.columns(2)
     layer.number_input(
         "layer", 1, cfg.n_layers, step=1, key="w_layer", on_change=on_change_of, disabled=found is None,
-        help=f"Which of the model's {cfg.n_layers} layers (transformer blocks) the pages show, from 1.",
+        help=f"Which of the model's {cfg.n_layers} layers (transformer blocks) the pages show, counted from 1.",
     )  # fmt: skip
     head.number_input(
-        "layer's head", 0, cfg.n_heads - 1, step=1, key="w_head", on_change=on_change_of, disabled=found is None,
-        help="The head that Q, K, V, Causal mask, Dropout and Batches hold as one CausalAttention, from 0.",
+        "layer's head", 1, cfg.n_heads, step=1, key="w_head", on_change=on_change_of, disabled=found is None,
+        help="The head that Q, K, V, Causal mask, Dropout and Batches hold as one CausalAttention, counted from "
+        "1 (head 1 is index 0 in code).",
     )  # fmt: skip
     if found is not None:
         st.caption(
-            f"The model fixes d_in = {settings.d_in}, d_out = head_dim = {settings.d_out}, num_heads = "
-            f"{settings.num_heads} and context_length = {settings.context_length}; seed does not apply."
+            f"The model fixes d_in = {settings.d_in}, num_heads = {settings.num_heads} and context_length = "
+            f"{settings.context_length}. d_out is one head's size, head_dim = {settings.d_out}; seed does not apply."
         )
     return found is not None
 

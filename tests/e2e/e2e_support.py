@@ -652,9 +652,9 @@ KNOWN_FIGURES = {
     "tokens": [Known(r"^Input embeddings", lambda i: i.embeddings().numpy(), (0.43, 0.15, 0.89))],
     "simplified": [
         Known(r"^attn_weights$", simplified_weights),
-        Known(r"^context_vecs = attn_weights @ inputs$", simplified_context, (0.4421, 0.5931, 0.5790)),
+        Known(r"^all_context_vecs = attn_weights @ inputs$", simplified_context, (0.4421, 0.5931, 0.5790)),
     ],
-    "qkv": [Known(r"^context_vecs = attn_weights @ values$", self_attention_v1_output, (0.2996, 0.8053))],
+    "qkv": [Known(r"^context_vec = attn_weights @ values$", self_attention_v1_output, (0.2996, 0.8053))],
     "causal_mask": [
         Known(r"^attn_weights = softmax\(masked / √d_k\)$", lambda i: causal_weights(i, causal_page_seed(i))),
         Known(r"^context_vec, shape", lambda i: causal_context(i, causal_page_seed(i))),

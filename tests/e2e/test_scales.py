@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 
 PAGES = app_pages()
 COMPARED = (  # title patterns of panels drawn side by side to be compared, on one step
-    (r"^attn_scores$", r"^scaled_scores"),
+    (r"^attn_scores$", r"^attn_scores / √"),
     (r"^SelfAttention_v1", r"^SelfAttention_v2$"),
     (r"^batch\[0\]", r"^batch\[1\]"),
     (r"^Mean of", r"^attn_weights without dropout"),
