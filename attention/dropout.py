@@ -1,9 +1,15 @@
 """Stage 6: dropout on the attention weights (book section 3.5.2).
 
+Why: dropout zeroes randomly chosen values while training, so the model
+cannot rely on a few of them; this reduces overfitting. The book applies it
+to the attention weights, after the softmax and before they multiply the
+values. Chapter 4's GPT uses a lower rate, 0.1; here 0.5 makes the effect
+easy to see.
+
 What is new: while training, each attention weight is dropped (set to zero)
 with probability ``p``, and the survivors are multiplied by 1/(1-p) so that
-each weight keeps its expected value. A row then no longer sums to 1, but its
-average over many draws does. In eval mode nothing is dropped.
+each weight keeps its average over many draws. A row then no longer sums to
+1, but its average over many draws does. In eval mode nothing is dropped.
 
 The draws here are the book's: ``apply_dropout(w, 0.5, seed=123)`` is
 ``torch.manual_seed(123)`` then ``torch.nn.Dropout(0.5)(w)``, run under

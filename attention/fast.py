@@ -5,10 +5,13 @@ What is new: nothing in the math. ``fast_multihead(mha, x)`` runs the same
 for speed:
 
 * the scaled dot-product step is PyTorch's fused
-  ``F.scaled_dot_product_attention`` (``is_causal=True``). It works on blocks
-  of queries and keys, skips the blocks above the diagonal and never stores a
-  (num_tokens, num_tokens) weight matrix. nanoGPT calls this path "flash
-  attention";
+  ``F.scaled_dot_product_attention`` (``is_causal=True``): one operation for
+  the scores, the mask, the softmax and the weighted sum of the values. Which
+  kernel runs depends on the backend PyTorch picks for the device, dtype and
+  sizes. A flash-attention kernel works on blocks of queries and keys, skips
+  the blocks above the diagonal and never stores a (num_tokens, num_tokens)
+  weight matrix; the plain fallback computes and stores every score. nanoGPT
+  calls this path "flash attention";
 * the three projections are one matrix product: ``W_query``, ``W_key`` and
   ``W_value`` stacked into one (3 * d_out, d_in) weight, which is how
   ``torch.nn.MultiheadAttention`` stores them (``in_proj_weight``) and what

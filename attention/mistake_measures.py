@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -32,6 +32,9 @@ from .multihead import MultiHeadAttention
 SATURATION_D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 LARGE_D_K = 512  # the d_k at which the scaling mistakes are measured
 MAX_DROPOUT_WEIGHTS = 2_000_000  # weights drawn in all for the dropout average; long inputs get fewer draws
+PARAMETER_D_IN = 16  # the inputs' size in the parameters' gradient check
+PARAMETER_SAMPLES = 256  # rows in the parameters' gradient check: the median needs more than the 64 of the curve
+STARVED = 0.01  # a row whose parameters' gradient is below this share of the right code's median barely learns
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,15 @@ class SaturationCurve:
     same generator, order and shapes), so the right column's max weight and
     entropy and gradient norm equal its scaled ones. ``*_grad_norm`` is the
     gradient of the weighted value sum with respect to the scores the softmax
-    receives, as ``scaling_lab`` measures it. ``num_keys`` is the length of
-    each row.
+    receives, as ``scaling_lab`` measures it: not yet multiplied by the
+    1/√d_k (or the mistake's factor) that lies between it and the parameters.
+
+    ``*_param_grad`` is what reaches the parameters, measured by autograd in a
+    separate draw (``parameter_gradients``): the median over rows of the norm
+    of the gradient of ``W_query`` and ``W_key`` together.
+    ``wrong_starved`` is the share of the mistake's rows whose parameters'
+    gradient is below ``STARVED`` of the right code's median. ``num_keys`` is
+    the length of each row.
 
     Shapes: every tensor (len(d_ks),).
     """
@@ -66,6 +76,9 @@ class SaturationCurve:
     wrong_entropy: torch.Tensor
     right_grad_norm: torch.Tensor
     wrong_grad_norm: torch.Tensor
+    right_param_grad: torch.Tensor
+    wrong_param_grad: torch.Tensor
+    wrong_starved: torch.Tensor
     num_keys: int
 
     @property
@@ -109,7 +122,7 @@ def _nan_rows(attn_weights: torch.Tensor) -> torch.Tensor:
 
 
 def _past_and_future(weights: torch.Tensor) -> tuple[float, float]:
-    """Mean row sum on the past (with the token itself) and on the future, over head 0's rows that are numbers."""
+    """Mean row sum on the past (with the token itself) and on the future, over head 1's rows that are numbers."""
     rows = weights[0, 0][~_nan_rows(weights)]  # (finite rows, num_tokens)
     if rows.numel() == 0:
         return math.nan, math.nan
@@ -178,7 +191,9 @@ def _entropy(attn_weights: torch.Tensor) -> torch.Tensor:
     return -(attn_weights * attn_weights.clamp_min(1e-30).log()).sum(dim=-1)  # (..., num_tokens)
 
 
-def measure_scaling(mha, x, right, wrong, curve, samples, seed):
+def _scaling_measures(mha, right, wrong, curve, way_back: str) -> tuple[Measure, ...]:
+    """The measures both scaling mistakes share; ``way_back`` is the mistake's factor between the softmax's
+    input and the parameters ("1" or "1/d_k")."""
     at = SATURATION_D_KS.index(LARGE_D_K)
     right_max, wrong_max = right.max(dim=-1).values.mean().item(), wrong.max(dim=-1).values.mean().item()
     here = (
@@ -188,6 +203,8 @@ def measure_scaling(mha, x, right, wrong, curve, samples, seed):
     if mha.head_dim == 1:
         here += " With head_dim = 1, √d_k = d_k = 1, so the mistake changes nothing until d_k grows."
     wrong_at, right_at = curve.wrong_max_weight[at].item(), curve.right_max_weight[at].item()
+    right_input, wrong_input = curve.right_grad_norm[at].item(), curve.wrong_grad_norm[at].item()
+    right_param, wrong_param = curve.right_param_grad[at].item(), curve.wrong_param_grad[at].item()
     return (
         Measure("max_weight_here", "Largest weight per row, mean (all heads)", right_max, wrong_max, here),
         Measure(
@@ -200,29 +217,83 @@ def measure_scaling(mha, x, right, wrong, curve, samples, seed):
         ),
         Measure(
             "entropy_large_d_k",
-            f"Entropy of a row at d_k = {LARGE_D_K} (nats)",
+            f"Spread (entropy) of a row at d_k = {LARGE_D_K}",
             curve.right_entropy[at].item(),
             curve.wrong_entropy[at].item(),
-            f"Its entropy is {curve.wrong_entropy[at]:.3f} nats instead of {curve.right_entropy[at]:.3f} "
-            f"(0 is one-hot, {curve.uniform_entropy:.3f} is uniform).",
+            f"Entropy measures a row's spread: 0 when one key takes all the weight, {curve.uniform_entropy:.3f} "
+            f"(log {curve.num_keys}) when all are equal. Here it is {curve.wrong_entropy[at]:.3f} instead of "
+            f"{curve.right_entropy[at]:.3f}.",
         ),
         Measure(
             "grad_norm_large_d_k",
-            f"Softmax gradient norm at d_k = {LARGE_D_K}",
-            curve.right_grad_norm[at].item(),
-            curve.wrong_grad_norm[at].item(),
-            _gradient_sentence(curve.right_grad_norm[at].item(), curve.wrong_grad_norm[at].item()),
+            f"Gradient at the softmax's input, d_k = {LARGE_D_K} (mean norm)",
+            right_input,
+            wrong_input,
+            f"Measured where the scores enter the softmax, the gradient is {wrong_input:.3g} instead of "
+            f"{right_input:.3g}. That is not yet what reaches W_query and W_key.",
+        ),
+        Measure(
+            "param_grad_large_d_k",
+            f"Gradient reaching W_query and W_key, d_k = {LARGE_D_K} (median norm)",
+            right_param,
+            wrong_param,
+            f"On the way back to W_query and W_key the right code multiplies by 1/√d_k, this mistake by "
+            f"{way_back}. Measured with autograd, their gradient is {wrong_param:.3g} instead of {right_param:.3g} "
+            "(median over rows).",
         ),
     )
 
 
-def _gradient_sentence(right: float, wrong: float) -> str:
-    start = f"The softmax's gradient is {wrong:.3g} instead of {right:.3g}"
-    if wrong == 0:
-        return start + ": the rows are exactly one-hot, so W_query and W_key learn nothing through them."
-    if 2 * wrong < right:
-        return start + f", {right / wrong:.3g} times smaller, so W_query and W_key learn that much more slowly."
-    return start + ": close to the right one. This mistake does not starve the gradient; it flattens the weights."
+def measure_no_scaling(mha, x, right, wrong, curve, samples, seed):
+    at = SATURATION_D_KS.index(LARGE_D_K)
+    measures = _scaling_measures(mha, right, wrong, curve, "1")
+    starved = curve.wrong_starved[at].item()
+    *kept, param = measures
+    sentence = (
+        param.sentence
+        + f" In {starved:.0%} of rows it is below {STARVED:.0%} of the right code's median: those rows are "
+        "one-hot, and their W_query and W_key barely learn from them."
+    )
+    return (*kept, replace(param, sentence=sentence))
+
+
+def measure_divided_by_d_k(mha, x, right, wrong, curve, samples, seed):
+    *kept, softmax_input, param = _scaling_measures(mha, right, wrong, curve, "1/d_k")
+    times = param.right / param.wrong if param.wrong > 0 else math.inf
+    sentence = param.sentence + f" That is {times:.3g} times smaller (√{LARGE_D_K} = {LARGE_D_K**0.5:.3g})"
+    if softmax_input.wrong > 0.8 * softmax_input.right:
+        sentence += ": the extra 1/√d_k on the way back, since the gradients at the softmax's input are close"
+    return (*kept, softmax_input, replace(param, sentence=sentence + "."))
+
+
+def parameter_gradients(
+    weigh_step: Callable, d_k: int, num_keys: int = 8, num_samples: int = PARAMETER_SAMPLES, seed: int = 123
+) -> torch.Tensor:
+    """The gradient that reaches ``W_query`` and ``W_key`` through ``weigh_step``, one norm per row, by autograd.
+
+    Each of ``num_samples`` rows has its own inputs (standard normal, ``PARAMETER_D_IN`` numbers each) and its
+    own ``W_query`` and ``W_key`` (d_in, d_k), drawn with standard deviation 1/√d_in so that queries and keys
+    have entries of variance about 1, as in ``saturation_curve``. The loss is the weighted value sum, as there.
+
+    Shapes: returns (num_samples,): the norm of (∂loss/∂W_query, ∂loss/∂W_key) of each row.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    d_in = PARAMETER_D_IN
+    x_query = torch.randn(num_samples, 1, d_in, generator=generator)  # (num_samples, 1, d_in)
+    x_keys = torch.randn(num_samples, num_keys, d_in, generator=generator)  # (num_samples, num_keys, d_in)
+    W_query = torch.randn(num_samples, d_in, d_k, generator=generator) / d_in**0.5  # (num_samples, d_in, d_k)
+    W_key = torch.randn(num_samples, d_in, d_k, generator=generator) / d_in**0.5  # (num_samples, d_in, d_k)
+    values = torch.randn(num_samples, 1, num_keys, generator=generator)  # (num_samples, 1, num_keys)
+    W_query.requires_grad_()
+    W_key.requires_grad_()
+    with torch.enable_grad():
+        queries = x_query @ W_query  # (num_samples, 1, d_k)
+        keys = x_keys @ W_key  # (num_samples, num_keys, d_k)
+        attn_scores = queries @ keys.transpose(1, 2)  # (num_samples, 1, num_keys)
+        attn_weights = weigh_step(attn_scores, torch.zeros(1, num_keys, dtype=torch.bool), keys)
+        (attn_weights * values).sum().backward()
+    both = torch.cat([W_query.grad.flatten(1), W_key.grad.flatten(1)], dim=1)  # (num_samples, 2 * d_in * d_k)
+    return both.norm(dim=1)  # (num_samples,)
 
 
 def saturation_curve(
@@ -239,7 +310,8 @@ def saturation_curve(
     one standard-normal generator seeded with ``seed``. No mask. The gradient
     of the weighted value sum with respect to the softmax's input scores z is
     w * (v - w·v), the softmax's own derivative, the one that vanishes when a
-    row saturates.
+    row is one-hot (all its weight on one key). What reaches the parameters
+    is measured by ``parameter_gradients``, with its own draw.
     """
     generator = torch.Generator().manual_seed(seed)
     columns: dict[str, list[float]] = {}
@@ -260,6 +332,12 @@ def saturation_curve(
             }
             for stat, value in stats.items():
                 columns.setdefault(f"{side}_{stat}", []).append(value)
+        right_param = parameter_gradients(weigh, d_k, num_keys, seed=seed)  # (PARAMETER_SAMPLES,)
+        wrong_param = parameter_gradients(wrong_weigh, d_k, num_keys, seed=seed)  # (PARAMETER_SAMPLES,)
+        columns.setdefault("right_param_grad", []).append(right_param.median().item())
+        columns.setdefault("wrong_param_grad", []).append(wrong_param.median().item())
+        starved = (wrong_param < STARVED * right_param.median()).float().mean().item()
+        columns.setdefault("wrong_starved", []).append(starved)
     return SaturationCurve(
         d_ks=torch.tensor(d_ks),
         **{key: torch.tensor(values) for key, values in columns.items()},
@@ -354,7 +432,7 @@ def measure_dropout(mha, x, right, wrong, curve, samples, seed):
             "Row sum after this draw, mean over rows",
             right_now,
             wrong_now,
-            f"In this draw a row of head 0 sums to {wrong_now:.3f} on average instead of {right_now:.3f}.",
+            f"In this draw a row of head 1 sums to {wrong_now:.3f} on average instead of {right_now:.3f}.",
         ),
         Measure("mean_row_sum", f"Row sum averaged over {samples} draws", right_mean, wrong_mean, average),
     )

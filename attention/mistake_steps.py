@@ -91,13 +91,13 @@ def weigh_divided_by_d_k(attn_scores: torch.Tensor, mask_bool: torch.Tensor, key
 
 def weigh_mask_after_softmax(attn_scores: torch.Tensor, mask_bool: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (..., num_tokens, num_tokens)
-    attn_weights.masked_fill_(mask_bool, 0)  # Mistake: after the softmax, and no renormalising
+    attn_weights.masked_fill_(mask_bool, 0)  # Mistake: after the softmax, and no renormalizing
     return attn_weights
 
 
 def weigh_wrong_dim(attn_scores: torch.Tensor, mask_bool: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     attn_scores.masked_fill_(mask_bool, -torch.inf)
-    attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-2)  # Mistake: normalises columns
+    attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-2)  # Mistake: normalizes columns
     return attn_weights
 
 

@@ -1,11 +1,12 @@
 """Common mistakes in chapter 3's attention code: the catalogue, and running one beside the right code.
 
-Each mistake is one changed line (or two) of ``MultiHeadAttention``'s forward
-pass: ``mistake_steps`` cuts the book's forward pass into five steps and
+Each mistake is one changed line (or two) of ``MultiHeadAttention``: of its
+forward pass, or of ``__init__`` for the two mask mistakes, whose buffer is
+built there. ``mistake_steps`` cuts the book's forward pass into five steps and
 writes each mistaken twin, and ``mistake_measures`` measures what a mistake
 does. A ``Mistake`` here names the changed lines, why they are wrong, the
 steps with the mistake in them and its measure. ``run_mistake(name, mha, x)``
-computes the right and the wrong forward pass with the same weights and
+computes the right and the wrong forward pass with the same parameters and
 inputs, and measures what the mistake does, with a sentence a learner reads
 for each number.
 
@@ -26,11 +27,12 @@ from .mistake_measures import (
     Measure,
     SaturationCurve,
     measure_diagonal_0,
+    measure_divided_by_d_k,
     measure_dropout,
     measure_fill_zero,
     measure_mask_after_softmax,
     measure_merge_without_transpose,
-    measure_scaling,
+    measure_no_scaling,
     measure_softmax_wrong_dim,
     measure_tril_mask,
     measure_view_without_transpose,
@@ -88,7 +90,7 @@ MISTAKES: dict[str, Mistake] = {
             "Mask filled with 0 instead of −∞",
             "attn_scores.masked_fill_(mask_bool, -torch.inf)",
             "attn_scores.masked_fill_(mask_bool, 0)",
-            "A score of 0 is an ordinary score: exp(0) = 1, so the softmax still gives future tokens weight.",
+            "A score of 0 is an ordinary score: exp(0) = 1, so the softmax still gives later tokens weight.",
             replace(RIGHT, weigh=weigh_fill_zero),
             measure_fill_zero,
         ),
@@ -97,8 +99,8 @@ MISTAKES: dict[str, Mistake] = {
             "tril instead of triu",
             _MASK_LINE,
             _MASK_LINE.replace("triu", "tril"),
-            "tril(..., diagonal=1) marks the lower triangle, the diagonal and the next token: the mask hides the past "
-            "and shows what comes two places later.",
+            "tril(..., diagonal=1) marks the lower triangle, the diagonal and the next token. So each token sees only "
+            "tokens two or more places later, and the last two rows, with nothing left to see, become NaN.",
             replace(RIGHT, mask=mask_buffer_tril),
             measure_tril_mask,
         ),
@@ -116,10 +118,10 @@ MISTAKES: dict[str, Mistake] = {
             "No scaling by 1/√d_k",
             _SOFTMAX_LINE,
             "attn_weights = torch.softmax(attn_scores, dim=-1)",
-            "Dot products of d_k numbers grow like √d_k; unscaled, the softmax turns one-hot and its gradient "
-            "vanishes.",
+            "The spread (standard deviation) of a dot product of d_k random numbers grows like √d_k. Unscaled, "
+            "large d_k makes rows one-hot (all weight on one key), where the softmax's gradient nears 0.",
             replace(RIGHT, weigh=weigh_unscaled),
-            measure_scaling,
+            measure_no_scaling,
             saturates=True,
         ),
         Mistake(
@@ -127,9 +129,10 @@ MISTAKES: dict[str, Mistake] = {
             "Dividing by d_k instead of √d_k",
             _SOFTMAX_LINE,
             "attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)",
-            "Dividing by d_k shrinks the scores too far: each row tends to equal weights, whatever the scores.",
+            "Dividing by d_k shrinks the scores too far: each row tends to equal weights, whatever the scores. "
+            "On the way back, the gradient shrinks by d_k instead of √d_k.",
             replace(RIGHT, weigh=weigh_divided_by_d_k),
-            measure_scaling,
+            measure_divided_by_d_k,
             saturates=True,
         ),
         Mistake(
@@ -137,7 +140,8 @@ MISTAKES: dict[str, Mistake] = {
             "view to heads without transpose",
             "keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)\nkeys = keys.transpose(1, 2)",
             "keys = keys.view(b, self.num_heads, num_tokens, self.head_dim)",
-            "view only relabels memory, which is in token order; the shape is right but the heads get mixed tokens.",
+            "view only relabels memory, which holds one token after another. The shape is right, but most of a "
+            "head's rows now hold numbers of other tokens, later ones included.",
             replace(RIGHT, split=split_heads_without_transpose),
             measure_view_without_transpose,
         ),
@@ -154,11 +158,11 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "mask_after_softmax",
-            "Masking after the softmax without renormalising",
+            "Masking after the softmax without renormalizing",
             "attn_scores.masked_fill_(mask_bool, -torch.inf)\n" + _SOFTMAX_LINE,
             _SOFTMAX_LINE + "\nattn_weights.masked_fill_(mask_bool, 0)",
-            "The softmax already shared each row's weight with the future; zeroing it afterwards leaves rows below 1, "
-            "and the later tokens' scores still shape every weight through the softmax's denominator.",
+            "The softmax already shared each row's weight with later tokens. Zeroing their weights afterwards leaves "
+            "rows summing to less than 1, and later scores still shape every weight through the softmax's denominator.",
             replace(RIGHT, weigh=weigh_mask_after_softmax),
             measure_mask_after_softmax,
         ),
@@ -167,18 +171,18 @@ MISTAKES: dict[str, Mistake] = {
             "Softmax over the wrong dimension",
             _SOFTMAX_LINE,
             _SOFTMAX_LINE.replace("dim=-1", "dim=-2"),
-            "dim=-2 normalises each key's column across queries: a query's weights no longer sum to 1, and they "
+            "dim=-2 normalizes each key's column across queries: a query's weights no longer sum to 1, and they "
             "depend on the queries of later tokens.",
             replace(RIGHT, weigh=weigh_wrong_dim),
             measure_softmax_wrong_dim,
         ),
         Mistake(
             "merge_without_transpose",
-            "Concatenating heads in the wrong order",
+            "Merging heads without transposing back",
             "context_vec = (dropped_weights @ values).transpose(1, 2)",
             "context_vec = dropped_weights @ values",
-            "Merged without transposing back, memory holds all of head 0's tokens, then head 1's, so a token's row "
-            "is filled with other tokens' context vectors.",
+            "Without transpose(1, 2), memory holds head 1's vectors for every token, then head 2's. view cuts that "
+            "into rows, so a token's row holds other tokens' context vectors: rows are scrambled across tokens.",
             replace(RIGHT, merge=merge_heads_without_transpose),
             measure_merge_without_transpose,
         ),
@@ -190,7 +194,7 @@ MISTAKES: dict[str, Mistake] = {
 class MistakeRun:
     """The right and the wrong forward pass on the same weights and inputs, and what the mistake does.
 
-    ``right_weights`` and ``wrong_weights`` are head 0 of the first sequence;
+    ``right_weights`` and ``wrong_weights`` are the first head (``[0, 0]``) of the first sequence;
     ``*_output`` the whole outputs. ``max_output_difference`` is the largest
     |wrong - right| over the outputs that are numbers in both; ``nan_tokens``
     counts the tokens of the first sequence whose wrong output is NaN.
@@ -221,11 +225,11 @@ class MistakeRun:
 def run_mistake(
     name: str, mha: MultiHeadAttention, x: torch.Tensor, *, seed: int = 123, dropout_samples: int = 1000
 ) -> MistakeRun:
-    """Run mistake ``name`` beside the right code on ``mha``'s weights and ``x``, and measure the difference.
+    """Run mistake ``name`` beside the right code on ``mha``'s parameters and ``x``, and measure the difference.
 
     Everything runs in eval mode except ``dropout_without_rescale``, which
     drops with ``mha.dropout.p``: the shown draw is seeded with ``seed``, the
-    row-sum average is over ``dropout_samples`` draws of head 0's weights (fewer
+    row-sum average is over ``dropout_samples`` draws of the first head's weights (fewer
     for long inputs, each of which averages more rows; the measure's label
     says how many). ``seed`` also draws the
     change to later tokens that tests whether the first token sees them.
@@ -298,6 +302,6 @@ def _moves_sentence(right: float, wrong: float) -> str:
     if wrong > 1e-6:
         return (
             f"Change every token after the first and the first token's output moves by {wrong:.3g}: "
-            f"it sees the future (the right code: {right:.3g})."
+            f"later tokens reach it (the right code: {right:.3g})."
         )
-    return "Changing the tokens after the first leaves the first token's output alone: the future stays hidden."
+    return "Changing the tokens after the first leaves the first token's output alone: later tokens stay hidden."

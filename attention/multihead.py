@@ -6,11 +6,18 @@ builds this twice:
 
 * ``MultiHeadAttentionWrapper`` stacks ``num_heads`` separate
   ``CausalAttention`` modules and concatenates their outputs, giving
-  ``num_heads * d_out`` features. Easy to read, but the heads run one by one.
+  ``num_heads * d_out`` features: (2, 6, 4) for the book's batch of two, with
+  d_out = 2 and two heads. Easy to read, but the heads run one by one.
 * ``MultiHeadAttention`` does one projection of size ``d_out`` per Q/K/V,
   splits it into heads with ``view`` and ``transpose``, attends in all heads
   at once by batched matrix multiplication, merges the heads back and mixes
-  them with ``out_proj``. Here ``d_out`` is the total, ``head_dim = d_out // num_heads``.
+  them with ``out_proj``. Here ``d_out`` is the total, ``head_dim = d_out // num_heads``,
+  and the scores are divided by √head_dim (``keys.shape[-1]`` after the split).
+
+Why several heads: each has its own projections, so each can attend to a
+different kind of relation (the book: different representation subspaces).
+This module is the attention layer that chapter 4's GPT stacks; GPT-2 small
+has 12 heads, d_in = d_out = 768 and a context of 1,024 tokens.
 
 ``multihead_from_wrapper`` and ``to_torch_multihead`` copy weights between
 these and ``torch.nn.MultiheadAttention`` so their outputs can be compared.
@@ -55,6 +62,10 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 class MultiHeadAttention(nn.Module):
     """Efficient multi-head causal attention: one projection per Q/K/V, split into heads.
+
+    ``transpose(1, 2)`` swaps only the token and head dimensions; ``.T`` would
+    reverse all four, batch included. ``view`` needs memory in the order it
+    reads, which a transpose does not give, so ``contiguous()`` copies first.
 
     Parameters are created in the book's order, ``W_query``, ``W_key``,
     ``W_value``, ``out_proj``, so ``torch.manual_seed(123)`` before construction

@@ -19,8 +19,10 @@ median time and peak memory. What separates them is what they keep:
   asked for none (``need_weights=False``) it returns none, and whether it
   still makes them depends on PyTorch's fast-path conditions: measured, not assumed;
 * ``F.scaled_dot_product_attention`` (after the book's three projections) and
-  ``fast_multihead`` never store a T × T matrix, so their memory grows as T,
-  not T².
+  ``fast_multihead`` call one fused kernel. Which kernel runs depends on the
+  backend PyTorch picks for the device, dtype and sizes; a flash or
+  memory-efficient one never stores a T × T matrix, so memory grows as T,
+  not T², while its plain fallback stores one. Measured, not assumed.
 
 How it measures (``measure``): inputs and parameters are seeded; everything
 runs in eval mode under ``torch.inference_mode()``. Time is the median of
@@ -179,10 +181,12 @@ IMPLEMENTATIONS = {
         "PyTorch, need_weights=False", "what PyTorch's path needs; it returns no weights", torch_module_without_weights
     ),
     "F.scaled_dot_product_attention": Implementation(
-        "PyTorch's fused kernel", "no T × T matrix: blocks of queries and keys at a time", sdpa_after_projections
+        "PyTorch's fused kernel",
+        "what its backend needs: flash-style kernels keep no T × T matrix; PyTorch picks the backend",
+        sdpa_after_projections,
     ),
     "fast_multihead": Implementation(
-        "9, fused kernel, one projection", "no T × T matrix; the stacked (3 d_out, d_in) weight", fused
+        "9, fused kernel, one projection", "as the fused kernel; and the stacked (3 d_out, d_in) weight matrix", fused
     ),
 }
 

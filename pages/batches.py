@@ -70,18 +70,18 @@ if step == 0:
     widgets.show_code(views.batch_view, attention.token_vector)
 elif step == 1:
     st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens))
-    positions = [str(i) for i in range(num_tokens)]
-    axes = dict(row_tokens=False, col_tokens=False, row_title="query position", col_title="key position")
+    positions = [str(i + 1) for i in range(num_tokens)]  # tokens counted from 1, as the book counts them
+    axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
     widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
+    widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
     widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 elif step == 2:
     p = settings.dropout if dropout_on else None
     st.markdown(notes.weights_text(b, num_tokens, second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
-    widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)
     widgets.show_code(attention.CausalAttention.steps)
 else:
     output = data.output

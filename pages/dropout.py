@@ -75,10 +75,11 @@ elif step == 2:
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
     draw(figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
-    with text:  # the next step shows the row sums
-        widgets.ask(questions.dropout_row_sum(data.row_sums, pieces, int(query), p, active), used)
 elif step == 3:
     text.markdown(notes.row_sums_text(data))
+    with text:  # the next steps average many draws
+        query = len(pieces) - 1
+        widgets.ask(questions.dropout_average_sum(data.row_sums, pieces, query, p, active), used)
     bars = {"row sum after dropout": data.row_sums, "before dropout": weights.sum(axis=1)}
     title = "Row sums of attn_weights"
     draw(figures.bars, "dropout-row-sums", bars, pieces, title=title, value_name="row sum")

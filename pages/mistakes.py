@@ -6,6 +6,7 @@ import streamlit as st
 import attention
 from explorer import session, widgets
 from explorer.figures import mistakes as drawn
+from explorer.page_text import mistakes as notes
 from explorer.page_text.questions import Question
 from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question
@@ -30,7 +31,7 @@ choice.selectbox(
     "The mistake",
     NAMES,
     format_func=lambda n: attention.MISTAKES[n].title,
-    help="Each is one changed line of MultiHeadAttention's forward pass, run beside the package's own code.",
+    help=notes.HELP,
     **session.kept_widget(MISTAKE, "w_mistake", NAMES[0]),
 )
 widgets.weights_caption(settings)
@@ -50,6 +51,8 @@ if name == "dropout_without_rescale":
 
 if step == 0:
     st.markdown(f"**{mistake.title}.** {mistake.why}")
+    if notes.scaling_changes_nothing(name, data.head_dim):
+        st.info(notes.head_dim_note(data.head_dim), icon=":material/info:")
     st.code(drawn.code_diff(mistake.right_code, mistake.wrong_code), language="diff")
     st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
     moves = data.measure("first_token_moves")
@@ -63,11 +66,7 @@ if step == 0:
         )
         show_question(question, context=(settings.key(), name))
 elif step == 1:
-    scale = "1/(1 − p): dropout scales survivors up" if data.weight_limit != 1 else "weights are probabilities"
-    st.markdown(
-        "Head 0's weights on your input: the package's code left, the mistake right, with the same weights and "
-        f"inputs, on one colour scale from 0 to {data.weight_limit:g} ({scale})."
-    )
+    st.markdown(notes.panels_text(data.weight_limit))
     widgets.draw(
         drawn.right_and_wrong,
         "mistake-weights",
@@ -75,31 +74,23 @@ elif step == 1:
         data.wrong_weights,
         data.pieces,
         future=data.future,
-        title=f"attn_weights, head 0: {mistake.title}",
+        title=f"attn_weights, head 1: {mistake.title}",
         zmax=data.weight_limit,
     )
     if rows := int(data.nan_rows.sum()):
         st.warning(
-            f"{rows} row{'s are' if rows != 1 else ' is'} NaN (filled orange): the mask hides every key of that "
-            "query, so every score in the row is −∞, and softmax of only −∞ is 0/0. The NaN reaches "
-            f"{data.nan_tokens} token{'s' if data.nan_tokens != 1 else ''}' output.",
+            f"{rows} row{'s are' if rows != 1 else ' is'} NaN, not a number (filled orange): the mask hides every "
+            "key of that query, so every score in the row is −∞, and softmax of only −∞ is 0/0. The NaN reaches "
+            f"the output of {data.nan_tokens} token{'s' if data.nan_tokens != 1 else ''}.",
             icon=":material/error:",
         )
-    same = " The pictures agree: this mistake shows in the numbers." if data.max_weight_difference < 1e-6 else ""
-    st.markdown(
-        "Grey cells marked “masked” are later tokens given weight 0. Where both are numbers, the weights differ "
-        f"by at most **{data.max_weight_difference:.4g}**.{same}"
-    )
+    st.markdown(notes.difference_text(name, data.head_dim, data.max_weight_difference))
 elif step == 2:
     st.markdown("\n".join(f"- {m.sentence}" for m in data.measures))
     st.table(pd.DataFrame(drawn.measure_rows(data.measures)).set_index("measured"))
 else:
-    st.markdown(
-        f"Random rows of {data.curve.num_keys} keys at growing d_k, through the package's softmax and the mistake's: "
-        f"how close each row comes to one-hot, and how much gradient flows back. The dotted line is this module's "
-        f"head_dim = {data.head_dim}."
-    )
-    for column, stat in zip(st.columns(2), ("max_weight", "grad_norm"), strict=True):
+    st.markdown(notes.curve_text(data.curve.num_keys, data.head_dim))
+    for column, stat in zip(st.columns(2), ("max_weight", "param_grad"), strict=True):
         with column:
             options = dict(stat=stat, wrong_name=SCALING_MISTAKES[name], head_dim=data.head_dim)
             widgets.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)

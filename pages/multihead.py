@@ -26,7 +26,7 @@ group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 trained = ["What each head looks at"] if settings.weights != "random" else []
-step = widgets.stepper("multihead", [*steps, "Same weights, same output", *trained])
+step = widgets.stepper("multihead", [*steps, "Same weight matrices, same output", *trained])
 
 
 def head_control(label: str, key: str, options, scale: int, format_func) -> None:
@@ -48,27 +48,22 @@ def heads_grid(weights, title: str, name: str) -> None:
 
 
 if step == 0:
-    st.markdown(
-        f"`MultiHeadAttentionWrapper` runs **{num_heads}** `CausalAttention` heads side by side. Each has its own "
-        "`W_query`, `W_key`, `W_value`, built one after another from the seed, so each head attends differently."
-    )
+    st.markdown(notes.several_heads_text(num_heads))
     heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
     widgets.show_code(attention.MultiHeadAttentionWrapper)
 elif step == 1:
     if num_heads > 1:
-        names = (lambda k: f"head {k}") if num_heads <= 8 else str
+        names = (lambda k: f"head {k + 1}") if num_heads <= 8 else (lambda k: str(k + 1))
         head_control("Head to inspect", "head", range(num_heads), 1, names)
-    st.markdown(
-        f"Head {head} is an ordinary `CausalAttention`: its `attn_weights` times its own values give its own "
-        f"context vectors, shape (num_tokens, d_out) = ({num_tokens}, {d_out})."
-    )
+    st.markdown(notes.one_head_text(head, num_tokens, d_out))
     left, right = st.columns([3, 2])
     with left:
-        options = dict(title=f"head {head}: {weights_name}", value_name="attention weight", masked=mask, kind="weights")
+        options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
+        options.update(kind="weights")
         weights = data.wrapper_weights[head]
         widgets.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
     with right:
-        context, title = data.wrapper_head_context[head], f"head {head}: context_vec"
+        context, title = data.wrapper_head_context[head], f"head {head + 1}: context_vec"
         widgets.token_vectors("head-context", context, pieces, notes.labels(d_out), title=title)
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
     widgets.show_code(attention.CausalAttention.steps)
@@ -77,7 +72,7 @@ elif step == 2:
     shown = range(num_heads) if num_tokens * num_heads * d_out <= notes.GRID_CELLS else group
     st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, first_values(output)))
     widgets.book_caption(settings, "wrapper")
-    part = f" (heads {shown.start}–{shown.stop - 1} of {num_heads})" if len(shown) < num_heads else ""
+    part = f" (heads {shown.start + 1}–{shown.stop} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
     widgets.token_vectors("wrapper-output", z, pieces, notes.labels(d_out, shown), title=title)
@@ -93,11 +88,8 @@ elif step == 4:
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output
-    st.markdown(
-        f"`transpose` and `contiguous().view` put the heads' context vectors side by side again: d_out = {mha_d_out} "
-        "columns, like the wrapper's concatenation. Then `out_proj`, a d_out × d_out linear layer, mixes the heads. "
-        f"First row: {first_values(output)}."
-    )
+    width = data.wrapper_output.shape[1]
+    st.markdown(notes.merge_text(mha_d_out, num_heads, head_dim, width, first_values(output)))
     widgets.book_caption(settings, "multihead")
     left, right = st.columns(2)
     with left:
@@ -107,6 +99,7 @@ elif step == 5:
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"
         widgets.token_vectors("efficient-output", output, pieces, notes.labels(mha_d_out), title=title)
+    st.markdown(notes.gpt_text())
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 6:
     difference = data.wrapper_vs_efficient_max_difference
@@ -115,7 +108,7 @@ elif step == 6:
         st.info(notes.skipped_text(data.shared_d_out, SHARED_D_OUT_LIMIT))
     else:
         wrapper_output, fused_output = data.agreement_outputs
-        names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's weights")
+        names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's matrices")
         title = "Every output entry, wrapper against fused module"
         widgets.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
     widgets.show_code(attention.multihead_from_wrapper)

@@ -128,6 +128,8 @@ def test_the_saturation_curve_draws_both_codes_and_the_uniform_line():
         wrong_max_weight=np.array([0.3, 0.6, 0.9]),
         right_grad_norm=np.array([0.3, 0.3, 0.3]),
         wrong_grad_norm=np.array([0.3, 0.2, 0.05]),
+        right_param_grad=np.array([1.5, 1.6, 1.6]),
+        wrong_param_grad=np.array([1.5, 0.4, 0.01]),
         num_keys=8,
     )
     fig = drawn.saturation(curve, stat="max_weight", wrong_name="no scaling", head_dim=4)
@@ -140,6 +142,10 @@ def test_the_saturation_curve_draws_both_codes_and_the_uniform_line():
     assert fig.layout.xaxis.type == "log" and fig.layout.shapes[0].x0 == 4
     grad = drawn.saturation(curve, stat="grad_norm", wrong_name="÷ d_k")
     assert [t.name for t in grad.data] == ["÷ √d_k (right)", "÷ d_k (wrong)"] and not grad.layout.shapes
+    assert grad.layout.yaxis.type != "log" and "softmax's input" in grad.layout.title.text
+    params = drawn.saturation(curve, stat="param_grad", wrong_name="÷ d_k")
+    assert [list(t.y) for t in params.data] == [[1.5, 1.6, 1.6], [1.5, 0.4, 0.01]]
+    assert params.layout.yaxis.type == "log" and "W_query, W_key gradient" in params.layout.title.text
 
 
 def test_thin_nan_rows_get_one_label_per_run():

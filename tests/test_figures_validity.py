@@ -50,6 +50,8 @@ CURVE = SimpleNamespace(
     wrong_max_weight=np.array([0.3, 0.6, 0.9, 1.0]),
     right_grad_norm=np.array([0.3, 0.3, 0.3, 0.3]),
     wrong_grad_norm=np.array([0.3, 0.2, 0.05, 0.01]),
+    right_param_grad=np.array([1.5, 1.6, 1.6, 1.6]),
+    wrong_param_grad=np.array([1.5, 0.4, 0.01, 1e-4]),
     num_keys=8,
 )
 SERIES = {"book <b>": [1e-3, 2e-3, 8e-3, 0.1], "fast": np.array([1e-3, 1e-3, 3e-3, 0.02]), "T² ref": [1, 2, 3, 4]}
@@ -240,6 +242,7 @@ BUILDERS = {
         CURVE, stat="max_weight", wrong_name="no <b>", head_dim=16
     ),
     "saturation: gradient": lambda: mistakes.saturation(CURVE, stat="grad_norm", wrong_name="÷ d_k"),
+    "saturation: parameters' gradient": lambda: mistakes.saturation(CURVE, stat="param_grad", wrong_name="no scaling"),
 }
 
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from attention import BOOK_INPUTS, MISTAKES, MultiHeadAttention, build, run_mistake, scaling_lab, trace
 from attention import mistake_steps as m
-from attention.mistake_measures import saturation_curve
+from attention.mistake_measures import parameter_gradients, saturation_curve
 
 ORACLE = {"atol": 1e-6, "rtol": 1e-5}
 
@@ -166,7 +166,11 @@ def test_no_scaling_saturates_the_softmax(random_mha, random_x):
     assert result.measure("entropy_large_d_k").wrong < result.measure("entropy_large_d_k").right
     gradient = result.measure("grad_norm_large_d_k")
     assert gradient.wrong < gradient.right / 2
-    assert "times smaller" in gradient.sentence
+    assert "softmax's input" in gradient.label and "not yet what reaches W_query" in gradient.sentence
+    parameters = result.measure("param_grad_large_d_k")
+    assert parameters.wrong < parameters.right / 20  # the median row is one-hot: almost nothing reaches W_query
+    assert result.curve.wrong_starved[-2] > 0.3  # d_k = 512: a large share of rows gets almost no gradient
+    assert "multiplies by 1/√d_k, this mistake by 1." in parameters.sentence
 
 
 def test_the_saturation_curve_draws_what_scaling_lab_draws():
@@ -187,6 +191,11 @@ def test_dividing_by_d_k_flattens_the_weights(random_mha, random_x):
     large = result.measure("max_weight_large_d_k")
     assert abs(large.wrong - 1 / curve.num_keys) < 0.02 < large.right - large.wrong
     assert result.measure("max_weight_here").wrong < result.measure("max_weight_here").right
+    softmax_input = result.measure("grad_norm_large_d_k")  # flat rows: the softmax's own gradient is not starved
+    assert softmax_input.wrong > 0.8 * softmax_input.right
+    parameters = result.measure("param_grad_large_d_k")  # but the way back divides by d_k, not √d_k
+    assert parameters.right / parameters.wrong == pytest.approx(512**0.5, rel=0.25)
+    assert "this mistake by 1/d_k" in parameters.sentence
     torch.testing.assert_close(
         curve.right_max_weight, run_mistake("no_scaling", random_mha, random_x).curve.right_max_weight
     )
@@ -289,3 +298,25 @@ def test_each_mistake_carries_its_measure_and_only_the_scaling_ones_a_saturation
     for mistake in MISTAKES.values():
         assert mistake.measure.__module__ == "attention.mistake_measures", mistake.name
         assert mistake.saturates == (mistake.name in ("no_scaling", "divide_by_d_k")), mistake.name
+
+
+@pytest.mark.parametrize("name", ["right", "no_scaling", "divide_by_d_k"])
+def test_the_parameters_gradient_is_measured_by_autograd_through_the_step(name):
+    """What reaches W_query and W_key is the softmax's gradient times the step's factor on the way back:
+    1/√d_k for the right code, 1 without scaling, 1/d_k for ÷ d_k. Checked against autograd on the scores."""
+    d_k = 64
+    step = m.weigh if name == "right" else MISTAKES[name].steps.weigh
+    factor = {"right": d_k**-0.5, "no_scaling": 1.0, "divide_by_d_k": 1 / d_k}[name]
+    scores = torch.randn(4, 1, 8, generator=torch.Generator().manual_seed(1), requires_grad=True)  # (4, 1, 8)
+    values = torch.randn(4, 1, 8, generator=torch.Generator().manual_seed(2))  # (4, 1, 8)
+    keys = torch.zeros(4, 8, d_k)  # only keys.shape[-1] is read
+    no_mask = torch.zeros(1, 8, dtype=torch.bool)
+    (step(scores.clone(), no_mask, keys) * values).sum().backward()
+    wrong = scores.grad.clone()
+    softmax_input = scores.detach() * factor  # what the softmax receives; its own gradient, times the factor
+    w = torch.softmax(softmax_input, dim=-1)
+    expected = w * (values - (w * values).sum(dim=-1, keepdim=True)) * factor
+    torch.testing.assert_close(wrong, expected)
+    gradients = parameter_gradients(step, d_k)
+    assert gradients.shape == (256,) and (gradients >= 0).all()
+    assert torch.equal(gradients, parameter_gradients(step, d_k))  # seeded

@@ -68,7 +68,7 @@ def test_every_mistake_shows_the_packages_numbers(name, text):
     charts = {spec["layout"]["title"]["text"].split(" against")[0]: spec for spec in figure_specs(at)}
     for title, right_curve, wrong_curve in (
         ("largest weight in a row", run.curve.right_max_weight, run.curve.wrong_max_weight),
-        ("softmax gradient norm", run.curve.right_grad_norm, run.curve.wrong_grad_norm),
+        ("W_query, W_key gradient", run.curve.right_param_grad, run.curve.wrong_param_grad),
     ):
         lines = [decode(t["y"]) for t in charts[title]["data"]]
         np.testing.assert_allclose(lines[0], right_curve.numpy(), rtol=1e-6)
@@ -121,3 +121,28 @@ def test_presenter_mode_reveals_without_an_answer_box():
     assert at.info and "Yes: its output moves" in at.info[-1].value.replace("\\", "")
     next_step(at)
     assert figure_specs(at)[0]["layout"]["font"]["size"] >= 18
+
+
+def test_the_panels_say_they_are_the_same_exactly_when_the_weights_are():
+    from explorer.page_text.mistakes import difference_text
+
+    assert "The two panels are the same" in difference_text("merge_without_transpose", 1, 0.0)
+    assert "√d_k = d_k = 1" in difference_text("no_scaling", 1, 0.0)
+    assert "shows in the weights" in difference_text("fill_zero", 1, 0.8)
+    assert "shows in the weights" in difference_text("tril_mask", 1, float("nan"))  # no cell a number in both
+    for name, same in (("no_scaling", True), ("divide_by_d_k", True), ("fill_zero", False)):
+        at = app(PAGE, query_params={"mistake": name, "step": "2"})
+        assert not at.exception
+        assert reference(name, None).right_weights.equal(reference(name, None).wrong_weights) == same
+        text = markdown(at)
+        assert ("The two panels are the same" in text) == same
+        assert ("shows in the weights" in text) != same
+        assert "pictures agree" not in text
+
+
+def test_head_dim_1_says_why_the_scaling_mistakes_change_nothing():
+    at = app(PAGE, query_params={"mistake": "divide_by_d_k"})
+    assert not at.exception
+    assert at.info and "√1 = 1" in at.info[0].value
+    at.selectbox(key="w_mistake").set_value("fill_zero").run()
+    assert not [i for i in at.info if "√1 = 1" in i.value]

@@ -45,7 +45,7 @@ def test_every_step_with_the_books_numbers():
     assert not at.exception
 
     heads = traces(figure_specs(at)[0])
-    assert len(heads) == 2 and subplot_titles(at) == ["head 0 (inspected)", "head 1"]
+    assert len(heads) == 2 and subplot_titles(at) == ["head 1 (inspected)", "head 2"]
     for k, z in enumerate(heads):
         assert_weights(z, wrapper.attn_weights[0, k].numpy())
 
@@ -58,7 +58,7 @@ def test_every_step_with_the_books_numbers():
     (concat,) = (traces(spec)[0] for spec in figure_specs(at))
     np.testing.assert_allclose(concat, wrapper.output[0].numpy(), atol=1e-6)
     np.testing.assert_allclose(concat[0], BOOK_WRAPPER_ROW, atol=1e-4)
-    assert figure_specs(at)[0]["layout"]["xaxis"]["ticktext"][2] == "head 1 · dim 0"
+    assert figure_specs(at)[0]["layout"]["xaxis"]["ticktext"][2] == "head 2 · dim 0"
     assert "-0.4519, 0.2216, 0.4772, 0.1063" in markdown(at)
     assert "These are the book's numbers: section 3.6.1" in captions(at)
 
@@ -98,25 +98,25 @@ def test_the_inspected_head_comes_from_the_link_and_the_control():
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), attention.BOOK_INPUTS)
     at = app(PAGE, query_params={"head": "1", "step": "2"})
     assert not at.exception
-    assert titles(at)[0] == "head 1: attn_weights"
+    assert titles(at)[0] == "head 2: attn_weights"  # heads[1], the second head
     assert_weights(traces(figure_specs(at)[0])[0], wrapper.attn_weights[0, 1].numpy())
     assert at.query_params["head"] == "1"
     at.segmented_control(key="head").set_value(0).run()
-    assert titles(at)[0] == "head 0: attn_weights" and at.query_params["head"] == "0"
+    assert titles(at)[0] == "head 1: attn_weights" and at.query_params["head"] == "0"
     previous_step(at)
-    assert subplot_titles(at)[0] == "head 0 (inspected)"
+    assert subplot_titles(at)[0] == "head 1 (inspected)"
 
 
 def test_many_heads_are_shown_four_at_a_time():
     at = app(PAGE, query_params={"heads": "16", "d_out": "32"})
     assert not at.exception
-    assert subplot_titles(at) == ["head 0 (inspected)", "head 1", "head 2", "head 3"]
+    assert subplot_titles(at) == ["head 1 (inspected)", "head 2", "head 3", "head 4"]
     at.segmented_control(key="head_group").set_value(3).run()
-    assert subplot_titles(at) == ["head 12 (inspected)", "head 13", "head 14", "head 15"]
+    assert subplot_titles(at) == ["head 13 (inspected)", "head 14", "head 15", "head 16"]
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper, d_out=32, num_heads=16), attention.BOOK_INPUTS)
     assert_weights(traces(figure_specs(at)[0])[2], wrapper.attn_weights[0, 14].numpy())
     next_step(at)
-    assert at.segmented_control(key="head").value == 12 and titles(at)[0] == "head 12: attn_weights"
+    assert at.segmented_control(key="head").value == 12 and titles(at)[0] == "head 13: attn_weights"
 
 
 def test_a_typed_sentence_and_a_new_seed_update_every_figure():
@@ -145,3 +145,21 @@ def test_the_agreement_check_explains_when_it_is_skipped():
     assert not at.exception
     assert not figure_specs(at)
     assert "Skipped" in "\n".join(i.value for i in at.info)
+
+
+def test_the_words_match_the_shapes_at_the_defaults():
+    """Defaults: the wrapper's heads have d_out = 2 (÷ √2), the fused module's head_dim = 1 (÷ √1)."""
+    at = app(PAGE, query_params={"step": "3"})
+    assert "(1, 6, 4) for one sentence" in markdown(at) and "torch.Size([2, 6, 4])" in markdown(at)
+    next_step(at)
+    next_step(at)
+    assert "√head_dim = √1" in markdown(at)
+    next_step(at)
+    text = markdown(at)
+    assert "2 × 1 = d_out = 2 columns (the wrapper's concatenation has 4)" in text
+    assert "like the wrapper's concatenation" not in text and "contiguous()" in text
+    assert "12 times in GPT-2 small" in text and "d_in = d_out = 768" in text and "1,024" in text
+    next_step(at)
+    text = markdown(at)
+    assert "Per head they compute the same thing" not in text
+    assert "divide their scores by √2" in text and "divide by √1" in text

@@ -60,6 +60,7 @@ def test_run_then_every_step_draws_the_measurement():
         np.testing.assert_allclose(y, data.time_ms[name])
     fastest = min(data.time_ms, key=lambda n: data.time_ms[n][-1])
     assert f"`{fastest}` is fastest" in markdown(at)
+    assert "depends on the backend PyTorch picks" in markdown(at) and "still computes every" not in markdown(at)
 
     next_step(at)  # memory against T: the package's (deterministic) allocations and the computed tensor size
     drawn = series(at)
@@ -78,7 +79,11 @@ def test_run_then_every_step_draws_the_measurement():
     trace_kib = data.peak_memory_mib["trace"][-1] * 1024
     ratio = data.peak_memory_mib["trace"][-1] / data.one_weights_mib[-1]
     assert f"`trace` peaks at {trace_kib:.0f} KiB, {ratio:.1f}× one weights tensor (16 KiB)" in markdown(at)
-    assert "never materialize" in markdown(at)
+    from explorer.page_text.speed import fused_memory
+
+    assert fused_memory(data) in markdown(at) and "never materialize" not in markdown(at)
+    kept = data.peak_memory_mib["F.scaled_dot_product_attention"][-1] < data.one_weights_mib[-1]
+    assert ("kept less than one T × T tensor" in markdown(at)) == kept
     table = at.dataframe[0].value
     assert list(table["implementation"]) == list(attention.IMPLEMENTATIONS)
     assert table["× MultiHeadAttention"][0] == 1.0

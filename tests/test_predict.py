@@ -143,13 +143,62 @@ def test_scaling_direction_compares_the_softmax_with_and_without_the_division():
 def test_row_sums_padding_and_widths_come_from_the_numbers():
 
     renormalized = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
-    assert questions.masked_row_sum(renormalized, ["a", "b", "c"]).answer == pytest.approx(1.0)
-    dropout = questions.dropout_row_sum([1.0, 0.6, 1.4], ["a", "b", "c"], 2, 0.5, True)
-    assert dropout.answer == pytest.approx(1.4) and dropout.is_right(1.44) and not dropout.is_right(1.0)
+    first = questions.masked_row_sum(renormalized, ["a", "b", "c"])
+    assert first.answer == pytest.approx(1.0) and "may see only itself" in first.explanation
+    assert "sum" not in first.prompt.split("What")[1]  # asks for the first token's weight, not a row sum of 1
+    dropout = questions.dropout_average_sum([1.0, 0.6, 1.4], ["a", "b", "c"], 2, 0.5, True)
+    assert dropout.answer == 1.0 and dropout.is_right(1.04) and not dropout.is_right(1.4)  # not this draw's 1.4
+    assert "on average over many draws" in dropout.prompt and "1/(1 − p)" not in dropout.prompt
+    assert "(1 − p) · w/(1 − p) = w" in dropout.explanation
+    idle = questions.dropout_average_sum([1.0, 1.0, 1.0], ["a", "b", "c"], 2, 0.0, False)
+    assert idle.answer == 1.0 and "Nothing is dropped" in idle.explanation
     assert questions.padding_changes((0.0, 2e-8), True).answer == "No, they stay the same"
+    assert "causal mask hides it" in questions.padding_changes((0.0, 2e-8), True).explanation
+    assert "mask" not in questions.padding_changes((0.0, 0.0), False).explanation  # no padding: items are apart
     assert questions.padding_changes((0.0, 0.3), True).answer == "Yes, they change"
     assert questions.padding_changes((float("nan"), 0.0), True) is None
-    assert questions.context_size(2, 2, 4).answer == 4
+    width = questions.context_size(2, 2, 4)
+    assert width.answer == 4 and "one head's" in width.prompt and "all num_heads = 2 heads" in width.prompt
+
+
+def test_a_repeated_token_ties_with_the_query_and_either_is_right():
+    pieces = ("the", " cat", " saw", " the", " cat")
+    weights = np.array([0.1, 0.3, 0.1, 0.2, 0.3])  # x^(2) and x^(5) are the same token: the same weight
+    question = questions.most_attended(weights, pieces, 1)
+    assert question.answer == "x^(2) “␣cat”" and question.also_right == ("x^(5) “␣cat”",)
+    assert question.is_right("x^(5) “␣cat”") and question.is_right("x^(2) “␣cat”")
+    assert not question.is_right("x^(4) “␣the”")
+    assert question.shown_answer() == "x^(2) “␣cat” or x^(5) “␣cat”"
+    assert "tie" in question.explanation and "Softmax keeps the order" in question.explanation
+    typed = questions.most_attended(np.r_[weights, np.full(5, 0.0)], (*pieces, *"abcde"), 1)
+    assert typed.answer == 2 and typed.also_right == (5,) and typed.is_right(5) and not typed.is_right(4)
+    single = questions.most_attended([0.1, 0.6, 0.3], pieces[:3], 1)
+    assert single.also_right == () and "tie" not in single.explanation
+
+
+def test_the_scaling_reveal_gives_the_reason():
+    scores = np.array([2.0, 1.0, 0.0])
+    scaled = np.exp(scores / 2**0.5) / np.exp(scores / 2**0.5).sum()
+    down = questions.scaling_direction(scores, scaled, 2, 0)
+    assert "shrinks the gaps" in down.explanation and "whenever d_k > 1" in down.explanation
+    same = questions.scaling_direction(scores, np.exp(scores) / np.exp(scores).sum(), 1, 0)
+    assert same.answer == "It stays the same" and "√1 = 1" in same.explanation
+    flat = questions.scaling_direction(np.zeros(3), np.full(3, 1 / 3), 4, 0)
+    assert flat.answer == "It stays the same" and "equal" in flat.explanation
+
+
+def test_a_tied_answer_is_called_right_through_the_widget():
+    at = function_app(tie_page)
+    at.radio[0].set_value("x^(5) “cat”").run()
+    reveal(at)
+    assert at.success and "x^(2) “cat” or x^(5) “cat”" in at.success[0].value.replace("\\", "")
+
+
+def tie_page() -> None:
+    from explorer.page_text.questions import most_attended
+    from explorer.widgets.questions import show_question as ask
+
+    ask(most_attended([0.1, 0.3, 0.1, 0.2, 0.3], ("the", "cat", "saw", "the", "cat"), 1))
 
 
 # The questions on the chapter's pages, answered wrong and then right through the whole app.
@@ -157,8 +206,9 @@ def test_row_sums_padding_and_widths_come_from_the_numbers():
 PAGES = {  # page → (the step that asks, a wrong answer, the right one on the book's example)
     "simplified": (1, "x^(1) “Your”", "x^(2) “journey”"),  # the book's weights of x^(2): largest 0.2379, on itself
     "qkv": (3, "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
-    "causal_mask": (2, 0.5, 1.0),  # renormalised rows sum to 1
-    "batches": (3, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
+    "causal_mask": (2, 0.5, 1.0),  # the first token sees only itself: its weight is 1 after renormalizing
+    "dropout": (4, 0.5, 1.0),  # the 1/(1 − p) scaling keeps each weight's average: a row averages 1
+    "batches": (2, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
     "multihead": (2, 2, 4),  # the wrapper concatenates 2 heads of d_out = 2
 }
 
@@ -183,16 +233,28 @@ def test_each_pages_question_says_wrong_then_right(page):
     assert at.success and not at.error
 
 
-def test_the_dropout_question_is_answered_by_the_next_steps_row_sums():
-    from apptest_support import app, decode, figure_specs
+def test_the_dropout_question_is_answered_by_the_average_of_many_draws():
+    from apptest_support import app
 
-    at = app("pages/dropout.py", query_params={"step": "3"})
-    answer(at, 0.0)
-    (message,) = at.error
-    shown = float(message.value.split("the answer is **")[1].split("**")[0].replace("\\", ""))
-    (prompt,) = [m.value for m in at.markdown if m.value.startswith("**Predict, then reveal.**")]
-    query = int(prompt.split("(row ")[1].split(")")[0]) - 1
+    at = app("pages/dropout.py", query_params={"step": "4"})
+    answer(at, 1.0)
+    assert at.success
     at.button(key="next:dropout").click().run()
-    sums = [decode(t["y"]) for spec in figure_specs(at) for t in spec["data"] if t.get("type") == "bar"]
-    assert sums, "the Row sums step draws the row sums"
-    assert any(abs(s[query] - shown) < 0.005 for s in sums)
+    assert "Its rows sum to 0.9" in markdown(at) or "Its rows sum to 1.0" in markdown(at)
+
+
+def test_no_answer_is_written_before_its_question():
+    from apptest_support import app, type_sentence
+
+    from explorer.page_text import batches
+
+    assert "mask" not in batches.padding_text((3, 7), 7, [4, 0])  # step 1, before the question on step 2
+    at = app("pages/batches.py", query_params={"step": "2"})
+    type_sentence(at, "A short one.")
+    at.text_input(key="second_text").set_value("A much longer second sentence, padded to nothing.").run()
+    assert not at.exception
+    above = markdown(at).split("Predict, then reveal")[0]
+    assert "padding" not in above.split("`self.mask`")[1]  # the mask's text says nothing of the padding
+    causal = app("pages/causal_mask.py", query_params={"step": "2"})
+    above = markdown(causal).split("Predict, then reveal")[0]
+    assert "see only itself" not in above

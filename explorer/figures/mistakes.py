@@ -105,7 +105,9 @@ def right_and_wrong(
             "hoverongaps": False,
             "xgap": 1 if small else 0,
             "ygap": 1 if small else 0,
-            "hovertemplate": f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}<br>{WEIGHT}<extra></extra>",
+            "customdata": _positions(view.row_positions, view.col_positions),
+            "hovertemplate": f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>"
+            f"{WEIGHT}<extra></extra>",
             "xaxis": x,
             "yaxis": y,
         }
@@ -148,6 +150,12 @@ def right_and_wrong(
         **own,
     )
     return figure(data, layout)
+
+
+def _positions(rows, cols) -> np.ndarray:
+    """Each cell's (query, key) position counted from 1, as the book counts tokens: (rows, cols, 2)."""
+    row_of, col_of = np.asarray(rows)[:, None] + 1, np.asarray(cols)[None, :] + 1  # (rows, 1), (1, cols)
+    return np.stack(np.broadcast_arrays(row_of, col_of), axis=-1)  # (rows, cols, 2)
 
 
 def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureStyle) -> list[dict]:
@@ -240,7 +248,8 @@ def saturation(
     head_dim: int | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """The saturation curve against d_k: ``stat`` "max_weight" (with the uniform 1/num_keys line) or "grad_norm".
+    """The saturation curve against d_k: ``stat`` "max_weight" (with the uniform 1/num_keys line), "grad_norm"
+    (at the softmax's input) or "param_grad" (reaching W_query and W_key, on a log scale).
 
     ``curve`` has ``d_ks``, ``right_<stat>``, ``wrong_<stat>`` and ``num_keys``;
     ``head_dim`` marks this module's d_k with a vertical line.
@@ -255,15 +264,19 @@ def saturation(
         uniform = f"all weights equal (1/{curve.num_keys})"
         series[uniform] = np.full(d_ks.shape, 1 / curve.num_keys)
         dashed = (uniform,)
-    names = {"max_weight": "largest weight in a row", "grad_norm": "softmax gradient norm"}
+    names = {
+        "max_weight": "largest weight in a row",
+        "grad_norm": "gradient at the softmax's input",
+        "param_grad": "W_query, W_key gradient",
+    }
     data, layout = lines_spec(
         d_ks,
         series,
         f"{names[stat]} against d_k ({curve.num_keys} random keys)",
         "d_k",
-        names[stat],
+        names[stat] + (" (median)" if stat == "param_grad" else ""),
         True,
-        False,
+        stat == "param_grad",
         dashed,
         style,
     )

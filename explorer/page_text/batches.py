@@ -3,26 +3,31 @@
 
 from __future__ import annotations
 
+from .glossary import term
+
 
 def padding_text(lengths, num_tokens: int, padding: list[int]) -> str:
     """Step 1, when the sentences differ in length: the shorter one is padded at the end."""
     short = padding.index(max(padding))
     return (
-        f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}: the shorter "
-        f"one is **padded at the end** with {padding[short]} × `<|endoftext|>`. Every real token comes before "
-        "the padding, so the causal mask hides the padding from it."
+        f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}. To stack them, "
+        f"the shorter one is **padded at the end** with {padding[short]} × `<|endoftext|>`. GPT-2 has no padding "
+        "token of its own; the book's later chapters reuse this one, id 50256, and so does this page."
     )
 
 
 def mask_text(buffer_shape: tuple[int, int], b: int, num_tokens: int) -> str:
-    """Step 2: one registered buffer, one slice of it, broadcast over the batch."""
+    """Step 2: one registered buffer, one slice of it, applied to every item of the batch."""
     rows, cols = buffer_shape
     return (
-        f"`__init__` registers one buffer, `self.mask`, of shape **({rows}, {cols})** (context_length × "
-        f"context_length): built once, saved with the module, never trained. `forward` slices its corner, "
-        f"`self.mask[:{num_tokens}, :{num_tokens}]`, and that one ({num_tokens}, {num_tokens}) slice masks "
-        f"**every** item: `attn_scores` is ({b}, {num_tokens}, {num_tokens}) and `masked_fill` broadcasts the "
-        "mask over the batch dimension."
+        f"`__init__` registers `self.mask`, shape **({rows}, {cols})** (context_length × context_length), as a "
+        f"{term('buffer', '**buffer**')}: a tensor the module owns but never trains. It moves with the module "
+        "under `.to(device)` and "
+        f"is saved with it. `forward` slices its corner, `self.mask[:{num_tokens}, :{num_tokens}]`."
+        f" That one ({num_tokens}, {num_tokens}) slice masks **every** item of `attn_scores`, shape ({b}, "
+        f"{num_tokens}, {num_tokens}): `masked_fill` repeats it along the batch dimension "
+        f"({term('broadcast', 'broadcasting')}), "
+        "without copying it."
     )
 
 
@@ -32,8 +37,8 @@ def weights_text(b: int, num_tokens: int, same: bool, padded: bool, dropout: flo
         "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
         f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
         "Both items are the same sentence, so their weights are the same." if same else "",
-        "Padding rows attend to the real tokens before them, but no real token's row puts weight on a padding "
-        "column: those cells are in its future, masked."
+        "Every real token comes before the padding, so no real token's row puts weight on a padding column: those "
+        "cells are in its future, masked. The padding rows attend to the real tokens before them."
         if padded
         else "",
         f"Dropout is on: these are the weights after one draw (survivors × 1/(1−{dropout}))."

@@ -3,6 +3,8 @@ step text that quotes this input's shapes."""
 
 from __future__ import annotations
 
+from .glossary import term
+
 GRID_CELLS = 2**20  # heads are drawn together while their matrices hold at most this many cells
 
 
@@ -14,58 +16,112 @@ def head_group(head: int, num_heads: int, num_tokens: int) -> tuple[int, range]:
 
 
 def group_spans(num_heads: int, size: int) -> list[str]:
-    """Each group of heads as a span of head numbers: "0–3", "4–7"."""
-    return [f"{g}–{min(num_heads, g + size) - 1}" for g in range(0, num_heads, size)]
+    """Each group of heads as a span of head numbers, counted from 1: "1–4", "5–8"."""
+    return [f"{g + 1}–{min(num_heads, g + size)}" for g in range(0, num_heads, size)]
 
 
 def head_titles(group: range, head: int, num_heads: int) -> list[str]:
-    """Subplot titles for a group of heads; the inspected one says so."""
-    return [f"head {k}" + (" (inspected)" if k == head and num_heads > 1 else "") for k in group]
+    """Subplot titles for a group of heads, counted from 1 (head 1 is ``heads[0]``); the inspected one says so."""
+    return [f"head {k + 1}" + (" (inspected)" if k == head and num_heads > 1 else "") for k in group]
 
 
 def labels(dims: int, heads: range | None = None) -> list[str]:
-    """Column names "dim j", or "head k · dim j" for heads side by side; short when there are many columns."""
+    """Column names "dim j", or "head k · dim j" for heads side by side (heads from 1); short for many columns."""
     if heads is None:
         return [f"dim {j}" if dims <= 8 else str(j) for j in range(dims)]
     wide = len(heads) * dims > 8
-    return [f"h{k}·{j}" if wide else f"head {k} · dim {j}" for k in heads for j in range(dims)]
+    return [f"h{k + 1}·{j}" if wide else f"head {k + 1} · dim {j}" for k in heads for j in range(dims)]
+
+
+def several_heads_text(num_heads: int) -> str:
+    """Step 1: what the wrapper runs, and why several heads."""
+    return (
+        f"`MultiHeadAttentionWrapper` runs **{num_heads}** `CausalAttention` heads side by side. Each has its own "
+        f"{term('weight_matrices', 'trainable weight matrices')} `W_query`, `W_key`, `W_value`, built one after "
+        "another from the seed. So each "
+        "head projects the tokens differently and can attend to a different kind of relation between them (the "
+        "book: different representation subspaces)."
+    )
+
+
+def one_head_text(head: int, num_tokens: int, d_out: int) -> str:
+    """Step 2: one head is an ordinary ``CausalAttention``; ``head`` is its index in ``heads``."""
+    return (
+        f"Head {head + 1} (`heads[{head}]` in code, which counts from 0) is an ordinary `CausalAttention`: its "
+        f"{term('attention_weights')} times its own values give its own "
+        f"{term('context_vector', 'context vectors')}, shape (num_tokens, d_out) = "
+        f"({num_tokens}, {d_out})."
+    )
 
 
 def concatenate_text(num_heads: int, num_tokens: int, d_out: int, first_row: str) -> str:
     return (
         f"`torch.cat([head(x) for head in self.heads], dim=-1)`: each head's d_out = {d_out} columns side by side, "
-        f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}). "
-        f"First row: {first_row}. Head 0 is built first after the seed, so its columns equal "
-        "`CausalAttention`'s output (Batches page)."
+        f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}) for "
+        f"one sentence. The book's batch holds two, so it prints torch.Size([2, 6, 4]). First row: {first_row}. "
+        "Head 1 is built first after the seed, so its columns equal `CausalAttention`'s output (Batches page)."
     )
 
 
 def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     return (
         f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
-        f"num_heads = {num_heads} heads of head_dim = {head_dim}, `transpose` puts heads before tokens, and one "
-        "batched matmul attends in every head at once. Each line of `steps` and the shape it made for this input "
-        "(b = 1 sentence), recorded as it ran:"
+        f"{term('num_heads')} = {num_heads} heads of {term('head_dim')} = d_out / num_heads = {head_dim}. "
+        f"{term('transpose', '`transpose(1, 2)`')} swaps only "
+        "the token and head dimensions, putting heads before tokens; `.T` would reverse all four, batch included. "
+        "Then one batched matmul attends in every head at once. Each line of `steps` and the shape it made for "
+        "this input (b = 1 sentence), recorded as it ran:"
     )
 
 
 def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int) -> str:
     """Step 5: every head's weights from one batched matmul; ``weights_shape`` is (num_heads, T, T)."""
     return (
-        f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *weights_shape)}"
-        f": every head's weights from one batched matmul. Each head compares queries and keys of head_dim = "
-        f"{head_dim} numbers (the wrapper's heads: d_out = {d_out}) with other weights, so its pattern differs."
+        f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *weights_shape)}: every head's "
+        f"weights from one batched matmul. Here {term('d_k')} = `keys.shape[-1]` is head_dim, so the scores are "
+        "divided by "
+        f"√head_dim = √{head_dim}. The wrapper's heads have d_out = {d_out} each and other weight matrices, so "
+        "these patterns differ from its heads'."
+    )
+
+
+def merge_text(mha_d_out: int, num_heads: int, head_dim: int, wrapper_width: int, first_row: str) -> str:
+    """Step 6: the heads merged back, then ``out_proj``."""
+    return (
+        "`transpose(1, 2)` puts tokens before heads again. `view` needs the numbers in memory in that order, and "
+        f"a transpose only changes how memory is read, so {term('contiguous', '`contiguous()`')} copies them "
+        "first. Then `view` lays the "
+        f"heads side by side: num_heads × head_dim = {num_heads} × {head_dim} = d_out = {mha_d_out} columns (the "
+        f"wrapper's concatenation has {wrapper_width}). {term('out_proj')}, a d_out × d_out linear layer, mixes "
+        "the heads. "
+        f"First row: {first_row}."
+    )
+
+
+def gpt_text() -> str:
+    """Step 6, after the numbers: the real sizes, and where this module goes next."""
+    return (
+        "This module is the attention layer that chapter 4's GPT stacks, 12 times in GPT-2 small. There num_heads "
+        "= 12 and d_in = d_out = 768, so head_dim = 64, and context_length = 1,024."
     )
 
 
 def same_output_text(d_out: int, head_dim: int, shared_d_out: int) -> str:
+    differ = (
+        f"The two modules differ in shape and in weight matrices: the wrapper's heads have d_out = {d_out} each and "
+        f"divide their scores by √{d_out}. `MultiHeadAttention`'s heads have head_dim = {head_dim} and divide by "
+        f"√{head_dim}, and `out_proj` mixes them."
+    )
+    if d_out == head_dim:
+        differ = (
+            f"Here both modules' heads have {d_out} columns and divide by √{d_out}, but their weight matrices differ, "
+            "and `MultiHeadAttention` mixes its heads with `out_proj`."
+        )
     return (
-        f"The two modules differ in shape and in weights: the wrapper's heads have d_out = {d_out} outputs each, "
-        f"concatenated, while `MultiHeadAttention` splits its d_out into heads of head_dim = {head_dim} and mixes "
-        "them with `out_proj`. Per head they compute the same thing. `multihead_from_wrapper` builds a "
-        f"`MultiHeadAttention` with d_out = num_heads × the wrapper's d_out = {shared_d_out}: its fused "
-        "`W_query`, `W_key`, `W_value` hold head i's matrices in rows i·d_out to (i+1)·d_out − 1, and its "
-        "`out_proj` is the identity, since the wrapper only concatenates. Then both give the same output (eval mode)."
+        differ + " `multihead_from_wrapper` builds a `MultiHeadAttention` with d_out = num_heads × the wrapper's "
+        f"d_out = {shared_d_out}, so head_dim is the wrapper's d_out. Its `W_query`, `W_key`, `W_value` stack the "
+        "heads' matrices one under another, and its `out_proj` is the identity, since the wrapper only "
+        "concatenates. Then both give the same output (eval mode)."
     )
 
 

@@ -30,8 +30,9 @@ class Question:
 
     ``prompt`` and ``explanation`` are markdown: put tokens in them through
     ``quote``. For a number, an answer within ``tolerance`` of ``answer`` is
-    right; it is typed and printed with ``decimals`` decimals. ``explanation`` is shown with the
-    reveal.
+    right; it is typed and printed with ``decimals`` decimals. ``also_right``
+    holds other answers that are exactly as right (a tie), choices or numbers.
+    ``explanation`` is shown with the reveal: the reason, not only the number.
     """
 
     key: str
@@ -41,23 +42,32 @@ class Question:
     tolerance: float = 0.0
     decimals: int = 2
     explanation: str = ""
+    also_right: tuple[str | float, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.choices is not None and self.answer not in self.choices:
-            raise ValueError(f"The answer {self.answer!r} is not one of the choices {self.choices}.")
-        if self.choices is None and not (isinstance(self.answer, int | float) and math.isfinite(self.answer)):
-            raise ValueError(f"A number question needs a finite number as its answer, got {self.answer!r}.")
+        for answer in (self.answer, *self.also_right):
+            if self.choices is not None and answer not in self.choices:
+                raise ValueError(f"The answer {answer!r} is not one of the choices {self.choices}.")
+            if self.choices is None and not (isinstance(answer, int | float) and math.isfinite(answer)):
+                raise ValueError(f"A number question needs a finite number as its answer, got {answer!r}.")
+
+    @property
+    def answers(self) -> tuple[str | float, ...]:
+        """Every right answer: ``answer`` first, then ``also_right``."""
+        return (self.answer, *self.also_right)
 
     def is_right(self, given: str | float | None) -> bool:
-        """Whether ``given`` is the answer (a choice) or within ``tolerance`` of it (a number)."""
+        """Whether ``given`` is a right answer (a choice) or within ``tolerance`` of one (a number)."""
         if given is None:
             return False
         if self.choices is not None:
-            return given == self.answer
-        return abs(float(given) - float(self.answer)) <= self.tolerance + 1e-12
+            return given in self.answers
+        return any(abs(float(given) - float(a)) <= self.tolerance + 1e-12 for a in self.answers)
 
     def shown_answer(self) -> str:
-        return str(self.answer) if self.choices is not None else self.number(self.answer)
+        """The right answers as the reveal prints them, joined by "or" when they tie."""
+        shown = [str(a) if self.choices is not None else self.number(a) for a in self.answers]
+        return " or ".join(shown)
 
     def number(self, value: float) -> str:
         return f"{value:.{self.decimals}f}"
@@ -68,21 +78,42 @@ SAME = 1e-5  # differences below this count as none (float32 rounding)
 
 
 def most_attended(weights_row, pieces: Sequence[str], query: int) -> Question:
-    """Simplified attention: which input the query gives the largest weight (``weights_row`` (T,))."""
+    """Simplified attention: which input the query gives the largest weight (``weights_row`` (T,)).
+
+    Inputs whose weight ties with the largest (within ``SAME``: a repeated token ties exactly with the query
+    itself, since its embedding is the same vector) are all right.
+    """
     weights = np.asarray(weights_row, dtype=np.float64)
     best = int(np.argmax(weights))
+    tied = [int(j) for j in np.flatnonzero(weights >= weights[best] - SAME)]
+    others = [j for j in tied if j != best]
     prompt = f"Which input will the query {quote(pieces[query])} (x^({query + 1}) = `inputs[{query}]`) attend to most?"
-    explanation = f"Its largest weight, {weights[best]:.4f}, is on x^({best + 1})."
+    reason = (
+        "Softmax keeps the order of the scores: exp grows with its input, and every exp is divided by the same sum. "
+        "So the largest score gets the largest weight."
+    )
+    if others:
+        names = " and ".join(f"x^({j + 1})" for j in tied)
+        result = (
+            f" {names} tie with weight {weights[best]:.4f}: they are the same token, so the same embedding vector, "
+            "and the same dot product with the query. Each is right."
+        )
+    else:
+        result = f" Its largest weight, {weights[best]:.4f}, is on x^({best + 1})."
     if len(pieces) > CHOICE_LIMIT:
         return Question(
             f"simplified:most:{query}",
             prompt + " Type its position j of x^(j).",
             best + 1,
             decimals=0,
-            explanation=explanation,
+            explanation=reason + result,
+            also_right=tuple(j + 1 for j in others),
         )
     choices = tuple(f"x^({j + 1}) “{visible_token(piece)}”" for j, piece in enumerate(pieces))
-    return Question(f"simplified:most:{query}", prompt, choices[best], choices, explanation=explanation)
+    also = tuple(choices[j] for j in others)
+    return Question(
+        f"simplified:most:{query}", prompt, choices[best], choices, explanation=reason + result, also_right=also
+    )
 
 
 def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -> Question:
@@ -96,41 +127,64 @@ def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -
     before, after = float(unscaled.max()), float(np.max(attn_weights_row))
     choices = ("It goes up", "It goes down", "It stays the same")
     answer = choices[2] if abs(after - before) < SAME else choices[0] if after > before else choices[1]
+    if d_k == 1:
+        reason = "√1 = 1, so dividing changes no score and no weight."
+    elif answer == choices[2]:
+        reason = "All its scores are equal, so there are no gaps to shrink: every weight stays the same."
+    else:
+        reason = (
+            f"Dividing by √{d_k} > 1 shrinks the gaps between the scores, so the softmax is flatter: the largest "
+            "weight falls whenever d_k > 1."
+        )
     return Question(
         f"qkv:scaling:{query}",
         f"Query {query + 1}'s weights come from a softmax of its scores divided by √d_k = √{d_k}. Compared with a "
         "softmax of the unscaled scores, will its largest weight go up or down?",
         answer,
         choices,
-        explanation=f"Without the division it would be {before:.4f}; with it, it is {after:.4f}.",
+        explanation=f"{reason} Without the division it would be {before:.4f}; with it, it is {after:.4f}.",
     )
 
 
 def masked_row_sum(renormalized_weights, pieces: Sequence[str]) -> Question:
-    """Causal mask: what row 1 sums to after zeroing the future and dividing by the row's new sum."""
-    total = float(np.asarray(renormalized_weights, dtype=np.float64)[0].sum())
+    """Causal mask: the first token's weight on itself after zeroing the future and renormalizing.
+
+    Asked before the page shows the renormalized weights; the answer, 1, follows from the mask alone.
+    """
+    weight = float(np.asarray(renormalized_weights, dtype=np.float64)[0, 0])
     return Question(
-        "causal_mask:row_sum",
-        f"The mask zeroes every weight above the diagonal, then each row is divided by its new sum. What will row 1 "
-        f"(the query {quote(pieces[0])}) sum to?",
-        total,
+        "causal_mask:first_weight",
+        f"The book will zero every weight above the diagonal, then divide each row by its new sum. What weight will "
+        f"the first token, {quote(pieces[0])}, then give itself?",
+        weight,
         tolerance=0.01,
-        explanation=f"It sums to {total:.4f}: renormalising makes every row a probability distribution again.",
+        explanation=f"It is {weight:.4f}: the first token may see only itself. The mask zeroes its other weights, "
+        "and dividing the one weight left by itself gives 1.",
     )
 
 
-def dropout_row_sum(row_sums, pieces: Sequence[str], query: int, p: float, active: bool) -> Question:
-    """Dropout: what ``query``'s row sums to after this draw (``row_sums`` (T,) of the dropped weights)."""
-    total = float(np.asarray(row_sums, dtype=np.float64)[query])
+def dropout_average_sum(row_sums, pieces: Sequence[str], query: int, p: float, active: bool) -> Question:
+    """Dropout: what ``query``'s row sums to on average over many draws (``row_sums`` (T,) of this draw's).
+
+    Asked on the step that shows one draw's row sums, before the steps that average many draws. The answer is
+    1, the row's sum before dropout: it can be reasoned out, where one draw's sum cannot.
+    """
+    this_draw = float(np.asarray(row_sums, dtype=np.float64)[query])
     setting = f"dropout with p = {p:.2f}" if active else "dropout switched off (eval mode or p = 0)"
+    if active:
+        reason = (
+            f"A weight w survives with probability 1 − p and is then scaled to w/(1 − p), so its average is "
+            f"(1 − p) · w/(1 − p) = w. The row's average sum is its sum before dropout, 1 (this draw: {this_draw:.4f})."
+        )
+    else:
+        reason = "Nothing is dropped or scaled, so every draw's row sums to 1, and so does their average."
     return Question(
-        f"dropout:row_sum:{query}",
-        f"Before dropout, the weights of the query {quote(pieces[query])} (row {query + 1}) sum to 1. After this "
-        f"draw of {setting}, what will they sum to? (within 0.05)",
-        total,
+        f"dropout:average_sum:{query}",
+        f"Before dropout, the weights of the query {quote(pieces[query])} (row {query + 1}) sum to 1. With {setting}, "
+        "what will they sum to on average over many draws? (within 0.05)",
+        1.0,
         tolerance=0.05,
-        explanation=f"This draw's row sums to {total:.4f}; the survivors are scaled by 1/(1 − p), so only the "
-        "average over many draws is 1.",
+        explanation=reason,
     )
 
 
@@ -141,22 +195,30 @@ def padding_changes(unpadded_max_difference: Sequence[float], padded: bool) -> Q
     worst = max(unpadded_max_difference)
     choices = ("Yes, they change", "No, they stay the same")
     alone = "alone, without the batch and its padding" if padded else "alone, as a batch of one"
+    if padded:
+        reason = (
+            "The padding comes after every real token, so the causal mask hides it from them. And each item of a "
+            "batch is computed on its own."
+        )
+    else:
+        reason = "Each item of a batch is computed on its own: the same weights, and no numbers shared across items."
     return Question(
         "batches:padding",
         f"Run each sentence {alone}: will its real tokens get different context vectors than in the batch?",
         choices[1] if worst < SAME else choices[0],
         choices,
-        explanation=f"The largest difference is {worst:.1e}: the causal mask hides later tokens, padding included.",
+        explanation=f"{reason} The largest difference measured is {worst:.1e}.",
     )
 
 
 def context_size(num_heads: int, d_out: int, wrapper_width: int) -> Question:
-    """Multi-head: how many numbers each token's context vector has after the wrapper concatenates its heads."""
+    """Multi-head: how many numbers the wrapper's output has per token, after it concatenates its heads."""
     return Question(
         f"multihead:width:{num_heads}:{d_out}",
-        f"`MultiHeadAttentionWrapper` runs num_heads = {num_heads} heads, each a `CausalAttention` with d_out = "
-        f"{d_out}, and concatenates their outputs. How many numbers will each token's context vector have?",
+        f"The panel shows one head's context vectors, d_out = {d_out} numbers per token. `MultiHeadAttentionWrapper` "
+        f"concatenates all num_heads = {num_heads} heads. How many numbers will each token's row of its output have?",
         wrapper_width,
         decimals=0,
-        explanation=f"{wrapper_width} = num_heads × d_out: the heads' outputs sit side by side.",
+        explanation=f"{wrapper_width} = num_heads × d_out = {num_heads} × {d_out}: `torch.cat(..., dim=-1)` puts the "
+        "heads' context vectors side by side.",
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .glossary import term
+
 REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against its time
 FUSED = "F.scaled_dot_product_attention"
 
@@ -33,14 +35,17 @@ def time_text(data) -> str:
     fastest, span = min(time_ms, key=lambda n: time_ms[n][-1]), T[-3:]
     growth = (
         f" From T = {span[0]} to {span[-1]} the time of `{REFERENCE}` grew as $T^{{{k[REFERENCE]:.1f}}}$, that of "
-        f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$: the fused kernel still computes every q·k score, it "
-        "only never stores them."
+        f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$. Which kernel `{FUSED}` runs depends on the backend "
+        "PyTorch picks for this device and these sizes. Some skip the blocks above the diagonal; a plain one "
+        "computes every q·k score."
     )
     return (
         f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
         f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms."
         + (growth if len(T) > 1 else "")
-        + " Flat stretches are fixed costs per call (Python, launching operations)."
+        + " Flat stretches are fixed costs per call (Python, launching operations). "
+        + term("log_log", "Both axes are logarithmic")
+        + ": each step along one multiplies."
     )
 
 
@@ -49,7 +54,7 @@ def memory_text(data) -> str:
     return (
         "The peak memory of one call: its intermediates and output. Dashed: one (b, num_heads, T, T) float32 tensor, "
         f"b·num_heads·T²·4 bytes, computed, not measured ({amount(one[-1])} at T = {T[-1]}). Lines parallel to it "
-        "grow as T²; lines half as steep grow as T."
+        f"grow as T²; lines half as steep grow as T ({term('log_log', 'both axes are logarithmic')})."
     )
 
 
@@ -63,12 +68,21 @@ def why_text(data) -> str:
         f"{pace(data, 'trace')}. `{REFERENCE}`, the book's code, makes the same two and drops them when it returns: "
         f"{mib(data, REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns every head's "
         f"weights: {mib(data, 'nn.MultiheadAttention')}, {pace(data, 'nn.MultiheadAttention')}. The wrapper holds "
-        f"one head's buffer at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
+        f"one head's (b, T, T) tensors at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
         f"{data.sizes['num_heads']} smaller products one after another: {pace(data, 'MultiHeadAttentionWrapper')}. "
-        f"`{FUSED}` and `fast_multihead` never materialize the T × T weights: {mib(data, FUSED)} and "
+        f"`{FUSED}` and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax "
+        "and values. "
+        f"{fused_memory(data)}: {mib(data, FUSED)} and "
         f"{mib(data, 'fast_multihead')}{linear} and take {ratio(data, FUSED):.1f}× and "
         f"{ratio(data, 'fast_multihead'):.1f}× the time of `{REFERENCE}`."
     )
+
+
+def fused_memory(data) -> str:
+    """Whether the fused kernel's backend kept a T × T tensor here, read from the measured peak memory."""
+    if data.peak_memory_mib[FUSED][-1] < data.one_weights_mib[-1]:
+        return "Measured, its backend here kept less than one T × T tensor"
+    return "Measured, its backend here kept at least one T × T tensor, so it stored the scores"
 
 
 def why_rows(data) -> tuple[list[tuple], list[str]]:

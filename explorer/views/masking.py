@@ -91,7 +91,7 @@ def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> 
     )
 
 
-PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password)
+PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password): GPT-2 has no padding token; the book reuses this one
 
 
 @budgeted("batch")
@@ -99,10 +99,11 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
     """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
 
     ``second_text=None`` (or blank) repeats the first sentence, as the book does. A
-    shorter sentence is padded at the end with ``<|endoftext|>`` (GPT-2's pad
-    token); ``unpadded_max_difference`` measures that padding at the end does
-    not change the real tokens' outputs, because the causal mask hides it
-    (nan while dropout is active, since the dropout draws differ).
+    shorter sentence is padded at the end with ``<|endoftext|>``, id 50256 (GPT-2
+    has no padding token; the book's later chapters reuse this one).
+    ``unpadded_max_difference`` measures that padding at the end does not change
+    the real tokens' outputs, because the causal mask hides it (nan while
+    dropout is active, since the dropout draws differ).
 
     Shapes: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T),
     after dropout when it is active; ``output`` (2, T, d_out).

@@ -34,19 +34,22 @@ class Curve:
     wrong_max_weight: np.ndarray
     right_grad_norm: np.ndarray
     wrong_grad_norm: np.ndarray
+    right_param_grad: np.ndarray
+    wrong_param_grad: np.ndarray
+    wrong_starved: np.ndarray
     num_keys: int
 
 
 @dataclass(frozen=True)
 class MistakeView:
-    """One mistake beside the right code on the sentence, head 0 of ``MultiHeadAttention``.
+    """One mistake beside the right code on the sentence, the first head (``[0, 0]``) of ``MultiHeadAttention``.
 
     ``right_weights``/``wrong_weights`` (T, T) are the weights that multiply
     the values (after dropout for the dropout mistake); ``future`` (T, T) is
     True above the diagonal; ``right_output``/``wrong_output`` (T, d_out).
     ``dropout`` is the p the module was built with; ``weight_limit`` the
     largest weight the right code can give (1, or 1/(1 − p) after dropout).
-    ``max_weight_difference`` is the largest |wrong − right| over head 0's
+    ``max_weight_difference`` is the largest |wrong − right| over the first head's
     weights that are numbers in both.
     """
 
