@@ -37,23 +37,9 @@ def _name(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-# Files of the other half of issue 24, fixed on their own branch: each check still fails here. strict, so that
-# a fixed file fails as XPASS until its name leaves this list.
-PENDING = {
-    "test_no_known_inconsistent_form": {
-        "attention/mistake_measures.py",
-        "attention/mistakes.py",
-        "explorer/page_text/multihead.py",
-        "pages/mistakes.py",
-    },
-    "test_sentences_are_at_most_35_words": {"explorer/page_text/dropout.py", "explorer/page_text/multihead.py"},
-}
-
-
-def _cases(test: str, paths: list[Path]) -> list:
-    """``paths`` as parameters, those ``PENDING`` for ``test`` marked as expected to fail (strictly)."""
-    pending = pytest.mark.xfail(strict=True, reason="issue 24's other half fixes this file")
-    return [pytest.param(p, id=_name(p), marks=[pending] if _name(p) in PENDING[test] else []) for p in paths]
+def _cases(paths: list[Path]) -> list:
+    """``paths`` as test parameters, each named by its path in the repository."""
+    return [pytest.param(p, id=_name(p)) for p in paths]
 
 
 ZERO_BASED = re.compile(r"\b(query|head|step|token) 0(?![.,]?\d)", re.IGNORECASE)  # "query 0", not "token 0.5"
@@ -112,7 +98,7 @@ def _prose(text: str) -> bool:
     return " " in text.strip()
 
 
-@pytest.mark.parametrize("path", _cases("test_no_known_inconsistent_form", LEARNER_FILES))
+@pytest.mark.parametrize("path", _cases(LEARNER_FILES))
 def test_no_known_inconsistent_form(path):
     problems = []
     for line, text in learner_strings(path):
@@ -152,7 +138,7 @@ def _joined(tree: ast.Module) -> list[tuple[int, str]]:
     return [(node.lineno, "".join(_pieces(node))) for node in chains]
 
 
-@pytest.mark.parametrize("path", _cases("test_sentences_are_at_most_35_words", SENTENCE_FILES))
+@pytest.mark.parametrize("path", _cases(SENTENCE_FILES))
 def test_sentences_are_at_most_35_words(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     long = []
