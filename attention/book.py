@@ -19,6 +19,7 @@ from torch import nn
 
 from .causal import CausalAttention
 from .constants import BOOK_SECTIONS as SECTIONS  # noqa: F401  (exported here too)
+from .constants import BOOK_SEEDS
 from .embeddings import BOOK_INPUTS
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
 from .seeding import seeded
@@ -58,8 +59,8 @@ def book_values() -> BookValues:
     """Replay the chapter's steps on its six tokens; computed once per process."""
     with torch.no_grad():
         simplified = simplified_attention(BOOK_INPUTS)
-        v1 = build(SelfAttention_v1, 123, 3, 2)
-        sa_v2 = build(SelfAttention_v2, 789, 3, 2)
+        v1 = build(SelfAttention_v1, BOOK_SEEDS["v1"], 3, 2)
+        sa_v2 = build(SelfAttention_v2, BOOK_SEEDS["v2"], 3, 2)
         queries, keys = sa_v2.W_query(BOOK_INPUTS), sa_v2.W_key(BOOK_INPUTS)  # (6, 2) each
         attn_scores = queries @ keys.T  # (6, 6)
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (6, 6)
@@ -70,14 +71,14 @@ def book_values() -> BookValues:
         masked = attn_scores.masked_fill(mask.bool(), -torch.inf)  # (6, 6)
         causal_weights = torch.softmax(masked / keys.shape[-1] ** 0.5, dim=-1)  # (6, 6)
         dropout = nn.Dropout(0.5)
-        with seeded(123):
+        with seeded(BOOK_SEEDS["dropout"]):
             dropout_ones = dropout(torch.ones(6, 6))  # (6, 6)
-        with seeded(123):
+        with seeded(BOOK_SEEDS["dropout"]):
             dropout_weights = dropout(causal_weights)  # (6, 6)
         batch = torch.stack((BOOK_INPUTS, BOOK_INPUTS))  # (2, 6, 3)
-        causal_class = build(CausalAttention, 123, 3, 2, 6, 0.0)
-        wrapper = build(MultiHeadAttentionWrapper, 123, 3, 2, 6, 0.0, num_heads=2)
-        multihead = build(MultiHeadAttention, 123, 3, 2, 6, 0.0, num_heads=2)
+        causal_class = build(CausalAttention, BOOK_SEEDS["causal_class"], 3, 2, 6, 0.0)
+        wrapper = build(MultiHeadAttentionWrapper, BOOK_SEEDS["wrapper"], 3, 2, 6, 0.0, num_heads=2)
+        multihead = build(MultiHeadAttention, BOOK_SEEDS["multihead"], 3, 2, 6, 0.0, num_heads=2)
         return BookValues(
             simplified_scores=simplified.attn_scores,
             simplified_weights=simplified.attn_weights,

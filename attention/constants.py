@@ -27,16 +27,28 @@ BOOK_VECTORS = (
     (0.05, 0.80, 0.55),  # step     (x^6)
 )
 
+# The chapter's seed schedule, its one home: the ``torch.manual_seed`` the book calls before each printed step.
+BOOK_SEEDS = {
+    "qkv_steps": 123,  # 3.4.1: W_query, W_key, W_value as nn.Parameter(torch.rand(...))
+    "v1": 123,  # 3.4.2: SelfAttention_v1
+    "v2": 789,  # 3.4.2: SelfAttention_v2, whose weights section 3.5.1 reuses
+    "causal": 789,
+    "dropout": 123,  # 3.5.2: before the dropout draws
+    "causal_class": 123,  # 3.5.3: CausalAttention
+    "wrapper": 123,  # 3.6.1: MultiHeadAttentionWrapper
+    "multihead": 123,  # 3.6.2: MultiHeadAttention
+}
+
 # The sections of the chapter whose printed values ``book`` replays, with their modules and seeds.
 BOOK_SECTIONS = {
     "simplified": "3.3.2 Computing attention weights for all input tokens",
-    "v1": "3.4.2 Implementing a compact self-attention Python class (SelfAttention_v1, seed 123)",
-    "v2": "3.4.2 Implementing a compact self-attention Python class (SelfAttention_v2, seed 789)",
-    "causal": "3.5.1 Applying a causal attention mask (SelfAttention_v2, seed 789)",
-    "dropout": "3.5.2 Masking additional attention weights with dropout (seed 123)",
-    "causal_class": "3.5.3 Implementing a compact causal attention class (seed 123)",
-    "wrapper": "3.6.1 Stacking multiple single-head attention layers (seed 123)",
-    "multihead": "3.6.2 Implementing multi-head attention with weight splits (seed 123)",
+    "v1": f"3.4.2 Implementing a compact self-attention Python class (SelfAttention_v1, seed {BOOK_SEEDS['v1']})",
+    "v2": f"3.4.2 Implementing a compact self-attention Python class (SelfAttention_v2, seed {BOOK_SEEDS['v2']})",
+    "causal": f"3.5.1 Applying a causal attention mask (SelfAttention_v2, seed {BOOK_SEEDS['causal']})",
+    "dropout": f"3.5.2 Masking additional attention weights with dropout (seed {BOOK_SEEDS['dropout']})",
+    "causal_class": f"3.5.3 Implementing a compact causal attention class (seed {BOOK_SEEDS['causal_class']})",
+    "wrapper": f"3.6.1 Stacking multiple single-head attention layers (seed {BOOK_SEEDS['wrapper']})",
+    "multihead": f"3.6.2 Implementing multi-head attention with weight splits (seed {BOOK_SEEDS['multihead']})",
 }
 
 # Sections 3.1–3.2 (``bahdanau``).

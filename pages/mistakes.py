@@ -13,11 +13,6 @@ from explorer.widgets.questions import show_question
 
 MISTAKE = "mistakes:mistake"
 NAMES = list(attention.MISTAKES)
-PRESENTER_CSS = """<style>
-:is([data-testid="stTable"] :is(td, th), .st-key-w_mistake *, [data-testid="stMain"] :is(li, pre code)) {
-  font-size: 1.25rem;
-}
-</style>"""
 FUTURE = ("Yes: its output moves", "No: the future stays hidden")
 
 run = session.current_run()
@@ -43,8 +38,7 @@ with st.spinner("Running the package's code and the mistake…"):
 widgets.truncation_notice(data.truncated_from, settings.context_length)
 steps = ["The changed line", "Right beside wrong", "What it costs"]
 step = widgets.stepper("mistakes", steps + (["Against d_k"] if name in SCALING_MISTAKES else []))
-if st.session_state.get("presenter"):
-    st.html(PRESENTER_CSS)
+widgets.page_stylesheet("mistakes")  # its tables, choice and code read from the back of the room
 if name == "dropout_without_rescale":
     book_p = " (the sidebar's p is 0, so the book's 0.5)" if settings.dropout == 0 else ""
     st.caption(f"Dropout here uses p = {data.dropout:.2f}{book_p}, in training mode, one seeded draw.")

@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from attention.constants import BOOK_SECTIONS as SECTIONS
+from attention.constants import BOOK_SEEDS
 from explorer.settings import BOOK, DEFAULTS, Settings
 
 BOOK_NUM_TOKENS = 6  # the book's example: "Your journey starts with one step", six 3-d vectors
 BOOK_DROPOUT = 0.5  # section 3.5.2's Dropout(0.5), in training mode
-BOOK_DRAW_SEED = 123  # section 3.5.2's torch.manual_seed before the dropout draws
+BOOK_DRAW_SEED = BOOK_SEEDS["dropout"]  # section 3.5.2's torch.manual_seed before the dropout draws
 
 
 @dataclass(frozen=True)
@@ -43,19 +44,19 @@ class Setup:
 TITLES = {
     **SECTIONS,
     "one_query": "3.3.1 A simple self-attention mechanism without trainable weights",
-    "qkv_steps": "3.4.1 Computing the attention weights step by step (seed 123)",
+    "qkv_steps": f"3.4.1 Computing the attention weights step by step (seed {BOOK_SEEDS['qkv_steps']})",
 }
 SETUPS = {
     "one_query": Setup(),
     "simplified": Setup(),
-    "qkv_steps": Setup(seed=123, d_out=2),
-    "v1": Setup(seed=123, d_out=2),
-    "v2": Setup(seed=789, d_out=2),
-    "causal": Setup(seed=789, d_out=2),
-    "dropout": Setup(seed=789, d_out=2),  # the causal weights of section 3.5.1's SelfAttention_v2
-    "causal_class": Setup(seed=123, d_out=2, dropout=True),
-    "wrapper": Setup(seed=123, d_out=2, num_heads=2, dropout=True),
-    "multihead": Setup(seed=123, d_out=2, num_heads=2, dropout=True),
+    "qkv_steps": Setup(seed=BOOK_SEEDS["qkv_steps"], d_out=2),
+    "v1": Setup(seed=BOOK_SEEDS["v1"], d_out=2),
+    "v2": Setup(seed=BOOK_SEEDS["v2"], d_out=2),
+    "causal": Setup(seed=BOOK_SEEDS["causal"], d_out=2),
+    "dropout": Setup(seed=BOOK_SEEDS["causal"], d_out=2),  # the causal weights of section 3.5.1's SelfAttention_v2
+    "causal_class": Setup(seed=BOOK_SEEDS["causal_class"], d_out=2, dropout=True),
+    "wrapper": Setup(seed=BOOK_SEEDS["wrapper"], d_out=2, num_heads=2, dropout=True),
+    "multihead": Setup(seed=BOOK_SEEDS["multihead"], d_out=2, num_heads=2, dropout=True),
 }
 
 

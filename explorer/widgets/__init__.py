@@ -9,7 +9,7 @@ from explorer.widgets.basics import guard, progress, show_error, table, truncati
 from explorer.widgets.captions import book_caption, dropout_setting, outside_model, weights_caption
 from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
 from explorer.widgets.code import code_panel_key, show_code, source_of
-from explorer.widgets.css import stylesheet
+from explorer.widgets.css import page_stylesheet, stylesheet
 from explorer.widgets.downloads import begin_run, step_exports
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
@@ -27,6 +27,7 @@ __all__ = [
     "dropout_setting",
     "guard",
     "outside_model",
+    "page_stylesheet",
     "panel",
     "progress",
     "run_page",

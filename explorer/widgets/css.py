@@ -44,3 +44,20 @@ def stylesheet(*, presenter: bool) -> None:
     """The app's one stylesheet: less empty space above the title, so a step fits a 1280×720 screen, and in
     presenter mode larger text and less chrome for projection."""
     st.html(BASE_CSS + (PRESENTER_CSS if presenter else ""))
+
+
+# A page's own rules in presenter mode, by the page's url path: Break it's diff, tables and choice are its
+# whole content, so they are drawn larger than other pages' tables.
+PAGE_PRESENTER_CSS = {
+    "mistakes": """<style>
+:is([data-testid="stTable"] :is(td, th), .st-key-w_mistake *, [data-testid="stMain"] :is(li, pre code)) {
+  font-size: 1.25rem;
+}
+</style>""",
+}
+
+
+def page_stylesheet(page: str) -> None:
+    """``page``'s own presenter rules (``PAGE_PRESENTER_CSS``), in presenter mode only."""
+    if st.session_state.get("presenter") and page in PAGE_PRESENTER_CSS:
+        st.html(PAGE_PRESENTER_CSS[page])
