@@ -40,11 +40,11 @@ style = widgets.style()
 
 def picker(column, label: str, key: str, name: str, count: int, first: int) -> int:
     """An index kept across steps and in the link (``kept_index``), chosen with a slider that counts from ``first``."""
-    index = session.kept_index(key, name, "generate", default=0, count=count)
+    index, widget = session.kept_index(key, name, "generate", default=0, count=count), f"w_generate_{name}"
     if count > 1:
-        st.session_state[f"w_{key}"] = index + first
-        update = lambda: st.session_state.update({key: st.session_state[f"w_{key}"] - first})  # noqa: E731
-        column.slider(label, first, count - 1 + first, key=f"w_{key}", on_change=update)
+        st.session_state[widget] = index + first
+        update = lambda: st.session_state.update({key: st.session_state[widget] - first})  # noqa: E731
+        column.slider(label, first, count - 1 + first, key=widget, on_change=update)
     return index
 
 

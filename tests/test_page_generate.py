@@ -30,14 +30,14 @@ def test_every_step_runs_with_the_books_sentence():
 
 def test_token_by_token_shows_the_packages_row_and_probabilities(expected):
     at = next_step(app(PAGE, query_params={"token": "4", "gen_layer": "1", "head": "1"}))
-    assert at.slider(key="w_generate:token").value == 5
+    assert at.slider(key="w_generate_token").value == 5
     rows, bars = figure_specs(at)
     z = decode(rows["data"][0]["z"])
     seen = 6 + 4  # the query of new token 5 sees the prompt's 6 tokens and 4 new ones
     assert z.shape == (5, seen)
     np.testing.assert_allclose(z[-1], expected.tokens[4].attn_rows[1][1].numpy(), atol=1e-6)
     np.testing.assert_allclose(decode(bars["data"][0]["y"]), expected.tokens[4].probs_top, atol=1e-9)
-    at.slider(key="w_generate:token").set_value(1).run()
+    at.slider(key="w_generate_token").set_value(1).run()
     rows, _ = figure_specs(at)
     np.testing.assert_allclose(decode(rows["data"][0]["z"])[-1], expected.tokens[0].attn_rows[1][1].numpy(), atol=1e-6)
     next_step(at)  # the cache: the picked token and layer carry over
