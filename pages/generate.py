@@ -63,7 +63,7 @@ elif step in (1, 2):
         st.markdown(notes.token_text(data, k, layer, head))
         rows = data.attn_rows[: k + 1, layer, head, :seen]
         row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
-        title = f"layer {layer + 1}, head {head}: each step's query row, attn_weights"
+        title = f"query rows, attn_weights (layer {layer + 1}, head {head})"
         shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
         weights = widgets.panel("query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, **shown)
         names = data.top_pieces[k]
