@@ -1,5 +1,7 @@
 """Generate: a GPT continues the prompt token by token; the KV cache, its cost, and smaller caches."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -80,6 +82,7 @@ elif step in (1, 2):
         span = figures.shared_range(keys, again, kind="signed")
         dims = [f"dim {d}" for d in range(data.head_dim)]
         shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
+        shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
         title = f"cached keys, layer {layer + 1}, head {head}: {seen} rows"
         grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title, **shown)
         title = f"keys recomputed from the whole text: {seen} rows"
@@ -89,8 +92,9 @@ elif step in (1, 2):
         widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
 elif step == 3:
     st.markdown(notes.cost_text(data))
-    lengths = list(data.text_lengths)
-    series = {"with the cache": data.macs_with, "without the cache": data.macs_without}
+    shown = np.unique(np.linspace(0, len(data.text_lengths) - 1, 6).round().astype(int))  # ticks that never overlap
+    lengths = [data.text_lengths[i] for i in shown]
+    series = {"with the cache": np.take(data.macs_with, shown), "without the cache": np.take(data.macs_without, shown)}
     axes = dict(x_title="tokens in the text", y_title="multiply-adds", style=style)
     macs = figures.measured_lines(lengths, series, title="Multiply-adds per new token", **axes)
     left, right = st.columns(2)
@@ -111,14 +115,16 @@ elif step == 3:
             drawn = figures.measured_lines(list(times.lengths), series, title="Measured time per new token", **axes)
             widgets.chart(drawn, "time-per-token", key="time-per-token")
     widgets.show_code(attention.kv_cache_costs.macs_per_new_token, attention.measure_token_times)
-else:
-    st.markdown(notes.memory_text(data))
-    st.latex(notes.FORMULA)
+elif step == 4:
+    st.markdown(notes.memory_text(data) + "\n\n" + notes.FORMULA)
     widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
+    widgets.show_code(attention.GroupedQueryAttention.steps, attention.kv_cache_costs.cache_bytes_per_token)
+else:
     num_tokens = prompt_tokens
     kept = session.kept_widget("generate:window", "w_gen_window", min(3, num_tokens))
-    window = min(st.slider("Window (tokens)", 1, max(num_tokens, 2), **kept), num_tokens)
-    st.markdown(notes.window_text(window, num_tokens))
+    slider, text = st.columns([1, 3])  # side by side, so that the masks fit 1280×720 under them
+    window = min(slider.slider("Window (tokens)", 1, max(num_tokens, 2), **kept), num_tokens)
+    text.markdown(notes.window_text(window, num_tokens))
     causal, sliding = views.window_masks(num_tokens, window)
     mask = dict(kind="mask", value_name="mask", decimals=0, meaning="1: masked", legend_names=notes.WINDOW_LEGEND)
     prompt = pieces[:num_tokens]
@@ -129,4 +135,4 @@ else:
         ),
         widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title, **mask),
     )
-    widgets.show_code(attention.GroupedQueryAttention.steps, attention.sliding_window_mask)
+    widgets.show_code(attention.sliding_window_mask)

@@ -21,7 +21,7 @@ def test_every_step_runs_with_the_books_sentence():
     assert not at.exception
     assert "**Prompt:** Your journey starts with one step" in markdown(at)
     titles = []
-    for _ in range(4):
+    for _ in range(5):
         next_step(at)
         titles += [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
     assert "causal mask" in titles and "sliding window of 3" in titles
@@ -85,6 +85,6 @@ def test_sampling_settings_and_a_hostile_prompt():
 
 def test_presenter_mode_runs_every_step():
     at = app(PAGE, query_params={"present": "1"})
-    for _ in range(4):
+    for _ in range(5):
         next_step(at)
     assert not at.exception

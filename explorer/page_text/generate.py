@@ -6,7 +6,14 @@ from __future__ import annotations
 from explorer.page_text.questions import quote as quoted_token
 from explorer.parsing import literal
 
-STEPS = ["Prompt and settings", "Token by token", "The KV cache grows", "Cost per new token", "Smaller caches"]
+STEPS = [
+    "Prompt and settings",
+    "Token by token",
+    "The KV cache grows",
+    "Cost per new token",
+    "Smaller caches",
+    "Sliding window",
+]
 WINDOW_LEGEND = {
     "False (0): visible": "0: visible",
     "True (1): masked, a future key": "1: masked (future, or too far back)",
@@ -24,10 +31,7 @@ CACHE_COLUMNS = [
     "bytes per token",
     "MiB for 1,024 tokens",
 ]
-FORMULA = (
-    r"\text{bytes per token} = 2 \times n_\text{layers} \times n_\text{kv heads} \times \text{head\_dim}"
-    r" \times \text{bytes per number}"
-)
+FORMULA = "`bytes per token = 2 × num_layers × num_kv_heads × head_dim × bytes per number`"
 
 
 def top_k_name(k: int) -> str:
