@@ -18,6 +18,7 @@ PAGES = (  # (script, title, icon, options)
     ("pages/dropout.py", "Dropout", ":material/grain:", {}),
     ("pages/batches.py", "Batches & CausalAttention", ":material/stacks:", {}),
     ("pages/multihead.py", "Multi-head attention", ":material/view_module:", {}),
+    ("pages/generate.py", "Generate", ":material/edit_note:", {"url_path": "generate"}),
     ("pages/mistakes.py", "Break it", ":material/build:", {"url_path": "mistakes"}),
     ("pages/speed.py", "Speed", ":material/speed:", {}),
     ("pages/glossary.py", "Glossary", ":material/dictionary:", {"url_path": "glossary"}),

@@ -126,7 +126,7 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "softmax_naive",
     ),
     "speed": ("IMPLEMENTATIONS", "SpeedResult", "expected_attention_bytes", "measure"),
-    "tokens": ("Tokenization", "load_bpe", "tokenize"),
+    "tokens": ("Tokenization", "decode_pieces", "load_bpe", "tokenize"),
     "tracing": ("Trace", "build", "trace"),
     "trainable": (
         "AttentionSteps",

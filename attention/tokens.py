@@ -166,3 +166,15 @@ def tokenize(text: str, *, encoding: tiktoken.Encoding | None = None) -> Tokeniz
     ids = encoder.encode(text, allowed_special={ENDOFTEXT}, disallowed_special=())
     token_bytes = [encoder.decode_single_token_bytes(i) for i in ids]
     return Tokenization(ids=tuple(ids), pieces=tuple(_readable_pieces(token_bytes)), tokenizer=BPE_NAME)
+
+
+def decode_pieces(ids, *, encoding: tiktoken.Encoding | None = None) -> tuple[str, ...]:
+    """The readable text of each GPT-2 token id in ``ids``, as ``tokenize`` shows its pieces: a token
+    holding part of a multi-byte character shows that character with a ``[k/n]`` marker.
+
+    Raises a ``ValueError`` when GPT-2's BPE is unavailable (a word-level id has no text to go back to).
+    """
+    encoder = encoding if encoding is not None else load_bpe()
+    if encoder is None:
+        raise ValueError("GPT-2's tokenizer did not load, so token ids cannot be turned back into text.")
+    return tuple(_readable_pieces([encoder.decode_single_token_bytes(int(i)) for i in ids]))

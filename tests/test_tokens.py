@@ -18,7 +18,7 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import Tokenization, load_bpe, tokenize
+from attention import Tokenization, decode_pieces, load_bpe, tokenize
 from attention import tokens as tokens_module
 
 REPO = Path(__file__).resolve().parents[1]
@@ -298,3 +298,17 @@ def test_fallback_keeps_endoftext_as_gpt2s_special_token(ranks_file):
 
     assert not result.is_bpe
     assert result.ids == (ENDOFTEXT_ID,)
+
+
+@given(st.text(max_size=40))
+@settings(max_examples=40, deadline=None)
+def test_decoded_pieces_are_the_tokenizers_pieces(text):
+    result = tokenize(text)
+    if result.is_bpe:
+        assert decode_pieces(result.ids) == result.pieces
+
+
+def test_decode_pieces_needs_the_bpe(monkeypatch):
+    monkeypatch.setattr(tokens_module, "load_bpe", lambda: None)
+    with pytest.raises(ValueError, match="tokenizer did not load"):
+        decode_pieces([1, 2])

@@ -1,0 +1,232 @@
+"""The Generate page's views: a GPT writing after the learner's prompt, with and without the KV cache.
+
+``generation_view`` generates with ``attention.generate`` both ways (the same seed), keeps what the page
+steps through (each new token's attention rows, its ten likeliest tokens, the cache's size), and checks
+the cache against a full recomputation: the keys and values the cache grew one token at a time equal
+those of the whole text read at once. Results are ``shared_view``s: one per (model, prompt, options).
+
+``token_times_view`` times one new token with and without the cache at a few lengths
+(``attention.measure_token_times``), one measurement at a time in the Speed page's ``SPEED_QUEUE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import attention
+from attention.kv_cache_costs import CACHE_SHAPES, macs_per_new_token
+from attention.tokens import BPE_NAME
+from explorer.models.choice import model, version
+from explorer.models.inputs import bpe_encoding, tokenize_text
+from explorer.runtime.caching import remembered, shared_view
+from explorer.runtime.lazy import torch
+from explorer.settings import BOOK, GPT2, TRAINED, Settings
+from explorer.views.run import heavy_turn
+from explorer.views.speed import SPEED_QUEUE, waiting
+
+MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
+DEFAULT_NEW_TOKENS = 40
+GENERATION_ENTRIES = 8
+TIMED_LENGTHS = (10, 20, 40, 80, 120)  # text lengths timed live, cut to the model's context_length
+TIMED_REPEATS = 3
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How the page generates: ``temperature`` 0 is greedy; ``top_k`` None keeps every token."""
+
+    max_new_tokens: int = DEFAULT_NEW_TOKENS
+    temperature: float = 0.0
+    top_k: int | None = None
+    seed: int = 123
+
+
+@dataclass(frozen=True)
+class GenerationView:
+    """A generation and its checks. ``pieces`` are the prompt's tokens then the new ones.
+
+    Step k (from 0) chose new token k from the text's first ``prompt_tokens + k`` tokens.
+    Shapes: ``attn_rows`` (n_new, n_layers, n_heads, T - 1), step k's row of the query that chose
+    token k, NaN past its ``prompt_tokens + k`` keys; ``top_probs`` (n_new, 10); ``cache_keys``
+    (n_layers, n_heads, T - 1, head_dim), the cache when the last token was chosen;
+    ``macs_with``/``macs_without`` (n_new,) multiply-adds of each step after the first.
+    """
+
+    model_name: str
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    context_length: int
+    prompt_tokens: int
+    ids: tuple[int, ...]
+    pieces: tuple[str, ...]
+    options: GenerationOptions
+    attn_rows: np.ndarray
+    top_pieces: tuple[tuple[str, ...], ...]
+    top_ids: np.ndarray
+    top_probs: np.ndarray
+    cache_tokens: tuple[int, ...]
+    cache_bytes: tuple[int, ...]
+    same_tokens: bool  # the cache's tokens equal those of generating without it
+    logits_max_difference: float  # largest |logit with cache - logit without| over every step
+    cache_keys: np.ndarray
+    cache_values: np.ndarray
+    recomputed_keys: np.ndarray  # the same keys, from the whole text read at once
+    keys_max_difference: float
+    values_max_difference: float
+    text_lengths: tuple[int, ...]  # the text's tokens at each step after the first
+    macs_with: tuple[int, ...]
+    macs_without: tuple[int, ...]
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.ids) - self.prompt_tokens
+
+
+def model_kind(settings: Settings) -> str:
+    """The model the page generates with: GPT-2 when the sidebar's Weights chose it, else the small GPT."""
+    return GPT2 if settings.weights == GPT2 and model(GPT2) is not None else TRAINED
+
+
+def prompt_of(settings: Settings) -> str:
+    """The prompt: the sidebar's sentence, or the book's "Your journey starts with one step"."""
+    return attention.BOOK_SENTENCE if settings.source == BOOK else settings.text
+
+
+def check_options(options: GenerationOptions) -> None:
+    """The page's cap on new tokens, in words a learner reads; the package checks the rest."""
+    if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:
+        raise ValueError(
+            f"This server generates 1 to {MAX_PAGE_TOKENS} new tokens at a time; {options.max_new_tokens} "
+            f"were asked for. Ask for at most {MAX_PAGE_TOKENS}."
+        )
+
+
+def generation(settings: Settings, options: GenerationOptions) -> GenerationView:
+    """``generation_view`` for the sidebar's settings: the model they choose and their sentence."""
+    kind = model_kind(settings)
+    on_miss = heavy_turn if kind == GPT2 else None  # GPT-2 without the cache reads the whole text every token
+    return generation_view(kind, version(kind), prompt_of(settings), options, on_miss=on_miss)
+
+
+def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
+    """The prompt's GPT-2 token ids, or a ``ValueError`` a learner understands."""
+    if not prompt.strip():
+        raise ValueError("Type a prompt in the sidebar (My own sentence) for the model to continue.")
+    tokenized = tokenize_text(prompt)
+    if tokenized.tokenizer != BPE_NAME:
+        raise ValueError("The model reads GPT-2 token ids, and GPT-2's tokenizer did not load.")
+    if len(tokenized.ids) >= context_length:
+        raise ValueError(
+            f"The prompt has {len(tokenized.ids):,} tokens; this model reads at most {context_length} "
+            "(its context_length), and each new token needs a place too. Shorten the prompt."
+        )
+    return tokenized.ids
+
+
+@shared_view(max_entries=GENERATION_ENTRIES)
+def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> GenerationView:
+    """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``), with the
+    cache and without it, and compare: tokens, logits, and the cache against a full recomputation."""
+    check_options(options)
+    gpt = model(kind)
+    cfg = gpt.cfg
+    ids = prompt_ids(prompt, cfg.context_length)
+    sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
+    with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
+    without_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=False, **sampling)
+    logits_difference = max(
+        float((a.logits - b.logits).abs().max()) for a, b in zip(with_cache.tokens, without_cache.tokens, strict=True)
+    )
+    all_ids = with_cache.ids
+    n_new, read = len(with_cache.tokens), len(all_ids) - 1  # the last token was chosen, never read
+    rows = np.full((n_new, cfg.n_layers, cfg.n_heads, read), np.nan, dtype=np.float32)
+    for k, token in enumerate(with_cache.tokens):
+        for layer, row in enumerate(token.attn_rows):
+            rows[k, layer, :, : row.shape[-1]] = row.numpy()
+    grown, recomputed = cache_against_recomputation(gpt, all_ids[:read], len(ids))
+    decode = bpe_encoding()
+    steps = range(len(ids) + 1, len(all_ids))  # after the first step, one token is read at a time
+    return GenerationView(
+        model_name="GPT-2" if kind == GPT2 else "the small GPT trained on The Verdict",
+        num_layers=cfg.n_layers,
+        num_heads=cfg.n_heads,
+        head_dim=cfg.emb_dim // cfg.n_heads,
+        context_length=cfg.context_length,
+        prompt_tokens=len(ids),
+        ids=all_ids,
+        pieces=attention.decode_pieces(all_ids, encoding=decode),
+        options=options,
+        attn_rows=rows,
+        top_pieces=tuple(
+            tuple(attention.decode_pieces([i], encoding=decode)[0] for i in t.ids_top) for t in with_cache.tokens
+        ),
+        top_ids=np.array([t.ids_top for t in with_cache.tokens]),
+        top_probs=np.array([t.probs_top for t in with_cache.tokens], dtype=np.float64),
+        cache_tokens=tuple(t.cache_tokens for t in with_cache.tokens),
+        cache_bytes=tuple(t.cache_bytes for t in with_cache.tokens),
+        same_tokens=with_cache.new_ids == without_cache.new_ids,
+        logits_max_difference=logits_difference,
+        cache_keys=grown[0],
+        cache_values=grown[1],
+        recomputed_keys=recomputed[0],
+        keys_max_difference=float(np.abs(grown[0] - recomputed[0]).max()),
+        values_max_difference=float(np.abs(grown[1] - recomputed[1]).max()),
+        text_lengths=tuple(steps),
+        macs_with=tuple(macs_per_new_token(cfg, t, use_cache=True).total for t in steps),
+        macs_without=tuple(macs_per_new_token(cfg, t, use_cache=False).total for t in steps),
+    )
+
+
+def cache_against_recomputation(gpt, ids, prompt_tokens: int):
+    """Every layer's keys and values as the cache grew (the prompt, then one token at a time) and as one
+    pass over the whole text makes them. Shapes: each (n_layers, n_heads, len(ids), head_dim)."""
+    model_with_cache = attention.GPTWithCache(gpt)
+    with torch.no_grad():
+        grown = model_with_cache.step(torch.tensor([ids[:prompt_tokens]]))  # (1, prompt_tokens)
+        for position in range(prompt_tokens, len(ids)):
+            grown = model_with_cache.step(torch.tensor([ids[position : position + 1]]), grown.caches)  # (1, 1)
+        at_once = model_with_cache.step(torch.tensor([ids]))  # (1, len(ids)): no cache, every row computed
+
+    def stacked(step):
+        keys = torch.stack([cache.keys[0] for cache in step.caches])  # (n_layers, n_heads, T, head_dim)
+        values = torch.stack([cache.values[0] for cache in step.caches])  # (n_layers, n_heads, T, head_dim)
+        return keys.numpy(), values.numpy()
+
+    return stacked(grown), stacked(at_once)
+
+
+def window_masks(num_tokens: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """The causal mask and the sliding-window mask of ``window`` tokens, True where a query must not look."""
+    causal = attention.sliding_window_mask(num_tokens, None).numpy()  # (num_tokens, num_tokens)
+    return causal, attention.sliding_window_mask(num_tokens, window).numpy()
+
+
+def cache_rows(num_tokens: int) -> list[tuple]:
+    """``CACHE_SHAPES`` as table rows: the bytes per token and the cache of ``num_tokens`` tokens."""
+    return [
+        (s.model, s.kind, s.num_layers, s.num_heads, s.num_kv_heads, s.head_dim, s.dtype, s.bytes_per_token,
+         s.bytes_per_token * num_tokens / 2**20)
+        for s in CACHE_SHAPES
+    ]  # fmt: skip
+
+
+@remembered(max_entries=4)
+def token_times_view(kind: str, loaded: int, *, on_progress=None) -> attention.TokenTimes:
+    """One new token timed with and without the cache at ``TIMED_LENGTHS``. Call it through ``timed``."""
+    gpt = model(kind)
+    lengths = tuple(n for n in TIMED_LENGTHS if n <= gpt.cfg.context_length)
+    return attention.measure_token_times(gpt, lengths, repeats=TIMED_REPEATS)
+
+
+def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
+    """``token_times_view`` for the settings' model: a remembered result at once, else in ``SPEED_QUEUE``'s turn."""
+    kind = model_kind(settings)
+    report = on_progress or (lambda done, total, label: None)
+    hit = token_times_view.get(kind, version(kind))
+    if hit is not None:
+        return hit
+    with SPEED_QUEUE.turn(lambda ahead: report(0, 0, waiting(ahead))):
+        return token_times_view(kind, version(kind))

@@ -1,0 +1,138 @@
+"""Generate: a GPT continues the prompt token by token; the KV cache, its cost, and smaller caches."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import attention
+from explorer import figures, session, widgets
+from explorer.page_text import generate as notes
+from explorer.views import generation as views
+
+run = session.current_run()
+settings = run.settings
+st.title("Generate")
+NEW, TEMPERATURE, TOP_K, SEED = "generate:new", "generate:temperature", "generate:top_k", "generate:seed"
+defaults = views.GenerationOptions()
+options = views.GenerationOptions(
+    max_new_tokens=session.whole_state(NEW, defaults.max_new_tokens),
+    temperature=float(st.session_state.get(TEMPERATURE, 0.0)),
+    top_k=st.session_state.get(TOP_K) or None,
+    seed=int(st.session_state.get(SEED, defaults.seed)),
+)
+with st.popover(notes.settings_label(options), icon=":material/tune:", width="stretch"):
+    left, middle, right, last = st.columns(4)
+    left.number_input("New tokens", 1, attention.generation.MAX_NEW_TOKENS, help=notes.cap_help(views.MAX_PAGE_TOKENS),
+                      **session.kept_widget(NEW, "w_gen_new", defaults.max_new_tokens))  # fmt: skip
+    middle.slider("Temperature", 0.0, 2.0, step=0.1, help="0: greedy, always the likeliest token",
+                  **session.kept_widget(TEMPERATURE, "w_gen_temperature", 0.0))  # fmt: skip
+    right.selectbox(
+        "top-k", notes.TOP_K_CHOICES, format_func=notes.top_k_name, **session.kept_widget(TOP_K, "w_gen_top_k", 0)
+    )
+    last.number_input(
+        "Seed", 0, 2**31 - 1, help="draws the samples", **session.kept_widget(SEED, "w_gen_seed", defaults.seed)
+    )
+data = widgets.guard(views.generation, settings, options)
+n_new, pieces, prompt_tokens = data.new_tokens, data.pieces, data.prompt_tokens
+step = widgets.stepper("generate", notes.STEPS)
+style = widgets.style()
+
+
+def picker(column, label: str, key: str, name: str, count: int, first: int) -> int:
+    """An index kept across steps and in the link (``kept_index``), chosen with a slider that counts from ``first``."""
+    index, widget = session.kept_index(key, name, "generate", default=0, count=count), f"w_generate_{name}"
+    if count > 1:
+        st.session_state[widget] = index + first
+        update = lambda: st.session_state.update({key: st.session_state[widget] - first})  # noqa: E731
+        column.slider(label, first, count - 1 + first, key=widget, on_change=update)
+    return index
+
+
+if step == 0:
+    st.markdown(notes.intro_text(data))
+    st.markdown(notes.generated_markdown(data))
+    st.caption(notes.PROMPT_CAPTION)
+    widgets.show_code(attention.generate, attention.generation.choose_token)
+elif step in (1, 2):
+    left, middle, right = st.columns([3, 1, 1])
+    k = picker(left, "New token", "generate:token", "token", n_new, 1)
+    layer = picker(middle, "Layer", "generate:layer", "gen_layer", data.num_layers, 1)
+    head = picker(right, "Head", "generate:head", "head", data.num_heads, 0)
+    seen = prompt_tokens + k  # the keys the query of step k sees
+    if step == 1:
+        st.markdown(notes.token_text(data, k, layer, head))
+        rows = data.attn_rows[: k + 1, layer, head, :seen]
+        row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
+        title = f"query rows, attn_weights (layer {layer + 1}, head {head})"
+        shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
+        weights = widgets.panel("query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, **shown)
+        names = data.top_pieces[k]
+        chosen = data.ids[seen]
+        highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
+        title = f"The 10 likeliest next tokens; picked {figures.visible_token(pieces[seen])}"
+        probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
+                              highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
+        widgets.side_by_side(weights, probs)
+        widgets.show_code(attention.GPTWithCache.step)
+    else:
+        st.markdown(notes.cache_text(data, k))
+        keys, again = data.cache_keys[layer, head, :seen], data.recomputed_keys[layer, head, :seen]
+        span = figures.shared_range(keys, again, kind="signed")
+        dims = [f"dim {d}" for d in range(data.head_dim)]
+        shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
+        shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
+        title = f"cached keys, layer {layer + 1}, head {head}: {seen} rows"
+        grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title, **shown)
+        title = f"keys recomputed from the whole text: {seen} rows"
+        full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title, **shown)
+        widgets.side_by_side(grown, full)
+        st.markdown(notes.WHY_EQUAL)
+        widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
+elif step == 3:
+    st.markdown(notes.cost_text(data))
+    shown = np.unique(np.linspace(0, len(data.text_lengths) - 1, 6).round().astype(int))  # ticks that never overlap
+    lengths = [data.text_lengths[i] for i in shown]
+    series = {"with the cache": np.take(data.macs_with, shown), "without the cache": np.take(data.macs_without, shown)}
+    axes = dict(x_title="tokens in the text", y_title="multiply-adds", style=style)
+    macs = figures.measured_lines(lengths, series, title="Multiply-adds per new token", **axes)
+    left, right = st.columns(2)
+    with left:
+        widgets.chart(macs, "macs-per-token", key="macs-per-token")
+    with right:
+        if st.button("Time one new token", icon=":material/timer:", type="primary", key="generate_time"):
+            with widgets.progress("Timing…") as report:
+                st.session_state["generate:times"] = widgets.guard(views.timed, settings, on_progress=report)
+        times = st.session_state.get("generate:times")
+        if times is None:
+            st.info("Press **Time one new token** to measure both ways on this server.", icon=":material/timer:")
+        else:
+            st.markdown(notes.times_text(times))
+            series = {"with the cache": np.array(times.with_cache_s) * 1e3,
+                      "without the cache": np.array(times.without_cache_s) * 1e3}  # fmt: skip
+            axes["y_title"] = "ms"
+            drawn = figures.measured_lines(list(times.lengths), series, title="Measured time per new token", **axes)
+            widgets.chart(drawn, "time-per-token", key="time-per-token")
+    widgets.show_code(attention.kv_cache_costs.macs_per_new_token, attention.measure_token_times)
+elif step == 4:
+    st.markdown(notes.memory_text(data) + "\n\n" + notes.FORMULA)
+    widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
+    widgets.show_code(attention.GroupedQueryAttention.steps, attention.kv_cache_costs.cache_bytes_per_token)
+else:
+    num_tokens = prompt_tokens
+    kept = session.kept_widget("generate:window", "w_gen_window", min(3, num_tokens))
+    slider, text = st.columns([1, 3])  # side by side, so that the masks fit 1280×720 under them
+    window = min(slider.slider("Window (tokens)", 1, max(num_tokens, 2), **kept), num_tokens)
+    text.markdown(notes.window_text(window, num_tokens))
+    causal, sliding = views.window_masks(num_tokens, window)
+    mask = dict(kind="mask", value_name="mask", decimals=0, meaning="1: masked", legend_names=notes.WINDOW_LEGEND)
+    prompt = pieces[:num_tokens]
+    title = f"sliding window of {window}"
+    widgets.side_by_side(
+        widgets.panel(
+            "causal-mask", figures.heatmap, causal.astype(float), prompt, prompt, title="causal mask", **mask
+        ),
+        widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title, **mask),
+    )
+    widgets.show_code(attention.sliding_window_mask)

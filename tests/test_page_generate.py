@@ -1,0 +1,90 @@
+"""The Generate page through AppTest: every step, the package's numbers, the pickers, bad input, timing."""
+
+import numpy as np
+import pytest
+from apptest_support import app, decode, figure_specs, markdown, next_step, type_sentence
+
+import attention
+
+PAGE = "pages/generate.py"
+HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
+
+
+@pytest.fixture(scope="module")
+def expected():
+    prompt = attention.tokenize(attention.BOOK_SENTENCE).ids
+    return attention.generate(attention.gpt.load_trained_gpt(), prompt, 40)
+
+
+def test_every_step_runs_with_the_books_sentence():
+    at = app(PAGE)
+    assert not at.exception
+    assert "**Prompt:** Your journey starts with one step" in markdown(at)
+    titles = []
+    for _ in range(5):
+        next_step(at)
+        titles += [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
+    assert "causal mask" in titles and "sliding window of 3" in titles
+    assert "Multiply-adds per new token" in titles
+
+
+def test_token_by_token_shows_the_packages_row_and_probabilities(expected):
+    at = next_step(app(PAGE, query_params={"token": "4", "gen_layer": "1", "head": "1"}))
+    assert at.slider(key="w_generate_token").value == 5
+    rows, bars = figure_specs(at)
+    z = decode(rows["data"][0]["z"])
+    seen = 6 + 4  # the query of new token 5 sees the prompt's 6 tokens and 4 new ones
+    assert z.shape == (5, seen)
+    np.testing.assert_allclose(z[-1], expected.tokens[4].attn_rows[1][1].numpy(), atol=1e-6)
+    np.testing.assert_allclose(decode(bars["data"][0]["y"]), expected.tokens[4].probs_top, atol=1e-9)
+    at.slider(key="w_generate_token").set_value(1).run()
+    rows, _ = figure_specs(at)
+    np.testing.assert_allclose(decode(rows["data"][0]["z"])[-1], expected.tokens[0].attn_rows[1][1].numpy(), atol=1e-6)
+    next_step(at)  # the cache: the picked token and layer carry over
+    keys, again = (decode(spec["data"][0]["z"]) for spec in figure_specs(at))
+    assert keys.shape == (6, 16)
+    np.testing.assert_allclose(keys, again, atol=1e-5)
+    assert "the same 40 tokens" in markdown(at)
+
+
+def test_timing_runs_both_ways_in_one_measurement():
+    at = app(PAGE, query_params={"step": "4"})
+    at.button(key="generate_time").click().run()
+    assert not at.exception
+    assert "side by side in one run" in markdown(at)
+    assert [spec["layout"]["title"]["text"] for spec in figure_specs(at)][-1] == "Measured time per new token"
+
+
+@pytest.mark.parametrize(
+    ("text", "new_tokens", "message"),
+    [
+        ("   ", 40, "Type a prompt"),
+        ("Hello", 150, "1 to 100 new tokens at a time"),
+        ("word " * 100, 40, "Ask for at most 27 new tokens"),
+        ("word " * 200, 40, "Shorten the prompt"),
+    ],
+    ids=["empty", "over the cap", "past the context", "prompt too long"],
+)
+def test_bad_input_is_a_message_never_a_traceback(text, new_tokens, message):
+    at = app(PAGE)
+    at.number_input(key="w_gen_new").set_value(new_tokens).run()
+    at = type_sentence(at, text)
+    assert not at.exception
+    assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_sampling_settings_and_a_hostile_prompt():
+    at = type_sentence(app(PAGE), HOSTILE)
+    at.slider(key="w_gen_temperature").set_value(1.0).run()
+    at.selectbox(key="w_gen_top_k").set_value(20).run()
+    assert not at.exception
+    text = markdown(at)
+    assert "temperature 1" in text and "the 20 likeliest tokens" in text
+    assert r"**Prompt:** \<b\>x\<\/b\> \*\*y\*\*" in text  # escaped: shown as typed, never as Markdown
+
+
+def test_presenter_mode_runs_every_step():
+    at = app(PAGE, query_params={"present": "1"})
+    for _ in range(5):
+        next_step(at)
+    assert not at.exception
