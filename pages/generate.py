@@ -59,19 +59,19 @@ elif step in (1, 2):
     left, middle, right = st.columns([3, 1, 1])
     k = picker(left, "New token", "generate:token", "token", n_new, 1)
     layer = picker(middle, "Layer", "generate:layer", "gen_layer", data.num_layers, 1)
-    head = picker(right, "Head", "generate:head", "head", data.num_heads, 0)
+    head = picker(right, "Head", "generate:head", "head", data.num_heads, 1)  # heads count from 1, as layers
     seen = prompt_tokens + k  # the keys the query of step k sees
     if step == 1:
         st.markdown(notes.token_text(data, k, layer, head))
         rows = data.attn_rows[: k + 1, layer, head, :seen]
         row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
-        title = f"query rows, attn_weights (layer {layer + 1}, head {head})"
+        title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
         shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
         weights = widgets.panel("query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, **shown)
         names = data.top_pieces[k]
         chosen = data.ids[seen]
         highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
-        title = f"The 10 likeliest next tokens; picked {figures.visible_token(pieces[seen])}"
+        title = f"The 10 likeliest next tokens; picked “{figures.visible_token(pieces[seen])}”"
         probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
                               highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
         widgets.side_by_side(weights, probs)
@@ -83,7 +83,7 @@ elif step in (1, 2):
         dims = [f"dim {d}" for d in range(data.head_dim)]
         shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
         shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
-        title = f"cached keys, layer {layer + 1}, head {head}: {seen} rows"
+        title = f"cached keys, layer {layer + 1}, head {head + 1}: {seen} rows"
         grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title, **shown)
         title = f"keys recomputed from the whole text: {seen} rows"
         full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title, **shown)

@@ -94,7 +94,7 @@ def token_text(view, k: int, layer: int, head: int) -> str:
     return (
         f"New token {k + 1} of {view.new_tokens}. The query of the last token so far, "
         f"{quoted_token(view.pieces[query_at])} (token {query_at + 1}), scores every key up to itself: "
-        f"{query_at + 1} keys. In layer {layer + 1}, head {head}, its largest weight, **{row[most]:.3f}**, is on "
+        f"{query_at + 1} keys. In layer {layer + 1}, head {head + 1}, its largest weight, **{row[most]:.3f}**, is on "
         f"{quoted_token(view.pieces[most])} (token {most + 1}). The model {picked}."
     )
 
