@@ -103,7 +103,8 @@ def _table_shows(app_page, text: str) -> None:
     rows = app_page.table_rows()
     assert len(rows) >= min(len(labels), 10), f"only {len(rows)} rows of {len(labels)} are drawn"
     for position, token, token_id in rows:
-        assert (token, token_id) == (labels[int(position)], str(ids[int(position)])), f"row {position}"
+        index = int(position) - 1  # the table counts tokens from 1, as the book does
+        assert (token, token_id) == (labels[index], str(ids[index])), f"row {position}"
 
 
 def test_empty_and_blank_sentences_get_a_prompt(tokens_tab):
