@@ -96,7 +96,8 @@ elif step == 3:
     lengths = [data.text_lengths[i] for i in shown]
     series = {"with the cache": np.take(data.macs_with, shown), "without the cache": np.take(data.macs_without, shown)}
     axes = dict(x_title="tokens in the text", y_title="multiply-adds", style=style)
-    macs = figures.measured_lines(lengths, series, title="Multiply-adds per new token", **axes)
+    title = "Multiply-adds per new token (both axes logarithmic)"
+    macs = figures.measured_lines(lengths, series, title=title, **axes)
     left, right = st.columns(2)
     with left:
         widgets.chart(macs, "macs-per-token", key="macs-per-token")
