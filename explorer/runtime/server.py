@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import attention
+from explorer.figures.layout import pandas_settled
 from explorer.runtime import first_paint
 
 # Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
@@ -157,6 +158,7 @@ def _warm_first_run() -> None:
     load_bpe()
     string_util.is_emoji("🔍")
     first_paint.first_page_chunks()
+    pandas_settled()  # a link that needs torch may have started the later imports, pandas among them
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
     stored = importlib.import_module("explorer.models.first_view")  # imported by name, as every app module here
     stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
