@@ -5,7 +5,6 @@ Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
-    python -m benchmarks.load report               # the tables again, from artifacts/load/results.jsonl
 
 Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``
 over ``--spread`` seconds, then think (exponential, mean ``--think``) before each action until
@@ -176,22 +175,18 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     }
 
 
-async def lesson(target, scenario: str, n: int, duration: float, think_s: float, spread_s: float, page: str, seed: int):
-    """``n`` students open the class's link over ``spread_s`` seconds, then act and think until ``duration`` is up.
-
-    The link is ``page`` with the class's first sentence; each action is drawn from ``MIXES[scenario]``,
-    with an exponential think time of mean ``think_s`` before it. Students of a ``class`` pick new
-    sentences from ``CLASS_SENTENCES``; in ``typing`` each types a sentence of their own.
-    """
-    rng = random.Random(seed)
-    mix, typing = MIXES[scenario], scenario == "typing"
+async def lesson(target, args, n: int):
+    """``n`` students open the class's link (``args.page``, the class's first sentence) over ``args.spread``
+    seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up."""
+    rng = random.Random(args.seed)
+    mix, typing = MIXES[args.scenario], args.scenario == "typing"
     pages = chapter_pages(target.app_pages)
     link = {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
     students = []
     for i in range(n):
         cookie = f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # as nginx gives one
-        students.append(LessonStudent(target.base, cookie, random.Random(seed * 1000 + i)))
+        students.append(LessonStudent(target.base, cookie, random.Random(args.seed * 1000 + i)))
 
     async def attend(student: LessonStudent, delay: float, end: float) -> None:
         await asyncio.sleep(delay)
@@ -200,10 +195,10 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
         except (OSError, websockets.InvalidHandshake) as exc:
             runs.append(Run("open", time.perf_counter(), latency=0.0, error=f"connection refused: {exc}"))
             return
-        opened = await student.open(page, link)
+        opened = await student.open(args.page, link)
         runs.append(opened)
         while opened.ok and time.perf_counter() < end:
-            await asyncio.sleep(student.rng.expovariate(1 / think_s))
+            await asyncio.sleep(student.rng.expovariate(1 / args.think))
             if time.perf_counter() >= end:
                 break
             run = await student.act(mix.pick(student.rng), pages, typing)
@@ -213,13 +208,13 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
 
     async with Meter(target) as meter:
         start, wall_start = time.perf_counter(), time.time()
-        end = start + duration
-        await asyncio.gather(*(attend(s, rng.uniform(0, spread_s), end) for s in students))
+        end = start + args.duration
+        await asyncio.gather(*(attend(s, rng.uniform(0, args.spread), end) for s in students))
     for s in students:
         await s.close()
     memory = {}
     if target.memory_log:
-        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + duration)
+        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + args.duration)
     return {
         **summarize_lesson(runs, start, end),
         "server_memory": memory,
@@ -231,9 +226,10 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
     }
 
 
-async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
+async def one_lesson(args, servers: int, n: int) -> None:
     """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one):
     start them, warm up every app process, run the lesson, stop; record the entry and print its summary."""
+    scenario = args.scenario
     label = f"{scenario}-{servers}server-{n}"
     log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
     memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
@@ -248,8 +244,7 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
             runs, target.app_pages = await warm(base)
             warm_errors += [r.error for r in runs if r.error]
         print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
-        a = args
-        result = await lesson(target, scenario, n, a.duration, a.think, a.spread, a.page, a.seed)
+        result = await lesson(target, args, n)
         result |= {"server_log_problems": target.log_problems()[:20], "warm_up_errors": warm_errors}
     finally:
         target.stop()
@@ -271,28 +266,31 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
         **result,
     }
     report.record(e, args.results)
+    a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
+    print(
+        f"   {a['runs']} actions, p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), "
+        f"max {a['max_s'] * 1000:.0f} ms, {a['errors']} errors, {e['throughput_runs_per_s']:.2f} actions/s, server "
+        f"CPU {e['server_cpu_cores']:.2f} cores ({e['server_cpu_ms_per_run']:.0f} ms/run), client "
+        f"{e['client_cpu_cores']:.2f} cores, load {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}",
+        flush=True,
+    )
     slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
-    print(f"{report.lesson_row(e, None)}\n   slowest: {slowest}", flush=True)
+    print(f"   slowest: {slowest}", flush=True)
     for name, p in e["processes"].items():
         print(f"   {name}: {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB")
     if e["server_memory"]:
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
 
 
-async def amain(args) -> None:
-    if args.scenario == "report":
-        print(report.lesson_tables(report.read_results(args.results)))
-        return
-    for n in [int(n) for n in args.students.split(",")]:
-        for servers in [int(k) for k in args.servers.split(",")]:
-            await one_lesson(args, args.scenario, servers, n)
+def numbers(text: str) -> list[int]:
+    return [int(v) for v in text.split(",")]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=(*MIXES, "report"))
-    parser.add_argument("--students", default="1,30,100", help="comma-separated class sizes")
-    parser.add_argument("--servers", default="1", help="comma-separated app process counts (2+: behind nginx)")
+    parser.add_argument("scenario", choices=MIXES)
+    parser.add_argument("--students", type=numbers, default="1,30,100", help="comma-separated class sizes")
+    parser.add_argument("--servers", type=numbers, default="1", help="comma-separated app process counts (2+: nginx)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of the lesson, from the first arrival")
     parser.add_argument("--think", type=float, default=3.0, help="mean think time before each action, seconds")
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which students arrive")
@@ -307,7 +305,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
     args = parser.parse_args(argv)
-    asyncio.run(amain(args))
+    for n in args.students:
+        for servers in args.servers:
+            asyncio.run(one_lesson(args, servers, n))
 
 
 if __name__ == "__main__":

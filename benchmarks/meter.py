@@ -57,26 +57,6 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
     return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
 
 
-def floor_slope_mib_per_min(samples: list[tuple[float, float]], window_s: float = 60.0) -> float:
-    """Least-squares slope, per minute, through the lowest sample of each whole ``window_s`` window.
-
-    What a server holds for good is its floor; runs in flight lift the samples above it by what they hold
-    for the moment (tens of MiB with 30 students), and a straight line through every sample then tilts with
-    whatever happened to be running near the ends. The floor grows only if what is kept grows."""
-    if not samples:
-        return float("nan")
-    first = samples[0][0]
-    windows: dict[int, list[tuple[float, float]]] = {}
-    for t, value in samples:
-        windows.setdefault(int((t - first) // window_s), []).append((t, value))
-    lows = [  # a window counts when its samples span most of it (not the run's last few seconds)
-        (first + (k + 0.5) * window_s, min(v for _, v in w))
-        for k, w in sorted(windows.items())
-        if w[-1][0] - w[0][0] >= 0.75 * window_s
-    ]
-    return slope_mib_per_min(lows)
-
-
 class Meter:
     """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
 
@@ -147,8 +127,8 @@ class Meter:
 
 
 def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
-    """RSS at start, end and most, and its slopes in MiB a minute: over the run, its second half, and the floor's
-    (over the run and from minute 2), from (seconds, MiB) samples."""
+    """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half, from
+    (seconds, MiB) samples."""
     values = [v for _, v in samples]
     return {
         "rss_start_mib": values[0],
@@ -156,8 +136,6 @@ def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
         "rss_max_mib": max(values),
         "rss_slope_mib_per_min": slope_mib_per_min(samples),
         "rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2]),
-        "rss_floor_slope_mib_per_min": floor_slope_mib_per_min(samples),
-        "rss_floor_slope_after_2_min_mib_per_min": floor_slope_mib_per_min([x for x in samples if x[0] >= 120]),
     }
 
 
@@ -200,7 +178,6 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
             "slope_per_min": slope_mib_per_min(points),
             "slope_second_half_per_min": slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2]),
             "slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s]),
-            "floor_slope_settled_per_min": floor_slope_mib_per_min([p for p in points if p[0] >= settled_s]),
         }
     return trends
 
@@ -216,6 +193,6 @@ def memory_lines(trends: dict) -> str:
     return "\n".join(
         f"   {key:28} {t['first']:10.1f} -> {t['last']:10.1f} (min {t['min']:.1f}, max {t['max']:.1f}); per min "
         f"{t['slope_per_min']:+.2f}, second half {t['slope_second_half_per_min']:+.2f}, "
-        f"settled {t['slope_settled_per_min']:+.2f} (floor {t['floor_slope_settled_per_min']:+.2f})"
+        f"settled {t['slope_settled_per_min']:+.2f}"
         for key, t in trends.items()
     )

@@ -18,11 +18,6 @@ def record(entry: dict, path: str) -> None:
         f.write(json.dumps(entry) + "\n")
 
 
-def read_results(path: str) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def replace_block(path: str, begin: str, end: str, text: str) -> None:
     """Replace what lies between the markers ``begin`` and ``end`` in ``path``; the rest of the file stays."""
     with open(path) as f:
@@ -48,55 +43,6 @@ def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     columns = header.split(" | ")
     aligns = align.split("|") if "|" in align else [align] * len(columns)
     return [intro, "", row(*columns), row(*aligns), *rows, ""]
-
-
-# --------------------------------------------------------------------------- lessons (benchmarks.load)
-
-
-def _ms(seconds: float) -> str:
-    return "–" if seconds != seconds else f"{seconds * 1000:,.0f}"
-
-
-def lesson_row(e: dict, one: dict | None) -> str:
-    """A table row; ``one`` is the same scenario on the same servers with one student (issue 15's yardstick)."""
-    a, kinds = e["actions"], e["by_kind"]
-    p95 = " | ".join(_ms(kinds[k]["p95_s"]) if k in kinds else "–" for k in ("next", "previous", "switch", "sentence"))
-    errors = a["errors"] + kinds.get("open", {}).get("errors", 0)
-    ratio = f"{a['p95_s'] / one['actions']['p95_s']:.1f}×" if one else "–"
-    return (
-        f"| {e['servers']} | {e['students']} | {e['duration_s']:g} | {a['runs']} | {_ms(a['p50_s'])} "
-        f"| **{_ms(a['p95_s'])}** | {ratio} | {_ms(a['max_s'])} | {p95} | {_ms(kinds['open']['p95_s'])} "
-        f"| {e['throughput_runs_per_s']:.2f} | {errors} "
-        f"| {e['server_cpu_cores']:.2f} ({e['server_cpu_ms_per_run']:.0f}) | {e['client_cpu_cores']:.2f} "
-        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} | {e['rss_slope_mib_per_min']:+.2f} "
-        f"({e['rss_slope_second_half_mib_per_min']:+.2f}) | {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
-    )
-
-
-def lesson_tables(results: list[dict]) -> str:
-    """One Markdown table per lesson scenario (the latest entry for each set-up): overall and per-action latency,
-    p95 against one student's, CPU and memory."""
-    latest = {(e["scenario"], e["servers"], e["students"], e["duration_s"]): e for e in results if "servers" in e}
-    out = []
-    for scenario in ("class", "typing"):
-        mine = [e for key, e in latest.items() if key[0] == scenario]
-        if not mine:
-            continue
-        mine.sort(key=lambda e: (e["servers"], e["students"], e["duration_s"]))
-        first, ones = mine[0], {e["servers"]: e for e in mine if e["students"] == 1}
-        out += table(
-            f"**{scenario}** (first page `{first['page'] or '/'}`, think time exponential with mean "
-            f"{first['think_s']:g} s, students arriving over {first['spread_s']:g} s, "
-            f"MALLOC_ARENA_MAX={first['malloc_arena_max'] or 'unset'}; latencies in ms; p95 × is against one "
-            "student's p95 on as many servers; RSS of the app processes together, slope over the run "
-            "(second half))",
-            "servers | students | s timed | actions | p50 | p95 | p95 × | max | p95 Next | p95 Previous | p95 switch "
-            "| p95 sentence | p95 open | actions/s | errors | server CPU cores (ms/run) | client CPU cores "
-            "| RSS start→end MiB | RSS MiB/min | load avg",
-            "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---",
-            [lesson_row(e, ones.get(e["servers"]) if e["students"] > 1 else None) for e in mine],
-        )
-    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- app at scale (benchmarks.app_scale)
