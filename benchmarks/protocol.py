@@ -27,6 +27,9 @@ FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMP
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
+# The WidgetState field of a widget with one value (a checkbox is st.toggle too).
+SCALAR_STATES = {"text_input": "string_value", "text_area": "string_value", "number_input": "double_value"}
+SCALAR_STATES["checkbox"] = "bool_value"
 WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
 
 
@@ -99,12 +102,8 @@ def widget_state(element) -> tuple[str, str, object, bool] | None:
     touched nothing holds it; None for an element that is not a widget with a state."""
     kind = element.WhichOneof("type")
     w = getattr(element, kind) if kind else None
-    if kind in ("text_input", "text_area"):
-        return w.id, "string_value", w.value if w.set_value else w.default, w.set_value
-    if kind == "number_input":
-        return w.id, "double_value", w.value if w.set_value else w.default, w.set_value
-    if kind == "checkbox":  # st.toggle too
-        return w.id, "bool_value", w.value if w.set_value else w.default, w.set_value
+    if kind in SCALAR_STATES:
+        return w.id, SCALAR_STATES[kind], w.value if w.set_value else w.default, w.set_value
     if kind in ("radio", "selectbox"):  # Streamlit 1.67 sends the option's string
         if w.set_value:
             return w.id, "string_value", w.raw_value, True
@@ -237,26 +236,28 @@ class Student:
         """Open a link to ``page`` (a new tab): the first run of a new session."""
         self.page = page
         self.query_string = urllib.parse.urlencode(query)
-        message = rerun_message(
-            query_string=self.query_string, page_name=page, url=self.url, cached_hashes=list(self.cached)
-        )
+        message = self.request({"query_string": self.query_string, "page_name": page, "url": self.url})
         return await self.send("open", message, expect_text=query.get("text"), exact=False)
 
     async def edit(self, text: str | None = None) -> Run:
         """Type ``text`` into the sidebar's sentence and press Enter; without it, rerun the page as it is."""
-        states = {}
-        if text is not None:
-            if TEXT_WIDGET_KEY not in self.widget_ids:
-                raise RuntimeError("the sentence widget has not been seen yet")
-            states = {self.widget_ids[TEXT_WIDGET_KEY]: ("string_value", text)}
-        message = rerun_message(
-            query_string=self.query_string,
-            page_script_hash=self.page_script_hash,
-            states=states,
-            url=self.url,
-            cached_hashes=list(self.cached),
-        )
-        return await self.send("edit", message, expect_text=text)
+        return await self.send("edit", self.message(text=text), expect_text=text)
+
+    def message(self, *, text: str | None = None) -> bytes:
+        """A rerun request of the page as it is, with only the sentence's new ``text`` if given."""
+        if text is not None and TEXT_WIDGET_KEY not in self.widget_ids:
+            raise RuntimeError("the sentence widget has not been seen yet")
+        states = {} if text is None else {self.widget_ids[TEXT_WIDGET_KEY]: ("string_value", text)}
+        return self.request(states=states)
+
+    def request(self, where: dict[str, str] | None = None, **fields) -> bytes:
+        """``rerun_message`` for ``where`` (by default the page and query this tab shows), with ``fields`` and the
+        hashes of the messages this tab has cached."""
+        where = where or {"query_string": self.query_string, "page_script_hash": self.page_script_hash, "url": self.url}
+        return rerun_message(**where, **fields, cached_hashes=self.cached_hashes())
+
+    def cached_hashes(self) -> list[str]:
+        return list(self.cached)
 
     async def send(self, kind: str, message: bytes, expect_text: str | None, exact: bool = True) -> Run:
         """Send ``message`` and read until the run ends. The sidebar must then show ``expect_text``
@@ -389,20 +390,18 @@ class BrowserStudent(Student):
             self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
         self._drawn = set()
 
-    async def edit(self, text: str | None = None) -> Run:
-        return await self.send("edit", self.message(text=text), expect_text=text)
+    def cached_hashes(self) -> list[str]:
+        return list(self.message_cache)
 
     def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
         """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``
         on the keyed button ``click`` (in its fragment, as a browser sends it)."""
         if text is not None:
             self.states[self.widget_ids[TEXT_WIDGET_KEY]] = ("string_value", text)
-        where = {"query_string": self.query_string, "page_script_hash": self.page_script_hash, "url": self.url}
+        where = None
         if page in self.page_hashes:
             where = {"page_script_hash": self.page_hashes[page], "url": f"{self.base}/{page}"}
         elif page is not None:
             where = {"page_name": page, "url": f"{self.base}/{page}"}
         trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
-        return rerun_message(
-            **where, states=self.states, trigger=trigger, fragment_id=fragment, cached_hashes=list(self.message_cache)
-        )
+        return self.request(where, states=self.states, trigger=trigger, fragment_id=fragment)
