@@ -3,7 +3,6 @@
 Usage, from the repository root (behind "Cost per action and first paint (issue 15)" in BENCHMARKS.md)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
-    python -m benchmarks.actions costs --pages causal_mask --sizes 64 --actions next,previous
     python -m benchmarks.actions paint --repeats 3
 
 ``costs``: a ``protocol.BrowserStudent`` opens each page from a link with a sentence of exactly T tokens,
@@ -75,29 +74,24 @@ def walk(steps: int, repeats: int) -> list[int]:
     return moves
 
 
-async def page_actions(
-    server, pages: list[str], num_tokens: int, repeats: int, sentences, wanted: tuple[str, ...] = ACTIONS
-) -> list[dict]:
-    """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``.
-
-    ``wanted``: the actions to time (Next and Previous go together, as the stepper's walk)."""
+async def page_actions(server, pages: list[str], num_tokens: int, repeats: int, sentences) -> list[dict]:
+    """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``."""
     rows = []
     for index, page in enumerate(pages):
         student = await open_typed(BrowserStudent(server.base), page, num_tokens, sentences)
         counts = {1: 0, -1: 0}
-        stepping = "next" in wanted or "previous" in wanted
-        for move in walk(student.steps or 1, repeats) if stepping else []:
+        for move in walk(student.steps or 1, repeats):
             kind, key = ("next", f"next:{page}") if move == 1 else ("previous", f"prev:{page}")
             row = await timed(server, student, kind, student.message(click=key))
             counts[move] += 1
             if counts[move] <= repeats:
                 rows.append({**row, "page": page, "T": num_tokens})
-        for _ in range(repeats if "sentence" in wanted else 0):
+        for _ in range(repeats):
             text = sentences.make(num_tokens)
             row = await timed(server, student, "sentence", student.message(text=text), text)
             rows.append({**row, "page": page, "T": num_tokens})
         other = pages[(index + 1) % len(pages)]
-        for hop in range(2 * repeats if "switch" in wanted else 0):  # there and back: ``repeats`` arrivals each
+        for hop in range(2 * repeats):  # there and back: ``repeats`` arrivals each
             origin, student.page = student.page, (other if hop % 2 == 0 else page)
             row = await timed(server, student, "switch", student.message(page=student.page))
             rows.append({**row, "page": student.page, "from": origin, "T": num_tokens})
@@ -135,7 +129,7 @@ async def costs(args) -> dict:
             await student.close()
         rows = []
         for num_tokens in args.sizes:
-            rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences, args.actions)
+            rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences)
             print(f"T = {num_tokens}: {len(rows)} runs so far, load {loadavg()[0]:.2f}", flush=True)
     finally:
         server.stop()
@@ -296,16 +290,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pages", type=parse_list, default=["causal_mask", "multihead"], help="URL paths")
     parser.add_argument("--sizes", type=lambda t: parse_list(t, int), default=[6, 64, 1024], help="token counts T")
     parser.add_argument("--repeats", type=int, default=10, help="runs of each action (costs) or cold starts (paint)")
-    parser.add_argument(
-        "--actions", type=parse_list, default=list(ACTIONS), help=f"costs: a subset of {','.join(ACTIONS)}"
-    )
     parser.add_argument("--seed", type=int, default=15)
-    args = parser.parse_args(argv)
-    unknown = set(args.actions) - set(ACTIONS)
-    if unknown:
-        parser.error(f"unknown action(s): {', '.join(sorted(unknown))}")
-    args.actions = tuple(args.actions)
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:

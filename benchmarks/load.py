@@ -1,24 +1,17 @@
 """Load benchmark: many students on one Attention Explorer server, or on several behind nginx.
 
-Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link")::
+Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link", which
+describes the students and the scenarios)::
 
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
 
-Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``
-over ``--spread`` seconds, then think (exponential, mean ``--think``) before each action until
-``--duration`` is up. In a ``class`` an action is a stepper click (60%), a switch to another chapter page
-(20%) or a pool sentence (20%); in ``typing``, a new sentence of the student's own. ``--servers N``
-(N > 1) puts N app processes behind nginx (``deploy/run_cluster.py``). ``--memory-log`` (one server) has
-the server sample its memory by kind (``serve --memory-log``).
-
-Latency runs from the request to the ``script_finished`` that ends the run; an exception or error box,
-a stale sidebar or stepper, a wrong page, a timeout or a dropped connection is an error. Each run
-starts its own server(s), warms them up and appends a JSON line to ``artifacts/load/results.jsonl``.
-
-The issue-13 scenarios (``pages``, ``classroom``, ``burst``, ``soak``, with their server modes) were
-retired in the package layout; they are at commit e1b2501, and their results are records in BENCHMARKS.md.
+Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``,
+then think and act until ``--duration`` is up: in a ``class`` a stepper click, a page switch or a pool
+sentence (``MIXES``); in ``typing`` a new sentence of their own. Each run starts its own server(s), warms
+them up and appends a JSON line to ``artifacts/load/results.jsonl``. The issue-13 scenarios were retired;
+they are at commit e1b2501.
 """
 
 from __future__ import annotations
@@ -277,7 +270,7 @@ async def one_lesson(args, servers: int, n: int) -> None:
     slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
     print(f"   slowest: {slowest}", flush=True)
     for name, p in e["processes"].items():
-        print(f"   {name}: {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB")
+        print(f"   {name}: {p['cpu_cores']:.2f} cores")
     if e["server_memory"]:
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
 

@@ -10,7 +10,7 @@ import statistics
 import time
 from collections import Counter
 
-from benchmarks.machine import busy_s, loadavg, process_cpu_s, process_rss_mib
+from benchmarks.machine import loadavg, process_cpu_s
 
 
 def median(values) -> float:
@@ -60,58 +60,40 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
 class Meter:
     """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
 
-    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together);
-    each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
+    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together); the CPU
+    of each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
     The client's CPU is this process's.
     """
 
     def __init__(self, server, every: float = 1.0) -> None:
-        self.server = server
-        self.every = every
+        self.server, self.every = server, every
         self.samples: list[tuple[float, float]] = []
         self.procs: dict[str, int] = server.processes()
-        self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
-        self._task = None
 
     async def __aenter__(self):
-        self.t0 = time.perf_counter()
-        self.load_start = loadavg()[0]
-        self.cpu0 = self.server.cpu_s()
+        self.t0, self.load_start = time.perf_counter(), loadavg()[0]
+        self.cpu0, self.self0 = self.server.cpu_s(), sum(os.times()[:2])
         self.proc_cpu0 = {name: process_cpu_s(pid) for name, pid in self.procs.items()}
-        self.self0 = sum(os.times()[:2])
-        self.busy0 = busy_s()
         self._task = asyncio.create_task(self._sample())
         return self
 
-    def _take_sample(self) -> None:
-        now = time.perf_counter() - self.t0
-        self.samples.append((now, self.server.rss_mib()))
-        for name, pid in self.procs.items():
-            self.proc_samples[name].append((now, process_rss_mib(pid)))
-
     async def _sample(self) -> None:
         while True:
-            self._take_sample()
+            self.samples.append((time.perf_counter() - self.t0, self.server.rss_mib()))
             await asyncio.sleep(self.every)
 
     async def __aexit__(self, *exc) -> None:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        self._take_sample()
         self.elapsed = time.perf_counter() - self.t0
+        self.samples.append((self.elapsed, self.server.rss_mib()))
         self.server_cpu = self.server.cpu_s() - self.cpu0
         self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
         self.client_cpu = sum(os.times()[:2]) - self.self0
-        measured = sum(self.proc_cpu.values())  # the app processes and nginx
-        self.other_cores = max(0.0, (busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
         self.load_end = loadavg()[0]
 
     def report(self, runs: int) -> dict:
-        processes = {
-            name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed, **rss_trend(self.proc_samples[name], self.elapsed)}
-            for name, cpu in self.proc_cpu.items()
-        }
         per_run = {"server": self.server_cpu, "client": self.client_cpu}
         return {
             "elapsed_s": self.elapsed,
@@ -119,10 +101,9 @@ class Meter:
             **{f"{who}_cpu_s": cpu for who, cpu in per_run.items()},
             **{f"{who}_cpu_cores": cpu / self.elapsed for who, cpu in per_run.items()},
             **{f"{who}_cpu_ms_per_run": 1000 * cpu / runs if runs else float("nan") for who, cpu in per_run.items()},
-            "other_load_cores": self.other_cores,
             "loadavg_start": self.load_start,
             "loadavg_end": self.load_end,
-            "processes": processes,
+            "processes": {name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed} for name, cpu in self.proc_cpu.items()},
         }
 
 

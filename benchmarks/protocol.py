@@ -44,12 +44,9 @@ def rerun_message(
     cached_hashes: list[str] | tuple[str, ...] = (),
     url: str = "",
 ) -> bytes:
-    """A ``BackMsg`` asking for a script run, serialized as a browser sends it.
-
-    ``page_name`` is the page's URL path (a link's first request); ``page_script_hash`` the page the session
-    is on (every later request). ``states`` maps widget ids to (``WidgetState`` field, value); widgets not
-    named keep the values the session already holds. ``trigger`` is a button's id, clicked in ``fragment_id``.
-    """
+    """A ``BackMsg`` asking for a script run, serialized as a browser sends it: ``page_name`` is a link's URL path,
+    ``page_script_hash`` the page a session is on; ``states`` maps widget ids to (``WidgetState`` field, value),
+    the widgets not named keeping their values; ``trigger`` is a button's id, clicked in ``fragment_id``."""
     msg = BackMsg()
     state = msg.rerun_script
     state.query_string, state.page_name, state.page_script_hash = query_string, page_name, page_script_hash
@@ -117,7 +114,7 @@ def widget_state(element) -> tuple[str, str, object, bool] | None:
 
 
 def read_reply(data: bytes) -> Reply:
-    """What a student needs from one ``ForwardMsg``: one parse, and only the fields read below."""
+    """What a student needs from one ``ForwardMsg``."""
     msg = ForwardMsg.FromString(data)
     kind = msg.WhichOneof("type") or ""
     reply = Reply(kind)
@@ -311,8 +308,8 @@ class Student:
             self.widget_ids[reply.widget[0]] = reply.widget[1]
             if reply.widget[0] == TEXT_WIDGET_KEY:
                 seen["text"] = reply.widget[2]
-        if reply.markdown and self.steps is None and (match := STEP_RE.search(reply.markdown)):
-            self.steps = int(match.group(2))
+        if reply.step and self.steps is None:
+            self.steps = reply.step[1]
         if reply.warning:
             run.warnings.append(reply.warning)
         if reply.notice:
@@ -322,15 +319,9 @@ class Student:
 
 
 class BrowserStudent(Student):
-    """A ``Student`` that, like a browser tab, sends every widget's state with each rerun request.
-
-    It keeps the value a browser would hold for every widget the server draws (``widget_state``) and
-    forgets the widgets a full run no longer draws; it learns keyed buttons (the stepper's Next and
-    Previous) with the fragment they are drawn in, to press them as a click does; and it keeps a
-    browser's message cache: messages the server marks cacheable, for ``global.maxCachedMessageAge``
-    finished runs since last used, their hashes sent with each request and a ``ref_hash`` reply read
-    from it. Without every widget's state, a page switch fails (``st.session_state has no key``).
-    """
+    """A ``Student`` that, like a browser tab, sends every widget's state with each rerun request (without
+    them a page switch fails: ``st.session_state has no key``), presses keyed buttons in their fragment, and
+    keeps a browser's message cache (for ``global.maxCachedMessageAge`` finished runs since last used)."""
 
     def __init__(self, base: str, cookie: str | None = None) -> None:
         super().__init__(base, cookie)

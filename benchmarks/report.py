@@ -8,8 +8,6 @@ import statistics
 
 from benchmarks.meter import median
 
-# --------------------------------------------------------------------------- files
-
 
 def record(entry: dict, path: str) -> None:
     """Append ``entry`` as one JSON line to ``path``."""
@@ -34,9 +32,6 @@ def row(*cells: str) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-LOAD_ENDS = ("load_start", "load_end")
-
-
 def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     """``intro``, then a Markdown table: ``header``'s cells are joined by `` | ``; ``align`` is one column's
     (``---``, ``---:``) or every column's, joined by ``|``."""
@@ -44,8 +39,6 @@ def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     aligns = align.split("|") if "|" in align else [align] * len(columns)
     return [intro, "", row(*columns), row(*aligns), *rows, ""]
 
-
-# --------------------------------------------------------------------------- app at scale (benchmarks.app_scale)
 
 BYTES_GOAL = 2 * 10**6
 GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
@@ -93,18 +86,14 @@ def page_summary(results: dict) -> list[dict]:
 
 
 def goal_for(num_tokens: int) -> float | None:
-    if num_tokens <= 64:
-        return GOALS["small"]
-    if num_tokens == 1024:
-        return GOALS["large"]
-    return None
+    return GOALS["small"] if num_tokens <= 64 else GOALS["large"] if num_tokens == 1024 else None
 
 
 def paint_row(browser: dict, page: str) -> str:
     """A page's Enter-to-painted at T = 64 and 1,024, and their ratio against the goal."""
     small, large = (next((r for r in browser.values() if r["page"] == page and r["T"] == t), None) for t in (64, 1024))
     ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
-    mark = "" if ratio != ratio else (" ✅" if ratio <= GOALS["paint"] else " ❌")
+    mark = "" if ratio != ratio else flag(ratio, GOALS["paint"])
     cells = ["–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}" for r in (small, large)]
     kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
     loads = (small["load"] if small else []) + (large["load"] if large else [])
@@ -235,7 +224,12 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
 def app_scale_tables(results: dict) -> str:
     m = results.get("machine", {})
     phases = [
-        row(name, f"`{p['command']}`", p["when"], " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in LOAD_ENDS))
+        row(
+            name,
+            f"`{p['command']}`",
+            p["when"],
+            " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in ("load_start", "load_end")),
+        )
         for name, p in results.get("phases", {}).items()
     ]
     out = table(
