@@ -23,7 +23,6 @@ import random
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import websockets
@@ -60,23 +59,15 @@ async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
     return runs, first.app_pages
 
 
-@dataclass(frozen=True)
-class Mix:
-    """How a student's actions divide: stepper clicks (Next or Previous), page switches, new sentences."""
-
-    step: float
-    switch: float
-    sentence: float
-
-    def pick(self, rng: random.Random) -> str:
-        """One action, "step", "switch" or "sentence", with the mix's probabilities."""
-        draw = rng.random() * (self.step + self.switch + self.sentence)
-        if draw < self.step:
-            return "step"
-        return "switch" if draw < self.step + self.switch else "sentence"
+ACTIONS = ("step", "switch", "sentence")  # a stepper click (Next or Previous), a page switch, a new sentence
+MIXES = {"class": (0.6, 0.2, 0.2), "typing": (0.0, 0.0, 1.0)}  # each action's probability
 
 
-MIXES = {"class": Mix(step=0.6, switch=0.2, sentence=0.2), "typing": Mix(step=0.0, switch=0.0, sentence=1.0)}
+def pick(scenario: str, rng: random.Random) -> str:
+    """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
+    return rng.choices(ACTIONS, MIXES[scenario])[0]
+
+
 SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
 LEFT_OUT_PAGES = ("speed", "mistakes")  # not chapter pages: the Speed page's timing lab, and the "Break it" exercise
 # What a class types: the sentences a teacher's slides and a class's chat would offer, 6-40 GPT-2 tokens.
@@ -127,7 +118,7 @@ class LessonStudent(BrowserStudent):
         self.direction = 1  # a class walks forward, and back from the last step
 
     async def act(self, action: str, pages: list[str], typing: bool) -> Run:
-        """Do ``action`` (``Mix.pick``) and wait for the page; the run's kind says what was done."""
+        """Do ``action`` (``pick``) and wait for the page; the run's kind says what was done."""
         run = await self._act(action, pages, typing)
         run.where = f"{self.page or '/'} {self.step[0]}/{self.step[1]}" if self.step else self.page or "/"
         return run
@@ -172,7 +163,7 @@ async def lesson(target, args, n: int):
     """``n`` students open the class's link (``args.page``, the class's first sentence) over ``args.spread``
     seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up."""
     rng = random.Random(args.seed)
-    mix, typing = MIXES[args.scenario], args.scenario == "typing"
+    typing = args.scenario == "typing"
     pages = chapter_pages(target.app_pages)
     link = {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
@@ -194,7 +185,7 @@ async def lesson(target, args, n: int):
             await asyncio.sleep(student.rng.expovariate(1 / args.think))
             if time.perf_counter() >= end:
                 break
-            run = await student.act(mix.pick(student.rng), pages, typing)
+            run = await student.act(pick(args.scenario, student.rng), pages, typing)
             runs.append(run)
             if run.error and run.error.startswith("connection closed"):
                 break

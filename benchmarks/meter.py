@@ -19,13 +19,11 @@ def median(values) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q / 100
-    low, high = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+def percentile(values: list[float], q: int) -> float:
+    """The ``q``-th percentile, interpolated between the nearest values (NumPy's default)."""
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def summarize(runs: list) -> dict:

@@ -135,10 +135,10 @@ def test_a_plotly_chart_is_counted_and_nothing_else_is():
 
 def test_a_class_mixes_steps_switches_and_sentences_60_20_20_and_typing_is_only_sentences():
     rng = random.Random(0)
-    draws = [load.MIXES["class"].pick(rng) for _ in range(20_000)]
+    draws = [load.pick("class", rng) for _ in range(20_000)]
     shares = {kind: draws.count(kind) / len(draws) for kind in ("step", "switch", "sentence")}
     assert shares == pytest.approx({"step": 0.6, "switch": 0.2, "sentence": 0.2}, abs=0.015)
-    assert {load.MIXES["typing"].pick(rng) for _ in range(1000)} == {"sentence"}
+    assert {load.pick("typing", rng) for _ in range(1000)} == {"sentence"}
 
 
 def test_the_class_pool_and_typed_sentences_are_6_to_40_gpt2_tokens_and_typed_ones_are_new():
