@@ -3,30 +3,14 @@
 Usage, from the repository root (behind "Cost per action and first paint (issue 15)" in BENCHMARKS.md)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
-    python -m benchmarks.actions costs --pages causal_mask --sizes 64 --actions next,previous
     python -m benchmarks.actions paint --repeats 3
 
-``costs``: one server under ``serve --timings`` (``launch.TimedServer``); for each T a
-``protocol.BrowserStudent`` (every widget's state with each request, as a browser tab sends it)
-opens each page from a link with a typed sentence of exactly T GPT-2 tokens
-(``sentences.Sentences``), then, one action at a time with a pause between:
-
-* **Next** / **Previous**: the stepper's button pressed (its ``trigger_value``, as a browser sends
-  a click), walking the page's steps forward and back; the sentence stays, as in a class;
-* **page switch**: the same session asks for the other page (``page_name``, as the sidebar's
-  navigation does), with its sentence and settings kept;
-* **new sentence**: a new sentence of T tokens typed into the sidebar (every cache misses).
-
-Each run is timed inside the server: the script thread's CPU time (``script_cpu_s``, callbacks
-included) and the post-run ``gc.collect(2)`` that Streamlit runs holding the GIL (``after_s``,
-wall time, which on this CPU-bound collection is its CPU time). Each command writes
-``artifacts/actions/costs.json`` or ``paint.json`` (replacing the previous one).
-
-``paint``: ``browser.cold_start``, ``streamlit run streamlit_app.py`` launched until the first
-page's first heatmap is painted in an already running Chromium; with the server process's CPU
-seconds at that moment, and the time of each phase on the way (``PHASES``: health, HTML,
-websocket, the first run's messages, Plotly's code, the chart), read in the browser
-(``PAINT_CLOCK``) and from the websocket's messages.
+``costs``: a ``protocol.BrowserStudent`` opens each page from a link with a sentence of exactly T tokens,
+then presses Next and Previous, switches page and types new sentences, one action at a time; each run is
+timed inside one server under ``serve --timings`` (``launch.TimedServer``): the script thread's CPU time,
+and the time after it until Streamlit's run is over. ``paint``: ``browser.cold_start`` of the first page,
+with the server's CPU seconds at paint and the time of each phase on the way (``PHASES``). Each command
+writes ``artifacts/actions/costs.json`` or ``paint.json``; BENCHMARKS.md describes the method.
 """
 
 from __future__ import annotations
@@ -39,8 +23,8 @@ import time
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.browser import cold_start
-from benchmarks.launch import ROOT, TimedServer, launch_chromium
+from benchmarks.browser import chromium, cold_start
+from benchmarks.launch import ROOT, TimedServer
 from benchmarks.machine import loadavg
 from benchmarks.meter import median, percentile
 from benchmarks.protocol import BrowserStudent
@@ -90,29 +74,24 @@ def walk(steps: int, repeats: int) -> list[int]:
     return moves
 
 
-async def page_actions(
-    server, pages: list[str], num_tokens: int, repeats: int, sentences, wanted: tuple[str, ...] = ACTIONS
-) -> list[dict]:
-    """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``.
-
-    ``wanted``: the actions to time (Next and Previous go together, as the stepper's walk)."""
+async def page_actions(server, pages: list[str], num_tokens: int, repeats: int, sentences) -> list[dict]:
+    """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``."""
     rows = []
     for index, page in enumerate(pages):
         student = await open_typed(BrowserStudent(server.base), page, num_tokens, sentences)
         counts = {1: 0, -1: 0}
-        stepping = "next" in wanted or "previous" in wanted
-        for move in walk(student.steps or 1, repeats) if stepping else []:
+        for move in walk(student.steps or 1, repeats):
             kind, key = ("next", f"next:{page}") if move == 1 else ("previous", f"prev:{page}")
             row = await timed(server, student, kind, student.message(click=key))
             counts[move] += 1
             if counts[move] <= repeats:
                 rows.append({**row, "page": page, "T": num_tokens})
-        for _ in range(repeats if "sentence" in wanted else 0):
+        for _ in range(repeats):
             text = sentences.make(num_tokens)
             row = await timed(server, student, "sentence", student.message(text=text), text)
             rows.append({**row, "page": page, "T": num_tokens})
         other = pages[(index + 1) % len(pages)]
-        for hop in range(2 * repeats if "switch" in wanted else 0):  # there and back: ``repeats`` arrivals each
+        for hop in range(2 * repeats):  # there and back: ``repeats`` arrivals each
             origin, student.page = student.page, (other if hop % 2 == 0 else page)
             row = await timed(server, student, "switch", student.message(page=student.page))
             rows.append({**row, "page": student.page, "from": origin, "T": num_tokens})
@@ -150,7 +129,7 @@ async def costs(args) -> dict:
             await student.close()
         rows = []
         for num_tokens in args.sizes:
-            rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences, args.actions)
+            rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences)
             print(f"T = {num_tokens}: {len(rows)} runs so far, load {loadavg()[0]:.2f}", flush=True)
     finally:
         server.stop()
@@ -265,13 +244,8 @@ def paint_table(samples: list[dict]) -> list[tuple[str, float, float]]:
 
 
 def paint(args) -> dict:
-    """``browser.cold_start`` of the first page, with the server's CPU seconds at paint and the phases between
-    server start and paint (``PHASES``).
-
-    The wall time depends on the machine's load; the server process's user + system CPU time from
-    its start to the first painted heatmap does much less.
-    """
-    from playwright.sync_api import sync_playwright
+    """Cold starts of the first page: the phases (``PHASES``) and the server's CPU seconds at paint, which
+    depend much less on the machine's load than the wall time does."""
 
     def inspect(page, base: str, payloads: list[bytes], started_epoch: float) -> dict:
         phases = browser_phases(page.evaluate(PAINT_TIMES), payloads, started_epoch)
@@ -279,22 +253,18 @@ def paint(args) -> dict:
         return {"phases": phases, "script_runs": runs}
 
     samples, load_start = [], loadavg()
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for _ in range(args.repeats):
-                s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
-                s["phases"] = {"healthy": s["healthy_s"], **s["phases"], "painted": s["painted_s"]}
-                samples.append(s)
-                marks = ", ".join(f"{name} {s['phases'].get(name, float('nan')):.2f}" for name, _ in PHASES)
-                print(
-                    f"  cold start /: healthy {s['healthy_s']:.1f} s ({s['healthy_cpu_s']:.1f} s CPU), first heatmap "
-                    f"painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s), load {s['load']:.2f}, "
-                    f"{s['script_runs']} run(s)\n    {marks}",
-                    flush=True,
-                )
-        finally:
-            browser.close()
+    with chromium() as browser:
+        for _ in range(args.repeats):
+            s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
+            s["phases"] = {"healthy": s["healthy_s"], **s["phases"], "painted": s["painted_s"]}
+            samples.append(s)
+            marks = ", ".join(f"{name} {s['phases'].get(name, float('nan')):.2f}" for name, _ in PHASES)
+            print(
+                f"  cold start /: healthy {s['healthy_s']:.1f} s ({s['healthy_cpu_s']:.1f} s CPU), first heatmap "
+                f"painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s), load {s['load']:.2f}, "
+                f"{s['script_runs']} run(s)\n    {marks}",
+                flush=True,
+            )
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
     meanings = dict(PHASES)
@@ -320,16 +290,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pages", type=parse_list, default=["causal_mask", "multihead"], help="URL paths")
     parser.add_argument("--sizes", type=lambda t: parse_list(t, int), default=[6, 64, 1024], help="token counts T")
     parser.add_argument("--repeats", type=int, default=10, help="runs of each action (costs) or cold starts (paint)")
-    parser.add_argument(
-        "--actions", type=parse_list, default=list(ACTIONS), help=f"costs: a subset of {','.join(ACTIONS)}"
-    )
     parser.add_argument("--seed", type=int, default=15)
-    args = parser.parse_args(argv)
-    unknown = set(args.actions) - set(ACTIONS)
-    if unknown:
-        parser.error(f"unknown action(s): {', '.join(sorted(unknown))}")
-    args.actions = tuple(args.actions)
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:

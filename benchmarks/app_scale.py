@@ -1,23 +1,16 @@
 """The app at GPT-2 scale: server time, bytes and browser paint time of a rerun, at T = 6 … 1,024 tokens.
 
-Usage, from the repository root (the command behind the "App at scale" section of BENCHMARKS.md)::
+Usage, from the repository root (the "App at scale" section of BENCHMARKS.md, which describes the method)::
 
     python -m benchmarks.app_scale                               # everything, about 15 minutes on 2 cores
     python -m benchmarks.app_scale --pages causal_mask,multihead --sizes 64,1024 --no-browser --no-cold
     python -m benchmarks.app_scale report                        # the tables again, from the saved results
 
-What it measures (results in ``artifacts/app_scale/results.json``; BENCHMARKS.md describes the method):
-
-1. **Server time of a rerun after a sentence change**, every page and step: a fresh session
-   (``protocol.Student``) opens the page from a link, then new sentences of exactly T tokens are typed
-   (every cache misses); ``serve --timings`` times each script run inside the server.
-2. **The bare page** (``bare_app.py``: the explorer's widgets, Streamlit and tiktoken only) and **the
-   shell** (``shell_app.py``: ``explorer_app.run`` around an empty page), timed before every page; a
-   page's ratio uses the median of the bare sessions so far at that T.
-3. **Bytes sent to the browser per rerun**: the rerun's websocket payloads.
-4. **Enter to painted, in Chromium** (``browser.BrowserTab``), on each page's heaviest step at T = 64 and
-   1,024 (the most bytes at the largest T among the steps that draw a chart).
-5. **Cold start** (``browser.cold_start``) and ``python -X importtime -c "import attention"``.
+The phases: every page and step's rerun after a sentence change, timed inside the server (``serve
+--timings``) against the bare page (``bare_app.py``) and the shell (``shell_app.py``), with its bytes;
+Enter to painted in Chromium (``browser.BrowserTab``) on each page's heaviest step at T = 64 and 1,024;
+the cold start (``browser.cold_start``) and the imports. Results are kept in
+``artifacts/app_scale/results.json`` (updated, not replaced), and the tables replace BENCHMARKS.md's.
 """
 
 from __future__ import annotations
@@ -32,11 +25,10 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from benchmarks import report
-from benchmarks.browser import BrowserTab, cold_start
-from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer, launch_chromium
+from benchmarks.browser import BrowserTab, chromium, cold_start
+from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import median
 from benchmarks.protocol import Student
@@ -179,62 +171,50 @@ def heaviest_steps(results: dict, pages: list[str]) -> dict[str, int]:
 
 
 def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> None:
-    from playwright.sync_api import sync_playwright
-
     sentences = Sentences(seed=args.seed + 1)
     chosen = heaviest_steps(results, pages)
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for page in pages:
-                for num_tokens in args.browser_sizes:
-                    step = chosen[page]
-                    tab = BrowserTab(browser, app.base)
-                    try:
-                        shown, _ = link_text(sentences.make(num_tokens))
-                        tab.open(page, {"input": "text", "text": shown, "step": str(step)})
-                        tab.type_sentence(sentences.make(num_tokens))  # warm: the slider and figures exist
-                        runs = [tab.type_sentence(sentences.make(num_tokens)) for _ in range(args.browser_repeats)]
-                    finally:
-                        tab.close()
-                    keys = ("painted_ms", "finished_ms", "settled_ms", "received_bytes")
-                    row = {"page": page, "step": step, "T": num_tokens, **{k: median(r[k] for r in runs) for k in keys}}
-                    row |= {"plots": runs[-1]["plots"], "samples_ms": [round(r["painted_ms"]) for r in runs]}
-                    row |= {"load": [r["load"] for r in runs], "when": time.strftime("%Y-%m-%d %H:%M")}
-                    results["browser"][f"{page}|{step}|{num_tokens}"] = row
-                    print(
-                        f"  browser T={num_tokens:5d} {page or '(default)':12s} step {step}: Enter→painted "
-                        f"{row['painted_ms']:7.0f} ms (run finished {row['finished_ms']:6.0f} ms), "
-                        f"{row['plots']} plots, {row['received_bytes'] / 1024:.0f} KiB, load {runs[0]['load']:.2f}",
-                        flush=True,
-                    )
-        finally:
-            browser.close()
+    with chromium() as browser:
+        for page in pages:
+            for num_tokens in BROWSER_SIZES:
+                step = chosen[page]
+                tab = BrowserTab(browser, app.base)
+                try:
+                    shown, _ = link_text(sentences.make(num_tokens))
+                    tab.open(page, {"input": "text", "text": shown, "step": str(step)})
+                    tab.type_sentence(sentences.make(num_tokens))  # warm: the slider and figures exist
+                    runs = [tab.type_sentence(sentences.make(num_tokens)) for _ in range(args.repeats)]
+                finally:
+                    tab.close()
+                keys = ("painted_ms", "finished_ms", "settled_ms", "received_bytes")
+                row = {"page": page, "step": step, "T": num_tokens, **{k: median(r[k] for r in runs) for k in keys}}
+                row |= {"plots": runs[-1]["plots"], "samples_ms": [round(r["painted_ms"]) for r in runs]}
+                row |= {"load": [r["load"] for r in runs], "when": time.strftime("%Y-%m-%d %H:%M")}
+                results["browser"][f"{page}|{step}|{num_tokens}"] = row
+                print(
+                    f"  browser T={num_tokens:5d} {page or '(default)':12s} step {step}: Enter→painted "
+                    f"{row['painted_ms']:7.0f} ms (run finished {row['finished_ms']:6.0f} ms), "
+                    f"{row['plots']} plots, {row['received_bytes'] / 1024:.0f} KiB, load {runs[0]['load']:.2f}",
+                    flush=True,
+                )
 
 
 def cold_start_phase(args, results: dict) -> None:
     """Median seconds from ``streamlit run`` to health and to the first painted heatmap, at two URLs."""
-    from playwright.sync_api import sync_playwright
-
     rows = {}
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for url in ("/", "/tokens?step=2"):
-                samples = []
-                for _ in range(args.cold_repeats):
-                    samples.append(cold_start(browser, ARTIFACTS / "cold.log", url))
-                    print(
-                        f"  cold start {url}: healthy {samples[-1]['healthy_s']:.1f} s, first heatmap painted "
-                        f"{samples[-1]['painted_s']:.1f} s, load {samples[-1]['load']:.2f}",
-                        flush=True,
-                    )
-                rows[url] = {key: median(s[key] for s in samples) for key in ("healthy_s", "painted_s")}
-                rows[url]["samples_s"] = [round(s["painted_s"], 1) for s in samples]
-                rows[url]["load"] = [s["load"] for s in samples]
-        finally:
-            browser.close()
-    results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.cold_repeats}
+    with chromium() as browser:
+        for url in ("/", "/tokens?step=2"):
+            samples = []
+            for _ in range(args.repeats):
+                samples.append(cold_start(browser, ARTIFACTS / "cold.log", url))
+                print(
+                    f"  cold start {url}: healthy {samples[-1]['healthy_s']:.1f} s, first heatmap painted "
+                    f"{samples[-1]['painted_s']:.1f} s, load {samples[-1]['load']:.2f}",
+                    flush=True,
+                )
+            rows[url] = {key: median(s[key] for s in samples) for key in ("healthy_s", "painted_s")}
+            rows[url]["samples_s"] = [round(s["painted_s"], 1) for s in samples]
+            rows[url]["load"] = [s["load"] for s in samples]
+    results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats}
 
 
 def import_phase(results: dict, repeats: int = 3) -> None:
@@ -275,24 +255,22 @@ def import_phase(results: dict, repeats: int = 3) -> None:
     )
 
 
-def load_results(path: Path) -> dict:
+def load_results() -> dict:
     empty = {"server": {}, "baseline": {}, "browser": {}}
-    if path.exists():
-        with path.open() as f:
+    if RESULTS.exists():
+        with RESULTS.open() as f:
             return {**empty, **json.load(f)}
     return empty
 
 
 def save_results(results: dict) -> None:
-    path = Path(results["path"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with RESULTS.open("w") as f:
         json.dump(results, f, indent=1, default=float)
 
 
 def run_all(args) -> None:
-    results = {"server": {}, "baseline": {}, "browser": {}} if args.fresh else load_results(Path(args.results))
-    results["path"] = args.results
+    results = load_results()
     results["machine"] = machine()
     results.setdefault("phases", {})
     command = " ".join(["python", "-m", "benchmarks.app_scale", *sys.argv[1:]])
@@ -310,21 +288,18 @@ def run_all(args) -> None:
     app = timed_server("streamlit_app.py", "app")
     baselines = {"bare": timed_server("benchmarks/bare_app.py", "bare"), "shell": timed_server(shell_script(), "shell")}
     try:
-        if not args.no_server or not args.no_browser:
-            app.start()
-            print(f"app server {app.base}", flush=True)
-            pages = asyncio.run(discover_pages(app))
-            pages = [p for p in pages if wanted is None or p in wanted]
-            if not args.no_server:
-                for server in baselines.values():
-                    server.start()
-                with phase("server time and bytes"):
-                    asyncio.run(server_phase(args, app, baselines, pages, results))
-                for server in baselines.values():
-                    server.stop()
-            if not args.no_browser:
-                with phase("Enter to painted"):
-                    browser_phase(args, app, pages, results)
+        app.start()
+        print(f"app server {app.base}", flush=True)
+        pages = [p for p in asyncio.run(discover_pages(app)) if wanted is None or p in wanted]
+        for server in baselines.values():
+            server.start()
+        with phase("server time and bytes"):
+            asyncio.run(server_phase(args, app, baselines, pages, results))
+        for server in baselines.values():
+            server.stop()
+        if not args.no_browser:
+            with phase("Enter to painted"):
+                browser_phase(args, app, pages, results)
     finally:
         app.stop()
         for server in baselines.values():
@@ -349,8 +324,8 @@ def finish(results: dict, args) -> None:
     tables = report.app_scale_tables(results)
     print(tables)
     if not args.no_markdown:
-        report.replace_block(args.markdown, *TABLES, tables)
-        print(f"updated {args.markdown}")
+        report.replace_block(MARKDOWN, *TABLES, tables)
+        print(f"updated {MARKDOWN}")
 
 
 def main(argv: list[str]) -> None:
@@ -359,23 +334,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--pages", help="comma-separated URL paths (default/why_attention for the first page)")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="token counts T")
     parser.add_argument("--steps", default="all", help="'all' or comma-separated step numbers")
-    parser.add_argument("--repeats", type=int, default=3, help="timed sentence changes per page, step and T")
-    parser.add_argument("--no-server", action="store_true", help="skip the server-time and bytes measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="sentence changes per page, step and T; cold starts")
     parser.add_argument("--no-browser", action="store_true", help="skip Enter-to-painted in Chromium")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold start and import times")
-    parser.add_argument("--browser-sizes", default=",".join(map(str, BROWSER_SIZES)))
-    parser.add_argument("--browser-repeats", type=int, default=3)
-    parser.add_argument("--cold-repeats", type=int, default=3)
-    parser.add_argument("--fresh", action="store_true", help="forget earlier results instead of updating them")
-    parser.add_argument("--results", default=str(RESULTS), help="JSON file of results (updated, not replaced)")
-    parser.add_argument("--markdown", default=str(MARKDOWN))
-    parser.add_argument("--no-markdown", action="store_true")
+    parser.add_argument("--no-markdown", action="store_true", help="print the tables, leave BENCHMARKS.md as it is")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     args.sizes = [int(v) for v in args.sizes.split(",")]
-    args.browser_sizes = [int(v) for v in args.browser_sizes.split(",")]
     if args.command == "report":
-        finish(load_results(Path(args.results)), args)
+        finish(load_results(), args)
     else:
         run_all(args)
 

@@ -3,14 +3,28 @@ a cold start from ``streamlit run`` to the first painted heatmap."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import urllib.parse
 from pathlib import Path
 
-from benchmarks.launch import SETTLED, VIEWPORT, AppServer
+from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium
 from benchmarks.machine import loadavg
 
 QUIET_MS = 800  # Enter to painted ends once no plot has changed for this long
+
+
+@contextlib.contextmanager
+def chromium():
+    """Headless Chromium through Playwright's synchronous API, closed on the way out."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def new_context(browser):

@@ -1,10 +1,6 @@
 """Hostile links against one server: its memory, and what another student waits meanwhile.
 
-One server (``launch.AppServer``, plain ``streamlit run streamlit_app.py``) on 127.0.0.1 only. A
-"light" student re-runs the Tokens page with the book's example every 0.5 s for the whole run, while
-protocol-level sessions (``protocol.Student``) open the worst link for each heavy page, one page at a
-time, then three multi-head links at once, then a flood of re-runs. The server's RSS is read from
-/proc every 0.1 s. Usage, from the repository root (the "Hostile links" section of BENCHMARKS.md)::
+Usage, from the repository root (the "Hostile links" section of BENCHMARKS.md, which describes the scenarios)::
 
     python -m benchmarks.hostile                       # every scenario; JSON in artifacts/hostile/
     python -m benchmarks.hostile --scenarios multihead,three --flood 20 --flood-s 30 --settle-s 30
@@ -32,16 +28,15 @@ URL_PATHS = {"why_attention": ""}  # the default page's URL path
 
 
 class Memory(threading.Thread):
-    """The server's RSS every ``every`` seconds; ``peak(since)`` is the largest since a moment."""
+    """The server's RSS every 0.1 s; ``peak(since)`` is the largest since a moment."""
 
-    def __init__(self, server: AppServer, every: float = 0.1) -> None:
+    def __init__(self, server: AppServer) -> None:
         super().__init__(daemon=True)
-        self.server, self.every, self.samples, self.stopped = server, every, [], threading.Event()
+        self.server, self.samples, self.stopped = server, [], threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.is_set():
+        while not self.stopped.wait(0.1):
             self.samples.append((time.monotonic(), self.server.rss_mib()))
-            time.sleep(self.every)
 
     def peak(self, since: float) -> float:
         return max(rss for t, rss in self.samples if t >= since)

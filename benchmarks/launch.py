@@ -1,16 +1,10 @@
 """Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
 
-Every way a benchmark runs the app: ``AppServer`` (one ``streamlit run``), ``TimedServer`` (its script
-runs timed), ``OneServer`` (possibly sampling its memory) and ``ClusterServer`` (several behind nginx,
-``deploy/run_cluster.py``); ``lesson_target`` picks one of the last two.
-
-``AppServer`` runs ``streamlit run SCRIPT`` on 127.0.0.1 and a free port, in
-its own process group, waits for ``/_stcore/health`` and stops the whole group
-when done. With ``serve_options`` it runs under ``benchmarks.serve``
-instead (run timings, a memory log), which is still
-Streamlit's own server in one process; ``TimedServer`` reads the run times that
-``serve --timings`` writes. ``launch_chromium`` starts the system's Chromium
-through Playwright with the flags every caller uses.
+``AppServer`` is one ``streamlit run`` on 127.0.0.1 and a free port, in its own process group (under
+``benchmarks.serve`` when given ``serve_options``: still Streamlit's own server in one process);
+``TimedServer`` reads the run times ``serve --timings`` writes; ``lesson_target`` gives the load benchmark
+one server (``OneServer``) or several behind nginx (``ClusterServer``). ``launch_chromium`` starts the
+system's Chromium through Playwright with the flags every caller uses.
 """
 
 from __future__ import annotations
@@ -85,21 +79,12 @@ def problems(log: str) -> list[str]:
 class AppServer:
     """``streamlit run script`` on a free port; ``start()`` returns its base URL once it is healthy.
 
-    ``serve_options`` (a list, possibly empty) runs it under ``python -m benchmarks.serve``;
-    ``streamlit_options`` are added to Streamlit's command line; ``env`` to the environment.
+    ``serve_options`` (a list, possibly empty) runs it under ``python -m benchmarks.serve``; ``env`` is added
+    to the environment.
     """
 
-    def __init__(
-        self,
-        script: str = "streamlit_app.py",
-        *,
-        log: Path,
-        serve_options: list[str] | None = None,
-        streamlit_options: tuple[str, ...] = (),
-        env: dict[str, str] | None = None,
-    ) -> None:
-        self.script, self.log, self.serve_options = script, Path(log), serve_options
-        self.streamlit_options, self.env = streamlit_options, env or {}
+    def __init__(self, script="streamlit_app.py", *, log: Path, serve_options: list[str] | None = None, env=None):
+        self.script, self.log, self.serve_options, self.env = script, Path(log), serve_options, env or {}
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -107,7 +92,7 @@ class AppServer:
     def command(self) -> list[str]:
         streamlit = [
             *("run", self.script, "--server.port", str(self.port), "--server.address", "127.0.0.1"),
-            *("--server.headless", "true", "--browser.gatherUsageStats", "false", *self.streamlit_options),
+            *("--server.headless", "true", "--browser.gatherUsageStats", "false"),
         ]
         if self.serve_options is None:
             return [sys.executable, "-m", "streamlit", *streamlit]

@@ -1,25 +1,17 @@
 """Load benchmark: many students on one Attention Explorer server, or on several behind nginx.
 
-Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link")::
+Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link", which
+describes the students and the scenarios)::
 
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
-    python -m benchmarks.load report               # the tables again, from artifacts/load/results.jsonl
 
-Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``
-over ``--spread`` seconds, then think (exponential, mean ``--think``) before each action until
-``--duration`` is up. In a ``class`` an action is a stepper click (60%), a switch to another chapter page
-(20%) or a pool sentence (20%); in ``typing``, a new sentence of the student's own. ``--servers N``
-(N > 1) puts N app processes behind nginx (``deploy/run_cluster.py``). ``--memory-log`` (one server) has
-the server sample its memory by kind (``serve --memory-log``).
-
-Latency runs from the request to the ``script_finished`` that ends the run; an exception or error box,
-a stale sidebar or stepper, a wrong page, a timeout or a dropped connection is an error. Each run
-starts its own server(s), warms them up and appends a JSON line to ``artifacts/load/results.jsonl``.
-
-The issue-13 scenarios (``pages``, ``classroom``, ``burst``, ``soak``, with their server modes) were
-retired in the package layout; they are at commit e1b2501, and their results are records in BENCHMARKS.md.
+Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``,
+then think and act until ``--duration`` is up: in a ``class`` a stepper click, a page switch or a pool
+sentence (``MIXES``); in ``typing`` a new sentence of their own. Each run starts its own server(s), warms
+them up and appends a JSON line to ``artifacts/load/results.jsonl``. The issue-13 scenarios were retired;
+they are at commit e1b2501.
 """
 
 from __future__ import annotations
@@ -31,7 +23,6 @@ import random
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import websockets
@@ -68,23 +59,15 @@ async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
     return runs, first.app_pages
 
 
-@dataclass(frozen=True)
-class Mix:
-    """How a student's actions divide: stepper clicks (Next or Previous), page switches, new sentences."""
-
-    step: float
-    switch: float
-    sentence: float
-
-    def pick(self, rng: random.Random) -> str:
-        """One action, "step", "switch" or "sentence", with the mix's probabilities."""
-        draw = rng.random() * (self.step + self.switch + self.sentence)
-        if draw < self.step:
-            return "step"
-        return "switch" if draw < self.step + self.switch else "sentence"
+ACTIONS = ("step", "switch", "sentence")  # a stepper click (Next or Previous), a page switch, a new sentence
+MIXES = {"class": (0.6, 0.2, 0.2), "typing": (0.0, 0.0, 1.0)}  # each action's probability
 
 
-MIXES = {"class": Mix(step=0.6, switch=0.2, sentence=0.2), "typing": Mix(step=0.0, switch=0.0, sentence=1.0)}
+def pick(scenario: str, rng: random.Random) -> str:
+    """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
+    return rng.choices(ACTIONS, MIXES[scenario])[0]
+
+
 SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
 LEFT_OUT_PAGES = ("speed", "mistakes")  # not chapter pages: the Speed page's timing lab, and the "Break it" exercise
 # What a class types: the sentences a teacher's slides and a class's chat would offer, 6-40 GPT-2 tokens.
@@ -135,7 +118,7 @@ class LessonStudent(BrowserStudent):
         self.direction = 1  # a class walks forward, and back from the last step
 
     async def act(self, action: str, pages: list[str], typing: bool) -> Run:
-        """Do ``action`` (``Mix.pick``) and wait for the page; the run's kind says what was done."""
+        """Do ``action`` (``pick``) and wait for the page; the run's kind says what was done."""
         run = await self._act(action, pages, typing)
         run.where = f"{self.page or '/'} {self.step[0]}/{self.step[1]}" if self.step else self.page or "/"
         return run
@@ -176,22 +159,18 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     }
 
 
-async def lesson(target, scenario: str, n: int, duration: float, think_s: float, spread_s: float, page: str, seed: int):
-    """``n`` students open the class's link over ``spread_s`` seconds, then act and think until ``duration`` is up.
-
-    The link is ``page`` with the class's first sentence; each action is drawn from ``MIXES[scenario]``,
-    with an exponential think time of mean ``think_s`` before it. Students of a ``class`` pick new
-    sentences from ``CLASS_SENTENCES``; in ``typing`` each types a sentence of their own.
-    """
-    rng = random.Random(seed)
-    mix, typing = MIXES[scenario], scenario == "typing"
+async def lesson(target, args, n: int):
+    """``n`` students open the class's link (``args.page``, the class's first sentence) over ``args.spread``
+    seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up."""
+    rng = random.Random(args.seed)
+    typing = args.scenario == "typing"
     pages = chapter_pages(target.app_pages)
     link = {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
     students = []
     for i in range(n):
         cookie = f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # as nginx gives one
-        students.append(LessonStudent(target.base, cookie, random.Random(seed * 1000 + i)))
+        students.append(LessonStudent(target.base, cookie, random.Random(args.seed * 1000 + i)))
 
     async def attend(student: LessonStudent, delay: float, end: float) -> None:
         await asyncio.sleep(delay)
@@ -200,26 +179,26 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
         except (OSError, websockets.InvalidHandshake) as exc:
             runs.append(Run("open", time.perf_counter(), latency=0.0, error=f"connection refused: {exc}"))
             return
-        opened = await student.open(page, link)
+        opened = await student.open(args.page, link)
         runs.append(opened)
         while opened.ok and time.perf_counter() < end:
-            await asyncio.sleep(student.rng.expovariate(1 / think_s))
+            await asyncio.sleep(student.rng.expovariate(1 / args.think))
             if time.perf_counter() >= end:
                 break
-            run = await student.act(mix.pick(student.rng), pages, typing)
+            run = await student.act(pick(args.scenario, student.rng), pages, typing)
             runs.append(run)
             if run.error and run.error.startswith("connection closed"):
                 break
 
     async with Meter(target) as meter:
         start, wall_start = time.perf_counter(), time.time()
-        end = start + duration
-        await asyncio.gather(*(attend(s, rng.uniform(0, spread_s), end) for s in students))
+        end = start + args.duration
+        await asyncio.gather(*(attend(s, rng.uniform(0, args.spread), end) for s in students))
     for s in students:
         await s.close()
     memory = {}
     if target.memory_log:
-        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + duration)
+        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + args.duration)
     return {
         **summarize_lesson(runs, start, end),
         "server_memory": memory,
@@ -231,9 +210,10 @@ async def lesson(target, scenario: str, n: int, duration: float, think_s: float,
     }
 
 
-async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
+async def one_lesson(args, servers: int, n: int) -> None:
     """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one):
     start them, warm up every app process, run the lesson, stop; record the entry and print its summary."""
+    scenario = args.scenario
     label = f"{scenario}-{servers}server-{n}"
     log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
     memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
@@ -248,8 +228,7 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
             runs, target.app_pages = await warm(base)
             warm_errors += [r.error for r in runs if r.error]
         print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
-        a = args
-        result = await lesson(target, scenario, n, a.duration, a.think, a.spread, a.page, a.seed)
+        result = await lesson(target, args, n)
         result |= {"server_log_problems": target.log_problems()[:20], "warm_up_errors": warm_errors}
     finally:
         target.stop()
@@ -271,28 +250,31 @@ async def one_lesson(args, scenario: str, servers: int, n: int) -> None:
         **result,
     }
     report.record(e, args.results)
+    a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
+    print(
+        f"   {a['runs']} actions, p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), "
+        f"max {a['max_s'] * 1000:.0f} ms, {a['errors']} errors, {e['throughput_runs_per_s']:.2f} actions/s, server "
+        f"CPU {e['server_cpu_cores']:.2f} cores ({e['server_cpu_ms_per_run']:.0f} ms/run), client "
+        f"{e['client_cpu_cores']:.2f} cores, load {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}",
+        flush=True,
+    )
     slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
-    print(f"{report.lesson_row(e, None)}\n   slowest: {slowest}", flush=True)
+    print(f"   slowest: {slowest}", flush=True)
     for name, p in e["processes"].items():
-        print(f"   {name}: {p['cpu_cores']:.2f} cores, RSS {p['rss_start_mib']:.0f}->{p['rss_end_mib']:.0f} MiB")
+        print(f"   {name}: {p['cpu_cores']:.2f} cores")
     if e["server_memory"]:
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
 
 
-async def amain(args) -> None:
-    if args.scenario == "report":
-        print(report.lesson_tables(report.read_results(args.results)))
-        return
-    for n in [int(n) for n in args.students.split(",")]:
-        for servers in [int(k) for k in args.servers.split(",")]:
-            await one_lesson(args, args.scenario, servers, n)
+def numbers(text: str) -> list[int]:
+    return [int(v) for v in text.split(",")]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=(*MIXES, "report"))
-    parser.add_argument("--students", default="1,30,100", help="comma-separated class sizes")
-    parser.add_argument("--servers", default="1", help="comma-separated app process counts (2+: behind nginx)")
+    parser.add_argument("scenario", choices=MIXES)
+    parser.add_argument("--students", type=numbers, default="1,30,100", help="comma-separated class sizes")
+    parser.add_argument("--servers", type=numbers, default="1", help="comma-separated app process counts (2+: nginx)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of the lesson, from the first arrival")
     parser.add_argument("--think", type=float, default=3.0, help="mean think time before each action, seconds")
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which students arrive")
@@ -307,7 +289,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
     args = parser.parse_args(argv)
-    asyncio.run(amain(args))
+    for n in args.students:
+        for servers in args.servers:
+            asyncio.run(one_lesson(args, servers, n))
 
 
 if __name__ == "__main__":

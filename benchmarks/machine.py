@@ -48,13 +48,6 @@ def machine() -> dict:
     }
 
 
-def busy_s() -> float:
-    """CPU seconds every process on the machine has used since boot (``/proc/stat``, idle and iowait left out)."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:]]
-    return (sum(values[:8]) - values[3] - values[4]) / TICK
-
-
 def family(pid: int) -> list[int]:
     """``pid`` and its children's pids."""
     with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as f:

@@ -10,7 +10,7 @@ import statistics
 import time
 from collections import Counter
 
-from benchmarks.machine import busy_s, loadavg, process_cpu_s, process_rss_mib
+from benchmarks.machine import loadavg, process_cpu_s
 
 
 def median(values) -> float:
@@ -19,13 +19,11 @@ def median(values) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q / 100
-    low, high = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+def percentile(values: list[float], q: int) -> float:
+    """The ``q``-th percentile, interpolated between the nearest values (NumPy's default)."""
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def summarize(runs: list) -> dict:
@@ -57,81 +55,43 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
     return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
 
 
-def floor_slope_mib_per_min(samples: list[tuple[float, float]], window_s: float = 60.0) -> float:
-    """Least-squares slope, per minute, through the lowest sample of each whole ``window_s`` window.
-
-    What a server holds for good is its floor; runs in flight lift the samples above it by what they hold
-    for the moment (tens of MiB with 30 students), and a straight line through every sample then tilts with
-    whatever happened to be running near the ends. The floor grows only if what is kept grows."""
-    if not samples:
-        return float("nan")
-    first = samples[0][0]
-    windows: dict[int, list[tuple[float, float]]] = {}
-    for t, value in samples:
-        windows.setdefault(int((t - first) // window_s), []).append((t, value))
-    lows = [  # a window counts when its samples span most of it (not the run's last few seconds)
-        (first + (k + 0.5) * window_s, min(v for _, v in w))
-        for k, w in sorted(windows.items())
-        if w[-1][0] - w[0][0] >= 0.75 * window_s
-    ]
-    return slope_mib_per_min(lows)
-
-
 class Meter:
     """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
 
-    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together);
-    each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
+    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together); the CPU
+    of each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
     The client's CPU is this process's.
     """
 
     def __init__(self, server, every: float = 1.0) -> None:
-        self.server = server
-        self.every = every
+        self.server, self.every = server, every
         self.samples: list[tuple[float, float]] = []
         self.procs: dict[str, int] = server.processes()
-        self.proc_samples: dict[str, list[tuple[float, float]]] = {name: [] for name in self.procs}
-        self._task = None
 
     async def __aenter__(self):
-        self.t0 = time.perf_counter()
-        self.load_start = loadavg()[0]
-        self.cpu0 = self.server.cpu_s()
+        self.t0, self.load_start = time.perf_counter(), loadavg()[0]
+        self.cpu0, self.self0 = self.server.cpu_s(), sum(os.times()[:2])
         self.proc_cpu0 = {name: process_cpu_s(pid) for name, pid in self.procs.items()}
-        self.self0 = sum(os.times()[:2])
-        self.busy0 = busy_s()
         self._task = asyncio.create_task(self._sample())
         return self
 
-    def _take_sample(self) -> None:
-        now = time.perf_counter() - self.t0
-        self.samples.append((now, self.server.rss_mib()))
-        for name, pid in self.procs.items():
-            self.proc_samples[name].append((now, process_rss_mib(pid)))
-
     async def _sample(self) -> None:
         while True:
-            self._take_sample()
+            self.samples.append((time.perf_counter() - self.t0, self.server.rss_mib()))
             await asyncio.sleep(self.every)
 
     async def __aexit__(self, *exc) -> None:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        self._take_sample()
         self.elapsed = time.perf_counter() - self.t0
+        self.samples.append((self.elapsed, self.server.rss_mib()))
         self.server_cpu = self.server.cpu_s() - self.cpu0
         self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
         self.client_cpu = sum(os.times()[:2]) - self.self0
-        measured = sum(self.proc_cpu.values())  # the app processes and nginx
-        self.other_cores = max(0.0, (busy_s() - self.busy0 - measured - self.client_cpu) / self.elapsed)
         self.load_end = loadavg()[0]
 
     def report(self, runs: int) -> dict:
-        processes = {
-            name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed, **rss_trend(self.proc_samples[name], self.elapsed)}
-            for name, cpu in self.proc_cpu.items()
-        }
         per_run = {"server": self.server_cpu, "client": self.client_cpu}
         return {
             "elapsed_s": self.elapsed,
@@ -139,16 +99,15 @@ class Meter:
             **{f"{who}_cpu_s": cpu for who, cpu in per_run.items()},
             **{f"{who}_cpu_cores": cpu / self.elapsed for who, cpu in per_run.items()},
             **{f"{who}_cpu_ms_per_run": 1000 * cpu / runs if runs else float("nan") for who, cpu in per_run.items()},
-            "other_load_cores": self.other_cores,
             "loadavg_start": self.load_start,
             "loadavg_end": self.load_end,
-            "processes": processes,
+            "processes": {name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed} for name, cpu in self.proc_cpu.items()},
         }
 
 
 def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
-    """RSS at start, end and most, and its slopes in MiB a minute: over the run, its second half, and the floor's
-    (over the run and from minute 2), from (seconds, MiB) samples."""
+    """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half, from
+    (seconds, MiB) samples."""
     values = [v for _, v in samples]
     return {
         "rss_start_mib": values[0],
@@ -156,8 +115,6 @@ def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
         "rss_max_mib": max(values),
         "rss_slope_mib_per_min": slope_mib_per_min(samples),
         "rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2]),
-        "rss_floor_slope_mib_per_min": floor_slope_mib_per_min(samples),
-        "rss_floor_slope_after_2_min_mib_per_min": floor_slope_mib_per_min([x for x in samples if x[0] >= 120]),
     }
 
 
@@ -200,7 +157,6 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
             "slope_per_min": slope_mib_per_min(points),
             "slope_second_half_per_min": slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2]),
             "slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s]),
-            "floor_slope_settled_per_min": floor_slope_mib_per_min([p for p in points if p[0] >= settled_s]),
         }
     return trends
 
@@ -216,6 +172,6 @@ def memory_lines(trends: dict) -> str:
     return "\n".join(
         f"   {key:28} {t['first']:10.1f} -> {t['last']:10.1f} (min {t['min']:.1f}, max {t['max']:.1f}); per min "
         f"{t['slope_per_min']:+.2f}, second half {t['slope_second_half_per_min']:+.2f}, "
-        f"settled {t['slope_settled_per_min']:+.2f} (floor {t['floor_slope_settled_per_min']:+.2f})"
+        f"settled {t['slope_settled_per_min']:+.2f}"
         for key, t in trends.items()
     )

@@ -27,6 +27,9 @@ FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMP
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
+# The WidgetState field of a widget with one value (a checkbox is st.toggle too).
+SCALAR_STATES = {"text_input": "string_value", "text_area": "string_value", "number_input": "double_value"}
+SCALAR_STATES["checkbox"] = "bool_value"
 WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
 
 
@@ -41,12 +44,9 @@ def rerun_message(
     cached_hashes: list[str] | tuple[str, ...] = (),
     url: str = "",
 ) -> bytes:
-    """A ``BackMsg`` asking for a script run, serialized as a browser sends it.
-
-    ``page_name`` is the page's URL path (a link's first request); ``page_script_hash`` the page the session
-    is on (every later request). ``states`` maps widget ids to (``WidgetState`` field, value); widgets not
-    named keep the values the session already holds. ``trigger`` is a button's id, clicked in ``fragment_id``.
-    """
+    """A ``BackMsg`` asking for a script run, serialized as a browser sends it: ``page_name`` is a link's URL path,
+    ``page_script_hash`` the page a session is on; ``states`` maps widget ids to (``WidgetState`` field, value),
+    the widgets not named keeping their values; ``trigger`` is a button's id, clicked in ``fragment_id``."""
     msg = BackMsg()
     state = msg.rerun_script
     state.query_string, state.page_name, state.page_script_hash = query_string, page_name, page_script_hash
@@ -99,12 +99,8 @@ def widget_state(element) -> tuple[str, str, object, bool] | None:
     touched nothing holds it; None for an element that is not a widget with a state."""
     kind = element.WhichOneof("type")
     w = getattr(element, kind) if kind else None
-    if kind in ("text_input", "text_area"):
-        return w.id, "string_value", w.value if w.set_value else w.default, w.set_value
-    if kind == "number_input":
-        return w.id, "double_value", w.value if w.set_value else w.default, w.set_value
-    if kind == "checkbox":  # st.toggle too
-        return w.id, "bool_value", w.value if w.set_value else w.default, w.set_value
+    if kind in SCALAR_STATES:
+        return w.id, SCALAR_STATES[kind], w.value if w.set_value else w.default, w.set_value
     if kind in ("radio", "selectbox"):  # Streamlit 1.67 sends the option's string
         if w.set_value:
             return w.id, "string_value", w.raw_value, True
@@ -118,7 +114,7 @@ def widget_state(element) -> tuple[str, str, object, bool] | None:
 
 
 def read_reply(data: bytes) -> Reply:
-    """What a student needs from one ``ForwardMsg``: one parse, and only the fields read below."""
+    """What a student needs from one ``ForwardMsg``."""
     msg = ForwardMsg.FromString(data)
     kind = msg.WhichOneof("type") or ""
     reply = Reply(kind)
@@ -237,26 +233,28 @@ class Student:
         """Open a link to ``page`` (a new tab): the first run of a new session."""
         self.page = page
         self.query_string = urllib.parse.urlencode(query)
-        message = rerun_message(
-            query_string=self.query_string, page_name=page, url=self.url, cached_hashes=list(self.cached)
-        )
+        message = self.request({"query_string": self.query_string, "page_name": page, "url": self.url})
         return await self.send("open", message, expect_text=query.get("text"), exact=False)
 
     async def edit(self, text: str | None = None) -> Run:
         """Type ``text`` into the sidebar's sentence and press Enter; without it, rerun the page as it is."""
-        states = {}
-        if text is not None:
-            if TEXT_WIDGET_KEY not in self.widget_ids:
-                raise RuntimeError("the sentence widget has not been seen yet")
-            states = {self.widget_ids[TEXT_WIDGET_KEY]: ("string_value", text)}
-        message = rerun_message(
-            query_string=self.query_string,
-            page_script_hash=self.page_script_hash,
-            states=states,
-            url=self.url,
-            cached_hashes=list(self.cached),
-        )
-        return await self.send("edit", message, expect_text=text)
+        return await self.send("edit", self.message(text=text), expect_text=text)
+
+    def message(self, *, text: str | None = None) -> bytes:
+        """A rerun request of the page as it is, with only the sentence's new ``text`` if given."""
+        if text is not None and TEXT_WIDGET_KEY not in self.widget_ids:
+            raise RuntimeError("the sentence widget has not been seen yet")
+        states = {} if text is None else {self.widget_ids[TEXT_WIDGET_KEY]: ("string_value", text)}
+        return self.request(states=states)
+
+    def request(self, where: dict[str, str] | None = None, **fields) -> bytes:
+        """``rerun_message`` for ``where`` (by default the page and query this tab shows), with ``fields`` and the
+        hashes of the messages this tab has cached."""
+        where = where or {"query_string": self.query_string, "page_script_hash": self.page_script_hash, "url": self.url}
+        return rerun_message(**where, **fields, cached_hashes=self.cached_hashes())
+
+    def cached_hashes(self) -> list[str]:
+        return list(self.cached)
 
     async def send(self, kind: str, message: bytes, expect_text: str | None, exact: bool = True) -> Run:
         """Send ``message`` and read until the run ends. The sidebar must then show ``expect_text``
@@ -310,8 +308,8 @@ class Student:
             self.widget_ids[reply.widget[0]] = reply.widget[1]
             if reply.widget[0] == TEXT_WIDGET_KEY:
                 seen["text"] = reply.widget[2]
-        if reply.markdown and self.steps is None and (match := STEP_RE.search(reply.markdown)):
-            self.steps = int(match.group(2))
+        if reply.step and self.steps is None:
+            self.steps = reply.step[1]
         if reply.warning:
             run.warnings.append(reply.warning)
         if reply.notice:
@@ -321,15 +319,9 @@ class Student:
 
 
 class BrowserStudent(Student):
-    """A ``Student`` that, like a browser tab, sends every widget's state with each rerun request.
-
-    It keeps the value a browser would hold for every widget the server draws (``widget_state``) and
-    forgets the widgets a full run no longer draws; it learns keyed buttons (the stepper's Next and
-    Previous) with the fragment they are drawn in, to press them as a click does; and it keeps a
-    browser's message cache: messages the server marks cacheable, for ``global.maxCachedMessageAge``
-    finished runs since last used, their hashes sent with each request and a ``ref_hash`` reply read
-    from it. Without every widget's state, a page switch fails (``st.session_state has no key``).
-    """
+    """A ``Student`` that, like a browser tab, sends every widget's state with each rerun request (without
+    them a page switch fails: ``st.session_state has no key``), presses keyed buttons in their fragment, and
+    keeps a browser's message cache (for ``global.maxCachedMessageAge`` finished runs since last used)."""
 
     def __init__(self, base: str, cookie: str | None = None) -> None:
         super().__init__(base, cookie)
@@ -389,20 +381,18 @@ class BrowserStudent(Student):
             self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
         self._drawn = set()
 
-    async def edit(self, text: str | None = None) -> Run:
-        return await self.send("edit", self.message(text=text), expect_text=text)
+    def cached_hashes(self) -> list[str]:
+        return list(self.message_cache)
 
     def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
         """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``
         on the keyed button ``click`` (in its fragment, as a browser sends it)."""
         if text is not None:
             self.states[self.widget_ids[TEXT_WIDGET_KEY]] = ("string_value", text)
-        where = {"query_string": self.query_string, "page_script_hash": self.page_script_hash, "url": self.url}
+        where = None
         if page in self.page_hashes:
             where = {"page_script_hash": self.page_hashes[page], "url": f"{self.base}/{page}"}
         elif page is not None:
             where = {"page_name": page, "url": f"{self.base}/{page}"}
         trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
-        return rerun_message(
-            **where, states=self.states, trigger=trigger, fragment_id=fragment, cached_hashes=list(self.message_cache)
-        )
+        return self.request(where, states=self.states, trigger=trigger, fragment_id=fragment)

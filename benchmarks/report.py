@@ -8,19 +8,12 @@ import statistics
 
 from benchmarks.meter import median
 
-# --------------------------------------------------------------------------- files
-
 
 def record(entry: dict, path: str) -> None:
     """Append ``entry`` as one JSON line to ``path``."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
-
-
-def read_results(path: str) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def replace_block(path: str, begin: str, end: str, text: str) -> None:
@@ -39,9 +32,6 @@ def row(*cells: str) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-LOAD_ENDS = ("load_start", "load_end")
-
-
 def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     """``intro``, then a Markdown table: ``header``'s cells are joined by `` | ``; ``align`` is one column's
     (``---``, ``---:``) or every column's, joined by ``|``."""
@@ -49,57 +39,6 @@ def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     aligns = align.split("|") if "|" in align else [align] * len(columns)
     return [intro, "", row(*columns), row(*aligns), *rows, ""]
 
-
-# --------------------------------------------------------------------------- lessons (benchmarks.load)
-
-
-def _ms(seconds: float) -> str:
-    return "–" if seconds != seconds else f"{seconds * 1000:,.0f}"
-
-
-def lesson_row(e: dict, one: dict | None) -> str:
-    """A table row; ``one`` is the same scenario on the same servers with one student (issue 15's yardstick)."""
-    a, kinds = e["actions"], e["by_kind"]
-    p95 = " | ".join(_ms(kinds[k]["p95_s"]) if k in kinds else "–" for k in ("next", "previous", "switch", "sentence"))
-    errors = a["errors"] + kinds.get("open", {}).get("errors", 0)
-    ratio = f"{a['p95_s'] / one['actions']['p95_s']:.1f}×" if one else "–"
-    return (
-        f"| {e['servers']} | {e['students']} | {e['duration_s']:g} | {a['runs']} | {_ms(a['p50_s'])} "
-        f"| **{_ms(a['p95_s'])}** | {ratio} | {_ms(a['max_s'])} | {p95} | {_ms(kinds['open']['p95_s'])} "
-        f"| {e['throughput_runs_per_s']:.2f} | {errors} "
-        f"| {e['server_cpu_cores']:.2f} ({e['server_cpu_ms_per_run']:.0f}) | {e['client_cpu_cores']:.2f} "
-        f"| {e['rss_start_mib']:.0f}→{e['rss_end_mib']:.0f} | {e['rss_slope_mib_per_min']:+.2f} "
-        f"({e['rss_slope_second_half_mib_per_min']:+.2f}) | {e['loadavg_start']:.2f}→{e['loadavg_end']:.2f} |"
-    )
-
-
-def lesson_tables(results: list[dict]) -> str:
-    """One Markdown table per lesson scenario (the latest entry for each set-up): overall and per-action latency,
-    p95 against one student's, CPU and memory."""
-    latest = {(e["scenario"], e["servers"], e["students"], e["duration_s"]): e for e in results if "servers" in e}
-    out = []
-    for scenario in ("class", "typing"):
-        mine = [e for key, e in latest.items() if key[0] == scenario]
-        if not mine:
-            continue
-        mine.sort(key=lambda e: (e["servers"], e["students"], e["duration_s"]))
-        first, ones = mine[0], {e["servers"]: e for e in mine if e["students"] == 1}
-        out += table(
-            f"**{scenario}** (first page `{first['page'] or '/'}`, think time exponential with mean "
-            f"{first['think_s']:g} s, students arriving over {first['spread_s']:g} s, "
-            f"MALLOC_ARENA_MAX={first['malloc_arena_max'] or 'unset'}; latencies in ms; p95 × is against one "
-            "student's p95 on as many servers; RSS of the app processes together, slope over the run "
-            "(second half))",
-            "servers | students | s timed | actions | p50 | p95 | p95 × | max | p95 Next | p95 Previous | p95 switch "
-            "| p95 sentence | p95 open | actions/s | errors | server CPU cores (ms/run) | client CPU cores "
-            "| RSS start→end MiB | RSS MiB/min | load avg",
-            "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---",
-            [lesson_row(e, ones.get(e["servers"]) if e["students"] > 1 else None) for e in mine],
-        )
-    return "\n".join(out)
-
-
-# --------------------------------------------------------------------------- app at scale (benchmarks.app_scale)
 
 BYTES_GOAL = 2 * 10**6
 GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
@@ -147,18 +86,14 @@ def page_summary(results: dict) -> list[dict]:
 
 
 def goal_for(num_tokens: int) -> float | None:
-    if num_tokens <= 64:
-        return GOALS["small"]
-    if num_tokens == 1024:
-        return GOALS["large"]
-    return None
+    return GOALS["small"] if num_tokens <= 64 else GOALS["large"] if num_tokens == 1024 else None
 
 
 def paint_row(browser: dict, page: str) -> str:
     """A page's Enter-to-painted at T = 64 and 1,024, and their ratio against the goal."""
     small, large = (next((r for r in browser.values() if r["page"] == page and r["T"] == t), None) for t in (64, 1024))
     ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
-    mark = "" if ratio != ratio else (" ✅" if ratio <= GOALS["paint"] else " ❌")
+    mark = "" if ratio != ratio else flag(ratio, GOALS["paint"])
     cells = ["–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}" for r in (small, large)]
     kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
     loads = (small["load"] if small else []) + (large["load"] if large else [])
@@ -289,7 +224,12 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
 def app_scale_tables(results: dict) -> str:
     m = results.get("machine", {})
     phases = [
-        row(name, f"`{p['command']}`", p["when"], " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in LOAD_ENDS))
+        row(
+            name,
+            f"`{p['command']}`",
+            p["when"],
+            " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in ("load_start", "load_end")),
+        )
         for name, p in results.get("phases", {}).items()
     ]
     out = table(

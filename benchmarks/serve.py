@@ -1,23 +1,17 @@
 """Run the app exactly like ``streamlit run``, with measuring options, for the benchmarks' servers.
 
-Usage, from the repository root (``launch.AppServer(serve_options=[...])`` builds this command)::
+Usage (``launch.AppServer(serve_options=[...])`` builds this command; what follows ``--`` goes to
+Streamlit's own command line in this process)::
 
     python -m benchmarks.serve [OPTIONS] -- run streamlit_app.py --server.port 8600 ...
 
-What follows ``--`` goes to Streamlit's own command line in this process: the same server as ``streamlit run``.
+* ``--timings PATH``: one JSON line per script run: wall and thread-CPU time of the script (from
+  ``ScriptRunner._run_script`` to ``_on_script_finished``), and the time after it until the run is over.
+* ``--memory-log PATH``: every ``--memory-every`` seconds (5) the process's memory by kind
+  (``memory_sample``). It does not count ``gc.get_objects()``: from another thread that can catch a tuple
+  being built ("SystemError: bad argument to internal function").
 
-* ``--timings PATH``: one JSON line per script run: wall and thread-CPU time from the start of
-  ``ScriptRunner._run_script`` to ``_on_script_finished`` (the script), and after it (Streamlit's post-run
-  ``gc.collect(2)``).
-* ``--memory-log PATH``: every ``--memory-every`` seconds (5) one JSON line of the process's memory by
-  kind (``memory_sample``): RSS (anonymous, file-backed), glibc's heap (in use, free), CPython's
-  allocator, the shared caches' entries and bytes, sessions and Streamlit's kept downloads. It does not
-  count ``gc.get_objects()``: from another thread that can catch a tuple being built ("SystemError: bad
-  argument to internal function").
-
-The issue-13 options (``--stats``, ``--no-app-freeze``, ``--run-slots``, ``--tracemalloc``), ``--profile``,
-``--malloc-trim`` and the memory log's per-arena and anonymous-RSS-by-kind fields were retired in the
-package layout; they are at commit e1b2501, and what they measured is recorded in BENCHMARKS.md.
+The other options of issue 13 were retired; they are at commit e1b2501.
 """
 
 from __future__ import annotations

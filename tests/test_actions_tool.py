@@ -20,13 +20,9 @@ def test_options_default_to_two_pages_three_sizes_and_ten_repeats():
     args = actions.parse_args(["costs", "--pages", "qkv, tokens", "--sizes", "6,256", "--repeats", "3"])
     assert (args.pages, args.sizes, args.repeats) == (["qkv", "tokens"], [6, 256], 3)
     assert actions.parse_args(["paint", "--repeats", "3"]).repeats == 3
-    assert actions.parse_args(["costs"]).actions == ("next", "previous", "switch", "sentence")
-    assert actions.parse_args(["costs", "--actions", "next,previous"]).actions == ("next", "previous")
 
 
-@pytest.mark.parametrize(
-    "argv", [["costs", "--sizes", "six"], ["costs", "--pages", ","], ["costs", "--actions", "next,jump"], ["cost"], []]
-)
+@pytest.mark.parametrize("argv", [["costs", "--sizes", "six"], ["costs", "--pages", ","], ["cost"], []])
 def test_bad_options_are_refused(argv):
     with pytest.raises(SystemExit):
         actions.parse_args(argv)

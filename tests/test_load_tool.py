@@ -15,7 +15,7 @@ from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks import launch, load, machine, meter, protocol, report, sentences, serve
+from benchmarks import launch, load, machine, meter, protocol, sentences, serve
 
 
 def test_a_link_opens_a_page_by_its_url_path():
@@ -135,10 +135,10 @@ def test_a_plotly_chart_is_counted_and_nothing_else_is():
 
 def test_a_class_mixes_steps_switches_and_sentences_60_20_20_and_typing_is_only_sentences():
     rng = random.Random(0)
-    draws = [load.MIXES["class"].pick(rng) for _ in range(20_000)]
+    draws = [load.pick("class", rng) for _ in range(20_000)]
     shares = {kind: draws.count(kind) / len(draws) for kind in ("step", "switch", "sentence")}
     assert shares == pytest.approx({"step": 0.6, "switch": 0.2, "sentence": 0.2}, abs=0.015)
-    assert {load.MIXES["typing"].pick(rng) for _ in range(1000)} == {"sentence"}
+    assert {load.pick("typing", rng) for _ in range(1000)} == {"sentence"}
 
 
 def test_the_class_pool_and_typed_sentences_are_6_to_40_gpt2_tokens_and_typed_ones_are_new():
@@ -297,44 +297,6 @@ def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
     ], "the slowest actions that succeeded, where they ended"
 
 
-def _lesson_entry(students: int, p95_s: float) -> dict:
-    kinds = {k: {"p95_s": 0.5, "errors": 0} for k in ("open", "next", "previous", "switch", "sentence")}
-    return {
-        "scenario": "class",
-        "mode": "2 servers behind nginx",
-        "servers": 2,
-        "students": students,
-        "page": "causal_mask",
-        "think_s": 3.0,
-        "spread_s": 5.0,
-        "duration_s": 180.0 if students > 1 else 300.0,
-        "malloc_arena_max": 2,
-        "actions": {"runs": 1800, "p50_s": 0.2, "p95_s": p95_s, "max_s": 2.0, "errors": 0},
-        "by_kind": kinds,
-        "throughput_runs_per_s": 30.0,
-        "server_cpu_cores": 1.5,
-        "server_cpu_ms_per_run": 50.0,
-        "client_cpu_cores": 0.2,
-        "rss_start_mib": 800.0,
-        "rss_end_mib": 810.0,
-        "rss_slope_mib_per_min": 0.3,
-        "rss_slope_second_half_mib_per_min": 0.1,
-        "loadavg_start": 1.0,
-        "loadavg_end": 2.0,
-    }
-
-
-def test_the_lesson_table_compares_each_class_size_with_one_student_on_as_many_servers():
-    table = report.lesson_tables([_lesson_entry(100, 0.6), _lesson_entry(1, 0.25)])
-    assert "**class**" in table and "MALLOC_ARENA_MAX=2" in table
-    lines = table.splitlines()
-    one = next(line for line in lines if line.startswith("| 2 | 1 | 300 |"))
-    hundred = next(line for line in lines if line.startswith("| 2 | 100 | 180 |"))
-    assert lines.index(one) < lines.index(hundred)
-    assert "| **600** | 2.4× |" in hundred and "| 30.00 |" in hundred and "1.50 (50)" in hundred
-    assert "+0.30 (+0.10)" in hundred
-
-
 def test_a_process_and_its_children_are_measured():
     pid = os.getpid()
     assert machine.family(pid)[0] == pid
@@ -413,14 +375,3 @@ def test_the_servers_memory_sample_names_each_kind():
     assert set(sample["caches"]) == {"SHARED", "FIGURES"}
     figures = drawn.FIGURES
     assert sample["caches"]["FIGURES"] == {"entries": len(figures), "bytes": figures.bytes}
-
-
-def test_the_floor_slope_sees_what_is_kept_grow_and_not_what_runs_in_flight_hold():
-    kept = [(float(t), 400 + 0.2 * t / 60) for t in range(0, 600)]  # +0.2 MiB/min kept for good
-    busy = [(t, v + (40 if t >= 420 and t % 60 < 55 else 0)) for t, v in kept]  # runs in flight, most of the end
-    assert meter.slope_mib_per_min(busy) > 2, "a line through every sample tilts with the runs near the end"
-    assert meter.floor_slope_mib_per_min(busy) == pytest.approx(0.2, abs=0.05)
-    assert math.isnan(meter.floor_slope_mib_per_min(kept[:150])), "two whole windows: no slope"
-    assert meter.floor_slope_mib_per_min([*kept, (600.0, 999.0)]) == pytest.approx(0.2, abs=0.01), (
-        "a last window of one sample is not a window"
-    )
