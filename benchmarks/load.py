@@ -59,8 +59,10 @@ async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
     return runs, first.app_pages
 
 
-ACTIONS = ("step", "switch", "sentence")  # a stepper click (Next or Previous), a page switch, a new sentence
-MIXES = {"class": (0.6, 0.2, 0.2), "typing": (0.0, 0.0, 1.0)}  # each action's probability
+# A stepper click (Next or Previous), a page switch, a new sentence, and the Generate page writing a continuation
+# of a sentence it has not seen (issue 27: the class's mix with a fifth of the actions generating).
+ACTIONS = ("step", "switch", "sentence", "generate")
+MIXES = {"class": (0.6, 0.2, 0.2, 0.0), "generating": (0.48, 0.16, 0.16, 0.2), "typing": (0.0, 0.0, 1.0, 0.0)}
 
 
 def pick(scenario: str, rng: random.Random) -> str:
@@ -69,7 +71,8 @@ def pick(scenario: str, rng: random.Random) -> str:
 
 
 SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
-LEFT_OUT_PAGES = ("speed", "mistakes")  # not chapter pages: the Speed page's timing lab, and the "Break it" exercise
+# Not chapter pages: the Speed page's timing lab, the "Break it" exercise, the glossary, and Generate (its own action)
+LEFT_OUT_PAGES = ("speed", "mistakes", "glossary", "generate")
 # What a class types: the sentences a teacher's slides and a class's chat would offer, 6-40 GPT-2 tokens.
 CLASS_SENTENCES = (
     "Your journey starts with one step",
@@ -127,6 +130,9 @@ class LessonStudent(BrowserStudent):
         if action == "switch":
             self.page = self.rng.choice([p for p in pages if p != self.page])
             return await self.send("switch", self.message(page=self.page), expect_text=None)
+        if action == "generate":  # the Generate page continues one of the class's sentences
+            self.page, text = "generate", self.rng.choice(CLASS_SENTENCES)
+            return await self.send("generate", self.message(page=self.page, text=text), expect_text=text)
         if action == "sentence":
             current = self.states.get(self.widget_ids.get(TEXT_WIDGET_KEY, ""), ("", ""))[1]
             others = [s for s in CLASS_SENTENCES if s != current]
@@ -148,7 +154,9 @@ class LessonStudent(BrowserStudent):
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
     actions = [r for r in runs if r.kind != "open"]
-    kinds = sorted({r.kind for r in runs}, key=lambda k: ("open", "next", "previous", "switch", "sentence").index(k))
+    kinds = sorted(
+        {r.kind for r in runs}, key=lambda k: ("open", "next", "previous", "switch", "sentence", "generate").index(k)
+    )
     finished = [r for r in actions if start <= r.done <= end]
     slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
     return {
