@@ -102,13 +102,16 @@ def macs_per_new_token(
 ) -> MacCount:
     """Multiply-adds to get the next token when the text has ``num_tokens`` tokens, the newest included.
 
-    With the cache, only the newest token goes through the model: per layer,
-    d × d for its query and its output projection, d × kv_dim for its key and
-    its value (kv_dim = num_kv_heads × head_dim), 8 d² for the feed-forward
-    layer, and 2 × num_tokens × d to score the cached keys and mix their values;
-    then d × vocab_size for its logits. Without the cache all ``num_tokens``
-    rows go through every product, the attention matrix is num_tokens × num_tokens
-    (the masked half is computed too), and every row gets logits.
+    With the cache, only the newest token goes through the model. Per layer it costs:
+
+    * d × d for its query, and d × d for the output projection;
+    * d × kv_dim for its key and for its value (kv_dim = num_kv_heads × head_dim);
+    * 8 d² for the feed-forward layer;
+    * 2 × num_tokens × d to score the cached keys and mix their values.
+
+    Then d × vocab_size gives its logits. Without the cache all ``num_tokens`` rows go
+    through every product. The attention matrix is num_tokens × num_tokens (the masked
+    half is computed too), and every row gets logits.
     """
     if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 1:
         raise ValueError(f"num_tokens must be a whole number, at least 1; got {num_tokens!r}.")

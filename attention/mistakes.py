@@ -118,7 +118,8 @@ MISTAKES: dict[str, Mistake] = {
             "No scaling by 1/√d_k",
             _SOFTMAX_LINE,
             "attn_weights = torch.softmax(attn_scores, dim=-1)",
-            "The spread (standard deviation) of a dot product of d_k random numbers grows like √d_k. Unscaled, "
+            "The spread (standard deviation) of a dot product of two vectors of d_k random numbers (variance 1) "
+            "grows like √d_k. Unscaled, "
             "large d_k makes rows one-hot (all weight on one key), where the softmax's gradient nears 0.",
             replace(RIGHT, weigh=weigh_unscaled),
             measure_no_scaling,

@@ -168,7 +168,7 @@ IMPLEMENTATIONS = {
         "3.6, heads one by one", "one head's (b, T, T) tensors at a time", wrapper_of_heads
     ),
     "trace": Implementation(
-        "8, every step kept",
+        "the package's trace (not in the book), every step kept",
         "the forward's attn_scores and attn_weights; the other steps derived when asked",
         traced,
     ),
@@ -186,7 +186,9 @@ IMPLEMENTATIONS = {
         sdpa_after_projections,
     ),
     "fast_multihead": Implementation(
-        "9, fused kernel, one projection", "as the fused kernel; and the stacked (3 d_out, d_in) weight matrix", fused
+        "the package's fast_multihead (not in the book), fused kernel, one projection",
+        "as the fused kernel; and the stacked (3 d_out, d_in) weight matrix",
+        fused,
     ),
 }
 
@@ -350,9 +352,9 @@ def measure(
 
     ``time_budget_s`` caps the whole measurement's time, for a shared server.
     A first pass runs from the smallest T up: each T gets its warm-up, one
-    round and its memory call, unless that would not fit in what is left of
-    the budget (predicted from the previous T's calls, scaled by T²); then it
-    and every larger T are skipped, and ``skipped_tokens`` lists them. The
+    round and its memory call. A T that would not fit in what is left of the
+    budget (predicted from the previous T's calls, scaled by T²) is skipped,
+    with every larger T, and ``skipped_tokens`` lists them. The
     other rounds follow, each T in turn, while they fit; ``rounds[i]`` says how
     many ran at ``num_tokens[i]``, at least one.
 

@@ -69,7 +69,7 @@ if step == 0:
     side_by_side(data.inputs, f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
     widgets.show_code(views.batch_view, attention.token_vector)
 elif step == 1:
-    st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens))
+    st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens, book=settings.source == BOOK))
     positions = [str(i + 1) for i in range(num_tokens)]  # tokens counted from 1, as the book counts them
     axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")

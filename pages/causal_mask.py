@@ -7,6 +7,7 @@ import streamlit as st
 
 import attention
 from explorer import figures, session, views, widgets
+from explorer.models import choice
 from explorer.page_text import causal_mask as notes
 from explorer.page_text import questions
 from explorer.page_text.format import first_values
@@ -64,7 +65,7 @@ else:
     text, plot = st.columns([1, 2], gap="medium")
 if step == 0:
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
-    text.markdown(notes.unmasked_text(seed, future_share))
+    text.markdown(notes.unmasked_text(seed, future_share, trained_head=choice.head_name(settings)))
     widgets.book_caption(settings, "causal", where=text)
     with plot:
         draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
@@ -110,8 +111,9 @@ elif step == 5:
         f"tokens' values. First row: {first_values(output)}."
     )
     text.caption(
-        "Section 3.5.1 stops at the weights. The book prints `CausalAttention`'s output in section 3.5.3, "
-        "built after `torch.manual_seed(123)`: see the Batches page."
+        "Section 3.5.1 stops at the weights. Section 3.5.3 builds `CausalAttention` after `torch.manual_seed(123)` "
+        "and prints its output's shape; its values are the first two columns of section 3.6.1's output. See the "
+        "Batches page."
     )
     if settings.training and settings.dropout > 0:
         text.caption("Dropout is on in the sidebar; this page shows eval mode (no dropout). See the Dropout page.")

@@ -9,6 +9,7 @@ from explorer.page_text import multihead as notes
 from explorer.page_text import questions
 from explorer.page_text.format import first_values
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
+from explorer.settings import RANDOM
 
 run = session.current_run()
 settings = run.settings
@@ -25,7 +26,8 @@ head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
-trained = ["What each head looks at"] if settings.weights != "random" else []
+is_trained = settings.weights != RANDOM
+trained = ["What each head looks at"] if is_trained else []
 step = widgets.stepper("multihead", [*steps, "Same weight matrices, same output", *trained])
 
 
@@ -48,7 +50,7 @@ def heads_grid(weights, title: str, name: str) -> None:
 
 
 if step == 0:
-    st.markdown(notes.several_heads_text(num_heads))
+    st.markdown(notes.several_heads_text(num_heads, trained=is_trained))
     heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
     widgets.show_code(attention.MultiHeadAttentionWrapper)
 elif step == 1:
@@ -70,7 +72,7 @@ elif step == 1:
 elif step == 2:
     output = data.wrapper_output
     shown = range(num_heads) if num_tokens * num_heads * d_out <= notes.GRID_CELLS else group
-    st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, first_values(output)))
+    st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, first_values(output), trained=is_trained))
     widgets.book_caption(settings, "wrapper")
     part = f" (heads {shown.start + 1}–{shown.stop} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
@@ -83,7 +85,7 @@ elif step == 3:
     widgets.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 4:
-    st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out))
+    st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 5:
@@ -103,7 +105,7 @@ elif step == 5:
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 6:
     difference = data.wrapper_vs_efficient_max_difference
-    st.markdown(notes.same_output_text(d_out, head_dim, data.shared_d_out))
+    st.markdown(notes.same_output_text(d_out, head_dim, data.shared_d_out, trained=is_trained))
     if difference is None:
         st.info(notes.skipped_text(data.shared_d_out, SHARED_D_OUT_LIMIT))
     else:

@@ -106,7 +106,7 @@ elif step in (4, 5):
         widgets.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
     widgets.show_code(attention.scaling_lab)
 else:
-    st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference))
+    st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference, trained_head=choice.head_name(settings)))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
     widgets.side_by_side(
         matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),

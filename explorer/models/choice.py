@@ -113,12 +113,16 @@ def input_text(settings: Settings) -> str:
     found = model(settings.weights)
     if found is None:
         return ""
-    below = "nothing else: this is the first layer" if settings.layer == 1 else f"the {settings.layer - 1} blocks below"
+    if settings.layer == 1:
+        below, repeated = "", "only its position has changed it (LayerNorm works on each token alone)."
+    else:
+        blocks = "the block below" if settings.layer == 2 else f"the {settings.layer - 1} blocks below"
+        below, repeated = f", then {blocks}", "its position and the tokens before it have changed it."
     return (
         f"With trained weight matrices the input is **what the model feeds layer {settings.layer}**. That is "
         "each token id's row of the model's learned token embedding plus its position's embedding "
-        f"({found.cfg.emb_dim} numbers each), then {below}, then the block's {term('layernorm')} (`norm1`). A "
-        "token that occurs twice gets two different rows: its position and the tokens before it have changed it."
+        f"({found.cfg.emb_dim} numbers each){below}, then the block's {term('layernorm')} (`norm1`). A "
+        "token that occurs twice gets two different rows: " + repeated
     )
 
 
@@ -132,3 +136,11 @@ def origin(settings: Settings) -> str:
         f"That is rows [{first}:{first + settings.d_out}] of each `nn.Linear` (Python indexes), transposed, as "
         "`SelfAttention_v1` stores them. Training set these numbers."
     )
+
+
+def head_name(settings: Settings) -> str:
+    """Which trained head a single-head page holds ("head 2 of layer 3 of GPT-2"); empty for random weights."""
+    if model(settings.weights) is None:
+        return ""
+    which = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
+    return f"head {settings.head + 1} of layer {settings.layer} of {which}"

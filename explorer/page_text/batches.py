@@ -16,11 +16,13 @@ def padding_text(lengths, num_tokens: int, padding: list[int]) -> str:
     )
 
 
-def mask_text(buffer_shape: tuple[int, int], b: int, num_tokens: int) -> str:
-    """Step 2: one registered buffer, one slice of it, applied to every item of the batch."""
+def mask_text(buffer_shape: tuple[int, int], b: int, num_tokens: int, *, book: bool = False) -> str:
+    """Step 2: one registered buffer, one slice of it, applied to every item of the batch; ``book``: the book's
+    preset, for which the book passes context_length = 6 and so builds a (6, 6) buffer."""
     rows, cols = buffer_shape
+    books = " (the book passes context_length = 6, so its buffer is (6, 6))" if book and rows != 6 else ""
     return (
-        f"`__init__` registers `self.mask`, shape **({rows}, {cols})** (context_length × context_length), as a "
+        f"`__init__` registers `self.mask`, shape **({rows}, {cols})** (context_length × context_length){books}, as a "
         f"{term('buffer', '**buffer**')}: a tensor the module owns but never trains. It moves with the module "
         "under `.to(device)` and "
         f"is saved with it. `forward` slices its corner, `self.mask[:{num_tokens}, :{num_tokens}]`."
@@ -38,7 +40,8 @@ def weights_text(b: int, num_tokens: int, same: bool, padded: bool, dropout: flo
         f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
         "Both items are the same sentence, so their weights are the same." if same else "",
         "Every real token comes before the padding, so no real token's row puts weight on a padding column: those "
-        "cells are in its future, masked. The padding rows attend to the real tokens before them."
+        "cells are in its future, masked. The padding rows attend to everything up to themselves, real "
+        "tokens and earlier padding alike."
         if padded
         else "",
         f"Dropout is on: these are the weights after one draw (survivors × 1/(1−{dropout}))."

@@ -7,11 +7,17 @@ from .glossary import term
 TRIL_LEGEND = {"False (0): visible": "0: a future key, zeroed", "True (1): masked, a future key": "1: kept"}
 
 
-def unmasked_text(seed: int, future_share: float) -> str:
-    """Step 1: every query sees the future, and how much weight it puts there on average."""
+def unmasked_text(seed: int, future_share: float, *, trained_head: str = "") -> str:
+    """Step 1: every query sees the future, and how much weight it puts there on average; ``trained_head`` names
+    the trained layer's head the module holds (empty for the chapter's seeded weight matrices)."""
+    built = (
+        f"holding {trained_head}"
+        if trained_head
+        else f"built after `torch.manual_seed({seed})`"
+        + (", which has the book's `SelfAttention_v2` weight matrices" if seed == 789 else "")
+    )
     return (
-        f"These are the weights **before** masking of a `CausalAttention` built after `torch.manual_seed({seed})`"
-        + (", which has the book's `SelfAttention_v2` weights" if seed == 789 else "")
+        f"These are the weights **before** masking of a `CausalAttention` {built}"
         + ": the softmax of attn_scores / √d_k. Every query attends to every key, including tokens that come "
         "after it. A language model predicts the next token, so that is cheating: on average a query puts "
         f"**{future_share:.1%}** of its weight on the future. A {term('causal_mask')} hides it."

@@ -63,9 +63,10 @@ def intro_text(view) -> str:
     return (
         f"**{view.model_name}** ({view.num_layers} layers of `MultiHeadAttention` with {view.num_heads} heads, "
         f"context_length {view.context_length}) continues the prompt's **{view.prompt_tokens}** tokens with "
-        f"**{view.new_tokens}** new ones, {how_chosen(view.options)}. Each step, as in chapter 4's "
-        "`generate_text_simple`, turns the last token's logits into probabilities with a softmax and appends the "
-        "chosen token to the text. The next steps look inside."
+        f"**{view.new_tokens}** new ones, {how_chosen(view.options)}. Each step turns the last token's logits "
+        "(one raw score per token of the vocabulary) into probabilities with a softmax and appends the chosen "
+        "token. Chapter 4's `generate_text_simple` picks greedily; chapter 5's `generate` adds temperature and "
+        "top-k. The next steps look inside."
     )
 
 
@@ -148,7 +149,9 @@ def memory_text(view) -> str:
         "The cache keeps a key and a value for every token, in every layer, for every key/value head. "
         "Grouped-query attention (GQA, in Llama 3 and Qwen) lets several query heads share one key/value head; "
         "multi-query attention (MQA) shares one among all. The query heads stay; the cache shrinks by "
-        "num_heads / num_kv_heads. `GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`."
+        "num_heads / num_kv_heads. `GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`. "
+        "The GQA and MQA rows of GPT-2 small and the small GPT are what-ifs: both models use multi-head attention. "
+        "Llama 3 8B really has 8 key/value heads."
     )
 
 

@@ -155,7 +155,8 @@ TERMS: dict[str, Term] = {
     "causal_mask": Term(
         "causal mask",
         "Hides, for each query, the tokens after it: the entries above the diagonal. Their scores become −∞ "
-        "before the softmax, so their attention weights are exactly 0. Also called masked attention.",
+        "before the softmax, so their attention weights are exactly 0. Attention with this mask is causal attention, "
+        "also called masked attention.",
     ),
     "buffer": Term(
         "buffer (register_buffer)",
@@ -180,8 +181,9 @@ TERMS: dict[str, Term] = {
     ),
     "transpose": Term(
         "transpose(1, 2)",
-        "Swaps two dimensions of a tensor. In a batch `keys.T` would reverse all three dimensions, so the "
-        "classes write `keys.transpose(1, 2)`, which swaps only num_tokens and the vector size.",
+        "Swaps two dimensions of a tensor; `.T` would reverse them all. `CausalAttention` writes "
+        "`keys.transpose(1, 2)` to swap tokens and vector size in a 3-d batch. `MultiHeadAttention` uses "
+        "`transpose(1, 2)` to swap tokens and heads, and `keys.transpose(2, 3)` for the scores.",
         code=True,
     ),
     "contiguous": Term(

@@ -33,12 +33,12 @@ def labels(dims: int, heads: range | None = None) -> list[str]:
     return [f"h{k + 1}·{j}" if wide else f"head {k + 1} · dim {j}" for k in heads for j in range(dims)]
 
 
-def several_heads_text(num_heads: int) -> str:
-    """Step 1: what the wrapper runs, and why several heads."""
+def several_heads_text(num_heads: int, *, trained: bool = False) -> str:
+    """Step 1: what the wrapper runs, and why several heads; ``trained``: the heads hold a trained layer's."""
+    built = "each holding one head's slice of the trained layer" if trained else "built one after another from the seed"
     return (
         f"`MultiHeadAttentionWrapper` runs **{num_heads}** `CausalAttention` heads side by side. Each has its own "
-        f"{term('weight_matrices', 'trainable weight matrices')} `W_query`, `W_key`, `W_value`, built one after "
-        "another from the seed. So each "
+        f"{term('weight_matrices', 'trainable weight matrices')} `W_query`, `W_key`, `W_value`, {built}. So each "
         "head projects the tokens differently and can attend to a different kind of relation between them (the "
         "book: different representation subspaces)."
     )
@@ -54,12 +54,16 @@ def one_head_text(head: int, num_tokens: int, d_out: int) -> str:
     )
 
 
-def concatenate_text(num_heads: int, num_tokens: int, d_out: int, first_row: str) -> str:
+def concatenate_text(num_heads: int, num_tokens: int, d_out: int, first_row: str, *, trained: bool = False) -> str:
+    last = (
+        "With trained weight matrices the Batches page holds the sidebar's head; its columns here are that head's."
+        if trained
+        else "Head 1 is built first after the seed, so its columns equal `CausalAttention`'s output (Batches page)."
+    )
     return (
         f"`torch.cat([head(x) for head in self.heads], dim=-1)`: each head's d_out = {d_out} columns side by side, "
         f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}) for "
-        f"one sentence. The book's batch holds two, so it prints torch.Size([2, 6, 4]). First row: {first_row}. "
-        "Head 1 is built first after the seed, so its columns equal `CausalAttention`'s output (Batches page)."
+        f"one sentence. The book's batch holds two, so it prints torch.Size([2, 6, 4]). First row: {first_row}. " + last
     )
 
 
@@ -74,14 +78,18 @@ def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     )
 
 
-def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int) -> str:
+def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int, *, trained: bool = False) -> str:
     """Step 5: every head's weights from one batched matmul; ``weights_shape`` is (num_heads, T, T)."""
+    compared = (
+        "Both modules hold the same trained layer here, so these patterns are the wrapper's heads' too."
+        if trained
+        else f"The wrapper's heads have d_out = {d_out} each and other weight matrices, so these patterns differ from "
+        "its heads'."
+    )
     return (
         f"`attn_weights` has shape (b, num_heads, num_tokens, num_tokens) = {(1, *weights_shape)}: every head's "
         f"weights from one batched matmul. Here {term('d_k')} = `keys.shape[-1]` is head_dim, so the scores are "
-        "divided by "
-        f"√head_dim = √{head_dim}. The wrapper's heads have d_out = {d_out} each and other weight matrices, so "
-        "these patterns differ from its heads'."
+        f"divided by √head_dim = √{head_dim}. " + compared
     )
 
 
@@ -106,13 +114,18 @@ def gpt_text() -> str:
     )
 
 
-def same_output_text(d_out: int, head_dim: int, shared_d_out: int) -> str:
+def same_output_text(d_out: int, head_dim: int, shared_d_out: int, *, trained: bool = False) -> str:
     differ = (
         f"The two modules differ in shape and in weight matrices: the wrapper's heads have d_out = {d_out} each and "
         f"divide their scores by √{d_out}. `MultiHeadAttention`'s heads have head_dim = {head_dim} and divide by "
         f"√{head_dim}, and `out_proj` mixes them."
     )
-    if d_out == head_dim:
+    if trained:
+        differ = (
+            f"Here both modules hold the trained layer's own weight matrices, {head_dim} columns a head, divided by "
+            f"√{head_dim}; `MultiHeadAttention` also mixes its heads with `out_proj`."
+        )
+    elif d_out == head_dim:
         differ = (
             f"Here both modules' heads have {d_out} columns and divide by √{d_out}, but their weight matrices differ, "
             "and `MultiHeadAttention` mixes its heads with `out_proj`."

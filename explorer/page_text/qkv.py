@@ -25,7 +25,8 @@ def projections_text(origin: str, seed: int) -> str:
         f"Each embedding is projected three ways by the {term('weight_matrices', 'trainable weight matrices')} "
         f"W_query, W_key and W_value, each {term('d_in')} × {term('d_out')}: "
         + (origin or book)
-        + "\n\nThey are parameters, learned once. The **attention weights** of the next steps are computed anew "
+        + "\n\nThey are parameters: training adjusts them, then they stay fixed for every input. The "
+        "**attention weights** of the next steps are computed anew "
         "for every input. The book takes d_out = 2 ≠ d_in = 3 to tell them apart; GPT models usually use d_out = d_in."
     )
 
@@ -49,9 +50,11 @@ def lab_series(lab, name: str) -> dict:
 
 
 def saturation_text(lab, num_keys: int) -> str:
+    largest = lab.unscaled_max_weight[-1]
+    verdict = f"therefore {term('saturates')}" if largest > 0.9 else "grows sharper"  # saturated: nearly one-hot
     return (
         "Dot products of random d_k-dim queries and keys have a spread (standard deviation) of about √d_k. "
-        f"Unscaled, the softmax therefore {term('saturates')}: {TOP} the largest weight averages "
+        f"Unscaled, the softmax {verdict}: {TOP} the largest weight averages "
         f"**{lab.unscaled_max_weight[-1]:.2f}**, and the row's {term('entropy')} is "
         f"**{lab.unscaled_entropy[-1]:.2f}** nats (0 would be {term('one_hot')}). Scaled: "
         f"**{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** (uniform: log {num_keys} = "
@@ -63,16 +66,23 @@ def gradients_text(lab) -> str:
     grads = lab.unscaled_grad_norm
     return (
         f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the output at the "
-        f"softmax's input. Unscaled it falls from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** {TOP}; "
-        f"scaled it is still **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax passes almost no gradient "
+        f"softmax's input (the Break it page measures what reaches `W_query` and `W_key`). Unscaled it "
+        f"{'falls' if grads[-1] < grads[0] else 'rises'} from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** "
+        f"{TOP}; scaled it is **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax passes almost no gradient "
         "back to the scores."
     )
 
 
-def v1_v2_text(v2_seed: int, max_difference: float) -> str:
+def v1_v2_text(v2_seed: int, max_difference: float, *, trained_head: str = "") -> str:
+    """The last step; ``trained_head`` names the trained layer's head v2 holds (empty for seeded weight matrices)."""
+    built = (
+        f"holding {trained_head}, uses {term('nn_linear')}, whose initialization no longer matters here"
+        if trained_head
+        else f"built after `torch.manual_seed({v2_seed})` (the book uses 789), uses {term('nn_linear')}. Its "
+        "better-scaled initialization makes training more stable"
+    )
     return (
-        f"`SelfAttention_v2`, built after `torch.manual_seed({v2_seed})` (the book uses 789), uses "
-        f"{term('nn_linear')}. Its better-scaled initialization makes training more stable, and "
+        f"`SelfAttention_v2`, {built}, and "
         f"{term('qkv_bias')}=False leaves out its bias. It stores each weight matrix transposed (d_out × d_in). "
         f"Copy v2's weight matrices, transposed, into v1 and the outputs agree: max |difference| = "
         f"**{max_difference:.3g}**."

@@ -65,8 +65,9 @@ def why_text(data) -> str:
     return (
         f"At T = {T[-1]}, `trace` peaks at {mib(data, 'trace')}, {memory['trace'][-1] / one[-1]:.1f}× one weights "
         f"tensor ({amount(one[-1])}): it keeps the book's masked scores and the weights, and takes "
-        f"{pace(data, 'trace')}. `{REFERENCE}`, the book's code, makes the same two and drops them when it returns: "
-        f"{mib(data, REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns every head's "
+        f"{pace(data, 'trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled scores, a "
+        f"third, and drops them when it returns: {mib(data, REFERENCE)}.{grew} `nn.MultiheadAttention` makes "
+        f"the scores and returns every head's "
         f"weights: {mib(data, 'nn.MultiheadAttention')}, {pace(data, 'nn.MultiheadAttention')}. The wrapper holds "
         f"one head's (b, T, T) tensors at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
         f"{data.sizes['num_heads']} smaller products one after another: {pace(data, 'MultiHeadAttentionWrapper')}. "

@@ -21,7 +21,8 @@ def encoder_text(hidden_size: int) -> str:
         "Chapter 3 opens with translation. Word by word it fails, because languages order words differently, "
         "so a model must read the whole sentence before it writes. Before attention that model was an "
         f"**{term('encoder_decoder', 'RNN encoder–decoder')}**.\n\n"
-        "The encoder (here a one-way GRU, which reads left to right) reads one token at a time and updates "
+        "The encoder (here a one-way GRU, a common kind of RNN, which reads left to right) reads one token "
+        "at a time and updates "
         f"a **{term('hidden_state')}** of {hidden_size} numbers. Row *j* is the state after reading tokens "
         "1 to *j*."
     )
@@ -34,8 +35,9 @@ def fading_text(hidden_size: int, share) -> str:
         f"**bottleneck**: the whole sentence, however long, must fit in one vector of {hidden_size} numbers. "
         f"**Fading**: each update passes the previous state through the GRU's weight matrices and {term('gates')}, "
         "so an early token's influence on the final state tends to shrink with every later token.\n\n"
-        f"Autograd measures the fading: the size (norm) of the {term('gradient')} ∂final_state/∂x_j for every "
-        f"token j, as shares of the total. Here the first token keeps **{share[0]:.1%}** and the last "
+        f"Autograd measures the fading: the size (norm) of ∂final_state/∂x_j, how much the final state changes "
+        f"with token j (a {term('gradient')} for each of its numbers), as shares of the total. Here the first "
+        f"token keeps **{share[0]:.1%}** and the last "
         f"**{share[-1]:.1%}**."
     )
 

@@ -131,6 +131,6 @@ def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
     if not reasons:
         return f"These are the book's numbers: section {TITLES[section]}."
     return (
-        f"These are no longer the book's numbers: {'; '.join(reasons)}. The book prints them in section "
-        f"{TITLES[section]}, with the default settings."
+        f"These are no longer the book's numbers: {'; '.join(reasons)}. The app's default settings reproduce the "
+        f"numbers the book prints in section {TITLES[section]}."
     )

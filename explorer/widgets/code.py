@@ -13,6 +13,11 @@ STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``
     ": the book's `forward`, line for line, except that it returns every tensor it computed, so the page can "
     "draw them. `forward` returns `steps(x).output`."
 )
+CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, which the book does not have
+    ": not in the book: the package's attention after chapter 3, its new lines marked `# New`, returning every "
+    "tensor it computed. `forward` returns the output and the new cache."
+)
+BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
 _SOURCES: dict[Callable | type, str] = {}
 _SOURCES_LOCK = threading.Lock()
 
@@ -59,5 +64,13 @@ def show_code(*objects: Callable | type | str, title: str = "Show the code") -> 
         for obj in map(_named, objects):
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
-            st.caption(f"`{where}`" + (STEPS_NOTE if obj.__name__ == "steps" else ""))
+            st.caption(f"`{where}`" + steps_note(obj))
             st.code(source_of(obj), language="python")
+
+
+def steps_note(obj: Callable | type) -> str:
+    """Why a panel shows a class's ``steps`` rather than its ``forward``: the book's lines for the chapter's
+    classes, the package's own for the ones after it (a KV cache, grouped-query attention); else nothing."""
+    if getattr(obj, "__name__", "") != "steps":
+        return ""
+    return STEPS_NOTE if obj.__qualname__.split(".")[0] in BOOK_CLASSES else CACHED_STEPS_NOTE

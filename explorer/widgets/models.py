@@ -8,6 +8,7 @@ import streamlit as st
 import attention
 from explorer import figures
 from explorer.models.heads import summaries
+from explorer.page_text.glossary import term
 from explorer.settings import Settings
 from explorer.views.reversal import reversal_view
 from explorer.widgets.basics import table
@@ -32,8 +33,9 @@ def show_summaries(settings: Settings) -> None:
         return
     st.markdown(
         f"Layer {settings.layer}'s heads on this sentence, each row's attention weights averaged over queries 2 to T "
-        "(query 1 sees only itself): how much goes to **the token just before**, how much to **the first token**, "
-        "and how spread out a row is (its entropy as a share of spreading evenly: 1 is uniform, 0 is one token)."
+        "(query 1 sees only itself). The bars show how much goes to **the token just before** and to **the first "
+        f"token**. They also show how spread out a row is: its {term('entropy')} as a share of spreading evenly "
+        "(1 is uniform, 0 is one token)."
     )
     shares = {
         "on the previous token": found.previous_token,
@@ -72,7 +74,7 @@ def show_alignment(pieces, ids) -> None:
         "the encoder states, and the output is read from the context alone. Its attention learned to look "
         f"there: each step's largest weight averages **{view.mean_max_weight:.3f}** "
         f"(untrained: {view.untrained_mean_max_weight:.3f}; uniform 1/{count} = {1 / count:.3f}), "
-        f"{view.on_anti_diagonal:.3f} of it on the right token. It writes {int(view.right.sum())} of "
+        f"and the weight on the right token averages {view.on_anti_diagonal:.3f}. It writes {int(view.right.sum())} of "
         f"{count} symbols right."
     )
     written = [pieces[count - 1 - i] for i in range(count)]  # row i: the token output step i must write

@@ -175,7 +175,8 @@ def token_window_control(run: Run) -> None:
             num_tokens,
             key=WINDOW_KEY,
             help=f"{num_tokens:,} tokens are too many to read cell by cell: the full range is drawn as "
-            "block means; narrow it to inspect single cells (hover shows the token positions).",
+            "block means; narrow it to inspect single cells. The range is a Python slice, start to stop: 0-40 "
+            "shows tokens 1 to 40.",
         )
     if (start, stop) != (0, num_tokens):
         st.session_state["token_window"] = (start, max(stop, start + 1))
