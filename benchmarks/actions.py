@@ -31,7 +31,6 @@ from benchmarks.protocol import BrowserStudent
 from benchmarks.sentences import Sentences, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
-PAUSE_S = 0.3  # between actions: the previous run and its collection are over
 ACTIONS = ("next", "previous", "switch", "sentence")
 
 
@@ -43,16 +42,12 @@ def parse_list(text: str, kind=str) -> list:
 
 
 async def timed(server, student: BrowserStudent, kind: str, message: bytes, text: str | None = None) -> dict:
-    await asyncio.sleep(PAUSE_S)
-    mark, avg = server.mark(), loadavg()[0]
-    run = await student.send(kind, message, expect_text=text)
-    timing = await server.timing_after(mark) or {}
-    nan = float("nan")
-    script_cpu, gc_ms = 1000 * timing.get("script_cpu_s", nan), 1000 * timing.get("after_s", nan)
+    run, timing, avg = await server.timed_send(student, kind, message, text)
+    script_cpu, gc_ms = 1000 * timing["script_cpu_s"], 1000 * timing["after_s"]
     return {
         "action": kind,
         "script_cpu_ms": script_cpu,
-        "script_wall_ms": 1000 * timing.get("script_s", nan),
+        "script_wall_ms": 1000 * timing["script_s"],
         "gc_ms": gc_ms,
         "cpu_ms": script_cpu + gc_ms,
         "client_ms": 1000 * run.latency,

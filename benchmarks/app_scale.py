@@ -70,10 +70,7 @@ async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: in
     rows = []
     for _ in range(repeats):
         text = sentences.make(num_tokens)
-        await asyncio.sleep(0.2)  # the previous run's post-run collection is over
-        mark, load = server.mark(), loadavg()[0]
-        run = await student.edit(text)
-        timing = await server.timing_after(mark) or dict.fromkeys(("script_s", "after_s", "total_s"), float("nan"))
+        run, timing, load = await server.timed_send(student, "edit", student.message(text=text), text)
         seconds = {"script": timing["script_s"], "client": run.latency, "gc": timing["after_s"]}
         seconds["total"] = timing["total_s"]
         rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
