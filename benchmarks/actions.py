@@ -27,7 +27,7 @@ from benchmarks.browser import chromium, cold_start
 from benchmarks.launch import ROOT, TimedServer
 from benchmarks.machine import loadavg
 from benchmarks.meter import median, percentile
-from benchmarks.protocol import BrowserStudent
+from benchmarks.protocol import BrowserStudent, warm
 from benchmarks.sentences import Sentences, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
@@ -119,9 +119,7 @@ async def costs(args) -> dict:
     started, load_start = time.strftime("%Y-%m-%d %H:%M"), loadavg()
     try:
         sentences = Sentences(seed=args.seed)
-        for page in args.pages:  # first runs (imports, first-call costs) are not timed
-            student = await open_typed(BrowserStudent(server.base), page, 64, sentences)
-            await student.close()
+        await warm(server.base, args.pages, make=lambda: sentences.make(64))  # first runs are not timed
         rows = []
         for num_tokens in args.sizes:
             rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences)
@@ -138,12 +136,7 @@ async def costs(args) -> dict:
         "server_log_problems": server.log_problems()[:20],
     }
     for e in result["summary"]:
-        print(
-            f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} cpu p50 {e['cpu_ms']:7.1f} p95 {e['cpu_ms_p95']:7.1f} "
-            f"(script {e['script_cpu_ms']:6.1f}, gc {e['gc_ms']:5.1f}) client {e['client_ms']:6.1f} ms, "
-            f"{e['kib']:5.0f} KiB, errors {e['errors']}, load {e['load'][0]:.1f}-{e['load'][1]:.1f}",
-            flush=True,
-        )
+        print(f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} CPU p50 {e['cpu_ms']:7.1f} ms, errors {e['errors']}")
     return result
 
 
@@ -253,13 +246,7 @@ def paint(args) -> dict:
             s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
             s["phases"] = {"healthy": s["healthy_s"], **s["phases"], "painted": s["painted_s"]}
             samples.append(s)
-            marks = ", ".join(f"{name} {s['phases'].get(name, float('nan')):.2f}" for name, _ in PHASES)
-            print(
-                f"  cold start /: healthy {s['healthy_s']:.1f} s ({s['healthy_cpu_s']:.1f} s CPU), first heatmap "
-                f"painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s), load {s['load']:.2f}, "
-                f"{s['script_runs']} run(s)\n    {marks}",
-                flush=True,
-            )
+            print(f"  cold start /: painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s)", flush=True)
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
     meanings = dict(PHASES)

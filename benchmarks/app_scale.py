@@ -31,7 +31,7 @@ from benchmarks.browser import BrowserTab, chromium, cold_start
 from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import median
-from benchmarks.protocol import Student
+from benchmarks.protocol import Student, warm
 from benchmarks.sentences import Sentences, link_text, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "app_scale"
@@ -94,25 +94,13 @@ async def measure(server: TimedServer, page: str, step: int, num_tokens: int, re
         await student.close()
 
 
-async def warm_up(app: TimedServer, baselines: dict, pages: list[str], sentences: Sentences) -> dict[str, int]:
-    """Open every page and step once (and the bare and shell pages), so first-call costs are behind us."""
-    steps: dict[str, int] = {}
-    for server, page in (*((b, "") for b in baselines.values()), *((app, p) for p in pages)):
-        step = count = 1
-        while step <= count:  # every step of the app's pages, the first of the bare and shell pages
-            student = await open_session(server, page, 64, step, sentences)
-            count = (student.steps or 1) if server is app else 1
-            await student.edit(sentences.make(64))
-            await student.close()
-            steps[page], step = count, step + 1
-    return steps
-
-
 async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str], results: dict) -> None:
     sentences = Sentences(seed=args.seed)
     started = time.time()
     print(f"warming up (load {loadavg()[0]:.2f})", flush=True)
-    steps = await warm_up(app, baselines, pages, sentences)
+    for server in baselines.values():  # first-call costs behind us: the bare and shell pages, every step of the app
+        await warm(server.base, [""], make=lambda: sentences.make(64))
+    _, _, steps = await warm(app.base, pages, every_step=True, make=lambda: sentences.make(64))
     titles = dict(app.pages)
     for num_tokens in args.sizes:
         baseline = {"bare": [], "shell": []}
@@ -128,22 +116,12 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
                 row.update(bare_ms=bare_ms, ratio=row["script_ms"] / bare_ms, total_ratio=row["total_ms"] / bare_total)
                 row["when"] = time.strftime("%Y-%m-%d %H:%M")
                 results["server"][f"{page}|{step}|{num_tokens}"] = row
-                print(
-                    f"  T={num_tokens:5d} {page or '(default)':12s} step {step}/{steps[page]}: "
-                    f"{row['script_ms']:7.1f} ms ({row['ratio']:4.1f}x bare {bare_ms:5.1f}), client "
-                    f"{row['client_ms']:7.1f} ms, {row['bytes'] / 1024:7.1f} KiB, load {row['load'][0]:.2f}"
-                    + (f", ERRORS {row['errors']}" if row["errors"] else ""),
-                    flush=True,
-                )
+                where = f"T={num_tokens:5d} {page or '(default)':12s} step {step}/{steps[page]}"
+                print(f"  {where}: {row['script_ms']:7.1f} ms ({row['ratio']:4.1f}x bare) {row['errors']}", flush=True)
         for name, rows in baseline.items():
             medians = {key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")}
             load = [v for r in rows for v in r["load"]]
             results["baseline"][f"{name}|{num_tokens}"] = {"name": name, "T": num_tokens, **medians, "load": load}
-        print(
-            f"  T={num_tokens:5d} bare {results['baseline'][f'bare|{num_tokens}']['script_ms']:.1f} ms, shell "
-            f"{results['baseline'][f'shell|{num_tokens}']['script_ms']:.1f} ms",
-            flush=True,
-        )
     results["server_run"] = {
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "minutes": (time.time() - started) / 60,
@@ -187,12 +165,7 @@ def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> No
                 row |= {"plots": runs[-1]["plots"], "samples_ms": [round(r["painted_ms"]) for r in runs]}
                 row |= {"load": [r["load"] for r in runs], "when": time.strftime("%Y-%m-%d %H:%M")}
                 results["browser"][f"{page}|{step}|{num_tokens}"] = row
-                print(
-                    f"  browser T={num_tokens:5d} {page or '(default)':12s} step {step}: Enter→painted "
-                    f"{row['painted_ms']:7.0f} ms (run finished {row['finished_ms']:6.0f} ms), "
-                    f"{row['plots']} plots, {row['received_bytes'] / 1024:.0f} KiB, load {runs[0]['load']:.2f}",
-                    flush=True,
-                )
+                print(f"  browser T={num_tokens:5d} {page or '(default)':12s}: {row['painted_ms']:7.0f} ms", flush=True)
 
 
 def cold_start_phase(args, results: dict) -> None:
@@ -203,11 +176,7 @@ def cold_start_phase(args, results: dict) -> None:
             samples = []
             for _ in range(args.repeats):
                 samples.append(cold_start(browser, ARTIFACTS / "cold.log", url))
-                print(
-                    f"  cold start {url}: healthy {samples[-1]['healthy_s']:.1f} s, first heatmap painted "
-                    f"{samples[-1]['painted_s']:.1f} s, load {samples[-1]['load']:.2f}",
-                    flush=True,
-                )
+                print(f"  cold start {url}: first heatmap painted {samples[-1]['painted_s']:.1f} s", flush=True)
             rows[url] = {key: median(s[key] for s in samples) for key in ("healthy_s", "painted_s")}
             rows[url]["samples_s"] = [round(s["painted_s"], 1) for s in samples]
             rows[url]["load"] = [s["load"] for s in samples]
@@ -245,11 +214,6 @@ def import_phase(results: dict, repeats: int = 3) -> None:
         "streamlit_s": timed("import streamlit"),
         "load": loadavg(),
     }
-    print(
-        f"  import attention {median(results['imports']['attention_s']):.2f} s, explorer.views "
-        f"{median(results['imports']['explorer_compute_s']):.2f} s",
-        flush=True,
-    )
 
 
 def load_results() -> dict:

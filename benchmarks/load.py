@@ -31,32 +31,11 @@ from benchmarks import report
 from benchmarks.launch import lesson_target
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import Meter, memory_lines, memory_trends, read_memory_log, summarize
-from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, Student
+from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, warm
 from benchmarks.sentences import sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
-
-
-async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
-    """Open every page of the server at ``base`` once and edit its sentence once, so the imports and first runs
-    are behind us; returns the runs and the app's pages (URL path, title), read from the first run's navigation."""
-    rng, runs = random.Random(0), []
-
-    async def visit(page: str) -> Student:
-        student = Student(base)
-        runs.append(await student.visit(page, {"input": "text", "text": sentence(rng)}))
-        if runs[-1].error and not page:
-            raise RuntimeError(f"the app's first page failed at {base}: {runs[-1].error}")
-        runs.append(await student.edit(sentence(rng)))
-        await student.close()
-        return student
-
-    first = await visit("")
-    for page, _ in first.app_pages:
-        if page:
-            await visit(page)
-    return runs, first.app_pages
 
 
 # A stepper click (Next or Previous), a page switch, a new sentence, and the Generate page writing a continuation
@@ -233,7 +212,7 @@ async def one_lesson(args, servers: int, n: int) -> None:
     try:
         warm_errors = []
         for base in target.app_bases:
-            runs, target.app_pages = await warm(base)
+            runs, target.app_pages, _ = await warm(base)
             warm_errors += [r.error for r in runs if r.error]
         print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
         result = await lesson(target, args, n)
@@ -259,17 +238,8 @@ async def one_lesson(args, servers: int, n: int) -> None:
     }
     report.record(e, args.results)
     a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
-    print(
-        f"   {a['runs']} actions, p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), "
-        f"max {a['max_s'] * 1000:.0f} ms, {a['errors']} errors, {e['throughput_runs_per_s']:.2f} actions/s, server "
-        f"CPU {e['server_cpu_cores']:.2f} cores ({e['server_cpu_ms_per_run']:.0f} ms/run), client "
-        f"{e['client_cpu_cores']:.2f} cores, load {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}",
-        flush=True,
-    )
-    slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
-    print(f"   slowest: {slowest}", flush=True)
-    for name, p in e["processes"].items():
-        print(f"   {name}: {p['cpu_cores']:.2f} cores")
+    print(f"   {a['runs']} actions, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), {a['errors']} errors", flush=True)
+    print(f"   server CPU {e['server_cpu_cores']:.2f} cores, load {e['loadavg_end']:.2f}", flush=True)
     if e["server_memory"]:
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
 
