@@ -5,12 +5,8 @@ Usage, from the repository root (behind "Cost per action and first paint (issue 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
     python -m benchmarks.actions paint --repeats 3
 
-``costs``: a ``protocol.BrowserStudent`` opens each page from a link with a sentence of exactly T tokens,
-then presses Next and Previous, switches page and types new sentences, one action at a time; each run is
-timed inside one server under ``serve --timings`` (``launch.TimedServer``): the script thread's CPU time,
-and the time after it until Streamlit's run is over. ``paint``: ``browser.cold_start`` of the first page,
-with the server's CPU seconds at paint and the time of each phase on the way (``PHASES``). Each command
-writes ``artifacts/actions/costs.json`` or ``paint.json``; BENCHMARKS.md describes the method.
+``costs`` times each action inside the server (``launch.TimedServer``); ``paint`` times each phase of a cold
+start (``PHASES``). They write ``artifacts/actions/costs.json`` or ``paint.json``; BENCHMARKS.md has the method.
 """
 
 from __future__ import annotations
@@ -44,18 +40,15 @@ def parse_list(text: str, kind=str) -> list:
 async def timed(server, student: BrowserStudent, kind: str, message: bytes, text: str | None = None) -> dict:
     run, timing, avg = await server.timed_send(student, kind, message, text)
     script_cpu, gc_ms = 1000 * timing["script_cpu_s"], 1000 * timing["after_s"]
-    return {
-        "action": kind,
-        "script_cpu_ms": script_cpu,
-        "script_wall_ms": 1000 * timing["script_s"],
-        "gc_ms": gc_ms,
-        "cpu_ms": script_cpu + gc_ms,
-        "client_ms": 1000 * run.latency,
-        "kib": run.bytes / 1024,
-        "load": avg,
-        "error": run.error,
-        "query": student.query_string,  # the view after the run (its step=k, when the page shows one)
-    }
+    row = {"action": kind, "script_cpu_ms": script_cpu, "script_wall_ms": 1000 * timing["script_s"], "gc_ms": gc_ms}
+    row |= {"cpu_ms": script_cpu + gc_ms, "client_ms": 1000 * run.latency, "kib": run.bytes / 1024, "load": avg}
+    return row | {"error": run.error, "query": student.query_string}  # the query: the view after the run (step=k)
+
+
+def run_facts(started: str, load_start: tuple) -> dict:
+    """The command, when it started, and the load averages at its start and now."""
+    command = " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]])
+    return {"command": command, "when": started, "loadavg_start": load_start, "loadavg_end": loadavg()}
 
 
 def walk(steps: int, repeats: int) -> list[int]:
@@ -126,15 +119,8 @@ async def costs(args) -> dict:
             print(f"T = {num_tokens}: {len(rows)} runs so far, load {loadavg()[0]:.2f}", flush=True)
     finally:
         server.stop()
-    result = {
-        "command": " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]]),
-        "when": started,
-        "loadavg_start": load_start,
-        "loadavg_end": loadavg(),
-        "rows": rows,
-        "summary": summary(rows),
-        "server_log_problems": server.log_problems()[:20],
-    }
+    result = {**run_facts(started, load_start), "rows": rows, "summary": summary(rows)}
+    result["server_log_problems"] = server.log_problems()[:20]
     for e in result["summary"]:
         print(f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} CPU p50 {e['cpu_ms']:7.1f} ms, errors {e['errors']}")
     return result
@@ -240,7 +226,7 @@ def paint(args) -> dict:
         runs = sum(ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
         return {"phases": phases, "script_runs": runs}
 
-    samples, load_start = [], loadavg()
+    samples, started, load_start = [], time.strftime("%Y-%m-%d %H:%M"), loadavg()
     with chromium() as browser:
         for _ in range(args.repeats):
             s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
@@ -253,10 +239,7 @@ def paint(args) -> dict:
     for name, at, step in table:
         print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
     return {
-        "command": " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]]),
-        "when": time.strftime("%Y-%m-%d %H:%M"),
-        "loadavg_start": load_start,
-        "loadavg_end": loadavg(),
+        **run_facts(started, load_start),
         "samples": samples,
         "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
         **{key: median(s.get(key, float("nan")) for s in samples) for key in KEYS},

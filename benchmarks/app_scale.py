@@ -6,11 +6,8 @@ Usage, from the repository root (the "App at scale" section of BENCHMARKS.md, wh
     python -m benchmarks.app_scale --pages causal_mask,multihead --sizes 64,1024 --no-browser --no-cold
     python -m benchmarks.app_scale report                        # the tables again, from the saved results
 
-The phases: every page and step's rerun after a sentence change, timed inside the server (``serve
---timings``) against the bare page (``bare_app.py``) and the shell (``shell_app.py``), with its bytes;
-Enter to painted in Chromium (``browser.BrowserTab``) on each page's heaviest step at T = 64 and 1,024;
-the cold start (``browser.cold_start``) and the imports. Results are kept in
-``artifacts/app_scale/results.json`` (updated, not replaced), and the tables replace BENCHMARKS.md's.
+The phases (``server_phase``, ``browser_phase``, ``cold_start_phase``, ``import_phase``) keep their results in
+``artifacts/app_scale/results.json`` (updated, not replaced); the tables replace BENCHMARKS.md's.
 """
 
 from __future__ import annotations

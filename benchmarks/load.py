@@ -7,11 +7,8 @@ describes the students and the scenarios)::
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
 
-Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``,
-then think and act until ``--duration`` is up: in a ``class`` a stepper click, a page switch or a pool
-sentence (``MIXES``); in ``typing`` a new sentence of their own. Each run starts its own server(s), warms
-them up and appends a JSON line to ``artifacts/load/results.jsonl``. The issue-13 scenarios were retired;
-they are at commit e1b2501.
+Students (``LessonStudent``) open ``--page`` and act, each scenario with its mix of actions (``MIXES``), until
+``--duration`` is up. Each run starts its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -219,23 +216,12 @@ async def one_lesson(args, servers: int, n: int) -> None:
         result |= {"server_log_problems": target.log_problems()[:20], "warm_up_errors": warm_errors}
     finally:
         target.stop()
-    e = {
-        "scenario": scenario,
-        "mode": f"{servers} server" + ("s behind nginx" if servers > 1 else ""),
-        "servers": servers,
-        "students": n,
-        "page": args.page,
-        "think_s": args.think,
-        "spread_s": args.spread,
-        "duration_s": args.duration,
-        "malloc_arena_max": args.arena_max,
-        "memory_log": memory_log,
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]]),
-        "server_command": " ".join(target.command()),
-        "machine": machine(),
-        **result,
-    }
+    mode = f"{servers} server" + ("s behind nginx" if servers > 1 else "")
+    e = {"scenario": scenario, "mode": mode, "servers": servers, "students": n, "page": args.page}
+    e |= {"think_s": args.think, "spread_s": args.spread, "duration_s": args.duration}
+    e |= {"malloc_arena_max": args.arena_max, "memory_log": memory_log, "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+    e |= {"command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]])}
+    e |= {"server_command": " ".join(target.command()), "machine": machine(), **result}
     report.record(e, args.results)
     a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
     print(f"   {a['runs']} actions, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), {a['errors']} errors", flush=True)
@@ -258,11 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which students arrive")
     parser.add_argument("--page", default="multihead", help="the page the class's link opens (URL path)")
     parser.add_argument("--arena-max", type=int, default=2, help="MALLOC_ARENA_MAX of the app processes (0: unset)")
-    parser.add_argument(
-        "--memory-log",
-        action="store_true",
-        help="one server: sample the server's memory by kind (serve --memory-log) and report trends",
-    )
+    parser.add_argument("--memory-log", action="store_true", help="one server: its memory by kind, and trends")
     parser.add_argument("--memory-every", type=float, default=5.0, help="seconds between --memory-log samples")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")

@@ -31,28 +31,18 @@ def summarize(runs: list) -> dict:
     latencies = [r.latency for r in runs if r.ok]
     errors = dict(Counter(r.error for r in runs if r.error))
     warnings = dict(Counter(w for r in runs for w in r.warnings))
-    return {
-        "runs": len(runs),
-        "ok": len(latencies),
-        "errors": sum(errors.values()),
-        "error_kinds": errors,
-        "warning_kinds": warnings,
-        "p50_s": percentile(latencies, 50),
-        "p95_s": percentile(latencies, 95),
-        "max_s": max(latencies) if latencies else float("nan"),
-        "mean_s": statistics.fmean(latencies) if latencies else float("nan"),
-        "kib_per_run": statistics.fmean(r.bytes for r in runs) / 1024 if runs else float("nan"),
-    }
+    out = {"runs": len(runs), "ok": len(latencies), "errors": sum(errors.values()), "error_kinds": errors}
+    out |= {"warning_kinds": warnings, "p50_s": percentile(latencies, 50), "p95_s": percentile(latencies, 95)}
+    nan = float("nan")
+    out |= {"max_s": max(latencies, default=nan), "mean_s": statistics.fmean(latencies) if latencies else nan}
+    return out | {"kib_per_run": statistics.fmean(r.bytes for r in runs) / 1024 if runs else nan}
 
 
 def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
     """Least-squares slope of (seconds, MiB) samples, in MiB per minute."""
-    if len(samples) < 3:
+    if len(samples) < 3 or len({x for x, _ in samples}) < 2:
         return float("nan")
-    xs, ys = [s[0] for s in samples], [s[1] for s in samples]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
+    return 60 * statistics.linear_regression(*zip(*samples, strict=True)).slope
 
 
 class Meter:

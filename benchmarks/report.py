@@ -60,6 +60,9 @@ def _page_name(page: str) -> str:
     return f"`{page}`" if page else "default (`why_attention`)"
 
 
+MEANS = {"mean_ratio": "ratio", "mean_ms": "script_ms"}  # page_summary's means over steps, of each row's field
+
+
 def page_summary(results: dict) -> list[dict]:
     """Per page and T: the worst step and the mean over steps of the rerun time and its ratio to the bare page."""
     by_page: dict[str, dict[int, list[dict]]] = {}
@@ -70,18 +73,9 @@ def page_summary(results: dict) -> list[dict]:
         for num_tokens, rows in sorted(sizes.items()):
             worst = max(rows, key=lambda r: r["ratio"])
             heaviest = max(rows, key=lambda r: r["bytes"])
-            summary.append(
-                {
-                    "page": page,
-                    "T": num_tokens,
-                    "steps": len(rows),
-                    "worst": worst,
-                    "mean_ratio": statistics.fmean(r["ratio"] for r in rows),
-                    "mean_ms": statistics.fmean(r["script_ms"] for r in rows),
-                    "bytes": heaviest,
-                    "load": [v for r in rows for v in r["load"]],
-                }
-            )
+            means = {key: statistics.fmean(r[field] for r in rows) for key, field in MEANS.items()}
+            entry = {"page": page, "T": num_tokens, "steps": len(rows), "worst": worst, **means, "bytes": heaviest}
+            summary.append(entry | {"load": [v for r in rows for v in r["load"]]})
     return summary
 
 
