@@ -55,13 +55,6 @@ def shell_script() -> str:
     return str(folder / "shell_app.py")
 
 
-async def open_session(server: TimedServer, page: str, num_tokens: int, step: int, sentences: Sentences):
-    """A fresh session on ``page`` at ``step`` opened from a link with a sentence of ``num_tokens`` tokens."""
-    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
-    server.pages = server.pages or student.app_pages
-    return student
-
-
 async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: int, sentences: Sentences) -> dict:
     """``repeats`` sentence changes, each a new sentence of ``num_tokens`` tokens, timed."""
     rows = []
@@ -72,19 +65,16 @@ async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: in
         seconds["total"] = timing["total_s"]
         rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
     ok = [r for r in rows if not r["error"]]
-    return {
-        **{f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")},
-        "bytes": median(r["bytes"] for r in ok),
-        "bytes_max": max((r["bytes"] for r in ok), default=float("nan")),
-        "charts": max((r["charts"] for r in rows), default=0),
-        "load": [r["load"] for r in rows],
-        "errors": [r["error"] for r in rows if r["error"]],
-        "samples_ms": [round(1000 * r["script"], 1) for r in rows],
-    }
+    out = {f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")}
+    out |= {"bytes": median(r["bytes"] for r in ok), "bytes_max": max((r["bytes"] for r in ok), default=float("nan"))}
+    out |= {"charts": max((r["charts"] for r in rows), default=0), "load": [r["load"] for r in rows]}
+    out["errors"] = [r["error"] for r in rows if r["error"]]
+    return out | {"samples_ms": [round(1000 * r["script"], 1) for r in rows]}
 
 
 async def measure(server: TimedServer, page: str, step: int, num_tokens: int, repeats: int, sentences) -> dict:
-    student = await open_session(server, page, num_tokens, step, sentences)
+    """A fresh session on ``page`` at ``step``, opened from a link with a sentence of ``num_tokens`` tokens, timed."""
+    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
     try:
         return {"steps": student.steps or 1, **await timed_edits(server, student, num_tokens, repeats, sentences)}
     finally:
@@ -180,6 +170,9 @@ def cold_start_phase(args, results: dict) -> None:
     results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats}
 
 
+IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
+
+
 def import_phase(results: dict, repeats: int = 3) -> None:
     """``python -X importtime -c "import attention"`` (largest costs) and the time to import explorer.views."""
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))}
@@ -206,25 +199,19 @@ def import_phase(results: dict, repeats: int = 3) -> None:
         "importtime_total_ms": total / 1000,
         "top_level": [{"module": e[3], "cumulative_ms": e[1] / 1000, "self_ms": e[0] / 1000} for e in top_level],
         "by_self": [{"module": e[3], "self_ms": e[0] / 1000} for e in by_self],
-        "attention_s": timed("import attention"),
-        "explorer_compute_s": timed("import explorer.views"),
-        "streamlit_s": timed("import streamlit"),
+        **{key: timed(f"import {module}") for key, module in IMPORTS.items()},
         "load": loadavg(),
     }
 
 
 def load_results() -> dict:
     empty = {"server": {}, "baseline": {}, "browser": {}}
-    if RESULTS.exists():
-        with RESULTS.open() as f:
-            return {**empty, **json.load(f)}
-    return empty
+    return {**empty, **(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})}
 
 
 def save_results(results: dict) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("w") as f:
-        json.dump(results, f, indent=1, default=float)
+    RESULTS.write_text(json.dumps(results, indent=1, default=float))
 
 
 def run_all(args) -> None:
@@ -247,7 +234,6 @@ def run_all(args) -> None:
     baselines = {"bare": timed_server("benchmarks/bare_app.py", "bare"), "shell": timed_server(shell_script(), "shell")}
     try:
         app.start()
-        print(f"app server {app.base}", flush=True)
         pages = [p for p in asyncio.run(discover_pages(app)) if wanted is None or p in wanted]
         for server in baselines.values():
             server.start()
@@ -290,7 +276,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="run", choices=("run", "report"))
     parser.add_argument("--pages", help="comma-separated URL paths (default/why_attention for the first page)")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="token counts T")
+    parser.add_argument("--sizes", type=lambda t: [int(v) for v in t.split(",")], default=SIZES, help="token counts T")
     parser.add_argument("--steps", default="all", help="'all' or comma-separated step numbers")
     parser.add_argument("--repeats", type=int, default=3, help="sentence changes per page, step and T; cold starts")
     parser.add_argument("--no-browser", action="store_true", help="skip Enter-to-painted in Chromium")
@@ -298,7 +284,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--no-markdown", action="store_true", help="print the tables, leave BENCHMARKS.md as it is")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    args.sizes = [int(v) for v in args.sizes.split(",")]
     if args.command == "report":
         finish(load_results(), args)
     else:

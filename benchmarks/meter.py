@@ -99,13 +99,9 @@ def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
     """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half, from
     (seconds, MiB) samples."""
     values = [v for _, v in samples]
-    return {
-        "rss_start_mib": values[0],
-        "rss_end_mib": values[-1],
-        "rss_max_mib": max(values),
-        "rss_slope_mib_per_min": slope_mib_per_min(samples),
-        "rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2]),
-    }
+    out = {"rss_start_mib": values[0], "rss_end_mib": values[-1], "rss_max_mib": max(values)}
+    out["rss_slope_mib_per_min"] = slope_mib_per_min(samples)
+    return out | {"rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2])}
 
 
 MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
@@ -139,15 +135,10 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
         if not points:
             continue
         values = [v for _, v in points]
-        trends[key] = {
-            "first": values[0],
-            "last": values[-1],
-            "min": min(values),
-            "max": max(values),
-            "slope_per_min": slope_mib_per_min(points),
-            "slope_second_half_per_min": slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2]),
-            "slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s]),
-        }
+        trend = {"first": values[0], "last": values[-1], "min": min(values), "max": max(values)}
+        trend["slope_per_min"] = slope_mib_per_min(points)
+        trend["slope_second_half_per_min"] = slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2])
+        trends[key] = trend | {"slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s])}
     return trends
 
 

@@ -402,10 +402,9 @@ class BrowserStudent(Student):
 
 
 async def warm(base: str, pages: list[str] | None = None, every_step: bool = False, make=None):
-    """Open each of ``pages`` (by default the first page, then every other page of the app) from a link and edit
-    its sentence once, at each step if ``every_step``, so the imports and first runs are behind us. ``make()``
-    gives each sentence (by default random words). Returns the runs, the app's pages (URL path, title, read
-    from the first run's navigation) and each page's step count."""
+    """Open ``pages`` (by default the first, then every other page) from a link and edit the sentence once, at
+    each step if ``every_step``, so imports and first runs are behind us; ``make()`` gives each sentence (random
+    words by default). Returns the runs, the app's pages (URL path, title) and each page's step count."""
     rng = random.Random(0)
     make = make or (lambda: sentence(rng))
     runs, app_pages, steps = [], [], {}

@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
 import statistics
+from pathlib import Path
 
 from benchmarks.meter import median
 
 
 def record(entry: dict, path: str) -> None:
     """Append ``entry`` as one JSON line to ``path``."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
 
 
 def replace_block(path: str, begin: str, end: str, text: str) -> None:
     """Replace what lies between the markers ``begin`` and ``end`` in ``path``; the rest of the file stays."""
-    with open(path) as f:
-        whole = f.read()
+    whole = Path(path).read_text()
     if begin not in whole or end not in whole:
         raise SystemExit(f"{path} has no {begin} ... {end} block to fill")
     head, rest = whole.split(begin, 1)
     _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
+    Path(path).write_text(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
 def row(*cells: str) -> str:
@@ -313,12 +311,11 @@ def verdicts(results: dict) -> list[str]:
             + ("; over: " + ", ".join(f"{_page_name(r['page'])} step {r['step']}" for r in over) + "." if over else ".")
         )
     browser = results.get("browser", {})
-    pairs = []
-    for r in browser.values():
-        if r["T"] == 1024:
-            small = browser.get(f"{r['page']}|{r['step']}|64")
-            if small:
-                pairs.append((r["page"], r["painted_ms"] / small["painted_ms"], r, small))
+    pairs = [  # (page, painted at T = 1,024 / at 64, its row at 1,024, at 64)
+        (r["page"], r["painted_ms"] / small["painted_ms"], r, small)
+        for r in browser.values()
+        if r["T"] == 1024 and (small := browser.get(f"{r['page']}|{r['step']}|64"))
+    ]
     if pairs:
         missed = [p for p in pairs if p[1] > GOALS["paint"]]
         worst = max(pairs, key=lambda p: p[1])
