@@ -104,7 +104,7 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
                 row["when"] = time.strftime("%Y-%m-%d %H:%M")
                 results["server"][f"{page}|{step}|{num_tokens}"] = row
                 where = f"T={num_tokens:5d} {page or '(default)':12s} step {step}/{steps[page]}"
-                print(f"  {where}: {row['script_ms']:7.1f} ms ({row['ratio']:4.1f}x bare) {row['errors']}", flush=True)
+                print(f"  {where}: {row['script_ms']:7.1f} ms ({row['ratio']:4.1f}x)", row["errors"] or "", flush=True)
         for name, rows in baseline.items():
             medians = {key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")}
             load = [v for r in rows for v in r["load"]]
