@@ -5,12 +5,8 @@ Usage, from the repository root (behind "Cost per action and first paint (issue 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
     python -m benchmarks.actions paint --repeats 3
 
-``costs``: a ``protocol.BrowserStudent`` opens each page from a link with a sentence of exactly T tokens,
-then presses Next and Previous, switches page and types new sentences, one action at a time; each run is
-timed inside one server under ``serve --timings`` (``launch.TimedServer``): the script thread's CPU time,
-and the time after it until Streamlit's run is over. ``paint``: ``browser.cold_start`` of the first page,
-with the server's CPU seconds at paint and the time of each phase on the way (``PHASES``). Each command
-writes ``artifacts/actions/costs.json`` or ``paint.json``; BENCHMARKS.md describes the method.
+``costs`` times each action inside the server (``launch.TimedServer``); ``paint`` times each phase of a cold
+start (``PHASES``). They write ``artifacts/actions/costs.json`` or ``paint.json``; BENCHMARKS.md has the method.
 """
 
 from __future__ import annotations
@@ -27,11 +23,10 @@ from benchmarks.browser import chromium, cold_start
 from benchmarks.launch import ROOT, TimedServer
 from benchmarks.machine import loadavg
 from benchmarks.meter import median, percentile
-from benchmarks.protocol import BrowserStudent
+from benchmarks.protocol import BrowserStudent, warm
 from benchmarks.sentences import Sentences, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
-PAUSE_S = 0.3  # between actions: the previous run and its collection are over
 ACTIONS = ("next", "previous", "switch", "sentence")
 
 
@@ -43,24 +38,17 @@ def parse_list(text: str, kind=str) -> list:
 
 
 async def timed(server, student: BrowserStudent, kind: str, message: bytes, text: str | None = None) -> dict:
-    await asyncio.sleep(PAUSE_S)
-    mark, avg = server.mark(), loadavg()[0]
-    run = await student.send(kind, message, expect_text=text)
-    timing = await server.timing_after(mark) or {}
-    nan = float("nan")
-    script_cpu, gc_ms = 1000 * timing.get("script_cpu_s", nan), 1000 * timing.get("after_s", nan)
-    return {
-        "action": kind,
-        "script_cpu_ms": script_cpu,
-        "script_wall_ms": 1000 * timing.get("script_s", nan),
-        "gc_ms": gc_ms,
-        "cpu_ms": script_cpu + gc_ms,
-        "client_ms": 1000 * run.latency,
-        "kib": run.bytes / 1024,
-        "load": avg,
-        "error": run.error,
-        "query": student.query_string,  # the view after the run (its step=k, when the page shows one)
-    }
+    run, timing, avg = await server.timed_send(student, kind, message, text)
+    script_cpu, gc_ms = 1000 * timing["script_cpu_s"], 1000 * timing["after_s"]
+    row = {"action": kind, "script_cpu_ms": script_cpu, "script_wall_ms": 1000 * timing["script_s"], "gc_ms": gc_ms}
+    row |= {"cpu_ms": script_cpu + gc_ms, "client_ms": 1000 * run.latency, "kib": run.bytes / 1024, "load": avg}
+    return row | {"error": run.error, "query": student.query_string}  # the query: the view after the run (step=k)
+
+
+def run_facts(started: str, load_start: tuple) -> dict:
+    """The command, when it started, and the load averages at its start and now."""
+    command = " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]])
+    return {"command": command, "when": started, "loadavg_start": load_start, "loadavg_end": loadavg()}
 
 
 def walk(steps: int, repeats: int) -> list[int]:
@@ -124,31 +112,17 @@ async def costs(args) -> dict:
     started, load_start = time.strftime("%Y-%m-%d %H:%M"), loadavg()
     try:
         sentences = Sentences(seed=args.seed)
-        for page in args.pages:  # first runs (imports, first-call costs) are not timed
-            student = await open_typed(BrowserStudent(server.base), page, 64, sentences)
-            await student.close()
+        await warm(server.base, args.pages, make=lambda: sentences.make(64))  # first runs are not timed
         rows = []
         for num_tokens in args.sizes:
             rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences)
             print(f"T = {num_tokens}: {len(rows)} runs so far, load {loadavg()[0]:.2f}", flush=True)
     finally:
         server.stop()
-    result = {
-        "command": " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]]),
-        "when": started,
-        "loadavg_start": load_start,
-        "loadavg_end": loadavg(),
-        "rows": rows,
-        "summary": summary(rows),
-        "server_log_problems": server.log_problems()[:20],
-    }
+    result = {**run_facts(started, load_start), "rows": rows, "summary": summary(rows)}
+    result["server_log_problems"] = server.log_problems()[:20]
     for e in result["summary"]:
-        print(
-            f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} cpu p50 {e['cpu_ms']:7.1f} p95 {e['cpu_ms_p95']:7.1f} "
-            f"(script {e['script_cpu_ms']:6.1f}, gc {e['gc_ms']:5.1f}) client {e['client_ms']:6.1f} ms, "
-            f"{e['kib']:5.0f} KiB, errors {e['errors']}, load {e['load'][0]:.1f}-{e['load'][1]:.1f}",
-            flush=True,
-        )
+        print(f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} CPU p50 {e['cpu_ms']:7.1f} ms, errors {e['errors']}")
     return result
 
 
@@ -252,29 +226,20 @@ def paint(args) -> dict:
         runs = sum(ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
         return {"phases": phases, "script_runs": runs}
 
-    samples, load_start = [], loadavg()
+    samples, started, load_start = [], time.strftime("%Y-%m-%d %H:%M"), loadavg()
     with chromium() as browser:
         for _ in range(args.repeats):
             s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
             s["phases"] = {"healthy": s["healthy_s"], **s["phases"], "painted": s["painted_s"]}
             samples.append(s)
-            marks = ", ".join(f"{name} {s['phases'].get(name, float('nan')):.2f}" for name, _ in PHASES)
-            print(
-                f"  cold start /: healthy {s['healthy_s']:.1f} s ({s['healthy_cpu_s']:.1f} s CPU), first heatmap "
-                f"painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s), load {s['load']:.2f}, "
-                f"{s['script_runs']} run(s)\n    {marks}",
-                flush=True,
-            )
+            print(f"  cold start /: painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s)", flush=True)
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
     meanings = dict(PHASES)
     for name, at, step in table:
         print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
     return {
-        "command": " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]]),
-        "when": time.strftime("%Y-%m-%d %H:%M"),
-        "loadavg_start": load_start,
-        "loadavg_end": loadavg(),
+        **run_facts(started, load_start),
         "samples": samples,
         "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
         **{key: median(s.get(key, float("nan")) for s in samples) for key in KEYS},

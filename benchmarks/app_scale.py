@@ -6,11 +6,8 @@ Usage, from the repository root (the "App at scale" section of BENCHMARKS.md, wh
     python -m benchmarks.app_scale --pages causal_mask,multihead --sizes 64,1024 --no-browser --no-cold
     python -m benchmarks.app_scale report                        # the tables again, from the saved results
 
-The phases: every page and step's rerun after a sentence change, timed inside the server (``serve
---timings``) against the bare page (``bare_app.py``) and the shell (``shell_app.py``), with its bytes;
-Enter to painted in Chromium (``browser.BrowserTab``) on each page's heaviest step at T = 64 and 1,024;
-the cold start (``browser.cold_start``) and the imports. Results are kept in
-``artifacts/app_scale/results.json`` (updated, not replaced), and the tables replace BENCHMARKS.md's.
+The phases (``server_phase``, ``browser_phase``, ``cold_start_phase``, ``import_phase``) keep their results in
+``artifacts/app_scale/results.json`` (updated, not replaced); the tables replace BENCHMARKS.md's.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ from benchmarks.browser import BrowserTab, chromium, cold_start
 from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import median
-from benchmarks.protocol import Student
+from benchmarks.protocol import Student, warm
 from benchmarks.sentences import Sentences, link_text, open_typed
 
 ARTIFACTS = ROOT / "artifacts" / "app_scale"
@@ -58,64 +55,39 @@ def shell_script() -> str:
     return str(folder / "shell_app.py")
 
 
-async def open_session(server: TimedServer, page: str, num_tokens: int, step: int, sentences: Sentences):
-    """A fresh session on ``page`` at ``step`` opened from a link with a sentence of ``num_tokens`` tokens."""
-    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
-    server.pages = server.pages or student.app_pages
-    return student
-
-
 async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: int, sentences: Sentences) -> dict:
     """``repeats`` sentence changes, each a new sentence of ``num_tokens`` tokens, timed."""
     rows = []
     for _ in range(repeats):
         text = sentences.make(num_tokens)
-        await asyncio.sleep(0.2)  # the previous run's post-run collection is over
-        mark, load = server.mark(), loadavg()[0]
-        run = await student.edit(text)
-        timing = await server.timing_after(mark) or dict.fromkeys(("script_s", "after_s", "total_s"), float("nan"))
+        run, timing, load = await server.timed_send(student, "edit", student.message(text=text), text)
         seconds = {"script": timing["script_s"], "client": run.latency, "gc": timing["after_s"]}
         seconds["total"] = timing["total_s"]
         rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
     ok = [r for r in rows if not r["error"]]
-    return {
-        **{f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")},
-        "bytes": median(r["bytes"] for r in ok),
-        "bytes_max": max((r["bytes"] for r in ok), default=float("nan")),
-        "charts": max((r["charts"] for r in rows), default=0),
-        "load": [r["load"] for r in rows],
-        "errors": [r["error"] for r in rows if r["error"]],
-        "samples_ms": [round(1000 * r["script"], 1) for r in rows],
-    }
+    out = {f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")}
+    out |= {"bytes": median(r["bytes"] for r in ok), "bytes_max": max((r["bytes"] for r in ok), default=float("nan"))}
+    out |= {"charts": max((r["charts"] for r in rows), default=0), "load": [r["load"] for r in rows]}
+    out["errors"] = [r["error"] for r in rows if r["error"]]
+    return out | {"samples_ms": [round(1000 * r["script"], 1) for r in rows]}
 
 
 async def measure(server: TimedServer, page: str, step: int, num_tokens: int, repeats: int, sentences) -> dict:
-    student = await open_session(server, page, num_tokens, step, sentences)
+    """A fresh session on ``page`` at ``step``, opened from a link with a sentence of ``num_tokens`` tokens, timed."""
+    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
     try:
         return {"steps": student.steps or 1, **await timed_edits(server, student, num_tokens, repeats, sentences)}
     finally:
         await student.close()
 
 
-async def warm_up(app: TimedServer, baselines: dict, pages: list[str], sentences: Sentences) -> dict[str, int]:
-    """Open every page and step once (and the bare and shell pages), so first-call costs are behind us."""
-    steps: dict[str, int] = {}
-    for server, page in (*((b, "") for b in baselines.values()), *((app, p) for p in pages)):
-        step = count = 1
-        while step <= count:  # every step of the app's pages, the first of the bare and shell pages
-            student = await open_session(server, page, 64, step, sentences)
-            count = (student.steps or 1) if server is app else 1
-            await student.edit(sentences.make(64))
-            await student.close()
-            steps[page], step = count, step + 1
-    return steps
-
-
 async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str], results: dict) -> None:
     sentences = Sentences(seed=args.seed)
     started = time.time()
     print(f"warming up (load {loadavg()[0]:.2f})", flush=True)
-    steps = await warm_up(app, baselines, pages, sentences)
+    for server in baselines.values():  # first-call costs behind us: the bare and shell pages, every step of the app
+        await warm(server.base, [""], make=lambda: sentences.make(64))
+    _, _, steps = await warm(app.base, pages, every_step=True, make=lambda: sentences.make(64))
     titles = dict(app.pages)
     for num_tokens in args.sizes:
         baseline = {"bare": [], "shell": []}
@@ -131,22 +103,12 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
                 row.update(bare_ms=bare_ms, ratio=row["script_ms"] / bare_ms, total_ratio=row["total_ms"] / bare_total)
                 row["when"] = time.strftime("%Y-%m-%d %H:%M")
                 results["server"][f"{page}|{step}|{num_tokens}"] = row
-                print(
-                    f"  T={num_tokens:5d} {page or '(default)':12s} step {step}/{steps[page]}: "
-                    f"{row['script_ms']:7.1f} ms ({row['ratio']:4.1f}x bare {bare_ms:5.1f}), client "
-                    f"{row['client_ms']:7.1f} ms, {row['bytes'] / 1024:7.1f} KiB, load {row['load'][0]:.2f}"
-                    + (f", ERRORS {row['errors']}" if row["errors"] else ""),
-                    flush=True,
-                )
+                where = f"T={num_tokens:5d} {page or '(default)':12s} step {step}/{steps[page]}"
+                print(f"  {where}: {row['script_ms']:7.1f} ms ({row['ratio']:4.1f}x)", row["errors"] or "", flush=True)
         for name, rows in baseline.items():
             medians = {key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")}
             load = [v for r in rows for v in r["load"]]
             results["baseline"][f"{name}|{num_tokens}"] = {"name": name, "T": num_tokens, **medians, "load": load}
-        print(
-            f"  T={num_tokens:5d} bare {results['baseline'][f'bare|{num_tokens}']['script_ms']:.1f} ms, shell "
-            f"{results['baseline'][f'shell|{num_tokens}']['script_ms']:.1f} ms",
-            flush=True,
-        )
     results["server_run"] = {
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "minutes": (time.time() - started) / 60,
@@ -190,12 +152,7 @@ def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> No
                 row |= {"plots": runs[-1]["plots"], "samples_ms": [round(r["painted_ms"]) for r in runs]}
                 row |= {"load": [r["load"] for r in runs], "when": time.strftime("%Y-%m-%d %H:%M")}
                 results["browser"][f"{page}|{step}|{num_tokens}"] = row
-                print(
-                    f"  browser T={num_tokens:5d} {page or '(default)':12s} step {step}: Enter→painted "
-                    f"{row['painted_ms']:7.0f} ms (run finished {row['finished_ms']:6.0f} ms), "
-                    f"{row['plots']} plots, {row['received_bytes'] / 1024:.0f} KiB, load {runs[0]['load']:.2f}",
-                    flush=True,
-                )
+                print(f"  browser T={num_tokens:5d} {page or '(default)':12s}: {row['painted_ms']:7.0f} ms", flush=True)
 
 
 def cold_start_phase(args, results: dict) -> None:
@@ -206,15 +163,14 @@ def cold_start_phase(args, results: dict) -> None:
             samples = []
             for _ in range(args.repeats):
                 samples.append(cold_start(browser, ARTIFACTS / "cold.log", url))
-                print(
-                    f"  cold start {url}: healthy {samples[-1]['healthy_s']:.1f} s, first heatmap painted "
-                    f"{samples[-1]['painted_s']:.1f} s, load {samples[-1]['load']:.2f}",
-                    flush=True,
-                )
+                print(f"  cold start {url}: first heatmap painted {samples[-1]['painted_s']:.1f} s", flush=True)
             rows[url] = {key: median(s[key] for s in samples) for key in ("healthy_s", "painted_s")}
             rows[url]["samples_s"] = [round(s["painted_s"], 1) for s in samples]
             rows[url]["load"] = [s["load"] for s in samples]
     results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats}
+
+
+IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
 
 
 def import_phase(results: dict, repeats: int = 3) -> None:
@@ -243,30 +199,19 @@ def import_phase(results: dict, repeats: int = 3) -> None:
         "importtime_total_ms": total / 1000,
         "top_level": [{"module": e[3], "cumulative_ms": e[1] / 1000, "self_ms": e[0] / 1000} for e in top_level],
         "by_self": [{"module": e[3], "self_ms": e[0] / 1000} for e in by_self],
-        "attention_s": timed("import attention"),
-        "explorer_compute_s": timed("import explorer.views"),
-        "streamlit_s": timed("import streamlit"),
+        **{key: timed(f"import {module}") for key, module in IMPORTS.items()},
         "load": loadavg(),
     }
-    print(
-        f"  import attention {median(results['imports']['attention_s']):.2f} s, explorer.views "
-        f"{median(results['imports']['explorer_compute_s']):.2f} s",
-        flush=True,
-    )
 
 
 def load_results() -> dict:
     empty = {"server": {}, "baseline": {}, "browser": {}}
-    if RESULTS.exists():
-        with RESULTS.open() as f:
-            return {**empty, **json.load(f)}
-    return empty
+    return {**empty, **(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})}
 
 
 def save_results(results: dict) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("w") as f:
-        json.dump(results, f, indent=1, default=float)
+    RESULTS.write_text(json.dumps(results, indent=1, default=float))
 
 
 def run_all(args) -> None:
@@ -289,7 +234,6 @@ def run_all(args) -> None:
     baselines = {"bare": timed_server("benchmarks/bare_app.py", "bare"), "shell": timed_server(shell_script(), "shell")}
     try:
         app.start()
-        print(f"app server {app.base}", flush=True)
         pages = [p for p in asyncio.run(discover_pages(app)) if wanted is None or p in wanted]
         for server in baselines.values():
             server.start()
@@ -332,7 +276,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="run", choices=("run", "report"))
     parser.add_argument("--pages", help="comma-separated URL paths (default/why_attention for the first page)")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="token counts T")
+    parser.add_argument("--sizes", type=lambda t: [int(v) for v in t.split(",")], default=SIZES, help="token counts T")
     parser.add_argument("--steps", default="all", help="'all' or comma-separated step numbers")
     parser.add_argument("--repeats", type=int, default=3, help="sentence changes per page, step and T; cold starts")
     parser.add_argument("--no-browser", action="store_true", help="skip Enter-to-painted in Chromium")
@@ -340,7 +284,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--no-markdown", action="store_true", help="print the tables, leave BENCHMARKS.md as it is")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    args.sizes = [int(v) for v in args.sizes.split(",")]
     if args.command == "report":
         finish(load_results(), args)
     else:

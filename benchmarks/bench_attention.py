@@ -6,12 +6,8 @@ Usage, from the repository root (the GPT-2-scale comparison in BENCHMARKS.md)::
         --only MultiHeadAttention --only trace --only nn.MultiheadAttention \\
         --only "nn.MultiheadAttention without weights" --only fast_multihead
 
-Without ``--only`` every implementation in ``attention.IMPLEMENTATIONS`` runs.
-What the figures are is ``attention/speed.py``'s docstring: the median of one
-call over ``--repeats`` interleaved rounds (every implementation once per
-round, in a shuffled order), the ratio of that median to ``--reference``'s
-from the same run, and the peak bytes torch's allocator handed out during one
-call. The load average before and after the run is printed with the table.
+Without ``--only`` every implementation in ``attention.IMPLEMENTATIONS`` runs. ``attention/speed.py``'s
+docstring says what the figures are; the load average before and after is printed with the table.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import time
 from benchmarks.launch import ROOT, AppServer
 from benchmarks.machine import loadavg
 from benchmarks.meter import percentile
-from benchmarks.protocol import Student
+from benchmarks.protocol import Student, warm
 
 CJK = "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(2000))  # 2,000 CJK characters
 WORST = {"input": "text", "text": CJK, "d_in": "1024", "d_out": "1024", "heads": "16", "ctx": "1024"}
@@ -64,12 +64,8 @@ class Light:
 
     def summary(self, since: int = 0) -> dict:
         values = self.latencies[since:]
-        return {
-            "runs": len(values),
-            "p50_s": round(statistics.median(values), 3) if values else None,
-            "p95_s": round(percentile(values, 95), 3) if values else None,
-            "max_s": round(max(values), 3) if values else None,
-        }
+        figures = {"p50_s": statistics.median, "p95_s": lambda v: percentile(v, 95), "max_s": max}
+        return {"runs": len(values), **{key: round(f(values), 3) if values else None for key, f in figures.items()}}
 
 
 async def open_link(base: str, page: str, seed: int) -> dict:
@@ -122,9 +118,7 @@ async def main_async(args) -> list[dict]:
     light = Light(base)
     results = []
     try:
-        warm = Student(base)
-        await warm.visit("multihead", {})  # imports and first runs behind us
-        await warm.close()
+        await warm(base, ["multihead"])
         task = asyncio.create_task(light.loop())
         await asyncio.sleep(5)
         idle = statistics.median(rss for _, rss in memory.samples[-30:])

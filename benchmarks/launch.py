@@ -1,9 +1,8 @@
 """Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
 
-``AppServer`` is one ``streamlit run`` on 127.0.0.1 and a free port, in its own process group (under
-``benchmarks.serve`` when given ``serve_options``: still Streamlit's own server in one process);
-``TimedServer`` reads the run times ``serve --timings`` writes; ``lesson_target`` gives the load benchmark
-one server (``OneServer``) or several behind nginx (``ClusterServer``). ``launch_chromium`` starts the
+``AppServer`` is one ``streamlit run`` on 127.0.0.1 and a free port (under ``benchmarks.serve`` when given
+``serve_options``); ``TimedServer`` reads the run times ``serve --timings`` writes; ``lesson_target`` gives the
+load benchmark one server or several behind nginx (``ClusterServer``). ``launch_chromium`` starts the
 system's Chromium through Playwright with the flags every caller uses.
 """
 
@@ -77,16 +76,18 @@ def problems(log: str) -> list[str]:
 
 
 class AppServer:
-    """``streamlit run script`` on a free port; ``start()`` returns its base URL once it is healthy.
+    """``streamlit run script`` on a free port, in its own process group; ``start()`` returns its base URL once
+    it is healthy. ``serve_options`` (a list, possibly empty) runs it under ``python -m benchmarks.serve``;
+    ``env`` is added to the environment. To the load benchmark it is one server the students reach directly."""
 
-    ``serve_options`` (a list, possibly empty) runs it under ``python -m benchmarks.serve``; ``env`` is added
-    to the environment.
-    """
+    proxied = False
+    memory_log = ""  # serve --memory-log's file, when lesson_target asks for one
 
     def __init__(self, script="streamlit_app.py", *, log: Path, serve_options: list[str] | None = None, env=None):
         self.script, self.log, self.serve_options, self.env = script, Path(log), serve_options, env or {}
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.app_bases = [self.base]
         self.proc: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
@@ -150,6 +151,9 @@ class AppServer:
     def rss_mib(self) -> float:
         return machine.process_rss_mib(self.proc.pid)
 
+    def processes(self) -> dict[str, int]:
+        return {"app": self.proc.pid}
+
 
 class TimedServer(AppServer):
     """``streamlit run SCRIPT`` under ``serve --timings``, which times every script run; logs in ``folder``."""
@@ -169,31 +173,20 @@ class TimedServer(AppServer):
         with self.timings.open() as f:
             return sum(1 for _ in f)
 
-    async def timing_after(self, mark: int, timeout: float = 30.0) -> dict | None:
-        """The last script run's timing written after ``mark`` lines (it is written after the post-run GC)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.mark() > mark:
-                await asyncio.sleep(0.05)  # a rerun the script asked for writes one line for both runs
-                return json.loads(self.timings.read_text().splitlines()[-1])
+    async def timed_send(self, student, kind: str, message: bytes, text: str | None = None):
+        """Send ``message`` once the previous run's post-run collection is over: the run, its timing (NaN
+        where none was written) and the 1-minute load average when it was sent."""
+        await asyncio.sleep(0.3)
+        mark, load = self.mark(), machine.loadavg()[0]
+        run = await student.send(kind, message, expect_text=text)
+        deadline = time.monotonic() + 30.0
+        while self.mark() <= mark and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        return None
-
-
-class OneServer(AppServer):
-    """One app process, the students connecting to it directly: ``streamlit run streamlit_app.py``, or with
-    ``memory_log`` under ``serve --memory-log``, sampling its memory by kind every ``every`` seconds."""
-
-    proxied = False
-
-    def __init__(self, log_path: str, env=None, memory_log: str = "", every: float = 5.0) -> None:
-        serve = ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else None
-        super().__init__(log=Path(log_path), env=env, serve_options=serve)
-        self.memory_log = memory_log
-        self.app_bases, self.app_pages = [self.base], []
-
-    def processes(self) -> dict[str, int]:
-        return {"app": self.proc.pid}
+        timing = dict.fromkeys(("script_s", "script_cpu_s", "after_s", "total_s"), float("nan"))
+        if self.mark() > mark:  # the line is written after the post-run GC
+            await asyncio.sleep(0.05)  # a rerun the script asked for writes one line for both runs
+            timing |= json.loads(self.timings.read_text().splitlines()[-1])
+        return run, timing, load
 
 
 class ClusterServer:
@@ -241,7 +234,10 @@ def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str =
     ``servers`` of them behind nginx."""
     env = {"MALLOC_ARENA_MAX": str(arena_max)} if arena_max else {}
     if servers == 1:
-        return OneServer(log_path, env, memory_log, every)
+        serve = ["--memory-log", memory_log, "--memory-every", str(every)] if memory_log else None
+        server = AppServer(log=Path(log_path), env=env, serve_options=serve)
+        server.memory_log = memory_log
+        return server
     if memory_log:
         raise SystemExit("--memory-log is for one server: use --servers 1")
     return ClusterServer(servers, log_path, env)

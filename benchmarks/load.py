@@ -7,11 +7,8 @@ describes the students and the scenarios)::
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
 
-Browser-like students (``protocol.BrowserStudent``) open ``--page`` with the first of ``CLASS_SENTENCES``,
-then think and act until ``--duration`` is up: in a ``class`` a stepper click, a page switch or a pool
-sentence (``MIXES``); in ``typing`` a new sentence of their own. Each run starts its own server(s), warms
-them up and appends a JSON line to ``artifacts/load/results.jsonl``. The issue-13 scenarios were retired;
-they are at commit e1b2501.
+Students (``LessonStudent``) open ``--page`` and act, each scenario with its mix of actions (``MIXES``), until
+``--duration`` is up. Each run starts its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -31,32 +28,11 @@ from benchmarks import report
 from benchmarks.launch import lesson_target
 from benchmarks.machine import loadavg, machine
 from benchmarks.meter import Meter, memory_lines, memory_trends, read_memory_log, summarize
-from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, Student
+from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, warm
 from benchmarks.sentences import sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
-
-
-async def warm(base: str) -> tuple[list[Run], list[tuple[str, str]]]:
-    """Open every page of the server at ``base`` once and edit its sentence once, so the imports and first runs
-    are behind us; returns the runs and the app's pages (URL path, title), read from the first run's navigation."""
-    rng, runs = random.Random(0), []
-
-    async def visit(page: str) -> Student:
-        student = Student(base)
-        runs.append(await student.visit(page, {"input": "text", "text": sentence(rng)}))
-        if runs[-1].error and not page:
-            raise RuntimeError(f"the app's first page failed at {base}: {runs[-1].error}")
-        runs.append(await student.edit(sentence(rng)))
-        await student.close()
-        return student
-
-    first = await visit("")
-    for page, _ in first.app_pages:
-        if page:
-            await visit(page)
-    return runs, first.app_pages
 
 
 # A stepper click (Next or Previous), a page switch, a new sentence, and the Generate page writing a continuation
@@ -233,43 +209,23 @@ async def one_lesson(args, servers: int, n: int) -> None:
     try:
         warm_errors = []
         for base in target.app_bases:
-            runs, target.app_pages = await warm(base)
+            runs, target.app_pages, _ = await warm(base)
             warm_errors += [r.error for r in runs if r.error]
         print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
         result = await lesson(target, args, n)
         result |= {"server_log_problems": target.log_problems()[:20], "warm_up_errors": warm_errors}
     finally:
         target.stop()
-    e = {
-        "scenario": scenario,
-        "mode": f"{servers} server" + ("s behind nginx" if servers > 1 else ""),
-        "servers": servers,
-        "students": n,
-        "page": args.page,
-        "think_s": args.think,
-        "spread_s": args.spread,
-        "duration_s": args.duration,
-        "malloc_arena_max": args.arena_max,
-        "memory_log": memory_log,
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]]),
-        "server_command": " ".join(target.command()),
-        "machine": machine(),
-        **result,
-    }
+    mode = f"{servers} server" + ("s behind nginx" if servers > 1 else "")
+    e = {"scenario": scenario, "mode": mode, "servers": servers, "students": n, "page": args.page}
+    e |= {"think_s": args.think, "spread_s": args.spread, "duration_s": args.duration}
+    e |= {"malloc_arena_max": args.arena_max, "memory_log": memory_log, "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+    e |= {"command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]])}
+    e |= {"server_command": " ".join(target.command()), "machine": machine(), **result}
     report.record(e, args.results)
     a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
-    print(
-        f"   {a['runs']} actions, p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), "
-        f"max {a['max_s'] * 1000:.0f} ms, {a['errors']} errors, {e['throughput_runs_per_s']:.2f} actions/s, server "
-        f"CPU {e['server_cpu_cores']:.2f} cores ({e['server_cpu_ms_per_run']:.0f} ms/run), client "
-        f"{e['client_cpu_cores']:.2f} cores, load {e['loadavg_start']:.2f}->{e['loadavg_end']:.2f}",
-        flush=True,
-    )
-    slowest = ", ".join(f"{r['kind']} to {r['where']} {r['latency_s'] * 1000:.0f} ms" for r in e["slowest"][:6])
-    print(f"   slowest: {slowest}", flush=True)
-    for name, p in e["processes"].items():
-        print(f"   {name}: {p['cpu_cores']:.2f} cores")
+    print(f"   {a['runs']} actions, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), {a['errors']} errors", flush=True)
+    print(f"   server CPU {e['server_cpu_cores']:.2f} cores, load {e['loadavg_end']:.2f}", flush=True)
     if e["server_memory"]:
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
 
@@ -288,11 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which students arrive")
     parser.add_argument("--page", default="multihead", help="the page the class's link opens (URL path)")
     parser.add_argument("--arena-max", type=int, default=2, help="MALLOC_ARENA_MAX of the app processes (0: unset)")
-    parser.add_argument(
-        "--memory-log",
-        action="store_true",
-        help="one server: sample the server's memory by kind (serve --memory-log) and report trends",
-    )
+    parser.add_argument("--memory-log", action="store_true", help="one server: its memory by kind, and trends")
     parser.add_argument("--memory-every", type=float, default=5.0, help="seconds between --memory-log samples")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")

@@ -35,17 +35,9 @@ def machine() -> dict:
     chromium = ""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         chromium = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "ram_gib": round(mem_kib / 2**20, 1),
-        "python": platform.python_version(),
-        "streamlit": streamlit.__version__,
-        "torch": torch.__version__,
-        "plotly": plotly.__version__,
-        "chromium": chromium,
-        "kernel": platform.release(),
-    }
+    facts = {"cpu": cpu_model(), "cores": os.cpu_count(), "ram_gib": round(mem_kib / 2**20, 1)}
+    facts |= {"python": platform.python_version(), "streamlit": streamlit.__version__, "torch": torch.__version__}
+    return facts | {"plotly": plotly.__version__, "chromium": chromium, "kernel": platform.release()}
 
 
 def family(pid: int) -> list[int]:

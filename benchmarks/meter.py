@@ -31,28 +31,18 @@ def summarize(runs: list) -> dict:
     latencies = [r.latency for r in runs if r.ok]
     errors = dict(Counter(r.error for r in runs if r.error))
     warnings = dict(Counter(w for r in runs for w in r.warnings))
-    return {
-        "runs": len(runs),
-        "ok": len(latencies),
-        "errors": sum(errors.values()),
-        "error_kinds": errors,
-        "warning_kinds": warnings,
-        "p50_s": percentile(latencies, 50),
-        "p95_s": percentile(latencies, 95),
-        "max_s": max(latencies) if latencies else float("nan"),
-        "mean_s": statistics.fmean(latencies) if latencies else float("nan"),
-        "kib_per_run": statistics.fmean(r.bytes for r in runs) / 1024 if runs else float("nan"),
-    }
+    out = {"runs": len(runs), "ok": len(latencies), "errors": sum(errors.values()), "error_kinds": errors}
+    out |= {"warning_kinds": warnings, "p50_s": percentile(latencies, 50), "p95_s": percentile(latencies, 95)}
+    nan = float("nan")
+    out |= {"max_s": max(latencies, default=nan), "mean_s": statistics.fmean(latencies) if latencies else nan}
+    return out | {"kib_per_run": statistics.fmean(r.bytes for r in runs) / 1024 if runs else nan}
 
 
 def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
     """Least-squares slope of (seconds, MiB) samples, in MiB per minute."""
-    if len(samples) < 3:
+    if len(samples) < 3 or len({x for x, _ in samples}) < 2:
         return float("nan")
-    xs, ys = [s[0] for s in samples], [s[1] for s in samples]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
+    return 60 * statistics.linear_regression(*zip(*samples, strict=True)).slope
 
 
 class Meter:
@@ -109,13 +99,9 @@ def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
     """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half, from
     (seconds, MiB) samples."""
     values = [v for _, v in samples]
-    return {
-        "rss_start_mib": values[0],
-        "rss_end_mib": values[-1],
-        "rss_max_mib": max(values),
-        "rss_slope_mib_per_min": slope_mib_per_min(samples),
-        "rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2]),
-    }
+    out = {"rss_start_mib": values[0], "rss_end_mib": values[-1], "rss_max_mib": max(values)}
+    out["rss_slope_mib_per_min"] = slope_mib_per_min(samples)
+    return out | {"rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2])}
 
 
 MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
@@ -149,15 +135,10 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
         if not points:
             continue
         values = [v for _, v in points]
-        trends[key] = {
-            "first": values[0],
-            "last": values[-1],
-            "min": min(values),
-            "max": max(values),
-            "slope_per_min": slope_mib_per_min(points),
-            "slope_second_half_per_min": slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2]),
-            "slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s]),
-        }
+        trend = {"first": values[0], "last": values[-1], "min": min(values), "max": max(values)}
+        trend["slope_per_min"] = slope_mib_per_min(points)
+        trend["slope_second_half_per_min"] = slope_mib_per_min([p for p in points if p[0] >= (end - start) / 2])
+        trends[key] = trend | {"slope_settled_per_min": slope_mib_per_min([p for p in points if p[0] >= settled_s])}
     return trends
 
 

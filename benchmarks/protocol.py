@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import re
 import time
 import urllib.parse
@@ -19,6 +20,8 @@ import websockets
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from benchmarks.sentences import sentence
 
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
 RUN_TIMEOUT_S = 300.0
@@ -396,3 +399,29 @@ class BrowserStudent(Student):
             where = {"page_name": page, "url": f"{self.base}/{page}"}
         trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
         return self.request(where, states=self.states, trigger=trigger, fragment_id=fragment)
+
+
+async def warm(base: str, pages: list[str] | None = None, every_step: bool = False, make=None):
+    """Open ``pages`` (by default the first, then every other page) from a link and edit the sentence once, at
+    each step if ``every_step``, so imports and first runs are behind us; ``make()`` gives each sentence (random
+    words by default). Returns the runs, the app's pages (URL path, title) and each page's step count."""
+    rng = random.Random(0)
+    make = make or (lambda: sentence(rng))
+    runs, app_pages, steps = [], [], {}
+    todo = [""] if pages is None else list(pages)
+    while todo:
+        page, step, count = todo.pop(0), 1, 1
+        while step <= count:
+            student = Student(base)
+            query = {"input": "text", "text": make()} | ({"step": str(step)} if every_step else {})
+            runs.append(await student.visit(page, query))
+            if runs[-1].error and not app_pages:
+                raise RuntimeError(f"{base}/{page} failed: {runs[-1].error}")
+            runs.append(await student.edit(make()))
+            await student.close()
+            if pages is None and not app_pages:
+                todo += [path for path, _ in student.app_pages if path]
+            app_pages = app_pages or student.app_pages
+            count = (student.steps or 1) if every_step else 1
+            steps[page], step = count, step + 1
+    return runs, app_pages, steps

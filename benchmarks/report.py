@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
 import statistics
+from pathlib import Path
 
 from benchmarks.meter import median
 
 
 def record(entry: dict, path: str) -> None:
     """Append ``entry`` as one JSON line to ``path``."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
 
 
 def replace_block(path: str, begin: str, end: str, text: str) -> None:
     """Replace what lies between the markers ``begin`` and ``end`` in ``path``; the rest of the file stays."""
-    with open(path) as f:
-        whole = f.read()
+    whole = Path(path).read_text()
     if begin not in whole or end not in whole:
         raise SystemExit(f"{path} has no {begin} ... {end} block to fill")
     head, rest = whole.split(begin, 1)
     _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
+    Path(path).write_text(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
 def row(*cells: str) -> str:
@@ -60,6 +58,9 @@ def _page_name(page: str) -> str:
     return f"`{page}`" if page else "default (`why_attention`)"
 
 
+MEANS = {"mean_ratio": "ratio", "mean_ms": "script_ms"}  # page_summary's means over steps, of each row's field
+
+
 def page_summary(results: dict) -> list[dict]:
     """Per page and T: the worst step and the mean over steps of the rerun time and its ratio to the bare page."""
     by_page: dict[str, dict[int, list[dict]]] = {}
@@ -70,18 +71,9 @@ def page_summary(results: dict) -> list[dict]:
         for num_tokens, rows in sorted(sizes.items()):
             worst = max(rows, key=lambda r: r["ratio"])
             heaviest = max(rows, key=lambda r: r["bytes"])
-            summary.append(
-                {
-                    "page": page,
-                    "T": num_tokens,
-                    "steps": len(rows),
-                    "worst": worst,
-                    "mean_ratio": statistics.fmean(r["ratio"] for r in rows),
-                    "mean_ms": statistics.fmean(r["script_ms"] for r in rows),
-                    "bytes": heaviest,
-                    "load": [v for r in rows for v in r["load"]],
-                }
-            )
+            means = {key: statistics.fmean(r[field] for r in rows) for key, field in MEANS.items()}
+            entry = {"page": page, "T": num_tokens, "steps": len(rows), "worst": worst, **means, "bytes": heaviest}
+            summary.append(entry | {"load": [v for r in rows for v in r["load"]]})
     return summary
 
 
@@ -113,44 +105,20 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
     sizes = sorted({s["T"] for s in summary})
     pages = list(dict.fromkeys(s["page"] for s in summary))
     found = {(s["page"], s["T"]): s for s in summary}
-    names = {"bare": "bare page", "shell": "shell"}
     columns = [f"T = {t:,}" for t in sizes]
-    align = row("---", *("---:" for _ in sizes))
 
     def loads(rows: list[dict]) -> str:
         return _load([v for r in rows for v in r["load"]])
 
-    def per_page(cell, load: bool = False) -> list[str]:
-        """One row per page: ``cell(summary)`` at each T, and the load of its runs if asked."""
-        last = [loads([s for s in summary if s["page"] == p]) for p in pages] if load else [None] * len(pages)
-        cells = [[cell(found[p, t]) if (p, t) in found else "–" for t in sizes] for p in pages]
-        return [row(_page_name(p), *c, *filter(None, [x])) for p, c, x in zip(pages, cells, last, strict=True)]
+    def ratio(s: dict) -> str:
+        worst = s["worst"]
+        return (
+            f"{worst['ratio']:.1f}× ({worst['step']}){flag(worst['ratio'], goal_for(s['T']))} · {s['mean_ratio']:.1f}×"
+        )
 
-    def per_baseline(cell, labels=names, load: bool = False) -> list[str]:
-        """A row for the bare page and one for the shell: ``cell(baseline, T)`` at each T, and the load if asked."""
-        lines = []
-        for n in names:
-            found_rows = [base.get(f"{n}|{t}") for t in sizes]
-            cells = [cell(b, t) if b else "–" for b, t in zip(found_rows, sizes, strict=True)]
-            lines.append(row(labels[n], *cells, *([loads([b for b in found_rows if b])] if load else [])))
-        return lines
-
-    repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
-    counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
-    if len({tuple(n) for n in repeats.values()}) == 1:
-        counts = "/".join(map(str, next(iter(repeats.values()))))
-    ratios = per_baseline(
-        lambda b, t: f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)",
-        {"bare": "bare page", "shell": "shell (entry script, empty page)"},
-        load=True,
-    )
-    ratios += per_page(
-        lambda s: (
-            f"{s['worst']['ratio']:.1f}× ({s['worst']['step']}){flag(s['worst']['ratio'], goal_for(s['T']))}"
-            f" · {s['mean_ratio']:.1f}×"
-        ),
-        load=True,
-    )
+    def ms(s: dict) -> str:
+        worst = s["worst"]
+        return f"{_fmt_ms(worst['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(worst['client_ms'])})"
 
     def whole(s: dict) -> str:
         rows = [r for r in server.values() if r["page"] == s["page"] and r["T"] == s["T"]]
@@ -162,54 +130,65 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
         most = s["bytes"]["bytes_max"]
         return f"{most / 1024:,.0f} ({s['bytes']['step']})" + (" ⚠️" if most > BYTES_GOAL else "")
 
-    out = [
-        "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
-        f"{counts} new sentences per page and step). Each "
-        "cell: the worst step's time as a multiple of the bare page at the same T (and its step), then the "
-        "mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
-        "",
-        row("page", *(f"{c}: worst (step) · mean" for c in columns), "load"),
-        row("---", *("---:" for _ in sizes), "---"),
-        *ratios,
-        "",
-        "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the worst "
-        "step in brackets):",
-        "",
-        row("page", *(f"{c} ms" for c in columns)),
-        align,
-        *per_page(
-            lambda s: (
-                f"{_fmt_ms(s['worst']['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(s['worst']['client_ms'])})"
-            )
+    def bare_ratio(b: dict, t: int) -> str:
+        return f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)"
+
+    def bare_whole(b: dict, t: int) -> str:
+        return (
+            f"{_fmt_ms(b['total_ms'])} ({b['total_ms'] / base[f'bare|{t}']['total_ms']:.1f}×; GC {_fmt_ms(b['gc_ms'])})"
+        )
+
+    repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
+    counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
+    if len({tuple(n) for n in repeats.values()}) == 1:
+        counts = "/".join(map(str, next(iter(repeats.values()))))
+    specs = (  # intro, what each T's column holds, (the bare page's and shell's cell, the shell's name), a page's cell
+        (
+            "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
+            f"{counts} new sentences per page and step). Each cell: the worst step's time as a multiple of the "
+            "bare page at the same T (and its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, "
+            "≤ 3× at T = 1,024.",
+            ": worst (step) · mean",
+            (bare_ratio, "shell (entry script, empty page)"),
+            ratio,
         ),
-        "",
-        "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
-        "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
-        "the collection's median ms in brackets):",
-        "",
-        row("page", *columns),
-        align,
-        *per_baseline(
-            lambda b, t: (
-                f"{_fmt_ms(b['total_ms'])} ({b['total_ms'] / base[f'bare|{t}']['total_ms']:.1f}×; "
-                f"GC {_fmt_ms(b['gc_ms'])})"
-            )
+        (
+            "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the "
+            "worst step in brackets):",
+            " ms",
+            None,
+            ms,
         ),
-        *per_page(whole),
-        "",
-        "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, in "
-        "KiB; ⚠️ over 2 MB):",
-        "",
-        row("page", *columns),
-        align,
-        *per_baseline(lambda b, t: f"{b['bytes'] / 1024:,.0f}"),
-        *per_page(most_bytes),
-        "",
-        "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>",
-        "",
-        row("page", "step", *columns, "load"),
-        row("---", "---:", *("---:" for _ in sizes), "---"),
-    ]
+        (
+            "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
+            "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
+            "the collection's median ms in brackets):",
+            "",
+            (bare_whole, "shell"),
+            whole,
+        ),
+        (
+            "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, "
+            "in KiB; ⚠️ over 2 MB):",
+            "",
+            (lambda b, t: f"{b['bytes'] / 1024:,.0f}", "shell"),
+            most_bytes,
+        ),
+    )
+    out = []
+    for index, (intro, column, baselines, cell) in enumerate(specs):
+        with_load = index == 0  # the first table has the load of each row's runs
+        rows = []
+        for name, label in (("bare", "bare page"), ("shell", baselines[1])) if baselines else ():
+            runs = [base.get(f"{name}|{t}") for t in sizes]
+            cells = [baselines[0](b, t) if b else "–" for b, t in zip(runs, sizes, strict=True)]
+            rows.append(row(label, *cells, *[loads([b for b in runs if b])] * with_load))
+        for p in pages:
+            cells = [cell(found[p, t]) if (p, t) in found else "–" for t in sizes]
+            rows.append(row(_page_name(p), *cells, *[loads([s for s in summary if s["page"] == p])] * with_load))
+        header = ["page", *(c + column for c in columns), *["load"] * with_load]
+        out += table(intro, " | ".join(header), "|".join(["---", *["---:"] * len(sizes), *["---"] * with_load]), rows)
+    steps = []
     for page in pages:
         for step in sorted({r["step"] for r in server.values() if r["page"] == page}):
             rows = [server.get(f"{page}|{step}|{t}") for t in sizes]
@@ -217,8 +196,15 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
                 f"{_fmt_ms(r['script_ms'])} ({r['ratio']:.1f}×) · {r['bytes'] / 1024:,.0f} KiB" if r else "–"
                 for r in rows
             ]
-            out.append(row(_page_name(page), str(step), *cells, loads([r for r in rows if r])))
-    return [*out, "", "</details>", ""]
+            steps.append(row(_page_name(page), str(step), *cells, loads([r for r in rows if r])))
+    details = "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>"
+    right = "|".join("---:" for _ in sizes)
+    return [
+        *out,
+        *table(details, f"page | step | {' | '.join(columns)} | load", f"---|---:|{right}|---", steps),
+        "</details>",
+        "",
+    ]
 
 
 def app_scale_tables(results: dict) -> str:
@@ -325,12 +311,11 @@ def verdicts(results: dict) -> list[str]:
             + ("; over: " + ", ".join(f"{_page_name(r['page'])} step {r['step']}" for r in over) + "." if over else ".")
         )
     browser = results.get("browser", {})
-    pairs = []
-    for r in browser.values():
-        if r["T"] == 1024:
-            small = browser.get(f"{r['page']}|{r['step']}|64")
-            if small:
-                pairs.append((r["page"], r["painted_ms"] / small["painted_ms"], r, small))
+    pairs = [  # (page, painted at T = 1,024 / at 64, its row at 1,024, at 64)
+        (r["page"], r["painted_ms"] / small["painted_ms"], r, small)
+        for r in browser.values()
+        if r["T"] == 1024 and (small := browser.get(f"{r['page']}|{r['step']}|64"))
+    ]
     if pairs:
         missed = [p for p in pairs if p[1] > GOALS["paint"]]
         worst = max(pairs, key=lambda p: p[1])

@@ -69,12 +69,8 @@ def _mallinfo2() -> dict:
     return {"arena": info.arena, "in_use": info.uordblks, "free": info.fordblks, "mmapped": info.hblkhd}
 
 
-PYMALLOC_FIELDS = {
-    "# arenas allocated current": "arenas",
-    "# arenas highwater mark": "arenas_highwater",
-    "# bytes in allocated blocks": "in_use",
-    "# bytes in available blocks": "free_in_pools",
-}
+PYMALLOC_FIELDS = {"# arenas allocated current": "arenas", "# arenas highwater mark": "arenas_highwater"}
+PYMALLOC_FIELDS |= {"# bytes in allocated blocks": "in_use", "# bytes in available blocks": "free_in_pools"}
 
 
 def _pymalloc() -> dict:
@@ -138,9 +134,8 @@ def _log_memory(path: str, every: float) -> None:
 
     def loop() -> None:
         while True:
-            line = json.dumps(memory_sample(started))
             with open(path, "a") as f:
-                f.write(line + "\n")
+                f.write(json.dumps(memory_sample(started)) + "\n")
             time.sleep(every)
 
     threading.Thread(target=loop, name="memory-log", daemon=True).start()
