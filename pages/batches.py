@@ -74,6 +74,7 @@ elif step == 1:
     axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
+    axes.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
     widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
     widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)

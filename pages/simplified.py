@@ -1,5 +1,7 @@
 """Simplified attention (section 3.3): dot-product scores, softmax weights and context vectors, no weights yet."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -106,6 +108,7 @@ elif step == 4:
         st.columns(2), ("attn_scores", "attn_weights"), ({"kind": "signed"}, {"kind": "weights"}), strict=True
     ):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
+        options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
     widgets.show_code(attention.simplified_attention)

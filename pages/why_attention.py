@@ -1,5 +1,7 @@
 """Why attention: the RNN encoder–decoder bottleneck and Bahdanau attention (sections 3.1–3.2)."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 import attention
@@ -32,6 +34,7 @@ if step == 0:
     )
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
+    options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
     widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
 elif step == 1:
     share = view.final_state_share

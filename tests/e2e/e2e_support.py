@@ -56,6 +56,14 @@ class PageSpec:
         return Path(self.file).stem
 
 
+REFERENCE_PAGES = ("glossary",)  # pages of text to look things up in: no stepper, no charts
+
+
+def stepped_pages() -> list[PageSpec]:
+    """``app_pages`` but the reference pages: the pages a learner steps through, each with charts."""
+    return [spec for spec in app_pages() if spec.stem not in REFERENCE_PAGES]
+
+
 def app_pages() -> list[PageSpec]:
     """The pages the app script ``explorer_app.py`` passes to ``st.navigation`` (its ``PAGES``), read from its source.
 

@@ -21,6 +21,7 @@ from e2e_support import (
     assert_same_plots,
     check_known_figures,
     eventually,
+    stepped_pages,
 )
 
 import attention
@@ -73,7 +74,7 @@ def assert_known_figures_seen(spec, seen: set[str]) -> None:
     assert expected <= seen, f"{spec.stem}: no figure titled like {sorted(expected - seen)} was drawn"
 
 
-@pytest.mark.parametrize("spec", PAGES, ids=lambda s: s.stem)
+@pytest.mark.parametrize("spec", stepped_pages(), ids=lambda s: s.stem)
 def test_page_with_the_books_example(app_page, spec):
     app_page.goto(spec.url_path)
     reference = AppReference(spec)
@@ -85,7 +86,7 @@ def test_page_with_the_books_example(app_page, spec):
     assert_known_figures_seen(spec, seen)
 
 
-@pytest.mark.parametrize("spec", PAGES, ids=lambda s: s.stem)
+@pytest.mark.parametrize("spec", stepped_pages(), ids=lambda s: s.stem)
 def test_page_with_a_typed_sentence(app_page, spec):
     app_page.goto(spec.url_path)
     reference = AppReference(spec)

@@ -17,11 +17,11 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from e2e_support import app_pages
+from e2e_support import stepped_pages
 
 pytestmark = pytest.mark.browser
 
-PAGES = app_pages()
+PAGES = stepped_pages()  # the glossary has no steps: test_glossary_reads_at_18_px
 SENTENCE_30 = (  # 30 GPT-2 tokens
     "Attention lets every token in a sentence look back at the tokens before it, so that a model can weigh "
     "which of the earlier words matter most."
@@ -79,6 +79,14 @@ def walk_presenter(app_page, spec, sentence: str | None) -> tuple[list[str], dic
 def test_presenter_mode_fits_a_projector(app_page, spec, sentence):
     found, _ = walk_presenter(app_page, spec, sentence)
     assert not found, "\n".join(found[:40])
+
+
+def test_the_glossary_reads_at_18_px(app_page):
+    """The glossary, a page of text without steps, keeps every text at 18 px or more in presenter mode."""
+    app_page.goto("glossary", "present=1")
+    app_page.page.wait_for_selector('[data-testid="stMain"] h3')
+    measured = measure(app_page)
+    assert not problems(measured, "glossary"), problems(measured, "glossary")[:20]
 
 
 def test_stepper_buttons_read_once_and_the_clicker_buttons_not_at_all(app_page):

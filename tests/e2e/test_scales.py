@@ -17,12 +17,12 @@ import urllib.parse
 
 import numpy as np
 import pytest
-from e2e_support import app_pages
+from e2e_support import stepped_pages
 from test_presenter import SENTENCE_30
 
 pytestmark = pytest.mark.browser
 
-PAGES = app_pages()
+PAGES = stepped_pages()
 COMPARED = (  # title patterns of panels drawn side by side to be compared, on one step
     (r"^attn_scores$", r"^attn_scores / √"),
     (r"^SelfAttention_v1", r"^SelfAttention_v2$"),
