@@ -91,7 +91,7 @@ else:
     widgets.book_caption(settings, "causal_class")
     decimals = 4 if d_out <= 4 else 2
     short = replace(
-        widgets.style(), max_height=min(widgets.style().max_height, 340)
+        widgets.style(), max_height=min(widgets.style().max_height, 310)
     )  # under the text, on a 720 px screen
     options = dict(diverging=True, decimals=decimals, style=short, **DIMENSIONS)
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", **options)
