@@ -77,8 +77,9 @@ elif step in (1, 2):
         widgets.side_by_side(weights, probs)
         widgets.show_code(attention.GPTWithCache.step)
     else:
-        st.markdown(notes.cache_text(data, k))
-        keys, again = data.cache_keys[layer, head, :seen], data.recomputed_keys[layer, head, :seen]
+        check = widgets.guard(views.cache_check, settings, options)  # computed for this step alone
+        st.markdown(notes.cache_text(data, check, k))
+        keys, again = check.cache_keys[layer, head, :seen], check.recomputed_keys[layer, head, :seen]
         span = figures.shared_range(keys, again, kind="signed")
         dims = [f"dim {d}" for d in range(data.head_dim)]
         shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)

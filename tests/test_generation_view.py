@@ -40,12 +40,13 @@ def test_the_views_tokens_and_numbers_are_the_packages(gpt, generated):
 
 
 def test_the_cache_equals_recomputation_and_generating_without_it(generated):
-    _, view = generated
-    assert view.same_tokens
-    assert view.logits_max_difference < 1e-4
-    assert view.keys_max_difference < 1e-5 and view.values_max_difference < 1e-5
-    assert view.cache_keys.shape == (4, 4, len(view.ids) - 1, 16)
-    np.testing.assert_allclose(view.cache_keys, view.recomputed_keys, atol=1e-5)
+    options, view = generated
+    check = views.cache_check(Settings(), options)
+    assert check.same_tokens
+    assert check.logits_max_difference < 1e-4
+    assert check.keys_max_difference < 1e-5 and check.values_max_difference < 1e-5
+    assert check.cache_keys.shape == (4, 4, len(view.ids) - 1, 16)
+    np.testing.assert_allclose(check.cache_keys, check.recomputed_keys, atol=1e-5)
 
 
 def test_multiply_adds_are_the_cost_modules(gpt, generated):

@@ -100,17 +100,17 @@ def token_text(view, k: int, layer: int, head: int) -> str:
     )
 
 
-def cache_text(view, k: int) -> str:
-    """What the cache holds at step ``k`` and how it compares with recomputing everything."""
+def cache_text(view, check, k: int) -> str:
+    """What the cache holds at step ``k`` and how it compares with recomputing everything (``check``)."""
     tokens, size = view.cache_tokens[k], view.cache_bytes[k]
-    same = "the same" if view.same_tokens else "**different**"
+    same = "the same" if check.same_tokens else "**different**"
     return (
         f"After step {k + 1} the cache holds the keys and values of **{tokens}** tokens in each of "
         f"{view.num_layers} layers: {size:,} bytes. Each step adds one row to every layer's keys and values "
         f"(left). A full recomputation, the whole text read at once, gives the same keys (right): largest "
-        f"|difference| {view.keys_max_difference:.1e} for keys and {view.values_max_difference:.1e} for values, "
+        f"|difference| {check.keys_max_difference:.1e} for keys and {check.values_max_difference:.1e} for values, "
         f"over every layer and head. Generating with and without the cache gave {same} {view.new_tokens} "
-        f"tokens, and logits within {view.logits_max_difference:.1e}."
+        f"tokens, and logits within {check.logits_max_difference:.1e}."
     )
 
 

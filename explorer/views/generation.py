@@ -49,8 +49,7 @@ class GenerationView:
 
     Step k (from 0) chose new token k from the text's first ``prompt_tokens + k`` tokens.
     Shapes: ``attn_rows`` (n_new, n_layers, n_heads, T - 1), step k's row of the query that chose
-    token k, NaN past its ``prompt_tokens + k`` keys; ``top_probs`` (n_new, 10); ``cache_keys``
-    (n_layers, n_heads, T - 1, head_dim), the cache when the last token was chosen;
+    token k, NaN past its ``prompt_tokens + k`` keys; ``top_probs`` (n_new, 10);
     ``macs_with``/``macs_without`` (n_new,) multiply-adds of each step after the first.
     """
 
@@ -69,13 +68,6 @@ class GenerationView:
     top_probs: np.ndarray
     cache_tokens: tuple[int, ...]
     cache_bytes: tuple[int, ...]
-    same_tokens: bool  # the cache's tokens equal those of generating without it
-    logits_max_difference: float  # largest |logit with cache - logit without| over every step
-    cache_keys: np.ndarray
-    cache_values: np.ndarray
-    recomputed_keys: np.ndarray  # the same keys, from the whole text read at once
-    keys_max_difference: float
-    values_max_difference: float
     text_lengths: tuple[int, ...]  # the text's tokens at each step after the first
     macs_with: tuple[int, ...]
     macs_without: tuple[int, ...]
@@ -83,6 +75,22 @@ class GenerationView:
     @property
     def new_tokens(self) -> int:
         return len(self.ids) - self.prompt_tokens
+
+
+@dataclass(frozen=True)
+class CacheCheck:
+    """The generation checked against generating without the cache and against reading the whole text at once.
+
+    Shapes: ``cache_keys``, ``cache_values`` and ``recomputed_keys`` (n_layers, n_heads, T - 1, head_dim), the
+    cache when the last token was chosen and the same keys from the whole text."""
+
+    same_tokens: bool  # the cache's tokens equal those of generating without it
+    logits_max_difference: float  # largest |logit with cache - logit without| over every step
+    cache_keys: np.ndarray
+    cache_values: np.ndarray
+    recomputed_keys: np.ndarray
+    keys_max_difference: float
+    values_max_difference: float
 
 
 def model_kind(settings: Settings) -> str:
@@ -128,25 +136,20 @@ def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
 
 @shared_view(max_entries=GENERATION_ENTRIES)
 def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> GenerationView:
-    """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``), with the
-    cache and without it, and compare: tokens, logits, and the cache against a full recomputation."""
+    """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``), with the KV cache:
+    each step's attention rows, top ten and cache size. ``cache_check_view`` compares it with recomputing."""
     check_options(options)
     gpt = model(kind)
     cfg = gpt.cfg
     ids = prompt_ids(prompt, cfg.context_length)
     sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
     with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
-    without_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=False, **sampling)
-    logits_difference = max(
-        float((a.logits - b.logits).abs().max()) for a, b in zip(with_cache.tokens, without_cache.tokens, strict=True)
-    )
     all_ids = with_cache.ids
     n_new, read = len(with_cache.tokens), len(all_ids) - 1  # the last token was chosen, never read
     rows = np.full((n_new, cfg.n_layers, cfg.n_heads, read), np.nan, dtype=np.float32)
     for k, token in enumerate(with_cache.tokens):
         for layer, row in enumerate(token.attn_rows):
             rows[k, layer, :, : row.shape[-1]] = row.numpy()
-    grown, recomputed = cache_against_recomputation(gpt, all_ids[:read], len(ids))
     decode = bpe_encoding()
     steps = range(len(ids) + 1, len(all_ids))  # after the first step, one token is read at a time
     return GenerationView(
@@ -167,17 +170,39 @@ def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOpti
         top_probs=np.array([t.probs_top for t in with_cache.tokens], dtype=np.float64),
         cache_tokens=tuple(t.cache_tokens for t in with_cache.tokens),
         cache_bytes=tuple(t.cache_bytes for t in with_cache.tokens),
+        text_lengths=tuple(steps),
+        macs_with=tuple(macs_per_new_token(cfg, t, use_cache=True).total for t in steps),
+        macs_without=tuple(macs_per_new_token(cfg, t, use_cache=False).total for t in steps),
+    )
+
+
+@shared_view(max_entries=GENERATION_ENTRIES)
+def cache_check_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> CacheCheck:
+    """``generation_view``'s generation against generating without the cache (tokens, logits) and against a
+    full recomputation (the cached keys and values); computed only for the page's cache step."""
+    gpt = model(kind)
+    ids = prompt_ids(prompt, gpt.cfg.context_length)
+    sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
+    with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
+    without_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=False, **sampling)
+    pairs = zip(with_cache.tokens, without_cache.tokens, strict=True)
+    grown, recomputed = cache_against_recomputation(gpt, with_cache.ids[:-1], len(ids))
+    return CacheCheck(
         same_tokens=with_cache.new_ids == without_cache.new_ids,
-        logits_max_difference=logits_difference,
+        logits_max_difference=max(float((a.logits - b.logits).abs().max()) for a, b in pairs),
         cache_keys=grown[0],
         cache_values=grown[1],
         recomputed_keys=recomputed[0],
         keys_max_difference=float(np.abs(grown[0] - recomputed[0]).max()),
         values_max_difference=float(np.abs(grown[1] - recomputed[1]).max()),
-        text_lengths=tuple(steps),
-        macs_with=tuple(macs_per_new_token(cfg, t, use_cache=True).total for t in steps),
-        macs_without=tuple(macs_per_new_token(cfg, t, use_cache=False).total for t in steps),
     )
+
+
+def cache_check(settings: Settings, options: GenerationOptions) -> CacheCheck:
+    """``cache_check_view`` for the sidebar's settings."""
+    kind = model_kind(settings)
+    on_miss = heavy_turn if kind == GPT2 else None
+    return cache_check_view(kind, version(kind), prompt_of(settings), options, on_miss=on_miss)
 
 
 def cache_against_recomputation(gpt, ids, prompt_tokens: int):
