@@ -28,7 +28,7 @@ from explorer.views.speed import SPEED_QUEUE, waiting
 
 MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
 DEFAULT_NEW_TOKENS = 40
-GENERATION_ENTRIES = 8
+GENERATION_ENTRIES = 32  # a class works on ten or so sentences at once: keep them all (GPT-2 small: ~2 MB each)
 TIMED_LENGTHS = (10, 20, 40, 80, 120)  # text lengths timed live, cut to the model's context_length
 TIMED_REPEATS = 3
 
