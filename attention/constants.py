@@ -46,8 +46,7 @@ BOOK_SECTIONS = {
     "v2": f"3.4.2 Implementing a compact self-attention Python class (SelfAttention_v2, seed {BOOK_SEEDS['v2']})",
     "causal": f"3.5.1 Applying a causal attention mask (SelfAttention_v2, seed {BOOK_SEEDS['causal']})",
     "dropout": f"3.5.2 Masking additional attention weights with dropout (seed {BOOK_SEEDS['dropout']})",
-    "causal_class": f"3.5.3 Implementing a compact causal attention class (seed {BOOK_SEEDS['causal_class']}; it "
-    "prints their shape, and section 3.6.1 prints them as the wrapper output's first two columns)",
+    "causal_class": f"3.5.3 Implementing a compact causal attention class (seed {BOOK_SEEDS['causal_class']})",
     "wrapper": f"3.6.1 Stacking multiple single-head attention layers (seed {BOOK_SEEDS['wrapper']})",
     "multihead": f"3.6.2 Implementing multi-head attention with weight splits (seed {BOOK_SEEDS['multihead']})",
 }

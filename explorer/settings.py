@@ -35,7 +35,12 @@ class Limit:
 
 LIMITS = {
     "d_in": Limit(1, 1024, "embedding size of each token (the book's preset is fixed at 3)"),
-    "d_out": Limit(1, 1024, "output size; for multi-head attention the total, split across heads"),
+    "d_out": Limit(
+        1,
+        1024,
+        "output size: of each head in the single-head classes and the wrapper; the total, "
+        "split across heads, in MultiHeadAttention",
+    ),
     "num_heads": Limit(1, 16, "number of attention heads; d_out must be divisible by it"),
     "context_length": Limit(1, 1024, "longest sequence the mask covers; longer input is truncated"),
     "dropout": Limit(0.0, 0.9, "probability of dropping each attention weight while training"),

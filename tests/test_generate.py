@@ -95,6 +95,15 @@ def test_a_gpt2_shaped_model_writes_the_same_tokens_with_and_without_the_cache(g
     assert with_cache.tokens[-1].attn_rows[0].shape == (12, len(prompt) + 9)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("sampling", [{}, SAMPLING], ids=["greedy", "sampling"])
+def test_a_gpt2_shaped_model_writes_the_same_100_tokens_with_and_without_the_cache(gpt2_shaped, prompt, sampling):
+    """Issue 27's full check at GPT-2 small's shape: 100 tokens, logits within 1e-5 (a few minutes on one thread)."""
+    with_cache = generate(gpt2_shaped, prompt, 100, use_cache=True, **sampling)
+    without_cache = generate(gpt2_shaped, prompt, 100, use_cache=False, **sampling)
+    assert_same_generation(with_cache, without_cache, 100)
+
+
 def test_sampling_depends_on_the_seed_and_only_on_it(prompt):
     model = load_trained_gpt()
     first = generate(model, prompt, 30, **SAMPLING)

@@ -47,7 +47,9 @@ def cap_help(cap: int) -> str:
 def how_chosen(options) -> str:
     """The sampling settings in words."""
     if options.temperature == 0:
-        return "greedy: always the likeliest token" + (f" (of the top {options.top_k})" if options.top_k else "")
+        return "chosen greedily: always the likeliest token" + (
+            f" (of the top {options.top_k})" if options.top_k else ""
+        )
     kept = f"the {options.top_k} likeliest tokens" if options.top_k else "every token"
     return f"sampled from {kept} at temperature {options.temperature:g}, seed {options.seed}"
 
@@ -63,7 +65,7 @@ def intro_text(view) -> str:
     return (
         f"**{view.model_name}** ({view.num_layers} layers of `MultiHeadAttention` with {view.num_heads} heads, "
         f"context_length {view.context_length}) continues the prompt's **{view.prompt_tokens}** tokens with "
-        f"**{view.new_tokens}** new ones, {how_chosen(view.options)}. Each step turns the last token's logits "
+        f"**{view.new_tokens}** new ones. They are {how_chosen(view.options)}. Each step turns the last token's logits "
         "(one raw score per token of the vocabulary) into probabilities with a softmax and appends the chosen "
         "token. Chapter 4's `generate_text_simple` picks greedily; chapter 5's `generate` adds temperature and "
         "top-k. The next steps look inside."

@@ -125,12 +125,21 @@ def is_book(settings: Settings, section: str | None = None) -> bool:
     return not any(departures(settings, name) for name in sections)
 
 
+# What a section prints of its numbers, where that is not the numbers themselves.
+PRINTED = {
+    "causal_class": "Section 3.5.3 prints only their shape; section 3.6.1 prints them as the wrapper output's first "
+    "two columns.",
+}
+
+
 def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
-    """A sentence saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
+    """Sentences saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
     reasons = [*departures(settings, section), *also]
+    printed = f" {PRINTED[section]}" if section in PRINTED else ""
     if not reasons:
-        return f"These are the book's numbers: section {TITLES[section]}."
+        return f"These are the book's numbers: section {TITLES[section]}.{printed}"
+    more = f" Also: {'; '.join(reasons[1:])}." if len(reasons) > 1 else ""
     return (
-        f"These are no longer the book's numbers: {'; '.join(reasons)}. The app's default settings reproduce the "
-        f"numbers the book prints in section {TITLES[section]}."
+        f"These are no longer the book's numbers: {reasons[0]}.{more} The app's defaults reproduce section "
+        f"{TITLES[section]}.{printed}"
     )

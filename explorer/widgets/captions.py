@@ -71,8 +71,8 @@ def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
         kwargs={"dropout": DEFAULTS.dropout, "training": DEFAULTS.training},
         disabled=book,
         key="book_dropout",
-        help="Turns the sidebar's dropout off again (p = 0, eval mode: no dropout, as on this app's other pages "
-        "and in every output the book prints but section 3.5.2's); "
-        f"this page then uses the book's p = {BOOK_DROPOUT} in training mode.",
+        help="Turns the sidebar's dropout off again (p = 0, eval mode), as on the other pages and in every output "
+        "the book prints except section 3.5.2's. "
+        f"This page then uses the book's p = {BOOK_DROPOUT} in training mode.",
         width="stretch",
     )

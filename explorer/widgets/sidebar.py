@@ -135,13 +135,14 @@ def _weights_controls() -> bool:
     )  # fmt: skip
     head.number_input(
         "layer's head", 1, cfg.n_heads, step=1, key="w_head", on_change=on_change_of, disabled=found is None,
-        help="The head that Q, K, V, Causal mask, Dropout and Batches hold as one CausalAttention, counted from "
-        "1 (head 1 is index 0 in code).",
+        help="The head the single-head pages hold, counted from 1 (head 1 is index 0 in code): in "
+        "SelfAttention_v1 and v2 on Q, K, V, in one CausalAttention on Causal mask, Dropout and Batches.",
     )  # fmt: skip
     if found is not None:
         st.caption(
             f"The model fixes d_in = {settings.d_in}, num_heads = {settings.num_heads} and context_length = "
-            f"{settings.context_length}. d_out is one head's size, head_dim = {settings.d_out}; seed does not apply."
+            f"{settings.context_length}. d_out is one head's size, head_dim = {settings.d_out}. The seed stays at "
+            f"{settings.seed} and only picks the dropout draws."
         )
     return found is not None
 
