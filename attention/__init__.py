@@ -26,6 +26,9 @@ multi-query attention), ``generation`` (a GPT writing token by token, with or wi
 ``kv_cache_costs`` (the cache's bytes and the multiply-adds per new token, from a configuration) and
 ``generation_speed`` (the time per new token measured both ways).
 
+``derivations`` writes any cell of those matrices out term by term (a score as its dot product,
+a weight as its row's exps), for the explorer's "where did this number come from" panel.
+
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
@@ -78,6 +81,7 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "GPT2Checkpoint",
         "GPTConfig",
     ),
+    "derivations": ("Derivation", "Term"),
     "dropout": (
         "DropoutAverage",
         "DropoutDraw",
