@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import threading
@@ -22,6 +23,7 @@ _SOURCES: dict[Callable | type, str] = {}
 _SOURCES_LOCK = threading.Lock()
 
 
+@functools.cache
 def code_panel_key(title: str = "Show the code") -> str:
     """The session-state key of a page's code panel (``show_code``): True while it is open."""
     return f"code-panel:{title}"
