@@ -56,6 +56,7 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "Seq2SeqTrace",
         "Seq2SeqWeights",
         "additive_scores",
+        "contrast_weights",
         "encoder_decoder",
         "gru_input_part",
         "gru_step",
