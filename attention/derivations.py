@@ -25,7 +25,8 @@ from .multihead import MultiHeadAttention
 
 @dataclass(frozen=True)
 class Term:
-    """One term of a sum: ``factors`` multiplied give ``value`` (one factor: the value itself).
+    """One term of a sum: ``factors`` multiplied give ``value`` (one factor: the value itself), except in a
+    softmax row, whose one factor is a key's score and whose value is exp(score − the row's largest score).
 
     ``index`` is the term's position in the sum (a dimension for a dot product, a key for a softmax
     row or a weighted sum). ``masked`` marks a key the causal mask hides (its exp is exp(−∞) = 0).
