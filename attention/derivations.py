@@ -3,8 +3,11 @@
 The chapter teaches by writing single numbers out in full: ω_21 = x^(2) · x^(1) (section 3.3.1), the
 softmax of one row, z^(2) as a weighted sum of value vectors. Each function here does that for any cell,
 from the tensors a trace holds, and returns a ``Derivation``: the terms, their sum, and the value they
-make. The explorer's cell panel writes it out (``explorer.page_text.cells``); tests check every term
-against the package's own computation.
+make. The kinds, in the file's order: scores, weights, dropout, context entries and projections
+(sections 3.3–3.5); multi-head attention's merged columns and ``out_proj``'s mix of the heads (3.6);
+the RNN encoder–decoder's GRU states and Bahdanau's additive scores (3.1–3.2, the problem attention
+solves); and, for the Break it page, a mistake's cell beside the right one. The explorer's cell panel writes it out
+(``explorer.page_text.cells``); tests check every term against the package's own computation.
 
 Indices count from 0, as Python does; the explorer shows them from 1, as the book does (x^(1) is
 ``inputs[0]``).
@@ -13,7 +16,7 @@ Indices count from 0, as Python does; the explorer shows them from 1, as the boo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -229,7 +232,7 @@ def merge(weights, values, row: int, col: int, *, transposed: bool = True) -> De
     found = weighted_sum(weights[head, token], values[head], head_col, row=token)  # weights (T,), values (T, hd)
     details = {**found.details, "head": head, "head_col": head_col, "token": token, "num_heads": num_heads}
     details["head_dim"] = head_dim
-    return Derivation("merged_context", row, col, found.terms, found.total, found.value, details)
+    return replace(found, kind="merged_context", row=row, col=col, details=details)
 
 
 def out_projection(context_row, out_weight, col: int, *, num_heads: int, bias=None, row: int = 0) -> Derivation:
@@ -252,7 +255,7 @@ def out_projection(context_row, out_weight, col: int, *, num_heads: int, bias=No
     head_totals = tuple(math.fsum(t.value for t in terms if t.head == h) for h in range(num_heads))
     details = {**found.details, "bias": found.details.get("bias", 0.0), "num_heads": num_heads, "head_dim": head_dim}
     details["head_totals"] = head_totals
-    return Derivation("out_proj", row, col, terms, found.total, found.value, details)
+    return replace(found, terms=terms, details=details)
 
 
 # Before self-attention (sections 3.1–3.2): Bahdanau's additive score and the GRU encoder.
@@ -284,7 +287,7 @@ def additive_score(query_state, key_state, W_a, U_a, v_a, *, row: int = 0, col: 
         "query_part": tuple(query_part.tolist()),
         "key_part": tuple(key_part.tolist()),
     }
-    return Derivation(found.kind, row, col, found.terms, found.total, found.value, details)
+    return replace(found, details=details)
 
 
 def _check_seq2seq(trace, weights) -> None:
@@ -310,9 +313,7 @@ def bahdanau_score(trace, weights, step: int, token: int) -> Derivation:
     s = trace.final_state if step == 0 else trace.decoder_states[step - 1]  # (hidden_size,)
     found = additive_score(s, trace.encoder_states[token], weights.W_a, weights.U_a, weights.v_a, row=step, col=token)
     source = "final encoder state" if step == 0 else f"decoder state {step - 1}"
-    return Derivation(
-        found.kind, step, token, found.terms, found.total, found.value, {**found.details, "query_state": source}
-    )
+    return replace(found, details={**found.details, "query_state": source})
 
 
 def bahdanau_weight(trace, step: int, token: int) -> Derivation:
@@ -351,6 +352,11 @@ def gru_state(weights, x, h_prev, unit: int, *, row: int = 0) -> Derivation:
     x, h = _vector(x), _vector(h_prev)
     weight_ih, weight_hh = _matrix(weights.weight_ih), _matrix(weights.weight_hh)
     hidden_size = weight_hh.shape[1]
+    if weight_ih.shape[0] != 3 * hidden_size or weight_hh.shape[0] != 3 * hidden_size:
+        raise ValueError(
+            f"a GRU's weights stack its r, z and n rows: weight_ih {tuple(weight_ih.shape)} and weight_hh "
+            f"{tuple(weight_hh.shape)} should both have 3 × {hidden_size} rows"
+        )
     if weight_ih.shape[1] != x.numel() or h.numel() != hidden_size:
         raise ValueError(
             f"this GRU reads inputs of {weight_ih.shape[1]} numbers and a state of {hidden_size}; "
@@ -449,22 +455,14 @@ def _softmax_cell(
     if zero_after:
         details["zeroed_after_softmax"] = tuple(torch.nonzero(line_hidden).flatten().tolist())
         details["before_zeroing"] = found.value
-    return Derivation("weight", row, col, found.terms, found.total, value, {**found.details, **details})
+    return replace(found, row=row, col=col, value=value, details={**found.details, **details})
 
 
 def _dropped(found: Derivation, kept: bool, p: float, *, rescale: bool) -> Derivation:
     """A weight after a dropout draw, with nn.Dropout's 1/(1 − p) or (the mistake) without it."""
     if rescale:
         dropped = dropped_weight(found.value, kept, p, row=found.row, col=found.col)
-        return Derivation(
-            dropped.kind,
-            found.row,
-            found.col,
-            dropped.terms,
-            dropped.total,
-            dropped.value,
-            {**dropped.details, "weight": found},
-        )
+        return replace(dropped, details={**dropped.details, "weight": found})
     value = found.value if kept else 0.0
     term = Term(0, (found.value, 1.0 if kept else 0.0), value)
     details = {"p": p, "kept": kept, "scale": 1.0, "rescaled": False, "weight": found}
@@ -506,7 +504,8 @@ def mistake_cell(run: MistakeRun, mha: MultiHeadAttention, x, row: int, col: int
       same and a term-by-term pair shows nothing; the closest honest pair is that same weight twice.
       The mistake shows in the merged context: ``merge(..., transposed=False)``.
 
-    Shapes: x (num_tokens, d_in) or (1, num_tokens, d_in); run.right_weights (num_tokens, num_tokens).
+    Shapes: x (num_tokens, d_in) or (b, num_tokens, d_in), of which the first sequence is shown;
+    run.right_weights (num_tokens, num_tokens).
     """
     if not isinstance(run, MistakeRun):
         raise ValueError(f"mistake_cell() needs what run_mistake() returns, got {type(run).__name__}")
@@ -524,7 +523,7 @@ def mistake_cell(run: MistakeRun, mha: MultiHeadAttention, x, row: int, col: int
     wrong = _softmax_cell(*_first_head(mha, x, run.mistake.steps), row, col, **_wrong_weigh(name, d_k))
     if name == "view_without_transpose":  # head 0's row i is memory [i · head_dim, (i + 1) · head_dim)
         starts = {"query_token": row * d_k // mha.d_out, "key_token": col * d_k // mha.d_out}
-        wrong = Derivation(wrong.kind, row, col, wrong.terms, wrong.total, wrong.value, {**wrong.details, **starts})
+        wrong = replace(wrong, details={**wrong.details, **starts})
     if name == "dropout_without_rescale":
         if run.dropout_keep is None:
             raise ValueError("this run has no dropout draw: run the mistake with run_mistake() again")

@@ -14,7 +14,14 @@ from torch import nn
 
 import attention
 from attention import BOOK_INPUTS, MISTAKES, CausalAttention, MultiHeadAttention, SelfAttention_v1, build, trace
-from attention.bahdanau import GRUWeights, encoder_decoder, self_attention_contrast, seq2seq_weights
+from attention.bahdanau import (
+    GRUWeights,
+    encoder_decoder,
+    gru_input_part,
+    gru_step,
+    self_attention_contrast,
+    seq2seq_weights,
+)
 from attention.derivations import (
     Derivation,
     additive_score,
@@ -298,6 +305,18 @@ def test_gru_state_agrees_with_nn_grucell():
         assert_cell(gru_state(weights.encoder, BOOK_INPUTS[2], h, unit), expected[unit])
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 5), st.integers(1, 6))
+def test_any_gru_state_is_gru_steps_entry(seed, input_size, hidden_size):
+    generator = torch.Generator().manual_seed(seed)
+    shapes = ((3 * hidden_size, input_size), (3 * hidden_size, hidden_size), (3 * hidden_size,), (3 * hidden_size,))
+    weights = GRUWeights(*(torch.randn(shape, generator=generator) for shape in shapes))
+    x, h = torch.randn(input_size, generator=generator), torch.randn(hidden_size, generator=generator)
+    expected = gru_step(weights, gru_input_part(weights, x), h)  # (hidden_size,)
+    for unit in range(hidden_size):
+        assert_cell(gru_state(weights, x, h, unit), expected[unit])
+
+
 @pytest.mark.parametrize("step", range(NUM_TOKENS))
 def test_bahdanau_scores_weights_and_contexts_are_the_traces_cells(step):
     found, weights = seq2seq()
@@ -350,6 +369,12 @@ def test_any_additive_score(seed, query_size, key_size, attention_size):
         (lambda: bahdanau_weight(seq2seq()[0], 0, 6), "key 6"),
         (lambda: bahdanau_context(seq2seq()[0], 0, 8), "column 8"),
         (lambda: gru_state(seq2seq()[1].encoder, torch.ones(4), torch.zeros(8), 0), "input of 4"),
+        (
+            lambda: gru_state(
+                GRUWeights(*[torch.ones(4, 2)] * 2, *[torch.ones(4)] * 2), torch.ones(2), torch.ones(2), 0
+            ),
+            "3 × 2",
+        ),
         (
             lambda: additive_score(torch.ones(2), torch.ones(2), torch.ones(3, 2), torch.ones(3, 3), torch.ones(3)),
             "U_a",
