@@ -15,15 +15,17 @@ Indices count from 0, as Python does; the explorer shows them from 1, as the boo
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 
 import torch
 
-from .bahdanau import contrast_weights
+from .bahdanau import additive_scores, contrast_weights
 from .mistake_steps import RIGHT, Steps
 from .mistakes import MistakeRun
 from .multihead import MultiHeadAttention
+from .reversal import ReversalSeq2Seq, reversal_symbols
 
 
 @dataclass(frozen=True)
@@ -408,6 +410,38 @@ def contrast_score(inputs, row: int, col: int, *, attention_size: int = 16, seed
     _check(col, x.shape[0], "key")
     W_a, U_a, v_a = contrast_weights(x.shape[1], attention_size, seed)
     return additive_score(x[row], x[col], W_a, U_a, v_a, row=row, col=col)
+
+
+def reversal_weight(model: ReversalSeq2Seq, ids, step: int, token: int) -> Derivation:
+    """Weight [step, token] of the trained (or untrained) reversal model's Bahdanau weights, the Why
+    attention page's alignment heatmap: the softmax over the input tokens of decoder step i's scores,
+    with ``details["score"]`` the cell's ``additive_score`` from s_{i−1} and annotation h_j.
+
+    ``ReversalSeq2Seq.forward`` keeps no decoder states, so they are read while a private copy of the
+    model runs (forward hooks on its ``W_a`` and ``U_a`` record what they were given and made); the
+    shared model is never touched. ``ids`` are GPT-2 ids, as ``trained_alignment`` takes them.
+
+    Shapes: ids (num_tokens,); the weights are (num_tokens, num_tokens), one row per decoder step.
+    """
+    if not isinstance(model, ReversalSeq2Seq) or not model.use_attention:
+        raise ValueError("reversal_weight() needs a ReversalSeq2Seq with attention (load_reversal(True))")
+    symbols = reversal_symbols(ids)  # (num_tokens,)
+    _check(step, symbols.numel(), "decoder step")
+    _check(token, symbols.numel(), "input token")
+    seen = {"W_a": [], "U_a": []}  # each call's (input, output), for the first sentence of the batch
+    private = copy.deepcopy(model).eval()
+    for name, calls in seen.items():
+        getattr(private, name).register_forward_hook(
+            lambda _, args, out, calls=calls: calls.append((args[0][0], out[0]))
+        )
+    with torch.no_grad():
+        private(symbols.unsqueeze(0))
+    (annotations, key_parts), (s, query_part) = seen["U_a"][0], seen["W_a"][step]  # (T, 2H), (T, A); (2H,), (A,)
+    scores = additive_scores(query_part, key_parts, private.v_a.detach())  # (num_tokens,)
+    found = weight(scores, token, row=step)
+    v_a, W_a, U_a = private.v_a, private.W_a.weight, private.U_a.weight  # (A,), (A, 2H), (A, 2H)
+    score_found = additive_score(s, annotations[token], W_a, U_a, v_a, row=step, col=token)
+    return replace(found, details={**found.details, "score": score_found})
 
 
 # Break it: a mistake's cell beside the right one, so the changed line shows in the arithmetic.

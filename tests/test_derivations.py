@@ -37,11 +37,13 @@ from attention.derivations import (
     mistake_cell,
     out_projection,
     projection,
+    reversal_weight,
     score,
     weight,
     weighted_sum,
 )
 from attention.mistake_steps import merge_heads_without_transpose, split_heads_without_transpose
+from attention.reversal import load_reversal, trained_alignment, untrained_reversal
 
 CELL = 1e-4  # float32 cells against float64 sums
 NUM_TOKENS = len(BOOK_INPUTS)
@@ -346,6 +348,23 @@ def test_the_self_attention_contrast_cells():
         assert_cell(weight(contrast.dot_product_scores[row], col, row=row), contrast.dot_product_weights[row, col])
 
 
+TYPED_IDS = (464, 3797, 3332, 319, 262, 2603, 780, 340, 373, 10032)  # "The cat sat on the mat because it was tired"
+
+
+@pytest.mark.parametrize("trained", [True, False])
+def test_the_reversal_alignment_cells(trained):
+    model = load_reversal(True) if trained else untrained_reversal()
+    found = trained_alignment(TYPED_IDS)
+    shown = found.trained_weights if trained else found.untrained_weights  # (T, T)
+    for step in range(len(TYPED_IDS)):
+        for token in range(len(TYPED_IDS)):
+            cell = reversal_weight(model, TYPED_IDS, step, token)
+            assert_cell(cell, shown[step, token])
+            assert_adds_up(cell.details["score"])
+            assert cell.details["score"].value == pytest.approx(cell.terms[token].factors[0], rel=1e-5, abs=1e-5)
+    assert not model.W_a._forward_hooks and not model.U_a._forward_hooks  # the shared model is left as it was
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 2**31), st.integers(1, 6), st.integers(1, 6), st.integers(1, 6))
 def test_any_additive_score(seed, query_size, key_size, attention_size):
@@ -380,6 +399,9 @@ def test_any_additive_score(seed, query_size, key_size, attention_size):
             "U_a",
         ),
         (lambda: contrast_score(BOOK_INPUTS, 0, 6), "key 6"),
+        (lambda: reversal_weight(load_reversal(False), TYPED_IDS, 0, 0), "with attention"),
+        (lambda: reversal_weight(load_reversal(True), TYPED_IDS, 10, 0), "decoder step 10"),
+        (lambda: reversal_weight(load_reversal(True), [], 0, 0), "at least one token"),
     ],
 )
 def test_bad_bahdanau_input_says_what_is_wrong(call, message):
