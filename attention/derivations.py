@@ -253,7 +253,7 @@ def out_projection(context_row, out_weight, col: int, *, num_heads: int, bias=No
     if num_heads < 1 or d_out % num_heads:
         raise ValueError(f"{d_out} context columns cannot be split evenly into {num_heads} heads")
     head_dim = d_out // num_heads
-    terms = tuple(Term(t.index, t.factors, t.value, head=t.index // head_dim) for t in found.terms)
+    terms = tuple(replace(t, head=t.index // head_dim) for t in found.terms)
     head_totals = tuple(math.fsum(t.value for t in terms if t.head == h) for h in range(num_heads))
     details = {**found.details, "bias": found.details.get("bias", 0.0), "num_heads": num_heads, "head_dim": head_dim}
     details["head_totals"] = head_totals
@@ -293,11 +293,13 @@ def additive_score(query_state, key_state, W_a, U_a, v_a, *, row: int = 0, col: 
 
 
 def _check_seq2seq(trace, weights) -> None:
-    hidden_size = trace.encoder_states.shape[1]
-    if weights.encoder.weight_hh.shape[1] != hidden_size or weights.v_a.numel() != weights.W_a.shape[0]:
+    """Raise unless ``weights`` fit ``trace``: the same d_in and hidden_size (``seq2seq_weights``' sizes)."""
+    d_in, hidden_size = trace.inputs.shape[1], trace.encoder_states.shape[1]
+    fits = weights.encoder.weight_ih.shape[1] == d_in and weights.encoder.weight_hh.shape[1] == hidden_size
+    if not fits or weights.W_a.shape[1] != hidden_size or weights.U_a.shape[1] != hidden_size:
         raise ValueError(
-            f"these weights do not belong to this trace: its hidden state has {hidden_size} numbers, the "
-            f"encoder's weights expect {weights.encoder.weight_hh.shape[1]}"
+            f"these weights do not belong to this trace: it reads {d_in}-number inputs into a {hidden_size}-number "
+            f"state, the weights read {weights.encoder.weight_ih.shape[1]} into {weights.encoder.weight_hh.shape[1]}"
         )
 
 
