@@ -450,7 +450,10 @@ def reversal_weight(model: ReversalSeq2Seq, ids, step: int, token: int) -> Deriv
 
 
 def _first_head(mha: MultiHeadAttention, x: torch.Tensor, steps: Steps) -> tuple[torch.Tensor, ...]:
-    """The first sequence's first head as ``steps`` splits it, and the mask as ``steps`` builds it."""
+    """The first sequence's first head as ``steps`` splits it (section 3.6's split into heads), and the mask
+    as ``steps`` builds it (section 3.5.1).
+
+    Shapes: x (b, num_tokens, d_in) → queries, keys (num_tokens, head_dim), mask (num_tokens, num_tokens)."""
     num_tokens = x.shape[1]
     with torch.no_grad():
         queries = steps.split(mha, mha.W_query(x))[0, 0]  # (num_tokens, head_dim)
@@ -460,9 +463,12 @@ def _first_head(mha: MultiHeadAttention, x: torch.Tensor, steps: Steps) -> tuple
 
 
 def _scaled_score(queries, keys, row: int, col: int, divisor: float) -> Derivation:
+    """Section 3.4's scaled score q^(i) · k^(j) ÷ ``divisor`` (√d_k in the book, else a mistake's).
+
+    Shapes: queries, keys (num_tokens, head_dim)."""
     found = dot_product(queries[row], keys[col], kind="scaled_score", row=row, col=col)
     details = {**found.details, "d_k": keys.shape[-1], "divisor": divisor}
-    return Derivation(found.kind, row, col, found.terms, found.total, found.total / divisor, details)
+    return replace(found, value=found.total / divisor, details=details)
 
 
 def _softmax_cell(
@@ -470,7 +476,9 @@ def _softmax_cell(
 ) -> Derivation:
     """Weight [row, col] of one head: the scores ÷ ``divisor``, masked where ``hidden``, softmaxed along
     the row (along the column with ``over_column``: the terms are then queries). ``fill_zero`` gives the
-    hidden scores 0 instead of −∞; ``zero_after`` masks after the softmax, without renormalizing."""
+    hidden scores 0 instead of −∞; ``zero_after`` masks after the softmax, without renormalizing.
+
+    Shapes: queries, keys (num_tokens, head_dim), hidden (num_tokens, num_tokens), True = masked."""
     scores = queries @ keys.T  # (num_tokens, num_tokens)
     if fill_zero:
         scores = scores.masked_fill(hidden, 0.0)  # (num_tokens, num_tokens)
@@ -495,7 +503,7 @@ def _softmax_cell(
 
 
 def _dropped(found: Derivation, kept: bool, p: float, *, rescale: bool) -> Derivation:
-    """A weight after a dropout draw, with nn.Dropout's 1/(1 − p) or (the mistake) without it."""
+    """Section 3.5.2: a weight after a dropout draw, with nn.Dropout's 1/(1 − p) or (the mistake) without it."""
     if rescale:
         dropped = dropped_weight(found.value, kept, p, row=found.row, col=found.col)
         return replace(dropped, details={**dropped.details, "weight": found})
