@@ -32,13 +32,15 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
     show(prepare(fig, cell_text=cell_text), name, key=key)
 
 
-def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
-    """Draw a prepared figure, with its downloads."""
+def show(drawn: Drawn, name: str, *, key: str | None = None, on_select: Callable | None = None) -> None:
+    """Draw a prepared figure, with its downloads; ``on_select`` is called when a click selects a point
+    (``widgets.picking``)."""
     figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
-    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch")
+    picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
+    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch", **picks)
     figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
 
 
@@ -83,11 +85,19 @@ def side_by_side(*panels: Panel) -> None:
             show(drawn, shown.name.replace("_", "-"), key=shown.name)
 
 
-def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
+def draw(
+    builder: Callable,
+    name: str,
+    *args,
+    key: str | None = None,
+    cell_text: bool = True,
+    on_select: Callable | None = None,
+    **options,
+) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
     or else ``name``. The figure is built once for every session that draws the same (``shared_figures``)."""
     options.setdefault("style", style())
-    show(shared(builder, *args, cell_text=cell_text, **options), name, key=key or name)
+    show(shared(builder, *args, cell_text=cell_text, **options), name, key=key or name, on_select=on_select)
 
 
 def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str] | None = None, **options) -> None:
