@@ -152,4 +152,10 @@ def test_head_label_names_what_gets_half_the_weight_or_else_the_spread():
     labels, details = head_labels(summaries)
     assert labels == [["prev 0.70", "spread 0.90"]]
     assert details[0][1] == "prev 0.10 · first 0.20 · spread 0.90"
-    assert grid_title(12, 12, 30).startswith("attn_weights of all 12 layers × 12 heads, 30 tokens")
+    assert grid_title(12, 12) == "attn_weights: 12 layers × 12 heads"
+    assert head_label(0.62, 0.1, 0.4, short=True) == "P 0.62"
+    wide = HeadSummaries(
+        **{**vars(summaries), "previous_token": np.full((1, 7), 0.7)}
+        | {name: np.zeros((1, 7)) for name in ("first_token", "entropy", "entropy_share", "mean_distance")}
+    )
+    assert head_labels(wide)[0][0] == ["P 0.70"] * 7  # more than six heads side by side: short labels

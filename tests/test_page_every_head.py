@@ -12,7 +12,7 @@ from attention.gpt2 import load_gpt2
 from benchmarks.checkpoints import write_gpt2
 
 BOOK_IDS = [7120, 7002, 4940, 351, 530, 2239]  # "Your journey starts with one step" in GPT-2's BPE
-GRID = "attn_weights of all"
+GRID = "attn_weights: "
 
 
 def grid_spec(at) -> dict:
@@ -34,7 +34,7 @@ def open_grid(query: dict, *, timeout: float = 120):
 def test_the_small_gpts_grid_is_every_layers_weights_from_one_pass():
     at = open_grid({"weights": "trained"})
     spec = grid_spec(at)
-    assert spec["layout"]["title"]["text"] == f"{GRID} 4 layers × 4 heads, 6 tokens: rows are layers"
+    assert spec["layout"]["title"]["text"] == f"{GRID}4 layers × 4 heads"
     drawn = grid_weights(spec)
     assert drawn.shape == (16, 6, 6)
     expected = every_layer_weights(load_trained_gpt(), BOOK_IDS).reshape(16, 6, 6).numpy()
@@ -67,8 +67,7 @@ def test_a_long_sentence_shows_its_first_tokens_and_says_so():
     assert not at.exception
     spec = grid_spec(at)
     assert grid_weights(spec).shape == (16, 128, 128)  # the small GPT's whole context fits GRID_CELLS
-    at = open_grid({"weights": "trained", "input": "text", "text": "one two three " * 3})
-    assert "tokens:" in grid_spec(at)["layout"]["title"]["text"]
+    assert "its 128 tokens: 16" in markdown(at)  # the model's context cut the sentence; the grid shows all of it
 
 
 def test_random_weights_have_no_grid_step_and_say_why():
@@ -91,7 +90,7 @@ def gpt2_12_by_12(tmp_path_factory):
 def test_a_12_layer_12_head_gpt2s_grid_renders_every_head(gpt2_12_by_12):
     at = open_grid({"weights": "gpt2", "layer": "5", "layer_head": "6"})
     spec = grid_spec(at)
-    assert spec["layout"]["title"]["text"] == f"{GRID} 12 layers × 12 heads, 6 tokens: rows are layers"
+    assert spec["layout"]["title"]["text"] == f"{GRID}12 layers × 12 heads"
     drawn = grid_weights(spec)
     assert drawn.shape == (144, 6, 6)
     with torch.random.fork_rng(devices=[]):
@@ -100,3 +99,7 @@ def test_a_12_layer_12_head_gpt2s_grid_renders_every_head(gpt2_12_by_12):
     assert [a["text"] for a in spec["layout"]["annotations"]][-1] == "layer 12"
     assert [(s["xref"], s["yref"]) for s in spec["layout"]["shapes"]] == [("x55 domain", "y55 domain")]
     assert not any(t.get("texttemplate") for t in spec["data"])  # no cell numbers in 144 small multiples
+    assert all(t["text"][0][0] in "PFS" for t in spec["data"] if t["type"] == "scatter")  # short labels
+    type_sentence(at, "word " * 60)  # 61 tokens: the last is a space
+    assert grid_weights(grid_spec(at)).shape == (144, 48, 48)  # GRID_CELLS: 48 tokens for 12 × 12 heads
+    assert "its first 48 of 61 tokens: 144" in markdown(at) and "the causal mask hides them" in markdown(at)

@@ -17,20 +17,20 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import plain_label, token_labels
-from .layout import DEFAULT_STYLE, FigureStyle, figure, figure_layout, subplot_axes, subplot_grid
+from .layout import DEFAULT_STYLE, SERIES_COLOURS, FigureStyle, figure, figure_layout, subplot_axes, subplot_grid
 from .scales import WEIGHTS, colour_settings
 
 PICK = "open this head"  # the name of the scatter traces a click selects (``tables.OVERLAYS``: not data)
-CURRENT = "#D55E00"  # the outline of the layer and head the chapter pages hold now
+CURRENT = SERIES_COLOURS[1]  # orange: the outline of the layer and head the chapter pages hold now
 GAP_PX = 6  # between small multiples
 LABEL_COLOUR = "#1A1A1A"  # near black: legible on the masked triangle's light grey
 
 
 def _height(num_layers: int, style: FigureStyle) -> tuple[int, int]:
     """The figure's height and its top margin: rows share what a step's figure may take, each at least
-    three lines of text high, so 12 layers stay readable (and scroll) rather than shrink to slivers."""
-    top = 2 * style.title_size + 10 + int(1.6 * style.font_size)  # the title, then the "head j" headers
-    row = max(int(3.2 * style.font_size), (style.max_height + 100 - top) // num_layers)
+    four lines of text high, so 12 layers stay readable (and scroll) rather than shrink to slivers."""
+    top = int(1.6 * style.title_size + 1.4 * style.font_size) + 6  # the title, then the "head j" headers
+    row = max(4 * style.font_size, (style.max_height + 40 - top) // num_layers)
     return top + num_layers * row + 10, top
 
 

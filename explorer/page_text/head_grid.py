@@ -13,51 +13,58 @@ LINK_PAGES = (  # (page script, its title): the chapter pages that show one head
 )
 
 
-def head_label(previous: float, first: float, spread: float) -> str:
-    """A head's summary in a word and a number: "prev 0.62", "first 0.80", or else "spread 0.71"."""
+SHORT_ABOVE = 6  # more heads than this side by side get the short labels ("P 0.62")
+
+
+def head_label(previous: float, first: float, spread: float, *, short: bool = False) -> str:
+    """A head's summary in a word and a number: "prev 0.62", "first 0.80", or else "spread 0.71";
+    ``short``: the word's first letter ("P 0.62"), for narrow small multiples."""
     if previous >= MOSTLY and previous >= first:
-        return f"prev {previous:.2f}"
-    if first >= MOSTLY:
-        return f"first {first:.2f}"
-    return f"spread {spread:.2f}"
+        word, value = "prev", previous
+    elif first >= MOSTLY:
+        word, value = "first", first
+    else:
+        word, value = "spread", spread
+    return f"{word[0].upper() if short else word} {value:.2f}"
 
 
 def head_labels(summaries) -> tuple[list[list[str]], list[list[str]]]:
-    """Each head's label and its hover text with all three numbers, layer by layer; ``summaries`` holds (L, h)."""
+    """Each head's label and its hover text with all three numbers, layer by layer; ``summaries`` holds (L, h).
+    More than ``SHORT_ABOVE`` heads get short labels."""
+    short = summaries.previous_token.shape[-1] > SHORT_ABOVE
     labels, details = [], []
     for previous, first, spread in zip(
         summaries.previous_token, summaries.first_token, summaries.entropy_share, strict=True
     ):
-        labels.append([head_label(*values) for values in zip(previous, first, spread, strict=True)])
+        labels.append([head_label(*values, short=short) for values in zip(previous, first, spread, strict=True)])
         details.append(
             [f"prev {p:.2f} · first {f:.2f} · spread {s:.2f}" for p, f, s in zip(previous, first, spread, strict=True)]
         )
     return labels, details
 
 
-def grid_title(num_layers: int, num_heads: int, shown: int) -> str:
-    return f"attn_weights of all {num_layers} layers × {num_heads} heads, {shown} tokens: rows are layers"
+def grid_title(num_layers: int, num_heads: int) -> str:
+    return f"attn_weights: {num_layers} layers × {num_heads} heads"
 
 
 def grid_text(model_name: str, num_layers: int, num_heads: int, shown: int, num_tokens: int) -> str:
     """What the grid shows, before it."""
-    cut = ""
+    tokens, cut = f"its {shown} tokens", ""
     if shown < num_tokens:
-        cut = (
-            f" It shows the first {shown} of the {num_tokens} tokens; the causal mask means later tokens do not "
-            "change these weights."
-        )
+        tokens = f"its first {shown} of {num_tokens} tokens"
+        cut = " The tokens after them would change none of these weights: the causal mask hides them."
     return (
-        f"Every head of every layer of {model_name} on this sentence: {num_layers * num_heads} "
-        f"{term('attention_weights', 'attention-weight')} matrices as small multiples, same-sized charts on one "
-        f"0–1 scale, so the eye can compare them. Each row is a layer, each column a head.{cut}"
+        f"Every head of every layer of {model_name} on {tokens}: {num_layers * num_heads} "
+        f"{term('attention_weights', 'attention-weight')} matrices as small multiples (same-sized charts on "
+        f"one 0–1 scale). Rows are layers, columns heads.{cut}"
     )
 
 
-def label_text() -> str:
+def label_text(num_heads: int) -> str:
     """How to read a label, after the grid."""
+    short = " (P, F and S in a grid this wide)" if num_heads > SHORT_ABOVE else ""
     return (
-        f"A label says **prev** or **first** when the token just before, or the first token, gets at least "
+        f"A label says **prev** or **first**{short} when the token just before, or the first token, gets at least "
         f"{MOSTLY:.0%} of a row's weight on average (queries 2 to T). Otherwise it says **spread**: the rows' "
         f"{term('entropy')} as a share of spreading evenly (1 is even, 0 is one token)."
     )

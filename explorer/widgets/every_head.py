@@ -39,7 +39,7 @@ def show_every_head(settings: Settings) -> None:
     layer, head = settings.layer, settings.head + 1  # both from 1
     suffix = f":{layer}:{head}"  # new widgets once the settings change, so each starts from them
     labels, details = words.head_labels(found.summaries)
-    title = words.grid_title(num_layers, num_heads, found.shown)
+    title = words.grid_title(num_layers, num_heads)
     key = CHART_KEY + suffix
     options = dict(title=title, current=(layer, head), key=key, on_select=on_pick(key, open_head))
     draw(every_head_grid, "every-head", found.weights, labels, details, found.pieces, **options)
@@ -52,4 +52,4 @@ def show_every_head(settings: Settings) -> None:
     links = st.columns(len(words.LINK_PAGES))
     for column, (page, page_title) in zip(links, words.LINK_PAGES, strict=True):
         column.page_link(page, label=f"{page_title}: layer {layer}, head {head}", icon=":material/arrow_forward:")
-    st.caption(words.label_text())
+    st.caption(words.label_text(num_heads))
