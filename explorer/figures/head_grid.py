@@ -30,7 +30,7 @@ def _height(num_layers: int, style: FigureStyle) -> tuple[int, int]:
     """The figure's height and its top margin: rows share what a step's figure may take, each at least
     four lines of text high, so 12 layers stay readable (and scroll) rather than shrink to slivers."""
     top = int(1.6 * style.title_size + 1.4 * style.font_size) + 6  # the title, then the "head j" headers
-    row = max(4 * style.font_size, (style.max_height + 40 - top) // num_layers)
+    row = max(4 * style.font_size, (style.max_height - top) // num_layers)
     return top + num_layers * row + 10, top
 
 

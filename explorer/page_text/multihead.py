@@ -146,6 +146,7 @@ def skipped_text(shared_d_out: int, limit: int) -> str:
 
 
 RANDOM_NOTE = (
-    "With trained weight matrices (sidebar) two more steps follow: what each head of a layer looks at, and every "
-    "layer and head at a glance. The chapter's random weights are one seeded layer, with no layers to compare."
+    "With trained weight matrices (sidebar), two more steps show what each head of a layer looks at and every "
+    "layer and head at a glance. The chapter's random weights are one seeded layer that learned nothing: no "
+    "layers to compare."
 )
