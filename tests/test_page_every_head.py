@@ -73,7 +73,7 @@ def test_a_long_sentence_shows_its_first_tokens_and_says_so():
 def test_random_weights_have_no_grid_step_and_say_why():
     at = app("pages/multihead.py", query_params={"step": "7"})
     assert at.button(key="next:multihead").disabled
-    assert "two more steps follow" in captions(at)
+    assert "two more steps show" in captions(at) and "learned nothing" in captions(at)
     assert not [s for s in figure_specs(at) if s["layout"]["title"]["text"].startswith(GRID)]
 
 

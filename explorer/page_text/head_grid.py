@@ -73,6 +73,6 @@ def label_text(num_heads: int) -> str:
 def open_text(layer: int, head: int) -> str:
     """Above the keyboard route and the page links: what the chapter pages hold now."""
     return (
-        f"Click a small multiple, or pick it below, to open that layer and head on the chapter pages. They hold "
-        f"**layer {layer}, head {head}** now (outlined)."
+        f"Click a small multiple's label, or pick it below, to open that layer and head on the chapter pages. "
+        f"They hold **layer {layer}, head {head}** now (outlined)."
     )
