@@ -62,6 +62,24 @@ def test_a_mouse_click_on_a_small_multiple_opens_its_layer_and_head(app_page):
     assert "layer 3 of 4 of the small GPT" in app_page.page.locator('[data-testid="stMain"]').inner_text()
 
 
+def test_the_keyboard_alone_opens_a_layer_and_head(app_page):
+    app_page.goto("multihead", QUERY)
+    keyboard = app_page.page.keyboard
+    app_page.page.locator('[data-testid="stMain"] [class*="st-key-every_head_layer"] input').focus()
+    for typed in ("4", "Enter", "Tab", "3", "Enter", "Tab"):  # Layer 4, Head 3, then the Open button
+        keyboard.press(typed) if len(typed) > 1 else keyboard.type(typed)
+    assert app_page.page.evaluate("() => document.activeElement.innerText.trim()") == "Open"
+    before = app_page.runs()
+    keyboard.press("Enter")
+    app_page.wait_for_run(before)
+
+    def opened():
+        assert (sidebar_value(app_page, "w_layer"), sidebar_value(app_page, "w_head")) == ("4", "3")
+        assert outlined(app_page) == ["x15 domain"]  # layer 4, head 3
+
+    eventually(opened)
+
+
 def test_the_step_fits_a_projector_in_presenter_mode(app_page):
     app_page.goto("multihead", QUERY + "&present=1")
     assert app_page.step() == (9, 9)
