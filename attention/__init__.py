@@ -17,7 +17,7 @@ Read the modules in this order; each adds a few lines to the one before:
 After chapter 3, trained models: ``reversal`` trains ``bahdanau``'s kind of encoder–decoder to
 reverse sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
 built on ``MultiHeadAttention``, with a small one trained on "The Verdict"
-(``load_trained_gpt``, ``layer_input``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
+(``load_trained_gpt``, ``layer_input``, ``every_layer_weights``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
 the server's operator names (``gpt2_from_environment``), never running pickled code.
 
 What the chapter's module becomes: ``kv_cache`` (a ``MultiHeadAttention`` that takes and returns a
@@ -95,7 +95,16 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
     ),
     "embeddings": ("BOOK_INPUTS", "embed_tokens", "token_vector"),
     "fast": ("fast_multihead",),
-    "gpt": ("GPTModel", "HeadSummary", "LayerInput", "head_summaries", "layer_input", "load_gpt", "load_trained_gpt"),
+    "gpt": (
+        "GPTModel",
+        "HeadSummary",
+        "LayerInput",
+        "every_layer_weights",
+        "head_summaries",
+        "layer_input",
+        "load_gpt",
+        "load_trained_gpt",
+    ),
     "generation": ("GPTWithCache", "GeneratedToken", "Generation", "generate", "random_gpt"),
     "generation_speed": ("TokenTimes", "measure_token_times"),
     "gpt2": ("gpt2_from_environment", "load_gpt2"),

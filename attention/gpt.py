@@ -11,7 +11,8 @@ size, so the app can show attention that has *learned* something:
   ``final_norm``, ``out_head``), so the book's state dicts load into it.
 * ``train_gpt`` trains a small one from a fixed seed on one CPU thread.
 * ``layer_input`` gives one layer's own ``MultiHeadAttention`` and the
-  input that layer really gets, for ``trace``.
+  input that layer really gets, for ``trace``; ``every_layer_weights``
+  gives every layer's attention weights from one pass through the model.
 * ``head_summaries`` turns a layer's weights into a few numbers per head.
 
 Shapes use b (batch), T (num_tokens), d (emb_dim), h (num_heads).
@@ -202,6 +203,32 @@ def layer_input(model: GPTModel, ids, layer: int) -> LayerInput:
     finally:
         model.train(was_training)
     return LayerInput(attention=model.trf_blocks[layer].att, inputs=inputs, layer=layer, num_layers=n_layers)
+
+
+def every_layer_weights(model: GPTModel, ids) -> torch.Tensor:
+    """Every layer's attention weights for the sentence ``ids``, from one pass through the model (eval mode).
+
+    Each block runs as ``TransformerBlock.forward`` does, with its attention's ``steps`` in place of its
+    forward, so the weights come out on the way; ``layer_input`` and ``trace`` give the same for one layer.
+    Dropout does nothing in eval mode, so ``drop_shortcut`` is left out.
+
+    Shapes: ids (T,) → (n_layers, h, T, T).
+    """
+    in_idx = check_ids(ids, model.cfg)  # (1, T)
+    was_training = model.training
+    model.eval()
+    weights = []
+    try:
+        with torch.no_grad():
+            x = model.embed(in_idx)  # (1, T, d)
+            for block in model.trf_blocks:
+                steps = block.att.steps(block.norm1(x))  # attn_weights (1, h, T, T), output (1, T, d)
+                weights.append(steps.attn_weights[0])  # (h, T, T)
+                x = x + steps.output  # (1, T, d): the shortcut around attention
+                x = x + block.ff(block.norm2(x))  # (1, T, d): the shortcut around the feed-forward layer
+    finally:
+        model.train(was_training)
+    return torch.stack(weights)  # (n_layers, h, T, T)
 
 
 @dataclass(frozen=True)

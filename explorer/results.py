@@ -265,6 +265,23 @@ class HeadSummaries:
 
 
 @dataclass(frozen=True)
+class EveryHead:
+    """Every layer's and head's attention weights on the first ``shown`` of the sentence's ``num_tokens`` tokens
+    (causal: later tokens do not change them), with each head's ``summaries`` (arrays (L, h)) over those.
+
+    Shapes: ``weights`` (L, h, shown, shown); ``pieces`` the shown tokens."""
+
+    weights: np.ndarray
+    pieces: tuple[str, ...]
+    summaries: HeadSummaries
+    num_tokens: int
+
+    @property
+    def shown(self) -> int:
+        return len(self.pieces)
+
+
+@dataclass(frozen=True)
 class ReversalView:
     """``weights`` (2, T, T): untrained, then trained, row i = output step i; ``right`` (T,) bools."""
 

@@ -27,7 +27,7 @@ group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 is_trained = settings.weights != RANDOM
-trained = ["What each head looks at"] if is_trained else []
+trained = ["What each head looks at", "Every layer and head"] if is_trained else []
 step = widgets.stepper("multihead", [*steps, "Same weight matrices, same output", *trained])
 
 
@@ -113,6 +113,10 @@ elif step == 6:
         names = dict(reference_name="MultiHeadAttentionWrapper", other_name="MultiHeadAttention, wrapper's matrices")
         title = "Every output entry, wrapper against fused module"
         widgets.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
+    if not is_trained:
+        st.caption(notes.RANDOM_NOTE)
     widgets.show_code(attention.multihead_from_wrapper)
-else:
+elif step == 7:
     widgets.show_summaries(settings)
+else:
+    widgets.show_every_head(settings)

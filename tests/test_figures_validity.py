@@ -17,7 +17,7 @@ import pytest
 from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
-from explorer.figures import heads, mistakes
+from explorer.figures import head_grid, heads, mistakes
 from explorer.figures.layout import figure, subplot_grid
 
 TOKENS = ["<b>", "&amp;", " ", "\n", "dup", "dup", "<a href='x'>y</a>", " step"]
@@ -170,6 +170,15 @@ BUILDERS = {
         title="g",
         kind="nonnegative",
         value_name="w",
+    ),
+    "every_head_grid: 3 layers × 2 heads, outlined": lambda: head_grid.every_head_grid(
+        np.stack([np.stack([weights(8), weights(8)]) for _ in range(3)]),
+        [["prev 0.62 <b>", "first 0.80"]] * 3,
+        [["all three", "numbers"]] * 3,
+        tokens(8),
+        title="grid",
+        current=(2, 1),
+        style=figures.PRESENTER,
     ),
     "bars: one series, highlighted": lambda: figures.bars(
         {"weight <b>": weights(6, causal=False)[0]}, tokens(6), title="b", meaning="m", highlight=2, extra_height=70

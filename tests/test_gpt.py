@@ -18,6 +18,7 @@ from attention.gpt import (
     GPTConfig,
     GPTModel,
     LayerNorm,
+    every_layer_weights,
     head_summaries,
     layer_input,
     load_gpt,
@@ -82,6 +83,27 @@ def test_layer_input_is_what_the_block_feeds_its_attention():
         with torch.no_grad():
             assert torch.allclose(trace(view.attention, view.inputs).output, block.att(view.inputs), atol=1e-6)
             x = block(x)
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_every_layer_weights_are_each_layers_trace_from_one_pass(qkv_bias):
+    torch.manual_seed(1)
+    model = GPTModel(GPTConfig(**{**TINY.__dict__, "qkv_bias": qkv_bias, "drop_rate": 0.1})).train()
+    ids = [3, 14, 15, 9, 26, 5, 35]
+    weights = every_layer_weights(model, ids)
+    assert weights.shape == (TINY.n_layers, TINY.n_heads, 7, 7)
+    assert model.training  # the model's mode is restored
+    for layer in range(TINY.n_layers):
+        view = layer_input(model, ids, layer)
+        oracle = trace(view.attention, view.inputs).attn_weights[0]  # (h, T, T): the per-layer trace
+        torch.testing.assert_close(weights[layer], oracle, atol=1e-6, rtol=0)
+    assert not torch.equal(weights[0], weights[1])  # layers differ: each is its own layer's
+    torch.testing.assert_close(weights.sum(-1), torch.ones(TINY.n_layers, TINY.n_heads, 7), atol=1e-6, rtol=0)
+
+
+def test_every_layer_weights_checks_the_ids_as_layer_input_does():
+    with pytest.raises(ValueError, match="at most 12 tokens"):
+        every_layer_weights(GPTModel(TINY), list(range(13)))
 
 
 @pytest.mark.parametrize(

@@ -25,9 +25,9 @@ one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and cos
 They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
 styles, ticks, margins, subplot grids, the figure itself), ``matrices`` (what part of a large matrix
 is drawn), ``scales`` (a matrix's kind and its colour range), ``heatmaps`` with ``masks`` (masked
-cells) and ``dropout``, ``grids`` (one matrix per head), ``charts``, ``products`` (a score's terms,
-two computations compared), ``heads``, ``mistakes`` (the "Break it" page) and ``tables`` (a figure's
-numbers as CSV and JSON).
+cells) and ``dropout``, ``grids`` (one matrix per head), ``head_grid`` (every layer × head, each
+with a point a click selects), ``charts``, ``products`` (a score's terms, two computations compared),
+``heads``, ``mistakes`` (the "Break it" page) and ``tables`` (a figure's numbers as CSV and JSON).
 Pages import this package and use the names below.
 """
 

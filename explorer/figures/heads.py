@@ -20,13 +20,14 @@ def head_summary_bars(
     """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars.
 
     The y axis is fixed to 0–1, as every attention weight in the app is, so two layers or two
-    sentences can be compared by eye. Heads are named "head 0", "head 1", ... as on the heads grid.
+    sentences can be compared by eye. Heads are named "head 1", "head 2", ..., counted from 1 as on the heads grid,
+    the table beside the bars and the grid of every layer and head.
     """
     lengths = {len(series) for series in shares.values()}
     if len(lengths) != 1:
         raise ValueError("Every series needs one value per head.")
     num_heads = lengths.pop()
-    heads = [f"head {k}" for k in range(num_heads)]
+    heads = [f"head {k + 1}" for k in range(num_heads)]
     data = []
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)

@@ -1,24 +1,26 @@
 """What each head of a trained layer looks at on the sentence: its share of weight on the previous and the
-first token, how spread out its rows are, and how far back it looks (``attention.gpt.head_summaries``)."""
+first token, how spread out its rows are, and how far back it looks (``attention.gpt.head_summaries``);
+and every layer's heads at once, for the grid of all layers × heads (``every_head``)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import streamlit as st
 
 import attention
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
 from explorer.models.inputs import layer_prepared
-from explorer.results import HeadSummaries
+from explorer.results import EveryHead, HeadSummaries
 from explorer.runtime.lazy import torch
 from explorer.settings import RANDOM, Settings
 
+GRID_CELLS = 12 * 12 * 48 * 48  # weights the grid draws at most: GPT-2 small's 12 × 12 heads at 48 tokens
 
-@st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
-def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> HeadSummaries | None:
-    inputs = torch.from_numpy(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
-    if inputs.shape[1] < 2:
-        return None
-    weights = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs).attn_weights  # (1, h, T, T)
+
+def _head_summaries(weights) -> HeadSummaries:
+    """``attention.gpt.head_summaries`` of weights (h, T, T) as numpy arrays, each (h,)."""
     found = attention.gpt.head_summaries(weights)
     return HeadSummaries(
         previous_token=found.previous_token.numpy(),
@@ -30,6 +32,15 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
     )
 
 
+@st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
+def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> HeadSummaries | None:
+    inputs = torch.from_numpy(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
+    if inputs.shape[1] < 2:
+        return None
+    weights = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs).attn_weights  # (1, h, T, T)
+    return _head_summaries(weights)
+
+
 def summaries(settings: Settings) -> HeadSummaries | None:
     """What each head of the settings' layer looks at on the sentence (eval mode, no dropout); None for
     random weights or a single token."""
@@ -37,3 +48,38 @@ def summaries(settings: Settings) -> HeadSummaries | None:
     if settings.weights == RANDOM:
         return None
     return _summaries(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
+
+
+def grid_tokens(num_layers: int, num_heads: int) -> int:
+    """How many tokens the grid of every layer and head shows: its ``GRID_CELLS`` weights shared out."""
+    return max(2, math.isqrt(GRID_CELLS // (num_layers * num_heads)))
+
+
+@st.cache_data(max_entries=MODEL_ENTRIES * 2, show_spinner=False)
+def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | None:
+    prepared = layer_prepared(kind, 1, source, text, loaded)  # the sentence's tokens, cut to the model's context
+    found = model(kind)
+    shown = min(len(prepared.ids), grid_tokens(found.cfg.n_layers, found.cfg.n_heads))
+    if shown < 2:
+        return None
+    weights = attention.gpt.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
+    per_layer = [_head_summaries(layer) for layer in weights]
+    stacked = {
+        name: np.stack([getattr(one, name) for one in per_layer])  # (L, h)
+        for name in ("previous_token", "first_token", "entropy", "entropy_share", "mean_distance")
+    }
+    return EveryHead(
+        weights=weights.numpy(),
+        pieces=prepared.pieces[:shown],
+        summaries=HeadSummaries(**stacked, uniform_entropy=per_layer[0].uniform_entropy),
+        num_tokens=len(prepared.ids),
+    )
+
+
+def every_head(settings: Settings) -> EveryHead | None:
+    """Every layer's and head's attention weights on the sentence's first tokens, with each head's summaries;
+    None for random weights or a single token. Computed in one pass through the model, once per sentence."""
+    settings = fit(settings)[0]
+    if settings.weights == RANDOM:
+        return None
+    return _every_head(settings.weights, settings.source, settings.text, version(settings.weights))

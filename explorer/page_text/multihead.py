@@ -143,3 +143,10 @@ def skipped_text(shared_d_out: int, limit: int) -> str:
         f"Skipped: the fused module would need d_out = {shared_d_out:,}, more than MultiHeadAttention "
         f"allows ({limit:,}). Lower d_out or num_heads to measure it."
     )
+
+
+RANDOM_NOTE = (
+    "With trained weight matrices (sidebar), two more steps show what each head of a layer looks at and every "
+    "layer and head at a glance. The chapter's random weights are one seeded layer that learned nothing: no "
+    "layers to compare."
+)

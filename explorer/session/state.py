@@ -85,7 +85,7 @@ def on_change_of(field: str = "") -> None:
 
 def set_settings(**changes) -> None:
     """Change settings from a page's button (use as an ``on_click`` callback); the next run is the whole
-    app's (``settings_changed_here``), so the sidebar shows them."""
+    app's (``begin_run`` returns None), so the sidebar shows them."""
     settings, notices = _fitted(*validate(replace(chosen(), **changes)))
     _to_widgets(settings)
     st.session_state["settings"] = settings

@@ -11,6 +11,7 @@ from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, sty
 from explorer.widgets.code import code_panel_key, show_code, source_of
 from explorer.widgets.css import page_stylesheet, stylesheet
 from explorer.widgets.downloads import step_exports
+from explorer.widgets.every_head import show_every_head
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
 from explorer.widgets.sidebar import sidebar
@@ -34,6 +35,7 @@ __all__ = [
     "show_bottleneck",
     "show_code",
     "show_error",
+    "show_every_head",
     "show_summaries",
     "side_by_side",
     "sidebar",

@@ -103,9 +103,18 @@ def side_by_side(*panels: Panel) -> None:
             draw(shown.builder, name, *shown.args, key=key, cell_text=shown.columns() <= widest, **shown.options)
 
 
-def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
+def draw(
+    builder: Callable,
+    name: str,
+    *args,
+    key: str | None = None,
+    cell_text: bool = True,
+    on_select: Callable | None = None,
+    **options,
+) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
-    or else ``name``, with its downloads.
+    or else ``name``, with its downloads; ``on_select`` is called when a click selects a point
+    (``widgets.picking``).
 
     The figure is built once for every session that draws the same (``shared``). A session that reruns a
     page (a Next click, a query picked) draws each chart it drew before from the same numbers (the same
@@ -137,7 +146,8 @@ def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text:
             del kept[next(iter(kept))]
     if not figures.layout.PANDAS_SETTLED:
         figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
-    st.plotly_chart(last.drawn.chart, key=key, config=last.config, width="stretch")
+    picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
+    st.plotly_chart(last.drawn.chart, key=key, config=last.config, width="stretch", **picks)
     state.setdefault(RUN_FIGURES, []).append(last.record)
     if last.download is not None:
         st.download_button(**last.download)

@@ -24,7 +24,7 @@ def test_multihead_with_trained_weights_draws_the_layers_heads_and_their_summari
     app_page.goto("multihead", "weights=trained&step=8")
     app_page.assert_no_exception()
     assert CAPTION in main_text(app_page)
-    assert app_page.step() == (8, 8)
+    assert app_page.step() == (8, 9)  # then "Every layer and head"
     sidebar = app_page.page.locator('[data-testid="stSidebar"]')
     assert sidebar.locator(".st-key-w_d_out input").is_disabled()
     assert not sidebar.locator(".st-key-w_layer input").is_disabled()

@@ -1,0 +1,161 @@
+"""``figures.head_grid.every_head_grid``: every layer and head as small multiples, L × H subplots on one fixed
+0–1 scale with one colour bar, each labelled with its head's summary on a point a click can select."""
+
+import numpy as np
+import pytest
+
+from explorer import figures
+from explorer.figures.head_grid import PICK, every_head_grid
+from explorer.figures.tables import figure_tables
+from explorer.page_text.head_grid import grid_title, head_label, head_labels
+from explorer.results import HeadSummaries
+
+RNG = np.random.default_rng(0)
+
+
+def causal_weights(layers: int, heads: int, tokens: int) -> np.ndarray:
+    scores = RNG.normal(size=(layers, heads, tokens, tokens))
+    scores = np.where(np.triu(np.ones((tokens, tokens), dtype=bool), 1), -np.inf, scores)
+    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)  # (L, h, T, T)
+
+
+def grid(layers=3, heads=2, tokens=5, pieces=None, **options):
+    weights = causal_weights(layers, heads, tokens)
+    labels = [[f"L{layer + 1}H{head + 1}" for head in range(heads)] for layer in range(layers)]
+    details = [[f"detail {layer + 1}.{head + 1}" for head in range(heads)] for layer in range(layers)]
+    pieces = pieces or [f"t{i}" for i in range(tokens)]
+    options.setdefault("title", "grid")
+    return weights, every_head_grid(weights, labels, details, pieces, **options)
+
+
+def heatmaps(fig):
+    return [t for t in fig.data if t.type == "heatmap"]
+
+
+def picks(fig):
+    return [t for t in fig.data if t.type == "scatter" and t.name == PICK]
+
+
+def test_one_subplot_per_layer_and_head_rows_are_layers():
+    weights, fig = grid(layers=3, heads=2)
+    shown = heatmaps(fig)
+    assert len(shown) == 6 and len({(t.xaxis, t.yaxis) for t in shown}) == 6
+    for layer in range(3):
+        for head in range(2):
+            trace = shown[layer * 2 + head]
+            assert trace.meta["title"] == f"layer {layer + 1}, head {head + 1}"  # counted from 1
+            z = np.asarray(trace.z, dtype=float)
+            lower = np.tril(np.ones((5, 5), dtype=bool))
+            np.testing.assert_allclose(z[lower], weights[layer, head][lower], rtol=1e-6)
+            assert np.isnan(z[~lower]).all()  # the causal mask's keys are blank, not 0 on the scale
+    rows = {fig.layout[t.yaxis.replace("y", "yaxis")].domain for t in shown[::2]}
+    assert len(rows) == 3  # three rows of subplots, one per layer
+    headers = [a.text for a in fig.layout.annotations]
+    assert headers == ["head 1", "layer 1", "head 2", "layer 2", "layer 3"]
+
+
+def test_one_fixed_zero_to_one_scale_and_one_colour_bar():
+    _, fig = grid()
+    shown = heatmaps(fig)
+    assert all((t.zmin, t.zmax, t.zauto) == (0.0, 1.0, False) for t in shown)
+    assert [t.showscale for t in shown] == [True] + [False] * (len(shown) - 1)
+    assert len({str(t.colorscale) for t in shown}) == 1
+
+
+def test_no_cell_numbers_no_tick_labels_numeric_axes_and_hover_names_everything():
+    _, fig = grid(tokens=6)
+    for trace in heatmaps(fig):
+        assert trace.text is None and trace.texttemplate is None
+        assert list(trace.x) == list(range(6)) and list(trace.y) == list(range(6))
+        for template in ("layer", "head", "query %{y}", "key %{x}", "%{z:.3f}"):
+            assert template in trace.hovertemplate
+    axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
+    assert len(axes) == 12
+    assert all(a.showticklabels is False and a.tickmode == "array" and list(a.tickvals) == list(range(6)) for a in axes)
+
+
+def test_tokens_are_escaped_in_the_hidden_tick_text_hover_shows():
+    _, fig = grid(tokens=3, pieces=["<b>x</b>", " a", "&"])
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;b&gt;x&lt;/b&gt;", "␣a", "&amp;"]
+    assert list(fig.layout.yaxis6.ticktext) == list(fig.layout.xaxis.ticktext)
+
+
+def test_each_small_multiple_has_one_selectable_point_with_its_label_and_layer_and_head():
+    _, fig = grid(layers=2, heads=3, tokens=7)
+    points = picks(fig)
+    assert len(points) == 6
+    for k, point in enumerate(points):
+        layer, head = divmod(k, 3)
+        assert [list(c) for c in point.customdata] == [[layer + 1, head + 1]]
+        assert list(point.text) == [f"L{layer + 1}H{head + 1}"]
+        assert f"detail {layer + 1}.{head + 1}" in point.hovertemplate
+        assert point.marker.color == "rgba(0,0,0,0)"  # transparent: only its label shows
+        assert point.x[0] > point.y[0]  # above the diagonal: in the blank triangle the causal mask leaves
+        assert (point.xaxis, point.yaxis) == (heatmaps(fig)[k].xaxis, heatmaps(fig)[k].yaxis)
+
+
+def test_labels_are_escaped():
+    weights = causal_weights(1, 1, 3)
+    fig = every_head_grid(weights, [["<b>x"]], [["<i>y"]], ["a", "b", "c"], title="<t>")
+    assert list(picks(fig)[0].text) == ["&lt;b&gt;x"]
+    assert "&lt;i&gt;y" in picks(fig)[0].hovertemplate
+    assert fig.layout.title.text == "&lt;t&gt;"
+
+
+def test_current_head_is_outlined_and_none_without_it():
+    _, fig = grid(layers=3, heads=2, current=(2, 2))
+    (shape,) = fig.layout.shapes
+    assert (shape.xref, shape.yref) == ("x4 domain", "y4 domain")  # layer 2, head 2: the fourth subplot
+    assert not grid()[1].layout.shapes
+
+
+def test_exports_hold_every_heads_weights_not_the_click_points():
+    weights, fig = grid(layers=2, heads=2, tokens=4)
+    tables = figure_tables(fig)
+    assert [t["title"] for t in tables] == [f"layer {a}, head {b}" for a in (1, 2) for b in (1, 2)]
+    np.testing.assert_allclose(tables[3]["values"], weights[1, 1], atol=1e-6)  # masked weights are 0
+    assert tables[0]["rows"] == ["t0", "t1", "t2", "t3"]
+
+
+def test_twelve_by_twelve_stays_readable_and_presenter_text_is_18_px():
+    _, fig = grid(layers=12, heads=12, tokens=30)
+    assert len(heatmaps(fig)) == 144
+    rows = fig.layout.yaxis.domain[1] - fig.layout.yaxis.domain[0]
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert rows * plot_height >= 30  # each small multiple at least 30 px high
+    _, shown = grid(layers=4, heads=4, tokens=30, style=figures.PRESENTER)
+    sizes = [a.font.size for a in shown.layout.annotations] + [p.textfont.size for p in picks(shown)]
+    assert min(sizes) >= 18
+
+
+@pytest.mark.parametrize(("bad", "words"), [({"labels": [["a"]]}, "L × h grid"), ({"pieces": ["a"]}, "T tokens")])
+def test_mismatched_labels_or_tokens_are_refused(bad, words):
+    arguments = {"labels": [["a", "b"]], "details": [["a", "b"]], "pieces": ["x", "y", "z"]} | bad
+    with pytest.raises(ValueError, match=words):
+        every_head_grid(causal_weights(1, 2, 3), **arguments, title="t")
+
+
+def test_head_label_names_what_gets_half_the_weight_or_else_the_spread():
+    assert head_label(0.62, 0.1, 0.4) == "prev 0.62"
+    assert head_label(0.2, 0.80, 0.3) == "first 0.80"
+    assert head_label(0.3, 0.3, 0.71) == "spread 0.71"
+    assert head_label(0.55, 0.6, 0.2) == "first 0.60"  # the larger of two that both pass
+    summaries = HeadSummaries(
+        previous_token=np.array([[0.7, 0.1]]),
+        first_token=np.array([[0.1, 0.2]]),
+        entropy=np.zeros((1, 2)),
+        entropy_share=np.array([[0.2, 0.9]]),
+        mean_distance=np.zeros((1, 2)),
+        uniform_entropy=1.0,
+    )
+    labels, details = head_labels(summaries)
+    assert labels == [["prev 0.70", "spread 0.90"]]
+    assert details[0][1] == "prev 0.10 · first 0.20 · spread 0.90"
+    assert grid_title(12, 12) == "attn_weights: 12 layers × 12 heads"
+    assert head_label(0.62, 0.1, 0.4, short=True) == "P 0.62"
+    wide = HeadSummaries(
+        **{**vars(summaries), "previous_token": np.full((1, 7), 0.7)}
+        | {name: np.zeros((1, 7)) for name in ("first_token", "entropy", "entropy_share", "mean_distance")}
+    )
+    assert head_labels(wide)[0][0] == ["P 0.70"] * 7  # more than six heads side by side: short labels
