@@ -47,7 +47,8 @@ if step == 0:
     st.markdown(f"**{mistake.title}.** {mistake.why}")
     if notes.scaling_changes_nothing(name, data.head_dim):
         st.info(notes.head_dim_note(data.head_dim), icon=":material/info:")
-    st.code(drawn.code_diff(mistake.right_code, mistake.wrong_code), language="diff")
+    diff = drawn.code_diff(mistake.right_code, mistake.wrong_code)
+    st.code(diff, language="diff", wrap_lines=True)  # wrapped: a phone scrolls no code block sideways
     st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
     moves = data.measure("first_token_moves")
     if moves.wrong == moves.wrong:  # not NaN: the first token's output is a number, so the question has an answer

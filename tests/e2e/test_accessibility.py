@@ -1,0 +1,77 @@
+"""Accessibility, measured by axe-core in Chromium (issue 26, scope 7): no serious or critical violation of
+WCAG 2.1 A and AA on any page, on a laptop (1280×800), in presenter mode (1280×720, ``?present=1``) and on a
+phone (390×844), where no page may scroll sideways either.
+
+axe-core comes from npm (``package.json``; ``npm ci`` installs it); without it these tests are skipped, and
+with ``CI=true`` they fail. axe cannot judge a chart's meaning; it checks contrast, names, roles, focus."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from e2e_support import ROOT, SETTLED, TIMEOUT_MS, app_pages
+
+pytestmark = pytest.mark.browser
+
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+VIEWS = {  # name -> (viewport, query)
+    "laptop": ({"width": 1280, "height": 800}, ""),
+    "presenter": ({"width": 1280, "height": 720}, "present=1"),
+    "phone": ({"width": 390, "height": 844}, ""),
+}
+RUN_AXE = f"async () => await axe.run(document, {{runOnly: {{type: 'tag', values: {json.dumps(WCAG_21_AA)}}}, resultTypes: ['violations']}})"  # noqa: E501
+
+
+@pytest.fixture(scope="module")
+def axe_source() -> str:
+    if not AXE.exists():
+        reason = f"axe-core is not installed ({AXE.relative_to(ROOT)}): run `npm ci`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return AXE.read_text(encoding="utf-8")
+
+
+def serious(violations: list[dict]) -> list[str]:
+    """The serious and critical violations, one line each: the rule, how many elements, the first one."""
+    return [
+        f"{v['id']} ({v['impact']}, {len(v['nodes'])} elements, e.g. {v['nodes'][0]['target']}): {v['help']}"
+        for v in violations
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("spec", app_pages(), ids=lambda spec: spec.stem)
+def test_no_serious_accessibility_violation(server, browser, axe_source, spec, view):
+    viewport, query = VIEWS[view]
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/{spec.url_path}" + (f"?{query}" if query else ""), timeout=TIMEOUT_MS)
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS, polling=200)
+        page.add_script_tag(content=axe_source)
+        found = serious(page.evaluate(RUN_AXE)["violations"])
+        assert not found, f"{spec.title}, {view}:\n" + "\n".join(found)
+        if view == "phone":
+            width, shown = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+            assert width <= shown, f"{spec.title} scrolls sideways on a phone: {width} px wide in {shown} px"
+    finally:
+        context.close()
+
+
+def test_the_check_finds_a_violation(server, browser, axe_source):
+    """The rules run and report: a paragraph of light grey on white fails colour contrast."""
+    context = browser.new_context(viewport=VIEWS["laptop"][0])
+    try:
+        page = context.new_page()
+        faint = "<p style='color:#bbb;background:#fff'>faint</p>"
+        page.set_content(f"<html lang='en'><title>t</title><main>{faint}</main></html>")
+        page.add_script_tag(content=axe_source)
+        assert any("color-contrast" in line for line in serious(page.evaluate(RUN_AXE)["violations"]))
+    finally:
+        context.close()
