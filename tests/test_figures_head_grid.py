@@ -55,6 +55,13 @@ def test_one_subplot_per_layer_and_head_rows_are_layers():
     assert headers == ["head 1", "layer 1", "head 2", "layer 2", "layer 3"]
 
 
+def test_more_than_six_heads_are_numbered_under_one_head_header():
+    _, fig = grid(layers=2, heads=7, tokens=3)
+    headers = [a.text for a in fig.layout.annotations]
+    assert headers == ["head", "1", "layer 1", *map(str, range(2, 8)), "layer 2"]  # "head 12" is wider than a column
+    assert fig.layout.annotations[0].xanchor == "right"  # in the margin, above the layers' names
+
+
 def test_one_fixed_zero_to_one_scale_and_one_colour_bar():
     _, fig = grid()
     shown = heatmaps(fig)

@@ -27,6 +27,7 @@ PICK = "open this head"  # the name of the scatter traces a click selects (``tab
 CURRENT = SERIES_COLOURS[1]  # orange: the outline of the layer and head the chapter pages hold now
 GAP_PX = 6  # between small multiples
 LABEL_COLOUR = "#1A1A1A"  # near black: legible on the masked triangle's light grey
+NUMBERS_ABOVE = 6  # more heads than this side by side: the columns are headed 1, 2, … under one "head"
 
 
 BOTTOM_PX = 10
@@ -85,6 +86,9 @@ def every_head_grid(
     ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}
     spots = {"x": [0.72 * (cols - 1)], "y": [0.24 * (rows - 1)]}  # inside the blank upper-right triangle
     data, annotations, shapes = [], [], []
+    numbered = num_heads > NUMBERS_ABOVE  # "head 12" is wider than a phone's column
+    if numbered:
+        annotations.append({**_header("head", (0.0, 1.0), "right", style), "yanchor": "bottom"})
     for layer in range(num_layers):
         for head in range(num_heads):
             k = layer * num_heads + head
@@ -127,7 +131,8 @@ def every_head_grid(
             )
             domain_x, domain_y = axes["xaxis" + x[1:]]["domain"], axes["yaxis" + y[1:]]["domain"]
             if layer == 0:
-                annotations.append(_header(f"head {head + 1}", (sum(domain_x) / 2, 1.0), "bottom", style))
+                header = str(head + 1) if numbered else f"head {head + 1}"
+                annotations.append(_header(header, (sum(domain_x) / 2, 1.0), "bottom", style))
             if head == 0:
                 annotations.append(_header(f"layer {layer + 1}", (0.0, sum(domain_y) / 2), "right", style))
             if current == (layer + 1, head + 1):

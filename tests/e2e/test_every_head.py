@@ -124,8 +124,32 @@ def test_the_step_fits_a_phone_without_scrolling_sideways(app_page):
     assert max(widths[:2]) <= widths[2], f"the page scrolls sideways: {widths}"
     measured = measure(app_page)
     crowded = [f for f in measured["overlaps"] + measured["outside"] if GRID in f]
-    assert not crowded, crowded  # its labels, headers and colour bar overlap nothing and stay inside it
+    assert not crowded, crowded  # its labels overlap nothing and stay inside it
+    assert not grid_texts(app_page)["overlaps"]
     app_page.screenshot("every-head-phone")
+
+
+GRID_TEXTS = """() => {
+  const plot = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .find((p) => p.layout.title.text.includes('attn_weights: '));
+  const shown = (t) => t.getBoundingClientRect().width > 0;  // a hidden label has no box
+  const texts = [...plot.querySelectorAll('.annotation-text, .textpoint text')].filter(shown)
+    .map((t) => ({text: t.textContent, box: t.getBoundingClientRect()}));
+  const overlaps = [];
+  for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+    const a = texts[i].box, b = texts[j].box;
+    const wide = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    const high = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (wide > 1 && high > 1) overlaps.push(`${texts[i].text} / ${texts[j].text}`);
+  }
+  const labels = [...plot.querySelectorAll('.textpoint')].filter((g) => getComputedStyle(g).display !== 'none');
+  return {overlaps, labels: labels.length, headers: texts.map((t) => t.text)};
+}"""
+
+
+def grid_texts(app_page) -> dict:
+    """The grid's headers and labels as shown: pairs of them that overlap, and how many labels show."""
+    return app_page.page.evaluate(GRID_TEXTS)
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +195,23 @@ def test_gpt2s_12_by_12_grid_fits_a_projector_in_presenter_mode(gpt2_page):
     assert sizes["labels"] == 0  # 18 px labels would cover 22 px high matrices: the hover and caption have them
     assert sizes["last"] >= 20 and sizes["first"] >= 20  # layers 12 and 1 still readable
     assert "only the hover shows them" in gpt2_page.captions() and "P = most weight" in gpt2_page.captions()
+
+
+def test_gpt2s_12_by_12_grid_fits_a_phone_and_its_headers_do_not_overlap(gpt2_page):
+    gpt2_page.page.set_viewport_size({"width": 390, "height": 844})
+    query = urllib.parse.urlencode({"weights": "gpt2", "step": "9", "input": "text", "text": SENTENCE_30})
+    gpt2_page.goto("multihead", query)
+    widths = gpt2_page.page.evaluate(
+        """() => [document.scrollingElement.scrollWidth,
+                 document.querySelector('[data-testid="stMain"]').scrollWidth, window.innerWidth]"""
+    )
+    assert max(widths[:2]) <= widths[2], f"the page scrolls sideways: {widths}"
+    shown = grid_texts(gpt2_page)
+    assert not shown["overlaps"], shown["overlaps"]  # "head", 1 … 12 and layer 1 … 12
+    assert shown["labels"] == 0  # no room for "S 0.98" in 15 px wide matrices: the hover has them
+    assert [h for h in shown["headers"] if not h.startswith("layer")] == ["head", *map(str, range(1, 13))]
+    gpt2_page.page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+             .find((p) => p.layout.title.text.includes('attn_weights: ')).scrollIntoView({block: 'start'})"""
+    )
+    gpt2_page.screenshot("every-head-gpt2-phone")
