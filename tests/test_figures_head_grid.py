@@ -1,13 +1,15 @@
 """``figures.head_grid.every_head_grid``: every layer and head as small multiples, L × H subplots on one fixed
 0–1 scale with one colour bar, each labelled with its head's summary on a point a click can select."""
 
+import re
+
 import numpy as np
 import pytest
 
 from explorer import figures
 from explorer.figures.head_grid import PICK, every_head_grid, labels_fit
 from explorer.figures.tables import figure_tables
-from explorer.page_text.head_grid import grid_title, head_label, head_labels
+from explorer.page_text.head_grid import grid_title, head_label, head_labels, label_text
 from explorer.results import HeadSummaries
 
 RNG = np.random.default_rng(0)
@@ -190,3 +192,12 @@ def test_head_label_names_what_gets_half_the_weight_or_else_the_spread():
         | {name: np.zeros((1, 7)) for name in ("first_token", "entropy", "entropy_share", "mean_distance")}
     )
     assert head_labels(wide)[0][0] == ["P 0.70"] * 7  # more than six heads side by side: short labels
+
+
+def test_the_caption_explains_the_short_labels_and_says_where_the_labels_are():
+    assert "P = most weight on the previous token, F = on the first token, S = spread" in label_text(12)
+    assert "P = " not in label_text(4) and "hover" not in label_text(4)
+    assert label_text(12, written=False).startswith("Here the labels would cover the weights, so only the hover")
+    assert label_text(12).startswith("On a phone only the hover shows them.")  # css.py hides them there
+    sentences = re.split(r"(?<=\.) ", re.sub(r"\(.*?\)", "", label_text(12, written=False)))
+    assert max(len(s.split()) for s in sentences) <= 35

@@ -68,7 +68,9 @@ def label_text(num_heads: int, *, written: bool = True) -> str:
         if num_heads > SHORT_ABOVE
         else ""
     )
-    where = "" if written else "Here the labels would cover the weights, so only the hover shows them. "
+    where = "Here the labels would cover the weights, so only the hover shows them. "
+    if written:
+        where = "On a phone only the hover shows them. " if num_heads > SHORT_ABOVE else ""
     return (
         f"{where}{legend}A label says **prev** or **first** when the token just before, or the first token, gets "
         f"at least {MOSTLY:.0%} of a row's weight on average (queries 2 to T). Otherwise it says **spread**: the "
