@@ -4,7 +4,8 @@
 
 Starts ``streamlit run streamlit_app.py`` on a free port (or uses ``--url``),
 opens each page at each step, waits for the figures, and writes
-``artifacts/screens/<page>-step<k>.png`` at 1280×720 (``--full`` for the whole page).
+``artifacts/screens/<page>-step<k>.png`` at 1280×720 (``--size 390x844`` for a phone, ``--full`` for the whole
+page).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--steps", default="1", help="comma-separated step numbers")
     parser.add_argument("--query", default="", help="extra query string, e.g. input=text&text=Hi")
     parser.add_argument("--out", default=str(ROOT / "artifacts" / "screens"))
+    parser.add_argument("--size", default=None, help="the window's width×height, e.g. 390x844 (a phone)")
     parser.add_argument("--full", action="store_true", help="capture the whole page, not just 1280×720")
     parser.add_argument("--url", default=None, help="use an already running app")
     args = parser.parse_args()
@@ -45,7 +47,8 @@ def main() -> None:
         base = args.url or stack.enter_context(AppServer(log=ROOT / "artifacts" / "screens" / "server.log"))
         with sync_playwright() as playwright:
             browser = launch_chromium(playwright)
-            context = browser.new_context(viewport=VIEWPORT)
+            width, height = map(int, args.size.split("x")) if args.size else (VIEWPORT["width"], VIEWPORT["height"])
+            context = browser.new_context(viewport={"width": width, "height": height})
             page = context.new_page()
             for name in args.pages:
                 for step in args.steps.split(","):

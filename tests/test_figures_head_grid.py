@@ -1,13 +1,15 @@
 """``figures.head_grid.every_head_grid``: every layer and head as small multiples, L × H subplots on one fixed
 0–1 scale with one colour bar, each labelled with its head's summary on a point a click can select."""
 
+import re
+
 import numpy as np
 import pytest
 
 from explorer import figures
-from explorer.figures.head_grid import PICK, every_head_grid
+from explorer.figures.head_grid import PICK, every_head_grid, labels_fit
 from explorer.figures.tables import figure_tables
-from explorer.page_text.head_grid import grid_title, head_label, head_labels
+from explorer.page_text.head_grid import grid_title, head_label, head_labels, label_text
 from explorer.results import HeadSummaries
 
 RNG = np.random.default_rng(0)
@@ -53,6 +55,13 @@ def test_one_subplot_per_layer_and_head_rows_are_layers():
     assert len(rows) == 3  # three rows of subplots, one per layer
     headers = [a.text for a in fig.layout.annotations]
     assert headers == ["head 1", "layer 1", "head 2", "layer 2", "layer 3"]
+
+
+def test_more_than_six_heads_are_numbered_under_one_head_header():
+    _, fig = grid(layers=2, heads=7, tokens=3)
+    headers = [a.text for a in fig.layout.annotations]
+    assert headers == ["head", "1", "layer 1", *map(str, range(2, 8)), "layer 2"]  # "head 12" is wider than a column
+    assert fig.layout.annotations[0].xanchor == "right"  # in the margin, above the layers' names
 
 
 def test_one_fixed_zero_to_one_scale_and_one_colour_bar():
@@ -118,15 +127,39 @@ def test_exports_hold_every_heads_weights_not_the_click_points():
     assert tables[0]["rows"] == ["t0", "t1", "t2", "t3"]
 
 
-def test_twelve_by_twelve_stays_readable_and_presenter_text_is_18_px():
+def subplot_height(fig) -> float:
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    return (fig.layout.yaxis.domain[1] - fig.layout.yaxis.domain[0]) * plot_height
+
+
+def test_twelve_by_twelve_fits_a_steps_height_and_keeps_its_labels_on_a_laptop():
     _, fig = grid(layers=12, heads=12, tokens=30)
     assert len(heatmaps(fig)) == 144
-    rows = fig.layout.yaxis.domain[1] - fig.layout.yaxis.domain[0]
-    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
-    assert rows * plot_height >= 30  # each small multiple at least 30 px high
+    assert fig.layout.height <= figures.DEFAULT_STYLE.max_height
+    assert subplot_height(fig) >= 26  # each small multiple still a readable triangle
+    assert all(p.mode == "markers+text" for p in picks(fig)) and labels_fit(12, figures.DEFAULT_STYLE)
+
+
+def test_on_a_projector_12_layers_fit_under_the_stepper_and_their_labels_move_to_the_hover():
+    _, fig = grid(layers=12, heads=12, tokens=30, style=figures.PRESENTER)
+    assert fig.layout.height <= figures.PRESENTER.max_height  # 1280×720 under the title, stepper and a line
+    assert subplot_height(fig) >= 20
+    assert not labels_fit(12, figures.PRESENTER)
+    assert all(p.mode == "markers" for p in picks(fig))  # 20 px labels would cover 22 px high matrices
+    assert all(f"L{k // 12 + 1}H{k % 12 + 1}" in p.hovertemplate for k, p in enumerate(picks(fig)))
+    sizes = [a.font.size for a in fig.layout.annotations] + [fig.layout.hoverlabel.font.size]
+    assert min(sizes) >= 18
     _, shown = grid(layers=4, heads=4, tokens=30, style=figures.PRESENTER)
+    assert all(p.mode == "markers+text" for p in picks(shown))  # four layers have room for them
     sizes = [a.font.size for a in shown.layout.annotations] + [p.textfont.size for p in picks(shown)]
     assert min(sizes) >= 18
+
+
+def test_a_click_anywhere_in_a_small_multiple_selects_its_point():
+    _, fig = grid()
+    assert fig.layout.hoverdistance == -1  # no cut-off: the subplot's one point is always the nearest
+    assert fig.layout.clickmode == "event+select" and fig.layout.hovermode == "closest"
+    assert all(len(p.x) == 1 for p in picks(fig))  # one point per small multiple, so the nearest is its own
 
 
 @pytest.mark.parametrize(("bad", "words"), [({"labels": [["a"]]}, "L × h grid"), ({"pieces": ["a"]}, "T tokens")])
@@ -159,3 +192,12 @@ def test_head_label_names_what_gets_half_the_weight_or_else_the_spread():
         | {name: np.zeros((1, 7)) for name in ("first_token", "entropy", "entropy_share", "mean_distance")}
     )
     assert head_labels(wide)[0][0] == ["P 0.70"] * 7  # more than six heads side by side: short labels
+
+
+def test_the_caption_explains_the_short_labels_and_says_where_the_labels_are():
+    assert "P = most weight on the previous token, F = on the first token, S = spread" in label_text(12)
+    assert "P = " not in label_text(4) and "hover" not in label_text(4)
+    assert label_text(12, written=False).startswith("Here the labels would cover the weights, so only the hover")
+    assert label_text(12).startswith("On a phone only the hover shows them.")  # css.py hides them there
+    sentences = re.split(r"(?<=\.) ", re.sub(r"\(.*?\)", "", label_text(12, written=False)))
+    assert max(len(s.split()) for s in sentences) <= 35

@@ -60,19 +60,27 @@ def grid_text(model_name: str, num_layers: int, num_heads: int, shown: int, num_
     )
 
 
-def label_text(num_heads: int) -> str:
-    """How to read a label, after the grid."""
-    short = " (P, F and S in a grid this wide)" if num_heads > SHORT_ABOVE else ""
+def label_text(num_heads: int, *, written: bool = True) -> str:
+    """How to read a label, after the grid; ``written``: whether the labels are printed in the small multiples."""
+    legend = (
+        "P = most weight on the previous token, F = on the first token, S = spread: the rows' entropy ÷ that "
+        "of even weights. "
+        if num_heads > SHORT_ABOVE
+        else ""
+    )
+    where = "Here the labels would cover the weights, so only the hover shows them. "
+    if written:
+        where = "On a phone only the hover shows them. " if num_heads > SHORT_ABOVE else ""
     return (
-        f"A label says **prev** or **first**{short} when the token just before, or the first token, gets at least "
-        f"{MOSTLY:.0%} of a row's weight on average (queries 2 to T). Otherwise it says **spread**: the rows' "
-        f"{term('entropy')} as a share of spreading evenly (1 is even, 0 is one token)."
+        f"{where}{legend}A label says **prev** or **first** when the token just before, or the first token, gets "
+        f"at least {MOSTLY:.0%} of a row's weight on average (queries 2 to T). Otherwise it says **spread**: the "
+        f"rows' {term('entropy')} as a share of spreading evenly (1 is even, 0 is one token)."
     )
 
 
 def open_text(layer: int, head: int) -> str:
     """Above the keyboard route and the page links: what the chapter pages hold now."""
     return (
-        f"Click a small multiple's label, or pick it below, to open that layer and head on the chapter pages. "
+        f"Click anywhere in a small multiple, or pick it below, to open that layer and head on the chapter pages. "
         f"They hold **layer {layer}, head {head}** now (outlined)."
     )

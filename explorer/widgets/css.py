@@ -33,8 +33,9 @@ PRESENTER_CSS = """
 """
 # The main area starts close under Streamlit's header, so the header must not paint over it (it hid the
 # query picker's label); the menu button in its corner stays clickable. On a phone the labels of the grid of
-# every layer and head (``figures.head_grid``) shrink to fit its narrow small multiples. A diff's colours are
-# darker than Streamlit's, for contrast.
+# every layer and head (``figures.head_grid``) shrink to fit its narrow small multiples; a grid of more than six
+# heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A diff's colours
+# are darker than Streamlit's, for contrast.
 BASE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
 [data-testid="stHeader"] {background: transparent; pointer-events: none;}
@@ -44,6 +45,7 @@ BASE_CSS = """<style>
 [data-testid="stCode"] .inserted {color: #116329 !important;}
 @media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
   [class*="st-key-every_head"] .textpoint text {font-size: 9px !important;}
+  [class*="st-key-every_head_wide"] .textpoint {display: none;}
 }
 </style>"""
 

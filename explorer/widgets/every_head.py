@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.figures.head_grid import every_head_grid
+from explorer.figures.head_grid import every_head_grid, labels_fit
 from explorer.models.heads import every_head
 from explorer.page_text import head_grid as words
 from explorer.session.state import set_settings
 from explorer.settings import TRAINED, Settings
-from explorer.widgets.charts import draw
+from explorer.widgets.charts import draw, style
 from explorer.widgets.picking import on_pick
 
 CHART_KEY = "every_head"  # the chart's key: the settings' layer and head are appended (a fresh selection each)
@@ -40,7 +40,7 @@ def show_every_head(settings: Settings) -> None:
     suffix = f":{layer}:{head}"  # new widgets once the settings change, so each starts from them
     labels, details = words.head_labels(found.summaries)
     title = words.grid_title(num_layers, num_heads)
-    key = CHART_KEY + suffix
+    key = CHART_KEY + ("_wide" if num_heads > words.SHORT_ABOVE else "") + suffix  # css.py: a phone hides its labels
     options = dict(title=title, current=(layer, head), key=key, on_select=on_pick(key, open_head))
     draw(every_head_grid, "every-head", found.weights, labels, details, found.pieces, **options)
     st.markdown(words.open_text(layer, head))
@@ -52,4 +52,4 @@ def show_every_head(settings: Settings) -> None:
     links = st.columns(len(words.LINK_PAGES))
     for column, (page, page_title) in zip(links, words.LINK_PAGES, strict=True):
         column.page_link(page, label=f"{page_title}: layer {layer}, head {head}", icon=":material/arrow_forward:")
-    st.caption(words.label_text(num_heads))
+    st.caption(words.label_text(num_heads, written=labels_fit(num_layers, style())))
