@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-OVERLAYS = ("masked", "masked cells", "dropped")  # scatter traces that mark cells, not data of their own
+OVERLAYS = ("masked", "masked cells", "dropped", "cells")  # scatter traces that mark cells, not data of their own
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 JSON_NOTE = (
     "Masked attention weights are exactly 0 and written as 0. Masked attention scores are -infinity, which "

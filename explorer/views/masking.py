@@ -147,4 +147,10 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
         dropout_active=trace.dropout_mask is not None,
         output=trace.output.numpy(),
         unpadded_max_difference=tuple(differences),
+        scaled_scores=trace.scaled_scores[:, 0].numpy(),
+        attn_weights=trace.attn_weights[:, 0].numpy(),
+        keep=np.ones(trace.attn_weights[:, 0].shape, bool)
+        if trace.dropout_mask is None
+        else trace.dropout_mask[:, 0].numpy(),
+        values=trace.values[:, 0].numpy(),
     )

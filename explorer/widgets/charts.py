@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import figures
+from explorer.widgets.cells import chart_args
 from explorer.widgets.downloads import IMAGE_FORMAT, export_name, figure_downloads
 from explorer.widgets.drawn import Drawn, prepare, shared
 
@@ -32,13 +33,15 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
     show(prepare(fig, cell_text=cell_text), name, key=key)
 
 
-def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
-    """Draw a prepared figure, with its downloads."""
+def show(drawn: Drawn, name: str, *, key: str | None = None, explain=None) -> None:
+    """Draw a prepared figure, with its downloads; ``explain`` (``views.cells.Cells``) lets a learner pick
+    its cells (``widgets.cells``)."""
     figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
-    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch")
+    chart, picking = (drawn.chart, {}) if explain is None else chart_args(drawn, name, key or name, explain)
+    st.plotly_chart(chart, key=key, config=config, width="stretch", **picking)
     figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
 
 
@@ -53,6 +56,7 @@ class Panel:
     builder: Callable
     args: tuple
     options: dict
+    explain: object = None  # ``views.cells.Cells``: its cells can be picked (``widgets.cells``)
 
     def columns(self) -> int:
         """How many columns of cells the panel's heatmap shows (0 for any other figure): its matrix's,
@@ -65,10 +69,13 @@ class Panel:
         return columns
 
 
-def panel(name: str, builder: Callable, *args, **options) -> Panel:
-    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one."""
+def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel:
+    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``explain``
+    (``views.cells.Cells``) lets a learner pick its cells."""
     options.setdefault("style", style())
-    return Panel(name, builder, args, options)
+    if explain is not None:
+        options["pickable"] = True
+    return Panel(name, builder, args, options, explain)
 
 
 def side_by_side(*panels: Panel) -> None:
@@ -80,14 +87,19 @@ def side_by_side(*panels: Panel) -> None:
         with column:
             cell_text = shown.columns() <= widest
             drawn = shared(shown.builder, *shown.args, cell_text=cell_text, **shown.options)
-            show(drawn, shown.name.replace("_", "-"), key=shown.name)
+            show(drawn, shown.name.replace("_", "-"), key=shown.name, explain=shown.explain)
 
 
-def draw(builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, **options) -> None:
+def draw(
+    builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, explain=None, **options
+) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
-    or else ``name``. The figure is built once for every session that draws the same (``shared_figures``)."""
+    or else ``name``. The figure is built once for every session that draws the same (``shared_figures``).
+    ``explain`` (``views.cells.Cells``) lets a learner pick its cells (``widgets.cells``)."""
     options.setdefault("style", style())
-    show(shared(builder, *args, cell_text=cell_text, **options), name, key=key or name)
+    if explain is not None:
+        options["pickable"] = True
+    show(shared(builder, *args, cell_text=cell_text, **options), name, key=key or name, explain=explain)
 
 
 def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str] | None = None, **options) -> None:

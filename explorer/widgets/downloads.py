@@ -14,6 +14,7 @@ from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
 from explorer.views.book import is_book
 from explorer.views.run import Run
 from explorer.widgets.captions import RUN_KEY
+from explorer.widgets.cells import CELL_CODE, RUN_CELLS
 
 RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
 IMAGE_FORMAT = "w_image_format"
@@ -24,6 +25,8 @@ def begin_run() -> None:
     st.session_state[RUN_FIGURES] = []
     st.session_state.pop("run_step", None)
     st.session_state.pop("run_book_sections", None)  # RUN_KEY: the book sections captioned
+    st.session_state.pop(RUN_CELLS, None)  # the explainable panels drawn
+    st.session_state.pop(CELL_CODE, None)  # the code line that made the selected cell
 
 
 def export_name(quantity: str) -> str:
