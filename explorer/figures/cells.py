@@ -17,7 +17,7 @@ import numpy as np
 
 PICK_TRACE = "cells"  # the name of the layer of points (an overlay: the exports skip it)
 PICK_LIMIT = 64 * 64  # cells a heatmap may have and still get a point each: above, the picker still works
-MARK_COLOUR = "#0072B2"  # blue, distinct from the orange highlighted row (``heatmap``'s ``highlight_row``)
+MARK_COLOUR = "#CC79A7"  # reddish purple: seen on dark and light cells, apart from the orange highlighted row
 _FIELD = re.compile(r"%\{(customdata\[(\d)\]|x|y|z)(?::\.(\d+)f)?\}")
 
 

@@ -38,6 +38,7 @@ class Notation:
     scaled: bool = False
     weight_matrix: str = ""
     tokens: bool = True
+    item: int | None = None  # a batch item: its cells are written ``attn_weights[item, i, j]``
 
 
 def sub(i: int, j: int) -> str:
@@ -79,7 +80,7 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
     ``keys`` are the row's key tokens, which a softmax row or a weighted sum runs over."""
     d, n = derivation, notation
     i, j = d.row + 1, d.col + 1
-    where = f"`{n.matrix}[{d.row}, {d.col}]`"
+    where = f"`{n.matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
     query = f"x^({i}) {_token(row_label)}" if n.tokens else literal(row_label)
     key = f"key x^({j}) {_token(col_label)}"
     kind = d.kind

@@ -149,7 +149,7 @@ def dropout(data: DropoutView, p: float) -> cells.Cells:
         p if data.active else 0.0,
         data.pieces,
         code="dropped_weights, dropout_mask = drop_with_mask(",
-        notation=Notation("attn_weights after dropout"),
+        notation=Notation("dropped_weights"),
     )
 
 
@@ -163,7 +163,7 @@ def batch(data: BatchView, item: int, p: float) -> dict[str, cells.Cells]:
             p,
             pieces,
             code="dropped_weights, dropout_mask = drop_with_mask(",
-            notation=Notation(f"attn_weights[{item}] after dropout"),
+            notation=Notation("dropped_weights", item=item),
         )
     else:
         weights = cells.weights(
@@ -171,7 +171,7 @@ def batch(data: BatchView, item: int, p: float) -> dict[str, cells.Cells]:
             pieces,
             masked=data.mask,
             code="attn_weights = torch.softmax(",
-            notation=Notation(f"attn_weights[{item}]", scaled=True),
+            notation=Notation("attn_weights", scaled=True, item=item),
         )
     context = cells.context(
         data.weights[item],
@@ -179,6 +179,6 @@ def batch(data: BatchView, item: int, p: float) -> dict[str, cells.Cells]:
         pieces,
         dims(data.values.shape[-1]),
         code="context_vec = dropped_weights @ values",
-        notation=Notation(f"context_vec[{item}]", right="v"),
+        notation=Notation("context_vec", right="v", item=item),
     )
     return {f"batch-weights-{item}": weights, f"batch-context-{item}": context}
