@@ -50,7 +50,8 @@ def pick_layer(data: list[dict], layout: dict) -> list[dict]:
     heat = data[0]
     rows, cols = list(heat["y"]), list(heat["x"])
     z = np.asarray(heat["z"], dtype=np.float64)
-    if z.shape != (len(rows), len(cols)) or z.size > PICK_LIMIT:
+    blocks = rows != list(range(rows[0], rows[0] + len(rows))) or cols != list(range(cols[0], cols[0] + len(cols)))
+    if blocks or z.shape != (len(rows), len(cols)) or z.size > PICK_LIMIT:  # block means are no cells
         return data
     overlay_hover = {}  # (x, y) -> what a mark (masked, dropped) says on hover
     for trace in data[1:]:

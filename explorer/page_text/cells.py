@@ -183,5 +183,5 @@ def _weighted(d: Derivation, n: Notation, where: str, query: str, col_label: str
     )
     line = f"{n.left}^({d.row + 1})[{d.col}] = " + _sum(_products(d, DOT_TERMS), d.details["d"], DOT_TERMS, "terms")
     if bias is not None:
-        line += f" + {number(bias)}"
+        line += f" + {factor(bias)}"
     return words, f"{line} = {number(d.value)}"
