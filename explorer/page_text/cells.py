@@ -40,6 +40,11 @@ class Notation:
     tokens: bool = True
     item: int | None = None  # a batch item: its cells are written ``attn_weights[item, i, j]``
 
+    @property
+    def name(self) -> str:
+        """The matrix as a picker lists it: ``attn_weights``, or ``attn_weights[1]`` for a batch item."""
+        return self.matrix if self.item is None else f"{self.matrix}[{self.item}]"
+
 
 def sub(i: int, j: int) -> str:
     """The book's subscript of row ``i``, column ``j`` (from 0): ω_21, or ω_(12,3) when one has two digits."""

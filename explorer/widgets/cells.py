@@ -175,7 +175,7 @@ def explain_cell(where=None) -> None:
     changed = {"on_change": _picker_changed, "args": (key, panels, widgets)}
     with (where or st).container(key="cell_panel"):
         if len(panels) > 1:
-            st.selectbox("Matrix", names, format_func=lambda k: panels[k].notation.matrix, key=widgets[0], **changed)
+            st.selectbox("Matrix", names, format_func=lambda k: panels[k].notation.name, key=widgets[0], **changed)
         for column, widget, what, labels in zip(
             st.columns(2), widgets[1:], (cells.rows, cells.cols), (cells.row_labels, cells.col_labels), strict=True
         ):
