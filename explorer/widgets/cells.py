@@ -38,6 +38,21 @@ from explorer.widgets.drawn import Drawn, EncodedFigure
 
 RUN_CELLS = "run_cells"  # this run's explainable panels: [(name, Cells)], cleared by ``begin_run``
 CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
+# On a touch screen plotly.js selects a tapped point from the last hover (``selectOnClick`` reads
+# ``gd._hoverdata``), and a tap has no hover before it: the first tap selected nothing, a later one the cell
+# tapped before. A mousemove at the touch point, sent as the finger lands, gives plotly that hover first.
+TOUCH_HOVER = """<script>
+if (!window.cellTouchHover) {
+  window.cellTouchHover = true;
+  document.addEventListener('touchstart', (event) => {
+    const target = event.target;
+    const plot = target instanceof Element && target.classList.contains('nsewdrag');
+    if (!plot || !target.closest('.js-plotly-plot')) return;
+    const touch = event.touches[0];
+    target.dispatchEvent(new MouseEvent('mousemove', {clientX: touch.clientX, clientY: touch.clientY, bubbles: true}));
+  }, {capture: true, passive: true});
+}
+</script>"""
 HINT = "Click or tap any cell of a heatmap above, or pick one here, to see how its number was made."
 
 
@@ -174,6 +189,7 @@ def explain_cell(where=None) -> None:
     st.session_state[widgets[2]] = chosen["col"] if chosen else None
     changed = {"on_change": _picker_changed, "args": (key, panels, widgets)}
     with (where or st).container(key="cell_panel"):
+        st.html(TOUCH_HOVER, unsafe_allow_javascript=True)
         if len(panels) > 1:
             st.selectbox("Matrix", names, format_func=lambda k: panels[k].notation.name, key=widgets[0], **changed)
         for column, widget, what, labels in zip(
