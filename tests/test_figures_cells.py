@@ -104,3 +104,18 @@ def test_marks_outline_a_cell_or_a_row(row, col, expected):
     (column,) = figures.cell_marks(spec, col=1)
     assert (column["x0"], column["x1"], column["y0"], column["y1"]) == (0.5, 1.5, -0.5, 2.5)
     assert figures.cell_marks(spec, row=7) == [], "a row the heatmap does not show gets no mark"
+
+
+def test_a_large_heatmap_sends_its_hover_as_one_template_and_masked_cells_say_so():
+    z = np.tril(np.full((20, 20), 0.05))
+    future = np.triu(np.ones((20, 20), dtype=bool), 1)
+    labels = [f"t{k}" for k in range(20)]
+    fig = figures.heatmap(np.where(future, np.nan, z), labels, labels, title="w", masked=future, pickable=True)
+    layers = [t for t in fig.data if t.name == figures.PICK_TRACE]
+    assert sum(len(t.x) for t in layers) == 400, "still one point per cell"
+    shown = next(t for t in layers if t.marker.color is not None and not isinstance(t.marker.color, str))
+    assert "%{marker.color:.4f}" in shown.hovertemplate and shown.hovertext is None, "no text per cell"
+    np.testing.assert_allclose(shown.marker.color, 0.05, atol=1e-7)
+    assert len(shown.x) == 210 and all(t.marker.opacity == 0 for t in layers)
+    masked = [t for t in layers if t is not shown]
+    assert sum(len(t.x) for t in masked) == 190 and all("masked" in t.hovertemplate for t in masked)

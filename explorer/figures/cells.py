@@ -58,35 +58,51 @@ def pick_layer(data: list[dict], layout: dict) -> list[dict]:
         template = trace.get("hovertemplate")
         if template and trace.get("type") == "scatter":
             overlay_hover.update({(x, y): _filled(template, {}) for x, y in zip(trace["x"], trace["y"], strict=True)})
-    custom = heat.get("customdata")
-    template = heat.get("hovertemplate", "")
-    texts, points = [], []
+    custom, template = heat.get("customdata"), heat.get("hovertemplate", "")
+    groups: dict[str | None, list] = {}  # hover text shared by a group of cells (None: the heatmap's) -> cells
+    texts = []  # a small heatmap's hover, cell by cell: its labels are per cell anyway
     for i, y in enumerate(rows):
         for j, x in enumerate(cols):
-            fields = {"x": x, "y": y, "z": z[i, j], "customdata": [] if custom is None else list(custom[i][j])}
-            texts.append(overlay_hover.get((x, y)) or _filled(template, fields))
-            points.append((y, x))
+            own = overlay_hover.get((x, y)) or (None if np.isfinite(z[i, j]) else "masked")
+            if custom is not None:
+                fields = {"x": x, "y": y, "z": z[i, j], "customdata": list(custom[i][j])}
+                texts.append(own or _filled(template, fields))
+                own = ""  # one layer: each point has its own text
+            groups.setdefault(own, []).append((y, x, z[i, j]))
     for trace in data:
         trace["hoverinfo"] = "skip"
         trace.pop("hovertemplate", None)
-    ys, xs = np.array(points, dtype=np.int32).T  # (cells,) each
+    layers = []
+    for own, cells in groups.items():
+        ys, xs, values = (np.array(c) for c in zip(*cells, strict=True))
+        layer = _points(ys.astype(np.int32), xs.astype(np.int32))
+        if custom is not None:
+            layer.update(hovertext=texts, hovertemplate="%{hovertext}<extra></extra>")
+        elif own is None:  # numbers only: the template reads the value from the (invisible) colour
+            layer["marker"]["color"] = values.astype(np.float32)
+            layer["hovertemplate"] = template.replace("%{z", "%{marker.color")
+        else:
+            layer["hovertemplate"] = f"{own}<extra></extra>"
+        layers.append(layer)
+    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
+    return [*data, *layers]
+
+
+def _points(ys: np.ndarray, xs: np.ndarray) -> dict:
+    """Invisible points at cell centres, selected or not, each with its (row, column) in the full matrix."""
     invisible = {"marker": {"opacity": 0}}
-    layer = {
+    return {
         "type": "scatter",
         "name": PICK_TRACE,
         "mode": "markers",
         "x": xs,
         "y": ys,
-        "customdata": np.array(points, dtype=np.int32),  # (cells, 2): the row and column in the full matrix
-        "hovertext": texts,
-        "hovertemplate": "%{hovertext}<extra></extra>",
+        "customdata": np.stack([ys, xs], axis=-1),  # (cells, 2)
         "marker": {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"},
         "selected": invisible,
         "unselected": invisible,
         "showlegend": False,
     }
-    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
-    return [*data, layer]
 
 
 def _rect(x0: float, x1: float, y0: float, y1: float, width: int) -> dict:

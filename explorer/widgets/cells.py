@@ -25,6 +25,7 @@ A new kind of cell: a function in ``attention.derivations`` that returns a ``Der
 
 from __future__ import annotations
 
+import functools
 import json
 from functools import partial
 
@@ -121,11 +122,31 @@ def register(name: str, cells) -> dict | None:
     return chosen
 
 
+class MarkedFigure(EncodedFigure):
+    """A shared figure's JSON with this session's marks added as ``st.plotly_chart`` reads it: the JSON is
+    parsed once, as for any figure, and never written again."""
+
+    def __init__(self, spec: str, shapes: list[dict]) -> None:
+        self._spec, self._shapes = spec, shapes
+
+    def to_dict(self) -> dict:
+        found = json.loads(self._spec)
+        found["layout"]["shapes"] = [*found["layout"].get("shapes", []), *self._shapes]
+        return found
+
+
+@functools.lru_cache(maxsize=64)
+def _axes(spec: str) -> dict:
+    """The heatmap's row and column positions in a figure's JSON, read once per shared figure."""
+    heat = next(t for t in json.loads(spec)["data"] if t.get("type") == "heatmap")
+    return {"data": [{"type": "heatmap", "x": heat["x"], "y": heat["y"]}]}
+
+
 def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
     if chosen is None or not isinstance(chosen["panel"], str):
         return []
     if chosen["panel"] == name:
-        return figures.cell_marks(json.loads(spec), row=chosen["row"], col=chosen["col"])
+        return figures.cell_marks(_axes(spec), row=chosen["row"], col=chosen["col"])
     source = dict(st.session_state.get(RUN_CELLS, []))
     owner = source.get(chosen["panel"])
     if owner is None:  # drawn later in this run: its names are not known yet
@@ -133,9 +154,9 @@ def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
     named = {owner.rows: chosen["row"], owner.cols: chosen["col"]}
     marks = []
     if cells.rows in named:
-        marks += figures.cell_marks(json.loads(spec), row=named[cells.rows])
+        marks += figures.cell_marks(_axes(spec), row=named[cells.rows])
     if cells.cols in named:
-        marks += figures.cell_marks(json.loads(spec), col=named[cells.cols])
+        marks += figures.cell_marks(_axes(spec), col=named[cells.cols])
     return marks
 
 
@@ -144,11 +165,7 @@ def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure,
     the selection callback."""
     chosen = register(name, cells)
     marks = _marks(drawn.spec, cells, chosen, name)
-    chart = drawn.chart
-    if marks:
-        spec = json.loads(drawn.spec)
-        spec["layout"]["shapes"] = [*spec["layout"].get("shapes", []), *marks]
-        chart = EncodedFigure(json.dumps(spec))
+    chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
     callback = partial(_picked, key, _step_key(), name, cells)
     return chart, {"on_select": callback, "selection_mode": "points"}
 
