@@ -152,12 +152,10 @@ def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
     if owner is None:  # drawn later in this run: its names are not known yet
         return []
     named = {owner.rows: chosen["row"], owner.cols: chosen["col"]}
-    marks = []
-    if cells.rows in named:
-        marks += figures.cell_marks(_axes(spec), row=named[cells.rows])
-    if cells.cols in named:
-        marks += figures.cell_marks(_axes(spec), col=named[cells.cols])
-    return marks
+    row, col = named.get(cells.rows), named.get(cells.cols)
+    if row is not None and col is not None:  # the same cell of another matrix of the same shape
+        return figures.cell_marks(_axes(spec), row=row, col=col)
+    return figures.cell_marks(_axes(spec), row=row) + figures.cell_marks(_axes(spec), col=col)
 
 
 def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure, dict]:
