@@ -124,3 +124,19 @@ def test_a_bad_cell_in_the_link_gets_a_notice_not_a_traceback(raw, says):
     notices = "\n".join(i.value for i in at.info).replace("\\", "")  # drawn escaped (``parsing.literal``)
     assert (says in notices) if says else "cell=" in notices
     assert picker(at, "row").value is None
+
+
+def test_a_selection_recomputes_no_view(monkeypatch):
+    import attention
+
+    at = go_to("causal_mask", 0)
+    calls = []
+    original = attention.compare_masking
+    monkeypatch.setattr(attention, "compare_masking", lambda *a, **k: calls.append(1) or original(*a, **k))
+    picker(at, "row").select_index(4).run()
+    picker(at, "col").select_index(3).run()
+    assert not at.exception and "α_54" in "\n".join(m.value for m in at.main.markdown)
+    assert calls == [], "the mask view is cached: a selection only reads it"
+    at.session_state["settings"] = at.session_state["settings"].__class__(seed=7)  # a change that does compute
+    at.run()
+    assert calls, "the counter sees a computation when there is one"
