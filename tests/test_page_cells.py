@@ -116,7 +116,13 @@ def test_a_link_opens_the_cell_and_a_new_sentence_starts_afresh():
 
 @pytest.mark.parametrize(
     ("raw", "says"),
-    [("two,one", "is not a cell such as 2,1"), ("99,1", "outside this 6×6 matrix"), ("0,1", "is not a cell"), ("", "")],
+    [
+        ("two,one", "is not a cell such as 2,1"),
+        ("99,1", "outside this 6×6 matrix"),
+        ("0,1", "is not a cell"),
+        ("", ""),
+        ("2,1,3", "This step has 1 matrix to pick from, not 3"),
+    ],
 )
 def test_a_bad_cell_in_the_link_gets_a_notice_not_a_traceback(raw, says):
     at = app("pages/causal_mask.py", query_params={"step": "1", "cell": raw})

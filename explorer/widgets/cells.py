@@ -193,8 +193,10 @@ def explain_cell(where=None) -> None:
     if not panels:
         return
     key, chosen = _step_key(), selection()
-    if chosen is not None and chosen["panel"] not in panels:
-        chosen = None  # a link's panel number this step does not have
+    if chosen is not None and chosen["panel"] not in panels:  # a link's panel number this step does not have
+        count = f"{len(panels)} {'matrix' if len(panels) == 1 else 'matrices'}"
+        notice(f"This step has {count} to pick from, not {chosen['panel']}; no cell is selected.")
+        chosen = st.session_state[key] = None
     names = list(panels)
     name = chosen["panel"] if chosen else names[0]
     cells = panels[name]
