@@ -135,6 +135,30 @@ def weight(scores_row, col: int, *, row: int = 0, masked=None, subtract_max: boo
     return Derivation("weight", row, col, terms, exp_sum, float(exps[col]) / exp_sum, details)
 
 
+def masked_weight(weight_value: float, keep: float, *, row: int = 0, col: int = 0) -> Derivation:
+    """The book's first causal route, one cell of ``masked_simple = attn_weights * mask_simple``: the weight
+    times the lower-triangular mask's 1 (kept) or 0 (a future key)."""
+    value = float(weight_value) * float(keep)
+    term = Term(0, (float(weight_value), float(keep)), value, masked=not keep)
+    return Derivation("masked_weight", row, col, (term,), value, value, {"kept": bool(keep)})
+
+
+def renormalized(masked_row, col: int, *, row: int = 0, masked=None) -> Derivation:
+    """``masked_simple_norm = masked_simple / row_sums``: one entry of a masked row over the row's sum, so
+    the row sums to 1 again. Each term is one key's masked weight (``masked``, True = a future key, marks
+    those the mask zeroed); ``total`` is the row sum.
+
+    Shapes: masked_row (num_tokens,), masked (num_tokens,) or None."""
+    entries = _vector(masked_row)
+    _check(col, entries.numel(), "key")
+    hidden = [False] * entries.numel() if masked is None else [bool(h) for h in torch.as_tensor(masked).reshape(-1)]
+    terms = tuple(Term(j, (float(e),), float(e), h) for j, (e, h) in enumerate(zip(entries, hidden, strict=True)))
+    row_sum = float(entries.sum())
+    if row_sum == 0:
+        raise ValueError("this row's masked weights sum to 0: it cannot be renormalized")
+    return Derivation("renormalized", row, col, terms, row_sum, float(entries[col]) / row_sum, {"row_sum": row_sum})
+
+
 def dropped_weight(weight_value: float, kept: bool, p: float, *, row: int = 0, col: int = 0) -> Derivation:
     """A weight after dropout: kept ones × 1/(1 − p), dropped ones 0 (``nn.Dropout`` in training mode)."""
     if not 0 <= p < 1:

@@ -87,6 +87,7 @@ class Reply:
     notice: str | None = None  # an info box (the app's "this value was changed" notices)
     markdown: str | None = None
     chart: bool = False  # a new plotly chart
+    chart_id: str = ""  # its widget id, when a selection on it reruns the page (``on_select``)
     cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
     ref_hash: str | None = None  # the server points at a message the client said it had cached
     page_hashes: dict[str, str] | None = None  # URL path -> page script hash (from the navigation message)
@@ -160,7 +161,7 @@ def read_reply(data: bytes) -> Reply:
             if match := STEP_RE.search(reply.markdown):
                 reply.step = (int(match.group(1)), int(match.group(2)))
         elif etype == "plotly_chart":
-            reply.chart = True
+            reply.chart, reply.chart_id = True, element.plotly_chart.id
         elif etype == "button":
             if match := WIDGET_ID_RE.match(element.button.id):
                 reply.button = (match.group(1), element.button.id, element.button.disabled)
@@ -330,6 +331,7 @@ class BrowserStudent(Student):
         super().__init__(base, cookie)
         self.states: dict[str, tuple[str, object]] = {}  # widget id -> (WidgetState field, value)
         self.buttons: dict[str, tuple[str, str, bool]] = {}  # key -> (id, fragment id, disabled)
+        self.charts: dict[str, tuple[str, str]] = {}  # a selectable chart's key -> (id, fragment id)
         self.page_hashes: dict[str, str] = {}  # URL path -> page script hash
         self.step: tuple[int, int] | None = None  # the stepper's (k, n) as last drawn
         self.message_cache: dict[str, tuple[Reply, int]] = {}  # hash -> (what it said, finished runs when used)
@@ -363,6 +365,9 @@ class BrowserStudent(Student):
             self._drawn.add(widget_id)
             if set_by_server or widget_id not in self.states:
                 self.states[widget_id] = (field_name, value)
+        if reply.chart_id and (match := WIDGET_ID_RE.match(reply.chart_id)):
+            self._drawn.add(reply.chart_id)
+            self.charts[match.group(1)] = (reply.chart_id, reply.fragment_id)
         if reply.button:
             key, widget_id, disabled = reply.button
             self._drawn.add(widget_id)

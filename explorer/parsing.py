@@ -14,6 +14,7 @@ WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,12}")
 DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 POSITION = re.compile(r"[0-9]{1,6}")
 RANGE = re.compile(r"([0-9]{1,6})-([0-9]{1,6})")
+CELL = re.compile(r"([0-9]{1,6}),([0-9]{1,6})(?:,([0-9]{1,2}))?")
 QUOTE_CHARS = 40  # a notice quotes at most this much of a bad value
 
 
@@ -57,6 +58,16 @@ def parse_position(raw) -> int | None:
     if not isinstance(raw, str) or not POSITION.fullmatch(raw):
         return None
     return int(raw)
+
+
+def parse_cell(raw) -> tuple[int, int, int] | None:
+    """A heatmap cell from a link, "row,col" or "row,col,panel", each counted from 1 as the book counts
+    (panel: the step's p-th explainable heatmap, default 1), else None."""
+    match = CELL.fullmatch(raw.strip()) if isinstance(raw, str) else None
+    if match is None:
+        return None
+    row, col, panel = int(match[1]), int(match[2]), int(match[3] or 1)
+    return (row, col, panel) if min(row, col, panel) >= 1 else None
 
 
 def parse_range(raw, count: int) -> tuple[int, int] | None:

@@ -181,6 +181,10 @@ class BatchView:
     dropout_active: bool
     output: np.ndarray
     unpadded_max_difference: tuple[float, float]
+    scaled_scores: np.ndarray  # (2, T, T), unmasked: the cell panel's softmax rows (issue 25)
+    attn_weights: np.ndarray  # (2, T, T), before dropout
+    keep: np.ndarray  # (2, T, T), True = kept by the dropout draw (all True while dropout is off)
+    values: np.ndarray  # (2, T, d_out)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ for index, cut in enumerate(data.truncated_from):
 step = widgets.stepper("batches", ["Stack into a batch", "One mask slice", "Each item's weights", "Context vectors"])
 item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
 DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension"}
+p = settings.dropout if dropout_on else None
+cells = {**views.page_cells.batch(data, 0, p), **views.page_cells.batch(data, 1, p)}  # for the cell panel
 
 
 def side_by_side(matrices, title, name, **options):
@@ -55,7 +57,10 @@ def side_by_side(matrices, title, name, **options):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
             item = f"{item_names[i]} · {title}"
-            widgets.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, **options)
+            explain = cells.get(f"{name}-{i}")
+            widgets.draw(
+                figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, explain=explain, **options
+            )
 
 
 if step == 0:
@@ -79,10 +84,10 @@ elif step == 1:
     widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
     widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 elif step == 2:
-    p = settings.dropout if dropout_on else None
     st.markdown(notes.weights_text(b, num_tokens, second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
+    widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)
 else:
     output = data.output
@@ -95,4 +100,5 @@ else:
     )  # under the text, on a 720 px screen
     options = dict(diverging=True, decimals=decimals, style=short, **DIMENSIONS)
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", **options)
+    widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)

@@ -19,6 +19,7 @@ widgets.weights_caption(settings)
 seed = views.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
 data = widgets.guard(views.mask_view, run, seed)
 steps, pieces, mask = data.steps, data.pieces, data.steps.mask
+cells = views.page_cells.causal(data)  # what each heatmap's cells are, for the cell panel
 num_tokens = len(pieces)
 STEPS = ["Unmasked weights", "The mask", "× mask, ÷ row sums", "Scores with −∞", "Two routes, same weights"]
 step = widgets.stepper("causal_mask", [*STEPS, "Context vectors"])
@@ -31,7 +32,8 @@ def draw(z, title, name, narrow=False, **options):
     """A query × key heatmap of this sentence; ``narrow`` ones lose their cell text beyond 8 tokens."""
     options.setdefault("value_name", "attention weight")
     cell_text = not (narrow and num_tokens > 8)
-    widgets.draw(figures.heatmap, name, z, pieces, pieces, title=title, style=style, cell_text=cell_text, **options)
+    options.update(title=title, style=style, cell_text=cell_text, explain=cells.get(name))
+    widgets.draw(figures.heatmap, name, z, pieces, pieces, **options)
 
 
 def pair(*panels):
@@ -53,6 +55,7 @@ if step == 2:
     )
     widgets.book_caption(settings, "causal")
     pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None), tril_route)
+    widgets.explain_cell()
     widgets.show_code(attention.mask_by_renormalizing)
 elif step == 4:
     weights = steps.attn_weights[0, 0]
@@ -60,6 +63,7 @@ elif step == 4:
     st.markdown(notes.two_routes_text(worst, weights[0, 0], data.max_abs_difference))
     widgets.book_caption(settings, "causal")
     pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
+    widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
 else:
     text, plot = st.columns([1, 2], gap="medium")
@@ -70,6 +74,7 @@ if step == 0:
     with plot:
         draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
     with text:
+        widgets.explain_cell()
         widgets.show_code(attention.compare_masking)
 elif step == 1:
     rows = data.mask_buffer_shape[0]
@@ -103,6 +108,7 @@ elif step == 3:
         title = "masked = attn_scores, −∞ where masked"
         draw(data.masked_scores, title, "masked-scores", value_name="score", diverging=True, masked=mask)
     with text:
+        widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)
 elif step == 5:
     output = steps.output[0]
@@ -119,6 +125,9 @@ elif step == 5:
         text.caption("Dropout is on in the sidebar; this page shows eval mode (no dropout). See the Dropout page.")
     with plot:
         title = f"context_vec, shape ({num_tokens}, {output.shape[1]})"
-        widgets.token_vectors("causal-context", output, pieces, title=title, style=style)
+        widgets.token_vectors(
+            "causal-context", output, pieces, title=title, style=style, explain=cells["causal-context"]
+        )
     with text:
+        widgets.explain_cell()
         widgets.show_code(attention.CausalAttention)

@@ -62,8 +62,10 @@ elif step == 1:
     text.markdown(notes.draw_text(data, settings.seed, p))
     widgets.book_caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
-    draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask)
+    explain = views.page_cells.dropout(data, p)
+    draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask, explain=explain)
     with text:
+        widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)
 elif step == 2:
     query, key = notes.example_cell(data)

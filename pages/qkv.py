@@ -23,6 +23,7 @@ steps = view.steps
 titles = ["W_query, W_key, W_value", "Queries, keys, values", "Scores, then ÷ √d_k", "Weights and context vectors"]
 step = widgets.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradients", "SelfAttention_v1 = v2"])
 example, d_k = min(1, len(pieces) - 1), steps.keys.shape[-1]
+cells = views.page_cells.qkv(view, pieces)  # what each heatmap's cells are, for the cell panel
 
 
 def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
@@ -32,7 +33,7 @@ def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **op
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)
-    return widgets.panel(name, figures.heatmap, z, rows, cols, **options)
+    return widgets.panel(name, figures.heatmap, z, rows, cols, explain=cells.get(name), **options)
 
 
 def lab_lines(name: str, title: str, lab) -> widgets.Panel:
@@ -55,6 +56,7 @@ elif step == 1:
         + notes.example_rows(steps, example, query="queries", key="keys", value="values")
     )
     widgets.side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
+    widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
     widgets.show_code(attention.SelfAttention_v1.steps)
 elif step == 2:
@@ -70,6 +72,7 @@ elif step == 2:
         matrix("attn_scores", steps.attn_scores, **shared),
         matrix("scaled_scores", steps.scaled_scores, title=scaled_title, **shared),
     )
+    widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
     row = (steps.attn_scores[example], steps.attn_weights[example], d_k, example)
     widgets.ask(questions.scaling_direction(*row), settings)  # step 4 shows the weights
@@ -84,6 +87,7 @@ elif step == 3:
         matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
         matrix("output", steps.output, title="context_vec = attn_weights @ values"),
     )
+    widgets.explain_cell()
     widgets.book_caption(settings, "v1")
     widgets.show_code(attention.SelfAttention_v1.steps)
 elif step in (4, 5):

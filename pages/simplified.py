@@ -28,6 +28,7 @@ view = widgets.guard(views.simplified_view, run, query)
 steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
 step = widgets.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
 inputs, scores, n = view.inputs, view.attn_scores[query], query + 1  # the book's x^(n) is inputs[n - 1]
+cells = views.page_cells.simplified(view, pieces)  # what each heatmap's cells are, for the cell panel
 other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(2)"]  # the book follows inputs[1]
 
 if step == 0:
@@ -108,9 +109,11 @@ elif step == 4:
         st.columns(2), ("attn_scores", "attn_weights"), ({"kind": "signed"}, {"kind": "weights"}), strict=True
     ):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
+        options.update(explain=cells[name])
         options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
+    widgets.explain_cell()
     widgets.show_code(attention.simplified_attention)
 else:
     difference = view.loop_max_difference
@@ -127,5 +130,8 @@ else:
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     options = dict(value_name="context value", diverging=True, col_title="dimension", col_tokens=False)
     options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
-    widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, **options)
+    widgets.draw(
+        figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=cells["context_vecs"], **options
+    )
+    widgets.explain_cell()
     widgets.show_code(attention.simplified_attention, attention.attention_loop)

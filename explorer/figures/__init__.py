@@ -31,6 +31,7 @@ with a point a click selects), ``charts``, ``products`` (a score's terms, two co
 Pages import this package and use the names below.
 """
 
+from .cells import PICK_LIMIT, PICK_TRACE, cell_marks, pick_layer
 from .charts import bars, lines, stacked_contributions
 from .dropout import WORD_LABEL_LIMIT, dropout_heatmap
 from .grids import heatmap_grid
@@ -65,6 +66,8 @@ __all__ = [
     "MASK_COLOURS",
     "MASK_WORD_LIMIT",
     "NONNEGATIVE",
+    "PICK_LIMIT",
+    "PICK_TRACE",
     "PRESENTER",
     "ROTATED_TICKS",
     "SEQUENTIAL",
@@ -79,6 +82,7 @@ __all__ = [
     "MatrixView",
     "agreement",
     "bars",
+    "cell_marks",
     "colour_range",
     "dot_product_bars",
     "dot_product_text",
@@ -90,6 +94,7 @@ __all__ = [
     "infer_kind",
     "lines",
     "measured_lines",
+    "pick_layer",
     "plain_label",
     "plural",
     "shared_range",

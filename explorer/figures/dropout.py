@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .cells import pick_layer
 from .heatmaps import heatmap_spec
 from .layout import (
     DEFAULT_STYLE,
@@ -36,6 +37,7 @@ def dropout_heatmap(
     value_name: str = "attention weight after dropout",
     meaning: str = "",
     value_range: tuple[float, float] | None = None,
+    pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Weights after one dropout draw: dropped cells blank and labelled "dropped".
@@ -49,7 +51,7 @@ def dropout_heatmap(
     cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
     dropped cells get a cross sized to the cell and future cells stay grey. ``heatmap``'s
     token window and block means apply; block means average the surviving
-    weights and carry no marks.
+    weights and carry no marks. ``pickable`` adds a point to click in each cell (``cells.pick_layer``).
     """
     values = np.asarray(z, dtype=np.float64)
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
@@ -76,7 +78,8 @@ def dropout_heatmap(
     )
     heat = data[0]  # without heatmap's marks: the blank cells are labelled "masked" and "dropped" apart
     heat["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
-    return figure([heat, *_dropout_marks(view, future, dropped, style)], layout)
+    data = [heat, *_dropout_marks(view, future, dropped, style)]
+    return figure(pick_layer(data, layout) if pickable else data, layout)
 
 
 def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:

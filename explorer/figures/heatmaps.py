@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .cells import pick_layer
 from .labels import plain_label, plural, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
@@ -61,6 +62,7 @@ def heatmap(
     row_tokens: bool = True,
     col_tokens: bool = True,
     legend_names: Mapping[str, str] | None = None,
+    pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """A matrix as a heatmap with token (or other) labels on numeric axes.
@@ -72,7 +74,8 @@ def heatmap(
     overrides the kind's range, for panels that share one (``shared_range``).
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
     values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
-    renames legend entries (a mask's two colours, named for what 0 and 1 mean in it).
+    renames legend entries (a mask's two colours, named for what 0 and 1 mean in it). ``pickable`` adds a
+    point to click in each cell (``cells.pick_layer``).
     """
     data, layout, _ = heatmap_spec(
         z,
@@ -96,7 +99,7 @@ def heatmap(
     for trace in data if legend_names else ():
         if trace.get("name") in legend_names:
             trace["name"] = legend_names[trace["name"]]
-    return figure(data, layout)
+    return figure(pick_layer(data, layout) if pickable else data, layout)
 
 
 def heatmap_spec(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-OVERLAYS = ("masked", "masked cells", "dropped", "open this head")  # scatter traces that mark or pick, not data
+OVERLAYS = ("masked", "masked cells", "dropped", "cells", "open this head")  # traces that mark or pick, not data
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 JSON_NOTE = (
     "Masked attention weights are exactly 0 and written as 0. Masked attention scores are -infinity, which "

@@ -111,6 +111,8 @@ def batch_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool)
     """``compute.batch_view``: two sentences (b = 2) through ``CausalAttention``, and each alone."""
     trace = trace_bytes(2, 1, num_tokens, d_in, d_out, d_out, dropout)
     result = (2 * num_tokens * d_in + 2 * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + num_tokens**2 * BOOL
+    # for the cell panel: scaled scores, values, the draw, and the weights before dropout (the same array without it)
+    result += ((4 if dropout else 2) * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + 2 * num_tokens**2 * BOOL
     alone = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False)
     return Estimate(result=result, peak=module_bytes("CausalAttention", d_in, d_out, 1, ctx) + trace + alone)
 

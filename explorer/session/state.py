@@ -96,6 +96,8 @@ def set_settings(**changes) -> None:
 RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
 RUN_STEP = "run_step"  # (page, step index, step title): the step this run shows, for file names and the link
 RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions named, for the step's JSON export
+RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.cells``)
+CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
 
 
 def begin_run() -> Run | None:
@@ -106,8 +108,8 @@ def begin_run() -> Run | None:
     if state.pop(SET_HERE, False):
         return None
     state[RUN_FIGURES] = []
-    state.pop(RUN_STEP, None)
-    state.pop(RUN_SECTIONS, None)
+    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE):
+        state.pop(key, None)
     return current_run()
 
 

@@ -9,6 +9,7 @@ modules, so the first page's run imports no torch.
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 """
 
+from explorer.views import cells, page_cells
 from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
 from explorer.views.chapter import (
     WHY_HIDDEN_SIZE,
@@ -28,6 +29,7 @@ __all__ = [
     "WHY_HIDDEN_SIZE",
     "Run",
     "batch_view",
+    "cells",
     "computed_why_view",
     "dropout_sample_limit",
     "dropout_settings",
@@ -39,6 +41,7 @@ __all__ = [
     "module_trace",
     "multihead_view",
     "note",
+    "page_cells",
     "page_turn",
     "qkv_view",
     "reversal_view",

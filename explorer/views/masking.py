@@ -135,6 +135,7 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
         alone = attention.trace(ca, batch[item, :length], training=False).output[0]  # (length, d_out)
         batched = trace.output[item, :length]  # (length, d_out)
         differences.append(float((alone - batched).abs().max()) if trace.dropout_mask is None else float("nan"))
+    weights = trace.dropped_weights[:, 0].numpy()  # (2, num_tokens, num_tokens)
     return BatchView(
         pieces=tuple(pieces),
         lengths=lengths,
@@ -143,8 +144,12 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
         mask_buffer_shape=tuple(ca.mask.shape),
         inputs=batch.numpy(),
         mask=trace.mask.numpy(),
-        weights=trace.dropped_weights[:, 0].numpy(),
+        weights=weights,
         dropout_active=trace.dropout_mask is not None,
         output=trace.output.numpy(),
         unpadded_max_difference=tuple(differences),
+        scaled_scores=trace.scaled_scores[:, 0].numpy(),
+        attn_weights=trace.attn_weights[:, 0].numpy(),
+        keep=np.ones(weights.shape, bool) if trace.dropout_mask is None else trace.dropout_mask[:, 0].numpy(),
+        values=trace.values[:, 0].numpy(),
     )

@@ -7,6 +7,7 @@ It may import ``session``, ``views``, ``models``, ``runtime`` and the bottom mod
 from explorer.runtime.patches import run_page
 from explorer.widgets.basics import guard, progress, show_error, table, truncation_notice
 from explorer.widgets.captions import book_caption, dropout_setting, outside_model, weights_caption
+from explorer.widgets.cells import explain_cell
 from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
 from explorer.widgets.code import code_panel_key, show_code, source_of
 from explorer.widgets.css import page_stylesheet, stylesheet
@@ -25,6 +26,7 @@ __all__ = [
     "code_panel_key",
     "draw",
     "dropout_setting",
+    "explain_cell",
     "guard",
     "outside_model",
     "page_stylesheet",

@@ -11,6 +11,7 @@ import streamlit as st
 
 from explorer import figures
 from explorer.session.state import RUN_FIGURES, RUN_STEP
+from explorer.widgets.cells import chart_args
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 from explorer.widgets.drawn import Drawn, prepare, shared
 
@@ -75,6 +76,7 @@ class Panel:
     builder: Callable
     args: tuple
     options: dict
+    explain: object = None  # ``views.cells.Cells``: its cells can be picked (``widgets.cells``)
 
     def columns(self) -> int:
         """How many columns of cells the panel's heatmap shows (0 for any other figure): its matrix's,
@@ -87,10 +89,14 @@ class Panel:
         return columns
 
 
-def panel(name: str, builder: Callable, *args, **options) -> Panel:
-    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one."""
-    options.setdefault("style", style())
-    return Panel(name, builder, args, options)
+def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel:
+    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``explain``
+    (``views.cells.Cells``) lets a learner pick its cells."""
+    if "style" not in options:
+        options["style"] = style()
+    if explain is not None:
+        options["pickable"] = True
+    return Panel(name, builder, args, options, explain)
 
 
 def side_by_side(*panels: Panel) -> None:
@@ -100,7 +106,8 @@ def side_by_side(*panels: Panel) -> None:
     for column, shown in zip(st.columns(len(panels)), panels, strict=True):
         with column:
             name, key = shown.name.replace("_", "-"), shown.name
-            draw(shown.builder, name, *shown.args, key=key, cell_text=shown.columns() <= widest, **shown.options)
+            cell_text = shown.columns() <= widest
+            draw(shown.builder, name, *shown.args, key=key, cell_text=cell_text, explain=shown.explain, **shown.options)
 
 
 def draw(
@@ -110,16 +117,21 @@ def draw(
     key: str | None = None,
     cell_text: bool = True,
     on_select: Callable | None = None,
+    explain=None,
     **options,
 ) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
     or else ``name``, with its downloads; ``on_select`` is called when a click selects a point
-    (``widgets.picking``).
+    (``widgets.picking``), and ``explain`` (``views.cells.Cells``) lets a learner pick its cells
+    (``widgets.cells``).
 
     The figure is built once for every session that draws the same (``shared``). A session that reruns a
     page (a Next click, a query picked) draws each chart it drew before from the same numbers (the same
     arrays: the run keeps its views) without digesting them again: its last drawing is kept (``Shown``)."""
-    options.setdefault("style", style())
+    if "style" not in options:
+        options["style"] = style()
+    if explain is not None:
+        options["pickable"] = True
     key = key or name
     state = st.session_state
     made_from = (builder, name, cell_text, state.get(RUN_STEP), state.get(IMAGE_FORMAT, "png"))
@@ -146,8 +158,12 @@ def draw(
             del kept[next(iter(kept))]
     if not figures.layout.PANDAS_SETTLED:
         figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
-    picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
-    st.plotly_chart(last.drawn.chart, key=key, config=last.config, width="stretch", **picks)
+    chart, picks = last.drawn.chart, {}
+    if on_select is not None:
+        picks = {"on_select": on_select, "selection_mode": "points"}
+    if explain is not None:  # the selected cell marked, and a click read back (``widgets.cells``)
+        chart, picks = chart_args(last.drawn, name, key, explain)
+    st.plotly_chart(chart, key=key, config=last.config, width="stretch", **picks)
     state.setdefault(RUN_FIGURES, []).append(last.record)
     if last.download is not None:
         st.download_button(**last.download)

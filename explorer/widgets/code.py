@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from explorer.session.state import CELL_CODE
+
 STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``
     ": the book's `forward`, line for line, except that it returns every tensor it computed, so the page can "
     "draw them. `forward` returns `steps(x).output`."
@@ -18,6 +20,7 @@ CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, w
     ": not in the book: the package's attention after chapter 3, its new lines marked `# New`, returning every "
     "tensor it computed. `forward` returns the output and the new cache."
 )
+CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected cell's matrix (``widgets.cells``)
 BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
 _SOURCES: dict[Callable | type, str] = {}
 _SOURCES_LOCK = threading.Lock()
@@ -62,12 +65,26 @@ def show_code(*objects: Callable | type | str, title: str = "Show the code") -> 
     panel = st.expander(title, icon=":material/code:", key=code_panel_key(title), on_change="rerun")
     if not panel.open:
         return
+    marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
     with panel:
         for obj in map(_named, objects):
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`" + steps_note(obj))
-            st.code(source_of(obj), language="python")
+            source = source_of(obj)
+            if marked and marked in source:
+                source, marked = mark_line(source, marked), None
+            st.code(source, language="python")
+
+
+def mark_line(source: str, code: str) -> str:
+    """``source`` with ``CELL_MARK`` after the first line that contains ``code`` (after its comment, if any)."""
+    lines = source.split("\n")
+    for number, line in enumerate(lines):
+        if code in line:
+            lines[number] = line + (CELL_MARK.replace("# ", "") if "#" in line else CELL_MARK)
+            break
+    return "\n".join(lines)
 
 
 def steps_note(obj: Callable | type) -> str:

@@ -27,6 +27,8 @@ PRESENTER_CSS = """
 [data-testid="stMainBlockContainer"] .katex {font-size: 1.35em;}
 [data-testid="stMainBlockContainer"] [data-testid="stTable"] td,
 [data-testid="stMainBlockContainer"] [data-testid="stTable"] th {padding: 0.15rem 0.5rem;}
+/* a cell's sum (widgets.cells) is the panel's point: as large as its words */
+.st-key-cell_panel [data-testid="stCode"] * {font-size: 1.125rem;}
 /* a predict-then-reveal question reads from the back of the room */
 [class*="st-key-predict_"] [data-testid="stMarkdownContainer"] p {font-size: 1.6rem; line-height: 1.4;}
 </style>
