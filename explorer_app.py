@@ -52,8 +52,7 @@ def run() -> None:
             st.rerun(scope="app")
         with views.page_turn(current, navigation.url_path):  # heavy pages take turns; light ones never wait
             widgets.run_page(navigation)
-        widgets.step_exports(navigation.title, current)
-        session.publish_link(navigation.url_path)
+        widgets.finish_run(navigation.title, current, navigation.url_path)
 
     show_page()
 

@@ -5,7 +5,7 @@ It may import ``views``, ``models``, ``runtime`` and the bottom modules, never `
 """
 
 from explorer.session.kept import kept_index, kept_widget, whole_state
-from explorer.session.links import initial_param, page_param, publish_link
+from explorer.session.links import initial_param, page_param, view_link
 from explorer.session.notices import notice
 from explorer.session.state import (
     RUN_FIGURES,
@@ -34,8 +34,8 @@ __all__ = [
     "notice",
     "page_param",
     "presenter",
-    "publish_link",
     "set_settings",
     "start_session",
+    "view_link",
     "whole_state",
 ]

@@ -1,14 +1,15 @@
 """The link to what is on screen: a page's own state (step, query token, head) recorded for this run's URL,
-a link's parameters read once, and the URL and "Copy link to this view" written after each run."""
+a link's parameters read once, and the link that reproduces the view (``widgets.downloads.finish_run`` writes it
+into the URL and the "Copy link to this view" popover after each run)."""
 
 from __future__ import annotations
 
+import functools
 import urllib.parse
 
 import streamlit as st
 
-from explorer.session.state import RUN_STEP, chosen
-from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, to_query_params
+from explorer.settings import Settings, to_query_params
 
 PAGE_PARAMS = "page_params"
 LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
@@ -33,27 +34,18 @@ def initial_param(name: str, page: str) -> str | None:
     return params[name]
 
 
-def publish_link(url_path: str) -> None:
-    """Write this run's view into the URL, so the address bar is a deep link, and offer it as "Copy link to
-    this view" in the sidebar slot ``widgets.sidebar`` reserved. The link holds the settings, the step
-    (``RUN_STEP``), what the page recorded (``page_param``: a query token, a head) and presenter mode."""
-    state = st.session_state
-    settings = state.get("settings") or chosen()  # ``chosen``, not entered at each run
+@functools.lru_cache(maxsize=1024)
+def view_link(
+    settings: Settings, step: tuple | None, page_params: tuple, presenter: bool, base_url: str | None, url_path: str
+) -> tuple[dict[str, str], str]:
+    """The query parameters that reproduce a view, and its whole link: the settings, the step (``RUN_STEP``),
+    what the page recorded (``page_param``: a query token, a head, a cell) and presenter mode."""
     params = dict(to_query_params(settings))  # a copy: the cached dict is shared
-    step = state.get(RUN_STEP)
     if step is not None:
         params["step"] = str(step[1] + 1)
-    params.update(state.pop(PAGE_PARAMS, {}))
-    if state.get("presenter"):
+    params.update(page_params)
+    if presenter:
         params["present"] = "1"
-    if st.query_params.to_dict() != params:
-        st.query_params.from_dict(params)
-    parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
+    parts = urllib.parse.urlsplit(base_url or "http://localhost:8501/")
     query = urllib.parse.urlencode(params, quote_via=urllib.parse.quote)
-    link = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + url_path, query, ""))
-    slot = st.session_state.get(LINK_SLOT) or st.sidebar
-    with slot.popover("Copy link to this view", icon=":material/link:", width="stretch"):
-        st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
-        st.code(link, language=None, wrap_lines=True)
-        if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
-            st.warning(f"Sentences over {MAX_URL_TEXT_CHARS:,} characters are not put in links.")
+    return params, urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + url_path, query, ""))

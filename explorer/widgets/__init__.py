@@ -11,7 +11,7 @@ from explorer.widgets.cells import explain_cell
 from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
 from explorer.widgets.code import code_panel_key, show_code, source_of
 from explorer.widgets.css import page_stylesheet, stylesheet
-from explorer.widgets.downloads import step_exports
+from explorer.widgets.downloads import finish_run
 from explorer.widgets.every_head import show_every_head
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
@@ -27,6 +27,7 @@ __all__ = [
     "draw",
     "dropout_setting",
     "explain_cell",
+    "finish_run",
     "guard",
     "outside_model",
     "page_stylesheet",
@@ -42,7 +43,6 @@ __all__ = [
     "side_by_side",
     "sidebar",
     "source_of",
-    "step_exports",
     "stepper",
     "style",
     "stylesheet",

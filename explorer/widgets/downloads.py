@@ -13,7 +13,9 @@ import functools
 import streamlit as st
 
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
-from explorer.session.state import RUN_FIGURES, RUN_SECTIONS, RUN_STEP
+from explorer.session.links import LINK_SLOT, PAGE_PARAMS, view_link
+from explorer.session.state import RUN_FIGURES, RUN_SECTIONS, RUN_STEP, chosen
+from explorer.settings import MAX_URL_TEXT_CHARS, TEXT
 from explorer.views.book import is_book
 from explorer.views.run import Run
 
@@ -69,22 +71,36 @@ def tokenizer_name(run: Run) -> str:
     return "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer
 
 
-def step_exports(page_title: str, run: Run) -> None:
-    """A "download this step's numbers" JSON button for everything drawn in this run."""
-    drawn = st.session_state.get(RUN_FIGURES, [])
-    if not drawn:
-        return
-    step = st.session_state.get(RUN_STEP, (page_title, 0, ""))
-    sections = list(st.session_state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
-    st.download_button(
-        "Download this step's numbers (JSON)",
-        data=lambda: step_json(step_payload(page_title, step, run, sections, drawn)),
-        file_name=f"{file_stem(st.session_state.get(RUN_STEP, NO_STEP), 'numbers')}.json",
-        mime="application/json",
-        on_click="ignore",
-        icon=":material/data_object:",
-        key="step_json",
-    )
+def finish_run(page_title: str, run: Run, url_path: str) -> None:
+    """After the page: a "download this step's numbers" JSON button for everything drawn in this run, then the
+    view written into the URL (the address bar is a deep link) and offered as "Copy link to this view" in the
+    sidebar slot ``widgets.sidebar`` reserved."""
+    state = st.session_state
+    drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
+    if drawn:
+        sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
+        shown = step or (page_title, 0, "")
+        st.download_button(
+            "Download this step's numbers (JSON)",
+            data=lambda: step_json(step_payload(page_title, shown, run, sections, drawn)),
+            file_name=f"{file_stem(step or NO_STEP, 'numbers')}.json",
+            mime="application/json",
+            on_click="ignore",
+            icon=":material/data_object:",
+            key="step_json",
+        )
+    settings = state.get("settings") or chosen()  # ``chosen``, not entered at each run
+    page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
+    params, link = view_link(settings, step, page_params, bool(state.get("presenter")), st.context.url, url_path)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    with (state.get(LINK_SLOT) or st.sidebar).popover(
+        "Copy link to this view", icon=":material/link:", width="stretch"
+    ):
+        st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
+        st.code(link, language=None, wrap_lines=True)
+        if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
+            st.warning(f"Sentences over {MAX_URL_TEXT_CHARS:,} characters are not put in links.")
 
 
 def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], drawn: list[dict]) -> dict:

@@ -69,5 +69,5 @@ def stepper(page: str, steps: Sequence[str]) -> int:
         unsafe_allow_html=True,
     )
     middle.progress((index + 1) / len(steps))
-    st.session_state[RUN_STEP] = (page, index, steps[index])  # the link's step (``publish_link``) and file names
+    st.session_state[RUN_STEP] = (page, index, steps[index])  # the link's step (``finish_run``) and file names
     return index
