@@ -7,6 +7,7 @@ sum with the numbers on screen, term by term. A ``Notation`` says how the book w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,7 +41,7 @@ class Notation:
     tokens: bool = True
     item: int | None = None  # a batch item: its cells are written ``attn_weights[item, i, j]``
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         """The matrix as a picker lists it: ``attn_weights``, or ``attn_weights[1]`` for a batch item."""
         return self.matrix if self.item is None else f"{self.matrix}[{self.item}]"

@@ -1,7 +1,7 @@
 """What a heatmap's cells are, for the cell panel (issue 25): each constructor here takes a view's arrays
 and returns ``Cells``, which maps a cell (row, col) to its ``attention.derivations.Derivation`` and its
-words (``page_text.cells``). Nothing is computed until a cell is asked for: one cell's sum costs
-microseconds, and the view it reads stays cached.
+words (``page_text.cells``). Nothing is computed or copied until a cell is asked for: one cell's sum costs
+microseconds, and the view it reads stays cached (``page_cells.once_per_view`` keeps a view's ``Cells``).
 
 ``rows`` and ``cols`` name what a row and a column are ("query", "key", "token", "dim"): a selection on one
 panel of a step marks the rows and columns of the same name on the step's other panels.
@@ -9,12 +9,14 @@ panel of a step marks the rows and columns of the same name on the step's other 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 import attention
+from explorer.figures.labels import visible_token
 from explorer.page_text.cells import Notation, explain
 
 
@@ -38,6 +40,15 @@ class Cells:
     def shape(self) -> tuple[int, int]:
         return len(self.row_labels), len(self.col_labels)
 
+    @functools.cached_property
+    def options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The picker's rows and columns as it lists them: a token counted from 1, as the book counts ("2: Your"),
+        or a name ("dim 0"). Made once: a page's rerun lists the same ones."""
+        return tuple(
+            tuple(f"{k + 1}: {visible_token(label)}" if what != "dim" else str(label) for k, label in enumerate(labels))
+            for what, labels in ((self.rows, self.row_labels), (self.cols, self.col_labels))
+        )
+
     def derivation(self, row: int, col: int):
         return self.derive(row, col)
 
@@ -54,9 +65,9 @@ def _row(matrix, row: int) -> np.ndarray:
 
 def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
     """ω_ij = q^(i) · k^(j) (÷ √d_k with ``scaled``) from (T, d) queries and keys."""
-    q, k = np.array(queries, dtype=np.float64), np.array(keys, dtype=np.float64)
 
-    def derive(row: int, col: int):
+    def derive(row: int, col: int):  # copies made for the cell asked for: the view's arrays are read-only
+        q, k = np.array(queries, dtype=np.float64), np.array(keys, dtype=np.float64)
         return attention.derivations.score(q, k, row, col, scaled=scaled)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
@@ -105,9 +116,9 @@ def renormalized(masked_matrix, mask, pieces: Sequence[str], *, code: str, notat
 
 def context(weights_matrix, values, pieces: Sequence[str], dims: Sequence[str], *, code: str, notation: Notation):
     """z^(i)[c] = Σ_j α_ij · v^(j)[c] from (T, T) weights and (T, d) values; columns are dimensions."""
-    v = np.array(values, dtype=np.float64)
 
     def derive(row: int, col: int):
+        v = np.array(values, dtype=np.float64)
         return attention.derivations.weighted_sum(_row(weights_matrix, row), v, col, row=row)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), cols="dim", keys=tuple(pieces))
@@ -116,9 +127,9 @@ def context(weights_matrix, values, pieces: Sequence[str], dims: Sequence[str], 
 def projections(inputs, weight_matrix, pieces: Sequence[str], dims: Sequence[str], *, code: str, notation: Notation):
     """An entry of ``x @ W`` ((T, d_in) inputs, (d_in, d_out) ``weight_matrix``): rows are tokens, columns the
     output's dimensions."""
-    x, w = np.array(inputs, dtype=np.float64), np.array(weight_matrix, dtype=np.float64)
 
     def derive(row: int, col: int):
-        return attention.derivations.projection(x[row], w, col, row=row, kind="projection")
+        x, w = np.array(inputs[row], dtype=np.float64), np.array(weight_matrix, dtype=np.float64)
+        return attention.derivations.projection(x, w, col, row=row, kind="projection")
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), rows="query", cols="dim")

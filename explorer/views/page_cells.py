@@ -4,13 +4,45 @@ arrays, with the code line that made each. A page passes ``explain=cells["attn_w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import threading
+import weakref
+from collections import OrderedDict
 
 from explorer.page_text.cells import Notation
 from explorer.results import BatchView, DropoutView, MaskView, QkvView, SimplifiedView
 from explorer.views import cells
 
 X = dict(left="x", right="x")  # section 3.3 multiplies the inputs themselves
+MADE_ENTRIES = 64  # views whose Cells are kept: a class on one sentence shows about 20
+_MADE: OrderedDict[tuple, tuple[weakref.ref, dict]] = OrderedDict()
+_MADE_LOCK = threading.Lock()
+
+
+def once_per_view(build):
+    """``build(view, *args)``, made once per view and read by every session (never changed). A cached view is
+    the same object at every rerun of every session that shows it, so a Next click finds its ``Cells`` made.
+    They hold no copies, only the view's read-only arrays; a view gone from the caches takes its entry with it
+    (a weak reference)."""
+
+    @functools.wraps(build)
+    def made(view, *args):
+        key = (build, id(view), args)
+        try:
+            found = _MADE.get(key)
+        except TypeError:  # an argument no dict key takes: made for this call alone
+            return build(view, *args)
+        if found is not None and found[0]() is view:
+            return found[1]
+        value = build(view, *args)
+        with _MADE_LOCK:
+            _MADE[key] = (weakref.ref(view), value)
+            while len(_MADE) > MADE_ENTRIES:
+                _MADE.popitem(last=False)
+        return value
+
+    return made
 
 
 def dims(count: int, prefix: str = "dim") -> tuple[str, ...]:
@@ -18,6 +50,7 @@ def dims(count: int, prefix: str = "dim") -> tuple[str, ...]:
     return tuple(f"{prefix} {k}" for k in range(count))
 
 
+@once_per_view
 def simplified(view: SimplifiedView, pieces) -> dict[str, cells.Cells]:
     """Section 3.3: ``attn_scores = inputs @ inputs.T``, its softmax, and ``attn_weights @ inputs``."""
     return {
@@ -42,6 +75,7 @@ def simplified(view: SimplifiedView, pieces) -> dict[str, cells.Cells]:
     }
 
 
+@once_per_view
 def qkv(view: QkvView, pieces) -> dict[str, cells.Cells]:
     """Section 3.4: ``SelfAttention_v1``'s projections, scores, scaled scores, weights and context vectors."""
     steps = view.steps
@@ -97,6 +131,7 @@ def masked_scores(found: cells.Cells, mask) -> cells.Cells:
     return dataclasses.replace(found, derive=derive)
 
 
+@once_per_view
 def causal(data: MaskView) -> dict[str, cells.Cells]:
     """Section 3.5.1: the unmasked weights, both masking routes, the causal weights and the context vectors."""
     steps, pieces, mask = data.steps.first_head(), data.pieces, data.mask
@@ -141,6 +176,7 @@ def causal(data: MaskView) -> dict[str, cells.Cells]:
     }
 
 
+@once_per_view
 def dropout(data: DropoutView, p: float) -> cells.Cells:
     """Section 3.5.2: one draw on the causal weights (p = 0 while dropout is off: nothing is dropped)."""
     return cells.dropped(
@@ -153,6 +189,7 @@ def dropout(data: DropoutView, p: float) -> cells.Cells:
     )
 
 
+@once_per_view
 def batch(data: BatchView, item: int, p: float) -> dict[str, cells.Cells]:
     """Section 3.5.3: one batch item's weights (after dropout when it is on) and context vectors."""
     pieces = data.pieces[item]

@@ -12,7 +12,7 @@ on the step, where the panel should go (under the charts, or in a text column be
 
 What happens. The figure gets a layer of invisible points, one per cell (``figures.cells.pick_layer``):
 Streamlit reports no selection on a heatmap trace, but does on those points. A click or tap calls
-``_picked``, which stores the cell for the page's step; the rerun is the page's fragment, and the view is
+``picked``, which stores the cell for the page's step; the rerun is the page's fragment, and the view is
 cached, so it costs what a Next click costs. The picker (two selectboxes) sets the same state from the
 keyboard. Panels of one step share the selection: the chosen cell is outlined, and the rows and columns
 other panels share with it by name (``Cells.rows``, ``Cells.cols``: "query", "key", "dim") are marked.
@@ -56,9 +56,18 @@ if (!window.cellTouchHover) {
 HINT = "Click or tap any cell of a heatmap above, or pick one here, to see how its number was made."
 
 
+NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
+UNREAD = object()  # a step's selection not read yet (from the link, by ``selection``)
+
+
+@functools.lru_cache(maxsize=256)
+def step_key(step: tuple[str, int, str]) -> str:
+    """The session-state key of the selection of ``step`` (RUN_STEP: page, index, title)."""
+    return f"cell:{step[0]}:{step[1]}"
+
+
 def _step_key() -> str:
-    page, index, _ = st.session_state.get(RUN_STEP, ("", 0, ""))
-    return f"cell:{page}:{index}"
+    return step_key(st.session_state.get(RUN_STEP, NO_STEP))
 
 
 def _labels_id(cells) -> int:
@@ -83,7 +92,7 @@ def _set(key: str, name: str, row: int, col: int, cells) -> None:
     st.session_state[key] = {"panel": name, "row": row, "col": col, "labels": _labels_id(cells)}
 
 
-def _picked(chart_key: str, step_key: str, name: str, cells) -> None:
+def picked(chart_key: str, step_key: str, name: str, cells) -> None:
     """A click or tap on a chart's cell: keep it as the step's selection (an empty event, a click that
     unselects, keeps the one there is)."""
     event = st.session_state.get(chart_key) or {}
@@ -163,13 +172,8 @@ def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure,
     chosen = register(name, cells)
     marks = _marks(drawn.spec, cells, chosen, name)
     chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
-    callback = partial(_picked, key, _step_key(), name, cells)
+    callback = partial(picked, key, _step_key(), name, cells)
     return chart, {"on_select": callback, "selection_mode": "points"}
-
-
-def _option(labels, tokens: bool, k: int) -> str:
-    """A picker's option: a token counted from 1, as the book counts ("2: Your"), or a name ("dim 0")."""
-    return f"{k + 1}: {figures.visible_token(labels[k])}" if tokens else str(labels[k])
 
 
 def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> None:
@@ -191,7 +195,9 @@ def explain_cell(where=None) -> None:
     panels = dict(st.session_state.get(RUN_CELLS, []))
     if not panels:
         return
-    key, chosen = _step_key(), selection()
+    key = step_key(st.session_state.get(RUN_STEP, NO_STEP))
+    chosen = st.session_state.get(key, UNREAD)
+    chosen = selection() if chosen is UNREAD or chosen is not None else None
     if chosen is not None and chosen["panel"] not in panels:  # a link's panel number this step does not have
         count = f"{len(panels)} {'matrix' if len(panels) == 1 else 'matrices'}"
         notice(f"This step has {count} to pick from, not {chosen['panel']}; no cell is selected.")
@@ -208,13 +214,13 @@ def explain_cell(where=None) -> None:
         st.html(TOUCH_HOVER, unsafe_allow_javascript=True)
         if len(panels) > 1:
             st.selectbox("Matrix", names, format_func=lambda k: panels[k].notation.name, key=widgets[0], **changed)
-        for column, widget, what, labels in zip(
-            st.columns(2), widgets[1:], (cells.rows, cells.cols), (cells.row_labels, cells.col_labels), strict=True
+        for column, widget, what, options in zip(
+            st.columns(2), widgets[1:], (cells.rows, cells.cols), cells.options, strict=True
         ):
             column.selectbox(
                 what.capitalize(),
-                range(len(labels)),
-                format_func=partial(_option, labels, what != "dim"),
+                range(len(options)),
+                format_func=options.__getitem__,  # the options made once (``Cells.options``)
                 key=widget,
                 placeholder="Pick one",
                 **changed,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import streamlit as st
 
 from explorer import figures
-from explorer.session.state import RUN_FIGURES, RUN_STEP
-from explorer.widgets.cells import chart_args
+from explorer.session.state import RUN_CELLS, RUN_FIGURES, RUN_STEP
+from explorer.widgets.cells import NO_STEP, UNREAD, chart_args, picked, step_key
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 from explorer.widgets.drawn import Drawn, prepare, shared
 
@@ -161,8 +162,13 @@ def draw(
     chart, picks = last.drawn.chart, {}
     if on_select is not None:
         picks = {"on_select": on_select, "selection_mode": "points"}
-    if explain is not None:  # the selected cell marked, and a click read back (``widgets.cells``)
-        chart, picks = chart_args(last.drawn, name, key, explain)
+    if explain is not None:  # a click read back and, once a cell is selected, marked (``widgets.cells``)
+        cell_key = step_key(state.get(RUN_STEP, NO_STEP))
+        if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
+            state.setdefault(RUN_CELLS, []).append((name, explain))
+            picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
+        else:
+            chart, picks = chart_args(last.drawn, name, key, explain)
     st.plotly_chart(chart, key=key, config=last.config, width="stretch", **picks)
     state.setdefault(RUN_FIGURES, []).append(last.record)
     if last.download is not None:
