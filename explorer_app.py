@@ -47,10 +47,9 @@ def run() -> None:
     def show_page() -> None:
         """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
         or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all."""
-        if session.settings_changed_here():
+        current = session.begin_run()
+        if current is None:  # a page's button changed the settings: the sidebar must show them
             st.rerun(scope="app")
-        current = session.current_run()
-        widgets.begin_run()
         with views.page_turn(current, navigation.url_path):  # heavy pages take turns; light ones never wait
             widgets.run_page(navigation)
         widgets.step_exports(navigation.title, current)

@@ -27,7 +27,9 @@ multi-query attention), ``generation`` (a GPT writing token by token, with or wi
 ``generation_speed`` (the time per new token measured both ways).
 
 ``derivations`` writes any cell of those matrices out term by term (a score as its dot product,
-a weight as its row's exps), for the explorer's "where did this number come from" panel.
+a weight as its row's exps, a merged column as its head's weighted sum, a GRU state, Bahdanau's
+additive score, a mistake's cell beside the right one), for the explorer's "where did this number
+come from" panel.
 
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's
@@ -56,6 +58,7 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "Seq2SeqTrace",
         "Seq2SeqWeights",
         "additive_scores",
+        "contrast_weights",
         "encoder_decoder",
         "gru_input_part",
         "gru_step",

@@ -398,26 +398,37 @@ def encoder_decoder(
     )
 
 
+def contrast_weights(d_in: int, attention_size: int = 16, seed: int = 123) -> tuple[torch.Tensor, ...]:
+    """The untrained ``W_a``, ``U_a`` and ``v_a`` with which ``self_attention_contrast`` scores additively.
+
+    Drawn like ``seq2seq_weights`` draws them (PyTorch's default ranges, a private generator seeded by
+    ``seed``), so the same sizes and seed give the same three tensors.
+
+    Shapes: → W_a (attention_size, d_in), U_a (attention_size, d_in), v_a (attention_size,).
+    """
+    check_size("d_in", d_in, upper=MAX_D_IN)
+    check_size("attention_size", attention_size, upper=MAX_HIDDEN_SIZE)
+    check_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    W_a = _uniform(generator, (attention_size, d_in), d_in**-0.5)  # (attention_size, d_in)
+    U_a = _uniform(generator, (attention_size, d_in), d_in**-0.5)  # (attention_size, d_in)
+    v_a = _uniform(generator, (attention_size,), attention_size**-0.5)  # (attention_size,)
+    return W_a, U_a, v_a
+
+
 def self_attention_contrast(inputs: torch.Tensor, attention_size: int = 16, seed: int = 123) -> SelfAttentionContrast:
     """The same sequence attending to itself, with dot products and with an additive network.
 
     The dot-product half is ``simplified_attention``'s (stage 3): softmax of
     inputs @ inputs.T. The additive half reuses ``additive_scores`` with
-    untrained ``W_a`` and ``U_a`` of shape (attention_size, d_in) and ``v_a``,
-    drawn like ``seq2seq_weights`` does (PyTorch's default ranges, a private
-    generator seeded by ``seed``).
+    untrained ``W_a`` and ``U_a`` of shape (attention_size, d_in) and ``v_a``
+    from ``contrast_weights``.
 
     Shapes: inputs (num_tokens, d_in); every tensor returned is (num_tokens, num_tokens).
     """
     check_seq_inputs(inputs)
-    check_size("attention_size", attention_size, upper=MAX_HIDDEN_SIZE)
-    check_seed(seed)
     x = inputs.detach().to(torch.float32, copy=True)  # (num_tokens, d_in)
-    d_in = x.shape[1]
-    generator = torch.Generator().manual_seed(seed)
-    W_a = _uniform(generator, (attention_size, d_in), d_in**-0.5)  # (attention_size, d_in)
-    U_a = _uniform(generator, (attention_size, d_in), d_in**-0.5)  # (attention_size, d_in)
-    v_a = _uniform(generator, (attention_size,), attention_size**-0.5)  # (attention_size,)
+    W_a, U_a, v_a = contrast_weights(x.shape[1], attention_size, seed)
 
     dot_product = simplified_attention(x)
     query_parts = x @ W_a.T  # (num_tokens, attention_size)

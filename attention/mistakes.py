@@ -199,9 +199,10 @@ class MistakeRun:
     ``*_output`` the whole outputs. ``max_output_difference`` is the largest
     |wrong - right| over the outputs that are numbers in both; ``nan_tokens``
     counts the tokens of the first sequence whose wrong output is NaN.
-    ``curve`` is set for the scaling mistakes only.
+    ``curve`` is set for the scaling mistakes only. ``dropout_keep`` is the dropout draw of that
+    head, 1 where a weight survives, for ``dropout_without_rescale`` only (else None).
 
-    Shapes: right_weights, wrong_weights (num_tokens, num_tokens);
+    Shapes: right_weights, wrong_weights, dropout_keep (num_tokens, num_tokens);
     right_output, wrong_output (b, num_tokens, d_out).
     """
 
@@ -214,6 +215,7 @@ class MistakeRun:
     nan_tokens: int
     measures: tuple[Measure, ...]
     curve: SaturationCurve | None = None
+    dropout_keep: torch.Tensor | None = None
 
     def measure(self, key: str) -> Measure:
         """The measure named ``key``."""
@@ -290,6 +292,7 @@ def run_mistake(
         nan_tokens=int(wrong.output[0].isnan().any(dim=-1).sum()),
         measures=(*specific, *common),
         curve=curve,
+        dropout_keep=None if keep is None else keep[0, 0],
     )
 
 

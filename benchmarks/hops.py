@@ -18,6 +18,8 @@ import collections
 import sys
 import threading
 
+import pandas  # noqa: F401 (the server imports it after its first page, ``runtime.server.warm_up``; so does this)
+
 from benchmarks.launch import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))

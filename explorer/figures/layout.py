@@ -95,8 +95,14 @@ def pandas_settled() -> None:
     'Series'"). The server imports pandas in the background after the first page (``server.warm_up``);
     an ``import`` statement waits for that import to finish.
     """
+    global PANDAS_SETTLED
     if "pandas" in sys.modules:
         import pandas  # noqa: F401
+
+        PANDAS_SETTLED = True
+
+
+PANDAS_SETTLED = False  # pandas is whole: ``pandas_settled`` need not be called again (a chart's rerun skips it)
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:

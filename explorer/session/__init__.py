@@ -5,19 +5,26 @@ It may import ``views``, ``models``, ``runtime`` and the bottom modules, never `
 """
 
 from explorer.session.kept import kept_index, kept_widget, whole_state
-from explorer.session.links import initial_param, page_param, publish_link, view_params
+from explorer.session.links import initial_param, page_param, publish_link
 from explorer.session.notices import notice
 from explorer.session.state import (
+    RUN_FIGURES,
+    RUN_SECTIONS,
+    RUN_STEP,
+    begin_run,
     chosen,
     current,
     current_run,
     presenter,
     set_settings,
-    settings_changed_here,
     start_session,
 )
 
 __all__ = [
+    "RUN_FIGURES",
+    "RUN_SECTIONS",
+    "RUN_STEP",
+    "begin_run",
     "chosen",
     "current",
     "current_run",
@@ -29,8 +36,6 @@ __all__ = [
     "presenter",
     "publish_link",
     "set_settings",
-    "settings_changed_here",
     "start_session",
-    "view_params",
     "whole_state",
 ]

@@ -7,7 +7,7 @@ import urllib.parse
 
 import streamlit as st
 
-from explorer.session.state import chosen
+from explorer.session.state import RUN_STEP, chosen
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, to_query_params
 
 PAGE_PARAMS = "page_params"
@@ -33,20 +33,19 @@ def initial_param(name: str, page: str) -> str | None:
     return params[name]
 
 
-def view_params() -> dict[str, str]:
-    """The query parameters that reproduce what is on screen now."""
-    params = dict(to_query_params(chosen()))  # a copy: the cached dict is shared
-    params.update(st.session_state.get(PAGE_PARAMS, {}))
-    if st.session_state.get("presenter"):
-        params["present"] = "1"
-    return params
-
-
 def publish_link(url_path: str) -> None:
     """Write this run's view into the URL, so the address bar is a deep link, and offer it as "Copy link to
-    this view" in the sidebar slot ``widgets.sidebar`` reserved."""
-    params = view_params()
-    st.session_state.pop(PAGE_PARAMS, None)
+    this view" in the sidebar slot ``widgets.sidebar`` reserved. The link holds the settings, the step
+    (``RUN_STEP``), what the page recorded (``page_param``: a query token, a head) and presenter mode."""
+    state = st.session_state
+    settings = state.get("settings") or chosen()  # ``chosen``, not entered at each run
+    params = dict(to_query_params(settings))  # a copy: the cached dict is shared
+    step = state.get(RUN_STEP)
+    if step is not None:
+        params["step"] = str(step[1] + 1)
+    params.update(state.pop(PAGE_PARAMS, {}))
+    if state.get("presenter"):
+        params["present"] = "1"
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
@@ -56,6 +55,5 @@ def publish_link(url_path: str) -> None:
     with slot.popover("Copy link to this view", icon=":material/link:", width="stretch"):
         st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
         st.code(link, language=None, wrap_lines=True)
-        text = chosen()
-        if text.source == TEXT and len(text.text) > MAX_URL_TEXT_CHARS:
+        if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
             st.warning(f"Sentences over {MAX_URL_TEXT_CHARS:,} characters are not put in links.")

@@ -93,10 +93,24 @@ def set_settings(**changes) -> None:
     st.session_state[SET_HERE] = True
 
 
-def settings_changed_here() -> bool:
-    """Whether a page's button changed the settings since the sidebar last drew them (then only a run of the
-    whole app redraws the sidebar: a click inside the page reruns the page alone)."""
-    return bool(st.session_state.pop(SET_HERE, False))
+RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
+RUN_STEP = "run_step"  # (page, step index, step title): the step this run shows, for file names and the link
+RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions named, for the step's JSON export
+RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.cells``)
+CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
+
+
+def begin_run() -> Run | None:
+    """Start a page's run: forget what the previous run drew and return this session's ``Run``. None when a
+    page's button changed the settings since the sidebar last drew them: then only a run of the whole app
+    redraws the sidebar (a click inside the page reruns the page alone)."""
+    state = st.session_state
+    if state.pop(SET_HERE, False):
+        return None
+    state[RUN_FIGURES] = []
+    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE):
+        state.pop(key, None)
+    return current_run()
 
 
 def chosen() -> Settings:
@@ -110,12 +124,14 @@ RUN_KEY = "run"  # (the chosen settings, their Run): made once per change of the
 def current_run() -> Run:
     """This session's ``Run``: the validated settings with a trained model's sizes, and the sentence prepared
     for them. Made when the settings change and kept in the session, so a click inside a page (a fragment
-    rerun) prepares nothing again. Pages call this first."""
-    ensure_entrypoint()
-    chosen_now = chosen()
-    kept = st.session_state.get(RUN_KEY)
+    rerun) prepares nothing again. Pages call this first: a session's first run also makes sure the app
+    script runs around the page (``ensure_entrypoint``)."""
+    state = st.session_state
+    chosen_now = state.get("settings") or Settings()
+    kept = state.get(RUN_KEY)
     if kept is None or kept[0] is not chosen_now:
-        kept = st.session_state[RUN_KEY] = (chosen_now, Run.of(effective(chosen_now)))
+        ensure_entrypoint()
+        kept = state[RUN_KEY] = (chosen_now, Run.of(effective(chosen_now)))
     return kept[1]
 
 

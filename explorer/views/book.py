@@ -134,6 +134,12 @@ PRINTED = {
 
 def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
     """Sentences saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
+    return note_of(settings, section, tuple(also))
+
+
+@functools.lru_cache(maxsize=256)
+def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
+    """``note``, made once per settings, section and departures (a page's rerun writes the same caption)."""
     reasons = [*departures(settings, section), *also]
     printed = f" {PRINTED[section]}" if section in PRINTED else ""
     if not reasons:

@@ -11,7 +11,7 @@ from explorer.widgets.cells import explain_cell
 from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
 from explorer.widgets.code import code_panel_key, show_code, source_of
 from explorer.widgets.css import page_stylesheet, stylesheet
-from explorer.widgets.downloads import begin_run, step_exports
+from explorer.widgets.downloads import step_exports
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
 from explorer.widgets.sidebar import sidebar
@@ -20,7 +20,6 @@ from explorer.widgets.stepper import stepper
 __all__ = [
     "Panel",
     "ask",
-    "begin_run",
     "book_caption",
     "chart",
     "code_panel_key",

@@ -9,9 +9,9 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer.models.choice import describe
-from explorer.session.state import chosen, current_run, set_settings
+from explorer.session.state import RUN_SECTIONS, chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings
-from explorer.views.book import BOOK_DROPOUT, TITLES, departures, note
+from explorer.views.book import BOOK_DROPOUT, TITLES, departures, note_of
 from explorer.views.run import Run
 
 
@@ -38,19 +38,16 @@ def outside_model() -> Run:
     return Run.of(replace(chosen(), weights=RANDOM))
 
 
-RUN_KEY = "run_book_sections"  # the sections this run's captions named, for the step's JSON export
-
-
 def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), where=None) -> None:
     """Show ``note`` as a caption (in ``where``, a container, or the page) and record it for the export."""
-    (where or st).caption(":material/menu_book: " + note(settings, section, also=tuple(also)))
+    (where or st).caption(":material/menu_book: " + note_of(settings, section, tuple(also)))
     book = not departures(settings, section) and not also
-    st.session_state.setdefault(RUN_KEY, []).append({"section": TITLES[section], "book": book})
+    st.session_state.setdefault(RUN_SECTIONS, []).append({"section": TITLES[section], "book": book})
 
 
 def shown() -> list[dict]:
     """The sections this run's captions named, each with whether its numbers are the book's."""
-    return list(st.session_state.get(RUN_KEY, []))
+    return list(st.session_state.get(RUN_SECTIONS, []))
 
 
 def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:

@@ -34,15 +34,14 @@ from explorer import figures
 from explorer.parsing import parse_cell, quoted
 from explorer.session.links import initial_param, page_param
 from explorer.session.notices import notice
+from explorer.session.state import CELL_CODE, RUN_CELLS, RUN_STEP
 from explorer.widgets.drawn import Drawn, EncodedFigure
 
-RUN_CELLS = "run_cells"  # this run's explainable panels: [(name, Cells)], cleared by ``begin_run``
-CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
 HINT = "Click or tap any cell of a heatmap above, or pick one here, to see how its number was made."
 
 
 def _step_key() -> str:
-    page, index, _ = st.session_state.get("run_step", ("", 0, ""))
+    page, index, _ = st.session_state.get(RUN_STEP, ("", 0, ""))
     return f"cell:{page}:{index}"
 
 
@@ -54,7 +53,7 @@ def selection() -> dict | None:
     """This step's selected cell: {"panel", "row", "col", "labels"}, or None."""
     key = _step_key()
     if key not in st.session_state:
-        page = st.session_state.get("run_step", ("",))[0]
+        page = st.session_state.get(RUN_STEP, ("",))[0]
         raw = initial_param("cell", page)
         found = parse_cell(raw)
         if raw is not None and found is None:

@@ -10,8 +10,9 @@ import numpy as np
 import streamlit as st
 
 from explorer import figures
+from explorer.session.state import RUN_FIGURES, RUN_STEP
 from explorer.widgets.cells import chart_args
-from explorer.widgets.downloads import IMAGE_FORMAT, export_name, figure_downloads
+from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 from explorer.widgets.drawn import Drawn, prepare, shared
 
 
@@ -33,16 +34,35 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
     show(prepare(fig, cell_text=cell_text), name, key=key)
 
 
-def show(drawn: Drawn, name: str, *, key: str | None = None, explain=None) -> None:
-    """Draw a prepared figure, with its downloads; ``explain`` (``views.cells.Cells``) lets a learner pick
-    its cells (``widgets.cells``)."""
+def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
+    """Draw a prepared figure, with its downloads (``draw`` draws a figure a learner can pick cells of)."""
     figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
-    chart, picking = (drawn.chart, {}) if explain is None else chart_args(drawn, name, key or name, explain)
-    st.plotly_chart(chart, key=key, config=config, width="stretch", **picking)
+    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch")
     figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A chart as this session drew it last, to draw again unchanged: what it was drawn from (``made_from``,
+    ``args``, ``options``) and what drawing it needs (``drawn``, the toolbar's ``config``, the CSV button's
+    ``download`` arguments, the ``record`` for the step's JSON export)."""
+
+    made_from: tuple  # (builder, name, cell_text, the step, the image format)
+    args: tuple
+    options: dict
+    values: tuple  # the args, then the options' values
+    drawn: Drawn
+    config: dict
+    download: dict | None
+    record: dict
+
+
+SHOWN = "charts_shown"  # this session's last drawing of each chart key (``Shown``)
+SHOWN_ENTRIES = 32  # charts a session keeps: a page's steps draw up to about 20
+PLAIN = (str, int, float, bool, type(None), range, figures.FigureStyle)  # compared by value; anything else by identity
 
 
 TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
@@ -73,33 +93,67 @@ def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel
     """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``explain``
     (``views.cells.Cells``) lets a learner pick its cells."""
     options.setdefault("style", style())
-    if explain is not None:
-        options["pickable"] = True
     return Panel(name, builder, args, options, explain)
 
 
 def side_by_side(*panels: Panel) -> None:
-    """Panels in columns, each built once for every session that draws the same (``draw``). A heatmap too
-    wide for its column loses its cell values (hover still has them). An underscore in a name becomes a
-    hyphen in its file name; the key keeps it."""
+    """Panels in columns, each drawn as ``draw`` draws. A heatmap too wide for its column loses its cell values
+    (hover still has them). An underscore in a name becomes a hyphen in its file name; the key keeps it."""
     widest = TEXT_COLUMNS[len(panels)]
     for column, shown in zip(st.columns(len(panels)), panels, strict=True):
         with column:
+            name, key = shown.name.replace("_", "-"), shown.name
             cell_text = shown.columns() <= widest
-            drawn = shared(shown.builder, *shown.args, cell_text=cell_text, **shown.options)
-            show(drawn, shown.name.replace("_", "-"), key=shown.name, explain=shown.explain)
+            draw(shown.builder, name, *shown.args, key=key, cell_text=cell_text, explain=shown.explain, **shown.options)
 
 
 def draw(
     builder: Callable, name: str, *args, key: str | None = None, cell_text: bool = True, explain=None, **options
 ) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
-    or else ``name``. The figure is built once for every session that draws the same (``shared_figures``).
-    ``explain`` (``views.cells.Cells``) lets a learner pick its cells (``widgets.cells``)."""
+    or else ``name``, with its downloads. ``explain`` (``views.cells.Cells``) lets a learner pick its cells
+    (``widgets.cells``).
+
+    The figure is built once for every session that draws the same (``shared``). A session that reruns a
+    page (a Next click, a query picked) draws each chart it drew before from the same numbers (the same
+    arrays: the run keeps its views) without digesting them again: its last drawing is kept (``Shown``)."""
     options.setdefault("style", style())
     if explain is not None:
         options["pickable"] = True
-    show(shared(builder, *args, cell_text=cell_text, **options), name, key=key or name, explain=explain)
+    key = key or name
+    state = st.session_state
+    made_from = (builder, name, cell_text, state.get(RUN_STEP), state.get(IMAGE_FORMAT, "png"))
+    kept = state.setdefault(SHOWN, {})
+    last = kept.get(key)
+    values = (*args, *options.values())
+    same = (
+        last is not None
+        and last.made_from == made_from
+        and last.options.keys() == options.keys()
+        and len(last.args) == len(args)
+        and all(a is b or (type(a) in PLAIN and a == b) for a, b in zip(last.values, values, strict=True))
+    )
+    if not same:
+        drawn = shared(builder, *args, cell_text=cell_text, **options)
+        file_name = export_name(name)
+        config = figures.export_config(file_name, image_format=made_from[4])
+        download = csv_download(drawn.tables, file_name, key=f"csv:{key}")
+        record = {"name": name, "title": drawn.title or name, "tables": drawn.tables}
+        last = Shown(made_from, args, options, values, drawn, config, download, record)
+        kept.pop(key, None)
+        kept[key] = last
+        if len(kept) > SHOWN_ENTRIES:
+            del kept[next(iter(kept))]
+    if not figures.layout.PANDAS_SETTLED:
+        figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
+    if explain is None:
+        st.plotly_chart(last.drawn.chart, key=key, config=last.config, width="stretch")
+    else:  # the selected cell marked, and a click read back (``widgets.cells``)
+        chart, picking = chart_args(last.drawn, name, key, explain)
+        st.plotly_chart(chart, key=key, config=last.config, width="stretch", **picking)
+    state.setdefault(RUN_FIGURES, []).append(last.record)
+    if last.download is not None:
+        st.download_button(**last.download)
 
 
 def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str] | None = None, **options) -> None:

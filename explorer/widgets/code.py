@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import threading
@@ -9,7 +10,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from explorer.widgets.cells import CELL_CODE
+from explorer.session.state import CELL_CODE
 
 STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``
     ": the book's `forward`, line for line, except that it returns every tensor it computed, so the page can "
@@ -25,6 +26,7 @@ _SOURCES: dict[Callable | type, str] = {}
 _SOURCES_LOCK = threading.Lock()
 
 
+@functools.cache
 def code_panel_key(title: str = "Show the code") -> str:
     """The session-state key of a page's code panel (``show_code``): True while it is open."""
     return f"code-panel:{title}"

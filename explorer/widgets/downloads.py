@@ -8,51 +8,60 @@ The buttons live here; the text they hold is made by ``figures.tables``, only wh
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
+from explorer.session.state import RUN_FIGURES, RUN_SECTIONS, RUN_STEP
 from explorer.views.book import is_book
 from explorer.views.run import Run
-from explorer.widgets.captions import RUN_KEY
-from explorer.widgets.cells import CELL_CODE, RUN_CELLS
 
-RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
 IMAGE_FORMAT = "w_image_format"
 
 
-def begin_run() -> None:
-    """Forget the previous run's figures (the entry script calls this before the page)."""
-    st.session_state[RUN_FIGURES] = []
-    st.session_state.pop("run_step", None)
-    st.session_state.pop("run_book_sections", None)  # RUN_KEY: the book sections captioned
-    st.session_state.pop(RUN_CELLS, None)  # the explainable panels drawn
-    st.session_state.pop(CELL_CODE, None)  # the code line that made the selected cell
+NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
 
 
 def export_name(quantity: str) -> str:
     """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
-    page, index, _ = st.session_state.get("run_step", ("", 0, ""))
+    return file_stem(st.session_state.get(RUN_STEP, NO_STEP), quantity)
+
+
+@functools.lru_cache(maxsize=512)
+def file_stem(step: tuple[str, int, str], quantity: str) -> str:
+    """``export_name`` for the step ``(page, index, title)``."""
+    page, index, _ = step
     parts = [page, f"step{index + 1}" if page else "", quantity.replace("-", "_")]
     return "-".join(p for p in parts if p)
+
+
+def csv_download(tables, file_name: str, *, key: str) -> dict | None:
+    """The arguments of a figure's CSV button (``st.download_button``): its matrix with token labels, for a
+    heatmap; None for any other figure."""
+    if not any(t["type"] == "heatmap" for t in tables):
+        return None
+    return dict(
+        label="CSV",
+        data=lambda: tables_csv(tables),
+        file_name=f"{file_name}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        key=key,
+        help="This figure's matrix, with token labels in the header and the first column. "
+        "Masked weights are 0, masked scores -inf.",
+    )
 
 
 def figure_downloads(tables, title: str, name: str, file_name: str, *, key: str) -> None:
     """Add a drawn figure's numbers (``figure_tables``) to this step's JSON export and, for heatmaps,
     offer them as CSV."""
     st.session_state.setdefault(RUN_FIGURES, []).append({"name": name, "title": title or name, "tables": tables})
-    if any(t["type"] == "heatmap" for t in tables):
-        st.download_button(
-            "CSV",
-            data=lambda: tables_csv(tables),
-            file_name=f"{file_name}.csv",
-            mime="text/csv",
-            on_click="ignore",
-            icon=":material/download:",
-            type="tertiary",
-            key=key,
-            help="This figure's matrix, with token labels in the header and the first column. "
-            "Masked weights are 0, masked scores -inf.",
-        )
+    download = csv_download(tables, file_name, key=key)
+    if download is not None:
+        st.download_button(**download)
 
 
 def tokenizer_name(run: Run) -> str:
@@ -65,12 +74,12 @@ def step_exports(page_title: str, run: Run) -> None:
     drawn = st.session_state.get(RUN_FIGURES, [])
     if not drawn:
         return
-    step = st.session_state.get("run_step", (page_title, 0, ""))
-    sections = list(st.session_state.get(RUN_KEY, []))  # the book sections this run's captions named
+    step = st.session_state.get(RUN_STEP, (page_title, 0, ""))
+    sections = list(st.session_state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
     st.download_button(
         "Download this step's numbers (JSON)",
         data=lambda: step_json(step_payload(page_title, step, run, sections, drawn)),
-        file_name=f"{export_name('numbers')}.json",
+        file_name=f"{file_stem(st.session_state.get(RUN_STEP, NO_STEP), 'numbers')}.json",
         mime="application/json",
         on_click="ignore",
         icon=":material/data_object:",

@@ -12,6 +12,7 @@ no session can change what another sees."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -43,9 +44,7 @@ class EncodedFigure(BaseFigure):
 
     def __init__(self, spec: str) -> None:  # BaseFigure.__init__ would build the plotly objects
         self._spec = spec
-
-    def to_dict(self) -> dict:
-        return json.loads(self._spec)
+        self.to_dict = functools.partial(json.loads, spec)  # a new dict at each call: the chart may change it
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import streamlit as st
 
 from explorer.parsing import parse_position, quoted
-from explorer.session.links import initial_param, page_param
+from explorer.session.links import initial_param
 from explorer.session.notices import notice
+from explorer.session.state import RUN_STEP
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
 # tree, so screen readers do not read them; their keyboard shortcuts still work.
@@ -68,6 +69,5 @@ def stepper(page: str, steps: Sequence[str]) -> int:
         unsafe_allow_html=True,
     )
     middle.progress((index + 1) / len(steps))
-    page_param("step", index + 1)
-    st.session_state["run_step"] = (page, index, steps[index])
+    st.session_state[RUN_STEP] = (page, index, steps[index])  # the link's step (``publish_link``) and file names
     return index
