@@ -43,18 +43,43 @@ def _filled(template: str, fields: dict) -> str:
     return _FIELD.sub(replace, template.replace("<extra></extra>", ""))
 
 
-def pick_layer(data: list[dict], layout: dict) -> list[dict]:
-    """``data`` (a heatmap first, then its marks) with a layer of one invisible point per cell on top,
-    which carries the hover; ``layout`` gets the nearest-point hover a click needs. Unchanged when the
-    heatmap shows block means or more than ``PICK_LIMIT`` cells."""
-    heat = data[0]
+def _axes(trace: dict) -> tuple[str, str]:
+    return trace.get("xaxis", "x"), trace.get("yaxis", "y")
+
+
+def pick_layer(data: list[dict], layout: dict, *, apart: bool = True) -> list[dict]:
+    """``data`` (heatmaps, each followed by its marks) with a layer of one invisible point per cell on top
+    of each heatmap, which carries the hover; ``layout`` gets the nearest-point hover a click needs.
+
+    One heatmap: a point's ``customdata`` is (row, column). Several (subplots side by side): ``apart``
+    counts the columns on across the panels (panel k's column c is k · columns + c, as if the panels were
+    one wide matrix), else every panel's cell (i, j) is the one cell (i, j) (two versions of one matrix).
+    A heatmap that shows block means or more than ``PICK_LIMIT`` cells gets no points."""
+    heats = [t for t in data if t.get("type") == "heatmap"]
+    layers = []
+    for k, heat in enumerate(heats):
+        offset = k * len(heat["x"]) if apart else 0
+        overlays = [t for t in data if t is not heat and _axes(t) == _axes(heat)]
+        layer = _layer(heat, overlays, offset)
+        if layer is None:
+            return data
+        layers.append(layer)
+    for trace in data:
+        trace["hoverinfo"] = "skip"
+        trace.pop("hovertemplate", None)
+    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
+    return [*data, *layers]
+
+
+def _layer(heat: dict, overlays: list[dict], offset: int) -> dict | None:
+    """The invisible points of one heatmap; None when it has no cells to pick (block means, too many)."""
     rows, cols = list(heat["y"]), list(heat["x"])
     z = np.asarray(heat["z"], dtype=np.float64)
     blocks = rows != list(range(rows[0], rows[0] + len(rows))) or cols != list(range(cols[0], cols[0] + len(cols)))
     if blocks or z.shape != (len(rows), len(cols)) or z.size > PICK_LIMIT:  # block means are no cells
-        return data
+        return None
     overlay_hover = {}  # (x, y) -> what a mark (masked, dropped) says on hover
-    for trace in data[1:]:
+    for trace in overlays:
         template = trace.get("hovertemplate")
         if template and trace.get("type") == "scatter":
             overlay_hover.update({(x, y): _filled(template, {}) for x, y in zip(trace["x"], trace["y"], strict=True)})
@@ -66,18 +91,19 @@ def pick_layer(data: list[dict], layout: dict) -> list[dict]:
             fields = {"x": x, "y": y, "z": z[i, j], "customdata": [] if custom is None else list(custom[i][j])}
             texts.append(overlay_hover.get((x, y)) or _filled(template, fields))
             points.append((y, x))
-    for trace in data:
-        trace["hoverinfo"] = "skip"
-        trace.pop("hovertemplate", None)
     ys, xs = np.array(points, dtype=np.int32).T  # (cells,) each
     invisible = {"marker": {"opacity": 0}}
-    layer = {
+    xaxis, yaxis = _axes(heat)
+    return {
         "type": "scatter",
         "name": PICK_TRACE,
         "mode": "markers",
         "x": xs,
         "y": ys,
-        "customdata": np.array(points, dtype=np.int32),  # (cells, 2): the row and column in the full matrix
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+        "meta": {"offset": offset},
+        "customdata": np.array(points, dtype=np.int32) + np.array([0, offset], dtype=np.int32),  # (cells, 2)
         "hovertext": texts,
         "hovertemplate": "%{hovertext}<extra></extra>",
         "marker": {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"},
@@ -85,25 +111,39 @@ def pick_layer(data: list[dict], layout: dict) -> list[dict]:
         "unselected": invisible,
         "showlegend": False,
     }
-    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
-    return [*data, layer]
 
 
-def _rect(x0: float, x1: float, y0: float, y1: float, width: int) -> dict:
-    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": {"color": MARK_COLOUR, "width": width}}
+def _rect(x0: float, x1: float, y0: float, y1: float, width: int, axes: tuple[str, str] = ("x", "y")) -> dict:
+    line = {"color": MARK_COLOUR, "width": width}
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "xref": axes[0], "yref": axes[1], "line": line}
 
 
 def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) -> list[dict]:
     """Outlines for a figure's JSON (``spec``): the cell (``row``, ``col``) when both are given, else the
-    whole row or the whole column; none for a row or column the heatmap does not show (a token window)."""
-    heat = next((t for t in spec.get("data", ()) if t.get("type") == "heatmap"), None)
-    if heat is None or (row is None and col is None):
-        return []
+    whole row or the whole column; none for a row or column the heatmap does not show (a token window).
+    On panels side by side, ``col`` counts as ``pick_layer``'s points do (each layer's ``meta.offset``)."""
+    traces = spec.get("data", ())
+    heats = [t for t in traces if t.get("type") == "heatmap"]
+    offsets = {_axes(t): (t.get("meta") or {}).get("offset", 0) for t in traces if t.get("name") == PICK_TRACE}
+    if not offsets and heats:
+        offsets = {_axes(heats[0]): 0}
+    marks = []
+    for heat in heats:
+        if _axes(heat) in offsets:
+            local = None if col is None else col - offsets[_axes(heat)]
+            marks += _marks(heat, row, local, all_columns=col is None)
+    return marks
+
+
+def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -> list[dict]:
     rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
-    if not rows or not cols or (row is not None and row not in rows) or (col is not None and col not in cols):
+    axes = _axes(heat)
+    if (row is None and all_columns) or not rows or not cols:
         return []
-    if row is not None and col is not None:
-        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4)]
+    if (row is not None and row not in rows) or (not all_columns and col not in cols):
+        return []
+    if row is not None and not all_columns:
+        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4, axes)]
     if row is not None:
-        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3)]
-    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3)]
+        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3, axes)]
+    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3, axes)]

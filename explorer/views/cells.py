@@ -33,6 +33,7 @@ class Cells:
     rows: str = "query"
     cols: str = "key"
     keys: tuple[str, ...] = ()
+    words: Callable = explain  # writes a derivation out: ``page_text.cells.explain``, or a kind's own
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -42,9 +43,10 @@ class Cells:
         return self.derive(row, col)
 
     def explain(self, row: int, col: int) -> tuple[str, str]:
-        """The words and the sum of cell (``row``, ``col``) (``page_text.cells.explain``)."""
+        """The words and the sum of cell (``row``, ``col``) (``page_text.cells.explain`` unless ``words``): the
+        sum is one text, or (heading, text) pairs to show side by side."""
         keys = self.keys or self.col_labels
-        return explain(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
+        return self.words(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
 
 
 def _row(matrix, row: int) -> np.ndarray:

@@ -137,6 +137,9 @@ def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure,
     return chart, {"on_select": callback, "selection_mode": "points"}
 
 
+TOKEN_AXES = ("query", "key", "token")  # a picker lists these as tokens counted from 1; others by their names
+
+
 def _option(labels, tokens: bool, k: int) -> str:
     """A picker's option: a token counted from 1, as the book counts ("2: Your"), or a name ("dim 0")."""
     return f"{k + 1}: {figures.visible_token(labels[k])}" if tokens else str(labels[k])
@@ -181,7 +184,7 @@ def explain_cell(where=None) -> None:
             column.selectbox(
                 what.capitalize(),
                 range(len(labels)),
-                format_func=partial(_option, labels, what != "dim"),
+                format_func=partial(_option, labels, what in TOKEN_AXES),
                 key=widget,
                 placeholder="Pick one",
                 **changed,
@@ -191,6 +194,11 @@ def explain_cell(where=None) -> None:
             return
         words, sums = cells.explain(chosen["row"], chosen["col"])
         st.markdown(words)
-        st.code(sums, language=None, wrap_lines=True)
+        if isinstance(sums, str):
+            st.code(sums, language=None, wrap_lines=True)
+        else:  # two versions of one cell side by side (stacked on a phone)
+            for column, (heading, text) in zip(st.columns(len(sums)), sums, strict=True):
+                column.markdown(heading)
+                column.code(text, language=None, wrap_lines=True)
         number = names.index(name) + 1
         page_param("cell", f"{chosen['row'] + 1},{chosen['col'] + 1}" + (f",{number}" if number > 1 else ""))
