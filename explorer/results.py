@@ -201,7 +201,9 @@ class MultiheadView:
     """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active;
     ``wrapper_head_context`` (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context``
     (T, d_out), the heads merged before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` the efficient module's lines with their live shapes (b = 1)."""
+    ``shape_rows`` the efficient module's lines with their live shapes (b = 1). For the cell panel:
+    ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw or None;
+    ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -215,6 +217,14 @@ class MultiheadView:
     efficient_output: np.ndarray
     shape_rows: tuple[ShapeRow, ...]
     shared_d_out: int
+    wrapper_scores: np.ndarray
+    wrapper_keep: np.ndarray | None
+    wrapper_values: np.ndarray
+    efficient_scores: np.ndarray
+    efficient_keep: np.ndarray | None
+    efficient_values: np.ndarray
+    out_weight: np.ndarray
+    out_bias: np.ndarray
     wrapper_vs_efficient_max_difference: float | None  # None when the fused module would be too large
     agreement_outputs: tuple[np.ndarray, np.ndarray] | None = None  # (wrapper, fused module), (T, h * d_out) each
 
