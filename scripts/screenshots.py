@@ -4,7 +4,8 @@
 
 Starts ``streamlit run streamlit_app.py`` on a free port (or uses ``--url``),
 opens each page at each step, waits for the figures, and writes
-``artifacts/screens/<page>-step<k>.png`` at 1280×720 (``--full`` for the whole page).
+``artifacts/screens/<page>-step<k><name>.png`` at 1280×720 (``--size`` for another window, ``--full`` for
+the whole page).
 """
 
 from __future__ import annotations
@@ -38,14 +39,17 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "artifacts" / "screens"))
     parser.add_argument("--full", action="store_true", help="capture the whole page, not just 1280×720")
     parser.add_argument("--url", default=None, help="use an already running app")
+    parser.add_argument("--size", default=None, help="the window, e.g. 390x844 for a phone (default 1280x720)")
+    parser.add_argument("--name", default="", help="added to each file's name, e.g. -phone")
     args = parser.parse_args()
+    width, height = (int(n) for n in args.size.split("x")) if args.size else (VIEWPORT["width"], VIEWPORT["height"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         base = args.url or stack.enter_context(AppServer(log=ROOT / "artifacts" / "screens" / "server.log"))
         with sync_playwright() as playwright:
             browser = launch_chromium(playwright)
-            context = browser.new_context(viewport=VIEWPORT)
+            context = browser.new_context(viewport={"width": width, "height": height})
             page = context.new_page()
             for name in args.pages:
                 for step in args.steps.split(","):
@@ -53,7 +57,7 @@ def main() -> None:
                     path = "" if name in ROOT_PAGES else name  # the default page lives at the root
                     page.goto(f"{base}/{path}?{query}")
                     wait_for_app(page)
-                    path = out / f"{name}-step{step}.png"
+                    path = out / f"{name}-step{step}{args.name}.png"
                     page.screenshot(path=str(path), full_page=args.full)
                     print(path)
             browser.close()

@@ -40,9 +40,9 @@ def merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Seq
     h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
     i = d.row + 1
     words = (
-        f"`{n.matrix}[{d.row}, {d.col}]` (Python counts from 0) belongs to head {h + 1}: the "
+        f"`{n.matrix}[{d.row}, {d.col}]` (Python counts from 0) belongs to head {h + 1}. The "
         f"{term('num_heads', 'heads')}' context vectors sit side by side, {head_dim} columns each, so column {d.col} = "
-        f"{h} · {head_dim} + {c} is entry {c} of head {h + 1}'s {term('context_vector', 'context vector')} "
+        f"{h} · {head_dim} + {c}. It is entry {c} of head {h + 1}'s {term('context_vector', 'context vector')} "
         f"z^({i}) for query x^({i}) {_token(row_label)}. That head made it as every token's "
         f"value v^(j)[{c}] times its weight α_{i}j, added up."
     )
@@ -97,6 +97,9 @@ def _side(d: Derivation, divisor_name: str) -> str:
         f"ω_{sub(d.row, d.col)} = {_terms(score, DOT_TERMS)} = {number(score.total)}",
         f"÷ {divisor_name} {d.details['divisor']:.4f} = {number(score.value)}",
     ]
+    if "query_token" in d.details:  # view without transpose: a head's row starts in another token's numbers
+        lines.insert(0, f"query row {i} starts in token {d.details['query_token'] + 1}'s numbers, key row {j} in token "
+                     f"{d.details['key_token'] + 1}'s")  # fmt: skip
     if d.details.get("filled_with_0"):
         lines.append("hidden keys' scores set to 0: " + ", ".join(str(k + 1) for k in d.details["filled_with_0"]))
     if d.details.get("all_masked"):
@@ -119,9 +122,9 @@ def mistake(pair, n: Notation, row_label: str, col_label: str, keys: Sequence[st
     right, wrong = pair
     i, j = right.row + 1, right.col + 1
     words = (
-        f"`attn_weights[0, 0, {right.row}, {right.col}]`, head 1's {term('attention_weights', 'attention weight')} "
-        f"α_{sub(right.row, right.col)} of query x^({i}) {_token(row_label)} on key x^({j}) {_token(col_label)}, "
-        f"worked out by the package's code (left) and with the mistake “{literal(title)}” (right). "
+        f"`attn_weights[0, 0, {right.row}, {right.col}]` is head 1's {term('attention_weights', 'attention weight')} "
+        f"α_{sub(right.row, right.col)} of query x^({i}) {_token(row_label)} on key x^({j}) {_token(col_label)}. "
+        f"Left, the package's code works it out; right, the mistake “{literal(title)}” does. "
         f"The changed line: {CHANGED.get(name, 'one line of the forward pass')}."
     )
     divisor = {"no_scaling": "1", "divide_by_d_k": "d_k"}.get(name, "√d_k")
