@@ -40,7 +40,8 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="capture the whole page, not just 1280×720")
     parser.add_argument("--url", default=None, help="use an already running app")
     parser.add_argument("--size", default=None, help="the window, e.g. 390x844 for a phone (default 1280x720)")
-    parser.add_argument("--name", default="", help="added to each file's name, e.g. -phone")
+    parser.add_argument("--name", default="", help="added to each file's name, e.g. _phone")
+    parser.add_argument("--scroll", default=None, help="a CSS selector to scroll into view, e.g. .st-key-cell_panel")
     args = parser.parse_args()
     width, height = (int(n) for n in args.size.split("x")) if args.size else (VIEWPORT["width"], VIEWPORT["height"])
     out = Path(args.out)
@@ -57,6 +58,9 @@ def main() -> None:
                     path = "" if name in ROOT_PAGES else name  # the default page lives at the root
                     page.goto(f"{base}/{path}?{query}")
                     wait_for_app(page)
+                    if args.scroll and page.locator(args.scroll).count():
+                        page.locator(args.scroll).first.evaluate("(el) => el.scrollIntoView({block: 'end'})")
+                        page.wait_for_timeout(300)
                     path = out / f"{name}-step{step}{args.name}.png"
                     page.screenshot(path=str(path), full_page=args.full)
                     print(path)

@@ -124,7 +124,8 @@ def test_a_mistake_names_its_changed_line_and_shows_both_columns():
     words, (right, wrong) = written("mistake:no_scaling")
     assert "The changed line: the score is not divided by √d_k." in words
     assert right[0] == "**Right**" and wrong[0] == "**Wrong**"
-    assert "÷ √d_k 1.4142" in right[1] and "÷ 1 1.0000" in wrong[1]
+    assert "ω / √d_k = " in right[1] and " / 1.4142 = " in right[1]
+    assert "ω / 1 = " in wrong[1] and " / 1.0000 = " in wrong[1]
 
 
 def test_an_embedding_is_read_not_computed():

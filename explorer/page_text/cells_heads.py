@@ -71,7 +71,7 @@ def mixed(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequ
 
 
 CHANGED = {
-    "fill_zero": "the hidden keys' scores are 0, not −∞, so their exps are 1, not 0",
+    "fill_zero": "the hidden keys' scores are 0, not −∞, so their exps are not 0",
     "tril_mask": "the mask marks other keys than the future ones",
     "diagonal_0": "the mask hides each query's own key too",
     "no_scaling": "the score is not divided by √d_k",
@@ -95,7 +95,7 @@ def _side(d: Derivation, divisor_name: str) -> str:
     i, j = d.row + 1, d.col + 1
     lines = [
         f"ω_{sub(d.row, d.col)} = {_terms(score, DOT_TERMS)} = {number(score.total)}",
-        f"÷ {divisor_name} {d.details['divisor']:.4f} = {number(score.value)}",
+        f"ω / {divisor_name} = {number(score.total)} / {d.details['divisor']:.4f} = {number(score.value)}",
     ]
     if "query_token" in d.details:  # view without transpose: a head's row starts in another token's numbers
         lines.insert(0, f"query row {i} starts in token {d.details['query_token'] + 1}'s numbers, key row {j} in token "

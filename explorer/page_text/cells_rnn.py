@@ -129,11 +129,11 @@ def recorded(d: Derivation, n: Notation, row_label: str, col_label: str, keys: S
         return words, f"key {j}: masked"
     words = (
         f"Layer {g['layer'] + 1}, head {g['head'] + 1}: the {term('attention_weights', 'attention weight')} of the "
-        f"query at token {g['query'] + 1} {_token(row_label)} on key x^({j}) {_token(col_label)}. GPT-2 made it as "
+        f"query at token {g['query'] + 1} {_token(g['piece'])} on key x^({j}) {_token(col_label)}. GPT-2 made it as "
         f"the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each step's weights, "
         "not its scores, so here is the row they share: it adds up to 1."
     )
     parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + (
         [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
     )
-    return words, f"row: {' + '.join(parts)} = {number(d.total)}\nα = {number(d.value)}"
+    return words, f"row: {' + '.join(parts)} = {number(d.total)}\nα_{sub(g['query'], d.col)} = {number(d.value)}"

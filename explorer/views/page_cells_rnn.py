@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 import attention
+from explorer.figures.labels import visible_token
 from explorer.page_text import cells_rnn as words
 from explorer.page_text.cells import Notation
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
@@ -123,10 +124,14 @@ def recorded_weights(rows, row_labels, pieces, *, layer: int, head: int, first_q
         seen = ~np.isnan(rows[row])
         terms = tuple(attention.derivations.Term(j, (float(w),), float(w)) for j, w in enumerate(rows[row][seen]))
         details = {"layer": layer, "head": head, "query": first_query + row, "seen": int(seen.sum())}
+        details["piece"] = row_labels[row]
         value = float(rows[row, col])
         return attention.derivations.Derivation(
             "recorded", row, col, terms, sum(t.value for t in terms), value, details
         )
 
     code = "attn_rows.append(steps.attn_weights[:, :, -1, :])"
-    return Cells(derive, Notation("attn_weights"), code, tuple(row_labels), tuple(pieces), words=words.recorded)
+    queries = tuple(f"{first_query + r + 1}: {visible_token(p)}" for r, p in enumerate(row_labels))  # token numbers
+    return Cells(
+        derive, Notation("attn_weights"), code, queries, tuple(pieces), rows="query token", words=words.recorded
+    )
