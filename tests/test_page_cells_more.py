@@ -164,7 +164,7 @@ def test_break_it_writes_the_right_and_the_wrong_cell_side_by_side():
             assert term in text
     markdown = "\n".join(m.value for m in at.main.markdown)
     assert "The changed line: the hidden keys' scores are 0, not −∞, so their exps are not 0." in markdown
-    assert "hidden keys' scores set to 0: 4, 5, 6" in wrong_text and "set to 0" not in right_text
+    assert "hidden keys' scores set to 0: 4–6" in wrong_text and "set to 0" not in right_text
     outlined = [s for s in figure_specs(at)[0]["layout"]["shapes"] if s["line"].get("width") == 4]
     assert sorted((s["xref"], s["x0"], s["y0"]) for s in outlined) == [
         ("x", COL - 0.5, ROW - 0.5),

@@ -63,7 +63,8 @@ def mixed(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequ
     lines = []
     for h, subtotal in enumerate(d.details["head_totals"]):
         own = replace(d, terms=tuple(t for t in d.terms if t.head == h))
-        lines.append(f"head {h + 1} (columns {h * head_dim}–{(h + 1) * head_dim - 1}): ")
+        span = f"column {h}" if head_dim == 1 else f"columns {h * head_dim}–{(h + 1) * head_dim - 1}"
+        lines.append(f"head {h + 1} ({span}): ")
         lines[-1] += f"{_terms(own, DOT_TERMS)} = {number(subtotal)}"
     totals = " + ".join(factor(t) for t in d.details["head_totals"])
     lines.append(f"output = {totals} + bias {factor(d.details['bias'])} = {number(d.value)}")
@@ -84,6 +85,13 @@ CHANGED = {
 }
 
 
+def _keys(indices) -> str:
+    """Keys counted from 1, a run of them as "5–30"."""
+    keys = [k + 1 for k in indices]
+    consecutive = len(keys) > 2 and keys == list(range(keys[0], keys[-1] + 1))
+    return f"{keys[0]}–{keys[-1]}" if consecutive else ", ".join(map(str, keys))
+
+
 def _side(d: Derivation, divisor_name: str) -> str:
     """One version of a mistake's cell: its score, the softmax row's exps, the weight (and dropout)."""
     if d.kind == "dropped_weight":
@@ -101,7 +109,7 @@ def _side(d: Derivation, divisor_name: str) -> str:
         lines.insert(0, f"query row {i} starts in token {d.details['query_token'] + 1}'s numbers, key row {j} in token "
                      f"{d.details['key_token'] + 1}'s")  # fmt: skip
     if d.details.get("filled_with_0"):
-        lines.append("hidden keys' scores set to 0: " + ", ".join(str(k + 1) for k in d.details["filled_with_0"]))
+        lines.append("hidden keys' scores set to 0: " + _keys(d.details["filled_with_0"]))
     if d.details.get("all_masked"):
         return "\n".join([*lines, "every score of the row is −∞: 0/0 = NaN"])
     over = "queries" if d.details.get("dim") == -2 else "keys"
