@@ -27,7 +27,6 @@ head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 p = settings.dropout if dropout_on else 0.0  # the cell panel's dropout rate
-CAT = "return torch.cat([head(x) for head in self.heads], dim=-1)"
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 is_trained = settings.weights != RANDOM
 trained = ["What each head looks at"] if is_trained else []
@@ -41,7 +40,7 @@ def head_control(label: str, key: str, options, scale: int, format_func) -> None
     st.segmented_control(label, options, key=key, required=True, on_change=update, format_func=format_func)
 
 
-def heads_grid(weights, title: str, name: str, scores, keep) -> None:
+def heads_grid(weights, title: str, name: str) -> None:
     """The heads of ``group`` in one row on one colour scale, with a control to page through the heads."""
     if num_heads > group_size:
         spans = notes.group_spans(num_heads, group_size)
@@ -49,18 +48,14 @@ def heads_grid(weights, title: str, name: str, scores, keep) -> None:
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(cell_text=len(group) * num_tokens <= 12)
-    explain = cells.heads(scores, keep, p, group, pieces)
-    widgets.draw(
-        figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout, explain=explain
-    )
+    layout.update(explain=cells.heads_of(data, name.split("-")[0], p, group, pieces))  # wrapper- or efficient-
+    widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
     widgets.explain_cell()
 
 
 if step == 0:
     st.markdown(notes.several_heads_text(num_heads, trained=is_trained))
-    heads_grid(
-        data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads", data.wrapper_scores, data.wrapper_keep
-    )
+    heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
     widgets.show_code(attention.MultiHeadAttentionWrapper)
 elif step == 1:
     if num_heads > 1:
@@ -92,7 +87,8 @@ elif step == 2:
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
     cols = notes.labels(d_out, shown)
-    merged = cells.merged(data.wrapper_weights, data.wrapper_values, pieces, cols, first=shown.start * d_out, code=CAT)
+    options = dict(first=shown.start * d_out, code=cells.CAT_CODE)
+    merged = cells.merged(data.wrapper_weights, data.wrapper_values, pieces, cols, **options)
     widgets.token_vectors("wrapper-output", z, pieces, cols, title=title, explain=merged)
     widgets.explain_cell()
     widgets.show_code(attention.MultiHeadAttentionWrapper.forward)
@@ -103,13 +99,7 @@ elif step == 3:
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 4:
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
-    heads_grid(
-        data.efficient_weights,
-        f"{weights_name} of each head",
-        "efficient-heads",
-        data.efficient_scores,
-        data.efficient_keep,
-    )
+    heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output
@@ -120,13 +110,7 @@ elif step == 5:
     with left:
         cols = notes.labels(head_dim, range(num_heads))
         title = f"heads merged ({num_tokens}, {mha_d_out})"
-        merged = cells.merged(
-            data.efficient_weights,
-            data.efficient_values,
-            pieces,
-            cols,
-            code="context_vec = context_vec.contiguous().view(",
-        )
+        merged = cells.merged(data.efficient_weights, data.efficient_values, pieces, cols, code=cells.VIEW_CODE)
         widgets.token_vectors("efficient-context", context, pieces, cols, title=title, explain=merged)
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"

@@ -16,6 +16,8 @@ from explorer.results import MultiheadView
 from explorer.views.cells import Cells, context
 
 WEIGHTS_CODE = "attn_weights = torch.softmax("
+CAT_CODE = "return torch.cat([head(x) for head in self.heads], dim=-1)"  # the wrapper's merge
+VIEW_CODE = "context_vec = context_vec.contiguous().view("  # MultiHeadAttention's merge
 
 
 def _weight(scores, keep, p: float, head: int, row: int, col: int):
@@ -42,6 +44,11 @@ def heads(scores, keep, p: float, shown: range, pieces, *, code: str = WEIGHTS_C
     )
 
 
+def heads_of(data: MultiheadView, which: str, p: float, shown: range, pieces) -> Cells:
+    """``heads`` of the view's ``which`` module: "wrapper" or "efficient"."""
+    return heads(getattr(data, f"{which}_scores"), getattr(data, f"{which}_keep"), p, shown, pieces)
+
+
 def one_head(data: MultiheadView, head: int, p: float, pieces, dims) -> dict[str, Cells]:
     """The wrapper's head ``head``: its weights and its context vectors."""
     return {
@@ -51,7 +58,7 @@ def one_head(data: MultiheadView, head: int, p: float, pieces, dims) -> dict[str
             data.wrapper_values[head],
             pieces,
             dims,
-            code="context_vec = attn_weights @ values",
+            code="context_vec = dropped_weights @ values",
             notation=Notation("context_vec", right="v"),
         ),
     }

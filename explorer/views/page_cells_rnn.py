@@ -18,6 +18,8 @@ from explorer.runtime.caching import CACHE_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
 from explorer.views.cells import Cells
 
+SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # additive_scores, on Why attention
+
 
 @shared_view(max_entries=CACHE_ENTRIES)
 def seq2seq_parts(inputs: bytes, shape: tuple[int, int], seed: int, hidden_size: int):
@@ -38,7 +40,7 @@ def encoder(inputs, seed: int, hidden_size: int, pieces, dims) -> Cells:
     def derive(row: int, col: int):
         return attention.derivations.encoder_state(*_parts(inputs, seed, hidden_size), row, col)
 
-    code = "h = gru_step(weights.encoder, input_part, h)"
+    code = "return (1 - z) * n + z * h"
     return Cells(derive, Notation("encoder_states"), code, tuple(pieces), tuple(dims), rows="token", cols="unit",
                  words=words.gru)  # fmt: skip
 
@@ -52,7 +54,7 @@ def bahdanau(inputs, seed: int, hidden_size: int, steps, pieces) -> Cells:
         score = attention.derivations.bahdanau_score(trace, weights, row, col)
         return dataclasses.replace(found, details={**found.details, "score": score})
 
-    code = "alpha = torch.softmax(e, dim=-1)"
+    code = SCORE_CODE  # the softmax runs in the decoder's loop, which the page does not show
     return Cells(derive, Notation("bahdanau_weights"), code, tuple(steps), tuple(pieces), rows="step", cols="key",
                  words=words.bahdanau)  # fmt: skip
 
@@ -71,7 +73,7 @@ def contrast(inputs, seed: int, pieces, *, additive: bool) -> Cells:
         found = attention.derivations.weight(scores, col, row=row, subtract_max=False)
         return dataclasses.replace(found, details={**found.details, "score": score(row, col)})
 
-    code = "additive_scores(" if additive else "inputs @ inputs.T"
+    code = SCORE_CODE if additive else "inputs @ inputs.T"
     notation = Notation("additive_weights" if additive else "dot_product_weights")
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=words.contrast)
 
