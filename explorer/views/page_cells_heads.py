@@ -68,7 +68,7 @@ def merged(weights, values, pieces, cols, *, first: int = 0, code: str, matrix: 
     """The heads' context vectors side by side, from column ``first`` on (a page may show some heads)."""
 
     def derive(row: int, col: int):
-        return attention.derivations.merge(weights, values, row, first + col)
+        return attention.derivations.merge(np.array(weights), np.array(values), row, first + col)  # writable copies
 
     notation = Notation(matrix)
     return Cells(derive, notation, code, tuple(pieces), tuple(cols), cols="dim", keys=tuple(pieces), words=words.merged)
