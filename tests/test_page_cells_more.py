@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from apptest_support import app, decode, figure_specs, next_step
-from test_page_cells import COL, ROW, picker
+from test_page_cells import COL, ROW, go_to, picker
 
 import attention
 from attention import derivations
@@ -118,13 +118,6 @@ def drawn(at) -> list[list[np.ndarray]]:
 
 def last_number(text: str) -> float:
     return float(re.findall(r"−?\d+\.\d{4}", text)[-1].replace("−", "-"))
-
-
-def go_to(page: str, step: int):
-    at = app(f"pages/{page}.py")
-    for _ in range(step):
-        next_step(at)
-    return at
 
 
 @pytest.mark.parametrize(("page", "step"), [(page, step) for page, steps in CASES.items() for step in steps])

@@ -65,8 +65,18 @@ def gru(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequen
 
 
 def bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A Bahdanau weight α_ij: the softmax over the encoder tokens of the additive scores e_ij."""
+    """A Bahdanau weight α_ij: the softmax over the encoder tokens of the additive scores e_ij, in the
+    untrained encoder–decoder, or (``details["model"]``) in the reversal model's alignment."""
     i, j, e = d.row + 1, d.col + 1, d.details["score"]
+    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_products(e)} = {number(e.value)}"
+    if "model" in d.details:
+        words = (
+            f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
+            f"{_token(row_label)}, reads input token x^({j}) {_token(keys[d.col])}. It is the {term('softmax')} over "
+            f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
+            f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
+        )
+        return words, "\n".join([score, *_softmax(d, keys, "α")])
     state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
     words = (
         f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
@@ -74,7 +84,6 @@ def bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str, keys: S
         f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
         f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
     )
-    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_products(e)} = {number(e.value)}"
     return words, "\n".join([score, *_softmax(d, keys, "α")])
 
 
@@ -95,20 +104,6 @@ def contrast(d: Derivation, n: Notation, row_label: str, col_label: str, keys: S
         )
         score = f"ω_{sub(d.row, d.col)} = x^({i})·x^({j}) = {_products(s)}"
     return words, "\n".join([f"{score} = {number(s.value)}", *_softmax(d, keys, "α")])
-
-
-def reversal(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A weight of the reversal model's alignment: softmax of e_ij from the decoder state and annotation."""
-    i, j, e = d.row + 1, d.col + 1, d.details["score"]
-    model = d.details["model"]
-    words = (
-        f"The {model} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
-        f"{_token(row_label)}, reads input token x^({j}) {_token(keys[d.col])}. It is the {term('softmax')} over the "
-        f"input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and the "
-        f"annotation h_j ({e.details['attention_size']} rows of v_a)."
-    )
-    score = f"e_{sub(d.row, d.col)} = {_products(e)} = {number(e.value)}"
-    return words, "\n".join([score, *_softmax(d, keys, "α")])
 
 
 def embedding(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):

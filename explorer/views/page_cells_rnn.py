@@ -90,7 +90,7 @@ def reversal(ids, written, pieces) -> Cells:
 
     labels = tuple(f"{name} · input {j + 1}: {pieces[j]}" for name in ("untrained", "trained") for j in range(count))
     return Cells(derive, Notation("alignment"), "weights = torch.softmax(", tuple(written), labels, rows="step",
-                 cols="model · input", keys=tuple(pieces), words=words.reversal)  # fmt: skip
+                 cols="model · input", keys=tuple(pieces), words=words.bahdanau)  # fmt: skip
 
 
 def embeddings(inputs, ids, pieces, settings) -> Cells:
