@@ -104,3 +104,11 @@ def test_marks_outline_a_cell_or_a_row(row, col, expected):
     (column,) = figures.cell_marks(spec, col=1)
     assert (column["x0"], column["x1"], column["y0"], column["y1"]) == (0.5, 1.5, -0.5, 2.5)
     assert figures.cell_marks(spec, row=7) == [], "a row the heatmap does not show gets no mark"
+
+
+def test_the_points_do_not_stretch_the_axes_beyond_the_cells():
+    """A scatter pads plotly's autorange; a pickable heatmap keeps its cells' extent (30 rows' ticks overlapped)."""
+    z = np.arange(30 * 4, dtype=float).reshape(30, 4)
+    fig = figures.heatmap(z, [f"t{k}" for k in range(30)], [f"d{k}" for k in range(4)], pickable=True, col_tokens=False)
+    assert list(fig.layout.yaxis.range) == [29.5, -0.5], "rows top to bottom, as the plain heatmap's reversed autorange"
+    assert list(fig.layout.xaxis.range) == [-0.5, 3.5]

@@ -67,8 +67,22 @@ def pick_layer(data: list[dict], layout: dict, *, apart: bool = True) -> list[di
     for trace in data:
         trace["hoverinfo"] = "skip"
         trace.pop("hovertemplate", None)
+    for heat in heats:  # the points must not stretch an axis: each keeps its heatmap's extent
+        _keep_extent(layout, heat)
     layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
     return [*data, *layers]
+
+
+def _keep_extent(layout: dict, heat: dict) -> None:
+    """Fix ``heat``'s axes to its cells' extent (reversed where its y axis is), unless a range is set."""
+    for name, values in (("x", list(heat["x"])), ("y", list(heat["y"]))):
+        key = f"{name}axis" + heat.get(f"{name}axis", name)[1:]
+        axis = layout.setdefault(key, {})
+        if "range" in axis:
+            continue
+        span = [min(values) - 0.5, max(values) + 0.5]
+        axis["range"] = span[::-1] if axis.get("autorange") == "reversed" else span
+        axis.pop("autorange", None)
 
 
 def _layer(heat: dict, overlays: list[dict], offset: int) -> dict | None:

@@ -65,7 +65,7 @@ def test_a_click_on_the_merged_heads_explains_the_cell(app_page, title, plot, ro
     assert re.search(title, app_page.plots()[plot].title)
     sums = click_cell(app_page, plot, 0, row, col)
     assert last_number(sums[-1]) == pytest.approx(cell(app_page, plot, 0, row, col), abs=1e-4)
-    assert ("head 1 (columns" in sums[-1]) == (title == "out_proj"), "out_proj's terms come grouped by head"
+    assert ("head 1 (column" in sums[-1]) == (title == "out_proj"), "out_proj's terms come grouped by head"
 
 
 def test_a_click_on_a_bahdanau_weight_explains_it(app_page):
