@@ -109,6 +109,8 @@ def test_marks_outline_a_cell_or_a_row(row, col, expected):
 def test_the_points_do_not_stretch_the_axes_beyond_the_cells():
     """A scatter pads plotly's autorange; a pickable heatmap keeps its cells' extent (30 rows' ticks overlapped)."""
     z = np.arange(30 * 4, dtype=float).reshape(30, 4)
-    fig = figures.heatmap(z, [f"t{k}" for k in range(30)], [f"d{k}" for k in range(4)], pickable=True, col_tokens=False)
+    fig = figures.heatmap(
+        z, [f"t{k}" for k in range(30)], [f"d{k}" for k in range(4)], pickable=True, col_tokens=False, title="t"
+    )
     assert list(fig.layout.yaxis.range) == [29.5, -0.5], "rows top to bottom, as the plain heatmap's reversed autorange"
     assert list(fig.layout.xaxis.range) == [-0.5, 3.5]
