@@ -201,7 +201,9 @@ class MultiheadView:
     """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active;
     ``wrapper_head_context`` (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context``
     (T, d_out), the heads merged before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` the efficient module's lines with their live shapes (b = 1)."""
+    ``shape_rows`` the efficient module's lines with their live shapes (b = 1). For the cell panel:
+    ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw or None;
+    ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -215,6 +217,14 @@ class MultiheadView:
     efficient_output: np.ndarray
     shape_rows: tuple[ShapeRow, ...]
     shared_d_out: int
+    wrapper_scores: np.ndarray
+    wrapper_keep: np.ndarray | None
+    wrapper_values: np.ndarray
+    efficient_scores: np.ndarray
+    efficient_keep: np.ndarray | None
+    efficient_values: np.ndarray
+    out_weight: np.ndarray
+    out_bias: np.ndarray
     wrapper_vs_efficient_max_difference: float | None  # None when the fused module would be too large
     agreement_outputs: tuple[np.ndarray, np.ndarray] | None = None  # (wrapper, fused module), (T, h * d_out) each
 
@@ -253,36 +263,6 @@ class SpeedView:
     device: str
     rounds: tuple[int, ...] = ()  # timing rounds run at each T; fewer than repeats when the budget ran out
     skipped_tokens: tuple[int, ...] = ()  # the T not measured because they would not fit in the budget
-
-
-@dataclass(frozen=True)
-class HeadSummaries:
-    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
-    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), and the mean distance back."""
-
-    previous_token: np.ndarray
-    first_token: np.ndarray
-    entropy: np.ndarray
-    entropy_share: np.ndarray
-    mean_distance: np.ndarray
-    uniform_entropy: float
-
-
-@dataclass(frozen=True)
-class EveryHead:
-    """Every layer's and head's attention weights on the first ``shown`` of the sentence's ``num_tokens`` tokens
-    (causal: later tokens do not change them), with each head's ``summaries`` (arrays (L, h)) over those.
-
-    Shapes: ``weights`` (L, h, shown, shown); ``pieces`` the shown tokens."""
-
-    weights: np.ndarray
-    pieces: tuple[str, ...]
-    summaries: HeadSummaries
-    num_tokens: int
-
-    @property
-    def shown(self) -> int:
-        return len(self.pieces)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import attention
 from explorer import figures, session, widgets
 from explorer.page_text import generate as notes
 from explorer.views import generation as views
+from explorer.views.page_cells_rnn import recorded_weights
 
 run = session.current_run()
 settings = run.settings
@@ -67,7 +68,12 @@ elif step in (1, 2):
         row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
         title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
         shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
-        weights = widgets.panel("query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, **shown)
+        explain = recorded_weights(
+            rows, row_labels, pieces[:seen], layer=layer, head=head, first_query=prompt_tokens - 1
+        )
+        weights = widgets.panel(
+            "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown
+        )
         names = data.top_pieces[k]
         chosen = data.ids[seen]
         highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
@@ -75,6 +81,7 @@ elif step in (1, 2):
         probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
                               highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
         widgets.side_by_side(weights, probs)
+        widgets.explain_cell()
         widgets.show_code(attention.GPTWithCache.step)
     else:
         check = widgets.guard(views.cache_check, settings, options)  # computed for this step alone

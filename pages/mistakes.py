@@ -9,6 +9,7 @@ from explorer.figures import mistakes as drawn
 from explorer.page_text import mistakes as notes
 from explorer.page_text.questions import Question
 from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
+from explorer.views.page_cells_heads import mistake as mistake_cells
 from explorer.widgets.questions import show_question
 
 MISTAKE = "mistakes:mistake"
@@ -71,7 +72,9 @@ elif step == 1:
         future=data.future,
         title=f"attn_weights, head 1: {mistake.title}",
         zmax=data.weight_limit,
+        explain=mistake_cells(data, data.pieces),
     )
+    widgets.explain_cell()
     if rows := int(data.nan_rows.sum()):
         st.warning(
             f"{rows} row{'s are' if rows != 1 else ' is'} NaN, not a number (filled orange): the mask hides every "

@@ -10,6 +10,7 @@ from explorer.page_text import questions
 from explorer.page_text.format import first_values
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.settings import RANDOM
+from explorer.views import page_cells_heads as cells
 
 run = session.current_run()
 settings = run.settings
@@ -25,6 +26,7 @@ HEAD = "multihead:head"
 head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
+p = settings.dropout if dropout_on else 0.0  # the cell panel's dropout rate
 steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 is_trained = settings.weights != RANDOM
 trained = ["What each head looks at", "Every layer and head"] if is_trained else []
@@ -46,7 +48,9 @@ def heads_grid(weights, title: str, name: str) -> None:
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(cell_text=len(group) * num_tokens <= 12)
+    layout.update(explain=cells.heads_of(data, name.split("-")[0], p, group, pieces))  # wrapper- or efficient-
     widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
+    widgets.explain_cell()
 
 
 if step == 0:
@@ -58,15 +62,20 @@ elif step == 1:
         names = (lambda k: f"head {k + 1}") if num_heads <= 8 else (lambda k: str(k + 1))
         head_control("Head to inspect", "head", range(num_heads), 1, names)
     st.markdown(notes.one_head_text(head, num_tokens, d_out))
+    explained = cells.one_head(data, head, p, pieces, notes.labels(d_out))
     left, right = st.columns([3, 2])
     with left:
         options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
         options.update(kind="weights")
         weights = data.wrapper_weights[head]
-        widgets.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options, cell_text=num_tokens <= 10)
+        options.update(cell_text=num_tokens <= 10, explain=explained["head-weights"])
+        widgets.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options)
     with right:
         context, title = data.wrapper_head_context[head], f"head {head + 1}: context_vec"
-        widgets.token_vectors("head-context", context, pieces, notes.labels(d_out), title=title)
+        widgets.token_vectors(
+            "head-context", context, pieces, notes.labels(d_out), title=title, explain=explained["head-context"]
+        )
+    widgets.explain_cell()
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
     widgets.show_code(attention.CausalAttention.steps)
 elif step == 2:
@@ -77,7 +86,11 @@ elif step == 2:
     part = f" (heads {shown.start + 1}–{shown.stop} of {num_heads})" if len(shown) < num_heads else ""
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
-    widgets.token_vectors("wrapper-output", z, pieces, notes.labels(d_out, shown), title=title)
+    cols = notes.labels(d_out, shown)
+    options = dict(first=shown.start * d_out, code=cells.CAT_CODE)
+    merged = cells.merged(data.wrapper_weights, data.wrapper_values, pieces, cols, **options)
+    widgets.token_vectors("wrapper-output", z, pieces, cols, title=title, explain=merged)
+    widgets.explain_cell()
     widgets.show_code(attention.MultiHeadAttentionWrapper.forward)
 elif step == 3:
     st.markdown(notes.split_text(mha_d_out, num_heads, head_dim))
@@ -97,10 +110,15 @@ elif step == 5:
     with left:
         cols = notes.labels(head_dim, range(num_heads))
         title = f"heads merged ({num_tokens}, {mha_d_out})"
-        widgets.token_vectors("efficient-context", context, pieces, cols, title=title)
+        merged = cells.merged(data.efficient_weights, data.efficient_values, pieces, cols, code=cells.VIEW_CODE)
+        widgets.token_vectors("efficient-context", context, pieces, cols, title=title, explain=merged)
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"
-        widgets.token_vectors("efficient-output", output, pieces, notes.labels(mha_d_out), title=title)
+        out = notes.labels(mha_d_out)
+        widgets.token_vectors(
+            "efficient-output", output, pieces, out, title=title, explain=cells.out_proj(data, pieces, out)
+        )
+    widgets.explain_cell()
     st.markdown(notes.gpt_text())
     widgets.show_code(attention.MultiHeadAttention.steps)
 elif step == 6:

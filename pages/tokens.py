@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, widgets
+from explorer import figures, session, views, widgets
 from explorer.models import choice
 from explorer.page_text.glossary import term
 
@@ -60,5 +60,7 @@ else:
         row_title="token",
         col_title="dimension",
         col_tokens=False,
+        explain=views.page_cells_rnn.embeddings(data.inputs, data.ids, data.pieces, settings),
     )
+    widgets.explain_cell()
     widgets.show_code(attention.embed_tokens, attention.token_vector)

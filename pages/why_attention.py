@@ -7,6 +7,7 @@ import streamlit as st
 import attention
 from explorer import figures, views, widgets
 from explorer.page_text import why_attention as notes
+from explorer.views import page_cells_rnn as cells
 
 st.title("Why attention")
 run = widgets.outside_model()  # the RNN is no part of the GPT: the sidebar's Weights skip it
@@ -35,7 +36,11 @@ if step == 0:
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
     options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
-    widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
+    explain = cells.encoder(data.inputs, settings.seed, hidden_size, pieces, steps_dims)
+    widgets.token_vectors(
+        "encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options, explain=explain
+    )
+    widgets.explain_cell()
 elif step == 1:
     share = view.final_state_share
     st.markdown(notes.fading_text(hidden_size, share))
@@ -50,7 +55,9 @@ elif step == 2:
     options.update(row_title="decoder step", col_title="encoder token")
     options.update(meaning="how much this decoder step reads this encoder state")
     decoder_steps = [f"step {i + 1}" for i in range(weights.shape[0])]  # counted from 1, like the tokens
+    options.update(explain=cells.bahdanau(data.inputs, settings.seed, hidden_size, decoder_steps, pieces))
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
+    widgets.explain_cell()
 elif step == 3:
     final, context = view.final_state_share, view.attention_context_share
     st.markdown(notes.context_text(final, context, num_tokens))
@@ -59,6 +66,7 @@ elif step == 3:
     widgets.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
 elif step == 4:
     widgets.show_alignment(pieces, data.ids)
+    widgets.explain_cell()
 elif step == 5:
     widgets.show_bottleneck()
 else:
@@ -68,7 +76,10 @@ else:
         ("additive-weights", view.additive_weights, "additive: vᵀ tanh(W x_i + U x_j)"),
     )
     for column, (name, weights, title) in zip(st.columns(2), panels, strict=True):
+        explain = cells.contrast(data.inputs, settings.seed, pieces, additive=name.startswith("additive"))
         with column:
-            widgets.draw(figures.heatmap, name, weights, pieces, pieces, title=title, value_name="attention weight")
+            options = dict(title=title, value_name="attention weight", explain=explain)
+            widgets.draw(figures.heatmap, name, weights, pieces, pieces, **options)
+    widgets.explain_cell()
     st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
 widgets.show_code("attention.encoder_decoder", "attention.gru_step", "attention.additive_scores")

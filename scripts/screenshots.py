@@ -4,8 +4,8 @@
 
 Starts ``streamlit run streamlit_app.py`` on a free port (or uses ``--url``),
 opens each page at each step, waits for the figures, and writes
-``artifacts/screens/<page>-step<k>.png`` at 1280×720 (``--size 390x844`` for a phone, ``--full`` for the whole
-page).
+``artifacts/screens/<page>-step<k><name>.png`` at 1280×720 (``--size`` for another window, ``--full`` for
+the whole page).
 """
 
 from __future__ import annotations
@@ -37,17 +37,19 @@ def main() -> None:
     parser.add_argument("--steps", default="1", help="comma-separated step numbers")
     parser.add_argument("--query", default="", help="extra query string, e.g. input=text&text=Hi")
     parser.add_argument("--out", default=str(ROOT / "artifacts" / "screens"))
-    parser.add_argument("--size", default=None, help="the window's width×height, e.g. 390x844 (a phone)")
     parser.add_argument("--full", action="store_true", help="capture the whole page, not just 1280×720")
     parser.add_argument("--url", default=None, help="use an already running app")
+    parser.add_argument("--size", default=None, help="the window, e.g. 390x844 for a phone (default 1280x720)")
+    parser.add_argument("--name", default="", help="added to each file's name, e.g. _phone")
+    parser.add_argument("--scroll", default=None, help="a CSS selector to scroll into view, e.g. .st-key-cell_panel")
     args = parser.parse_args()
+    width, height = (int(n) for n in args.size.split("x")) if args.size else (VIEWPORT["width"], VIEWPORT["height"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         base = args.url or stack.enter_context(AppServer(log=ROOT / "artifacts" / "screens" / "server.log"))
         with sync_playwright() as playwright:
             browser = launch_chromium(playwright)
-            width, height = map(int, args.size.split("x")) if args.size else (VIEWPORT["width"], VIEWPORT["height"])
             context = browser.new_context(viewport={"width": width, "height": height})
             page = context.new_page()
             for name in args.pages:
@@ -56,7 +58,10 @@ def main() -> None:
                     path = "" if name in ROOT_PAGES else name  # the default page lives at the root
                     page.goto(f"{base}/{path}?{query}")
                     wait_for_app(page)
-                    path = out / f"{name}-step{step}.png"
+                    if args.scroll and page.locator(args.scroll).count():
+                        page.locator(args.scroll).first.evaluate("(el) => el.scrollIntoView({block: 'end'})")
+                        page.wait_for_timeout(300)
+                    path = out / f"{name}-step{step}{args.name}.png"
                     page.screenshot(path=str(path), full_page=args.full)
                     print(path)
             browser.close()

@@ -119,3 +119,13 @@ def test_a_large_heatmap_sends_its_hover_as_one_template_and_masked_cells_say_so
     assert len(shown.x) == 210 and all(t.marker.opacity == 0 for t in layers)
     masked = [t for t in layers if t is not shown]
     assert sum(len(t.x) for t in masked) == 190 and all("masked" in t.hovertemplate for t in masked)
+
+
+def test_the_points_do_not_stretch_the_axes_beyond_the_cells():
+    """A scatter pads plotly's autorange; a pickable heatmap keeps its cells' extent (30 rows' ticks overlapped)."""
+    z = np.arange(30 * 4, dtype=float).reshape(30, 4)
+    fig = figures.heatmap(
+        z, [f"t{k}" for k in range(30)], [f"d{k}" for k in range(4)], pickable=True, col_tokens=False, title="t"
+    )
+    assert list(fig.layout.yaxis.range) == [29.5, -0.5], "rows top to bottom, as the plain heatmap's reversed autorange"
+    assert list(fig.layout.xaxis.range) == [-0.5, 3.5]

@@ -9,8 +9,8 @@ import pytest
 from explorer import figures
 from explorer.figures.head_grid import PICK, every_head_grid, labels_fit
 from explorer.figures.tables import figure_tables
+from explorer.models.heads import HeadSummaries
 from explorer.page_text.head_grid import grid_title, head_label, head_labels, label_text
-from explorer.results import HeadSummaries
 
 RNG = np.random.default_rng(0)
 

@@ -43,24 +43,68 @@ def _filled(template: str, fields: dict) -> str:
     return _FIELD.sub(replace, template.replace("<extra></extra>", ""))
 
 
-def pick_layer(data: list[dict], layout: dict) -> list[dict]:
-    """``data`` (a heatmap first, then its marks) with a layer of one invisible point per cell on top,
-    which carries the hover; ``layout`` gets the nearest-point hover a click needs. Unchanged when the
-    heatmap shows block means or more than ``PICK_LIMIT`` cells."""
-    heat = data[0]
+def _axes(trace: dict) -> tuple[str, str]:
+    return trace.get("xaxis", "x"), trace.get("yaxis", "y")
+
+
+def pick_layer(data: list[dict], layout: dict, *, apart: bool = True) -> list[dict]:
+    """``data`` (heatmaps, each followed by its marks) with layers of invisible points, one per cell, on top
+    of each heatmap, which carry the hover; ``layout`` gets the nearest-point hover a click needs.
+
+    One heatmap: a point's ``customdata`` is (row, column). Several (subplots side by side): ``apart``
+    counts the columns on across the panels (panel k's column c is k · columns + c, as if the panels were
+    one wide matrix), else every panel's cell (i, j) is the one cell (i, j) (two versions of one matrix).
+    A heatmap that shows block means or more than ``PICK_LIMIT`` cells gets no points."""
+    heats = [t for t in data if t.get("type") == "heatmap"]
+    layers = []
+    for k, heat in enumerate(heats):
+        offset = k * len(heat["x"]) if apart else 0
+        overlays = [t for t in data if t is not heat and _axes(t) == _axes(heat)]
+        found = _layers(heat, overlays, offset)
+        if found is None:
+            return data
+        layers += found
+    for trace in data:
+        trace["hoverinfo"] = "skip"
+        trace.pop("hovertemplate", None)
+    for heat in heats:  # the points must not stretch an axis: each keeps its heatmap's extent
+        _keep_extent(layout, heat)
+    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
+    return [*data, *layers]
+
+
+def _keep_extent(layout: dict, heat: dict) -> None:
+    """Fix ``heat``'s axes to its cells' extent (reversed where its y axis is), unless a range is set."""
+    for name, values in (("x", list(heat["x"])), ("y", list(heat["y"]))):
+        key = f"{name}axis" + heat.get(f"{name}axis", name)[1:]
+        axis = layout.setdefault(key, {})
+        if "range" in axis:
+            continue
+        span = [min(values) - 0.5, max(values) + 0.5]
+        axis["range"] = span[::-1] if axis.get("autorange") == "reversed" else span
+        axis.pop("autorange", None)
+
+
+def _layers(heat: dict, overlays: list[dict], offset: int) -> list[dict] | None:
+    """The invisible points of one heatmap; None when it has no cells to pick (block means, too many).
+
+    A heatmap whose hover names each cell (``customdata``) gets one layer with a text per point. Otherwise
+    the cells that share a hover share a layer: the numbers' layer reads each value from the points'
+    invisible colour through the heatmap's own template, and masked or dropped cells say so; a 64-token
+    matrix then sends one template, not 4,096 texts."""
     rows, cols = list(heat["y"]), list(heat["x"])
     z = np.asarray(heat["z"], dtype=np.float64)
     blocks = rows != list(range(rows[0], rows[0] + len(rows))) or cols != list(range(cols[0], cols[0] + len(cols)))
     if blocks or z.shape != (len(rows), len(cols)) or z.size > PICK_LIMIT:  # block means are no cells
-        return data
+        return None
     overlay_hover = {}  # (x, y) -> what a mark (masked, dropped) says on hover
-    for trace in data[1:]:
+    for trace in overlays:
         template = trace.get("hovertemplate")
         if template and trace.get("type") == "scatter":
             overlay_hover.update({(x, y): _filled(template, {}) for x, y in zip(trace["x"], trace["y"], strict=True)})
     custom, template = heat.get("customdata"), heat.get("hovertemplate", "")
     groups: dict[str | None, list] = {}  # hover text shared by a group of cells (None: the heatmap's) -> cells
-    texts = []  # a small heatmap's hover, cell by cell: its labels are per cell anyway
+    texts = []  # a heatmap's hover cell by cell, when its labels are per cell anyway
     for i, y in enumerate(rows):
         for j, x in enumerate(cols):
             own = overlay_hover.get((x, y)) or (None if np.isfinite(z[i, j]) else "masked")
@@ -69,13 +113,10 @@ def pick_layer(data: list[dict], layout: dict) -> list[dict]:
                 texts.append(own or _filled(template, fields))
                 own = ""  # one layer: each point has its own text
             groups.setdefault(own, []).append((y, x, z[i, j]))
-    for trace in data:
-        trace["hoverinfo"] = "skip"
-        trace.pop("hovertemplate", None)
     layers = []
     for own, cells in groups.items():
         ys, xs, values = (np.array(c) for c in zip(*cells, strict=True))
-        layer = _points(ys.astype(np.int32), xs.astype(np.int32))
+        layer = _points(ys.astype(np.int32), xs.astype(np.int32), _axes(heat), offset)
         if custom is not None:
             layer.update(hovertext=texts, hovertemplate="%{hovertext}<extra></extra>")
         elif own is None:  # numbers only: the template reads the value from the (invisible) colour
@@ -84,12 +125,12 @@ def pick_layer(data: list[dict], layout: dict) -> list[dict]:
         else:
             layer["hovertemplate"] = f"{own}<extra></extra>"
         layers.append(layer)
-    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
-    return [*data, *layers]
+    return layers
 
 
-def _points(ys: np.ndarray, xs: np.ndarray) -> dict:
-    """Invisible points at cell centres, selected or not, each with its (row, column) in the full matrix."""
+def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int) -> dict:
+    """Invisible points at cell centres, selected or not, each with its (row, column) in the full matrix
+    (columns counted on by ``offset`` across panels side by side)."""
     invisible = {"marker": {"opacity": 0}}
     return {
         "type": "scatter",
@@ -97,7 +138,10 @@ def _points(ys: np.ndarray, xs: np.ndarray) -> dict:
         "mode": "markers",
         "x": xs,
         "y": ys,
-        "customdata": np.stack([ys, xs], axis=-1),  # (cells, 2)
+        "xaxis": axes[0],
+        "yaxis": axes[1],
+        "meta": {"offset": offset},
+        "customdata": np.stack([ys, xs + offset], axis=-1).astype(np.int32),  # (cells, 2)
         "marker": {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"},
         "selected": invisible,
         "unselected": invisible,
@@ -105,21 +149,37 @@ def _points(ys: np.ndarray, xs: np.ndarray) -> dict:
     }
 
 
-def _rect(x0: float, x1: float, y0: float, y1: float, width: int) -> dict:
-    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": {"color": MARK_COLOUR, "width": width}}
+def _rect(x0: float, x1: float, y0: float, y1: float, width: int, axes: tuple[str, str] = ("x", "y")) -> dict:
+    line = {"color": MARK_COLOUR, "width": width}
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "xref": axes[0], "yref": axes[1], "line": line}
 
 
 def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) -> list[dict]:
     """Outlines for a figure's JSON (``spec``): the cell (``row``, ``col``) when both are given, else the
-    whole row or the whole column; none for a row or column the heatmap does not show (a token window)."""
-    heat = next((t for t in spec.get("data", ()) if t.get("type") == "heatmap"), None)
-    if heat is None or (row is None and col is None):
-        return []
+    whole row or the whole column; none for a row or column the heatmap does not show (a token window).
+    On panels side by side, ``col`` counts as ``pick_layer``'s points do (each layer's ``meta.offset``)."""
+    traces = spec.get("data", ())
+    heats = [t for t in traces if t.get("type") == "heatmap"]
+    offsets = {_axes(t): (t.get("meta") or {}).get("offset", 0) for t in traces if t.get("name") == PICK_TRACE}
+    if not offsets and heats:
+        offsets = {_axes(heats[0]): 0}
+    marks = []
+    for heat in heats:
+        if _axes(heat) in offsets:
+            local = None if col is None else col - offsets[_axes(heat)]
+            marks += _marks(heat, row, local, all_columns=col is None)
+    return marks
+
+
+def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -> list[dict]:
     rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
-    if not rows or not cols or (row is not None and row not in rows) or (col is not None and col not in cols):
+    axes = _axes(heat)
+    if (row is None and all_columns) or not rows or not cols:
         return []
-    if row is not None and col is not None:
-        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4)]
+    if (row is not None and row not in rows) or (not all_columns and col not in cols):
+        return []
+    if row is not None and not all_columns:
+        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4, axes)]
     if row is not None:
-        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3)]
-    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3)]
+        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3, axes)]
+    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3, axes)]

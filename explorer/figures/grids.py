@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .cells import pick_layer
 from .labels import plain_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
@@ -38,6 +39,7 @@ def heatmap_grid(
     masked=None,
     columns: int = 3,
     max_row_height: int | None = None,
+    pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
@@ -45,7 +47,8 @@ def heatmap_grid(
     land on its neighbour.
 
     ``max_row_height`` caps each grid row's height in pixels, so that many
-    narrow subplots side by side stay on one screen instead of growing tall.
+    narrow subplots side by side stay on one screen instead of growing tall. ``pickable`` adds a point to
+    click in each cell, panel k's column j counted as k · columns + j (``cells.pick_layer``).
     """
     stack = np.asarray(matrices, dtype=np.float64)
     count, rows, cols = stack.shape
@@ -112,4 +115,5 @@ def heatmap_grid(
     for name, props in axes.items():
         ticks = x_ticks if name.startswith("x") else {**y_ticks, "autorange": "reversed"}
         axes[name] = axis(style, **props, **ticks, showgrid=False)
-    return figure(data, figure_layout(title, style, height, **axes, annotations=annotations))
+    layout = figure_layout(title, style, height, **axes, annotations=annotations)
+    return figure(pick_layer(data, layout) if pickable else data, layout)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .cells import pick_layer
 from .charts import lines_spec
 from .labels import plain_label, token_labels, visible_token
 from .layout import (
@@ -62,6 +63,7 @@ def right_and_wrong(
     title: str,
     titles: tuple[str, str] = ("right: the package's code", "wrong: with the mistake"),
     zmax: float = 1.0,
+    pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Two (T, T) weight matrices side by side on one fixed 0–``zmax`` colour scale with one colour bar.
@@ -149,7 +151,7 @@ def right_and_wrong(
         coloraxis=colour_axis,
         **own,
     )
-    return figure(data, layout)
+    return figure(pick_layer(data, layout, apart=False) if pickable else data, layout)
 
 
 def _positions(rows, cols) -> np.ndarray:

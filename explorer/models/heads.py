@@ -5,6 +5,7 @@ and every layer's heads at once, for the grid of all layers × heads (``every_he
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -12,9 +13,39 @@ import streamlit as st
 import attention
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
 from explorer.models.inputs import layer_prepared
-from explorer.results import EveryHead, HeadSummaries
 from explorer.runtime.lazy import torch
 from explorer.settings import RANDOM, Settings
+
+
+@dataclass(frozen=True)
+class HeadSummaries:
+    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
+    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), and the mean distance back."""
+
+    previous_token: np.ndarray
+    first_token: np.ndarray
+    entropy: np.ndarray
+    entropy_share: np.ndarray
+    mean_distance: np.ndarray
+    uniform_entropy: float
+
+
+@dataclass(frozen=True)
+class EveryHead:
+    """Every layer's and head's attention weights on the first ``shown`` of the sentence's ``num_tokens`` tokens
+    (causal: later tokens do not change them), with each head's ``summaries`` (arrays (L, h)) over those.
+
+    Shapes: ``weights`` (L, h, shown, shown); ``pieces`` the shown tokens."""
+
+    weights: np.ndarray
+    pieces: tuple[str, ...]
+    summaries: HeadSummaries
+    num_tokens: int
+
+    @property
+    def shown(self) -> int:
+        return len(self.pieces)
+
 
 GRID_CELLS = 12 * 12 * 48 * 48  # weights the grid draws at most: GPT-2 small's 12 × 12 heads at 48 tokens
 

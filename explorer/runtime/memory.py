@@ -78,6 +78,8 @@ def multihead_bytes(num_tokens: int, d_in: int, d_out: int, h: int, ctx: int, dr
     efficient = trace_bytes(1, h, num_tokens, d_in, d_out // h, d_out, dropout, out_proj=True)
     heads = num_tokens * h * d_out * FLOAT  # one (T, h * d_out) output
     result = 2 * h * num_tokens**2 * FLOAT + num_tokens**2 * BOOL + heads + 2 * num_tokens * d_out * FLOAT
+    panel = 2 * h * num_tokens**2 * (FLOAT + (BOOL if dropout else 0)) + heads + num_tokens * d_out * FLOAT
+    result += panel + (d_out + 1) * d_out * FLOAT  # what the cell panel reads: scores, draws, values, out_proj
     fused = 0
     if h * d_out <= SHARED_D_OUT_LIMIT:
         shared = module_bytes("MultiHeadAttention", d_in, h * d_out, h, ctx)

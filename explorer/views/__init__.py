@@ -9,7 +9,7 @@ modules, so the first page's run imports no torch.
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 """
 
-from explorer.views import cells, page_cells
+from explorer.views import cells, page_cells, page_cells_heads, page_cells_rnn
 from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
 from explorer.views.chapter import (
     WHY_HIDDEN_SIZE,
@@ -42,6 +42,8 @@ __all__ = [
     "multihead_view",
     "note",
     "page_cells",
+    "page_cells_heads",
+    "page_cells_rnn",
     "page_turn",
     "qkv_view",
     "reversal_view",

@@ -19,6 +19,8 @@ import attention
 from explorer.figures.labels import visible_token
 from explorer.page_text.cells import Notation, explain
 
+TOKEN_AXES = ("query", "key", "token")  # a picker lists these as tokens counted from 1; others by their names
+
 
 @dataclass(frozen=True)
 class Cells:
@@ -35,6 +37,7 @@ class Cells:
     rows: str = "query"
     cols: str = "key"
     keys: tuple[str, ...] = ()
+    words: Callable = explain  # writes a derivation out: ``page_text.cells.explain``, or a kind's own
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -45,7 +48,10 @@ class Cells:
         """The picker's rows and columns as it lists them: a token counted from 1, as the book counts ("2: Your"),
         or a name ("dim 0"). Made once: a page's rerun lists the same ones."""
         return tuple(
-            tuple(f"{k + 1}: {visible_token(label)}" if what != "dim" else str(label) for k, label in enumerate(labels))
+            tuple(
+                f"{k + 1}: {visible_token(label)}" if what in TOKEN_AXES else str(label)
+                for k, label in enumerate(labels)
+            )
             for what, labels in ((self.rows, self.row_labels), (self.cols, self.col_labels))
         )
 
@@ -53,9 +59,10 @@ class Cells:
         return self.derive(row, col)
 
     def explain(self, row: int, col: int) -> tuple[str, str]:
-        """The words and the sum of cell (``row``, ``col``) (``page_text.cells.explain``)."""
+        """The words and the sum of cell (``row``, ``col``) (``page_text.cells.explain`` unless ``words``): the
+        sum is one text, or (heading, text) pairs to show side by side."""
         keys = self.keys or self.col_labels
-        return explain(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
+        return self.words(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
 
 
 def _row(matrix, row: int) -> np.ndarray:

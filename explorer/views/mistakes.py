@@ -69,6 +69,7 @@ class MistakeView:
     nan_tokens: int
     measures: tuple[Measure, ...]
     curve: Curve | None
+    cell_inputs: tuple = ()  # (the MistakeRun, the module, x): what ``derivations.mistake_cell`` reads for a cell
 
     def measure(self, key: str) -> Measure:
         """The measure named ``key`` (as ``attention.MistakeRun.measure``)."""
@@ -128,4 +129,5 @@ def mistake_view(run: Run, name: str) -> MistakeView:
         nan_tokens=result.nan_tokens,
         measures=result.measures,
         curve=None if curve is None else from_tensors(Curve, curve),
+        cell_inputs=(result, mha, x),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 import attention
 from explorer.models.modules import module_for
 from explorer.results import MultiheadView
@@ -28,7 +30,10 @@ def multihead_view(run: Run) -> MultiheadView:
     it is active; ``wrapper_head_context`` (num_heads, T, d_out);
     ``wrapper_output`` (T, num_heads * d_out); ``efficient_context`` (T, d_out), the
     heads merged, before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` each line of ``MultiHeadAttention.steps`` with the shape it made here.
+    ``shape_rows`` each line of ``MultiHeadAttention.steps`` with the shape it made here. What the cell
+    panel reads: ``*_scores`` (num_heads, T, T), scaled, −∞ where masked; ``*_keep`` (num_heads, T, T), True =
+    kept by dropout, or None; ``*_values`` (num_heads, T, head_dim); ``out_weight`` (d_out, d_out) and
+    ``out_bias`` (d_out,), ``out_proj``'s, as ``nn.Linear`` stores them.
     """
     settings = run.settings
     inputs = _inputs_tensor(run).unsqueeze(0)  # (1, num_tokens, d_in)
@@ -56,8 +61,21 @@ def multihead_view(run: Run) -> MultiheadView:
         efficient_weights=efficient_trace.dropped_weights[0].numpy(),
         efficient_context=efficient_trace.context[0].numpy(),
         efficient_output=efficient_trace.output[0].numpy(),
+        wrapper_scores=wrapper_trace.masked_scores[0].numpy(),
+        wrapper_keep=_kept(wrapper_trace),
+        wrapper_values=wrapper_trace.values[0].numpy(),
+        efficient_scores=efficient_trace.masked_scores[0].numpy(),
+        efficient_keep=_kept(efficient_trace),
+        efficient_values=efficient_trace.values[0].numpy(),
+        out_weight=efficient.out_proj.weight.detach().numpy(),
+        out_bias=efficient.out_proj.bias.detach().numpy(),
         shape_rows=line_shapes(attention.MultiHeadAttention.steps, efficient, inputs),
         shared_d_out=shared_d_out,
         wrapper_vs_efficient_max_difference=agreement,
         agreement_outputs=outputs,
     )
+
+
+def _kept(trace) -> np.ndarray | None:
+    """The first sequence's dropout draw, (num_heads, T, T), True = kept; None when dropout is off."""
+    return None if trace.dropout_mask is None else trace.dropout_mask[0].numpy()

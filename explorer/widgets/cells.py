@@ -145,9 +145,11 @@ class MarkedFigure(EncodedFigure):
 
 @functools.lru_cache(maxsize=64)
 def _axes(spec: str) -> dict:
-    """The heatmap's row and column positions in a figure's JSON, read once per shared figure."""
-    heat = next(t for t in json.loads(spec)["data"] if t.get("type") == "heatmap")
-    return {"data": [{"type": "heatmap", "x": heat["x"], "y": heat["y"]}]}
+    """What ``figures.cell_marks`` reads of a figure's JSON, read once per shared figure: each heatmap's row
+    and column positions and axes, and the pick layers' axes and column offsets (panels side by side)."""
+    read = {"heatmap": ("type", "x", "y", "xaxis", "yaxis"), figures.PICK_TRACE: ("name", "xaxis", "yaxis", "meta")}
+    traces = [(read.get(t.get("type")) or read.get(t.get("name")), t) for t in json.loads(spec)["data"]]
+    return {"data": [{k: t[k] for k in keys if k in t} for keys, t in traces if keys]}
 
 
 def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
@@ -230,6 +232,11 @@ def explain_cell(where=None) -> None:
             return
         words, sums = cells.explain(chosen["row"], chosen["col"])
         st.markdown(words)
-        st.code(sums, language=None, wrap_lines=True)
+        if isinstance(sums, str):
+            st.code(sums, language=None, wrap_lines=True)
+        else:  # two versions of one cell side by side (stacked on a phone)
+            for column, (heading, text) in zip(st.columns(len(sums)), sums, strict=True):
+                column.markdown(heading)
+                column.code(text, language=None, wrap_lines=True)
         number = names.index(name) + 1
         page_param("cell", f"{chosen['row'] + 1},{chosen['col'] + 1}" + (f",{number}" if number > 1 else ""))

@@ -10,6 +10,7 @@ from explorer import figures
 from explorer.models.heads import summaries
 from explorer.page_text.glossary import term
 from explorer.settings import Settings
+from explorer.views import page_cells_rnn
 from explorer.views.reversal import reversal_view
 from explorer.widgets.basics import table
 from explorer.widgets.charts import draw
@@ -88,6 +89,7 @@ def show_alignment(pieces, ids) -> None:
         title="Bahdanau weights: rows write the sentence backwards, columns are the input",
         columns=2,
         max_row_height=480,
+        explain=page_cells_rnn.reversal(ids, written, list(pieces)),
     )
     st.caption(attention.TRAINED_NOTE)
 
