@@ -42,7 +42,7 @@ BASE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
 [data-testid="stHeader"] {background: transparent; pointer-events: none;}
 [data-testid="stHeader"] [data-testid="stToolbar"] {pointer-events: auto;}
-/* a diff's removed and added lines at WCAG AA contrast on the code block's grey (Streamlit's red is 3.2 : 1) */
+/* a diff's removed and added lines at WCAG AA contrast on the code block's gray (Streamlit's red is 3.2 : 1) */
 [data-testid="stCode"] .deleted {color: #b42318 !important;}
 [data-testid="stCode"] .inserted {color: #116329 !important;}
 @media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
