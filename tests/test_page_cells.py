@@ -92,6 +92,8 @@ def test_the_selection_is_kept_per_step_and_marked_on_the_other_panel():
         ("qkv", 3, "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5"),
         ("dropout", 1, "dropped_weights, dropout_mask = drop_with_mask("),
         ("causal_mask", 5, "context_vec = dropped_weights @ values"),
+        ("multihead", 2, "return torch.cat([head(x) for head in self.heads], dim=-1)"),  # the wrapper's merge
+        ("multihead", 5, "context_vec = context_vec.contiguous().view("),  # MultiHeadAttention's merge
     ],
 )
 def test_the_line_that_made_the_matrix_is_marked_in_the_code(page, step, line):
