@@ -87,9 +87,8 @@ def dot_product(left, right, *, kind: str = "score", row: int = 0, col: int = 0)
     if left.shape != right.shape:
         raise ValueError(f"a dot product needs two vectors of one length, got {left.numel()} and {right.numel()}")
     products = left * right  # (d,)
-    terms = tuple(
-        Term(d, (float(a), float(b)), float(p)) for d, (a, b, p) in enumerate(zip(left, right, products, strict=True))
-    )
+    rows = zip(left.tolist(), right.tolist(), products.tolist(), strict=True)  # Python floats: one term each
+    terms = tuple(Term(d, (a, b), p) for d, (a, b, p) in enumerate(rows))
     total = float(products.sum())
     return Derivation(kind, row, col, terms, total, total, {"d": left.numel()})
 
@@ -127,9 +126,8 @@ def weight(scores_row, col: int, *, row: int = 0, masked=None, subtract_max: boo
     shown = scores.masked_fill(hidden, -math.inf)  # (num_tokens,)
     row_max = float(shown.max()) if subtract_max else 0.0
     exps = torch.exp(shown - row_max)  # (num_tokens,), exp(−∞) = 0
-    terms = tuple(
-        Term(j, (float(s),), float(e), bool(h)) for j, (s, e, h) in enumerate(zip(shown, exps, hidden, strict=True))
-    )
+    rows = zip(shown.tolist(), exps.tolist(), hidden.tolist(), strict=True)
+    terms = tuple(Term(j, (s,), e, h) for j, (s, e, h) in enumerate(rows))
     exp_sum = float(exps.sum())
     details = {"row_max": row_max, "exp_sum": exp_sum, "numerator": float(exps[col]), "subtract_max": subtract_max}
     return Derivation("weight", row, col, terms, exp_sum, float(exps[col]) / exp_sum, details)
@@ -152,7 +150,7 @@ def renormalized(masked_row, col: int, *, row: int = 0, masked=None) -> Derivati
     entries = _vector(masked_row)
     _check(col, entries.numel(), "key")
     hidden = [False] * entries.numel() if masked is None else [bool(h) for h in torch.as_tensor(masked).reshape(-1)]
-    terms = tuple(Term(j, (float(e),), float(e), h) for j, (e, h) in enumerate(zip(entries, hidden, strict=True)))
+    terms = tuple(Term(j, (e,), e, h) for j, (e, h) in enumerate(zip(entries.tolist(), hidden, strict=True)))
     row_sum = float(entries.sum())
     if row_sum == 0:
         raise ValueError("this row's masked weights sum to 0: it cannot be renormalized")
