@@ -6,6 +6,7 @@ shown, never interpreted by plotly; ``plain_label`` escapes labels that are not 
 
 from __future__ import annotations
 
+import functools
 import html
 import unicodedata
 from collections.abc import Sequence
@@ -13,9 +14,11 @@ from collections.abc import Sequence
 _INVISIBLE = {" ": "␣", "\t": "⇥", "\n": "↵", "\r": "␍"}
 
 
+@functools.lru_cache(maxsize=8192)
 def visible_token(piece: str, *, max_chars: int = 24) -> str:
     """A token's text with whitespace and invisible characters made visible and
-    long pieces shortened; for places that show text literally (tables)."""
+    long pieces shortened; for places that show text literally (tables). Cached: a page's labels and a
+    cell's words show the same few hundred tokens again at every run."""
     shown = []
     for char in piece:
         if char in _INVISIBLE:

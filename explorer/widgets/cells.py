@@ -41,6 +41,7 @@ from explorer.widgets.drawn import Drawn, EncodedFigure
 # On a touch screen plotly.js selects a tapped point from the last hover (``selectOnClick`` reads
 # ``gd._hoverdata``), and a tap has no hover before it: the first tap selected nothing, a later one the cell
 # tapped before. A mousemove at the touch point, sent as the finger lands, gives plotly that hover first.
+# The sidebar draws it once a page (``widgets.sidebar``): a listener on the document serves every step.
 TOUCH_HOVER = """<script>
 if (!window.cellTouchHover) {
   window.cellTouchHover = true;
@@ -213,7 +214,6 @@ def explain_cell(where=None) -> None:
     st.session_state[widgets[2]] = chosen["col"] if chosen else None
     changed = {"on_change": _picker_changed, "args": (key, panels, widgets)}
     with (where or st).container(key="cell_panel"):
-        st.html(TOUCH_HOVER, unsafe_allow_javascript=True)
         if len(panels) > 1:
             st.selectbox("Matrix", names, format_func=lambda k: panels[k].notation.name, key=widgets[0], **changed)
         for column, widget, what, options in zip(
