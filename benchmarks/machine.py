@@ -16,6 +16,10 @@ def loadavg() -> tuple[float, float, float]:
     return os.getloadavg()
 
 
+def load_text(values: tuple[float, float, float]) -> str:
+    return " / ".join(f"{value:.2f}" for value in values) + " (1, 5, 15 min)"
+
+
 def cpu_model() -> str:
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
         for line in f:

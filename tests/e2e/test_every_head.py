@@ -9,9 +9,9 @@ import urllib.parse
 
 import pytest
 from e2e_support import ARTIFACTS, eventually, open_page
+from gpt2_checkpoints import write_gpt2
 from test_presenter import SCREEN_HEIGHT, SENTENCE_30, measure, problems
 
-from benchmarks.checkpoints import write_gpt2
 from benchmarks.launch import AppServer
 
 pytestmark = pytest.mark.browser
