@@ -1,31 +1,34 @@
-"""Server cost of each kind of action (issues 15 and 25): a Next click, a page switch, a new sentence, a cell
-selection; first paint; and a first look at the grid of every layer and head.
+"""Server cost of each kind of action (issues 15, 23 and 25): a Next click, a page switch, a new sentence, a
+cell selection; first paint; a first look at the grid of every layer and head; the functions an action enters.
 
-Usage, from the repository root (BENCHMARKS.md's "Cost per action and first paint (issue 15)", "A cell
-selection (issue 25)" and "Every layer and head at a glance (issue 25)" have the method)::
+Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 have the method)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
     python -m benchmarks.actions paint --repeats 3
     python -m benchmarks.actions select --sizes 6,30,64 --repeats 15
     python -m benchmarks.actions grid --repeats 7
+    python -m benchmarks.actions hops --list
 
-``costs`` times each action inside the server (``launch.TimedServer``), and ``select`` a cell selection on
-Causal mask's step 1 against Next and Previous; ``paint`` times each phase of a cold start (``PHASES``);
-``grid`` times in this process, on one torch thread as the server runs, what the server does for a first look
-at Multi-head attention's grid (``first_look``), for the small GPT and a GPT-2-small-shaped checkpoint of random
-numbers (``tests/gpt2_checkpoints.py``; ``--checkpoint`` reuses one). Each writes ``artifacts/actions/<command>.json``.
+``costs`` times each action inside the server (``launch.TimedServer``), ``select`` a cell selection on Causal
+mask's step 1 against Next and Previous; ``paint`` times each phase of a cold start (``PHASES``); ``grid`` times
+in this process, on one torch thread as the server runs, what the server does for a first look at Multi-head
+attention's grid (``first_look``), for the small GPT and a GPT-2-small-shaped checkpoint of random numbers
+(``tests/gpt2_checkpoints.py``; ``--checkpoint`` reuses one); ``hops`` counts functions entered (``entered``),
+numbers that depend on the code, not the machine. Each writes ``artifacts/actions/<command>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import functools
 import json
 import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +44,7 @@ from benchmarks.sentences import Sentences, open_typed
 ARTIFACTS = ROOT / "artifacts" / "actions"
 ACTIONS = ("select", "next", "previous", "switch", "sentence")
 PAGE, CHART = "causal_mask", "unmasked-weights"  # what ``select`` clicks: step 1's heatmap
+HOPS_SENTENCE = "The quick brown fox jumps over the lazy dog again and again, said the teacher today"
 SENTENCE_30 = (  # ``grid``'s 30 GPT-2 tokens, as in tests/e2e/test_presenter.py
     "Attention lets every token in a sentence look back at the tokens before it, so that a model can weigh "
     "which of the earlier words matter most."
@@ -377,7 +381,63 @@ def grid(args) -> dict:
     return result
 
 
-COMMANDS = {"costs": costs, "paint": paint, "select": select, "grid": grid}
+def entered(run, *, fragment_only: bool) -> collections.Counter:
+    """Each ``explorer/`` function ``run()`` enters, with its number of calls; with ``fragment_only``, only
+    those inside the app script's ``show_page`` fragment."""
+    counts, depth = collections.Counter(), [0]
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        fragment = code.co_name == "show_page" and code.co_filename.endswith("explorer_app.py")
+        if event == "call":
+            depth[0] += fragment
+            inside = depth[0] or not fragment_only
+            if inside and "/explorer/" in code.co_filename and not code.co_name.startswith("<"):
+                counts[(code.co_filename.split("/explorer/", 1)[1], code.co_name)] += 1
+        elif event == "return" and fragment:
+            depth[0] -= 1
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        threading.setprofile(None)
+        sys.setprofile(None)
+    return counts
+
+
+def hops(args) -> dict:
+    """The distinct ``explorer/`` functions (``entered``) of a Next click on Causal mask in ``AppTest``, its view and
+    figures cached (Next, Next, Previous first), inside the page's fragment, which is what a Next click reruns on a
+    server; and of a new sentence typed in the sidebar, the whole run. ``--list`` names every function."""
+    import pandas  # noqa: F401 (the server imports it after its first page, ``runtime.server.warm_up``; so does this)
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from apptest_support import app, next_step, previous_step, stepper_button
+
+    at = app("pages/causal_mask.py")
+    next_step(at)
+    next_step(at)
+    previous_step(at)
+    stepper_button(at, "next").click()
+    found = {"Next click, view and figures cached (the fragment)": entered(at.run, fragment_only=True)}
+    at.radio(key="w_source").set_value("text").run()
+    run = at.text_input(key="w_text").input(HOPS_SENTENCE).run
+    found["New sentence (the whole run)"] = entered(run, fragment_only=False)
+    result = run_facts()
+    for name, counts in found.items():
+        files, calls = {file for file, _ in counts}, sum(counts.values())
+        prepared = sum(n for (file, fn), n in counts.items() if file.endswith("inputs.py") and fn == "prepared")
+        result[name] = {"functions": len(counts), "files": len(files), "calls": calls, "prepared": prepared}
+        print(f"{name}: {len(counts)} distinct explorer functions in {len(files)} files, {calls} calls; "
+              f"inputs.prepared called {prepared} times")  # fmt: skip
+        for (file, function), n in sorted(counts.items()) if args.list else ():
+            print(f"  {n:4d}  {file}  {function}")
+    return result
+
+
+COMMANDS = {"costs": costs, "paint": paint, "select": select, "grid": grid, "hops": hops}
 # --sizes, --repeats and --seed: costs' and paint's, and what other commands take instead
 OPTIONS = {"sizes": [6, 64, 1024], "repeats": 10, "seed": 15}
 COMMAND_OPTIONS = {"select": {"sizes": [6, 30, 64], "repeats": 15, "seed": 0}, "grid": {"repeats": 7}}
@@ -391,6 +451,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="runs of each action, cold starts (paint) or rounds (grid)")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--checkpoint", type=Path, help="grid: a GPT-2-shaped file written before (else one is made)")
+    parser.add_argument("--list", action="store_true", help="hops: name every function entered")
     args = parser.parse_args(argv)
     for key, value in (OPTIONS | COMMAND_OPTIONS.get(args.command, {})).items():
         if getattr(args, key) is None:

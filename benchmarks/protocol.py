@@ -24,7 +24,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from benchmarks.sentences import sentence
 
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
-RUN_TIMEOUT_S = 300.0
+RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
 FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
@@ -36,23 +36,15 @@ SCALAR_STATES["checkbox"] = "bool_value"
 WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
 
 
-def rerun_message(
-    *,
-    query_string: str = "",
-    page_name: str = "",
-    page_script_hash: str = "",
-    states: dict[str, tuple[str, object]] | None = None,
-    trigger: str = "",
-    fragment_id: str = "",
-    cached_hashes: list[str] | tuple[str, ...] = (),
-    url: str = "",
-) -> bytes:
-    """A ``BackMsg`` asking for a script run, serialized as a browser sends it: ``page_name`` is a link's URL path,
-    ``page_script_hash`` the page a session is on; ``states`` maps widget ids to (``WidgetState`` field, value),
-    the widgets not named keeping their values; ``trigger`` is a button's id, clicked in ``fragment_id``."""
+def rerun_message(*, states: dict | None = None, trigger: str = "", cached_hashes=(), url: str = "", **fields) -> bytes:
+    """A ``BackMsg`` asking for a script run, serialized as a browser sends it. ``fields`` are its ``query_string``,
+    ``page_name`` (a link's URL path), ``page_script_hash`` (the page a session is on) and ``fragment_id``;
+    ``states`` maps widget ids to (``WidgetState`` field, value), the widgets not named keeping their values;
+    ``trigger`` is a button's id, clicked in the fragment."""
     msg = BackMsg()
     state = msg.rerun_script
-    state.query_string, state.page_name, state.page_script_hash = query_string, page_name, page_script_hash
+    for name, value in fields.items():
+        setattr(state, name, value)
     for widget_id, (field_name, value) in (states or {}).items():
         widget = state.widget_states.widgets.add()
         widget.id = widget_id
@@ -63,7 +55,6 @@ def rerun_message(
     if trigger:
         widget = state.widget_states.widgets.add()
         widget.id, widget.trigger_value = trigger, True
-    state.fragment_id = fragment_id
     state.cached_message_hashes.extend(cached_hashes)
     if url:
         state.context_info.url, state.context_info.timezone, state.context_info.locale = url, "UTC", "en-US"
@@ -85,7 +76,6 @@ class Reply:
     error: str | None = None
     warning: str | None = None
     notice: str | None = None  # an info box (the app's "this value was changed" notices)
-    markdown: str | None = None
     chart: bool = False  # a new plotly chart
     chart_id: str = ""  # its widget id, when a selection on it reruns the page (``on_select``)
     cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
@@ -157,8 +147,7 @@ def read_reply(data: bytes) -> Reply:
         elif etype == "alert" and element.alert.format == Alert.INFO:
             reply.notice = element.alert.body[:160]
         elif etype == "markdown":
-            reply.markdown = element.markdown.body
-            if match := STEP_RE.search(reply.markdown):
+            if match := STEP_RE.search(element.markdown.body):
                 reply.step = (int(match.group(1)), int(match.group(2)))
         elif etype == "plotly_chart":
             reply.chart, reply.chart_id = True, element.plotly_chart.id
@@ -184,7 +173,6 @@ class Run:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
-    messages: int = 0
     bytes: int = 0
     charts: int = 0
     where: str = ""  # the page and step shown after the run (lessons), e.g. "multihead 3/7"
@@ -209,7 +197,6 @@ class Student:
         self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
         self.steps: int | None = None
         self.app_pages: list[tuple[str, str]] = []
-        self.timeout_s = RUN_TIMEOUT_S  # a run that takes longer is an error
 
     @property
     def url(self) -> str:
@@ -269,7 +256,6 @@ class Student:
         async def receive() -> None:
             while True:
                 data = await self.ws.recv()
-                run.messages += 1
                 run.bytes += len(data)
                 reply = read_reply(data)
                 self.note(reply, run, seen)
@@ -278,9 +264,9 @@ class Student:
 
         try:
             await self.ws.send(message)
-            await asyncio.wait_for(receive(), self.timeout_s)
+            await asyncio.wait_for(receive(), RUN_TIMEOUT_S)
         except asyncio.TimeoutError:
-            run.error = f"timeout after {self.timeout_s:.0f} s"
+            run.error = f"timeout after {RUN_TIMEOUT_S:.0f} s"
         except websockets.ConnectionClosed as exc:
             run.error = f"connection closed: {exc}"
         run.latency = time.perf_counter() - run.sent
