@@ -86,18 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.tokens:
         num_tokens = tuple(int(T) for T in args.tokens.split(","))
     started = time.strftime("%Y-%m-%d %H:%M %Z")
+    shape = {"d_model": d_model, "num_heads": num_heads, "batch_size": batch}
+    options = {"repeats": args.repeats, "device": args.device, "max_weights_bytes": args.max_weights_mib * MIB}
+    progress = lambda done, total, label: print(f"{done}/{total} {label}", file=sys.stderr)  # noqa: E731
     try:
-        result = measure(
-            args.only or list(IMPLEMENTATIONS),
-            num_tokens,
-            d_model=d_model,
-            num_heads=num_heads,
-            batch_size=batch,
-            repeats=args.repeats,
-            device=args.device,
-            on_progress=lambda done, total, label: print(f"{done}/{total} {label}", file=sys.stderr),
-            max_weights_bytes=args.max_weights_mib * MIB,
-        )
+        result = measure(args.only or list(IMPLEMENTATIONS), num_tokens, **shape, **options, on_progress=progress)
     except ValueError as error:
         sys.exit(f"bench_attention: {error}")
     command = shlex.join(["python", "-m", "benchmarks.bench_attention", *(sys.argv[1:] if argv is None else argv)])

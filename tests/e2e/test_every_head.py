@@ -159,7 +159,7 @@ def gpt2_server(browser, tmp_path_factory):
     path = write_gpt2(tmp_path_factory.mktemp("gpt2") / "model.safetensors", context_length=64)
     server = AppServer(log=ARTIFACTS / "server-gpt2.log", env={"ATTENTION_GPT2_CHECKPOINT": str(path)})
     try:
-        yield server.start(timeout=180, every=0.5)
+        yield server.start(timeout=180)
     finally:
         server.stop()
 
