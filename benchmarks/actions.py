@@ -36,10 +36,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.browser import chromium, cold_start
 from benchmarks.launch import ROOT, TimedServer
-from benchmarks.machine import cpu_model, load_text, loadavg
-from benchmarks.meter import median, percentile
-from benchmarks.protocol import BrowserStudent, warm
-from benchmarks.sentences import Sentences, open_typed
+from benchmarks.meter import cpu_model, load_text, loadavg, median, percentile
+from benchmarks.protocol import BrowserStudent, Sentences, open_typed, warm
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
 ACTIONS = ("select", "next", "previous", "switch", "sentence")

@@ -22,7 +22,7 @@ import time
 import torch
 
 from attention.speed import IMPLEMENTATIONS, MIB, SpeedResult, expected_attention_bytes, measure
-from benchmarks.machine import cpu_model, load_text
+from benchmarks.meter import cpu_model, load_text
 
 SIZES = {  # name -> (batch b, sequence lengths T, d_model, num_heads)
     "toy": (2, (6,), 3, 3),  # the book's six 3-d tokens, twice

@@ -16,13 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import machine
+from benchmarks import meter
 from deploy.run_cluster import Cluster, free_port, wait_healthy
 from deploy.run_cluster import stop as stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
-CHROMIUM = Path(machine.CHROMIUM)
+CHROMIUM = Path(meter.CHROMIUM)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 CHROMIUM_ARGS += ["--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1280, "height": 720}
@@ -116,10 +116,10 @@ class AppServer:
 
     def cpu_s(self) -> float:
         """The server's user + system CPU seconds so far."""
-        return machine.process_cpu_s(self.proc.pid)
+        return meter.process_cpu_s(self.proc.pid)
 
     def rss_mib(self) -> float:
-        return machine.process_rss_mib(self.proc.pid)
+        return meter.process_rss_mib(self.proc.pid)
 
     def processes(self) -> dict[str, int]:
         return {"app": self.proc.pid}
@@ -147,7 +147,7 @@ class TimedServer(AppServer):
         """Send ``message`` once the previous run's post-run collection is over: the run, its timing (NaN
         where none was written) and the 1-minute load average when it was sent."""
         await asyncio.sleep(0.3)
-        mark, load = self.mark(), machine.loadavg()[0]
+        mark, load = self.mark(), meter.loadavg()[0]
         run = await student.send(kind, message, expect_text=text)
         deadline = time.monotonic() + 30.0
         while self.mark() <= mark and time.monotonic() < deadline:
@@ -188,10 +188,10 @@ class ClusterServer:
         return {**apps, "nginx": self.cluster.proxy.pid}
 
     def cpu_s(self) -> float:
-        return sum(machine.process_cpu_s(app.pid) for app in self.cluster.apps)
+        return sum(meter.process_cpu_s(app.pid) for app in self.cluster.apps)
 
     def rss_mib(self) -> float:
-        return sum(machine.process_rss_mib(app.pid) for app in self.cluster.apps)
+        return sum(meter.process_rss_mib(app.pid) for app in self.cluster.apps)
 
     def log_problems(self) -> list[str]:
         return problems("\n".join(self.cluster.log(f"app-{port}.log") for port in self.cluster.app_ports))

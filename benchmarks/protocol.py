@@ -1,9 +1,10 @@
-"""The protocol client: a browser tab reduced to Streamlit's websocket protocol.
+"""The protocol client: a browser tab reduced to Streamlit's websocket protocol, and the sentences it types.
 
-A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so
-the machine's time goes to the server rather than to browsers. ``Student`` sends only what changed;
-``BrowserStudent`` sends every widget's state, clicks in their fragment and keeps a browser's message cache.
-A run is timed from the request to the ``script_finished`` that ends it, everything drawn arriving before.
+A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so the
+machine's time goes to the server rather than to browsers. ``Student`` sends only what changed; ``BrowserStudent``
+sends every widget's state, clicks in their fragment and keeps a browser's message cache. A run is timed from the
+request to the ``script_finished`` that ends it, everything drawn arriving before. Students type random words
+(``sentence``) or exactly T GPT-2 tokens (``Sentences``), from a link if it can hold them (``open_typed``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import websockets
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-from benchmarks.sentences import sentence
 
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
 RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
@@ -270,8 +269,7 @@ class Student:
         except websockets.ConnectionClosed as exc:
             run.error = f"connection closed: {exc}"
         run.latency = time.perf_counter() - run.sent
-        seen_text = seen.get("text")
-        shown = seen.get("page")
+        shown, seen_text = seen.get("page"), seen.get("text")
         if run.error is None and shown not in (None, self.page):
             run.error = f"wrong page: {shown!r} instead of {self.page!r}"
         if run.error is None and expect_text is not None and isinstance(seen_text, str):
@@ -416,3 +414,64 @@ async def warm(base: str, pages: list[str] | None = None, every_step: bool = Fal
             count = (student.steps or 1) if every_step else 1
             steps[page], step = count, step + 1
     return runs, app_pages, steps
+
+
+_PROSE = (
+    "the a student reads every word of this long sentence about attention while her friend writes code on "
+    "an old laptop near window morning light falls across desk and teacher asks why softmax makes each row "
+    "sum to one because weights must share probability between tokens that came before so query looks at "
+    "keys values heads mask future context vector grows small large quickly slowly bright quiet river "
+    "mountain city garden music paper pencil coffee rain snow summer winter green blue red yellow cat dog "
+    "bird fish tree flower house school library train station bridge story question answer idea number "
+    "matrix column row dot product scale learn model layer input output embedding token journey starts "
+    "with one step"
+)
+WORDS = tuple(_PROSE.split())
+MAX_URL_TEXT_CHARS = 2_000  # explorer.settings: longer link texts are cut (with a notice)
+
+
+def sentence(rng: random.Random, fewest: int = 10, most: int = 20) -> str:
+    """``fewest`` to ``most`` random words; 5-34 words are about 6-40 GPT-2 tokens, in practice never typed before."""
+    return " ".join(rng.choices(WORDS, k=rng.randint(fewest, most))).capitalize() + "."
+
+
+class Sentences:
+    """New sentences of exactly T GPT-2 tokens (``attention.tokenize``), never the same one twice."""
+
+    def __init__(self, seed: int = 7) -> None:
+        import attention
+
+        self.tokenize = attention.tokenize
+        self.rng = random.Random(seed)
+        self.seen: set[str] = set()
+
+    def make(self, num_tokens: int) -> str:
+        for _ in range(200):
+            text = " ".join(self.rng.choices(WORDS, k=num_tokens + 8)).capitalize()
+            pieces = self.tokenize(text).pieces
+            if len(pieces) < num_tokens:
+                continue
+            candidate = "".join(pieces[:num_tokens])
+            if len(self.tokenize(candidate)) == num_tokens and candidate.strip() and candidate not in self.seen:
+                self.seen.add(candidate)
+                return candidate
+        raise RuntimeError(f"could not build a sentence of {num_tokens} tokens")
+
+
+def link_text(text: str) -> tuple[str, bool]:
+    """The sentence as a link carries it: at most ``MAX_URL_TEXT_CHARS`` characters, cut at a space."""
+    if len(text) <= MAX_URL_TEXT_CHARS:
+        return text, False
+    return text[: text.rfind(" ", 0, MAX_URL_TEXT_CHARS)], True
+
+
+async def open_typed(student, page: str, num_tokens: int, sentences: Sentences, **query: str):
+    """``student`` (a ``protocol.Student``) opens ``page`` from a link with a new sentence of ``num_tokens`` tokens,
+    and types it when it is too long for a link (the slider's range then changes once, here)."""
+    shown, cut = link_text(sentences.make(num_tokens))
+    opened = await student.visit(page, {"input": "text", "text": shown, **query})
+    if opened.error:
+        raise RuntimeError(f"{student.base}/{page} {query}: {opened.error}")
+    if cut:
+        await student.edit(sentences.make(num_tokens))
+    return student

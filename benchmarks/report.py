@@ -85,14 +85,11 @@ def paint_row(browser: dict, page: str) -> str:
     """A page's Enter-to-painted at T = 64 and 1,024, and their ratio against the goal."""
     small, large = (next((r for r in browser.values() if r["page"] == page and r["T"] == t), None) for t in (64, 1024))
     ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
-    mark = "" if ratio != ratio else flag(ratio, GOALS["paint"])
+    times = f"{ratio:.1f}×" + ("" if ratio != ratio else flag(ratio, GOALS["paint"]))
     cells = ["–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}" for r in (small, large)]
     kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
-    loads = (small["load"] if small else []) + (large["load"] if large else [])
-    either = large or small
-    return row(
-        _page_name(page), str(either["step"]), *cells, f"{ratio:.1f}×{mark}", str(either["plots"]), kib, _load(loads)
-    )
+    loads, either = [v for r in (small, large) if r for v in r["load"]], large or small
+    return row(_page_name(page), str(either["step"]), *cells, times, str(either["plots"]), kib, _load(loads))
 
 
 def flag(value: float, goal: float | None) -> str:
