@@ -1,9 +1,7 @@
-"""Attention Explorer's benchmarks, run from the repository root as ``python -m benchmarks.<name> ...``.
-
-Commands: ``load``, ``app_scale``, ``actions``, ``hostile``, ``bench_attention``, ``hops``, ``generation`` and
-``every_head``; each module's docstring says what it measures and BENCHMARKS.md how. The others are what
-they share: ``protocol`` (a simulated student's websocket client), ``launch`` (servers and Chromium),
-``serve`` (run timings and memory log), ``meter``, ``report``, ``machine``, ``sentences``, ``browser``
-(clocks read in Chromium), ``checkpoints`` (GPT-2-shaped files of random numbers), and ``bare_app`` and
-``shell_app``, the scripts ``app_scale`` compares the pages with. Retired tools are at commit e1b2501.
+"""Attention Explorer's benchmarks, run from the repository root as ``python -m benchmarks.<name> ...``: ``load``,
+``app_scale``, ``actions``, ``hostile``, ``bench_attention`` and ``generation``; each module's docstring says what
+it measures and BENCHMARKS.md how. The rest is shared: ``protocol`` (a simulated student and what it types),
+``launch`` (servers and Chromium), ``serve`` (run timings, memory log), ``meter`` (the machine, its load, statistics),
+``report``, ``browser`` (clocks read in Chromium), and ``bare_app`` and ``shell_app``, the scripts ``app_scale``
+compares the pages with. Retired tools are at commit e1b2501.
 """

@@ -1,33 +1,52 @@
-"""Server cost of each kind of action (issue 15): a Next click, a page switch, a new sentence; and first paint.
+"""Server cost of each kind of action (issues 15, 23 and 25): a Next click, a page switch, a new sentence, a
+cell selection; first paint; a first look at the grid of every layer and head; the functions an action enters.
 
-Usage, from the repository root (behind "Cost per action and first paint (issue 15)" in BENCHMARKS.md)::
+Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 have the method)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
     python -m benchmarks.actions paint --repeats 3
+    python -m benchmarks.actions select --sizes 6,30,64 --repeats 15
+    python -m benchmarks.actions grid --repeats 7
+    python -m benchmarks.actions hops --list
 
-``costs`` times each action inside the server (``launch.TimedServer``); ``paint`` times each phase of a cold
-start (``PHASES``). They write ``artifacts/actions/costs.json`` or ``paint.json``; BENCHMARKS.md has the method.
+``costs`` times each action inside the server (``launch.TimedServer``), ``select`` a cell selection on Causal
+mask's step 1 against Next and Previous; ``paint`` times each phase of a cold start (``PHASES``); ``grid`` times
+in this process, on one torch thread as the server runs, what the server does for a first look at Multi-head
+attention's grid (``first_look``), for the small GPT and a GPT-2-small-shaped checkpoint of random numbers
+(``tests/gpt2_checkpoints.py``; ``--checkpoint`` reuses one); ``hops`` counts functions entered (``entered``),
+numbers that depend on the code, not the machine. Each writes ``artifacts/actions/<command>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import functools
 import json
+import os
+import random
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.browser import chromium, cold_start
 from benchmarks.launch import ROOT, TimedServer
-from benchmarks.machine import loadavg
-from benchmarks.meter import median, percentile
-from benchmarks.protocol import BrowserStudent, warm
-from benchmarks.sentences import Sentences, open_typed
+from benchmarks.meter import cpu_model, load_text, loadavg, median, percentile
+from benchmarks.protocol import BrowserStudent, Sentences, open_typed, warm
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
-ACTIONS = ("next", "previous", "switch", "sentence")
+ACTIONS = ("select", "next", "previous", "switch", "sentence")
+PAGE, CHART = "causal_mask", "unmasked-weights"  # what ``select`` clicks: step 1's heatmap
+HOPS_SENTENCE = "The quick brown fox jumps over the lazy dog again and again, said the teacher today"
+SENTENCE_30 = (  # ``grid``'s 30 GPT-2 tokens, as in tests/e2e/test_presenter.py
+    "Attention lets every token in a sentence look back at the tokens before it, so that a model can weigh "
+    "which of the earlier words matter most."
+)
 
 
 def parse_list(text: str, kind=str) -> list:
@@ -45,10 +64,10 @@ async def timed(server, student: BrowserStudent, kind: str, message: bytes, text
     return row | {"error": run.error, "query": student.query_string}  # the query: the view after the run (step=k)
 
 
-def run_facts(started: str, load_start: tuple) -> dict:
-    """The command, when it started, and the load averages at its start and now."""
+def run_facts() -> dict:
+    """The command, when it started and the load averages then; ``loadavg_end`` is added at its end."""
     command = " ".join(["python", "-m", "benchmarks.actions", *sys.argv[1:]])
-    return {"command": command, "when": started, "loadavg_start": load_start, "loadavg_end": loadavg()}
+    return {"command": command, "when": time.strftime("%Y-%m-%d %H:%M"), "loadavg_start": loadavg()}
 
 
 def walk(steps: int, repeats: int) -> list[int]:
@@ -62,7 +81,7 @@ def walk(steps: int, repeats: int) -> list[int]:
     return moves
 
 
-async def page_actions(server, pages: list[str], num_tokens: int, repeats: int, sentences) -> list[dict]:
+async def page_actions(server, num_tokens: int, repeats: int, sentences, *, pages: list[str]) -> list[dict]:
     """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``."""
     rows = []
     for index, page in enumerate(pages):
@@ -87,6 +106,34 @@ async def page_actions(server, pages: list[str], num_tokens: int, repeats: int, 
     return rows
 
 
+def selection(row: int, col: int, num_tokens: int) -> str:
+    """The widget value plotly's click on cell (row, col) sends: one point of the layer of cells."""
+    point = {"curve_number": 1, "point_number": row * num_tokens + col, "point_index": row * num_tokens + col}
+    point |= {"x": col, "y": row, "customdata": {"0": row, "1": col}}
+    return json.dumps(
+        {"selection": {"points": [point], "point_indices": [point["point_index"]], "box": [], "lasso": []}}
+    )
+
+
+async def cell_actions(server, num_tokens: int, repeats: int, sentences) -> list[dict]:
+    """``repeats`` times at T = ``num_tokens``: select a random cell of Causal mask's unmasked weights at step 1
+    (the selection event a click sends, in the page's fragment), Next, Previous."""
+    student = await open_typed(BrowserStudent(server.base), PAGE, num_tokens, sentences, step="1")
+    rng, rows = random.Random(num_tokens), []
+    for _ in range(repeats):
+        chart_id, fragment = student.charts[CHART]
+        row, col = rng.randrange(num_tokens), rng.randrange(num_tokens)
+        student.states[chart_id] = ("string_value", selection(row, col, num_tokens))
+        message = student.request(states=student.states, fragment_id=fragment)
+        rows.append(await timed(server, student, "select", message))
+        rows.append(await timed(server, student, "next", student.message(click=f"next:{PAGE}")))
+        rows.append(await timed(server, student, "previous", student.message(click=f"prev:{PAGE}")))
+    await student.close()
+    if "cell=" not in rows[0]["query"]:
+        raise RuntimeError(f"the selection did not select a cell: {rows[0]['query']}")
+    return [{**r, "page": PAGE, "T": num_tokens} for r in rows]
+
+
 def summary(rows: list[dict]) -> list[dict]:
     """Median and p95 per (T, page, action) of each run's figures; a switch counts for the page it lands on."""
     groups: dict[tuple, list[dict]] = {}
@@ -106,24 +153,39 @@ def summary(rows: list[dict]) -> list[dict]:
     return out
 
 
-async def costs(args) -> dict:
-    server = TimedServer("streamlit_app.py", "actions", ARTIFACTS)
+async def timed_actions(args, pages: list[str], actions, warm_tokens: int) -> dict:
+    """One timed server: ``pages`` warmed up with sentences of ``warm_tokens`` tokens, then the rows of
+    ``actions(server, T, repeats, sentences)`` at each T of ``--sizes``, and their ``summary``."""
+    server = TimedServer("streamlit_app.py", args.command, ARTIFACTS)
     server.start()
-    started, load_start = time.strftime("%Y-%m-%d %H:%M"), loadavg()
+    facts = run_facts()
     try:
         sentences = Sentences(seed=args.seed)
-        await warm(server.base, args.pages, make=lambda: sentences.make(64))  # first runs are not timed
+        await warm(server.base, pages, make=lambda: sentences.make(warm_tokens))  # first runs are not timed
         rows = []
         for num_tokens in args.sizes:
-            rows += await page_actions(server, args.pages, num_tokens, args.repeats, sentences)
+            rows += await actions(server, num_tokens, args.repeats, sentences)
             print(f"T = {num_tokens}: {len(rows)} runs so far, load {loadavg()[0]:.2f}", flush=True)
     finally:
         server.stop()
-    result = {**run_facts(started, load_start), "rows": rows, "summary": summary(rows)}
+    result = {**facts, "loadavg_end": loadavg(), "rows": rows, "summary": summary(rows)}
     result["server_log_problems"] = server.log_problems()[:20]
     for e in result["summary"]:
-        print(f"T={e['T']:5d} {e['page']:14s} {e['action']:9s} CPU p50 {e['cpu_ms']:7.1f} ms, errors {e['errors']}")
+        print(
+            f"T={e['T']:5d} {e['page']:12s} {e['action']:8s} server CPU p50 {e['cpu_ms']:6.1f} ms (script "
+            f"{e['script_cpu_ms']:5.1f}), sent {e['kib']:6.1f} KiB, errors {e['errors']}, load {e['load'][0]:.2f}"
+            f"-{e['load'][1]:.2f}"
+        )
+    print(f"load average at start {load_text(facts['loadavg_start'])}, at end {load_text(result['loadavg_end'])}")
     return result
+
+
+def costs(args) -> dict:
+    return asyncio.run(timed_actions(args, args.pages, functools.partial(page_actions, pages=args.pages), 64))
+
+
+def select(args) -> dict:
+    return asyncio.run(timed_actions(args, [PAGE], cell_actions, 30))
 
 
 # Installed in each tab before Streamlit's code: when its websocket opened, when each message arrived,
@@ -226,7 +288,7 @@ def paint(args) -> dict:
         runs = sum(ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
         return {"phases": phases, "script_runs": runs}
 
-    samples, started, load_start = [], time.strftime("%Y-%m-%d %H:%M"), loadavg()
+    samples, facts = [], run_facts()
     with chromium() as browser:
         for _ in range(args.repeats):
             s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
@@ -239,7 +301,8 @@ def paint(args) -> dict:
     for name, at, step in table:
         print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
     return {
-        **run_facts(started, load_start),
+        **facts,
+        "loadavg_end": loadavg(),
         "samples": samples,
         "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
         **{key: median(s.get(key, float("nan")) for s in samples) for key in KEYS},
@@ -249,20 +312,155 @@ def paint(args) -> dict:
 KEYS = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
 
 
+def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
+    """What one learner's first look at the grid of every layer and head costs the server (``cold``: its caches
+    cleared): ms for the numbers (tokens, one pass collecting every layer's weights, each head's summaries) and
+    for the figure (labels, the small multiples, their JSON for the browser), and the JSON's bytes."""
+    from explorer.figures import DEFAULT_STYLE
+    from explorer.figures.head_grid import every_head_grid
+    from explorer.models import heads, inputs
+    from explorer.page_text import head_grid as words
+    from explorer.widgets.drawn import FIGURES, shared
+
+    if cold:
+        heads._every_head.clear()
+        inputs.layer_prepared.clear()
+        FIGURES.clear()
+    start = time.perf_counter()
+    found = heads.every_head(settings)
+    numbers = time.perf_counter()
+    labels, details = words.head_labels(found.summaries)
+    title = words.grid_title(*found.weights.shape[:2])  # (num_layers, num_heads)
+    options = dict(title=title, current=(settings.layer, settings.head + 1), style=DEFAULT_STYLE)
+    drawn = shared(every_head_grid, found.weights, labels, details, found.pieces, **options)
+    return 1000 * (numbers - start), 1000 * (time.perf_counter() - numbers), len(drawn.spec)
+
+
+def grid(args) -> dict:
+    """``first_look``'s medians of ``--repeats`` cold rounds, the worst, and a rerun (everything cached), for
+    a GPT-2-shaped checkpoint (12 × 12) and the small GPT (4 × 4), as a Markdown table."""
+    import torch
+
+    torch.set_num_threads(1)  # as the server runs each script run (``explorer.runtime.server``)
+    facts, rows, path = run_facts(), [], args.checkpoint
+    with tempfile.TemporaryDirectory() as folder:
+        if path is None:
+            sys.path.insert(0, str(ROOT / "tests"))
+            from gpt2_checkpoints import write_gpt2
+
+            start = time.perf_counter()
+            path = write_gpt2(Path(folder) / "model.safetensors")
+            print(f"wrote a GPT-2-small-shaped checkpoint in {time.perf_counter() - start:.1f} s", flush=True)
+        os.environ["ATTENTION_GPT2_CHECKPOINT"] = str(path)
+        from explorer.models.choice import model
+        from explorer.settings import GPT2, TEXT, TRAINED, Settings
+
+        for kind, name in ((GPT2, "GPT-2-shaped, 12 × 12"), (TRAINED, "small GPT, 4 × 4")):
+            start = time.perf_counter()
+            row = {"model": f"{name} (width {model(kind).cfg.emb_dim})", "load_s": time.perf_counter() - start}
+            settings = Settings(weights=kind, source=TEXT, text=SENTENCE_30)
+            cold = [first_look(settings, cold=True) for _ in range(args.repeats)]
+            warm = [first_look(settings, cold=False) for _ in range(args.repeats)]
+            totals = [c[0] + c[1] for c in cold]
+            row |= {"numbers_ms": median(c[0] for c in cold), "figure_ms": median(c[1] for c in cold)}
+            row |= {"total_ms": median(totals), "worst_ms": max(totals), "rerun_ms": median(w[0] + w[1] for w in warm)}
+            rows.append(row | {"json_mb": cold[0][2] / 1e6})
+    result = {**facts, "loadavg_end": loadavg(), "rows": rows}
+    print(f"\n{cpu_model()}, {os.cpu_count()} logical CPUs, torch threads {torch.get_num_threads()}")
+    before, after = load_text(facts["loadavg_start"]), load_text(result["loadavg_end"])
+    print(f"load average before {before}, after {after}; {args.repeats} rounds, medians\n")
+    print("| model | numbers ms | figure ms | first look ms | worst ms | rerun ms | figure JSON MB | model load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['model']} | {r['numbers_ms']:.0f} | {r['figure_ms']:.0f} | **{r['total_ms']:.0f}** | "
+            f"{r['worst_ms']:.0f} | {r['rerun_ms']:.1f} | {r['json_mb']:.2f} | {r['load_s']:.1f} s |"
+        )
+    return result
+
+
+def entered(run, *, fragment_only: bool) -> collections.Counter:
+    """Each ``explorer/`` function ``run()`` enters, with its number of calls; with ``fragment_only``, only
+    those inside the app script's ``show_page`` fragment."""
+    counts, depth = collections.Counter(), [0]
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        fragment = code.co_name == "show_page" and code.co_filename.endswith("explorer_app.py")
+        if event == "call":
+            depth[0] += fragment
+            inside = depth[0] or not fragment_only
+            if inside and "/explorer/" in code.co_filename and not code.co_name.startswith("<"):
+                counts[(code.co_filename.split("/explorer/", 1)[1], code.co_name)] += 1
+        elif event == "return" and fragment:
+            depth[0] -= 1
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        threading.setprofile(None)
+        sys.setprofile(None)
+    return counts
+
+
+def hops(args) -> dict:
+    """The distinct ``explorer/`` functions (``entered``) of a Next click on Causal mask in ``AppTest``, its view and
+    figures cached (Next, Next, Previous first), inside the page's fragment, which is what a Next click reruns on a
+    server; and of a new sentence typed in the sidebar, the whole run. ``--list`` names every function."""
+    import pandas  # noqa: F401 (the server imports it after its first page, ``runtime.server.warm_up``; so does this)
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from apptest_support import app, next_step, previous_step, stepper_button
+
+    at = app("pages/causal_mask.py")
+    next_step(at)
+    next_step(at)
+    previous_step(at)
+    stepper_button(at, "next").click()
+    found = {"Next click, view and figures cached (the fragment)": entered(at.run, fragment_only=True)}
+    at.radio(key="w_source").set_value("text").run()
+    run = at.text_input(key="w_text").input(HOPS_SENTENCE).run
+    found["New sentence (the whole run)"] = entered(run, fragment_only=False)
+    result = run_facts()
+    for name, counts in found.items():
+        files, calls = {file for file, _ in counts}, sum(counts.values())
+        prepared = sum(n for (file, fn), n in counts.items() if file.endswith("inputs.py") and fn == "prepared")
+        result[name] = {"functions": len(counts), "files": len(files), "calls": calls, "prepared": prepared}
+        print(f"{name}: {len(counts)} distinct explorer functions in {len(files)} files, {calls} calls; "
+              f"inputs.prepared called {prepared} times")  # fmt: skip
+        for (file, function), n in sorted(counts.items()) if args.list else ():
+            print(f"  {n:4d}  {file}  {function}")
+    return result
+
+
+COMMANDS = {"costs": costs, "paint": paint, "select": select, "grid": grid, "hops": hops}
+# --sizes, --repeats and --seed: costs' and paint's, and what other commands take instead
+OPTIONS = {"sizes": [6, 64, 1024], "repeats": 10, "seed": 15}
+COMMAND_OPTIONS = {"select": {"sizes": [6, 30, 64], "repeats": 15, "seed": 0}, "grid": {"repeats": 7}}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("costs", "paint"))
-    parser.add_argument("--pages", type=parse_list, default=["causal_mask", "multihead"], help="URL paths")
-    parser.add_argument("--sizes", type=lambda t: parse_list(t, int), default=[6, 64, 1024], help="token counts T")
-    parser.add_argument("--repeats", type=int, default=10, help="runs of each action (costs) or cold starts (paint)")
-    parser.add_argument("--seed", type=int, default=15)
-    return parser.parse_args(argv)
+    parser.add_argument("command", choices=COMMANDS)
+    parser.add_argument("--pages", type=parse_list, default=["causal_mask", "multihead"], help="URL paths (costs)")
+    parser.add_argument("--sizes", type=lambda t: parse_list(t, int), help="token counts T (costs, select)")
+    parser.add_argument("--repeats", type=int, help="runs of each action, cold starts (paint) or rounds (grid)")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--checkpoint", type=Path, help="grid: a GPT-2-shaped file written before (else one is made)")
+    parser.add_argument("--list", action="store_true", help="hops: name every function entered")
+    args = parser.parse_args(argv)
+    for key, value in (OPTIONS | COMMAND_OPTIONS.get(args.command, {})).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    result = asyncio.run(costs(args)) if args.command == "costs" else paint(args)
+    result = COMMANDS[args.command](args)
     path = ARTIFACTS / f"{args.command}.json"
     path.write_text(json.dumps(result, indent=1))
     print(f"wrote {path}")

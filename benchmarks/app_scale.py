@@ -26,10 +26,8 @@ import time
 from benchmarks import report
 from benchmarks.browser import BrowserTab, chromium, cold_start
 from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer
-from benchmarks.machine import loadavg, machine
-from benchmarks.meter import median
-from benchmarks.protocol import Student, warm
-from benchmarks.sentences import Sentences, link_text, open_typed
+from benchmarks.meter import loadavg, machine, median
+from benchmarks.protocol import Sentences, Student, link_text, open_typed, warm
 
 ARTIFACTS = ROOT / "artifacts" / "app_scale"
 RESULTS = ARTIFACTS / "results.json"
@@ -38,10 +36,6 @@ TABLES = "<!-- app-scale:tables:start -->", "<!-- app-scale:tables:end -->"
 SIZES = (6, 64, 256, 1024)
 BROWSER_SIZES = (64, 1024)
 PAGE_ALIASES = {"default": "", "why_attention": "", "": ""}
-
-
-def timed_server(script: str, name: str) -> TimedServer:
-    return TimedServer(script, name, ARTIFACTS)
 
 
 def shell_script() -> str:
@@ -178,11 +172,8 @@ def import_phase(results: dict, repeats: int = 3) -> None:
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))}
     command = [sys.executable, "-X", "importtime", "-c", "import attention"]
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stderr
-    entries = []
-    for line in out.splitlines():
-        found = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
-        if found:
-            entries.append((int(found[1]), int(found[2]), (len(found[3]) - 1) // 2, found[4]))
+    found = (re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line) for line in out.splitlines())
+    entries = [(int(m[1]), int(m[2]), (len(m[3]) - 1) // 2, m[4]) for m in found if m]
     top_level = sorted((e for e in entries if e[2] == 1), key=lambda e: -e[1])[:8]  # what attention imports
     by_self = sorted(entries, key=lambda e: -e[0])[:8]
     total = sum(e[1] for e in entries if e[2] == 0)
@@ -230,8 +221,9 @@ def run_all(args) -> None:
 
     print(f"machine: {results['machine']}", flush=True)
     wanted = [PAGE_ALIASES.get(p, p) for p in args.pages.split(",")] if args.pages else None
-    app = timed_server("streamlit_app.py", "app")
-    baselines = {"bare": timed_server("benchmarks/bare_app.py", "bare"), "shell": timed_server(shell_script(), "shell")}
+    app = TimedServer("streamlit_app.py", "app", ARTIFACTS)
+    scripts = {"bare": "benchmarks/bare_app.py", "shell": shell_script()}
+    baselines = {name: TimedServer(script, name, ARTIFACTS) for name, script in scripts.items()}
     try:
         app.start()
         pages = [p for p in asyncio.run(discover_pages(app)) if wanted is None or p in wanted]

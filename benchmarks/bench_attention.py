@@ -22,7 +22,7 @@ import time
 import torch
 
 from attention.speed import IMPLEMENTATIONS, MIB, SpeedResult, expected_attention_bytes, measure
-from benchmarks.machine import cpu_model
+from benchmarks.meter import cpu_model, load_text
 
 SIZES = {  # name -> (batch b, sequence lengths T, d_model, num_heads)
     "toy": (2, (6,), 3, 3),  # the book's six 3-d tokens, twice
@@ -41,10 +41,6 @@ def machine(threads: int, device: str) -> str:
     if device == "cuda":
         text += f"; GPU: {torch.cuda.get_device_name()}"
     return text
-
-
-def load(values: tuple[float, float, float]) -> str:
-    return " / ".join(f"{value:.2f}" for value in values) + " (1, 5, 15 min)"
 
 
 def table(result: SpeedResult, reference: str) -> list[str]:
@@ -90,18 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.tokens:
         num_tokens = tuple(int(T) for T in args.tokens.split(","))
     started = time.strftime("%Y-%m-%d %H:%M %Z")
+    shape = {"d_model": d_model, "num_heads": num_heads, "batch_size": batch}
+    options = {"repeats": args.repeats, "device": args.device, "max_weights_bytes": args.max_weights_mib * MIB}
+    progress = lambda done, total, label: print(f"{done}/{total} {label}", file=sys.stderr)  # noqa: E731
     try:
-        result = measure(
-            args.only or list(IMPLEMENTATIONS),
-            num_tokens,
-            d_model=d_model,
-            num_heads=num_heads,
-            batch_size=batch,
-            repeats=args.repeats,
-            device=args.device,
-            on_progress=lambda done, total, label: print(f"{done}/{total} {label}", file=sys.stderr),
-            max_weights_bytes=args.max_weights_mib * MIB,
-        )
+        result = measure(args.only or list(IMPLEMENTATIONS), num_tokens, **shape, **options, on_progress=progress)
     except ValueError as error:
         sys.exit(f"bench_attention: {error}")
     command = shlex.join(["python", "-m", "benchmarks.bench_attention", *(sys.argv[1:] if argv is None else argv)])
@@ -109,8 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         f"Command: `{command}`",
         "",
         f"Machine: {machine(args.threads, result.device)}.",
-        f"Run at {started}, {args.repeats} rounds. Load average before: {load(result.load_before)}; "
-        f"after: {load(result.load_after)}.",
+        f"Run at {started}, {args.repeats} rounds. Load average before: {load_text(result.load_before)}; "
+        f"after: {load_text(result.load_after)}.",
         "",
         *table(result, args.reference),
     ]

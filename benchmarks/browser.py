@@ -9,7 +9,7 @@ import urllib.parse
 from pathlib import Path
 
 from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium
-from benchmarks.machine import loadavg
+from benchmarks.meter import loadavg
 
 QUIET_MS = 800  # Enter to painted ends once no plot has changed for this long
 
@@ -76,6 +76,7 @@ FIRST_HEATMAP = """() => {
   return [...main.querySelectorAll('.js-plotly-plot .hm image')].some(
     (i) => (i.getAttribute('href') || '').startsWith('data:image/'));
 }"""
+PLOTS = """() => document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').length"""
 
 
 class BrowserTab:
@@ -103,11 +104,8 @@ class BrowserTab:
             polling="raf",
             timeout=300_000,
         )
-        self.page.wait_for_function(
-            f"() => performance.now() - Math.max(window.__scale.lastPlot || 0, window.__scale.settled) > {QUIET_MS}",
-            polling=100,
-            timeout=60_000,
-        )
+        quiet = f"() => performance.now() - Math.max(window.__scale.lastPlot || 0, window.__scale.settled) > {QUIET_MS}"
+        self.page.wait_for_function(quiet, polling=100, timeout=60_000)
         return self.page.evaluate("() => window.__scale.settled")
 
     def open(self, url_path: str, query: dict[str, str]) -> None:
@@ -133,9 +131,7 @@ class BrowserTab:
             "finished_ms": s["finished"] - s["enter"],  # the run ended, as the browser saw it
             "settled_ms": s["settled"] - s["enter"],
             "received_bytes": self.received - received,
-            "plots": self.page.evaluate(
-                "() => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot').length"
-            ),
+            "plots": self.page.evaluate(PLOTS),
             "load": load,
         }
 

@@ -16,8 +16,7 @@ import threading
 import time
 
 from benchmarks.launch import ROOT, AppServer
-from benchmarks.machine import loadavg
-from benchmarks.meter import percentile
+from benchmarks.meter import loadavg, percentile
 from benchmarks.protocol import Student, warm
 
 CJK = "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(2000))  # 2,000 CJK characters
@@ -59,9 +58,6 @@ class Light:
             await asyncio.sleep(max(0.0, 0.5 - (time.perf_counter() - started)))
         await self.student.close()
 
-    def mark(self) -> int:
-        return len(self.latencies)
-
     def summary(self, since: int = 0) -> dict:
         values = self.latencies[since:]
         figures = {"p50_s": statistics.median, "p95_s": lambda v: percentile(v, 95), "max_s": max}
@@ -77,7 +73,7 @@ async def open_link(base: str, page: str, seed: int) -> dict:
 
 async def scenario(name, links, memory, light, idle, settle_s) -> dict:
     """Open ``links`` (page, seed) at once; peak RSS meanwhile, and RSS ``settle_s`` later."""
-    start, mark, before = time.monotonic(), light.mark(), memory.samples[-1][1]
+    start, mark, before = time.monotonic(), len(light.latencies), memory.samples[-1][1]
     runs = await asyncio.gather(*(open_link(memory.server.base, page, seed) for page, seed in links))
     peak = memory.peak(start)
     await asyncio.sleep(settle_s)
@@ -91,7 +87,7 @@ async def scenario(name, links, memory, light, idle, settle_s) -> dict:
 
 async def flood(base, count, seconds, light, memory, idle) -> dict:
     """``count`` sessions on the worst multi-head link, each re-running it back to back for ``seconds``."""
-    start, mark, students = time.monotonic(), light.mark(), [Student(base) for _ in range(count)]
+    start, mark, students = time.monotonic(), len(light.latencies), [Student(base) for _ in range(count)]
     for student in students:
         await student.visit("multihead", WORST | {"seed": "1"})
     reruns = [0]

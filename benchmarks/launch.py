@@ -9,23 +9,20 @@ system's Chromium through Playwright with the flags every caller uses.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-from benchmarks import machine
+from benchmarks import meter
+from deploy.run_cluster import Cluster, free_port, wait_healthy
+from deploy.run_cluster import stop as stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken_cache"
-CHROMIUM = Path(machine.CHROMIUM)
+CHROMIUM = Path(meter.CHROMIUM)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 CHROMIUM_ARGS += ["--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1280, "height": 720}
@@ -48,21 +45,6 @@ SETTLED = """() => {
   }
   return true;
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def missing_browser() -> str | None:
-    """Why Chromium cannot be driven here, or None."""
-    if importlib.util.find_spec("playwright") is None:
-        return "Python package playwright is not installed (pip install -r requirements-dev.txt)"
-    if not os.access(CHROMIUM, os.X_OK):
-        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-    return None
 
 
 def launch_chromium(playwright):
@@ -99,7 +81,7 @@ class AppServer:
             return [sys.executable, "-m", "streamlit", *streamlit]
         return [sys.executable, "-m", "benchmarks.serve", *self.serve_options, "--", *streamlit]
 
-    def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
+    def start(self, timeout: float = 180.0) -> str:
         env = {**os.environ, **self.env}
         if "TIKTOKEN_CACHE_DIR" not in env and TIKTOKEN_CACHE.is_dir():
             env["TIKTOKEN_CACHE_DIR"] = str(TIKTOKEN_CACHE)
@@ -108,29 +90,17 @@ class AppServer:
             self.proc = subprocess.Popen(
                 self.command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the app server exited ({self.proc.returncode}):\n{self.log_tail()}")
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=5) as r:
-                if r.read() == b"ok":
-                    return self.base
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the app server did not start in {timeout:.0f} s:\n{self.log_tail()}")
-            time.sleep(every)
+        try:
+            wait_healthy(f"{self.base}/_stcore/health", self.proc, timeout)  # every 0.3 s
+        except RuntimeError as error:
+            self.stop()
+            raise RuntimeError(f"the app server did not start: {error}\n{self.log_tail()}") from None
+        return self.base
 
     def stop(self) -> None:
         """Terminate the server's process group, then kill it if it does not exit."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=20)
+        if self.proc is not None:
+            stop_process(self.proc)
 
     def __enter__(self) -> str:
         return self.start()
@@ -146,10 +116,10 @@ class AppServer:
 
     def cpu_s(self) -> float:
         """The server's user + system CPU seconds so far."""
-        return machine.process_cpu_s(self.proc.pid)
+        return meter.process_cpu_s(self.proc.pid)
 
     def rss_mib(self) -> float:
-        return machine.process_rss_mib(self.proc.pid)
+        return meter.process_rss_mib(self.proc.pid)
 
     def processes(self) -> dict[str, int]:
         return {"app": self.proc.pid}
@@ -164,10 +134,10 @@ class TimedServer(AppServer):
         super().__init__(script, log=folder / f"{name}.log", serve_options=["--timings", str(self.timings)])
         self.pages: list[tuple[str, str]] = []
 
-    def start(self, timeout: float = 180.0, every: float = 0.3) -> str:
+    def start(self, timeout: float = 180.0) -> str:
         self.timings.parent.mkdir(parents=True, exist_ok=True)
         self.timings.write_text("")
-        return super().start(timeout, every)
+        return super().start(timeout)
 
     def mark(self) -> int:
         with self.timings.open() as f:
@@ -177,7 +147,7 @@ class TimedServer(AppServer):
         """Send ``message`` once the previous run's post-run collection is over: the run, its timing (NaN
         where none was written) and the 1-minute load average when it was sent."""
         await asyncio.sleep(0.3)
-        mark, load = self.mark(), machine.loadavg()[0]
+        mark, load = self.mark(), meter.loadavg()[0]
         run = await student.send(kind, message, expect_text=text)
         deadline = time.monotonic() + 30.0
         while self.mark() <= mark and time.monotonic() < deadline:
@@ -196,8 +166,6 @@ class ClusterServer:
     memory_log = ""
 
     def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
-        from deploy.run_cluster import Cluster
-
         self.cluster = Cluster(servers, app_env=env)
         self.base = self.cluster.url
         self.app_bases = [f"http://127.0.0.1:{port}" for port in self.cluster.app_ports]
@@ -220,10 +188,10 @@ class ClusterServer:
         return {**apps, "nginx": self.cluster.proxy.pid}
 
     def cpu_s(self) -> float:
-        return sum(machine.process_cpu_s(app.pid) for app in self.cluster.apps)
+        return sum(meter.process_cpu_s(app.pid) for app in self.cluster.apps)
 
     def rss_mib(self) -> float:
-        return sum(machine.process_rss_mib(app.pid) for app in self.cluster.apps)
+        return sum(meter.process_rss_mib(app.pid) for app in self.cluster.apps)
 
     def log_problems(self) -> list[str]:
         return problems("\n".join(self.cluster.log(f"app-{port}.log") for port in self.cluster.app_ports))

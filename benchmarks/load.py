@@ -26,10 +26,8 @@ import websockets
 
 from benchmarks import report
 from benchmarks.launch import lesson_target
-from benchmarks.machine import loadavg, machine
-from benchmarks.meter import Meter, memory_lines, memory_trends, read_memory_log, summarize
-from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, warm
-from benchmarks.sentences import sentence
+from benchmarks.meter import Meter, loadavg, machine, memory_lines, memory_trends, read_memory_log, summarize
+from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, sentence, warm
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
@@ -130,9 +128,7 @@ class LessonStudent(BrowserStudent):
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
     actions = [r for r in runs if r.kind != "open"]
-    kinds = sorted(
-        {r.kind for r in runs}, key=lambda k: ("open", "next", "previous", "switch", "sentence", "generate").index(k)
-    )
+    kinds = sorted({r.kind for r in runs}, key=("open", "next", "previous", "switch", "sentence", "generate").index)
     finished = [r for r in actions if start <= r.done <= end]
     slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
     return {

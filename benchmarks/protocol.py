@@ -1,9 +1,10 @@
-"""The protocol client: a browser tab reduced to Streamlit's websocket protocol.
+"""The protocol client: a browser tab reduced to Streamlit's websocket protocol, and the sentences it types.
 
-A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so
-the machine's time goes to the server rather than to browsers. ``Student`` sends only what changed;
-``BrowserStudent`` sends every widget's state, clicks in their fragment and keeps a browser's message cache.
-A run is timed from the request to the ``script_finished`` that ends it, everything drawn arriving before.
+A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so the
+machine's time goes to the server rather than to browsers. ``Student`` sends only what changed; ``BrowserStudent``
+sends every widget's state, clicks in their fragment and keeps a browser's message cache. A run is timed from the
+request to the ``script_finished`` that ends it, everything drawn arriving before. Students type random words
+(``sentence``) or exactly T GPT-2 tokens (``Sentences``), from a link if it can hold them (``open_typed``).
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.sentences import sentence
-
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
-RUN_TIMEOUT_S = 300.0
+RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
 FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
@@ -36,23 +35,15 @@ SCALAR_STATES["checkbox"] = "bool_value"
 WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
 
 
-def rerun_message(
-    *,
-    query_string: str = "",
-    page_name: str = "",
-    page_script_hash: str = "",
-    states: dict[str, tuple[str, object]] | None = None,
-    trigger: str = "",
-    fragment_id: str = "",
-    cached_hashes: list[str] | tuple[str, ...] = (),
-    url: str = "",
-) -> bytes:
-    """A ``BackMsg`` asking for a script run, serialized as a browser sends it: ``page_name`` is a link's URL path,
-    ``page_script_hash`` the page a session is on; ``states`` maps widget ids to (``WidgetState`` field, value),
-    the widgets not named keeping their values; ``trigger`` is a button's id, clicked in ``fragment_id``."""
+def rerun_message(*, states: dict | None = None, trigger: str = "", cached_hashes=(), url: str = "", **fields) -> bytes:
+    """A ``BackMsg`` asking for a script run, serialized as a browser sends it. ``fields`` are its ``query_string``,
+    ``page_name`` (a link's URL path), ``page_script_hash`` (the page a session is on) and ``fragment_id``;
+    ``states`` maps widget ids to (``WidgetState`` field, value), the widgets not named keeping their values;
+    ``trigger`` is a button's id, clicked in the fragment."""
     msg = BackMsg()
     state = msg.rerun_script
-    state.query_string, state.page_name, state.page_script_hash = query_string, page_name, page_script_hash
+    for name, value in fields.items():
+        setattr(state, name, value)
     for widget_id, (field_name, value) in (states or {}).items():
         widget = state.widget_states.widgets.add()
         widget.id = widget_id
@@ -63,7 +54,6 @@ def rerun_message(
     if trigger:
         widget = state.widget_states.widgets.add()
         widget.id, widget.trigger_value = trigger, True
-    state.fragment_id = fragment_id
     state.cached_message_hashes.extend(cached_hashes)
     if url:
         state.context_info.url, state.context_info.timezone, state.context_info.locale = url, "UTC", "en-US"
@@ -85,7 +75,6 @@ class Reply:
     error: str | None = None
     warning: str | None = None
     notice: str | None = None  # an info box (the app's "this value was changed" notices)
-    markdown: str | None = None
     chart: bool = False  # a new plotly chart
     chart_id: str = ""  # its widget id, when a selection on it reruns the page (``on_select``)
     cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
@@ -157,8 +146,7 @@ def read_reply(data: bytes) -> Reply:
         elif etype == "alert" and element.alert.format == Alert.INFO:
             reply.notice = element.alert.body[:160]
         elif etype == "markdown":
-            reply.markdown = element.markdown.body
-            if match := STEP_RE.search(reply.markdown):
+            if match := STEP_RE.search(element.markdown.body):
                 reply.step = (int(match.group(1)), int(match.group(2)))
         elif etype == "plotly_chart":
             reply.chart, reply.chart_id = True, element.plotly_chart.id
@@ -184,7 +172,6 @@ class Run:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
-    messages: int = 0
     bytes: int = 0
     charts: int = 0
     where: str = ""  # the page and step shown after the run (lessons), e.g. "multihead 3/7"
@@ -209,7 +196,6 @@ class Student:
         self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
         self.steps: int | None = None
         self.app_pages: list[tuple[str, str]] = []
-        self.timeout_s = RUN_TIMEOUT_S  # a run that takes longer is an error
 
     @property
     def url(self) -> str:
@@ -269,7 +255,6 @@ class Student:
         async def receive() -> None:
             while True:
                 data = await self.ws.recv()
-                run.messages += 1
                 run.bytes += len(data)
                 reply = read_reply(data)
                 self.note(reply, run, seen)
@@ -278,14 +263,13 @@ class Student:
 
         try:
             await self.ws.send(message)
-            await asyncio.wait_for(receive(), self.timeout_s)
+            await asyncio.wait_for(receive(), RUN_TIMEOUT_S)
         except asyncio.TimeoutError:
-            run.error = f"timeout after {self.timeout_s:.0f} s"
+            run.error = f"timeout after {RUN_TIMEOUT_S:.0f} s"
         except websockets.ConnectionClosed as exc:
             run.error = f"connection closed: {exc}"
         run.latency = time.perf_counter() - run.sent
-        seen_text = seen.get("text")
-        shown = seen.get("page")
+        shown, seen_text = seen.get("page"), seen.get("text")
         if run.error is None and shown not in (None, self.page):
             run.error = f"wrong page: {shown!r} instead of {self.page!r}"
         if run.error is None and expect_text is not None and isinstance(seen_text, str):
@@ -430,3 +414,64 @@ async def warm(base: str, pages: list[str] | None = None, every_step: bool = Fal
             count = (student.steps or 1) if every_step else 1
             steps[page], step = count, step + 1
     return runs, app_pages, steps
+
+
+_PROSE = (
+    "the a student reads every word of this long sentence about attention while her friend writes code on "
+    "an old laptop near window morning light falls across desk and teacher asks why softmax makes each row "
+    "sum to one because weights must share probability between tokens that came before so query looks at "
+    "keys values heads mask future context vector grows small large quickly slowly bright quiet river "
+    "mountain city garden music paper pencil coffee rain snow summer winter green blue red yellow cat dog "
+    "bird fish tree flower house school library train station bridge story question answer idea number "
+    "matrix column row dot product scale learn model layer input output embedding token journey starts "
+    "with one step"
+)
+WORDS = tuple(_PROSE.split())
+MAX_URL_TEXT_CHARS = 2_000  # explorer.settings: longer link texts are cut (with a notice)
+
+
+def sentence(rng: random.Random, fewest: int = 10, most: int = 20) -> str:
+    """``fewest`` to ``most`` random words; 5-34 words are about 6-40 GPT-2 tokens, in practice never typed before."""
+    return " ".join(rng.choices(WORDS, k=rng.randint(fewest, most))).capitalize() + "."
+
+
+class Sentences:
+    """New sentences of exactly T GPT-2 tokens (``attention.tokenize``), never the same one twice."""
+
+    def __init__(self, seed: int = 7) -> None:
+        import attention
+
+        self.tokenize = attention.tokenize
+        self.rng = random.Random(seed)
+        self.seen: set[str] = set()
+
+    def make(self, num_tokens: int) -> str:
+        for _ in range(200):
+            text = " ".join(self.rng.choices(WORDS, k=num_tokens + 8)).capitalize()
+            pieces = self.tokenize(text).pieces
+            if len(pieces) < num_tokens:
+                continue
+            candidate = "".join(pieces[:num_tokens])
+            if len(self.tokenize(candidate)) == num_tokens and candidate.strip() and candidate not in self.seen:
+                self.seen.add(candidate)
+                return candidate
+        raise RuntimeError(f"could not build a sentence of {num_tokens} tokens")
+
+
+def link_text(text: str) -> tuple[str, bool]:
+    """The sentence as a link carries it: at most ``MAX_URL_TEXT_CHARS`` characters, cut at a space."""
+    if len(text) <= MAX_URL_TEXT_CHARS:
+        return text, False
+    return text[: text.rfind(" ", 0, MAX_URL_TEXT_CHARS)], True
+
+
+async def open_typed(student, page: str, num_tokens: int, sentences: Sentences, **query: str):
+    """``student`` (a ``protocol.Student``) opens ``page`` from a link with a new sentence of ``num_tokens`` tokens,
+    and types it when it is too long for a link (the slider's range then changes once, here)."""
+    shown, cut = link_text(sentences.make(num_tokens))
+    opened = await student.visit(page, {"input": "text", "text": shown, **query})
+    if opened.error:
+        raise RuntimeError(f"{student.base}/{page} {query}: {opened.error}")
+    if cut:
+        await student.edit(sentences.make(num_tokens))
+    return student

@@ -85,18 +85,31 @@ def paint_row(browser: dict, page: str) -> str:
     """A page's Enter-to-painted at T = 64 and 1,024, and their ratio against the goal."""
     small, large = (next((r for r in browser.values() if r["page"] == page and r["T"] == t), None) for t in (64, 1024))
     ratio = large["painted_ms"] / small["painted_ms"] if small and large else float("nan")
-    mark = "" if ratio != ratio else flag(ratio, GOALS["paint"])
+    times = f"{ratio:.1f}×" + ("" if ratio != ratio else flag(ratio, GOALS["paint"]))
     cells = ["–" if r is None else f"{_fmt_ms(r['finished_ms'])} · {_fmt_ms(r['painted_ms'])}" for r in (small, large)]
     kib = "–" if large is None else f"{large['received_bytes'] / 1024:,.0f}"
-    loads = (small["load"] if small else []) + (large["load"] if large else [])
-    either = large or small
-    return row(
-        _page_name(page), str(either["step"]), *cells, f"{ratio:.1f}×{mark}", str(either["plots"]), kib, _load(loads)
-    )
+    loads, either = [v for r in (small, large) if r for v in r["load"]], large or small
+    return row(_page_name(page), str(either["step"]), *cells, times, str(either["plots"]), kib, _load(loads))
 
 
 def flag(value: float, goal: float | None) -> str:
     return "" if goal is None else (" ✅" if value <= goal else " ❌")
+
+
+SHELL = "shell (entry script, empty page)"
+SERVER_INTROS = (  # server_tables' tables
+    "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
+    "{counts} new sentences per page and step). Each cell: the worst step's time as a multiple of the "
+    "bare page at the same T (and its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, "
+    "≤ 3× at T = 1,024.",
+    "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the "
+    "worst step in brackets):",
+    "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
+    "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
+    "the collection's median ms in brackets):",
+    "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, "
+    "in KiB; ⚠️ over 2 MB):",
+)
 
 
 def server_tables(results: dict, summary: list[dict]) -> list[str]:
@@ -111,20 +124,20 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
         return _load([v for r in rows for v in r["load"]])
 
     def ratio(s: dict) -> str:
-        worst = s["worst"]
-        return (
-            f"{worst['ratio']:.1f}× ({worst['step']}){flag(worst['ratio'], goal_for(s['T']))} · {s['mean_ratio']:.1f}×"
-        )
+        w = s["worst"]
+        return f"{w['ratio']:.1f}× ({w['step']}){flag(w['ratio'], goal_for(s['T']))} · {s['mean_ratio']:.1f}×"
 
     def ms(s: dict) -> str:
         worst = s["worst"]
         return f"{_fmt_ms(worst['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(worst['client_ms'])})"
 
+    def rerun(r: dict, times: float, mark: str = "") -> str:
+        return f"{_fmt_ms(r['total_ms'])} ({times:.1f}×{mark}; GC {_fmt_ms(r['gc_ms'])})"
+
     def whole(s: dict) -> str:
         rows = [r for r in server.values() if r["page"] == s["page"] and r["T"] == s["T"]]
         w = max(rows, key=lambda r: r["total_ratio"])
-        mark = flag(w["total_ratio"], goal_for(s["T"]))
-        return f"{_fmt_ms(w['total_ms'])} ({w['total_ratio']:.1f}×{mark}; GC {_fmt_ms(w['gc_ms'])})"
+        return rerun(w, w["total_ratio"], flag(w["total_ratio"], goal_for(s["T"])))
 
     def most_bytes(s: dict) -> str:
         most = s["bytes"]["bytes_max"]
@@ -134,46 +147,17 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
         return f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)"
 
     def bare_whole(b: dict, t: int) -> str:
-        return (
-            f"{_fmt_ms(b['total_ms'])} ({b['total_ms'] / base[f'bare|{t}']['total_ms']:.1f}×; GC {_fmt_ms(b['gc_ms'])})"
-        )
+        return rerun(b, b["total_ms"] / base[f"bare|{t}"]["total_ms"])
 
     repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
     counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
     if len({tuple(n) for n in repeats.values()}) == 1:
         counts = "/".join(map(str, next(iter(repeats.values()))))
     specs = (  # intro, what each T's column holds, (the bare page's and shell's cell, the shell's name), a page's cell
-        (
-            "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
-            f"{counts} new sentences per page and step). Each cell: the worst step's time as a multiple of the "
-            "bare page at the same T (and its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, "
-            "≤ 3× at T = 1,024.",
-            ": worst (step) · mean",
-            (bare_ratio, "shell (entry script, empty page)"),
-            ratio,
-        ),
-        (
-            "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the "
-            "worst step in brackets):",
-            " ms",
-            None,
-            ms,
-        ),
-        (
-            "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
-            "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
-            "the collection's median ms in brackets):",
-            "",
-            (bare_whole, "shell"),
-            whole,
-        ),
-        (
-            "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, "
-            "in KiB; ⚠️ over 2 MB):",
-            "",
-            (lambda b, t: f"{b['bytes'] / 1024:,.0f}", "shell"),
-            most_bytes,
-        ),
+        (SERVER_INTROS[0].format(counts=counts), ": worst (step) · mean", (bare_ratio, SHELL), ratio),
+        (SERVER_INTROS[1], " ms", None, ms),
+        (SERVER_INTROS[2], "", (bare_whole, "shell"), whole),
+        (SERVER_INTROS[3], "", (lambda b, t: f"{b['bytes'] / 1024:,.0f}", "shell"), most_bytes),
     )
     out = []
     for index, (intro, column, baselines, cell) in enumerate(specs):
@@ -209,15 +193,11 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
 
 def app_scale_tables(results: dict) -> str:
     m = results.get("machine", {})
-    phases = [
-        row(
-            name,
-            f"`{p['command']}`",
-            p["when"],
-            " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in ("load_start", "load_end")),
-        )
-        for name, p in results.get("phases", {}).items()
-    ]
+
+    def loads(p: dict) -> str:
+        return " → ".join(", ".join(f"{v:.2f}" for v in p[k]) for k in ("load_start", "load_end"))
+
+    phases = [row(name, f"`{p['command']}`", p["when"], loads(p)) for name, p in results.get("phases", {}).items()]
     out = table(
         f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('ram_gib', '?')} GiB RAM; Python "
         f"{m.get('python')}, Streamlit {m.get('streamlit')}, plotly {m.get('plotly')}, torch {m.get('torch')}, "
@@ -244,19 +224,14 @@ def app_scale_tables(results: dict) -> str:
         )
     cold = results.get("cold")
     if cold:
+        samples = {url: ", ".join(map(str, r["samples_s"])) for url, r in cold["rows"].items()}
         out += table(
             f"**Cold start** (median of {cold['repeats']}; from launching `streamlit run streamlit_app.py` to the "
             "first heatmap painted in an already running Chromium; book input; files in the OS page cache):",
             "URL | server answers /_stcore/health s | first heatmap painted s | samples s | load",
             "---|---:|---:|---|---",
             [
-                row(
-                    f"`{url}`",
-                    f"{r['healthy_s']:.1f}",
-                    f"{r['painted_s']:.1f}",
-                    ", ".join(map(str, r["samples_s"])),
-                    _load(r["load"]),
-                )
+                row(f"`{url}`", f"{r['healthy_s']:.1f}", f"{r['painted_s']:.1f}", samples[url], _load(r["load"]))
                 for url, r in cold["rows"].items()
             ],
         )

@@ -1,17 +1,12 @@
-"""Run the app exactly like ``streamlit run``, with measuring options, for the benchmarks' servers.
-
-Usage (``launch.AppServer(serve_options=[...])`` builds this command; what follows ``--`` goes to
-Streamlit's own command line in this process)::
+"""Run the app exactly like ``streamlit run``, with measuring options, for the benchmarks' servers (what follows
+``--`` goes to Streamlit's own command line; ``launch.AppServer(serve_options=[...])`` builds the command)::
 
     python -m benchmarks.serve [OPTIONS] -- run streamlit_app.py --server.port 8600 ...
 
-* ``--timings PATH``: one JSON line per script run: wall and thread-CPU time of the script (from
-  ``ScriptRunner._run_script`` to ``_on_script_finished``), and the time after it until the run is over.
-* ``--memory-log PATH``: every ``--memory-every`` seconds (5) the process's memory by kind
-  (``memory_sample``). It does not count ``gc.get_objects()``: from another thread that can catch a tuple
-  being built ("SystemError: bad argument to internal function").
-
-The other options of issue 13 were retired; they are at commit e1b2501.
+``--timings PATH`` appends a JSON line per script run: the script's wall and thread-CPU time (``_run_script``
+to ``_on_script_finished``) and the time after it until the run is over. ``--memory-log PATH`` appends the
+process's memory by kind (``memory_sample``) every ``--memory-every`` seconds (5), without ``gc.get_objects()``:
+from another thread that can catch a tuple being built. Issue 13's retired options are at commit e1b2501.
 """
 
 from __future__ import annotations

@@ -22,6 +22,13 @@ def test_options_default_to_two_pages_three_sizes_and_ten_repeats():
     assert actions.parse_args(["paint", "--repeats", "3"]).repeats == 3
 
 
+def test_the_cell_selection_and_the_grid_have_defaults_of_their_own():
+    select, grid = actions.parse_args(["select"]), actions.parse_args(["grid", "--checkpoint", "m.safetensors"])
+    assert (select.sizes, select.repeats, select.seed) == ([6, 30, 64], 15, 0)
+    assert (grid.repeats, grid.checkpoint.name) == (7, "m.safetensors")
+    assert actions.parse_args(["select", "--repeats", "2", "--seed", "3"]).repeats == 2
+
+
 @pytest.mark.parametrize("argv", [["costs", "--sizes", "six"], ["costs", "--pages", ","], ["cost"], []])
 def test_bad_options_are_refused(argv):
     with pytest.raises(SystemExit):

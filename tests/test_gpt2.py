@@ -11,6 +11,7 @@ import pickle
 
 import pytest
 import torch
+from gpt2_checkpoints import gpt2_tensors
 from safetensors.torch import save_file
 
 from attention import trace
@@ -22,31 +23,10 @@ IDS = [5, 17, 99, 0, 42, 42, 7, 63, 12]
 
 
 def hf_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
-    """A tiny GPT-2 with Hugging Face's key names and layouts; Conv1D weights are (in, out)."""
-    g = torch.Generator().manual_seed(seed)
-
-    def rand(*shape, scale=0.3):
-        return torch.randn(*shape, generator=g) * scale
-
-    tensors = {"wte.weight": rand(VOCAB, D), "wpe.weight": rand(CONTEXT, D), "ln_f.weight": 1 + rand(D, scale=0.1)}
-    tensors["ln_f.bias"] = rand(D, scale=0.1)
-    for n in range(LAYERS):
-        p = f"h.{n}."
-        tensors |= {
-            p + "ln_1.weight": 1 + rand(D, scale=0.1),
-            p + "ln_1.bias": rand(D, scale=0.1),
-            p + "attn.c_attn.weight": rand(D, 3 * D),
-            p + "attn.c_attn.bias": rand(3 * D, scale=0.1),
-            p + "attn.c_proj.weight": rand(D, D),
-            p + "attn.c_proj.bias": rand(D, scale=0.1),
-            p + "ln_2.weight": 1 + rand(D, scale=0.1),
-            p + "ln_2.bias": rand(D, scale=0.1),
-            p + "mlp.c_fc.weight": rand(D, 4 * D),
-            p + "mlp.c_fc.bias": rand(4 * D, scale=0.1),
-            p + "mlp.c_proj.weight": rand(4 * D, D),
-            p + "mlp.c_proj.bias": rand(D, scale=0.1),
-        }
-    return tensors
+    """A tiny GPT-2 with Hugging Face's key names and layouts (Conv1D weights are (in, out)), with numbers larger
+    than GPT-2's so that every part shows in the outputs."""
+    shape = {"layers": LAYERS, "emb_dim": D, "vocab_size": VOCAB, "context_length": CONTEXT}
+    return gpt2_tensors(**shape, seed=seed, scale=0.3, bias_scale=0.1)
 
 
 def oracle_layer_norm(x, weight, bias):

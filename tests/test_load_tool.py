@@ -15,7 +15,7 @@ from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks import launch, load, machine, meter, protocol, sentences, serve
+from benchmarks import launch, load, meter, protocol, serve
 
 
 def test_a_link_opens_a_page_by_its_url_path():
@@ -108,7 +108,7 @@ def test_statistics():
 def test_sentences_are_ten_to_twenty_words():
     rng = random.Random(0)
     for _ in range(50):
-        assert 10 <= len(sentences.sentence(rng).split()) <= 20
+        assert 10 <= len(protocol.sentence(rng).split()) <= 20
 
 
 def test_a_plain_server_is_streamlit_run_on_its_own_free_port(tmp_path):
@@ -299,10 +299,10 @@ def test_a_lesson_is_summarised_per_action_kind_with_opening_the_link_apart():
 
 def test_a_process_and_its_children_are_measured():
     pid = os.getpid()
-    assert machine.family(pid)[0] == pid
-    assert machine.process_cpu_s(pid) > 0
-    assert 1 < machine.process_rss_mib(pid) < 100_000
-    assert machine.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
+    assert meter.family(pid)[0] == pid
+    assert meter.process_cpu_s(pid) > 0
+    assert 1 < meter.process_rss_mib(pid) < 100_000
+    assert meter.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
 
 
 def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it():

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 from apptest_support import app, captions, decode, figure_specs, markdown, type_sentence
+from gpt2_checkpoints import write_gpt2
 
 from attention.gpt import every_layer_weights, load_trained_gpt
 from attention.gpt2 import load_gpt2
-from benchmarks.checkpoints import write_gpt2
 
 BOOK_IDS = [7120, 7002, 4940, 351, 530, 2239]  # "Your journey starts with one step" in GPT-2's BPE
 GRID = "attn_weights: "

@@ -7,14 +7,27 @@ The server and the browser are always stopped, also when a test fails.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
 from e2e_support import ARTIFACTS, AppPage, open_page
 
-from benchmarks.launch import AppServer, launch_chromium, missing_browser
+from benchmarks.browser import chromium
+from benchmarks.launch import CHROMIUM, AppServer
 
 SERVER_START_SECONDS = 180
+
+
+def missing_browser() -> str | None:
+    """Why Chromium cannot be driven here, or None."""
+    if importlib.util.find_spec("playwright") is None:
+        return "Python package playwright is not installed (pip install -r requirements-dev.txt)"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
 MISSING = missing_browser()
 
 
@@ -42,7 +55,7 @@ def server(_browser_available) -> str:
     """``streamlit run streamlit_app.py`` on 127.0.0.1 and a free port; yields the base URL."""
     app = AppServer(log=ARTIFACTS / "server.log")
     try:
-        base_url = app.start(timeout=SERVER_START_SECONDS, every=0.5)  # stops the server if it fails to start
+        base_url = app.start(timeout=SERVER_START_SECONDS)  # stops the server if it fails to start
     except RuntimeError as error:
         pytest.fail(str(error), pytrace=False)
     try:
@@ -53,14 +66,8 @@ def server(_browser_available) -> str:
 
 @pytest.fixture(scope="session")
 def browser(_browser_available):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

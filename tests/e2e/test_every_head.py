@@ -9,9 +9,9 @@ import urllib.parse
 
 import pytest
 from e2e_support import ARTIFACTS, eventually, open_page
+from gpt2_checkpoints import write_gpt2
 from test_presenter import SCREEN_HEIGHT, SENTENCE_30, measure, problems
 
-from benchmarks.checkpoints import write_gpt2
 from benchmarks.launch import AppServer
 
 pytestmark = pytest.mark.browser
@@ -159,7 +159,7 @@ def gpt2_server(browser, tmp_path_factory):
     path = write_gpt2(tmp_path_factory.mktemp("gpt2") / "model.safetensors", context_length=64)
     server = AppServer(log=ARTIFACTS / "server-gpt2.log", env={"ATTENTION_GPT2_CHECKPOINT": str(path)})
     try:
-        yield server.start(timeout=180, every=0.5)
+        yield server.start(timeout=180)
     finally:
         server.stop()
 
