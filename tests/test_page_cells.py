@@ -134,6 +134,29 @@ def test_a_bad_cell_in_the_link_gets_a_notice_not_a_traceback(raw, says):
     assert picker(at, "row").value is None
 
 
+def test_a_picker_value_that_is_not_an_option_selects_a_real_cell_not_a_traceback(monkeypatch):
+    """A browser that sends a stale or crafted picker value (Streamlit hands back any text it cannot match to an
+    option) gets the current cell, clamped, and no traceback."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from streamlit.testing.v1.element_tree import Selectbox
+
+    at = go_to("causal_mask", 0)
+    picker(at, "row").select_index(4).run()
+    target, drawn = picker(at, "col").key, Selectbox._widget_state
+
+    def crafted(box):  # what a browser holding another sentence's picker sends
+        return WidgetState(id=box.id, string_value="3: a key from another sentence") if box.key == target else (
+            drawn.fget(box)
+        )
+
+    monkeypatch.setattr(Selectbox, "_widget_state", property(crafted))
+    at.run()
+    monkeypatch.undo()
+    assert not at.exception
+    assert "α_51" in "\n".join(m.value for m in at.main.markdown)
+    assert picker(at, "col").value == 0
+
+
 def test_a_selection_recomputes_no_view(monkeypatch):
     import attention
 

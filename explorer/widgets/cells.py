@@ -183,13 +183,15 @@ def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> No
     """The keyboard route: a matrix, row or column picked sets the step's selection; a coordinate not yet
     picked is the current one, clamped, or the first."""
     matrix, row_widget, col_widget = widgets
-    name = st.session_state.get(matrix) or next(iter(panels))
+    name = st.session_state.get(matrix)
+    name = name if name in panels else next(iter(panels))
     cells, chosen = panels[name], st.session_state.get(key) or {}
     rows, cols = cells.shape
-    row = st.session_state.get(row_widget)
-    col = st.session_state.get(col_widget)
-    row = min(chosen.get("row", 0), rows - 1) if row is None else row
-    col = min(chosen.get("col", 0), cols - 1) if col is None else col
+    row, col = st.session_state.get(row_widget), st.session_state.get(col_widget)
+    # A value that is not one of the picker's own (a stale or crafted one: Streamlit hands back any text it
+    # cannot match) counts as not picked.
+    row = row if isinstance(row, int) and 0 <= row < rows else min(chosen.get("row", 0), rows - 1)
+    col = col if isinstance(col, int) and 0 <= col < cols else min(chosen.get("col", 0), cols - 1)
     _set(key, name, row, col, cells)
 
 
