@@ -28,8 +28,8 @@ multi-query attention), ``generation`` (a GPT writing token by token, with or wi
 
 ``derivations`` writes any cell of those matrices out term by term (a score as its dot product,
 a weight as its row's exps, a merged column as its head's weighted sum, a GRU state, Bahdanau's
-additive score, a mistake's cell beside the right one), for the explorer's "where did this number
-come from" panel.
+additive score, a mistake's cell beside the right one, a cached key beside its recomputation, a
+sliding window's mask entry), for the explorer's "where did this number come from" panel.
 
 ``book`` replays the chapter's printed example with its modules and seeds;
 ``checks`` holds every input check and limit; ``seeding`` the book's

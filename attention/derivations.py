@@ -6,8 +6,9 @@ from the tensors a trace holds, and returns a ``Derivation``: the terms, their s
 make. The kinds, in the file's order: scores, weights, dropout, context entries and projections
 (sections 3.3–3.5); multi-head attention's merged columns and ``out_proj``'s mix of the heads (3.6);
 the RNN encoder–decoder's GRU states and Bahdanau's additive scores (3.1–3.2, the problem attention
-solves); and, for the Break it page, a mistake's cell beside the right one. The explorer's cell panel writes it out
-(``explorer.page_text.cells``); tests check every term against the package's own computation.
+solves); for the Break it page, a mistake's cell beside the right one; and, after the chapter (the Generate
+page), a cached key beside the same key recomputed, and a sliding window's mask. The explorer's cell panel
+writes it out (``explorer.page_text.cells``); tests check every term against the package's own computation.
 
 Indices count from 0, as Python does; the explorer shows them from 1, as the book does (x^(1) is
 ``inputs[0]``).
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from .bahdanau import additive_scores, contrast_weights
+from .kv_cache import check_window
 from .mistake_steps import RIGHT, Steps
 from .mistakes import MistakeRun
 from .multihead import MultiHeadAttention
@@ -601,3 +603,71 @@ def mistake_cell(run: MistakeRun, mha: MultiHeadAttention, x, row: int, col: int
             f"this run was not made with this module and input: its weight is {shown:.6g}, not {right.value:.6g}"
         )
     return right, wrong
+
+
+# After the chapter (the Generate page): a KV cache's key beside the same key recomputed, and a window's mask.
+
+
+def _stacked(keys, name: str) -> tuple[int, ...]:
+    shape = tuple(keys.shape)
+    if len(shape) != 4:
+        raise ValueError(f"{name} must be (n_layers, n_heads, num_tokens, head_dim), got a shape {shape}")
+    return shape
+
+
+def cache_entry(cached_keys, recomputed_keys, layer: int, head: int, token: int, dim: int, *, shown="cached"):
+    """Entry ``dim`` of token j's key k^(j) in one layer and head, as the KV cache kept it (appended when token
+    j was read) and as one pass over the whole text makes it again. Both are ``keys = self.W_key(x)`` on
+    token j's own input row to the layer, which the causal mask keeps free of later tokens, so they agree
+    up to float32 rounding.
+
+    Term 0 is the cached number, term 1 the recomputed one; ``total`` is |cached − recomputed|, and
+    ``value`` the ``shown`` one ("cached" or "recomputed"), the cell on screen. Indices count from 0;
+    ``details`` names ``layer``, ``head``, ``cached``, ``recomputed`` and ``shown``.
+
+    Shapes: cached_keys, recomputed_keys (n_layers, n_heads, num_tokens, head_dim): each layer's
+    ``KVCache.keys`` for the first sequence, stacked (``cache_against_recomputation`` in the explorer).
+    """
+    shape = _stacked(cached_keys, "cached_keys")
+    if _stacked(recomputed_keys, "recomputed_keys") != shape:
+        raise ValueError(
+            f"the cached keys {shape} and the recomputed keys {tuple(recomputed_keys.shape)} must have one shape"
+        )
+    if shown not in ("cached", "recomputed"):
+        raise ValueError(f'shown must be "cached" or "recomputed", got {shown!r}')
+    names = ("layer", "head", "token", "dimension")
+    for index, size, name in zip((layer, head, token, dim), shape, names, strict=True):
+        _check(index, size, name)
+    cached = float(cached_keys[layer, head, token, dim])
+    recomputed = float(recomputed_keys[layer, head, token, dim])
+    terms = (Term(0, (cached,), cached), Term(1, (recomputed,), recomputed))
+    details = {"layer": layer, "head": head, "cached": cached, "recomputed": recomputed, "shown": shown}
+    value = cached if shown == "cached" else recomputed
+    return Derivation("cache_entry", token, dim, terms, abs(cached - recomputed), value, details)
+
+
+def window_mask_entry(num_tokens: int, window: int | None, row: int, col: int) -> Derivation:
+    """Entry [row, col] of ``sliding_window_mask(num_tokens, window)``: 1 (True, masked: the score becomes −∞)
+    or 0 (visible), for query ``row`` and key ``col``.
+
+    Term 0 is the causal rule, a future key (col > row); term 1, with a ``window``, the window's rule, a key
+    ``window`` or more tokens back (row − col ≥ window). At most one holds, so the entry is their sum.
+    ``details``: ``future``, ``too_far`` (None without a window), ``back`` (row − col) and ``window``.
+
+    Shapes: the mask is (num_tokens, num_tokens).
+    """
+    check_window(window)
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 1:
+        raise ValueError(f"num_tokens must be a whole number, at least 1; got {num_tokens!r}")
+    _check(row, num_tokens, "query")
+    _check(col, num_tokens, "key")
+    back = row - col
+    future = col > row
+    terms = [Term(0, (float(col), float(row)), float(future))]
+    too_far = None
+    if window is not None:
+        too_far = back >= window
+        terms.append(Term(1, (float(back), float(window)), float(too_far)))
+    total = sum(t.value for t in terms)
+    details = {"future": future, "too_far": too_far, "back": back, "window": window}
+    return Derivation("window_mask", row, col, tuple(terms), total, total, details)

@@ -10,7 +10,7 @@ import attention
 from explorer import figures, session, widgets
 from explorer.page_text import generate as notes
 from explorer.views import generation as views
-from explorer.views.page_cells_rnn import recorded_weights
+from explorer.views.page_cells_rnn import cached_keys, recorded_weights, window_mask
 
 run = session.current_run()
 settings = run.settings
@@ -91,12 +91,16 @@ elif step in (1, 2):
         dims = [f"dim {d}" for d in range(data.head_dim)]
         shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
         shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
+        explain = cached_keys(check, layer, head, pieces[:seen])
         title = f"cached keys, layer {layer + 1}, head {head + 1}: {seen} rows"
-        grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title, **shown)
+        grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title,
+                              explain=explain["cached-keys"], **shown)  # fmt: skip
         title = f"keys recomputed from the whole text: {seen} rows"
-        full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title, **shown)
+        full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title,
+                             explain=explain["recomputed-keys"], **shown)  # fmt: skip
         widgets.side_by_side(grown, full)
         st.markdown(notes.WHY_EQUAL)
+        widgets.explain_cell()
         widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
 elif step == 3:
     st.markdown(notes.cost_text(data))
@@ -138,10 +142,10 @@ else:
     mask = dict(kind="mask", value_name="mask", decimals=0, meaning="1: masked", legend_names=notes.WINDOW_LEGEND)
     prompt = pieces[:num_tokens]
     title = f"sliding window of {window}"
-    widgets.side_by_side(
-        widgets.panel(
-            "causal-mask", figures.heatmap, causal.astype(float), prompt, prompt, title="causal mask", **mask
-        ),
-        widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title, **mask),
-    )
+    plain = widgets.panel("causal-mask", figures.heatmap, causal.astype(float), prompt, prompt, title="causal mask",
+                          explain=window_mask(num_tokens, None, prompt), **mask)  # fmt: skip
+    windowed = widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title,
+                             explain=window_mask(num_tokens, window, prompt), **mask)  # fmt: skip
+    widgets.side_by_side(plain, windowed)
+    widgets.explain_cell()
     widgets.show_code(attention.sliding_window_mask)

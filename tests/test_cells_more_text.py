@@ -33,6 +33,15 @@ def heads():
     return weights, values
 
 
+@functools.cache
+def cache_keys():
+    """Keys as a cache kept them and as a whole-text pass made them again: (n_layers, n_heads, T, head_dim), float32."""
+    cached = torch.randn(2, 2, 6, 4, generator=torch.Generator().manual_seed(2)).numpy()
+    recomputed = cached.copy()
+    recomputed[0, 1, ROW, COL] += 3e-7  # float32 rounding of another order of sums
+    return cached, recomputed
+
+
 def mistake_pair(name: str):
     mha = attention.build(attention.MultiHeadAttention, 123, 3, 4, 6, 0.5, num_heads=2)
     run = attention.run_mistake(name, mha, attention.BOOK_INPUTS, dropout_samples=10)
@@ -69,6 +78,15 @@ def written(kind: str):
         found = derivations.weight([score(X, ROW, j).value for j in range(6)], COL, row=ROW)
         found = dataclasses.replace(found, details={**found.details, "score": score(X, ROW, COL)})
         return cells_rnn.contrast(found, n, PIECES[ROW], PIECES[COL], PIECES)
+    if kind in ("cached", "recomputed", "cached_layer_2"):
+        cached, recomputed = cache_keys()
+        layer = 1 if kind == "cached_layer_2" else 0
+        found = derivations.cache_entry(cached, recomputed, layer, 1, ROW, COL, shown=kind.split("_")[0])
+        return cells_rnn.cached_key(found, n, PIECES[ROW], f"dim {COL}", PIECES)
+    if kind in ("causal_mask", "window_mask"):
+        window = None if kind == "causal_mask" else 3
+        found = derivations.window_mask_entry(6, window, 5, COL)  # query 6, key 2: 4 tokens back
+        return cells_rnn.window_mask(found, n, PIECES[5], PIECES[COL], PIECES)
     value = float(X[ROW, COL])
     term = derivations.Term(0, (value,), value)
     details = {"where": "inputs[2][1]", "source": "one of the book's six hand-picked vectors", "id": 4940}
@@ -77,6 +95,7 @@ def written(kind: str):
 
 
 KINDS = ["merged", "mixed", "head_weight", "gru", "bahdanau", "dot", "additive", "embedding"]
+KINDS += ["cached", "recomputed", "cached_layer_2", "causal_mask", "window_mask"]
 KINDS += [f"mistake:{name}" for name in attention.MISTAKES]
 
 
@@ -131,3 +150,42 @@ def test_a_mistake_names_its_changed_line_and_shows_both_columns():
 def test_an_embedding_is_read_not_computed():
     words, sums = written("embedding")
     assert "No arithmetic made it" in words and sums == "x^(3)[1] = inputs[2][1] = 0.8500"
+
+
+@pytest.mark.parametrize("shown", ["cached", "recomputed"])
+def test_a_cached_key_shows_both_numbers_this_panels_last_and_their_difference(shown):
+    words, sums = written(shown)
+    cached, recomputed = cache_keys()
+    mine, other = (cached, recomputed) if shown == "cached" else (recomputed, cached)
+    first, second, difference = sums.split("\n")
+    assert numbers(first) == pytest.approx([float(other[0, 1, ROW, COL])], abs=1e-4)
+    assert second.startswith(f"{shown:<10} k^(3)[1] = ")
+    assert numbers(second) == pytest.approx([float(mine[0, 1, ROW, COL])], abs=1e-4)
+    gap = abs(float(cached[0, 1, ROW, COL]) - float(recomputed[0, 1, ROW, COL]))
+    assert difference == f"|cached − recomputed| = {gap:.1e}"
+    assert "token 3 “␣starts” (index 2) in layer 1, head 2" in words and "`keys = self.W_key(x)` on x^(3)" in words
+    assert "embedding and position alone" in words and "far below the 4 decimals shown" in words
+    assert ("`cache.keys[0, 1, 2, 1]`" in words) == (shown == "cached")
+
+
+def test_a_key_in_a_later_layer_depends_on_the_tokens_up_to_its_own():
+    words, sums = written("cached_layer_2")
+    assert "let token 3 see only tokens 1 to 3" in words and "[causal mask](/glossary#causal_mask)" in words
+    assert sums.endswith("|cached − recomputed| = 0") and "the same float32 number" in words
+
+
+def test_a_window_masks_entry_names_both_rules_and_the_causal_mask_only_its_own():
+    causal_words, causal_sums = written("causal_mask")
+    window_words, window_sums = written("window_mask")
+    assert causal_sums.split("\n") == [
+        "mask = sliding_window_mask(6, None)",
+        "future key?     j > i: 2 > 6 → no",
+        "mask[5, 1] = 0  (visible)",
+    ]
+    assert window_sums.split("\n")[-2:] == [
+        "w or more back? i − j ≥ w: 6 − 2 = 4 ≥ 3 → yes",
+        "mask[5, 1] = 1  (masked: score → −∞)",
+    ]
+    assert "sliding window of" not in causal_words
+    assert "query x^(6) “␣step” look at key x^(2) “␣journey”" in causal_words
+    assert "i − j = 6 − 2 = 4 ≥ 3, too far back" in window_words and "the score −∞" in window_words

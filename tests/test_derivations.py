@@ -28,6 +28,7 @@ from attention.derivations import (
     bahdanau_context,
     bahdanau_score,
     bahdanau_weight,
+    cache_entry,
     contrast_score,
     dot_product,
     dropped_weight,
@@ -41,6 +42,7 @@ from attention.derivations import (
     score,
     weight,
     weighted_sum,
+    window_mask_entry,
 )
 from attention.mistake_steps import merge_heads_without_transpose, split_heads_without_transpose
 from attention.reversal import load_reversal, trained_alignment, untrained_reversal
@@ -521,5 +523,87 @@ def test_merge_without_transpose_leaves_the_weights_alone():
     ],
 )
 def test_bad_mistake_input_says_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# After the chapter: a cached key beside the same key recomputed, and a sliding window's mask.
+
+
+@functools.cache
+def grown_and_recomputed_keys() -> tuple[torch.Tensor, torch.Tensor]:
+    """The small GPT's keys of the book's sentence and four greedy tokens, as the cache grew them (the prompt,
+    then one token at a time) and from one pass over the whole text: each (n_layers, n_heads, T, head_dim)."""
+    gpt = attention.gpt.load_trained_gpt()
+    prompt = list(attention.tokenize(attention.BOOK_SENTENCE).ids)
+    ids = attention.generate(gpt, prompt, 4).ids
+    cached_model = attention.GPTWithCache(gpt)
+    with torch.no_grad():
+        grown = cached_model.step(torch.tensor([ids[: len(prompt)]]))  # (1, prompt tokens)
+        for position in range(len(prompt), len(ids)):
+            grown = cached_model.step(torch.tensor([ids[position : position + 1]]), grown.caches)  # (1, 1)
+        at_once = cached_model.step(torch.tensor([ids]))  # (1, T)
+    return tuple(torch.stack([c.keys[0] for c in step.caches]) for step in (grown, at_once))
+
+
+def test_a_cached_key_and_its_recomputation_are_the_arrays_cells():
+    cached, recomputed = grown_and_recomputed_keys()
+    layers, heads, tokens, head_dim = cached.shape
+    for layer, head, token, dim in [(0, 0, 0, 0), (layers - 1, heads - 1, tokens - 1, head_dim - 1), (1, 2, 7, 5)]:
+        for shown, array in (("cached", cached), ("recomputed", recomputed)):
+            found = cache_entry(cached, recomputed, layer, head, token, dim, shown=shown)
+            assert (found.row, found.col, found.details["layer"], found.details["head"]) == (token, dim, layer, head)
+            assert found.value == pytest.approx(float(array[layer, head, token, dim]), abs=1e-6)
+            assert [t.value for t in found.terms] == pytest.approx(
+                [float(cached[layer, head, token, dim]), float(recomputed[layer, head, token, dim])], abs=1e-6
+            )
+            assert found.total == pytest.approx(abs(found.terms[0].value - found.terms[1].value), abs=1e-12)
+            assert found.total < 1e-5, "the cache holds the keys the whole text makes again"
+
+
+def test_a_cache_entry_reads_numpy_arrays_as_the_explorer_keeps_them():
+    cached, recomputed = (keys.numpy() for keys in grown_and_recomputed_keys())
+    cached.flags.writeable = False  # a view's arrays are read-only
+    found = cache_entry(cached, recomputed, 2, 1, 3, 4, shown="recomputed")
+    assert found.value == pytest.approx(float(recomputed[2, 1, 3, 4]), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda k: cache_entry(k[0], k[1][:, :, :3], 0, 0, 0, 0), "must have one shape"),
+        (lambda k: cache_entry(k[0][0], k[1][0], 0, 0, 0, 0), r"n_layers, n_heads, num_tokens, head_dim"),
+        (lambda k: cache_entry(k[0], k[1], 0, 0, 99, 0), "token 99 is out of range"),
+        (lambda k: cache_entry(k[0], k[1], 0, 0, 0, 0, shown="both"), "cached"),
+    ],
+)
+def test_bad_cache_input_says_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(grown_and_recomputed_keys())
+
+
+@pytest.mark.parametrize("num_tokens", [1, 6, 9])
+@pytest.mark.parametrize("window", [None, 1, 2, 3, 6, 10])
+def test_a_window_mask_entry_is_the_masks_own(num_tokens, window):
+    mask = attention.sliding_window_mask(num_tokens, window)  # (num_tokens, num_tokens)
+    for i in range(num_tokens):
+        for j in range(num_tokens):
+            found = window_mask_entry(num_tokens, window, i, j)
+            assert found.value == float(mask[i, j]) == found.total, (i, j)
+            assert found.details["future"] == (j > i) and found.details["back"] == i - j
+            assert found.details["too_far"] == (None if window is None else i - j >= window)
+            assert len(found.terms) == (1 if window is None else 2)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: window_mask_entry(6, 0, 0, 0), "window must be between 1"),
+        (lambda: window_mask_entry(0, 3, 0, 0), "num_tokens must be a whole number"),
+        (lambda: window_mask_entry(6, 3, 6, 0), "query 6 is out of range"),
+        (lambda: window_mask_entry(6, None, 0, -1), "key -1 is out of range"),
+    ],
+)
+def test_bad_window_mask_input_says_what_is_wrong(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -94,6 +94,8 @@ def test_the_selection_is_kept_per_step_and_marked_on_the_other_panel():
         ("causal_mask", 5, "context_vec = dropped_weights @ values"),
         ("multihead", 2, "return torch.cat([head(x) for head in self.heads], dim=-1)"),  # the wrapper's merge
         ("multihead", 5, "context_vec = context_vec.contiguous().view("),  # MultiHeadAttention's merge
+        ("generate", 2, "keys = self.W_key(x)"),  # CachedMultiHeadAttention.steps: cached and recomputed alike
+        ("generate", 5, "future = key_pos > query_pos"),  # sliding_window_mask's causal rule
     ],
 )
 def test_the_line_that_made_the_matrix_is_marked_in_the_code(page, step, line):

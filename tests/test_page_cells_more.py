@@ -1,6 +1,7 @@
 """The cell panel on Multi-head, Why attention, Break it, Tokens and Generate (issue 25), through AppTest: the
 keyboard picker selects a cell of every explainable heatmap, the panel's result equals the drawn cell to
-1e-4, and the terms it writes are the package's own (``attention.derivations``, computed here afresh)."""
+1e-4 (a mask's entry exactly), and the terms it writes are the package's own (``attention.derivations``,
+computed here afresh)."""
 
 import re
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from apptest_support import app, decode, figure_specs, next_step
+from test_derivations import grown_and_recomputed_keys
 from test_page_cells import COL, ROW, go_to, picker
 
 import attention
@@ -15,6 +17,7 @@ from attention import derivations
 from explorer import views
 from explorer.page_text.cells import factor, number
 from explorer.settings import Settings
+from explorer.widgets import code
 
 RUN = views.Run.of(Settings())  # the pages' defaults: the book's six tokens, d_in = 3, d_out = 2, two heads
 
@@ -69,10 +72,23 @@ def mistake():
     return right, wrong, right.details["score"], wrong.details["score"]
 
 
+def generate(name: str):
+    """Generate's cache step (the book's sentence, layer 1, head 1) and window step (a window of 3)."""
+    if name.endswith("-keys"):  # the first rows of the page's 40 tokens: the same keys, to rounding
+        cached, recomputed = grown_and_recomputed_keys()
+        return (derivations.cache_entry(cached, recomputed, 0, 0, ROW, COL, shown=name.split("-")[0]),)
+    return (derivations.window_mask_entry(6, None if name == "causal-mask" else 3, ROW, COL),)
+
+
 def written(d) -> list[str]:
-    """What the panel must write of ``d``: each product's factors, or each exp of a softmax row."""
+    """What the panel must write of ``d``: each product's factors, each exp of a softmax row, both keys, or a
+    mask's entry."""
     if d.kind in ("weight",):
         return [number(t.value) for t in d.terms if not t.masked]
+    if d.kind == "cache_entry":
+        return [number(t.value) for t in d.terms]
+    if d.kind == "window_mask":
+        return [f"mask[{d.row}, {d.col}] = {d.value:.0f}"]
     if d.kind == "gru_state":
         return [number(t.value) for t in d.terms] + [f"{d.details['z']:.4f}", number(d.details["n"])]
     return ["·".join(factor(f) for f in t.factors) for t in d.terms[:8]]
@@ -94,7 +110,7 @@ CASES = {
         6: ["dot-product-weights", "additive-weights"],
     },
     "tokens": {1: ["input-embeddings"]},
-    "generate": {1: ["query-rows"]},
+    "generate": {1: ["query-rows"], 2: ["cached-keys", "recomputed-keys"], 5: ["causal-mask", "window-mask"]},
 }
 
 
@@ -103,6 +119,8 @@ def expected(page: str, name: str) -> tuple:
         return (multihead(name),)
     if page == "why_attention":
         return why(name)
+    if page == "generate" and name != "query-rows":
+        return generate(name)
     return ()
 
 
@@ -120,6 +138,12 @@ def last_number(text: str) -> float:
     return float(re.findall(r"−?\d+\.\d{4}", text)[-1].replace("−", "-"))
 
 
+def cell_value(sums: str) -> float:
+    """What the panel's sum ends at: its last 4-decimal number, or a mask's entry (``mask[5, 1] = 1``)."""
+    entry = re.search(r"^mask\[\d+, \d+\] = ([01]) ", sums, re.MULTILINE)
+    return float(entry.group(1)) if entry else last_number(sums)
+
+
 @pytest.mark.parametrize(("page", "step"), [(page, step) for page, steps in CASES.items() for step in steps])
 def test_the_panel_writes_the_drawn_cell_from_the_packages_terms(page, step):
     at = go_to(page, step)
@@ -134,7 +158,7 @@ def test_the_panel_writes_the_drawn_cell_from_the_packages_terms(page, step):
         row = picker(at, "row").value
         sums = panel_sums(at)
         z = drawn(at)[number_][0]
-        assert last_number(sums) == pytest.approx(float(z[row, COL]), abs=1e-4), (page, step, name)
+        assert cell_value(sums) == pytest.approx(float(z[row, COL]), abs=1e-4), (page, step, name)
         for derivation in expected(page, name):
             assert derivation.value == pytest.approx(float(z[row, COL]), abs=1e-4) or derivation.kind.endswith("score")
             for text in written(derivation):
@@ -183,3 +207,36 @@ def test_a_grid_of_heads_explains_the_second_heads_cell():
     assert "Head 2 of 2" in "\n".join(m.value for m in at.main.markdown)
     marked = [s for s in figure_specs(at)[0]["layout"]["shapes"] if s["line"].get("width") == 4]
     assert [(s["xref"], s["x0"]) for s in marked] == [("x2", COL - 0.5)]
+
+
+def outlined(spec: dict) -> list[tuple[float, float]]:
+    return [(s["x0"], s["y0"]) for s in spec["layout"].get("shapes", []) if s["line"].get("width") == 4]
+
+
+@pytest.mark.parametrize(
+    ("step", "row", "col", "line"),
+    [
+        (2, 4, 3, "keys = self.W_key(x)"),  # a token and a dimension
+        (5, 5, 1, "return future | (key_pos <= query_pos - window)"),  # 4 tokens back
+    ],
+)
+def test_generates_cache_and_window_panels_outline_the_same_cell_and_explain_the_second(step, row, col, line):
+    at = go_to("generate", step)
+    at.session_state[code.code_panel_key()] = True
+    picker(at, "row").select_index(row).run()
+    picker(at, "col").select_index(col).run()
+    first, second = drawn(at)
+    marks = [outlined(spec) for spec in figure_specs(at)[:2]]
+    assert marks == [[(col - 0.5, row - 0.5)]] * 2, "rows and columns are named alike: the same cell on both"
+    at.selectbox(key=f"w_cell:generate:{step}:matrix").select_index(1).run()
+    assert not at.exception and cell_value(panel_sums(at)) == pytest.approx(float(second[0][row, col]), abs=1e-4)
+    source = "\n".join(c.value for c in at.main.code if c.language == "python")
+    (marked,) = [text for text in source.split("\n") if code.CELL_MARK.strip("# ") in text]
+    assert marked.strip().startswith(line), "the second panel's line is the marked one"
+    words = "\n".join(m.value for m in at.main.markdown)
+    if step == 2:
+        assert "Here it is made again in one pass over the whole text" in words and "that is why caching works" in words
+    else:  # query 6, key 2, a window of 3: visible to the causal mask, too far back for the window
+        assert (float(first[0][row, col]), float(second[0][row, col])) == (0.0, 1.0)
+        assert "6 − 2 = 4 ≥ 3, too far back" in words
+        assert panel_sums(at).endswith("mask[5, 1] = 1  (masked: score → −∞)")

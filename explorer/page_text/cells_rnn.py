@@ -1,6 +1,6 @@
-"""The cell panel's words for Why attention and Tokens & embeddings (issue 25): a GRU encoder state, a
-Bahdanau weight with its additive score, the dot-product and additive contrast, and an embedding
-number, which no arithmetic made.
+"""The cell panel's words for Why attention, Tokens & embeddings and Generate (issue 25): a GRU encoder state,
+a Bahdanau weight with its additive score, the dot-product and additive contrast, an embedding number,
+which no arithmetic made, and Generate's recorded weights, cached keys and window masks.
 
 Each function has ``page_text.cells.explain``'s signature, (derivation, notation, row label, column label,
 keys) → (Markdown, the sum), so a ``views.cells.Cells`` can take it as its ``words``.
@@ -132,3 +132,77 @@ def recorded(d: Derivation, n: Notation, row_label: str, col_label: str, keys: S
         [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
     )
     return words, f"row: {' + '.join(parts)} = {number(d.total)}\nα_{sub(g['query'], d.col)} = {number(d.value)}"
+
+
+def cached_key(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A key's entry as the KV cache kept it, beside the same entry recomputed from the whole text: why they agree."""
+    g, j, c, layer = d.details, d.row + 1, d.col, d.details["layer"] + 1
+    index = f"0, {g['head']}, {d.row}, {c}"
+    if g["shown"] == "cached":
+        where = f"`cache.keys[{index}]`"
+        kept = (
+            "The KV cache keeps every token's keys and values between steps (`torch.cat` appends each new "
+            f"token's), and has held this one since token {j} was read."
+        )
+    else:
+        where = f"`keys[{index}]`"
+        kept = "Here it is made again in one pass over the whole text, without the cache; the left panel kept it."
+    mask = term("causal_mask")
+    if layer == 1:
+        why = (
+            f"In layer 1 that row is made from token {j}'s embedding and position alone; in later layers the "
+            f"{mask} keeps later tokens out of it."
+        )
+    else:
+        before = "token 1" if j == 1 else f"tokens 1 to {j}"
+        why = f"That row comes from the layers below, where the {mask} let token {j} see only {before}."
+    words = (
+        f"{where} (Python counts from 0): entry {c} of k^({j}), the {term('query_key_value', 'key')} of token {j} "
+        f"{_token(row_label)} (index {d.row}) in layer {layer}, head {g['head'] + 1}. {kept} Both come from "
+        f"`keys = self.W_key(x)` on x^({j}), token {j}'s own row of the layer's input. {why} So tokens added "
+        f"later never change it: that is why caching works. {_agreement(d.total)}"
+    )
+    lines = [f"recomputed k^({j})[{c}] = {number(g['recomputed'])}  (one pass over the whole text)"]
+    lines.append(f"cached     k^({j})[{c}] = {number(g['cached'])}  (kept since token {j} was read)")
+    if g["shown"] == "recomputed":  # this panel's number last
+        lines.reverse()
+    difference = "0" if d.total == 0 else f"{d.total:.1e}"
+    return words, "\n".join([*lines, f"|cached − recomputed| = {difference}"])
+
+
+def _agreement(difference: float) -> str:
+    if difference == 0:
+        return "The two are the same float32 number."
+    if difference < 5e-5:
+        return f"They differ by {difference:.1e}, far below the 4 decimals shown: float32 rounding, not another key."
+    return f"They differ by {difference:.1e}, more than rounding: the cache does not hold the recomputed key."
+
+
+def window_mask(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A causal or sliding-window mask's entry: 1 (masked) or 0 (visible), and the rule that decided it."""
+    i, j, g = d.row + 1, d.col + 1, d.details
+    w, size = g["window"], len(keys)
+    call = f"sliding_window_mask({size}, {w})"
+    words = [
+        f"`{call}[{d.row}, {d.col}]` (Python counts from 0): may query x^({i}) {_token(row_label)} look at key "
+        f"x^({j}) {_token(col_label)}?",
+        f"The {term('causal_mask')} hides a future key, j > i: "
+        + (f"{j} > {i}, so this key is hidden." if g["future"] else f"{j} ≤ {i}, so it is not in the future."),
+    ]
+    lines = [f"mask = {call}", f"future key?     j > i: {j} > {i} → {'yes' if g['future'] else 'no'}"]
+    if w is not None:
+        back = f"i − j = {i} − {j} = {g['back']}".replace("-", "−")
+        words.append(
+            f"A sliding window of w = {w} also hides keys w or more tokens back, i − j ≥ w: here {back}"
+            + (f" ≥ {w}, too far back." if g["too_far"] else f" < {w}.")
+        )
+        lines.append(f"w or more back? i − j ≥ w: {i} − {j} = {g['back']} ≥ {w} → {'yes' if g['too_far'] else 'no'}")
+    if d.value:
+        words.append(
+            f"So the entry is 1, masked: `masked_fill` makes the score −∞, and its "
+            f"{term('attention_weights', 'attention weight')} is 0."
+        )
+    else:
+        words.append("So the entry is 0, visible: the query's softmax weighs this key.")
+    lines.append(f"mask[{d.row}, {d.col}] = {d.value:.0f}  " + ("(masked: score → −∞)" if d.value else "(visible)"))
+    return " ".join(words), "\n".join(lines).replace("= -", "= −")

@@ -1,4 +1,4 @@
-"""The explainable heatmaps of Why attention and Tokens & embeddings (issue 25), as ``views.cells.Cells``.
+"""The explainable heatmaps of Why attention, Tokens & embeddings and Generate (issue 25), as ``views.cells.Cells``.
 
 Why attention's view is stored for a first visit and keeps no decoder states, so the encoder–decoder that
 a GRU or Bahdanau cell reads is run once per sentence when a first cell is asked for
@@ -17,8 +17,11 @@ from explorer.page_text.cells import Notation
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
 from explorer.views.cells import Cells
+from explorer.views.page_cells import dims, once_per_view
 
 SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # additive_scores, on Why attention
+KEY_CODE = "keys = self.W_key(x)"  # CachedMultiHeadAttention.steps: every key, cached or recomputed
+FUTURE_CODE, WINDOW_CODE = "future = key_pos > query_pos", "return future | (key_pos <= query_pos - window)"
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
@@ -137,3 +140,32 @@ def recorded_weights(rows, row_labels, pieces, *, layer: int, head: int, first_q
     return Cells(
         derive, Notation("attn_weights"), code, queries, tuple(pieces), rows="query token", words=words.recorded
     )
+
+
+@once_per_view
+def cached_keys(check, layer: int, head: int, pieces) -> dict[str, Cells]:
+    """Generate's cache step: token j's key as the cache kept it ("cached-keys") and as the whole text makes it
+    again ("recomputed-keys"), from ``views.generation.CacheCheck``'s (n_layers, n_heads, T, head_dim) keys.
+    Rows are tokens, columns the head's dimensions, named alike on both panels."""
+
+    def made(shown: str) -> Cells:
+        def derive(row: int, col: int):
+            found = attention.derivations.cache_entry
+            return found(check.cache_keys, check.recomputed_keys, layer, head, row, col, shown=shown)
+
+        return Cells(derive, Notation(f"{shown} keys"), KEY_CODE, tuple(pieces), dims(check.cache_keys.shape[-1]),
+                     rows="token", cols="dim", words=words.cached_key)  # fmt: skip
+
+    return {"cached-keys": made("cached"), "recomputed-keys": made("recomputed")}
+
+
+def window_mask(num_tokens: int, window: int | None, pieces) -> Cells:
+    """Generate's last step: the causal mask (``window`` None) or the sliding window's, from
+    ``attention.sliding_window_mask``; queries as rows, keys as columns."""
+
+    def derive(row: int, col: int):
+        return attention.derivations.window_mask_entry(num_tokens, window, row, col)
+
+    notation = Notation("causal mask" if window is None else f"sliding window of {window}")
+    code = FUTURE_CODE if window is None else WINDOW_CODE
+    return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=words.window_mask)

@@ -1,5 +1,5 @@
-"""The cell panel in Chromium on Multi-head, Why attention and Break it (issue 25): a real mouse click at a
-cell's pixel position on a heatmap (found from plotly's own axes), and the panel's number equals the cell's."""
+"""The cell panel in Chromium on Multi-head, Why attention, Break it and Generate (issue 25): a real mouse click at
+a cell's pixel position on a heatmap (found from plotly's own axes), and the panel's number equals the cell's."""
 
 from __future__ import annotations
 
@@ -83,3 +83,22 @@ def test_a_click_on_the_wrong_panel_explains_both_versions_of_the_cell(app_page)
     assert last_number(wrong) == pytest.approx(cell(app_page, 0, 1, 3, 1), abs=1e-4)
     assert not np.isclose(last_number(right), last_number(wrong)), "fill_zero changes this cell"
     assert "The changed line" in app_page.page.locator(".st-key-cell_panel").inner_text()
+
+
+def test_a_click_on_a_cached_key_explains_it_beside_its_recomputation(app_page):
+    app_page.goto("generate", "step=3")
+    assert app_page.plots()[0].title.startswith("cached keys")
+    (sums,) = click_cell(app_page, 0, 0, 4, 3)  # token 5, dim 3
+    assert last_number(sums) == pytest.approx(cell(app_page, 0, 0, 4, 3), abs=1e-4), "the cached key comes last"
+    recomputed = float(re.findall(r"recomputed k\^\(5\)\[3\] = (−?\d+\.\d{4})", sums)[0].replace("−", "-"))
+    assert recomputed == pytest.approx(cell(app_page, 1, 0, 4, 3), abs=1e-4)
+    assert "|cached − recomputed| = " in sums
+    assert "that is why caching works" in app_page.page.locator(".st-key-cell_panel").inner_text()
+
+
+def test_a_click_on_the_sliding_windows_mask_explains_its_entry(app_page):
+    app_page.goto("generate", "step=6")
+    assert app_page.plots()[1].title.startswith("sliding window of 3")
+    (sums,) = click_cell(app_page, 1, 0, 5, 1)  # query 6, key 2: four tokens back
+    assert cell(app_page, 1, 0, 5, 1) == 1.0 and cell(app_page, 0, 0, 5, 1) == 0.0
+    assert sums.endswith("mask[5, 1] = 1  (masked: score → −∞)") and "6 − 2 = 4 ≥ 3 → yes" in sums
