@@ -9,12 +9,11 @@ Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 2
     python -m benchmarks.actions grid --repeats 7
     python -m benchmarks.actions hops --list
 
-``costs`` times each action inside the server (``launch.TimedServer``), ``select`` a cell selection on Causal
-mask's step 1 against Next and Previous; ``paint`` times each phase of a cold start (``PHASES``); ``grid`` times
-in this process, on one torch thread as the server runs, what the server does for a first look at Multi-head
-attention's grid (``first_look``), for the small GPT and a GPT-2-small-shaped checkpoint of random numbers
-(``tests/gpt2_checkpoints.py``; ``--checkpoint`` reuses one); ``hops`` counts functions entered (``entered``),
-numbers that depend on the code, not the machine. Each writes ``artifacts/actions/<command>.json``.
+``costs`` and ``select`` (a cell selection on each of Causal mask's steps, beside Next and Previous) time each
+action inside the server (``launch.TimedServer``); ``paint`` times each phase of a cold start (``PHASES``);
+``grid`` times, in this process on one torch thread, the server's first look at Multi-head attention's grid
+(``first_look``) for the small GPT and a GPT-2-small-shaped checkpoint (``tests/gpt2_checkpoints.py``);
+``hops`` counts the functions an action enters. Each writes ``artifacts/actions/<command>.json``.
 """
 
 from __future__ import annotations
@@ -41,7 +40,9 @@ from benchmarks.protocol import BrowserStudent, Sentences, open_typed, warm
 
 ARTIFACTS = ROOT / "artifacts" / "actions"
 ACTIONS = ("select", "next", "previous", "switch", "sentence")
-PAGE, CHART = "causal_mask", "unmasked-weights"  # what ``select`` clicks: step 1's heatmap
+PAGE, STEPS = "causal_mask", 6  # what ``select`` walks through, and the heatmaps it clicks on each step (from 1)
+CHARTS = {1: ["unmasked-weights"], 3: ["tril-masked", "tril-route"], 4: ["masked-scores"],
+          5: ["tril-route", "causal-weights"], 6: ["causal-context"]}  # fmt: skip
 HOPS_SENTENCE = "The quick brown fox jumps over the lazy dog again and again, said the teacher today"
 SENTENCE_30 = (  # ``grid``'s 30 GPT-2 tokens, as in tests/e2e/test_presenter.py
     "Attention lets every token in a sentence look back at the tokens before it, so that a model can weigh "
@@ -106,28 +107,35 @@ async def page_actions(server, num_tokens: int, repeats: int, sentences, *, page
     return rows
 
 
-def selection(row: int, col: int, num_tokens: int) -> str:
+def selection(row: int, col: int, cols: int) -> str:
     """The widget value plotly's click on cell (row, col) sends: one point of the layer of cells."""
-    point = {"curve_number": 1, "point_number": row * num_tokens + col, "point_index": row * num_tokens + col}
-    point |= {"x": col, "y": row, "customdata": {"0": row, "1": col}}
-    return json.dumps(
-        {"selection": {"points": [point], "point_indices": [point["point_index"]], "box": [], "lasso": []}}
-    )
+    index = row * cols + col
+    point = {"curve_number": 1, "point_number": index, "point_index": index, "customdata": {"0": row, "1": col}}
+    return json.dumps({"selection": {"points": [point], "point_indices": [index], "box": [], "lasso": []}})
 
 
 async def cell_actions(server, num_tokens: int, repeats: int, sentences) -> list[dict]:
-    """``repeats`` times at T = ``num_tokens``: select a random cell of Causal mask's unmasked weights at step 1
-    (the selection event a click sends, in the page's fragment), Next, Previous."""
+    """``repeats`` walks through Causal mask at T = ``num_tokens``: on each step, select a random cell of one of
+    its explainable heatmaps (the selection event a click sends, in the page's fragment), then Next; from the
+    last step, Previous back to the first. Each row names the step it lands on."""
     student = await open_typed(BrowserStudent(server.base), PAGE, num_tokens, sentences, step="1")
     rng, rows = random.Random(num_tokens), []
+
+    async def act(kind: str, message: bytes, step: int) -> None:
+        rows.append({**await timed(server, student, kind, message), "step": step})
+
     for _ in range(repeats):
-        chart_id, fragment = student.charts[CHART]
-        row, col = rng.randrange(num_tokens), rng.randrange(num_tokens)
-        student.states[chart_id] = ("string_value", selection(row, col, num_tokens))
-        message = student.request(states=student.states, fragment_id=fragment)
-        rows.append(await timed(server, student, "select", message))
-        rows.append(await timed(server, student, "next", student.message(click=f"next:{PAGE}")))
-        rows.append(await timed(server, student, "previous", student.message(click=f"prev:{PAGE}")))
+        for step in range(1, STEPS + 1):
+            if step in CHARTS:
+                name = rng.choice(CHARTS[step])
+                cols = 2 if name == "causal-context" else num_tokens  # the context's d_out = 2 columns
+                point = selection(rng.randrange(num_tokens), rng.randrange(cols), cols)
+                student.states[student.charts[name][0]] = ("string_value", point)
+                await act("select", student.request(states=student.states, fragment_id=student.charts[name][1]), step)
+            if step < STEPS:
+                await act("next", student.message(click=f"next:{PAGE}"), step + 1)
+        for step in range(STEPS - 1, 0, -1):
+            await act("previous", student.message(click=f"prev:{PAGE}"), step)
     await student.close()
     if "cell=" not in rows[0]["query"]:
         raise RuntimeError(f"the selection did not select a cell: {rows[0]['query']}")

@@ -29,9 +29,8 @@ FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMP
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
-# The WidgetState field of a widget with one value (a checkbox is st.toggle too).
-SCALAR_STATES = {"text_input": "string_value", "text_area": "string_value", "number_input": "double_value"}
-SCALAR_STATES["checkbox"] = "bool_value"
+SCALAR_STATES = {"text_input": "string_value", "text_area": "string_value", "number_input": "double_value",
+                 "checkbox": "bool_value"}  # fmt: skip  # the WidgetState field of a one-value widget (and st.toggle)
 WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
 
 

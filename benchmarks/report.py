@@ -47,11 +47,9 @@ def _fmt_ms(value: float) -> str:
 
 
 def _load(values) -> str:
-    values = [v for v in values if v == v]
-    if not values:
-        return "–"
-    low, high = min(values), max(values)
-    return f"{low:.1f}" if abs(high - low) < 0.05 else f"{low:.1f}–{high:.1f}"
+    known = [v for v in values if v == v]  # NaN is not
+    low, high = min(known, default=None), max(known, default=None)
+    return "–" if low is None else f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}–{high:.1f}"
 
 
 def _page_name(page: str) -> str:
