@@ -230,6 +230,8 @@ def test_generates_cache_and_window_panels_outline_the_same_cell_and_explain_the
     assert marks == [[(col - 0.5, row - 0.5)]] * 2, "rows and columns are named alike: the same cell on both"
     at.selectbox(key=f"w_cell:generate:{step}:matrix").select_index(1).run()
     assert not at.exception and cell_value(panel_sums(at)) == pytest.approx(float(second[0][row, col]), abs=1e-4)
+    marks = [outlined(spec) for spec in figure_specs(at)[:2]]
+    assert marks == [[(col - 0.5, row - 0.5)]] * 2, "a pick on the second panel outlines the first, drawn before it"
     source = "\n".join(c.value for c in at.main.code if c.language == "python")
     (marked,) = [text for text in source.split("\n") if code.CELL_MARK.strip("# ") in text]
     assert marked.strip().startswith(line), "the second panel's line is the marked one"

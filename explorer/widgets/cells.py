@@ -90,7 +90,9 @@ def selection() -> dict | None:
 
 
 def _set(key: str, name: str, row: int, col: int, cells) -> None:
-    st.session_state[key] = {"panel": name, "row": row, "col": col, "labels": _labels_id(cells)}
+    """The step's selection; with what its rows and columns are, so a panel drawn before it can mark them."""
+    chosen = {"panel": name, "row": row, "col": col, "labels": _labels_id(cells), "axes": (cells.rows, cells.cols)}
+    st.session_state[key] = chosen
 
 
 def picked(chart_key: str, step_key: str, name: str, cells) -> None:
@@ -158,11 +160,11 @@ def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
         return []
     if chosen["panel"] == name:
         return figures.cell_marks(_axes(spec), row=chosen["row"], col=chosen["col"])
-    source = dict(st.session_state.get(RUN_CELLS, []))
-    owner = source.get(chosen["panel"])
-    if owner is None:  # drawn later in this run: its names are not known yet
+    owner = dict(st.session_state.get(RUN_CELLS, [])).get(chosen["panel"])
+    axes = (owner.rows, owner.cols) if owner is not None else chosen.get("axes")
+    if axes is None:  # from a link, and drawn later in this run: its names are not known yet
         return []
-    named = {owner.rows: chosen["row"], owner.cols: chosen["col"]}
+    named = {axes[0]: chosen["row"], axes[1]: chosen["col"]}
     row, col = named.get(cells.rows), named.get(cells.cols)
     if row is not None and col is not None:  # the same cell of another matrix of the same shape
         return figures.cell_marks(_axes(spec), row=row, col=col)
