@@ -64,6 +64,34 @@ def figure_tables(fig) -> list[dict]:
     return tables
 
 
+def _span(labels: Sequence[str]) -> str:
+    labels = [str(label) for label in labels]
+    return "" if not labels else labels[0] if len(labels) == 1 else f"{labels[0]} to {labels[-1]}"
+
+
+def _range(values) -> str:
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return "no finite values" if finite.size == 0 else f"values from {finite.min():.3g} to {finite.max():.3g}"
+
+
+def figure_alt(title: str, tables: Sequence[dict]) -> str:
+    """What a screen reader says for a chart: its title, then what each trace shows, its size and its range."""
+    parts = [title or "A chart"]
+    for table in tables:
+        name = f" {table['name']}" if table.get("name") else ""
+        if table["type"] == "heatmap":
+            rows, cols = table["rows"], table["cols"]
+            parts.append(
+                f"Heatmap{name}: {len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)}), "
+                f"{_range(table['values'])}"
+            )
+        else:
+            kind = "Bar chart" if table["type"] == "bar" else "Line"
+            parts.append(f"{kind}{name}: {len(table['values'])} values, {_range(table['values'])}")
+    return ". ".join(parts) + "."
+
+
 def figure_title(fig) -> str:
     """A figure's title as text (plotly's escapes undone), "" if it has none."""
     return html.unescape(fig.layout.title.text or "")

@@ -41,7 +41,7 @@ def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
-    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch")
+    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch", alt=drawn.alt)
     figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
 
 
@@ -169,7 +169,7 @@ def draw(
             picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
         else:
             chart, picks = chart_args(last.drawn, name, key, explain)
-    st.plotly_chart(chart, key=key, config=last.config, width="stretch", **picks)
+    st.plotly_chart(chart, key=key, config=last.config, width="stretch", alt=last.drawn.alt, **picks)
     state.setdefault(RUN_FIGURES, []).append(last.record)
     if last.download is not None:
         st.download_button(**last.download)

@@ -24,7 +24,7 @@ from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
 from explorer.figures.layout import pandas_settled
-from explorer.figures.tables import figure_tables, figure_title
+from explorer.figures.tables import figure_alt, figure_tables, figure_title
 from explorer.runtime.caching import MIB, SharedCache
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
@@ -59,6 +59,7 @@ class Drawn:
     tables: tuple[dict, ...]
     title: str
     chart: EncodedFigure  # the figure for ``st.plotly_chart``, without plotly objects; shared, it holds only ``spec``
+    alt: str = ""  # its text alternative for screen readers (``figures.tables.figure_alt``)
 
     def figure(self) -> go.Figure:
         """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
@@ -82,7 +83,8 @@ def prepare(fig, *, cell_text: bool = True) -> Drawn:
     fig = fig if cell_text else figures.without_cell_text(fig)
     tables = tuple({name: _frozen(value) for name, value in table.items()} for table in figure_tables(fig))
     spec = pio.to_json(fig, validate=False)
-    return Drawn(spec, tables, figure_title(fig), EncodedFigure(spec))
+    title = figure_title(fig)
+    return Drawn(spec, tables, title, EncodedFigure(spec), figure_alt(title, tables))
 
 
 class UnhashableError(TypeError):
