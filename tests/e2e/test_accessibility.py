@@ -1,6 +1,6 @@
 """Accessibility, measured by axe-core in Chromium (issue 26, scope 7): no serious or critical violation of
 WCAG 2.1 A and AA on any page, on a laptop (1280×800), in presenter mode (1280×720, ``?present=1``) and on a
-phone (390×844), where no page may scroll sideways either.
+phone (390×844), where no page may scroll sideways either and every text outside the charts is at least 16 px.
 
 axe-core comes from npm (``package.json``; ``npm ci`` installs it); without it these tests are skipped, and
 with ``CI=true`` they fail. axe cannot judge a chart's meaning; it checks contrast, names, roles, focus."""
@@ -22,6 +22,21 @@ VIEWS = {  # name -> (viewport, query)
     "presenter": ({"width": 1280, "height": 720}, "present=1"),
     "phone": ({"width": 390, "height": 844}, ""),
 }
+# Every visible text of the main area outside the charts (plotly draws its own, sized per figure), in px.
+SMALL_TEXT = """(limits) => {
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]'), small = [];
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement, text = node.textContent.trim();
+    if (!text || !el || el.closest('.js-plotly-plot, [data-testid="stIconMaterial"], .katex-mathml')) continue;
+    const box = el.getBoundingClientRect();
+    if (box.width < 2 || box.height < 2 || !el.checkVisibility({visibilityProperty: true})) continue;
+    const size = parseFloat(getComputedStyle(el).fontSize);
+    if (size < (el.closest('pre, code') ? limits.code : limits.text) - 0.05) small.push(`${size}px "${text.slice(0, 30)}"`);
+  }
+  return small;
+}"""
+PHONE_TEXT = {"text": 16, "code": 14}  # px: Streamlit draws labels, buttons and captions at 14 unless told
 RUN_AXE = f"async () => await axe.run(document, {{runOnly: {{type: 'tag', values: {json.dumps(WCAG_21_AA)}}}, resultTypes: ['violations']}})"  # noqa: E501
 
 
@@ -60,6 +75,8 @@ def test_no_serious_accessibility_violation(server, browser, axe_source, spec, v
         if view == "phone":
             width, shown = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
             assert width <= shown, f"{spec.title} scrolls sideways on a phone: {width} px wide in {shown} px"
+            small = page.evaluate(SMALL_TEXT, PHONE_TEXT)
+            assert not small, f"{spec.title} on a phone: text under {PHONE_TEXT} px: {small[:5]}"
     finally:
         context.close()
 
