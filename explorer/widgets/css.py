@@ -51,8 +51,8 @@ BASE_CSS = """<style>
   /* and every text is at least 16 px (Streamlit draws labels, buttons and captions at 14), code 14 */
   [data-testid="stMainBlockContainer"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
     [data-testid="stWidgetLabel"] *, [data-testid="stExpander"] summary *, [data-baseweb="select"] *,
-    [data-testid="stRadio"] *, [data-testid="stButtonGroup"] *, [data-testid="stAlertContainer"] *, [data-testid="stSlider"] *,
-    [data-testid="stTable"] *, button, button *, input, label, label *) {font-size: 1rem;}
+    [data-testid="stRadio"] *, [data-testid="stButtonGroup"] *, [data-testid="stAlertContainer"] *,
+    [data-testid="stSlider"] *, [data-testid="stTable"] *, button, button *, input, label, label *) {font-size: 1rem;}
   [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] code {font-size: 0.875rem;}
 }
 </style>"""

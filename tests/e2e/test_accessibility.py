@@ -32,7 +32,8 @@ SMALL_TEXT = """(limits) => {
     const box = el.getBoundingClientRect();
     if (box.width < 2 || box.height < 2 || !el.checkVisibility({visibilityProperty: true})) continue;
     const size = parseFloat(getComputedStyle(el).fontSize);
-    if (size < (el.closest('pre, code') ? limits.code : limits.text) - 0.05) small.push(`${size}px "${text.slice(0, 30)}"`);
+    const least = el.closest('pre, code') ? limits.code : limits.text;
+    if (size < least - 0.05) small.push(`${size}px "${text.slice(0, 30)}"`);
   }
   return small;
 }"""
