@@ -146,7 +146,7 @@ def cached_key(d: Derivation, n: Notation, row_label: str, col_label: str, keys:
         )
     else:
         where = f"`keys[{index}]`"
-        kept = "Here it is made again in one pass over the whole text, without the cache; the left panel kept it."
+        kept = "Here it is made again in one pass over the whole text, without the cache; the cached panel kept it."
     mask = term("causal_mask")
     if layer == 1:
         why = (
