@@ -89,8 +89,11 @@ def test_the_keyboard_alone_opens_a_layer_and_head(app_page):
     app_page.goto("multihead", QUERY)
     keyboard = app_page.page.keyboard
     app_page.page.locator('[data-testid="stMain"] [class*="st-key-every_head_layer"] input').focus()
-    for typed in ("4", "Enter", "Tab", "3", "Enter", "Tab"):  # Layer 4, Head 3, then the Open button
-        keyboard.press(typed) if len(typed) > 1 else keyboard.type(typed)
+    for number in ("4", "3"):  # Layer 4, Head 3 (typed, then Enter once the list offers it), then the Open button
+        keyboard.type(number)
+        app_page.page.get_by_role("option", name=number, exact=True).wait_for()
+        keyboard.press("Enter")
+        keyboard.press("Tab")
     assert app_page.page.evaluate("() => document.activeElement.innerText.trim()") == "Open"
     before = app_page.runs()
     keyboard.press("Enter")
