@@ -1,0 +1,224 @@
+"""The live room's store: its interface, its bounds and the in-memory store of one process.
+
+A teacher opens a room and gets a short code for the class and a secret token that stays in the teacher's
+session. Every write that moves the room or reveals an answer must carry the token; students only heartbeat
+and vote. Stores are bounded and forget a room after ``IDLE_SECONDS`` without a write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: a code read off a projector
+CODE_LENGTH = 5
+IDLE_SECONDS = 4 * 3600  # a room without a write for this long is gone
+ACTIVE_SECONDS = 10  # a student counts as present for this long after a heartbeat
+MAX_STUDENTS = 200
+MAX_QUESTIONS = 200  # questions with votes or reveals in one room
+MAX_ROOMS = 1000  # open rooms in one memory store
+MAX_CHOICE_CHARS = 40
+
+
+class RoomGoneError(LookupError):
+    """No open room has this code: a mistyped code, or a room closed after hours idle."""
+
+    def __init__(self, code: str):
+        super().__init__(
+            f"There is no open room {code!r}: check the code, or ask your teacher for a new one "
+            f"(rooms close after {IDLE_SECONDS // 3600} hours idle)."
+        )
+
+
+class RoomFullError(RuntimeError):
+    """A room (or the server) holds as many as it may."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a poll reads: ``version`` changes whenever the position or a reveal does."""
+
+    version: int
+    position: dict | None  # {"page": url path, "params": the link's query parameters}
+    revealed: frozenset[str]
+    following: int
+    exploring: int
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def digest(token: str) -> str:
+    """The token as stored: a store never holds the token itself."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_matches(stored: str | None, token: str | None) -> bool:
+    return bool(stored and token) and hmac.compare_digest(stored, digest(token))
+
+
+def normal_code(code: object) -> str | None:
+    """A code as typed in a link ("abc de" reads as "ABCDE"), or None when it cannot be one."""
+    if not isinstance(code, str):
+        return None
+    code = "".join(code.split()).upper()
+    return code if len(code) == CODE_LENGTH and all(c in ALPHABET for c in code) else None
+
+
+def check_choice(choice: object) -> str:
+    choice = str(choice)
+    if len(choice) > MAX_CHOICE_CHARS:
+        raise ValueError(f"An answer has at most {MAX_CHOICE_CHARS} characters.")
+    return choice
+
+
+class RoomStore(ABC):
+    """The rooms of this server. ``code`` is a room's code; a ``token`` is its teacher's secret."""
+
+    @abstractmethod
+    def create(self) -> tuple[str, str]:
+        """Open a room; returns its code and its teacher's token."""
+
+    @abstractmethod
+    def snapshot(self, code: str) -> Snapshot:
+        """The room now; raises ``RoomGoneError``."""
+
+    @abstractmethod
+    def version(self, code: str) -> int:
+        """The room's version alone, the cheap poll; raises ``RoomGoneError``."""
+
+    @abstractmethod
+    def publish(self, code: str, token: str, position: dict) -> int:
+        """Move the room to ``position`` (the teacher's only); returns the new version."""
+
+    @abstractmethod
+    def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
+        """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
+
+    @abstractmethod
+    def heartbeat(self, code: str, student: str, following: bool) -> None:
+        """A student is here, following the teacher or exploring; raises ``RoomFullError`` for a new student
+        beyond ``MAX_STUDENTS``."""
+
+    @abstractmethod
+    def vote(self, code: str, student: str, question: str, choice: str) -> None:
+        """A present student's answer to a question not yet revealed; a later vote replaces it."""
+
+    @abstractmethod
+    def tally(self, code: str, question: str) -> dict[str, int]:
+        """How many students chose each answer."""
+
+
+@dataclass
+class _Room:
+    token_digest: str
+    touched: float
+    version: int = 0
+    position: dict | None = None
+    seen: dict[str, tuple[float, bool]] = field(default_factory=dict)  # student -> (last heartbeat, following)
+    votes: dict[str, dict[str, str]] = field(default_factory=dict)  # question -> student -> choice
+    revealed: set[str] = field(default_factory=set)
+
+
+class MemoryRoomStore(RoomStore):
+    """Rooms in this process's memory, shared by its sessions behind one lock; expired lazily."""
+
+    def __init__(self, clock=time.monotonic):
+        self._rooms: dict[str, _Room] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def _room(self, code: str, token: str | None = None, *, teacher: bool = False, write: bool = True) -> _Room:
+        """The live room ``code`` (the lock held), touched by a write; a teacher's write must carry its token."""
+        room = self._rooms.get(code)
+        now = self._clock()
+        if room is None or now - room.touched > IDLE_SECONDS:
+            self._rooms.pop(code, None)
+            raise RoomGoneError(code)
+        if teacher and not token_matches(room.token_digest, token):
+            raise PermissionError("Only the teacher who opened this room can move it or reveal answers.")
+        if write:
+            room.touched = now
+        return room
+
+    def create(self) -> tuple[str, str]:
+        token = secrets.token_urlsafe(24)
+        with self._lock:
+            now = self._clock()
+            for code in [c for c, r in self._rooms.items() if now - r.touched > IDLE_SECONDS]:
+                del self._rooms[code]
+            if len(self._rooms) >= MAX_ROOMS:
+                raise RoomFullError(f"This server has {MAX_ROOMS} rooms open; try again later.")
+            code = new_code()
+            while code in self._rooms:
+                code = new_code()
+            self._rooms[code] = _Room(digest(token), now)
+        return code, token
+
+    def snapshot(self, code: str) -> Snapshot:
+        with self._lock:
+            room = self._room(code, write=False)
+            now = self._clock()
+            present = [following for seen, following in room.seen.values() if now - seen <= ACTIVE_SECONDS]
+            return Snapshot(
+                room.version, room.position, frozenset(room.revealed), sum(present), len(present) - sum(present)
+            )
+
+    def version(self, code: str) -> int:
+        with self._lock:
+            return self._room(code, write=False).version
+
+    def publish(self, code: str, token: str, position: dict) -> int:
+        position = json.loads(json.dumps(position))  # a copy of plain data, as Redis would hold it
+        with self._lock:
+            room = self._room(code, token, teacher=True)
+            room.position = position
+            room.version += 1
+            return room.version
+
+    def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
+        with self._lock:
+            room = self._room(code, token, teacher=True)
+            if revealed:
+                if question not in room.revealed and len(room.revealed | room.votes.keys()) >= MAX_QUESTIONS:
+                    raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
+                room.revealed.add(question)
+            else:
+                room.revealed.discard(question)
+                room.votes.pop(question, None)  # asked again: a fresh vote
+            room.version += 1
+
+    def heartbeat(self, code: str, student: str, following: bool) -> None:
+        with self._lock:
+            room = self._room(code)
+            now = self._clock()
+            if student not in room.seen:
+                for old in [s for s, (seen, _) in room.seen.items() if now - seen > ACTIVE_SECONDS]:
+                    del room.seen[old]
+                if len(room.seen) >= MAX_STUDENTS:
+                    raise RoomFullError(f"This room is full: it holds {MAX_STUDENTS} students.")
+            room.seen[student] = (now, following)
+
+    def vote(self, code: str, student: str, question: str, choice: str) -> None:
+        choice = check_choice(choice)
+        with self._lock:
+            room = self._room(code)
+            if student not in room.seen or question in room.revealed:
+                return
+            if question not in room.votes and len(room.revealed | room.votes.keys()) >= MAX_QUESTIONS:
+                raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
+            room.votes.setdefault(question, {})[student] = choice
+
+    def tally(self, code: str, question: str) -> dict[str, int]:
+        with self._lock:
+            counts: dict[str, int] = {}
+            for choice in self._room(code, write=False).votes.get(question, {}).values():
+                counts[choice] = counts.get(choice, 0) + 1
+            return counts
