@@ -37,11 +37,11 @@ def run() -> None:
         layout="wide",
         initial_sidebar_state="collapsed" if session.presenter() else "auto",
     )
-    navigation = st.navigation(
-        [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in PAGES]
-    )
+    pages = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in PAGES]
+    navigation = st.navigation(pages)
     widgets.sidebar()
     widgets.stylesheet(presenter=session.presenter())
+    widgets.room_controls({page.url_path: page for page in pages}, navigation.url_path)  # a live room, if any
 
     @st.fragment
     def show_page() -> None:

@@ -19,7 +19,7 @@ def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> i
     written into this run's URL.
     """
     if key not in st.session_state:
-        linked = initial_param(name, page)
+        linked = initial_param(name, page, key)
         number = parse_position(linked)
         if linked is not None and number is None:
             notice(f"{name}={quoted(linked)} in the link is not a position; using {default}.")

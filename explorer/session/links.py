@@ -20,8 +20,14 @@ def page_param(name: str, value) -> None:
     st.session_state.setdefault(PAGE_PARAMS, {})[name] = str(value)
 
 
-def initial_param(name: str, page: str) -> str | None:
-    """A page parameter from the link that opened this session, used once by ``page``."""
+LINKED_KEYS = "linked_keys"  # the state keys a link started (a step, a query token): a new link starts them again
+
+
+def initial_param(name: str, page: str, key: str | None = None) -> str | None:
+    """A page parameter from the link that opened this session, used once by ``page``; ``key`` is the state key
+    the page starts from it, which a link opened later (``state.open_link``) starts again."""
+    if key is not None:
+        st.session_state.setdefault(LINKED_KEYS, set()).add(key)
     used = st.session_state.setdefault("initial_params_used", set())
     params = st.session_state.get("initial_params", {})
     if page != "any":  # "any": a parameter that belongs to no page in particular

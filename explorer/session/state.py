@@ -16,6 +16,7 @@ import streamlit as st
 
 from explorer.models.choice import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
+from explorer.session.links import LINKED_KEYS
 from explorer.settings import BOOK, TEXT, WEIGHTS, Settings, from_query_params, validate
 from explorer.views.run import Run
 
@@ -144,14 +145,30 @@ def start_session() -> None:
     """Read the URL once per session into the settings and the pages' initial state."""
     tolerate_crafted_widgets()
     state = st.session_state
+    if LINK_TO_OPEN in state:  # a live room moved this student (``session.room``)
+        open_link(state.pop(LINK_TO_OPEN))
     if "settings" in state:
         return
     params = st.query_params.to_dict()
+    open_link(params)
+    state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
+
+
+LINK_TO_OPEN = "link_to_open"  # a link's parameters to open at the start of the next run, before any widget
+
+
+def open_link(params: dict[str, str]) -> None:
+    """Open a link's parameters as a session that starts from it does: its settings, and the pages' state (the
+    step, the query token, the head) started again from it. Call it before the sidebar's widgets are drawn."""
+    state = st.session_state
     settings, notices = _fitted(*from_query_params(params))
     state["settings"] = settings
     state["settings_notices"] = notices
-    state["initial_params"] = params
-    state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
+    state["initial_params"] = dict(params)
+    for key in state.pop(LINKED_KEYS, set()):
+        state.pop(key, None)
+    state.pop("initial_params_used", None)
+    state.pop("link_page", None)
     _to_widgets(settings)
 
 

@@ -15,6 +15,7 @@ from explorer.widgets.downloads import finish_run
 from explorer.widgets.every_head import show_every_head
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
+from explorer.widgets.room import room_controls
 from explorer.widgets.sidebar import sidebar
 from explorer.widgets.stepper import stepper
 
@@ -33,6 +34,7 @@ __all__ = [
     "page_stylesheet",
     "panel",
     "progress",
+    "room_controls",
     "run_page",
     "show_alignment",
     "show_bottleneck",

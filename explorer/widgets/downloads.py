@@ -13,6 +13,7 @@ import functools
 import streamlit as st
 
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
+from explorer.session import room
 from explorer.session.links import LINK_SLOT, PAGE_PARAMS, view_link
 from explorer.session.state import RUN_FIGURES, RUN_SECTIONS, RUN_STEP, chosen
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT
@@ -92,8 +93,10 @@ def finish_run(page_title: str, run: Run, url_path: str) -> None:
     settings = state.get("settings") or chosen()  # ``chosen``, not entered at each run
     page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
     params, link = view_link(settings, step, page_params, bool(state.get("presenter")), st.context.url, url_path)
-    if st.query_params.to_dict() != params:
-        st.query_params.from_dict(params)
+    room.publish(url_path, params)  # a teacher's live room follows this view
+    address = room.address(params)  # a student's keeps the room, to join it again on reload
+    if st.query_params.to_dict() != address:
+        st.query_params.from_dict(address)
     with (state.get(LINK_SLOT) or st.sidebar).popover(
         "Copy link to this view", icon=":material/link:", width="stretch"
     ):

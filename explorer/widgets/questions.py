@@ -19,6 +19,8 @@ import streamlit as st
 
 from explorer.page_text.questions import Question
 from explorer.parsing import literal
+from explorer.session import room
+from explorer.widgets.room import vote_chart
 
 
 def state_key(question: Question, context: object = None) -> str:
@@ -30,48 +32,62 @@ def show_question(question: Question, *, context: object = None, presenter: bool
     """Draw the question, its answer box (not in presenter mode) and Reveal; returns whether it is revealed.
 
     ``context`` is whatever the answer depends on (the settings, the query
-    token): a change of it asks the question afresh.
+    token): a change of it asks the question afresh. In a live room (``session.room``) a student's answer is
+    their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's.
     """
     key = state_key(question, context)
     answer_key, revealed_key, widget = f"{key}_answer", f"{key}_revealed", f"{key}_widget"
     presenter = bool(st.session_state.get("presenter")) if presenter is None else presenter
-    revealed = bool(st.session_state.get(revealed_key))
+    teachers = room.revealed_here(key)  # None unless this is a student following a teacher
+    revealed = bool(st.session_state.get(revealed_key)) if teachers is None else teachers
     with st.container(border=True, key=key):
         st.markdown(f"**Predict, then reveal.** {question.prompt}")
         if presenter:
             if question.choices is not None:
                 st.markdown("  \n".join(f"**{chr(65 + k)}.** {literal(c)}" for k, c in enumerate(question.choices)))
         else:
-            _answer_box(question, answer_key, widget, disabled=revealed)
+            _answer_box(question, answer_key, widget, disabled=revealed, vote_as=key)
+        if room.is_teacher():
+            vote_chart(question, key)
         given = st.session_state.get(answer_key)
         if not revealed:
+            if teachers is not None:
+                st.caption("Your teacher reveals the answer.")
+                return False
             st.button(
                 "Reveal",
                 key=f"{key}_reveal",
                 icon=":material/visibility:",
                 disabled=not presenter and given is None,
-                on_click=st.session_state.update,
-                kwargs={revealed_key: True},
+                on_click=_reveal,
+                args=(key, True),
                 help=None if presenter or given is not None else "Answer first, then reveal.",
             )
             return False
         _verdict(question, given, presenter)
-        st.button(
-            "Ask again",
-            key=f"{key}_again",
-            type="tertiary",
-            on_click=st.session_state.update,
-            kwargs={revealed_key: False, answer_key: None},
-        )
+        if teachers is None:
+            st.button("Ask again", key=f"{key}_again", type="tertiary", on_click=_reveal, args=(key, False))
     return True
 
 
-def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: bool) -> None:
-    """A radio of the choices or a number box; its value is kept under ``answer_key`` across reruns."""
+def _reveal(key: str, on: bool) -> None:
+    """Reveal the answer under ``key`` (or ask again); a teacher's reveal is the whole room's."""
+    st.session_state[f"{key}_revealed"] = on
+    if not on:
+        st.session_state[f"{key}_answer"] = None
+    room.reveal(key, on)
+
+
+def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: bool, vote_as: str) -> None:
+    """A radio of the choices or a number box; its value is kept under ``answer_key`` across reruns, and in a
+    live room it is the student's vote on the question ``vote_as``."""
     st.session_state[widget] = st.session_state.get(answer_key)
 
     def keep() -> None:
         st.session_state[answer_key] = st.session_state[widget]
+        given = st.session_state[widget]
+        numeric = question.choices is None and isinstance(given, int | float)
+        room.vote(vote_as, f"{given:.{question.decimals}f}" if numeric else given)  # "1.00" and 1 are one vote
 
     if question.choices is not None:
         st.radio(

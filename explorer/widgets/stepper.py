@@ -28,7 +28,7 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     """
     key = f"step:{page}"
     if key not in st.session_state:
-        linked = initial_param("step", page)
+        linked = initial_param("step", page, key)
         start = (parse_position(linked) or 1) - 1
         if linked is not None and parse_position(linked) is None:
             notice(f"step={quoted(linked)} in the link is not a step number; starting at step 1.")

@@ -31,7 +31,7 @@ class RoomGoneError(LookupError):
 
     def __init__(self, code: str):
         super().__init__(
-            f"There is no open room {code!r}: check the code, or ask your teacher for a new one "
+            f"There is no open room {code}: check the code, or ask your teacher for a new one "
             f"(rooms close after {IDLE_SECONDS // 3600} hours idle)."
         )
 

@@ -1,0 +1,188 @@
+"""One visitor's part in a live room: the teacher who opened it, or a student who joined with ``?room=CODE``.
+
+The teacher's session alone holds the room's token; each of its runs publishes where it is (the page and the
+link's parameters) when that changed. A student's session holds the code and an anonymous id. Its poll
+(``poll``) reads the room's version, and when the teacher moved, the student's next run opens the teacher's
+link (``state.open_link``) the way a shared link opens. Students vote on questions; only the token reveals.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import streamlit as st
+
+from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store
+from explorer.session.links import initial_param
+from explorer.session.notices import notice
+from explorer.session.state import LINK_TO_OPEN
+
+CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"
+FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
+SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)
+APPLIED = "room_applied"  # the teacher's position this student last moved to
+PUBLISHED = "room_published"  # the position this teacher last published
+BEAT = "room_beat"  # when this student last heartbeated, and whether following
+MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed
+HEARTBEAT_SECONDS = 2.0
+HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
+
+
+def code() -> str | None:
+    return st.session_state.get(CODE)
+
+
+def is_teacher() -> bool:
+    return bool(st.session_state.get(TOKEN)) and code() is not None
+
+
+def is_student() -> bool:
+    return code() is not None and not st.session_state.get(TOKEN)
+
+
+def following() -> bool:
+    return is_student() and bool(st.session_state.get(FOLLOWING))
+
+
+def _leave(message: str) -> None:
+    """Leave the room, saying why; the student's sentence and settings stay as they are."""
+    for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED, BEAT):
+        st.session_state.pop(key, None)
+    st.session_state[MESSAGE] = message
+
+
+def open_room() -> None:
+    """Open a room with this session as its teacher (a button's ``on_click``)."""
+    try:
+        st.session_state[CODE], st.session_state[TOKEN] = room_store().create()
+    except RoomFullError as error:
+        st.session_state[MESSAGE] = str(error)
+        return
+    st.session_state.pop(PUBLISHED, None)
+    st.session_state.pop(MESSAGE, None)
+
+
+def close_room() -> None:
+    """This teacher stops using the room; the students' polls find it again until it expires."""
+    for key in (CODE, TOKEN, PUBLISHED):
+        st.session_state.pop(key, None)
+
+
+def join_from_link() -> None:
+    """Join the room the link names (``?room=CODE``), once per session."""
+    if st.session_state.get("room_link_read"):
+        return
+    st.session_state["room_link_read"] = True
+    linked = initial_param("room", "any")
+    if linked is None:
+        return
+    joined = normal_code(linked)
+    if joined is None:
+        st.session_state[MESSAGE] = f"room={linked[:20]!r} in the link is not a room code (5 letters and digits)."
+        return
+    st.session_state[CODE] = joined
+    st.session_state[STUDENT] = st.session_state.get(STUDENT) or secrets.token_hex(8)
+    follow(True)
+
+
+def follow(on: bool) -> None:
+    """Follow the teacher (on) or explore on one's own; following again moves to where the teacher is."""
+    st.session_state[FOLLOWING] = on
+    st.session_state.pop(BEAT, None)
+    if on:
+        st.session_state.pop(APPLIED, None)
+        st.session_state.pop(SEEN, None)
+
+
+def publish(url_path: str, params: dict[str, str]) -> None:
+    """The teacher's run: publish where the teacher is, when it changed."""
+    if not is_teacher():
+        return
+    position = {"page": url_path, "params": {k: v for k, v in params.items() if k not in HIDDEN_PARAMS}}
+    if st.session_state.get(PUBLISHED) == position:
+        return
+    try:
+        room_store().publish(code(), st.session_state[TOKEN], position)
+        st.session_state[PUBLISHED] = position
+    except (RoomGoneError, PermissionError):
+        _leave(f"Room {code()} has closed; open a new one from the sidebar.")
+
+
+def address(params: dict[str, str]) -> dict[str, str]:
+    """A student's address bar keeps the room, so that reloading the page joins it again."""
+    return {**params, "room": code()} if is_student() else params
+
+
+def poll() -> tuple[str, dict | None] | None:
+    """A student's poll: heartbeat, and read the room when its version changed. Returns ("move", the teacher's
+    position) when this student follows and has not moved there yet, ("reveal", None) when the teacher revealed
+    or asked again, and None when nothing changed for this student."""
+    state, store = st.session_state, room_store()
+    try:
+        beat = (time.monotonic(), following())
+        last = state.get(BEAT)
+        if last is None or beat[0] - last[0] > HEARTBEAT_SECONDS or beat[1] != last[1]:
+            store.heartbeat(code(), state[STUDENT], beat[1])
+            state[BEAT] = beat
+        version = store.version(code())
+        seen = state.get(SEEN)
+        if seen is not None and seen[0] == version:
+            return None
+        snapshot = store.snapshot(code())
+    except (RoomGoneError, RoomFullError) as error:
+        _leave(str(error))
+        return None
+    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
+    if not following():
+        return None
+    if snapshot.position is not None and state.get(APPLIED) != snapshot.position:
+        state[APPLIED] = snapshot.position
+        state[LINK_TO_OPEN] = snapshot.position["params"]
+        return "move", snapshot.position
+    return ("reveal", None) if seen is None or seen[2] != snapshot.revealed else None
+
+
+def revealed_here(question: str) -> bool | None:
+    """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
+    if not following():
+        return None
+    seen = st.session_state.get(SEEN)
+    return bool(seen) and question in seen[2]
+
+
+def vote(question: str, choice: object) -> None:
+    """A student's answer, recorded as their vote (None: no answer)."""
+    if not is_student() or choice is None:
+        return
+    try:
+        room_store().vote(code(), st.session_state[STUDENT], question, str(choice))
+    except (RoomGoneError, RoomFullError, ValueError) as error:
+        notice(str(error))
+
+
+def reveal(question: str, on: bool = True) -> None:
+    """The teacher reveals (or asks again) a question for the whole room; nothing for anyone else."""
+    if not is_teacher():
+        return
+    try:
+        room_store().reveal(code(), st.session_state[TOKEN], question, on)
+    except (RoomGoneError, RoomFullError, PermissionError) as error:
+        notice(str(error))
+
+
+def tally(question: str) -> dict[str, int]:
+    try:
+        return room_store().tally(code(), question) if is_teacher() else {}
+    except RoomGoneError:
+        return {}
+
+
+def counts() -> tuple[int, int] | None:
+    """The teacher's room: (following, exploring), or None when it closed."""
+    try:
+        snapshot = room_store().snapshot(code())
+    except RoomGoneError:
+        _leave(f"Room {code()} has closed; open a new one from the sidebar.")
+        return None
+    return snapshot.following, snapshot.exploring

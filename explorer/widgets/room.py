@@ -1,0 +1,150 @@
+"""The live room on screen: a presenter opens a room in the sidebar and shows its code, link and QR code; a
+student who opened ``?room=CODE`` sees a bar above the page that follows the teacher or lets them explore; the
+teacher sees the class's votes on a question as they come in.
+
+Students poll with a fragment that reruns every ``POLL_SECONDS``: a poll reads one number (the room's version)
+unless the teacher moved or revealed. The state behind all this lives in ``session.room``."""
+
+from __future__ import annotations
+
+import functools
+import io
+import urllib.parse
+
+import streamlit as st
+
+from explorer import figures
+from explorer.page_text.questions import Question
+from explorer.parsing import literal
+from explorer.session import room
+from explorer.session.notices import notice
+from explorer.session.state import presenter
+
+POLL_SECONDS = 0.5  # a student's poll: the teacher's Next reaches them within about this
+TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
+
+
+def room_controls(pages: dict, url_path: str) -> None:
+    """The live room, between the sidebar and the page: a student's bar and poll, or a presenter's room in
+    the sidebar. ``pages`` maps each page's URL path to its ``st.Page``; ``url_path`` is this run's page."""
+    room.join_from_link()
+    message = st.session_state.get(room.MESSAGE)
+    if message:
+        text, button = st.columns([4, 1], vertical_alignment="center")
+        notice(message, where=text)
+        button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(room.MESSAGE, None))
+    if room.is_student():
+        student_bar(pages, url_path)
+    elif room.is_teacher() or presenter():
+        with st.sidebar:
+            teacher_panel()
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def student_bar(pages: dict, url_path: str) -> None:
+    """The student's poll and bar: "Following the teacher" with "On my own", or the other way round."""
+    if room.is_student():
+        change = room.poll()
+        if change is not None:
+            kind, position = change
+            page = pages.get(position["page"]) if kind == "move" else None
+            if page is not None and position["page"] != url_path:
+                st.switch_page(page, query_params=room.address(position["params"]))
+            st.rerun(scope="app")
+        if not room.is_student():  # the room closed or is full: the app's run says why, and stops polling
+            st.rerun(scope="app")
+    text, button = st.columns([4, 1], vertical_alignment="center")
+    if room.following():
+        text.caption(f"Room **{room.code()}** · following the teacher: their page and step come to you.")
+        button.button("On my own", key="room_alone", on_click=room.follow, args=(False,), width="stretch")
+    else:
+        text.caption(f"Room **{room.code()}** · on your own: the teacher's moves wait for you.")
+        button.button(
+            "Follow the teacher", key="room_follow", on_click=room.follow, args=(True,), type="primary", width="stretch"
+        )
+
+
+def join_link(code: str) -> str:
+    """The link students open: this server's address with ``?room=CODE``."""
+    parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", f"room={code}", ""))
+
+
+@functools.lru_cache(maxsize=64)
+def qr_png(link: str) -> bytes:
+    """The link as a QR code, drawn here (no outside service)."""
+    import segno
+
+    buffer = io.BytesIO()
+    segno.make(link, error="m").save(buffer, kind="png", scale=10, border=2)
+    return buffer.getvalue()
+
+
+def teacher_panel() -> None:
+    """In presenter mode: "Open a room", or the open room's code, link, QR code and counts."""
+    if not room.is_teacher():
+        st.button(
+            "Open a room",
+            key="room_open",
+            icon=":material/groups:",
+            on_click=room.open_room,
+            width="stretch",
+            help="Students who join follow your page, step and settings, and vote on the questions.",
+        )
+        return
+    code, link = room.code(), join_link(room.code())
+    st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{code}</b></div>", unsafe_allow_html=True)
+    st.image(qr_png(link), caption=link, width="stretch")
+    if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
+        join_dialog(code, link)
+    teacher_counts()
+    st.button("Close the room", key="room_close", type="tertiary", on_click=room.close_room)
+
+
+@st.dialog("Join the room", width="large")
+def join_dialog(code: str, link: str) -> None:
+    st.markdown(
+        f"<div style='font-size:7rem;font-weight:700;letter-spacing:0.2em;text-align:center'>{code}</div>",
+        unsafe_allow_html=True,
+    )
+    st.markdown(f"Open **{literal(link)}** or scan:")
+    st.image(qr_png(link), width=420)
+
+
+@st.fragment(run_every=TEACHER_POLL_SECONDS)
+def teacher_counts() -> None:
+    counts = room.counts()
+    if counts is None:
+        st.rerun(scope="app")
+    st.markdown(f"**{counts[0]} following · {counts[1]} exploring**")
+
+
+def vote_chart(question: Question, key: str) -> None:
+    """The teacher's live count of the class's answers to ``question`` (stored under ``key``)."""
+
+    @st.fragment(run_every=TEACHER_POLL_SECONDS)
+    def live() -> None:
+        counts = room.tally(key)
+        if question.choices is not None:
+            labels = [literal(choice) for choice in question.choices]
+            values = [counts.get(str(choice), 0) for choice in question.choices]
+        else:
+            labels = sorted(counts, key=lambda v: (float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else 0, v))
+            values = [counts[label] for label in labels]
+        total = sum(values)
+        if not labels:
+            st.caption("No votes yet.")
+            return
+        fig = figures.bars(
+            {"votes": values},
+            labels,
+            title=f"{total} vote{'s' if total != 1 else ''}",
+            value_name="students",
+            decimals=0,
+            extra_height=0,
+            style=figures.PRESENTER if presenter() else figures.DEFAULT_STYLE,
+        )
+        figures.layout.pandas_settled()
+        st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
+
+    live()

@@ -1,0 +1,148 @@
+"""The live room in the app (``session.room``, ``widgets.room``): a presenter opens a room, students who open
+``?room=CODE`` follow the teacher's page, step and sentence, vote, and see the teacher's reveals; a student can
+neither move the room nor reveal for it. Teacher and students are AppTests in one process, sharing its store."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_support import app, captions, markdown, next_step, type_sentence
+
+from explorer.runtime.rooms import room_store
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def button(at, key: str):
+    (found,) = [b for b in at.button if b.key == key]
+    return found
+
+
+def open_room(page: str = "pages/causal_mask.py"):
+    """A teacher in presenter mode on ``page`` who opened a room; returns the AppTest and the room's code."""
+    teacher = app(page, query_params={"present": "1"})
+    button(teacher, "room_open").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    return teacher, teacher.session_state["room_code"]
+
+
+def join(code: str, **params):
+    student = app(query_params={"room": code, **params})
+    assert not student.exception, [e.value for e in student.exception]
+    return student
+
+
+def _question(at) -> str:
+    """The key of the one question ``at`` answered."""
+    (key,) = {k.removesuffix("_answer") for k in at.session_state if k.startswith("predict_") and k.endswith("_answer")}
+    return key
+
+
+def step_of(at, page: str = "causal_mask") -> int:
+    return at.session_state[f"step:{page}"] + 1
+
+
+def test_the_teacher_opens_a_room_with_its_code_link_and_qr_code():
+    teacher, code = open_room()
+    sidebar = markdown(teacher.sidebar)
+    assert f"Room <b>{code}</b>" in sidebar and "0 following · 0 exploring" in sidebar
+    (image,) = [e for e in teacher.sidebar if type(e).__name__ == "Image"]
+    (shown,) = image.proto.imgs
+    assert shown.caption.endswith(f"/?room={code}") and teacher.session_state["room_token"] not in shown.caption
+    assert room_store().snapshot(code).position == {"page": "causal_mask", "params": {"step": "1"}}
+
+
+def test_a_student_follows_the_teachers_page_step_and_sentence():
+    teacher, code = open_room()
+    student = join(code)
+    assert student.title[0].value == "Causal mask" and step_of(student) == 1
+    assert student.query_params["room"] == code and "present" not in student.query_params
+    teacher.run()
+    assert "1 following · 0 exploring" in markdown(teacher.sidebar)
+    next_step(teacher)
+    student.run()
+    assert step_of(student) == 2
+    type_sentence(teacher, "The cat sat on the mat")
+    student.run()
+    assert student.session_state["settings"].text == "The cat sat on the mat"
+    assert student.text_input(key="w_text").value == "The cat sat on the mat" and step_of(student) == 2
+    teacher.switch_page("pages/dropout.py").run()
+    student.run()
+    assert student.title[0].value == "Dropout" and student.session_state["settings"].text == "The cat sat on the mat"
+
+
+def test_on_my_own_stops_following_and_follow_jumps_back_in_one_click():
+    teacher, code = open_room()
+    student = join(code)
+    button(student, "room_alone").click().run()
+    next_step(teacher)
+    next_step(teacher)
+    student.run()
+    assert step_of(student) == 1 and "on your own" in captions(student)
+    teacher.run()
+    assert "0 following · 1 exploring" in markdown(teacher.sidebar)
+    button(student, "room_follow").click().run()
+    assert step_of(student) == 3 and "following the teacher" in captions(student)
+
+
+def test_a_student_who_returns_is_back_on_the_teachers_step():
+    teacher, code = open_room()
+    next_step(next_step(teacher))
+    again = join(code, step="1")  # the address bar as the student left it
+    assert step_of(again) == 3
+
+
+def test_votes_reach_the_teachers_chart_and_the_reveal_reaches_students():
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks about a masked row's sum
+    students = [join(code) for _ in range(3)]
+    for student, answer in zip(students, (1.0, 1, 0.5), strict=True):
+        [n for n in student.number_input if n.label == "Your answer"][0].set_value(answer).run()
+        assert "Your teacher reveals the answer." in captions(student)
+        assert not [b for b in student.button if b.label == "Reveal"]
+    assert room_store().tally(code, _question(students[0])) == {
+        "1.00": 2,
+        "0.50": 1,
+    }
+    teacher.run()
+    (chart,) = [c for c in teacher.get("plotly_chart") if "votes" in c.proto.spec]
+    assert '"3 votes"' in chart.proto.spec
+    [b for b in teacher.button if b.label == "Reveal"][0].click().run()
+    for student in students:
+        student.run()
+        assert any(
+            "The answer" in a.value or "Right" in a.value or "Not quite" in a.value
+            for a in [*student.info, *student.success, *student.error]
+        )
+        assert not [b for b in student.button if b.label == "Ask again"]
+
+
+def test_a_student_can_neither_move_the_room_nor_reveal_for_it():
+    teacher, code = open_room()
+    next_step(teacher)
+    student = join(code)
+    button(student, "room_alone").click().run()
+    student.session_state["presenter"] = True  # as if a crafted message turned presenter mode on
+    student.run()
+    assert "room_open" not in [b.key for b in student.button]
+    [b for b in student.button if b.label == "Reveal"][0].click().run()
+    assert "The answer" in "\n".join(i.value for i in student.info)  # revealed on this student's screen only
+    next_step(student)
+    snapshot = room_store().snapshot(code)
+    assert snapshot.position["params"]["step"] == "2" and not snapshot.revealed
+    assert "room_token" not in student.session_state
+
+
+def test_a_wrong_or_closed_room_says_so_and_keeps_the_students_sentence():
+    student = join("ZZZZZ", text="Hello there")
+    assert "no open room ZZZZZ" in "\n".join(i.value for i in student.info)
+    assert student.session_state["settings"].text == "Hello there" and not student.exception
+    bad = join("no!")
+    assert "not a room code" in "\n".join(i.value for i in bad.info)
+    teacher, code = open_room()
+    student = join(code)
+    type_sentence(student, "My own words")  # typed while following: the room has not moved since
+    room_store()._rooms.pop(code)  # the room expires
+    student.run()
+    assert "no open room" in "\n".join(i.value for i in student.info) and not student.exception
+    assert student.session_state["settings"].text == "My own words"
+    assert "room" not in student.query_params
