@@ -39,9 +39,11 @@ def run() -> None:
     )
     pages = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in PAGES]
     navigation = st.navigation(pages)
+    by_path = {page.url_path: page for page in pages}
+    widgets.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
     widgets.sidebar()
     widgets.stylesheet(presenter=session.presenter())
-    widgets.room_controls({page.url_path: page for page in pages}, navigation.url_path)  # a live room, if any
+    widgets.room_controls()  # a live room, if any
 
     @st.fragment
     def show_page() -> None:

@@ -4,8 +4,10 @@ neither move the room nor reveal for it. Teacher and students are AppTests in on
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from apptest_support import app, captions, markdown, next_step, type_sentence
+from apptest_support import app, captions, decode, markdown, next_step, type_sentence
 
 from explorer.runtime.rooms import room_store
 
@@ -146,3 +148,70 @@ def test_a_wrong_or_closed_room_says_so_and_keeps_the_students_sentence():
     assert "no open room" in "\n".join(i.value for i in student.info) and not student.exception
     assert student.session_state["settings"].text == "My own words"
     assert "room" not in student.query_params
+
+
+def _one_question(presenter: bool) -> None:
+    """A multiple-choice question alone, as a page asks it (``widgets.questions``)."""
+    import streamlit as st
+
+    from explorer.page_text.questions import Question
+    from explorer.widgets.questions import show_question, state_key
+
+    choices = ("the first token", "the last token", "every token")
+    question = Question("mc", "Which token's row keeps one weight of 1?", "the first token", choices=choices)
+    show_question(question, context="room", presenter=presenter)
+    st.session_state["question_key"] = state_key(question, "room")
+
+
+def _in_room(code: str, token: str | None = None, student: str | None = None):
+    """An AppTest of ``_one_question`` as the room's teacher (``token``) or one of its following students."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_one_question, kwargs={"presenter": token is not None}, default_timeout=30)
+    at.session_state["room_code"] = code
+    if token is not None:
+        at.session_state["room_token"] = token
+    else:
+        room_store().heartbeat(code, student, True)  # the app's poll does this; a student votes once present
+        at.session_state["room_student"] = student
+        at.session_state["room_following"] = True
+    return at.run()
+
+
+def _vote_chart(teacher):
+    (chart,) = [c for c in teacher.get("plotly_chart") if "votes" in c.proto.spec]
+    return json.loads(chart.proto.spec)
+
+
+def test_a_multiple_choice_question_charts_each_choice_in_its_order():
+    code, token = room_store().create()
+    teacher = _in_room(code, token=token)
+    assert _vote_chart(teacher)["layout"]["title"]["text"] == "0 votes"
+    students = [_in_room(code, student=f"s{n}") for n in range(3)]
+    for student, choice in zip(students, ("every token", "the first token", "every token"), strict=True):
+        student.radio[0].set_value(choice).run()
+        assert not student.exception
+    teacher.run()
+    spec = _vote_chart(teacher)
+    (bars,) = spec["data"]
+    labels = [label.replace("␣", " ") for label in spec["layout"]["xaxis"]["ticktext"]]  # spaces shown
+    assert labels == ["the first token", "the last token", "every token"]  # the choices' order, zeros too
+    assert list(decode(bars["y"])) == [1, 0, 2] and spec["layout"]["title"]["text"] == "3 votes"
+
+
+def test_ask_again_clears_the_votes_for_a_fresh_vote():
+    code, token = room_store().create()
+    teacher = _in_room(code, token=token)
+    students = [_in_room(code, student=f"s{n}") for n in range(2)]
+    for student in students:
+        student.radio[0].set_value("the last token").run()
+    [b for b in teacher.run().button if b.label == "Reveal"][0].click().run()
+    question = teacher.session_state["question_key"]
+    assert (
+        room_store().tally(code, question) == {"the last token": 2} and question in room_store().snapshot(code).revealed
+    )
+    [b for b in teacher.button if b.label == "Ask again"][0].click().run()
+    assert room_store().tally(code, question) == {} and not room_store().snapshot(code).revealed
+    assert _vote_chart(teacher)["layout"]["title"]["text"] == "0 votes"
+    students[0].radio[0].set_value("the first token").run()  # a fresh vote counts
+    assert _vote_chart(teacher.run())["layout"]["title"]["text"] == "1 vote"

@@ -2,21 +2,22 @@
 
 The teacher's session alone holds the room's token; each of its runs publishes where it is (the page and the
 link's parameters) when that changed. A student's session holds the code and an anonymous id. Its poll
-(``poll``) reads the room's version, and when the teacher moved, the student's next run opens the teacher's
-link (``state.open_link``) the way a shared link opens. Students vote on questions; only the token reveals.
+(``poll``) reads the room's version, and when the teacher moved, the student's next run (``arrive``) opens the
+teacher's link (``state.open_link``) the way a shared link opens. Students vote on questions; only the token reveals.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Collection
 
 import streamlit as st
 
 from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
-from explorer.session.state import LINK_TO_OPEN
+from explorer.session.state import open_link
 
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
@@ -114,10 +115,10 @@ def address(params: dict[str, str]) -> dict[str, str]:
     return {**params, "room": code()} if is_student() else params
 
 
-def poll() -> tuple[str, dict | None] | None:
-    """A student's poll: heartbeat, and read the room when its version changed. Returns ("move", the teacher's
-    position) when this student follows and has not moved there yet, ("reveal", None) when the teacher revealed
-    or asked again, and None when nothing changed for this student."""
+def poll() -> str | None:
+    """A student's poll: heartbeat, and read the room when its version changed. Returns "move" when this student
+    follows and is not where the teacher is (``arrive`` moves them), "reveal" when the teacher revealed or asked
+    again, and None when nothing changed for this student."""
     state, store = st.session_state, room_store()
     try:
         beat = (time.monotonic(), following())
@@ -128,19 +129,44 @@ def poll() -> tuple[str, dict | None] | None:
         version = store.version(code())
         seen = state.get(SEEN)
         if seen is not None and seen[0] == version:
-            return None
+            return "move" if due() is not None else None  # a move the last run did not make is made again
         snapshot = store.snapshot(code())
     except (RoomGoneError, RoomFullError) as error:
         _leave(str(error))
         return None
     state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
-    if not following():
+    if due() is not None:
+        return "move"
+    revealed = following() and (seen is None or seen[2] != snapshot.revealed)
+    return "reveal" if revealed else None
+
+
+def due() -> dict | None:
+    """The teacher's position when this student follows and has not arrived there yet."""
+    seen = st.session_state.get(SEEN)
+    if not following() or seen is None or seen[1] is None or st.session_state.get(APPLIED) == seen[1]:
         return None
-    if snapshot.position is not None and state.get(APPLIED) != snapshot.position:
-        state[APPLIED] = snapshot.position
-        state[LINK_TO_OPEN] = snapshot.position["params"]
-        return "move", snapshot.position
-    return ("reveal", None) if seen is None or seen[2] != snapshot.revealed else None
+    return seen[1]
+
+
+def arrive(url_path: str, pages: Collection[str]) -> dict | None:
+    """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
+    is. On the teacher's page (or one this app lacks) this opens the teacher's link; on another page it
+    returns the teacher's position, to switch to its page (``position["page"]``, one of ``pages``) first.
+
+    The move counts as made only here, in a run on the teacher's page: a switch that Streamlit dropped (a
+    fragment's rerun that came in at once replaces the switch's page with its own) is made again."""
+    if not is_student():
+        return None
+    poll()
+    position = due()
+    if position is None:
+        return None
+    if position["page"] != url_path and position["page"] in pages:
+        return position
+    open_link(position["params"])
+    st.session_state[APPLIED] = position
+    return None
 
 
 def revealed_here(question: str) -> bool | None:

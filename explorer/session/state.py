@@ -145,16 +145,11 @@ def start_session() -> None:
     """Read the URL once per session into the settings and the pages' initial state."""
     tolerate_crafted_widgets()
     state = st.session_state
-    if LINK_TO_OPEN in state:  # a live room moved this student (``session.room``)
-        open_link(state.pop(LINK_TO_OPEN))
     if "settings" in state:
         return
     params = st.query_params.to_dict()
     open_link(params)
     state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
-
-
-LINK_TO_OPEN = "link_to_open"  # a link's parameters to open at the start of the next run, before any widget
 
 
 def open_link(params: dict[str, str]) -> None:

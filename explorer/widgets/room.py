@@ -20,39 +20,46 @@ from explorer.session import room
 from explorer.session.notices import notice
 from explorer.session.state import presenter
 
-POLL_SECONDS = 0.5  # a student's poll: the teacher's Next reaches them within about this
+POLL_SECONDS = 0.25  # a student's poll (one version read, about 1 ms): a move reaches them within about this
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
 
-def room_controls(pages: dict, url_path: str) -> None:
-    """The live room, between the sidebar and the page: a student's bar and poll, or a presenter's room in
-    the sidebar. ``pages`` maps each page's URL path to its ``st.Page``; ``url_path`` is this run's page."""
+def follow_teacher(pages: dict, url_path: str) -> None:
+    """Before the sidebar's widgets: join the room the link names, and take a student who follows it to the
+    teacher's page and link. ``pages`` maps each page's URL path to its ``st.Page``; ``url_path`` is this run's."""
     room.join_from_link()
+    position = room.arrive(url_path, pages)
+    if position is not None:
+        st.switch_page(pages[position["page"]], query_params=room.address(position["params"]))
+
+
+def room_controls() -> None:
+    """The live room, between the sidebar and the page: a student's bar and poll, or a presenter's room in
+    the sidebar."""
     message = st.session_state.get(room.MESSAGE)
     if message:
         text, button = st.columns([4, 1], vertical_alignment="center")
         notice(message, where=text)
         button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(room.MESSAGE, None))
     if room.is_student():
-        student_bar(pages, url_path)
+        student_bar()
+        poll_room()
     elif room.is_teacher() or presenter():
         with st.sidebar:
             teacher_panel()
 
 
 @st.fragment(run_every=POLL_SECONDS)
-def student_bar(pages: dict, url_path: str) -> None:
-    """The student's poll and bar: "Following the teacher" with "On my own", or the other way round."""
-    if room.is_student():
-        change = room.poll()
-        if change is not None:
-            kind, position = change
-            page = pages.get(position["page"]) if kind == "move" else None
-            if page is not None and position["page"] != url_path:
-                st.switch_page(page, query_params=room.address(position["params"]))
-            st.rerun(scope="app")
-        if not room.is_student():  # the room closed or is full: the app's run says why, and stops polling
-            st.rerun(scope="app")
+def poll_room() -> None:
+    """A student's poll, which draws nothing (so a poll sends the browser nothing but the run's start and end).
+    A change reruns the app, whose run (``follow_teacher``) moves the student: ``st.switch_page`` called in a
+    fragment's run left the new page's main area empty in about one run of three (Streamlit 1.67)."""
+    if room.poll() is not None or not room.is_student():  # a room that closed: the app's run says why
+        st.rerun(scope="app")
+
+
+def student_bar() -> None:
+    """ "Following the teacher" with "On my own", or the other way round."""
     text, button = st.columns([4, 1], vertical_alignment="center")
     if room.following():
         text.caption(f"Room **{room.code()}** · following the teacher: their page and step come to you.")
