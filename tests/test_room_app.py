@@ -172,7 +172,7 @@ def _in_room(code: str, token: str | None = None, student: str | None = None):
     if token is not None:
         at.session_state["room_token"] = token
     else:
-        room_store().heartbeat(code, student, True)  # the app's poll does this; a student votes once present
+        room_store().heartbeat(code, student, True)  # a student's run does this; a student votes once present
         at.session_state["room_student"] = student
         at.session_state["room_following"] = True
     return at.run()

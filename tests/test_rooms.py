@@ -232,3 +232,112 @@ def test_the_store_is_memory_unless_a_redis_url_is_set(monkeypatch, redis_url):
     assert isinstance(store, RedisRoomStore)
     code, _ = store.create()
     assert store.version(code) == 0
+
+
+class Heard:
+    """A change listener that notes what it heard, and lets a test wait for it."""
+
+    def __init__(self):
+        self.codes: list[str | None] = []
+        self._event = threading.Condition()
+
+    def __call__(self, code: str | None) -> None:
+        with self._event:
+            self.codes.append(code)
+            self._event.notify_all()
+
+    def wait_for(self, code: str, timeout: float = 10.0) -> None:
+        with self._event:
+            assert self._event.wait_for(lambda: code in self.codes, timeout=timeout), f"{code} not heard: {self.codes}"
+
+
+def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_and_clock):
+    store, _ = store_and_clock
+    if isinstance(store, MemoryRoomStore):
+        other = store  # one process: the store itself tells its listeners
+    else:
+        from explorer.runtime.rooms.redis_store import RedisRoomStore
+
+        other = RedisRoomStore.from_url(_url_of(store))  # another process's store
+    heard = Heard()
+    other.on_change(heard)
+    if other is not store:
+        heard.wait_for(None)  # subscribed: the listener says so, as it does after a lost connection
+    code, token = store.create()
+    store.heartbeat(code, "a", True)
+    store.vote(code, "a", "q1", "1")
+    assert code not in heard.codes  # a heartbeat or a vote moves no one
+    store.publish(code, token, {"page": "dropout", "params": {}})
+    heard.wait_for(code)
+    heard.codes.clear()
+    store.reveal(code, token, "q1")
+    heard.wait_for(code)
+    with pytest.raises(PermissionError):
+        store.publish(code, "not the token", {"page": "x", "params": {}})
+
+
+def _url_of(store) -> str:
+    kwargs = store._redis.connection_pool.connection_kwargs
+    return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
+
+
+def test_a_failing_listener_does_not_break_the_write_or_the_others():
+    store = MemoryRoomStore()
+    heard = Heard()
+
+    def broken(code):
+        raise RuntimeError("a listener's bug")
+
+    store.on_change(broken)
+    store.on_change(heard)
+    code, token = store.create()
+    assert store.publish(code, token, {"page": "p", "params": {}}) == 1
+    assert heard.codes == [code]
+
+
+def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
+    from explorer.runtime.rooms.wake import Wakener
+
+    store = MemoryRoomStore()
+    woken: list[str] = []
+    connected = {"s1", "s2", "s3", "s4"}
+    wakener = Wakener(store, rerun=woken.append, active=connected.__contains__)
+    room_a, token_a = store.create()
+    room_b, _ = store.create()
+    wakener.enrol("s1", room_a, "alice", True)
+    wakener.enrol("s2", room_a, "bob", False)  # exploring: the teacher's moves wait for them
+    wakener.enrol("s3", room_b, "carol", True)
+    wakener.enrol("s4", room_a, "dave", True)
+    assert (store.snapshot(room_a).following, store.snapshot(room_a).exploring) == (2, 1)  # enrolling heartbeats
+    store.publish(room_a, token_a, {"page": "dropout", "params": {}})
+    assert sorted(woken) == ["s1", "s4"]
+    woken.clear()
+    wakener.changed(None)  # after a lost connection: every following student
+    assert sorted(woken) == ["s1", "s3", "s4"]
+    woken.clear()
+    wakener.enrol("s2", room_a, "bob", True)  # bob follows again
+    store.reveal(room_a, token_a, "q1")
+    assert sorted(woken) == ["s1", "s2", "s4"]
+
+
+def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
+    from explorer.runtime.rooms.wake import Wakener
+
+    clock = Clock()
+    store = MemoryRoomStore(clock=clock)
+    woken: list[str] = []
+    connected = {"s1", "s2"}
+    wakener = Wakener(store, rerun=woken.append, active=connected.__contains__)
+    code, _ = store.create()
+    wakener.enrol("s1", code, "alice", True)
+    wakener.enrol("s2", code, "bob", True)
+    connected.discard("s2")  # bob closed the tab
+    clock.now += store_module.ACTIVE_SECONDS - 1
+    wakener.beat()
+    clock.now += 2  # alice's first heartbeat is now too old; the beat renewed it
+    snapshot = store.snapshot(code)
+    assert (snapshot.following, snapshot.exploring) == (1, 0)
+    assert set(wakener.members()) == {"s1"}
+    clock.now += store_module.IDLE_SECONDS + 1  # the room expired
+    wakener.beat()
+    assert woken == ["s1"]  # woken, so that its run says the room has closed

@@ -1,20 +1,21 @@
 """One visitor's part in a live room: the teacher who opened it, or a student who joined with ``?room=CODE``.
 
 The teacher's session alone holds the room's token; each of its runs publishes where it is (the page and the
-link's parameters) when that changed. A student's session holds the code and an anonymous id. Its poll
-(``poll``) reads the room's version, and when the teacher moved, the student's next run (``arrive``) opens the
-teacher's link (``state.open_link``) the way a shared link opens. Students vote on questions; only the token reveals.
+link's parameters) when that changed. A student's session holds the code and an anonymous id. Each of its runs
+(``arrive``) enrols it with the process's ``wakener``, which reruns it when the teacher moves or reveals, and
+reads the room's version; when the teacher moved, the run opens the teacher's link (``state.open_link``) the way
+a shared link opens. Students vote on questions; only the token reveals.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Collection
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store
+from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store, wakener
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
 from explorer.session.state import open_link
@@ -24,9 +25,7 @@ FOLLOWING = "room_following"  # a student follows the teacher (True) or explores
 SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)
 APPLIED = "room_applied"  # the teacher's position this student last moved to
 PUBLISHED = "room_published"  # the position this teacher last published
-BEAT = "room_beat"  # when this student last heartbeated, and whether following
 MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed
-HEARTBEAT_SECONDS = 2.0
 HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
 
 
@@ -46,11 +45,18 @@ def following() -> bool:
     return is_student() and bool(st.session_state.get(FOLLOWING))
 
 
+def _session_id() -> str | None:
+    ctx = get_script_run_ctx()
+    return None if ctx is None else ctx.session_id
+
+
 def _leave(message: str) -> None:
     """Leave the room, saying why; the student's sentence and settings stay as they are."""
-    for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED, BEAT):
+    for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
         st.session_state.pop(key, None)
     st.session_state[MESSAGE] = message
+    if _session_id() is not None:
+        wakener().leave(_session_id())
 
 
 def open_room() -> None:
@@ -65,7 +71,7 @@ def open_room() -> None:
 
 
 def close_room() -> None:
-    """This teacher stops using the room; the students' polls find it again until it expires."""
+    """This teacher stops using the room; its students find it until it expires."""
     for key in (CODE, TOKEN, PUBLISHED):
         st.session_state.pop(key, None)
 
@@ -90,7 +96,6 @@ def join_from_link() -> None:
 def follow(on: bool) -> None:
     """Follow the teacher (on) or explore on one's own; following again moves to where the teacher is."""
     st.session_state[FOLLOWING] = on
-    st.session_state.pop(BEAT, None)
     if on:
         st.session_state.pop(APPLIED, None)
         st.session_state.pop(SEEN, None)
@@ -115,30 +120,24 @@ def address(params: dict[str, str]) -> dict[str, str]:
     return {**params, "room": code()} if is_student() else params
 
 
-def poll() -> str | None:
-    """A student's poll: heartbeat, and read the room when its version changed. Returns "move" when this student
-    follows and is not where the teacher is (``arrive`` moves them), "reveal" when the teacher revealed or asked
-    again, and None when nothing changed for this student."""
+def read() -> None:
+    """A student's run: enrol with this process's wakener (which heartbeats) and read the room when its
+    version changed since this session's last read."""
     state, store = st.session_state, room_store()
     try:
-        beat = (time.monotonic(), following())
-        last = state.get(BEAT)
-        if last is None or beat[0] - last[0] > HEARTBEAT_SECONDS or beat[1] != last[1]:
-            store.heartbeat(code(), state[STUDENT], beat[1])
-            state[BEAT] = beat
+        if _session_id() is not None:
+            wakener().enrol(_session_id(), code(), state[STUDENT], following())
+        else:
+            store.heartbeat(code(), state[STUDENT], following())
         version = store.version(code())
         seen = state.get(SEEN)
         if seen is not None and seen[0] == version:
-            return "move" if due() is not None else None  # a move the last run did not make is made again
+            return
         snapshot = store.snapshot(code())
     except (RoomGoneError, RoomFullError) as error:
         _leave(str(error))
-        return None
+        return
     state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
-    if due() is not None:
-        return "move"
-    revealed = following() and (seen is None or seen[2] != snapshot.revealed)
-    return "reveal" if revealed else None
 
 
 def due() -> dict | None:
@@ -158,7 +157,7 @@ def arrive(url_path: str, pages: Collection[str]) -> dict | None:
     fragment's rerun that came in at once replaces the switch's page with its own) is made again."""
     if not is_student():
         return None
-    poll()
+    read()
     position = due()
     if position is None:
         return None

@@ -2,8 +2,8 @@
 student who opened ``?room=CODE`` sees a bar above the page that follows the teacher or lets them explore; the
 teacher sees the class's votes on a question as they come in.
 
-Students poll with a fragment that reruns every ``POLL_SECONDS``: a poll reads one number (the room's version)
-unless the teacher moved or revealed. The state behind all this lives in ``session.room``."""
+Students do not poll: the process reruns a following student's session when the teacher moves or reveals
+(``runtime.rooms.wake``). The state behind all this lives in ``session.room``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from explorer.session import room
 from explorer.session.notices import notice
 from explorer.session.state import presenter
 
-POLL_SECONDS = 0.25  # a student's poll (one version read, about 1 ms): a move reaches them within about this
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
 
@@ -34,7 +33,7 @@ def follow_teacher(pages: dict, url_path: str) -> None:
 
 
 def room_controls() -> None:
-    """The live room, between the sidebar and the page: a student's bar and poll, or a presenter's room in
+    """The live room, between the sidebar and the page: a student's bar, or a presenter's room in
     the sidebar."""
     message = st.session_state.get(room.MESSAGE)
     if message:
@@ -43,19 +42,9 @@ def room_controls() -> None:
         button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(room.MESSAGE, None))
     if room.is_student():
         student_bar()
-        poll_room()
     elif room.is_teacher() or presenter():
         with st.sidebar:
             teacher_panel()
-
-
-@st.fragment(run_every=POLL_SECONDS)
-def poll_room() -> None:
-    """A student's poll, which draws nothing (so a poll sends the browser nothing but the run's start and end).
-    A change reruns the app, whose run (``follow_teacher``) moves the student: ``st.switch_page`` called in a
-    fragment's run left the new page's main area empty in about one run of three (Streamlit 1.67)."""
-    if room.poll() is not None or not room.is_student():  # a room that closed: the app's run says why
-        st.rerun(scope="app")
 
 
 def student_bar() -> None:

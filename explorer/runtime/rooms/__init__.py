@@ -2,6 +2,7 @@
 
 ``room_store()`` is the process's one store: in memory by default (one process, nothing to install), or Redis
 when ``ATTENTION_ROOMS_URL=redis://...`` names one, so that several app processes share rooms.
+``wakener()`` is the process's register of students in rooms, which wakes them when their room changes.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from explorer.runtime.rooms.store import (
     Snapshot,
     normal_code,
 )
+from explorer.runtime.rooms.wake import Wakener
 
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
 
 _STORE: list[RoomStore] = []
 _STORE_LOCK = threading.Lock()
+_WAKENER: list[Wakener] = []
+_WAKENER_LOCK = threading.Lock()
 
 
 def room_store() -> RoomStore:
@@ -38,6 +42,14 @@ def room_store() -> RoomStore:
         return _STORE[0]
 
 
+def wakener() -> Wakener:
+    """The process's one register of students in rooms, listening to ``room_store()``."""
+    with _WAKENER_LOCK:
+        if not _WAKENER:
+            _WAKENER.append(Wakener(room_store()))
+        return _WAKENER[0]
+
+
 __all__ = [
     "URL_VARIABLE",
     "MemoryRoomStore",
@@ -45,6 +57,8 @@ __all__ = [
     "RoomGoneError",
     "RoomStore",
     "Snapshot",
+    "Wakener",
     "normal_code",
     "room_store",
+    "wakener",
 ]

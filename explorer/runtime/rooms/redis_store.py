@@ -3,13 +3,16 @@
 One room is a few keys under ``room:CODE``: a hash (the token's digest, the version, the position as JSON),
 two sorted sets of students by last heartbeat (``following``, ``exploring``), a set of revealed questions,
 a set of questions with votes or reveals, and one hash of votes per question. Every write renews the keys'
-time to live, so Redis forgets a room ``IDLE_SECONDS`` after its last write.
+time to live, so Redis forgets a room ``IDLE_SECONDS`` after its last write. A move or a reveal is published on
+the channel ``rooms:changed``, which each process's listener thread hears (``on_change``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
+import threading
 import time
 
 from explorer.runtime.rooms.store import (
@@ -28,20 +31,58 @@ from explorer.runtime.rooms.store import (
 )
 
 _PARTS = ("", ":following", ":exploring", ":revealed", ":questions")
+CHANNEL = "rooms:changed"
+_LOG = logging.getLogger(__name__)
 
 
 class RedisRoomStore(RoomStore):
     """Rooms in Redis; ``client`` is a ``redis.Redis`` that decodes responses."""
 
-    def __init__(self, client, clock=time.time):
+    def __init__(self, client, clock=time.time, listen_client=None):
+        """``listen_client`` holds the subscription (without a read timeout; ``client`` by default)."""
+        super().__init__()
         self._redis = client
         self._clock = clock
+        self._listen_client = listen_client or client
+        self._listening = threading.Lock()
+        self._listener: threading.Thread | None = None
 
     @classmethod
     def from_url(cls, url: str) -> RedisRoomStore:
         import redis
 
-        return cls(redis.Redis.from_url(url, decode_responses=True, socket_timeout=5))
+        return cls(
+            redis.Redis.from_url(url, decode_responses=True, socket_timeout=5),
+            listen_client=redis.Redis.from_url(url, decode_responses=True, health_check_interval=30),
+        )
+
+    def on_change(self, listener) -> None:
+        super().on_change(listener)
+        with self._listening:
+            if self._listener is None:
+                self._listener = threading.Thread(target=self._listen, name="rooms-listener", daemon=True)
+                self._listener.start()
+
+    def _listen(self) -> None:
+        """Hear the other processes' moves and reveals; after a lost connection, subscribe again and say that
+        every room may have changed."""
+        import redis
+
+        while True:
+            try:
+                pubsub = self._listen_client.pubsub()
+                pubsub.subscribe(CHANNEL)
+                while True:
+                    message = pubsub.get_message(timeout=5.0)
+                    if message is None:
+                        continue
+                    if message["type"] == "subscribe":
+                        self._changed(None)
+                    elif message["type"] == "message":
+                        self._changed(message["data"])
+            except (redis.RedisError, OSError) as error:
+                _LOG.warning("rooms: lost Redis (%s); subscribing again in 1 s", error)
+                time.sleep(1.0)
 
     def _keys(self, code: str) -> list[str]:
         return [f"room:{code}{part}" for part in _PARTS]
@@ -95,6 +136,7 @@ class RedisRoomStore(RoomStore):
         pipe.hset(f"room:{code}", "position", json.dumps(position))
         pipe.hincrby(f"room:{code}", "version", 1)
         self._touch(pipe, code)
+        pipe.publish(CHANNEL, code)
         return int(pipe.execute()[1])
 
     def _question(self, code: str, question: str) -> None:
@@ -116,6 +158,7 @@ class RedisRoomStore(RoomStore):
             pipe.delete(votes)  # asked again: a fresh vote
         pipe.hincrby(f"room:{code}", "version", 1)
         self._touch(pipe, code)
+        pipe.publish(CHANNEL, code)
         pipe.execute()
 
     def heartbeat(self, code: str, student: str, following: bool) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: a code read off a projector
@@ -24,6 +26,7 @@ MAX_STUDENTS = 200
 MAX_QUESTIONS = 200  # questions with votes or reveals in one room
 MAX_ROOMS = 1000  # open rooms in one memory store
 MAX_CHOICE_CHARS = 40
+_LOG = logging.getLogger(__name__)
 
 
 class RoomGoneError(LookupError):
@@ -42,7 +45,7 @@ class RoomFullError(RuntimeError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What a poll reads: ``version`` changes whenever the position or a reveal does."""
+    """What a student's run reads: ``version`` changes whenever the position or a reveal does."""
 
     version: int
     position: dict | None  # {"page": url path, "params": the link's query parameters}
@@ -79,8 +82,27 @@ def check_choice(choice: object) -> str:
     return choice
 
 
+Listener = Callable[[str | None], None]
+
+
 class RoomStore(ABC):
-    """The rooms of this server. ``code`` is a room's code; a ``token`` is its teacher's secret."""
+    """The rooms of this server. ``code`` is a room's code; a ``token`` is its teacher's secret.
+
+    ``on_change`` registers a listener that hears the code of every room moved or revealed in, by any process
+    sharing the store, and None when changes may have been missed (every room may have changed)."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def on_change(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self, code: str | None) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(code)
+            except Exception:  # one listener's failure must not stop the store's writes or its listener thread
+                _LOG.exception("rooms: a change listener failed")
 
     @abstractmethod
     def create(self) -> tuple[str, str]:
@@ -92,7 +114,7 @@ class RoomStore(ABC):
 
     @abstractmethod
     def version(self, code: str) -> int:
-        """The room's version alone, the cheap poll; raises ``RoomGoneError``."""
+        """The room's version alone, the cheap read; raises ``RoomGoneError``."""
 
     @abstractmethod
     def publish(self, code: str, token: str, position: dict) -> int:
@@ -131,6 +153,7 @@ class MemoryRoomStore(RoomStore):
     """Rooms in this process's memory, shared by its sessions behind one lock; expired lazily."""
 
     def __init__(self, clock=time.monotonic):
+        super().__init__()
         self._rooms: dict[str, _Room] = {}
         self._lock = threading.Lock()
         self._clock = clock
@@ -181,7 +204,9 @@ class MemoryRoomStore(RoomStore):
             room = self._room(code, token, teacher=True)
             room.position = position
             room.version += 1
-            return room.version
+            version = room.version
+        self._changed(code)
+        return version
 
     def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
         with self._lock:
@@ -194,6 +219,7 @@ class MemoryRoomStore(RoomStore):
                 room.revealed.discard(question)
                 room.votes.pop(question, None)  # asked again: a fresh vote
             room.version += 1
+        self._changed(code)
 
     def heartbeat(self, code: str, student: str, following: bool) -> None:
         with self._lock:

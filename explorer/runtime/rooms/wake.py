@@ -1,0 +1,119 @@
+"""This process's students in live rooms, and the wake-up that brings a teacher's move to them.
+
+A student's every run enrols its session (``enrol``). When the room changes, in this process or another
+sharing Redis, the store's listener wakes each following student's session here: Streamlit reruns it as it
+reruns a session whose source file changed (``runOnSave``), with the widget values it holds. That run reads the
+room and moves the student. Nothing polls: an idle class costs nothing between the teacher's moves.
+
+A thread heartbeats every enrolled student whose browser is still connected, so that the teacher's counts
+see who is following and who explores, and forgets the sessions whose tabs closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore
+
+HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class Member:
+    code: str
+    student: str
+    following: bool
+
+
+class Wakener:
+    """The enrolled sessions of one process (by Streamlit session id) and their wake-ups."""
+
+    def __init__(self, store: RoomStore, rerun=None, active=None):
+        """``rerun(session_id)`` reruns a session and ``active(session_id)`` says whether its browser is still
+        connected (both Streamlit's by default; tests pass their own)."""
+        self._store = store
+        self._members: dict[str, Member] = {}
+        self._lock = threading.Lock()
+        self._rerun = rerun or rerun_session
+        self._active = active or session_active
+        self._beating: threading.Thread | None = None
+        store.on_change(self.changed)
+
+    def enrol(self, session_id: str, code: str, student: str, following: bool) -> None:
+        """A student's run: note the session, and heartbeat now when it is new here or changed its mind."""
+        member = Member(code, student, following)
+        with self._lock:
+            known = self._members.get(session_id)
+            self._members[session_id] = member
+            if self._beating is None:
+                self._beating = threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True)
+                self._beating.start()
+        if known != member:
+            self._store.heartbeat(code, student, following)
+
+    def leave(self, session_id: str) -> None:
+        with self._lock:
+            self._members.pop(session_id, None)
+
+    def members(self) -> dict[str, Member]:
+        with self._lock:
+            return dict(self._members)
+
+    def changed(self, code: str | None) -> None:
+        """Room ``code`` moved or revealed (None: any room may have): wake its following students here."""
+        for session_id, member in self.members().items():
+            if member.following and code in (None, member.code):
+                self._rerun(session_id)
+
+    def beat(self) -> None:
+        """One round of heartbeats; a closed tab's session is forgotten, a closed room's is woken to say so."""
+        for session_id, member in self.members().items():
+            if not self._active(session_id):
+                self.leave(session_id)
+                continue
+            try:
+                self._store.heartbeat(member.code, member.student, member.following)
+            except (RoomGoneError, RoomFullError):
+                self._rerun(session_id)  # its run finds the room gone and says so
+            except Exception:  # Redis away for a moment: the next round tries again
+                _LOG.exception("rooms: a heartbeat failed")
+
+    def _beat_forever(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT_SECONDS)
+            try:
+                self.beat()
+            except Exception:  # never let the thread die: the next round tries again
+                _LOG.exception("rooms: a heartbeat round failed")
+
+
+def _session(session_id: str):
+    """The session's ``AppSession`` while its browser is connected. Streamlit has no public call for this;
+    these private names are Streamlit 1.67's, and the browser test ``test_room`` fails if they change."""
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return None
+    sessions = getattr(runtime.get_instance(), "_session_mgr", None)  # None in a test's stand-in runtime
+    info = None if sessions is None else sessions.get_active_session_info(session_id)
+    return None if info is None else info.session
+
+
+def session_active(session_id: str) -> bool:
+    return _session(session_id) is not None
+
+
+def rerun_session(session_id: str) -> None:
+    """Rerun a Streamlit session from another thread, as a changed source file does with ``runOnSave``: on
+    the server's event loop, with the client state of the session's last run (its page and query string; its
+    widget values are kept in its session state)."""
+    session = _session(session_id)
+    if session is None:
+        return
+    session._call_soon_on_event_loop(
+        lambda: session.request_rerun(session._client_state)
+    )  # Streamlit's own, private: pinned in requirements.txt
