@@ -40,23 +40,25 @@ def run() -> None:
     pages = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in PAGES]
     navigation = st.navigation(pages)
     by_path = {page.url_path: page for page in pages}
-    widgets.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
-    widgets.sidebar()
-    widgets.stylesheet(presenter=session.presenter())
-    widgets.room_controls()  # a live room, if any
 
     @st.fragment
     def show_page() -> None:
         """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
         or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all."""
-        current = session.begin_run()
-        if current is None:  # a page's button changed the settings: the sidebar must show them
-            st.rerun(scope="app")
-        with views.page_turn(current, navigation.url_path):  # heavy pages take turns; light ones never wait
-            widgets.run_page(navigation)
-        widgets.finish_run(navigation.title, current, navigation.url_path)
+        with widgets.follow_in_page(navigation.url_path):  # a teacher's move within the page reruns only this
+            current = session.begin_run()
+            if current is None:  # a page's button changed the settings: the sidebar must show them
+                st.rerun(scope="app")
+            with views.page_turn(current, navigation.url_path):  # heavy pages take turns; light ones never wait
+                widgets.run_page(navigation)
+            widgets.finish_run(navigation.title, current, navigation.url_path)
 
-    show_page()
+    widgets.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
+    with widgets.room_turn():  # a run the live room woke waits for its turn (runtime.rooms.wake)
+        widgets.sidebar()
+        widgets.stylesheet(presenter=session.presenter())
+        widgets.room_controls()  # a live room, if any
+        show_page()
 
 
 if __name__ == "__main__":

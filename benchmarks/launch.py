@@ -197,6 +197,29 @@ class ClusterServer:
         return problems("\n".join(self.cluster.log(f"app-{port}.log") for port in self.cluster.app_ports))
 
 
+class RedisServer:
+    """Debian's ``redis-server`` on a free loopback port, in memory only: the live rooms' store for a lesson."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout != b"PONG\n":
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.1)
+        return self.url
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+
+
 def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str = "", every: float = 5.0):
     """One app server (``servers`` = 1, no proxy), sampling its memory into ``memory_log`` if given, or
     ``servers`` of them behind nginx."""

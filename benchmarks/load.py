@@ -6,28 +6,35 @@ describes the students and the scenarios)::
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
+    python -m benchmarks.load room --students 1,100 --servers 2 --think 5 --page causal_mask   # a live room
 
 Students (``LessonStudent``) open ``--page`` and act, each scenario with its mix of actions (``MIXES``), until
-``--duration`` is up. Each run starts its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
+``--duration`` is up. In ``room``, a teacher opens a live room (with Redis) and moves every ``--think`` seconds; the
+students join it and only follow and vote (``room_lesson``). Each run starts its own server(s) and appends a JSON
+line to ``artifacts/load/results.jsonl``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
+import signal
 import sys
 import time
+import urllib.parse
 from collections import Counter
 from pathlib import Path
 
+import redis
 import websockets
 
 from benchmarks import report
-from benchmarks.launch import lesson_target
+from benchmarks.launch import RedisServer, lesson_target
 from benchmarks.meter import Meter, loadavg, machine, memory_lines, memory_trends, read_memory_log, summarize
-from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, sentence, warm
+from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, read_reply, sentence, warm
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
@@ -37,6 +44,7 @@ RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
 # of a sentence it has not seen (issue 27: the class's mix with a fifth of the actions generating).
 ACTIONS = ("step", "switch", "sentence", "generate")
 MIXES = {"class": (0.6, 0.2, 0.2, 0.0), "generating": (0.48, 0.16, 0.16, 0.2), "typing": (0.0, 0.0, 1.0, 0.0)}
+MIXES["room"] = (0.75, 0.25, 0.0, 0.0)  # the teacher's moves; the students only follow and vote
 
 
 def pick(scenario: str, rng: random.Random) -> str:
@@ -125,6 +133,153 @@ class LessonStudent(BrowserStudent):
         return run
 
 
+class RoomMember(LessonStudent):
+    """The teacher of a live room, or a student in it. After joining, a student sends nothing but a vote: every
+    run it reads is one the server started when the teacher moved, and ``follow`` notes when each ended and which
+    page and step it showed."""
+
+    def __init__(self, base: str, cookie: str | None, rng: random.Random) -> None:
+        super().__init__(base, cookie, rng)
+        self.room: str | None = None
+        self.shown = ""  # the page the last run showed
+        self.arrivals: list[tuple[float, str, tuple[int, int] | None, str | None]] = []  # (time, page, step, error)
+
+    def note(self, reply, run: Run, seen: dict) -> None:
+        super().note(reply, run, seen)
+        self.room = reply.room or self.room
+        self.shown = reply.page_url if reply.page_script_hash else self.shown
+
+    def arrive(self, error: str | None = None) -> None:
+        self.page = self.shown
+        self.arrivals.append((time.perf_counter(), self.page, self.step, error))
+
+    async def follow(self) -> None:
+        run = Run("follow", time.perf_counter())
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for data in self.ws:
+                reply = read_reply(data)
+                if reply.kind == "new_session":
+                    self.step = None
+                self.note(reply, run, {})
+                if reply.final:
+                    self.arrive(run.error)
+                    run = Run("follow", time.perf_counter())
+
+    def vote(self, choice: float) -> str | None:
+        """Answer the question this page shows (a number box) in the next run; returns the question's key."""
+        key = next((k for k in self.widget_ids if k.startswith("predict_") and k.endswith("_widget")), None)
+        if key is not None:
+            self.states[self.widget_ids[key]] = ("double_value", choice)
+        return key and key.removesuffix("_widget")
+
+
+async def arrived(students: list, since: float, page: str, step, kind: str = "join", timeout: float = 30.0) -> list:
+    """Each student's first run after ``since`` that ended on ``page`` at ``step``, as a ``Run`` timed from
+    ``since`` (an error when it did not come within ``timeout`` seconds)."""
+    deadline = time.perf_counter() + timeout
+
+    def first(s: RoomMember):
+        return next((a for a in s.arrivals if a[0] > since and a[1] == page and a[2] == step), None)
+
+    while time.perf_counter() < deadline and not all(first(s) for s in students):
+        await asyncio.sleep(0.02)
+    runs = []
+    for s in students:
+        got = first(s)
+        error = got[3] if got else f"did not reach {page} {step} in {timeout:.0f} s (shows {s.page} {s.step})"
+        runs.append(Run(kind, since, latency=(got[0] - since) if got else 0.0, ok=not error, error=error))
+    return runs
+
+
+async def room_lesson(target, args, n: int) -> dict:
+    """A teacher opens a live room on ``args.page`` in presenter mode; ``n`` students join from its link over
+    ``args.spread`` seconds. The teacher moves (Next or Previous, or a page switch) every ``args.think`` seconds
+    until ``args.duration`` is up; each move is timed from the teacher's click to each student's run that ended
+    on the teacher's page and step. Then every student votes on one question, one app process is killed (the
+    students on it reconnect, as a browser does, to the other), and the teacher moves three more times."""
+    rng = random.Random(args.seed)
+    cookie = lambda: f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # noqa: E731
+    teacher = RoomMember(target.base, cookie(), rng)
+    await teacher.connect()
+    await teacher.open(args.page, {"present": "1", "input": "text", "text": CLASS_SENTENCES[0]})
+    await teacher.send("open", teacher.message(click="room_open"), expect_text=None)
+    students = [RoomMember(target.base, cookie(), random.Random(args.seed * 1000 + i)) for i in range(n)]
+
+    async def join(student: RoomMember) -> None:
+        await asyncio.sleep(rng.uniform(0, args.spread))
+        await student.connect()
+        opened = await student.open("", {"room": teacher.room})
+        student.arrive(None if opened.error and opened.error.startswith("wrong page") else opened.error)
+        student.reader = asyncio.create_task(student.follow())
+
+    await asyncio.gather(*(join(s) for s in students))
+    joined = await arrived(students, 0.0, teacher.page, teacher.step)  # every student on the teacher's step
+    per_server = dict(Counter(s.upstream or "direct" for s in students))
+    pages = [args.page, *[p for p in chapter_pages(teacher.app_pages) if p != args.page][:3]]
+
+    async def move(kind: str) -> list[Run]:
+        since = time.perf_counter()
+        if kind == "switch":
+            teacher.page = teacher.rng.choice([p for p in pages if p != teacher.page])
+            await teacher.send("switch", teacher.message(page=teacher.page), expect_text=None)
+        else:
+            await teacher.act("step", pages, typing=False)
+        return await arrived(students, since, teacher.page, teacher.step, kind)
+
+    moves: list[Run] = []
+    async with Meter(target) as meter:
+        end = time.perf_counter() + args.duration
+        while time.perf_counter() < end:
+            moves += await move(pick("room", teacher.rng))
+            await asyncio.sleep(max(0.0, args.think - (time.perf_counter() - moves[-1].sent)))
+    while teacher.page != "causal_mask" or teacher.step[0] != 2:  # a step with a number question
+        await (move("switch") if teacher.page != "causal_mask" else move("step"))
+    choices = [rng.choice((0.5, 1.0)) for _ in students]
+    questions = {s.vote(c) for s, c in zip(students, choices, strict=True)}
+    await asyncio.gather(*(s.ws.send(s.message()) for s in students))
+    await asyncio.sleep(3.0)
+    question = f"room:{teacher.room}:votes:{next(iter(questions))}"
+    store = redis.Redis.from_url(os.environ["ATTENTION_ROOMS_URL"])
+    votes_before = sorted(store.hvals(question))
+    killed = (
+        next(
+            p
+            for p, a in zip(target.cluster.app_ports, target.cluster.apps, strict=True)
+            if not teacher.upstream.endswith(f":{p}")
+        )
+        if target.proxied
+        else None
+    )
+    after: list[Run] = []
+    if killed is not None:
+        os.killpg(target.cluster.apps[target.cluster.app_ports.index(killed)].pid, signal.SIGKILL)
+        await asyncio.sleep(1.0)
+        for s in [s for s in students if s.upstream.endswith(f":{killed}")]:  # a browser reconnects and reruns
+            await s.connect()
+            s.arrive((await s.open(s.page, dict(urllib.parse.parse_qsl(s.query_string)))).error)
+            s.reader = asyncio.create_task(s.follow())
+        for _ in range(3):
+            after += await move("step")
+    for s in [teacher, *students]:
+        await s.close()
+    wanted = sorted(f"{c:.2f}".encode() for c in choices)
+    return {
+        "moves": summarize(moves),
+        "by_kind": {kind: summarize([r for r in moves if r.kind == kind]) for kind in ("step", "switch")},
+        "after_kill": summarize(after),
+        "students_per_server": per_server,
+        "joined": sum(r.ok for r in joined),
+        "join_errors": dict(Counter(r.error for r in joined if r.error)),
+        "questions": len(questions),
+        "votes_cast": len(choices),
+        "votes_counted": len(votes_before),
+        "votes_exact": votes_before == wanted,
+        "votes_after_kill_exact": sorted(store.hvals(question)) == wanted,
+        "killed_app_port": killed,
+        **meter.report(len(moves)),
+    }
+
+
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
     actions = [r for r in runs if r.kind != "open"]
@@ -199,6 +354,9 @@ async def one_lesson(args, servers: int, n: int) -> None:
     memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
     if memory_log and os.path.exists(memory_log):
         os.remove(memory_log)
+    rooms = RedisServer() if scenario == "room" else None
+    if rooms is not None:
+        os.environ["ATTENTION_ROOMS_URL"] = rooms.start()  # the app processes inherit it
     target = lesson_target(servers, log_path, args.arena_max, memory_log, args.memory_every)
     print(f"== {label}: students connect to {target.base} (load {loadavg()[0]:.2f})", flush=True)
     target.start()
@@ -208,10 +366,12 @@ async def one_lesson(args, servers: int, n: int) -> None:
             runs, target.app_pages, _ = await warm(base)
             warm_errors += [r.error for r in runs if r.error]
         print(f"   warmed up {len(target.app_bases)} server(s), errors: {warm_errors or 'none'}", flush=True)
-        result = await lesson(target, args, n)
+        result = await (room_lesson if scenario == "room" else lesson)(target, args, n)
         result |= {"server_log_problems": target.log_problems()[:20], "warm_up_errors": warm_errors}
     finally:
         target.stop()
+        if rooms is not None:
+            rooms.stop()
     mode = f"{servers} server" + ("s behind nginx" if servers > 1 else "")
     e = {"scenario": scenario, "mode": mode, "servers": servers, "students": n, "page": args.page}
     e |= {"think_s": args.think, "spread_s": args.spread, "duration_s": args.duration}
@@ -219,10 +379,20 @@ async def one_lesson(args, servers: int, n: int) -> None:
     e |= {"command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]])}
     e |= {"server_command": " ".join(target.command()), "machine": machine(), **result}
     report.record(e, args.results)
-    a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
-    print(f"   {a['runs']} actions, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), {a['errors']} errors", flush=True)
+    if scenario == "room":
+        a, k = e["moves"], e["after_kill"]
+        print(
+            f"   {a['runs']} arrivals, p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms, max "
+            f"{a['max_s'] * 1000:.0f} ms, {a['errors']} errors; votes {e['votes_counted']}/{e['votes_cast']} "
+            f"(exact {e['votes_exact']}, after the kill {e['votes_after_kill_exact']}); after the kill "
+            f"{k['runs']} arrivals, {k['errors']} errors",
+            flush=True,
+        )
+    else:
+        a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
+        print(f"   {a['runs']} actions, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), {a['errors']} errors")
     print(f"   server CPU {e['server_cpu_cores']:.2f} cores, load {e['loadavg_end']:.2f}", flush=True)
-    if e["server_memory"]:
+    if e.get("server_memory"):
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
 
 

@@ -29,6 +29,7 @@ FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMP
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
+ROOM_RE = re.compile(r"Room <b>([A-Z2-9]{5})</b>")
 SCALAR_STATES = {"text_input": "string_value", "text_area": "string_value", "number_input": "double_value",
                  "checkbox": "bool_value"}  # fmt: skip  # the WidgetState field of a one-value widget (and st.toggle)
 WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$$ID-<hash>-<key>"
@@ -84,6 +85,7 @@ class Reply:
     fragment_id: str = ""  # the fragment an element was drawn in ("" outside any)
     step: tuple[int, int] | None = None  # the stepper's "Step k of n"
     max_cached_age: int | None = None  # global.maxCachedMessageAge, from the new session's config
+    room: str | None = None  # a live room's code, as its teacher's sidebar shows it
 
 
 def widget_state(element) -> tuple[str, str, object, bool] | None:
@@ -147,6 +149,8 @@ def read_reply(data: bytes) -> Reply:
         elif etype == "markdown":
             if match := STEP_RE.search(element.markdown.body):
                 reply.step = (int(match.group(1)), int(match.group(2)))
+            elif match := ROOM_RE.search(element.markdown.body):
+                reply.room = match.group(1)
         elif etype == "plotly_chart":
             reply.chart, reply.chart_id = True, element.plotly_chart.id
         elif etype == "button":

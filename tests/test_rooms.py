@@ -301,7 +301,7 @@ def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
     store = MemoryRoomStore()
     woken: list[str] = []
     connected = {"s1", "s2", "s3", "s4"}
-    wakener = Wakener(store, rerun=woken.append, active=connected.__contains__)
+    wakener = Wakener(store, rerun=lambda session, fragment: woken.append(session), active=connected.__contains__)
     room_a, token_a = store.create()
     room_b, _ = store.create()
     wakener.enrol("s1", room_a, "alice", True)
@@ -327,7 +327,7 @@ def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
     store = MemoryRoomStore(clock=clock)
     woken: list[str] = []
     connected = {"s1", "s2"}
-    wakener = Wakener(store, rerun=woken.append, active=connected.__contains__)
+    wakener = Wakener(store, rerun=lambda session, fragment: woken.append(session), active=connected.__contains__)
     code, _ = store.create()
     wakener.enrol("s1", code, "alice", True)
     wakener.enrol("s2", code, "bob", True)
@@ -341,3 +341,59 @@ def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
     clock.now += store_module.IDLE_SECONDS + 1  # the room expired
     wakener.beat()
     assert woken == ["s1"]  # woken, so that its run says the room has closed
+
+
+def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whole_app():
+    from explorer.runtime.rooms.wake import Wakener
+
+    store = MemoryRoomStore()
+    woken: list[tuple[str, str]] = []
+    wakener = Wakener(store, rerun=lambda session, fragment: woken.append((session, fragment)), active=bool)
+    code, token = store.create()
+    wakener.enrol("s1", code, "alice", True, "causal_mask")
+    wakener.page_fragment("s1", "page-fragment")
+    wakener.enrol("s2", code, "bob", True, "dropout")
+    wakener.page_fragment("s2", "page-fragment")
+    store.publish(code, token, {"page": "causal_mask", "params": {"step": "3"}})
+    assert sorted(woken) == [("s1", "page-fragment"), ("s2", "")]  # bob must switch pages: the whole app
+    wakener.enrol("s1", code, "alice", True, "dropout")  # alice's page changed: its fragment is not known yet
+    woken.clear()
+    store.publish(code, token, {"page": "dropout", "params": {}})
+    assert sorted(woken) == [("s1", ""), ("s2", "page-fragment")]
+
+
+def test_woken_runs_take_turns_and_other_runs_do_not_wait():
+    from explorer.runtime.rooms.wake import Wakener
+
+    store = MemoryRoomStore()
+    wakener = Wakener(store, rerun=lambda session, fragment: None, active=bool)
+    code, token = store.create()
+    for session in ("s1", "s2"):
+        wakener.enrol(session, code, session, True, "p")
+    store.publish(code, token, {"page": "p", "params": {}})
+    order: list[str] = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def run(session: str) -> None:
+        with wakener.turn(session):
+            order.append(f"{session} in")
+            inside.set()
+            release.wait(timeout=10)
+            order.append(f"{session} out")
+
+    first = threading.Thread(target=run, args=("s1",))
+    first.start()
+    assert inside.wait(timeout=10)
+    second = threading.Thread(target=run, args=("s2",))
+    second.start()
+    with wakener.turn("s3"):  # a run the wakener did not start never waits
+        order.append("s3")
+    time.sleep(0.2)
+    assert order == ["s1 in", "s3"]  # s2 waits for s1's turn to end
+    release.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert order == ["s1 in", "s3", "s1 out", "s2 in", "s2 out"]
+    with wakener.turn("s1"):  # its wake-up was used: a later run of s1 does not wait
+        pass

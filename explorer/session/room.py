@@ -9,6 +9,7 @@ a shared link opens. Students vote on questions; only the token reveals.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Collection
 
@@ -27,6 +28,7 @@ APPLIED = "room_applied"  # the teacher's position this student last moved to
 PUBLISHED = "room_published"  # the position this teacher last published
 MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed
 HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
+IN_PAGE_PARAMS = frozenset({"step", "cell"})  # drawn inside the page alone: a move of only these reruns only it
 
 
 def code() -> str | None:
@@ -120,13 +122,13 @@ def address(params: dict[str, str]) -> dict[str, str]:
     return {**params, "room": code()} if is_student() else params
 
 
-def read() -> None:
-    """A student's run: enrol with this process's wakener (which heartbeats) and read the room when its
-    version changed since this session's last read."""
+def read(url_path: str) -> None:
+    """A student's run on ``url_path``: enrol with this process's wakener (which heartbeats) and read the room
+    when its version changed since this session's last read."""
     state, store = st.session_state, room_store()
     try:
         if _session_id() is not None:
-            wakener().enrol(_session_id(), code(), state[STUDENT], following())
+            wakener().enrol(_session_id(), code(), state[STUDENT], following(), url_path)
         else:
             store.heartbeat(code(), state[STUDENT], following())
         version = store.version(code())
@@ -153,11 +155,11 @@ def arrive(url_path: str, pages: Collection[str]) -> dict | None:
     is. On the teacher's page (or one this app lacks) this opens the teacher's link; on another page it
     returns the teacher's position, to switch to its page (``position["page"]``, one of ``pages``) first.
 
-    The move counts as made only here, in a run on the teacher's page: a switch that Streamlit dropped (a
-    fragment's rerun that came in at once replaces the switch's page with its own) is made again."""
+    The move counts as made only here, in a run on the teacher's page: a switch that Streamlit dropped is made
+    again by the next run."""
     if not is_student():
         return None
-    read()
+    read(url_path)
     position = due()
     if position is None:
         return None
@@ -166,6 +168,44 @@ def arrive(url_path: str, pages: Collection[str]) -> dict | None:
     open_link(position["params"])
     st.session_state[APPLIED] = position
     return None
+
+
+def arrive_in_page(url_path: str) -> bool:
+    """A student's run of the page alone (the wakener reruns only the page when it can): make a move that
+    changed only ``IN_PAGE_PARAMS`` on this page here, and return False; return True when the move needs the
+    whole app's run (another page, other settings: the sidebar must show them)."""
+    if not is_student():
+        return False
+    read(url_path)
+    position, applied = due(), st.session_state.get(APPLIED)
+    if position is None:
+        return False
+    if applied is None or position["page"] != url_path or applied["page"] != url_path:
+        return True
+    old, new = applied["params"], position["params"]
+    if any(old.get(k) != new.get(k) for k in old.keys() | new.keys() if k not in IN_PAGE_PARAMS):
+        return True
+    open_link(new)
+    st.session_state[APPLIED] = position
+    return False
+
+
+def keep_turn() -> None:
+    """A run the wakener started goes on in a new run (another page, or the whole app): it keeps its turn."""
+    if is_student() and _session_id() is not None:
+        wakener().woke(_session_id())
+
+
+def turn():
+    """Around the page's drawing: a run the wakener started takes its turn (``Wakener.turn``)."""
+    return wakener().turn(_session_id()) if is_student() else contextlib.nullcontext()
+
+
+def page_fragment(fragment_id: str | None) -> None:
+    """Tell this process's wakener which fragment draws this student's page, so that a move within the page
+    reruns only it."""
+    if is_student() and fragment_id and _session_id() is not None:
+        wakener().page_fragment(_session_id(), fragment_id)
 
 
 def revealed_here(question: str) -> bool | None:

@@ -15,7 +15,7 @@ from explorer.widgets.downloads import finish_run
 from explorer.widgets.every_head import show_every_head
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
-from explorer.widgets.room import follow_teacher, room_controls
+from explorer.widgets.room import follow_in_page, follow_teacher, room_controls, room_turn
 from explorer.widgets.sidebar import sidebar
 from explorer.widgets.stepper import stepper
 
@@ -29,6 +29,7 @@ __all__ = [
     "dropout_setting",
     "explain_cell",
     "finish_run",
+    "follow_in_page",
     "follow_teacher",
     "guard",
     "outside_model",
@@ -36,6 +37,7 @@ __all__ = [
     "panel",
     "progress",
     "room_controls",
+    "room_turn",
     "run_page",
     "show_alignment",
     "show_bottleneck",

@@ -7,9 +7,11 @@ Students do not poll: the process reruns a following student's session when the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import urllib.parse
+from collections.abc import Iterator
 
 import streamlit as st
 
@@ -23,13 +25,41 @@ from explorer.session.state import presenter
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
 
+def room_turn():
+    """Around the whole app's run: a run the room woke takes its turn (``runtime.rooms.wake``)."""
+    return room.turn()
+
+
 def follow_teacher(pages: dict, url_path: str) -> None:
     """Before the sidebar's widgets: join the room the link names, and take a student who follows it to the
     teacher's page and link. ``pages`` maps each page's URL path to its ``st.Page``; ``url_path`` is this run's."""
     room.join_from_link()
     position = room.arrive(url_path, pages)
     if position is not None:
+        room.keep_turn()
         st.switch_page(pages[position["page"]], query_params=room.address(position["params"]))
+
+
+@contextlib.contextmanager
+def follow_in_page(url_path: str) -> Iterator[None]:
+    """Around the page's fragment: a student whose page alone was rerun for a move makes it here (or reruns the
+    whole app when the move needs the sidebar or another page), and a run the room woke takes its turn."""
+    room.page_fragment(current_fragment())
+    with room.turn():
+        if room.arrive_in_page(url_path):
+            room.keep_turn()
+            st.rerun(scope="app")
+        yield
+
+
+def current_fragment() -> str | None:
+    """The id of the fragment this code runs in (Streamlit keeps it in a private per-thread state)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        return ThreadState.get().fragment_id
+    except (ImportError, AttributeError, RuntimeError):
+        return None
 
 
 def room_controls() -> None:

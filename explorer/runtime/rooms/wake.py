@@ -2,8 +2,12 @@
 
 A student's every run enrols its session (``enrol``). When the room changes, in this process or another
 sharing Redis, the store's listener wakes each following student's session here: Streamlit reruns it as it
-reruns a session whose source file changed (``runOnSave``), with the widget values it holds. That run reads the
-room and moves the student. Nothing polls: an idle class costs nothing between the teacher's moves.
+reruns a session whose source file changed (``runOnSave``), with the widget values it holds. A student on the
+teacher's page reruns only the fragment that draws the page; the others rerun the whole app. That run reads
+the room and moves the student. Nothing polls: an idle class costs nothing between the teacher's moves.
+
+A move wakes a whole class at once. Their runs take turns (``turn``): Python runs one thread at a time, and
+thirty runs sharing it by time slices all end near the end, while runs one after the other end one by one.
 
 A thread heartbeats every enrolled student whose browser is still connected, so that the teacher's counts
 see who is following and who explores, and forgets the sessions whose tabs closed.
@@ -11,11 +15,14 @@ see who is following and who explores, and forgets the sessions whose tabs close
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from explorer.runtime.queue import TurnQueue
 from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
@@ -27,33 +34,45 @@ class Member:
     code: str
     student: str
     following: bool
+    page: str = ""  # the page (URL path) of the student's last run
+    fragment: str = ""  # the fragment that draws the student's page: a move within the page reruns only it
 
 
 class Wakener:
     """The enrolled sessions of one process (by Streamlit session id) and their wake-ups."""
 
     def __init__(self, store: RoomStore, rerun=None, active=None):
-        """``rerun(session_id)`` reruns a session and ``active(session_id)`` says whether its browser is still
-        connected (both Streamlit's by default; tests pass their own)."""
+        """``rerun(session_id, fragment_id)`` reruns a session (only that fragment, when given), and
+        ``active(session_id)`` says whether its browser is still connected (Streamlit's by default; tests pass
+        their own)."""
         self._store = store
         self._members: dict[str, Member] = {}
         self._lock = threading.Lock()
         self._rerun = rerun or rerun_session
         self._active = active or session_active
         self._beating: threading.Thread | None = None
+        self._woken: set[str] = set()  # sessions woken whose run has not yet taken its turn
+        self._turns = TurnQueue(slots=1)
         store.on_change(self.changed)
 
-    def enrol(self, session_id: str, code: str, student: str, following: bool) -> None:
-        """A student's run: note the session, and heartbeat now when it is new here or changed its mind."""
-        member = Member(code, student, following)
+    def enrol(self, session_id: str, code: str, student: str, following: bool, page: str = "") -> None:
+        """A student's run on ``page``: note the session, and heartbeat now when it is new here or changed its
+        mind."""
+        member = Member(code, student, following, page)
         with self._lock:
             known = self._members.get(session_id)
+            member.fragment = known.fragment if known and known.page == page else ""
             self._members[session_id] = member
             if self._beating is None:
                 self._beating = threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True)
                 self._beating.start()
-        if known != member:
+        if known is None or (known.code, known.student, known.following) != (code, student, following):
             self._store.heartbeat(code, student, following)
+
+    def page_fragment(self, session_id: str, fragment_id: str) -> None:
+        with self._lock:
+            if session_id in self._members:
+                self._members[session_id].fragment = fragment_id
 
     def leave(self, session_id: str) -> None:
         with self._lock:
@@ -64,10 +83,34 @@ class Wakener:
             return dict(self._members)
 
     def changed(self, code: str | None) -> None:
-        """Room ``code`` moved or revealed (None: any room may have): wake its following students here."""
+        """Room ``code`` moved or revealed (None: any room may have): wake its following students here. A
+        student on the teacher's page reruns only the page's fragment; the others rerun the whole app."""
+        pages: dict[str, str | None] = {}
         for session_id, member in self.members().items():
-            if member.following and code in (None, member.code):
-                self._rerun(session_id)
+            if not member.following or code not in (None, member.code):
+                continue
+            if member.code not in pages:
+                try:
+                    position = self._store.snapshot(member.code).position
+                except (RoomGoneError, RoomFullError):
+                    position = None
+                pages[member.code] = position and position.get("page")
+            self.woke(session_id)
+            self._rerun(session_id, member.fragment if pages[member.code] == member.page else "")
+
+    def woke(self, session_id: str) -> None:
+        """The session's next run is one this wakener started: it takes a turn."""
+        with self._lock:
+            self._woken.add(session_id)
+
+    @contextlib.contextmanager
+    def turn(self, session_id: str | None) -> Iterator[None]:
+        """Around a session's run: a run this wakener started waits for its turn, one at a time."""
+        with self._lock:
+            woken = session_id in self._woken
+            self._woken.discard(session_id)
+        with self._turns.turn() if woken else contextlib.nullcontext():
+            yield
 
     def beat(self) -> None:
         """One round of heartbeats; a closed tab's session is forgotten, a closed room's is woken to say so."""
@@ -78,7 +121,7 @@ class Wakener:
             try:
                 self._store.heartbeat(member.code, member.student, member.following)
             except (RoomGoneError, RoomFullError):
-                self._rerun(session_id)  # its run finds the room gone and says so
+                self._rerun(session_id, "")  # its run finds the room gone and says so
             except Exception:  # Redis away for a moment: the next round tries again
                 _LOG.exception("rooms: a heartbeat failed")
 
@@ -107,13 +150,21 @@ def session_active(session_id: str) -> bool:
     return _session(session_id) is not None
 
 
-def rerun_session(session_id: str) -> None:
+def rerun_session(session_id: str, fragment_id: str = "") -> None:
     """Rerun a Streamlit session from another thread, as a changed source file does with ``runOnSave``: on
     the server's event loop, with the client state of the session's last run (its page and query string; its
-    widget values are kept in its session state)."""
+    widget values are kept in its session state). With ``fragment_id``, only that fragment reruns, if the
+    session still has it."""
     session = _session(session_id)
     if session is None:
         return
-    session._call_soon_on_event_loop(
-        lambda: session.request_rerun(session._client_state)
-    )  # Streamlit's own, private: pinned in requirements.txt
+
+    def rerun() -> None:
+        from streamlit.proto.ClientState_pb2 import ClientState
+
+        state = ClientState()
+        state.CopyFrom(session._client_state)
+        state.fragment_id = fragment_id if fragment_id and session.has_fragment(fragment_id) else ""
+        session.request_rerun(state)
+
+    session._call_soon_on_event_loop(rerun)
