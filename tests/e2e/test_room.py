@@ -1,4 +1,6 @@
-"""A live room in Chromium: one teacher and three students, each in their own browser context on one server.
+"""A live room in Chromium: one teacher and three students, each in their own browser context, on one server and
+again on two app processes behind nginx that share rooms through Redis (the teacher and one student on one
+process, two students on the other).
 
 The teacher's Next, page switch and new sentence reach every following student within a second; a student who
 reloads is back on the teacher's step; the students' answers appear on the teacher's chart; Reveal reaches all.
@@ -11,11 +13,16 @@ shows the step's heading (and sentence), which adds the four browsers painting t
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import re
 
 import pytest
-from e2e_support import ARTIFACTS
+from e2e_support import ARTIFACTS, open_page
+
+from benchmarks.launch import RedisServer
+from deploy.run_cluster import Cluster, nginx_binary
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -74,8 +81,62 @@ def seen_at(app_page, name: str, timeout_ms: int = int(LOST_SECONDS * 1000)) -> 
     return found.json_value() / 1000
 
 
-def test_a_room_carries_the_teachers_moves_votes_and_reveals(open_app):
-    teacher = open_app().goto("causal_mask", "present=1")
+def route_cookies(cluster: Cluster) -> list[str]:
+    """For each app process, a value of nginx's route cookie that sends a browser to it."""
+    found: dict[str, str] = {}
+    for n in range(200):
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+        conn.request("GET", "/_stcore/health", headers={"Cookie": f"explorer_route=room{n}"})
+        reply = conn.getresponse()
+        reply.read()
+        conn.close()
+        found.setdefault(reply.getheader("X-Upstream"), f"room{n}")
+        if len(found) == len(cluster.app_ports):
+            return [found[f"127.0.0.1:{port}"] for port in cluster.app_ports]
+    raise AssertionError(f"nginx sent 200 keys to {sorted(found)} only")
+
+
+@pytest.fixture(params=["one server", "two processes behind nginx with Redis"])
+def room_app(request, open_app, browser):
+    """A factory of browser tabs, each its own session; on two processes, ``room_app(k)`` opens one on process k."""
+    if request.param == "one server":
+
+        def one(process: int = 0):
+            return open_app()
+
+        one.label = request.param
+        yield one
+        return
+    if nginx_binary() is None or not os.access("/usr/bin/redis-server", os.X_OK):
+        if os.environ.get("CI") == "true":
+            pytest.fail("nginx or redis-server is missing in CI (.ci/run installs them)")
+        pytest.skip("nginx or redis-server is not installed")
+    redis = RedisServer()
+    cluster = Cluster(processes=2, app_env={"ATTENTION_ROOMS_URL": redis.start()})
+    opened = []
+    try:
+        cluster.start()
+        cookies = route_cookies(cluster)
+
+        def factory(process: int = 0):
+            context, app_page = open_page(browser, cluster.url)
+            context.add_cookies([{"name": "explorer_route", "value": cookies[process], "url": cluster.url}])
+            opened.append((context, app_page))
+            return app_page
+
+        factory.label = request.param
+        yield factory
+        problems = [problem for _, app_page in opened for problem in app_page.events.problems()]
+        assert not problems, "the browser reported:\n" + "\n".join(problems)
+    finally:
+        for context, _ in opened:
+            context.close()
+        cluster.stop()
+        redis.stop()
+
+
+def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
+    teacher = room_app(0).goto("causal_mask", "present=1")
     teacher.page.set_default_timeout(30_000)
     teacher.page.locator('[data-testid="stExpandSidebarButton"]').dispatch_event("click")  # shown on hover
     opener = teacher.page.get_by_role("button", name="Open a room")  # Streamlit keeps a hidden copy of a button
@@ -84,7 +145,7 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(open_app):
     sidebar = teacher.page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text(re.compile(r"^Room [A-Z2-9]{5}$")).wait_for()
     code = re.search(r"Room ([A-Z2-9]{5})", sidebar.inner_text())[1]
-    students = [open_app().goto("", f"room={code}") for _ in range(3)]
+    students = [room_app(process).goto("", f"room={code}") for process in (1, 1, 0)]
     for number, student in enumerate(students):
         watch(student, "joined", "shows", [1, "Causal mask", None])
         seen_at(student, "joined")
@@ -139,6 +200,7 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(open_app):
     reveals = [round(seen_at(student, "reveal") - clicked, 2) for student in students]
     print("seconds from the teacher's Reveal click to each student's screen:", reveals)
     times = {**moves, "reveal": {"shown": reveals}}
-    (ARTIFACTS / "room_times.json").write_text(json.dumps(times, indent=1))
+    with (ARTIFACTS / "room_times.jsonl").open("a") as log:  # one line per run: BENCHMARKS.md, "Live room"
+        log.write(json.dumps({"where": room_app.label, "times": times}) + "\n")
     verdicts = [s.page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text() for s in students]
     assert ["Right:" in v for v in verdicts] == [True, True, False], verdicts
