@@ -104,7 +104,9 @@ elif step in (1, 2):
         widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
 elif step == 3:
     st.markdown(notes.cost_text(data))
-    shown = np.unique(np.linspace(0, len(data.text_lengths) - 1, 6).round().astype(int))  # ticks that never overlap
+    every = np.log(np.asarray(data.text_lengths, dtype=float))
+    wanted = np.linspace(every[0], every[-1], 6)  # six lengths evenly apart on the log axis: their ticks never meet
+    shown = np.unique([int(np.abs(every - w).argmin()) for w in wanted])
     lengths = [data.text_lengths[i] for i in shown]
     series = {"with the cache": np.take(data.macs_with, shown), "without the cache": np.take(data.macs_without, shown)}
     axes = dict(x_title="tokens in the text", y_title="multiply-adds", style=style)

@@ -35,7 +35,7 @@ from .cells import PICK_LIMIT, PICK_TRACE, cell_marks, pick_layer
 from .charts import bars, lines, stacked_contributions
 from .dropout import WORD_LABEL_LIMIT, dropout_heatmap
 from .grids import heatmap_grid
-from .heatmaps import heatmap, without_cell_text
+from .heatmaps import heatmap, readable_width, without_cell_text
 from .labels import plain_label, plural, token_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
@@ -97,6 +97,7 @@ __all__ = [
     "pick_layer",
     "plain_label",
     "plural",
+    "readable_width",
     "shared_range",
     "spread_note",
     "stacked_contributions",

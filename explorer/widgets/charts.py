@@ -3,6 +3,7 @@ drawn with PNG/SVG export and a CSV of its numbers, side by side in columns, in 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -169,10 +170,25 @@ def draw(
             picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
         else:
             chart, picks = chart_args(last.drawn, name, key, explain)
-    st.plotly_chart(chart, key=key, config=last.config, width="stretch", alt=last.drawn.alt, **picks)
     state.setdefault(RUN_FIGURES, []).append(last.record)
-    if last.download is not None:
-        st.download_button(**last.download)
+    with phone_scroll(last.drawn.readable_width, key):  # the download inside: a keyboard reaches the scrolled area
+        st.plotly_chart(chart, key=key, config=last.config, width="stretch", alt=last.drawn.alt, **picks)
+        if last.download is not None:
+            st.download_button(**last.download)
+
+
+PHONE_PX = 358  # the width a chart gets on a 390 px phone
+SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # the widths css.BASE_CSS knows
+
+
+def phone_scroll(readable_width: int, key: str):
+    """Around a chart whose cell texts need more than a phone's width, and its CSV download: on a phone the chart
+    keeps that width and scrolls sideways inside itself, under a hint (``css.BASE_CSS``); on a wider screen
+    nothing changes. The download is a focusable element in the scrolled area, which keyboards reach."""
+    if readable_width <= PHONE_PX:
+        return contextlib.nullcontext()
+    width = next((w for w in SCROLL_WIDTHS if w >= readable_width), SCROLL_WIDTHS[-1])
+    return st.container(key=f"scroll{width}_{key}")
 
 
 def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str] | None = None, **options) -> None:

@@ -45,6 +45,8 @@ BASE_CSS = """<style>
 /* a diff's removed and added lines at WCAG AA contrast on the code block's gray (Streamlit's red is 3.2 : 1) */
 [data-testid="stCode"] .deleted {color: #b42318 !important;}
 [data-testid="stCode"] .inserted {color: #116329 !important;}
+/* a hovered segment of a segmented control: Streamlit's blue on its hover tint is 4.1 : 1, this is 5.9 : 1 */
+[data-testid="stButtonGroup"] button:hover :is(p, span) {color: #005a8c;}
 @media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
   [class*="st-key-every_head"] .textpoint text {font-size: 9px !important;}
   [class*="st-key-every_head_wide"] .textpoint {display: none;}
@@ -54,6 +56,25 @@ BASE_CSS = """<style>
     [data-testid="stRadio"] *, [data-testid="stButtonGroup"] *, [data-testid="stAlertContainer"] *,
     [data-testid="stSlider"] *, [data-testid="stTable"] *, button, button *, input, label, label *) {font-size: 1rem;}
   [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] code {font-size: 0.875rem;}
+  /* a chart whose cell texts need more room keeps it and scrolls sideways inside itself (widgets.charts) */
+  [class*="st-key-scroll"] {overflow-x: auto; overscroll-behavior-x: contain;}
+  /* what a student taps in a live room, at least 44 × 44 px: the question's answer and buttons, the room's bar */
+  [class*="st-key-predict_"] :is(button, [data-baseweb="input"], label[data-baseweb="radio"]),
+    :is(.st-key-room_alone, .st-key-room_follow) button {min-height: 44px; min-width: 44px;}
+  /* plotly's toolbar would cover a narrow chart's title: a phone has the CSV download under each chart */
+  [data-testid="stMain"] .js-plotly-plot .modebar-container {display: none;}
+  [class*="st-key-scroll"]::before {content: "Swipe sideways to see the whole chart ↔"; font-size: 1rem;
+    color: #555; position: sticky; left: 0;}
+  [class*="st-key-scroll480_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 480px;}
+  [class*="st-key-scroll560_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 560px;}
+  [class*="st-key-scroll640_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 640px;}
+  [class*="st-key-scroll720_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 720px;}
+  [class*="st-key-scroll800_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 800px;}
+  [class*="st-key-scroll960_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 960px;}
+  [class*="st-key-scroll1120_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1120px;}
+  [class*="st-key-scroll1280_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1280px;}
+  [class*="st-key-scroll1600_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1600px;}
+  [class*="st-key-scroll2000_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 2000px;}
 }
 </style>"""
 

@@ -60,6 +60,7 @@ class Drawn:
     title: str
     chart: EncodedFigure  # the figure for ``st.plotly_chart``, without plotly objects; shared, it holds only ``spec``
     alt: str = ""  # its text alternative for screen readers (``figures.tables.figure_alt``)
+    readable_width: int = 0  # the width its cell texts need (``figures.readable_width``); a phone scrolls to it
 
     def figure(self) -> go.Figure:
         """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
@@ -84,7 +85,7 @@ def prepare(fig, *, cell_text: bool = True) -> Drawn:
     tables = tuple({name: _frozen(value) for name, value in table.items()} for table in figure_tables(fig))
     spec = pio.to_json(fig, validate=False)
     title = figure_title(fig)
-    return Drawn(spec, tables, title, EncodedFigure(spec), figure_alt(title, tables))
+    return Drawn(spec, tables, title, EncodedFigure(spec), figure_alt(title, tables), figures.readable_width(fig))
 
 
 class UnhashableError(TypeError):

@@ -120,7 +120,7 @@ def teacher_panel() -> None:
         return
     code, link = room.code(), join_link(room.code())
     st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{code}</b></div>", unsafe_allow_html=True)
-    st.image(qr_png(link), caption=link, width="stretch")
+    st.image(qr_png(link), caption=link, width="stretch", alt=f"QR code of the join link {link}")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(code, link)
     teacher_counts()
@@ -129,12 +129,14 @@ def teacher_panel() -> None:
 
 @st.dialog("Join the room", width="large")
 def join_dialog(code: str, link: str) -> None:
-    st.markdown(
-        f"<div style='font-size:7rem;font-weight:700;letter-spacing:0.2em;text-align:center'>{code}</div>",
+    """The code and link beside the QR code, all on one 1280×720 projector screen."""
+    words, picture = st.columns([3, 2], vertical_alignment="center")
+    words.markdown(
+        f"<div style='font-size:6rem;font-weight:700;letter-spacing:0.15em;line-height:1.1'>{code}</div>",
         unsafe_allow_html=True,
     )
-    st.markdown(f"Open **{literal(link)}** or scan:")
-    st.image(qr_png(link), width=420)
+    words.markdown(f"Open **{literal(link)}** or scan the code.")
+    picture.image(qr_png(link), width=360, alt=f"QR code of the join link {link}")
 
 
 @st.fragment(run_every=TEACHER_POLL_SECONDS)

@@ -93,3 +93,45 @@ def test_the_check_finds_a_violation(server, browser, axe_source):
         assert any("color-contrast" in line for line in serious(page.evaluate(RUN_AXE)["violations"]))
     finally:
         context.close()
+
+
+# The controls a student taps in a live room: the question's answer box and buttons, and the room's bar.
+TAP_TARGETS = """() => [...document.querySelectorAll(
+    '[class*="st-key-predict_"] :is(button, [data-baseweb="input"], label[data-baseweb="radio"]),'
+    + ' :is(.st-key-room_alone, .st-key-room_follow) button')]
+  .filter((el) => el.checkVisibility())
+  .map((el) => {
+    const b = el.getBoundingClientRect();
+    return [el.textContent.trim().slice(0, 20), b.width, b.height];
+  })"""
+
+
+def test_a_live_room_passes_axe_for_teacher_and_phone_and_its_controls_are_tappable(server, browser, axe_source):
+    """A teacher's presenter view with an open room (its code, QR code and counts) and a student's phone view
+    on a step with a question: no serious violation, and every control the student taps is 44 × 44 px or more."""
+    teacher_context = browser.new_context(viewport=VIEWS["presenter"][0])
+    student_context = browser.new_context(viewport=VIEWS["phone"][0])
+    try:
+        teacher = teacher_context.new_page()
+        teacher.goto(f"{server}/causal_mask?present=1&step=2", timeout=TIMEOUT_MS)
+        teacher.wait_for_function(SETTLED, timeout=TIMEOUT_MS, polling=200)
+        teacher.locator('[data-testid="stExpandSidebarButton"]').dispatch_event("click")
+        teacher.get_by_role("button", name="Open a room").click()
+        code = teacher.locator('[data-testid="stSidebar"]').get_by_text("Room ", exact=False).first
+        code.wait_for(timeout=TIMEOUT_MS)
+        room = code.inner_text().split()[-1]
+        student = student_context.new_page()
+        student.goto(f"{server}/?room={room}", timeout=TIMEOUT_MS)
+        student.locator('[class*="st-key-predict_"]').first.wait_for(timeout=TIMEOUT_MS)
+        student.wait_for_function(SETTLED, timeout=TIMEOUT_MS, polling=200)
+        for page, view in ((teacher, "presenter with a room"), (student, "a student's phone")):
+            page.add_script_tag(content=axe_source)
+            found = serious(page.evaluate(RUN_AXE)["violations"])
+            assert not found, f"{view}:\n" + "\n".join(found)
+        targets = student.evaluate(TAP_TARGETS)
+        assert len(targets) >= 3, targets  # the answer box, its − and +, and "On my own"
+        small = [t for t in targets if t[1] < 44 - 0.5 or t[2] < 44 - 0.5]
+        assert not small, f"controls under 44 × 44 px on a phone: {small}"
+    finally:
+        teacher_context.close()
+        student_context.close()
