@@ -1,17 +1,15 @@
 """Load benchmark: many students on one Attention Explorer server, or on several behind nginx.
 
-Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link", which
-describes the students and the scenarios)::
+Usage, from the repository root (BENCHMARKS.md's "A class on one link" describes the students and scenarios)::
 
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
     python -m benchmarks.load room --students 1,100 --servers 2 --think 5 --page causal_mask   # a live room
 
-Students (``LessonStudent``) open ``--page`` and act, each scenario with its mix of actions (``MIXES``), until
-``--duration`` is up. In ``room``, a teacher opens a live room (with Redis) and moves every ``--think`` seconds; the
-students join it and only follow and vote (``room_lesson``). Each run starts its own server(s) and appends a JSON
-line to ``artifacts/load/results.jsonl``.
+Students (``LessonStudent``) open ``--page`` and act with their scenario's mix (``MIXES``) until ``--duration``
+is up; in ``room`` they follow a teacher's live room, kept in Redis, and vote (``room_lesson``). Each run starts
+its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -81,6 +79,11 @@ def typed_sentence(rng: random.Random) -> str:
 def chapter_pages(app_pages: list[tuple[str, str]]) -> list[str]:
     """The URL paths a class moves between: every page of the app but ``LEFT_OUT_PAGES``."""
     return [path for path, _ in app_pages if path not in LEFT_OUT_PAGES]
+
+
+def route_cookie(target, rng: random.Random) -> str | None:
+    """nginx's sticky-session cookie, as nginx gives one, when ``target`` has nginx in front."""
+    return f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None
 
 
 def stepper_click(buttons: dict[str, tuple[str, str, bool]], direction: int) -> tuple[str, str, int] | None:
@@ -198,12 +201,13 @@ async def room_lesson(target, args, n: int) -> dict:
     on the teacher's page and step. Then every student votes on one question, one app process is killed (the
     students on it reconnect, as a browser does, to the other), and the teacher moves three more times."""
     rng = random.Random(args.seed)
-    cookie = lambda: f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # noqa: E731
-    teacher = RoomMember(target.base, cookie(), rng)
+    teacher = RoomMember(target.base, route_cookie(target, rng), rng)
     await teacher.connect()
     await teacher.open(args.page, {"present": "1", "input": "text", "text": CLASS_SENTENCES[0]})
     await teacher.send("open", teacher.message(click="room_open"), expect_text=None)
-    students = [RoomMember(target.base, cookie(), random.Random(args.seed * 1000 + i)) for i in range(n)]
+    students = [
+        RoomMember(target.base, route_cookie(target, rng), random.Random(args.seed * 1000 + i)) for i in range(n)
+    ]
 
     async def join(student: RoomMember) -> None:
         await asyncio.sleep(rng.uniform(0, args.spread))
@@ -217,13 +221,9 @@ async def room_lesson(target, args, n: int) -> dict:
     per_server = dict(Counter(s.upstream or "direct" for s in students))
     pages = [args.page, *[p for p in chapter_pages(teacher.app_pages) if p != args.page][:3]]
 
-    async def move(kind: str) -> list[Run]:
+    async def move(kind: str) -> list[Run]:  # "step" or "switch", timed until every student shows its end
         since = time.perf_counter()
-        if kind == "switch":
-            teacher.page = teacher.rng.choice([p for p in pages if p != teacher.page])
-            await teacher.send("switch", teacher.message(page=teacher.page), expect_text=None)
-        else:
-            await teacher.act("step", pages, typing=False)
+        await teacher.act(kind, pages, typing=False)
         return await arrived(students, since, teacher.page, teacher.step, kind)
 
     moves: list[Run] = []
@@ -241,15 +241,8 @@ async def room_lesson(target, args, n: int) -> dict:
     question = f"room:{teacher.room}:votes:{next(iter(questions))}"
     store = redis.Redis.from_url(os.environ["ATTENTION_ROOMS_URL"])
     votes_before = sorted(store.hvals(question))
-    killed = (
-        next(
-            p
-            for p, a in zip(target.cluster.app_ports, target.cluster.apps, strict=True)
-            if not teacher.upstream.endswith(f":{p}")
-        )
-        if target.proxied
-        else None
-    )
+    others = [p for p in target.cluster.app_ports if not teacher.upstream.endswith(f":{p}")] if target.proxied else []
+    killed = others[0] if others else None  # an app process the teacher is not on
     after: list[Run] = []
     if killed is not None:
         os.killpg(target.cluster.apps[target.cluster.app_ports.index(killed)].pid, signal.SIGKILL)
@@ -263,21 +256,13 @@ async def room_lesson(target, args, n: int) -> dict:
     for s in [teacher, *students]:
         await s.close()
     wanted = sorted(f"{c:.2f}".encode() for c in choices)
-    return {
-        "moves": summarize(moves),
-        "by_kind": {kind: summarize([r for r in moves if r.kind == kind]) for kind in ("step", "switch")},
-        "after_kill": summarize(after),
-        "students_per_server": per_server,
-        "joined": sum(r.ok for r in joined),
-        "join_errors": dict(Counter(r.error for r in joined if r.error)),
-        "questions": len(questions),
-        "votes_cast": len(choices),
-        "votes_counted": len(votes_before),
-        "votes_exact": votes_before == wanted,
-        "votes_after_kill_exact": sorted(store.hvals(question)) == wanted,
-        "killed_app_port": killed,
-        **meter.report(len(moves)),
-    }
+    by_kind = {kind: summarize([r for r in moves if r.kind == kind]) for kind in ("step", "switch")}
+    out = {"moves": summarize(moves), "by_kind": by_kind, "after_kill": summarize(after)}
+    out |= {"students_per_server": per_server, "joined": sum(r.ok for r in joined)}
+    out |= {"join_errors": dict(Counter(r.error for r in joined if r.error)), "questions": len(questions)}
+    out |= {"votes_cast": len(choices), "votes_counted": len(votes_before), "votes_exact": votes_before == wanted}
+    out |= {"votes_after_kill_exact": sorted(store.hvals(question)) == wanted, "killed_app_port": killed}
+    return out | meter.report(len(moves))
 
 
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
@@ -286,12 +271,9 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     kinds = sorted({r.kind for r in runs}, key=("open", "next", "previous", "switch", "sentence", "generate").index)
     finished = [r for r in actions if start <= r.done <= end]
     slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
-    return {
-        "actions": summarize(actions),
-        "by_kind": {kind: summarize([r for r in runs if r.kind == kind]) for kind in kinds},
-        "slowest": [{"kind": r.kind, "where": r.where, "latency_s": r.latency} for r in slowest],
-        "throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan"),
-    }
+    out = {"actions": summarize(actions), "by_kind": {k: summarize([r for r in runs if r.kind == k]) for k in kinds}}
+    out["slowest"] = [{"kind": r.kind, "where": r.where, "latency_s": r.latency} for r in slowest]
+    return out | {"throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan")}
 
 
 async def lesson(target, args, n: int):
@@ -302,10 +284,9 @@ async def lesson(target, args, n: int):
     pages = chapter_pages(target.app_pages)
     link = {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
-    students = []
-    for i in range(n):
-        cookie = f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # as nginx gives one
-        students.append(LessonStudent(target.base, cookie, random.Random(args.seed * 1000 + i)))
+    students = [
+        LessonStudent(target.base, route_cookie(target, rng), random.Random(args.seed * 1000 + i)) for i in range(n)
+    ]
 
     async def attend(student: LessonStudent, delay: float, end: float) -> None:
         await asyncio.sleep(delay)
@@ -334,20 +315,15 @@ async def lesson(target, args, n: int):
     memory = {}
     if target.memory_log:
         memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + args.duration)
-    return {
-        **summarize_lesson(runs, start, end),
-        "server_memory": memory,
-        "joined": sum(1 for r in runs if r.kind == "open" and r.ok),
-        "students_per_server": dict(Counter(s.upstream or "direct" for s in students)),
-        "pages": pages,
-        **meter.report(len(runs)),
-        "rss_samples": meter.samples[:: max(1, int(10 / meter.every))],
-    }
+    out = {**summarize_lesson(runs, start, end), "server_memory": memory}
+    out |= {"joined": sum(1 for r in runs if r.kind == "open" and r.ok)}
+    out |= {"students_per_server": dict(Counter(s.upstream or "direct" for s in students)), "pages": pages}
+    return out | {**meter.report(len(runs)), "rss_samples": meter.samples[:: max(1, int(10 / meter.every))]}
 
 
 async def one_lesson(args, servers: int, n: int) -> None:
-    """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one):
-    start them, warm up every app process, run the lesson, stop; record the entry and print its summary."""
+    """A run of ``args.scenario`` with ``n`` students on ``servers`` app processes (behind nginx if more than one):
+    start them (and Redis for a room), warm each up, run the lesson, stop; record the entry and print its summary."""
     scenario = args.scenario
     label = f"{scenario}-{servers}server-{n}"
     log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
