@@ -94,7 +94,8 @@ class AppServer:
             wait_healthy(f"{self.base}/_stcore/health", self.proc, timeout)  # every 0.3 s
         except RuntimeError as error:
             self.stop()
-            raise RuntimeError(f"the app server did not start: {error}\n{self.log_tail()}") from None
+            tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+            raise RuntimeError(f"the app server did not start: {error}\n{tail}") from None
         return self.base
 
     def stop(self) -> None:
@@ -107,9 +108,6 @@ class AppServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def log_problems(self) -> list[str]:
         return problems(self.log.read_text(errors="replace"))

@@ -24,9 +24,6 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
 RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
-FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
-FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
-FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
 ROOM_RE = re.compile(r"Room <b>([A-Z2-9]{5})</b>")
@@ -120,8 +117,8 @@ def read_reply(data: bytes) -> Reply:
         reply.max_cached_age = msg.new_session.config.max_cached_message_age
     if kind == "script_finished":
         reply.finished = msg.script_finished
-        reply.final = msg.script_finished != FINISHED_EARLY_FOR_RERUN
-        if msg.script_finished == FINISHED_WITH_COMPILE_ERROR:
+        reply.final = msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN
+        if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
             reply.error = "script failed to compile"
     elif kind == "navigation":
         reply.page_script_hash = msg.navigation.page_script_hash
@@ -371,7 +368,7 @@ class BrowserStudent(Student):
             for h, (r, used) in self.message_cache.items()
             if self.finished_runs - used <= self.max_cached_age
         }
-        if status == FINISHED_SUCCESSFULLY:
+        if status == ForwardMsg.FINISHED_SUCCESSFULLY:
             self.states = {i: v for i, v in self.states.items() if i in self._drawn}
             self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
         self._drawn = set()
