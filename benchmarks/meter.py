@@ -109,12 +109,9 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
 
 
 class Meter:
-    """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
-
-    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together); the CPU
-    of each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
-    The client's CPU is this process's.
-    """
+    """Server RSS (``server.rss_mib()``) every ``every`` seconds, and CPU seconds between start and stop: the
+    server's (``server.cpu_s()``, every app process together), each of its ``processes()`` (name -> pid: the app
+    processes and nginx) on its own, and the client's, which is this process's."""
 
     def __init__(self, server, every: float = 1.0) -> None:
         self.server, self.every = server, every
@@ -145,22 +142,17 @@ class Meter:
         self.load_end = loadavg()[0]
 
     def report(self, runs: int) -> dict:
-        per_run = {"server": self.server_cpu, "client": self.client_cpu}
-        return {
-            "elapsed_s": self.elapsed,
-            **rss_trend(self.samples, self.elapsed),
-            **{f"{who}_cpu_s": cpu for who, cpu in per_run.items()},
-            **{f"{who}_cpu_cores": cpu / self.elapsed for who, cpu in per_run.items()},
-            **{f"{who}_cpu_ms_per_run": 1000 * cpu / runs if runs else float("nan") for who, cpu in per_run.items()},
-            "loadavg_start": self.load_start,
-            "loadavg_end": self.load_end,
-            "processes": {name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed} for name, cpu in self.proc_cpu.items()},
-        }
+        out = {"elapsed_s": self.elapsed, **rss_trend(self.samples, self.elapsed)}
+        cpu = {"server": self.server_cpu, "client": self.client_cpu}
+        out |= {f"{who}_cpu_s": s for who, s in cpu.items()}
+        out |= {f"{who}_cpu_cores": s / self.elapsed for who, s in cpu.items()}
+        out |= {f"{who}_cpu_ms_per_run": 1000 * s / runs if runs else float("nan") for who, s in cpu.items()}
+        processes = {name: {"cpu_s": s, "cpu_cores": s / self.elapsed} for name, s in self.proc_cpu.items()}
+        return out | {"loadavg_start": self.load_start, "loadavg_end": self.load_end, "processes": processes}
 
 
 def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
-    """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half, from
-    (seconds, MiB) samples."""
+    """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half."""
     values = [v for _, v in samples]
     out = {"rss_start_mib": values[0], "rss_end_mib": values[-1], "rss_max_mib": max(values)}
     out["rss_slope_mib_per_min"] = slope_mib_per_min(samples)

@@ -363,11 +363,8 @@ class BrowserStudent(Student):
     def _finished(self, status: int) -> None:
         """A run ended: age the message cache, and after a full run forget the widgets it did not draw."""
         self.finished_runs += 1
-        self.message_cache = {
-            h: (r, used)
-            for h, (r, used) in self.message_cache.items()
-            if self.finished_runs - used <= self.max_cached_age
-        }
+        fresh = self.finished_runs - self.max_cached_age  # the oldest last use a cached message may have
+        self.message_cache = {h: (r, used) for h, (r, used) in self.message_cache.items() if used >= fresh}
         if status == ForwardMsg.FINISHED_SUCCESSFULLY:
             self.states = {i: v for i, v in self.states.items() if i in self._drawn}
             self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
@@ -417,14 +414,13 @@ async def warm(base: str, pages: list[str] | None = None, every_step: bool = Fal
 
 
 _PROSE = (
-    "the a student reads every word of this long sentence about attention while her friend writes code on "
-    "an old laptop near window morning light falls across desk and teacher asks why softmax makes each row "
-    "sum to one because weights must share probability between tokens that came before so query looks at "
-    "keys values heads mask future context vector grows small large quickly slowly bright quiet river "
-    "mountain city garden music paper pencil coffee rain snow summer winter green blue red yellow cat dog "
-    "bird fish tree flower house school library train station bridge story question answer idea number "
-    "matrix column row dot product scale learn model layer input output embedding token journey starts "
-    "with one step"
+    "the a student reads every word of this long sentence about attention while her friend writes code on an old "
+    "laptop near window morning light falls across desk and teacher asks why softmax makes each row sum to one because "
+    "weights must share probability between tokens that came before so query looks at keys values heads mask future "
+    "context vector grows small large quickly slowly bright quiet river mountain city garden music paper pencil coffee "
+    "rain snow summer winter green blue red yellow cat dog bird fish tree flower house school library train station "
+    "bridge story question answer idea number matrix column row dot product scale learn model layer input output "
+    "embedding token journey starts with one step"
 )
 WORDS = tuple(_PROSE.split())
 MAX_URL_TEXT_CHARS = 2_000  # explorer.settings: longer link texts are cut (with a notice)

@@ -82,44 +82,31 @@ def _pymalloc() -> dict:
             os.dup2(saved, 2)
             os.close(saved)
         tmp.seek(0)
-        text = tmp.read().decode(errors="replace")
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() in PYMALLOC_FIELDS:
-            out[PYMALLOC_FIELDS[key.strip()]] = int(value.strip().replace(",", ""))
-    return out
+        pairs = [line.partition("=") for line in tmp.read().decode(errors="replace").splitlines()]
+    return {PYMALLOC_FIELDS[k.strip()]: int(v.replace(",", "")) for k, _, v in pairs if k.strip() in PYMALLOC_FIELDS}
 
 
 def _status() -> dict:
     wanted = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file"}
-    out = {}
     with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in wanted:
-                out[wanted[key]] = int(value.split()[0]) * 1024
-    return out
+        return {wanted[k]: int(v.split()[0]) * 1024 for k, _, v in (line.partition(":") for line in f) if k in wanted}
+
+
+CACHES = (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES"))  # (module, name)
 
 
 def memory_sample(started: float) -> dict:
     """One line of ``--memory-log``: the process's memory by kind, in bytes (see the module docstring)."""
     sample = {"t": round(time.monotonic() - started, 2), "wall": time.time(), **_status(), "malloc": _mallinfo2()}
-    sample["pymalloc"] = _pymalloc()
-    sample["py_blocks"] = sys.getallocatedblocks()
-    caches = {}
-    for module, name in (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES")):
-        cache = getattr(sys.modules.get(module), name, None)
-        if cache is not None:
-            caches[name] = {"entries": len(cache), "bytes": cache.bytes}
-    sample["caches"] = caches
+    sample |= {"pymalloc": _pymalloc(), "py_blocks": sys.getallocatedblocks()}
+    found = {name: getattr(sys.modules.get(module), name, None) for module, name in CACHES}
+    sample["caches"] = {name: {"entries": len(c), "bytes": c.bytes} for name, c in found.items() if c is not None}
     runtime_module = sys.modules.get("streamlit.runtime.runtime")
     if runtime_module is not None and runtime_module.Runtime.exists():
         runtime = runtime_module.Runtime.instance()
         media = runtime.media_file_mgr
         sample["sessions"] = runtime._session_mgr.num_sessions()
-        sample["media_files"] = len(media._file_metadata)
-        sample["deferred_downloads"] = len(media._deferred_callables)
+        sample |= {"media_files": len(media._file_metadata), "deferred_downloads": len(media._deferred_callables)}
     return sample
 
 
