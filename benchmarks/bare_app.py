@@ -12,17 +12,8 @@ import streamlit as st
 import tiktoken
 
 st.set_page_config(page_title="Bare page", page_icon=":material/grid_on:", layout="wide")
-DEFAULTS = {
-    "w_source": "book",
-    "w_text": "Your journey starts with one step",
-    "w_d_in": 3,
-    "w_d_out": 2,
-    "w_num_heads": 2,
-    "w_context_length": 1024,
-    "w_dropout": 0.0,
-    "w_seed": 123,
-    "w_training": False,
-}
+DEFAULTS = {"w_source": "book", "w_text": "Your journey starts with one step", "w_d_in": 3, "w_d_out": 2}
+DEFAULTS |= {"w_num_heads": 2, "w_context_length": 1024, "w_dropout": 0.0, "w_seed": 123, "w_training": False}
 STEPS = ["one", "two", "three", "four", "five"]
 
 

@@ -37,9 +37,8 @@ def new_context(browser):
 INIT_SCRIPT = """
 window.__scale = {enter: null, runs: 0, finished: null, lastPlot: null, lastPaint: null, settled: null};
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Enter' && event.target.closest && event.target.closest('.st-key-w_text')) {
+  if (event.key === 'Enter' && event.target.closest && event.target.closest('.st-key-w_text'))
     window.__scale.enter = performance.now();
-  }
 }, true);
 const inPlot = (node) => {
   const element = node && (node.nodeType === 1 ? node : node.parentElement);
@@ -57,9 +56,7 @@ new MutationObserver((records) => {
       }
       continue;
     }
-    if (!plot && (inPlot(r.target) || [...r.addedNodes].some(hasPlot) || [...r.removedNodes].some(hasPlot))) {
-      plot = true;
-    }
+    plot = plot || inPlot(r.target) || [...r.addedNodes].some(hasPlot) || [...r.removedNodes].some(hasPlot);
   }
   if (plot) {
     window.__scale.lastPlot = performance.now();
@@ -96,7 +93,7 @@ class BrowserTab:
     def close(self) -> None:
         self.context.close()
 
-    def settle(self, before_runs: int = -1) -> float:
+    def settle(self, before_runs: int = -1) -> None:
         """Wait for a finished run (after ``before_runs``), settled, then no plot change for ``QUIET_MS``."""
         self.page.wait_for_function(
             f"() => window.__scale.runs > {before_runs} && ({SETTLED})() && "
@@ -106,14 +103,14 @@ class BrowserTab:
         )
         quiet = f"() => performance.now() - Math.max(window.__scale.lastPlot || 0, window.__scale.settled) > {QUIET_MS}"
         self.page.wait_for_function(quiet, polling=100, timeout=60_000)
-        return self.page.evaluate("() => window.__scale.settled")
 
     def open(self, url_path: str, query: dict[str, str]) -> None:
         self.page.goto(f"{self.base}/{url_path}?{urllib.parse.urlencode(query)}", timeout=300_000)
         self.settle()
 
     def type_sentence(self, text: str) -> dict:
-        """Fill the sidebar's Sentence, press Enter, wait until painted; the times in ms from the Enter."""
+        """Fill the sidebar's Sentence, press Enter, wait until painted; the times in ms from the Enter (finished:
+        the run ended, as the browser saw it)."""
         self.page.evaluate(
             "() => Object.assign(window.__scale, {enter: null, lastPlot: null, lastPaint: null, settled: null})"
         )
@@ -125,15 +122,9 @@ class BrowserTab:
         box.press("Enter")
         self.settle(before)
         s = self.page.evaluate("() => window.__scale")
-        painted = max(s["lastPaint"] or 0, s["settled"])
-        return {
-            "painted_ms": painted - s["enter"],
-            "finished_ms": s["finished"] - s["enter"],  # the run ended, as the browser saw it
-            "settled_ms": s["settled"] - s["enter"],
-            "received_bytes": self.received - received,
-            "plots": self.page.evaluate(PLOTS),
-            "load": load,
-        }
+        painted, enter = max(s["lastPaint"] or 0, s["settled"]), s["enter"]
+        out = {"painted_ms": painted - enter, "finished_ms": s["finished"] - enter, "settled_ms": s["settled"] - enter}
+        return out | {"received_bytes": self.received - received, "plots": self.page.evaluate(PLOTS), "load": load}
 
 
 def cold_start(browser, log: Path, url: str = "/", env=None, init_script: str = "", inspect=None) -> dict:
