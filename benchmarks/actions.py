@@ -9,11 +9,9 @@ Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 2
     python -m benchmarks.actions grid --repeats 7
     python -m benchmarks.actions hops --list
 
-``costs`` and ``select`` (a cell selection on each of Causal mask's steps, beside Next and Previous) time each
-action inside the server (``launch.TimedServer``); ``paint`` times each phase of a cold start (``PHASES``);
-``grid`` times, in this process on one torch thread, the server's first look at Multi-head attention's grid
-(``first_look``) for the small GPT and a GPT-2-small-shaped checkpoint (``tests/gpt2_checkpoints.py``);
-``hops`` counts the functions an action enters. Each writes ``artifacts/actions/<command>.json``.
+``costs`` and ``select`` time each action inside the server (``launch.TimedServer``); each command's function
+says what it measures (``page_actions``, ``cell_actions``, ``paint``, ``grid``, ``hops``) and writes
+``artifacts/actions/<command>.json``.
 """
 
 from __future__ import annotations
@@ -305,19 +303,12 @@ def paint(args) -> dict:
             print(f"  cold start /: painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s)", flush=True)
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
-    meanings = dict(PHASES)
     for name, at, step in table:
-        print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
-    return {
-        **facts,
-        "loadavg_end": loadavg(),
-        "samples": samples,
-        "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
-        **{key: median(s.get(key, float("nan")) for s in samples) for key in KEYS},
-    }
-
-
-KEYS = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
+        print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {dict(PHASES)[name]}")
+    out = {**facts, "loadavg_end": loadavg(), "samples": samples}
+    out["phases"] = [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table]
+    keys = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
+    return out | {key: median(s.get(key, float("nan")) for s in samples) for key in keys}
 
 
 def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
@@ -423,9 +414,8 @@ def hops(args) -> dict:
     from apptest_support import app, next_step, previous_step, stepper_button
 
     at = app("pages/causal_mask.py")
-    next_step(at)
-    next_step(at)
-    previous_step(at)
+    for move in (next_step, next_step, previous_step):
+        move(at)
     stepper_button(at, "next").click()
     found = {"Next click, view and figures cached (the fragment)": entered(at.run, fragment_only=True)}
     at.radio(key="w_source").set_value("text").run()
