@@ -96,17 +96,16 @@ def flag(value: float, goal: float | None) -> str:
 
 SHELL = "shell (entry script, empty page)"
 SERVER_INTROS = (  # server_tables' tables
-    "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
-    "{counts} new sentences per page and step). Each cell: the worst step's time as a multiple of the "
-    "bare page at the same T (and its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, "
-    "≤ 3× at T = 1,024.",
-    "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the "
-    "worst step in brackets):",
-    "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
-    "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
-    "the collection's median ms in brackets):",
-    "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, "
-    "in KiB; ⚠️ over 2 MB):",
+    "**Server time of a rerun after a sentence change** (script run timed inside the server; median of {counts} new "
+    "sentences per page and step). Each cell: the worst step's time as a multiple of the bare page at the same T (and "
+    "its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
+    "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the worst step in "
+    "brackets):",
+    "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds the GIL "
+    "until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; the collection's "
+    "median ms in brackets):",
+    "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, in KiB; ⚠️ "
+    "over 2 MB):",
 )
 
 
@@ -180,13 +179,8 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
             ]
             steps.append(row(_page_name(page), str(step), *cells, loads([r for r in rows if r])))
     details = "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>"
-    right = "|".join("---:" for _ in sizes)
-    return [
-        *out,
-        *table(details, f"page | step | {' | '.join(columns)} | load", f"---|---:|{right}|---", steps),
-        "</details>",
-        "",
-    ]
+    header, right = f"page | step | {' | '.join(columns)} | load", "|".join("---:" for _ in sizes)
+    return [*out, *table(details, header, f"---|---:|{right}|---", steps), "</details>", ""]
 
 
 def app_scale_tables(results: dict) -> str:
@@ -211,10 +205,9 @@ def app_scale_tables(results: dict) -> str:
     browser = results.get("browser", {})
     if browser:
         out += table(
-            "**Enter to painted in Chromium** (median of "
-            f"{len(next(iter(browser.values()))['samples_ms'])} sentences; the page's heaviest step; *run finished* is "
-            "when the browser saw the script run end; KiB received over the websocket). Goal: T = 1,024 at most 3× "
-            "T = 64.",
+            f"**Enter to painted in Chromium** (median of {len(next(iter(browser.values()))['samples_ms'])} sentences; "
+            "the page's heaviest step; *run finished* is when the browser saw the script run end; KiB received over "
+            "the websocket). Goal: T = 1,024 at most 3× T = 64.",
             "page | step | T = 64: run finished · painted ms | T = 1,024: run finished · painted ms "
             "| painted 1,024 / 64 | plots | KiB at 1,024 | load",
             "---|---:|---:|---:|---:|---:|---:|---",
