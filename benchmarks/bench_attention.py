@@ -33,14 +33,11 @@ REFERENCE = "nn.MultiheadAttention"
 
 
 def machine(threads: int, device: str) -> str:
-    text = (
-        f"{cpu_model()}, {os.cpu_count()} logical CPUs "
-        f"({len(os.sched_getaffinity(0))} usable); Python {platform.python_version()}, torch {torch.__version__}, "
-        f"torch.get_num_threads() = {threads}"
+    gpu = f"; GPU: {torch.cuda.get_device_name()}" if device == "cuda" else ""
+    return (
+        f"{cpu_model()}, {os.cpu_count()} logical CPUs ({len(os.sched_getaffinity(0))} usable); Python "
+        f"{platform.python_version()}, torch {torch.__version__}, torch.get_num_threads() = {threads}{gpu}"
     )
-    if device == "cuda":
-        text += f"; GPU: {torch.cuda.get_device_name()}"
-    return text
 
 
 def table(result: SpeedResult, reference: str) -> list[str]:

@@ -109,10 +109,8 @@ async def flood(base, count, seconds, light, memory, idle) -> dict:
 async def main_async(args) -> list[dict]:
     server = AppServer(log=ROOT / "artifacts" / "hostile" / "server.log")
     base = server.start()
-    memory = Memory(server)
+    memory, light, results = Memory(server), Light(base), []
     memory.start()
-    light = Light(base)
-    results = []
     try:
         await warm(base, ["multihead"])
         task = asyncio.create_task(light.loop())

@@ -1,9 +1,9 @@
-"""Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
+"""Start the app's server, Redis and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
 
 ``AppServer`` is one ``streamlit run`` on 127.0.0.1 and a free port (under ``benchmarks.serve`` when given
 ``serve_options``); ``TimedServer`` reads the run times ``serve --timings`` writes; ``lesson_target`` gives the
-load benchmark one server or several behind nginx (``ClusterServer``). ``launch_chromium`` starts the
-system's Chromium through Playwright with the flags every caller uses.
+load benchmark one server or several behind nginx (``ClusterServer``), ``RedisServer`` the live rooms' store.
+``launch_chromium`` starts the system's Chromium through Playwright with the flags every caller uses.
 """
 
 from __future__ import annotations
