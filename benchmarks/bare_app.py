@@ -1,10 +1,5 @@
-"""The bare page for ``benchmarks.app_scale``: the explorer's widgets, no content, no torch.
-
-Streamlit's floor for these widgets: the sidebar widget for widget (same keys and ``on_change``
-callbacks), the token-window slider above 48 tokens (sized with tiktoken's ``r50k_base``), a title,
-the stepper's widgets, the "Copy link to this view" popover and the URL sync, in ``st.navigation``.
-It imports Streamlit and tiktoken only.
-"""
+"""The bare page for ``benchmarks.app_scale``: the explorer's widgets (BENCHMARKS.md's "App at scale" lists
+them), no content, no torch; it imports Streamlit and tiktoken only: Streamlit's floor for these widgets."""
 
 import urllib.parse
 

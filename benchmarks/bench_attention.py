@@ -1,10 +1,8 @@
 """The command line over ``attention.speed.measure``: the Speed page's harness at any size, as a markdown table.
 
-Usage, from the repository root (the GPT-2-scale comparison in BENCHMARKS.md)::
+Usage, from the repository root (BENCHMARKS.md's "Package" section has the GPT-2-scale comparison's five ``--only``)::
 
-    python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 \\
-        --only MultiHeadAttention --only trace --only nn.MultiheadAttention \\
-        --only "nn.MultiheadAttention without weights" --only fast_multihead
+    python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 --only fast_multihead
 
 Without ``--only`` every implementation in ``attention.IMPLEMENTATIONS`` runs. ``attention/speed.py``'s
 docstring says what the figures are; the load average before and after is printed with the table.
