@@ -143,9 +143,6 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
     def bare_ratio(b: dict, t: int) -> str:
         return f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)"
 
-    def bare_whole(b: dict, t: int) -> str:
-        return rerun(b, b["total_ms"] / base[f"bare|{t}"]["total_ms"])
-
     repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
     counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
     if len({tuple(n) for n in repeats.values()}) == 1:
@@ -153,7 +150,7 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
     specs = (  # intro, what each T's column holds, (the bare page's and shell's cell, the shell's name), a page's cell
         (SERVER_INTROS[0].format(counts=counts), ": worst (step) · mean", (bare_ratio, SHELL), ratio),
         (SERVER_INTROS[1], " ms", None, ms),
-        (SERVER_INTROS[2], "", (bare_whole, "shell"), whole),
+        (SERVER_INTROS[2], "", (lambda b, t: rerun(b, b["total_ms"] / base[f"bare|{t}"]["total_ms"]), "shell"), whole),
         (SERVER_INTROS[3], "", (lambda b, t: f"{b['bytes'] / 1024:,.0f}", "shell"), most_bytes),
     )
     out = []
