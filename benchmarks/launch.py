@@ -127,8 +127,7 @@ class TimedServer(AppServer):
     """``streamlit run SCRIPT`` under ``serve --timings``, which times every script run; logs in ``folder``."""
 
     def __init__(self, script: str, name: str, folder: Path) -> None:
-        self.name = name
-        self.timings = folder / f"{name}.timings.jsonl"
+        self.name, self.timings = name, folder / f"{name}.timings.jsonl"
         super().__init__(script, log=folder / f"{name}.log", serve_options=["--timings", str(self.timings)])
         self.pages: list[tuple[str, str]] = []
 

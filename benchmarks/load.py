@@ -279,10 +279,8 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
 async def lesson(target, args, n: int):
     """``n`` students open the class's link (``args.page``, the class's first sentence) over ``args.spread``
     seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up."""
-    rng = random.Random(args.seed)
-    typing = args.scenario == "typing"
-    pages = chapter_pages(target.app_pages)
-    link = {"input": "text", "text": CLASS_SENTENCES[0]}
+    rng, typing = random.Random(args.seed), args.scenario == "typing"
+    pages, link = chapter_pages(target.app_pages), {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
     students = [
         LessonStudent(target.base, route_cookie(target, rng), random.Random(args.seed * 1000 + i)) for i in range(n)
@@ -312,9 +310,8 @@ async def lesson(target, args, n: int):
         await asyncio.gather(*(attend(s, rng.uniform(0, args.spread), end) for s in students))
     for s in students:
         await s.close()
-    memory = {}
-    if target.memory_log:
-        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + args.duration)
+    samples = read_memory_log(target.memory_log)  # none without --memory-log, and then no trends
+    memory = memory_trends(samples, wall_start, wall_start + args.duration)
     out = {**summarize_lesson(runs, start, end), "server_memory": memory}
     out |= {"joined": sum(1 for r in runs if r.kind == "open" and r.ok)}
     out |= {"students_per_server": dict(Counter(s.upstream or "direct" for s in students)), "pages": pages}

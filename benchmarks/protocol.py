@@ -189,9 +189,7 @@ class Student:
         self.cookie = cookie  # "name=value" sent when connecting (nginx's sticky-session cookie)
         self.upstream = ""  # the app process nginx chose
         self.ws = None
-        self.page_script_hash = ""
-        self.query_string = ""
-        self.page = ""
+        self.page, self.query_string, self.page_script_hash = "", "", ""  # the page this tab shows
         self.widget_ids: dict[str, str] = {}  # widget key -> id, as the server named them
         self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
         self.steps: int | None = None
@@ -221,8 +219,7 @@ class Student:
 
     async def open(self, page: str, query: dict[str, str]) -> Run:
         """Open a link to ``page`` (a new tab): the first run of a new session."""
-        self.page = page
-        self.query_string = urllib.parse.urlencode(query)
+        self.page, self.query_string = page, urllib.parse.urlencode(query)
         message = self.request({"query_string": self.query_string, "page_name": page, "url": self.url})
         return await self.send("open", message, expect_text=query.get("text"), exact=False)
 
@@ -379,10 +376,9 @@ class BrowserStudent(Student):
         if text is not None:
             self.states[self.widget_ids[TEXT_WIDGET_KEY]] = ("string_value", text)
         where = None
-        if page in self.page_hashes:
-            where = {"page_script_hash": self.page_hashes[page], "url": f"{self.base}/{page}"}
-        elif page is not None:
-            where = {"page_name": page, "url": f"{self.base}/{page}"}
+        if page is not None:  # by its hash once the navigation named it
+            by = "page_script_hash" if page in self.page_hashes else "page_name"
+            where = {by: self.page_hashes.get(page, page), "url": f"{self.base}/{page}"}
         trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
         return self.request(where, states=self.states, trigger=trigger, fragment_id=fragment)
 
@@ -437,9 +433,7 @@ class Sentences:
     def __init__(self, seed: int = 7) -> None:
         import attention
 
-        self.tokenize = attention.tokenize
-        self.rng = random.Random(seed)
-        self.seen: set[str] = set()
+        self.tokenize, self.rng, self.seen = attention.tokenize, random.Random(seed), set()
 
     def make(self, num_tokens: int) -> str:
         for _ in range(200):

@@ -67,8 +67,7 @@ def page_summary(results: dict) -> list[dict]:
     summary = []
     for page, sizes in by_page.items():
         for num_tokens, rows in sorted(sizes.items()):
-            worst = max(rows, key=lambda r: r["ratio"])
-            heaviest = max(rows, key=lambda r: r["bytes"])
+            worst, heaviest = max(rows, key=lambda r: r["ratio"]), max(rows, key=lambda r: r["bytes"])
             means = {key: statistics.fmean(r[field] for r in rows) for key, field in MEANS.items()}
             entry = {"page": page, "T": num_tokens, "steps": len(rows), "worst": worst, **means, "bytes": heaviest}
             summary.append(entry | {"load": [v for r in rows for v in r["load"]]})

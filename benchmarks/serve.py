@@ -43,8 +43,7 @@ def _time_runs(path: str) -> None:
             with lock, open(path, "a") as f:
                 f.write(json.dumps({**line, "total_s": end - start}) + "\n")
 
-    ScriptRunner._on_script_finished = on_script_finished
-    ScriptRunner._run_script = run_script
+    ScriptRunner._on_script_finished, ScriptRunner._run_script = on_script_finished, run_script
 
 
 class _MallInfo2(ctypes.Structure):
