@@ -42,14 +42,10 @@ def table(result: SpeedResult, reference: str) -> list[str]:
     lines = []
     for i, T in enumerate(result.num_tokens):
         one = expected_attention_bytes(result.batch_size, result.num_heads, T) / MIB
-        lines += [
-            f"#### b={result.batch_size}, T={T}, d={result.d_model}, h={result.num_heads}",
-            "",
-            f"One (b, num_heads, T, T) float32 tensor: {one:,.3g} MiB.",
-            "",
-            f"| implementation | median ms | × {reference} | peak MiB | × one tensor | max abs difference |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
+        lines += [f"#### b={result.batch_size}, T={T}, d={result.d_model}, h={result.num_heads}", ""]
+        lines += [f"One (b, num_heads, T, T) float32 tensor: {one:,.3g} MiB.", ""]
+        lines += [f"| implementation | median ms | × {reference} | peak MiB | × one tensor | max abs difference |"]
+        lines += ["|---|---:|---:|---:|---:|---:|"]
         for name in result.implementations:
             ms, peak = result.time_ms[name][i], result.peak_memory_mib[name][i]
             ratio = result.ratio(name, reference)[i] if reference in result.implementations else float("nan")
@@ -89,15 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         sys.exit(f"bench_attention: {error}")
     command = shlex.join(["python", "-m", "benchmarks.bench_attention", *(sys.argv[1:] if argv is None else argv)])
-    lines = [
-        f"Command: `{command}`",
-        "",
-        f"Machine: {machine(args.threads, result.device)}.",
-        f"Run at {started}, {args.repeats} rounds. Load average before: {load_text(result.load_before)}; "
-        f"after: {load_text(result.load_after)}.",
-        "",
-        *table(result, args.reference),
-    ]
+    loads = f"Load average before: {load_text(result.load_before)}; after: {load_text(result.load_after)}."
+    lines = [f"Command: `{command}`", "", f"Machine: {machine(args.threads, result.device)}."]
+    lines += [f"Run at {started}, {args.repeats} rounds. {loads}", "", *table(result, args.reference)]
     print("\n".join(lines))
 
 
