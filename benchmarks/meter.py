@@ -186,9 +186,7 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
     trends = {}
     for key in sorted({k for row in rows for k in row} - {"t", "wall"}):
         scale = 1 if key in MEMORY_COUNTS else 1 / 2**20
-        points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]
-        if not points:
-            continue
+        points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]  # never empty: a row has key
         values = [v for _, v in points]
         trend = {"first": values[0], "last": values[-1], "min": min(values), "max": max(values)}
         trend["slope_per_min"] = slope_mib_per_min(points)

@@ -121,14 +121,10 @@ def read_reply(data: bytes) -> Reply:
         if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
             reply.error = "script failed to compile"
     elif kind == "navigation":
-        reply.page_script_hash = msg.navigation.page_script_hash
-        reply.pages, reply.page_hashes = [], {}
-        for page in msg.navigation.app_pages:
-            if page.page_script_hash == msg.navigation.page_script_hash:
-                reply.page_url = page.url_pathname
-            if not page.external_url:
-                reply.pages.append((page.url_pathname, page.page_name))
-                reply.page_hashes[page.url_pathname] = page.page_script_hash
+        reply.page_script_hash, pages = msg.navigation.page_script_hash, msg.navigation.app_pages
+        reply.page_url = next((p.url_pathname for p in pages if p.page_script_hash == reply.page_script_hash), None)
+        reply.pages = [(p.url_pathname, p.page_name) for p in pages if not p.external_url]
+        reply.page_hashes = {p.url_pathname: p.page_script_hash for p in pages if not p.external_url}
     elif kind == "page_info_changed":
         reply.query_string = msg.page_info_changed.query_string
     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
