@@ -31,8 +31,7 @@ from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.browser import chromium, cold_start
-from benchmarks.launch import ROOT, TimedServer
+from benchmarks.launch import ROOT, TimedServer, chromium, cold_start
 from benchmarks.meter import cpu_model, load_text, loadavg, median, percentile
 from benchmarks.protocol import BrowserStudent, Sentences, open_typed, warm
 

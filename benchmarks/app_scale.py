@@ -24,8 +24,7 @@ import sys
 import time
 
 from benchmarks import report
-from benchmarks.browser import BrowserTab, chromium, cold_start
-from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer
+from benchmarks.launch import ROOT, TIKTOKEN_CACHE, BrowserTab, TimedServer, chromium, cold_start
 from benchmarks.meter import loadavg, machine, median
 from benchmarks.protocol import Sentences, Student, link_text, open_typed, warm
 
