@@ -1,13 +1,10 @@
 """Server cost of each kind of action (issues 15, 23 and 25): a Next click, a page switch, a new sentence, a
 cell selection; first paint; a first look at the grid of every layer and head; the functions an action enters.
 
-Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 have the method)::
+Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 give each run and the method)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
-    python -m benchmarks.actions paint --repeats 3
-    python -m benchmarks.actions select --sizes 6,30,64 --repeats 15
-    python -m benchmarks.actions grid --repeats 7
-    python -m benchmarks.actions hops --list
+    python -m benchmarks.actions {paint,select,grid,hops} [--repeats N] [--sizes T,...] [--list]
 
 ``costs`` and ``select`` time each action inside the server (``launch.TimedServer``); each command's function
 says what it measures (``page_actions``, ``cell_actions``, ``paint``, ``grid``, ``hops``) and writes

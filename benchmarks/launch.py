@@ -97,10 +97,8 @@ class AppServer:
         self.proc: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
-        streamlit = [
-            *("run", self.script, "--server.port", str(self.port), "--server.address", "127.0.0.1"),
-            *("--server.headless", "true", "--browser.gatherUsageStats", "false"),
-        ]
+        streamlit = ["run", self.script, "--server.port", str(self.port), "--server.address", "127.0.0.1"]
+        streamlit += ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
         if self.serve_options is None:
             return [sys.executable, "-m", "streamlit", *streamlit]
         return [sys.executable, "-m", "benchmarks.serve", *self.serve_options, "--", *streamlit]

@@ -142,21 +142,18 @@ class Meter:
         self.load_end = loadavg()[0]
 
     def report(self, runs: int) -> dict:
-        out = {"elapsed_s": self.elapsed, **rss_trend(self.samples, self.elapsed)}
+        """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half; the CPU
+        seconds, cores and ms per run of the server and the client, and of each process; the load averages."""
+        rss, half = [v for _, v in self.samples], [x for x in self.samples if x[0] >= self.elapsed / 2]
+        out = {"elapsed_s": self.elapsed, "rss_start_mib": rss[0], "rss_end_mib": rss[-1], "rss_max_mib": max(rss)}
+        out |= {"rss_slope_mib_per_min": slope_mib_per_min(self.samples)}
+        out |= {"rss_slope_second_half_mib_per_min": slope_mib_per_min(half)}
         cpu = {"server": self.server_cpu, "client": self.client_cpu}
         out |= {f"{who}_cpu_s": s for who, s in cpu.items()}
         out |= {f"{who}_cpu_cores": s / self.elapsed for who, s in cpu.items()}
         out |= {f"{who}_cpu_ms_per_run": 1000 * s / runs if runs else float("nan") for who, s in cpu.items()}
         processes = {name: {"cpu_s": s, "cpu_cores": s / self.elapsed} for name, s in self.proc_cpu.items()}
         return out | {"loadavg_start": self.load_start, "loadavg_end": self.load_end, "processes": processes}
-
-
-def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
-    """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half."""
-    values = [v for _, v in samples]
-    out = {"rss_start_mib": values[0], "rss_end_mib": values[-1], "rss_max_mib": max(values)}
-    out["rss_slope_mib_per_min"] = slope_mib_per_min(samples)
-    return out | {"rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2])}
 
 
 MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
