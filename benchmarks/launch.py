@@ -286,12 +286,8 @@ new MutationObserver((records) => {
 }).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true});
 """
 
-FIRST_HEATMAP = """() => {
-  const main = document.querySelector('[data-testid="stMain"]');
-  if (!main) return false;
-  return [...main.querySelectorAll('.js-plotly-plot .hm image')].some(
-    (i) => (i.getAttribute('href') || '').startsWith('data:image/'));
-}"""
+FIRST_HEATMAP = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .hm image')].some(
+  (i) => (i.getAttribute('href') || '').startsWith('data:image/'))"""
 PLOTS = """() => document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').length"""
 
 

@@ -269,7 +269,7 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
     actions = [r for r in runs if r.kind != "open"]
     kinds = sorted({r.kind for r in runs}, key=("open", "next", "previous", "switch", "sentence", "generate").index)
-    finished = [r for r in actions if start <= r.done <= end]
+    finished = [r for r in actions if start <= r.sent + r.latency <= end]
     slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
     out = {"actions": summarize(actions), "by_kind": {k: summarize([r for r in runs if r.kind == k]) for k in kinds}}
     out["slowest"] = [{"kind": r.kind, "where": r.where, "latency_s": r.latency} for r in slowest]

@@ -172,10 +172,6 @@ class Run:
     charts: int = 0
     where: str = ""  # the page and step shown after the run (lessons), e.g. "multihead 3/7"
 
-    @property
-    def done(self) -> float:
-        return self.sent + self.latency
-
 
 class Student:
     """One browser tab, reduced to the protocol: a session on one page of the app."""
