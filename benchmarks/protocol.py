@@ -1,9 +1,8 @@
 """The protocol client: a browser tab reduced to Streamlit's websocket protocol, and the sentences it types.
 
-A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so the
-machine's time goes to the server rather than to browsers. ``Student`` sends only what changed; ``BrowserStudent``
-sends every widget's state, clicks in their fragment and keeps a browser's message cache. A run is timed from the
-request to the ``script_finished`` that ends it, everything drawn arriving before. Students type random words
+A simulated student (``Student``, or the more browser-like ``BrowserStudent``) speaks ``/_stcore/stream`` itself
+(protobuf ``BackMsg`` out, ``ForwardMsg`` in), so the machine's time goes to the server, not to browsers. A run is
+timed from the request to the ``script_finished`` that ends it, after everything drawn. Students type random words
 (``sentence``) or exactly T GPT-2 tokens (``Sentences``), from a link if it can hold them (``open_typed``).
 """
 
