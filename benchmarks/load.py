@@ -202,8 +202,7 @@ async def room_lesson(target, args, n: int) -> dict:
     students on it reconnect, as a browser does, to the other), and the teacher moves three more times."""
     rng = random.Random(args.seed)
     teacher = RoomMember(target.base, route_cookie(target, rng), rng)
-    await teacher.connect()
-    await teacher.open(args.page, {"present": "1", "input": "text", "text": CLASS_SENTENCES[0]})
+    await teacher.visit(args.page, {"present": "1", "input": "text", "text": CLASS_SENTENCES[0]})
     await teacher.send("open", teacher.message(click="room_open"), expect_text=None)
     students = [
         RoomMember(target.base, route_cookie(target, rng), random.Random(args.seed * 1000 + i)) for i in range(n)
@@ -211,8 +210,7 @@ async def room_lesson(target, args, n: int) -> dict:
 
     async def join(student: RoomMember) -> None:
         await asyncio.sleep(rng.uniform(0, args.spread))
-        await student.connect()
-        opened = await student.open("", {"room": teacher.room})
+        opened = await student.visit("", {"room": teacher.room})
         student.arrive(None if opened.error and opened.error.startswith("wrong page") else opened.error)
         student.reader = asyncio.create_task(student.follow())
 
@@ -248,8 +246,7 @@ async def room_lesson(target, args, n: int) -> dict:
         os.killpg(target.cluster.apps[target.cluster.app_ports.index(killed)].pid, signal.SIGKILL)
         await asyncio.sleep(1.0)
         for s in [s for s in students if s.upstream.endswith(f":{killed}")]:  # a browser reconnects and reruns
-            await s.connect()
-            s.arrive((await s.open(s.page, dict(urllib.parse.parse_qsl(s.query_string)))).error)
+            s.arrive((await s.visit(s.page, dict(urllib.parse.parse_qsl(s.query_string)))).error)
             s.reader = asyncio.create_task(s.follow())
         for _ in range(3):
             after += await move("step")
