@@ -220,9 +220,7 @@ class RedisServer:
     """Debian's ``redis-server`` on a free loopback port, in memory only: the live rooms' store for a lesson."""
 
     def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen | None = None
+        self.port, self.proc = free_port(), None
 
     def start(self) -> str:
         command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -232,7 +230,7 @@ class RedisServer:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.1)
-        return self.url
+        return f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -235,14 +235,13 @@ def app_scale_tables(results: dict) -> str:
             f"`attention` imports, largest first (cumulative): {top}; largest single modules (self): {own}.",
             "",
         ]
-    out += verdicts(results)
+    out += verdicts(results, summary)
     return "\n".join(out)
 
 
-def verdicts(results: dict) -> list[str]:
-    """One line per goal: met or not, with the measured numbers."""
+def verdicts(results: dict, summary: list[dict]) -> list[str]:
+    """One line per goal: met or not, with the measured numbers (``summary``: ``page_summary(results)``)."""
     lines = ["**Goals** (computed from the tables above):", ""]
-    summary = page_summary(results)
     for label, test, goal in (
         ("≤ 1.5× the bare page at T ≤ 64", lambda t: t <= 64, GOALS["small"]),
         ("≤ 3× the bare page at T = 1,024", lambda t: t == 1024, GOALS["large"]),
