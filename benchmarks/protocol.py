@@ -107,9 +107,7 @@ def read_reply(data: bytes) -> Reply:
     """What a student needs from one ``ForwardMsg``."""
     msg = ForwardMsg.FromString(data)
     kind = msg.WhichOneof("type") or ""
-    reply = Reply(kind)
-    if msg.metadata.cacheable and msg.hash:
-        reply.cache_hash = msg.hash
+    reply = Reply(kind, cache_hash=msg.hash if msg.metadata.cacheable and msg.hash else None)
     if kind == "ref_hash":
         reply.ref_hash = msg.ref_hash
     elif kind == "new_session":
@@ -127,9 +125,8 @@ def read_reply(data: bytes) -> Reply:
     elif kind == "page_info_changed":
         reply.query_string = msg.page_info_changed.query_string
     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-        element = msg.delta.new_element
+        element, reply.fragment_id = msg.delta.new_element, msg.delta.fragment_id
         etype = element.WhichOneof("type")
-        reply.fragment_id = msg.delta.fragment_id
         if etype == "exception":
             reply.error = f"exception: {element.exception.type}: {element.exception.message[:120]}"
         elif etype == "alert" and element.alert.format == Alert.ERROR:
@@ -152,9 +149,8 @@ def read_reply(data: bytes) -> Reply:
             reply.state = widget_state(element)
             if etype in ("text_input", "number_input"):
                 widget = getattr(element, etype)
-                value = widget.value if widget.HasField("value") else None
                 if match := WIDGET_ID_RE.match(widget.id):
-                    reply.widget = (match.group(1), widget.id, value)
+                    reply.widget = (match.group(1), widget.id, widget.value if widget.HasField("value") else None)
     return reply
 
 
