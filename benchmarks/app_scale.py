@@ -87,8 +87,7 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
             wanted = range(1, steps[page] + 1) if args.steps == "all" else [int(s) for s in args.steps.split(",")]
             for step in [s for s in wanted if 1 <= s <= steps[page]]:
                 row = await measure(app, page, step, num_tokens, args.repeats, sentences)
-                bare_ms = median(r["script_ms"] for r in baseline["bare"])
-                bare_total = median(r["total_ms"] for r in baseline["bare"])
+                bare_ms, bare_total = (median(r[key] for r in baseline["bare"]) for key in ("script_ms", "total_ms"))
                 row.update(page=page, title=titles.get(page, page), step=step, steps=steps[page], T=num_tokens)
                 row.update(bare_ms=bare_ms, ratio=row["script_ms"] / bare_ms, total_ratio=row["total_ms"] / bare_total)
                 row["when"] = time.strftime("%Y-%m-%d %H:%M")

@@ -296,9 +296,8 @@ class BrowserTab:
         self.context = new_context(browser)
         self.page = self.context.new_page()
         self.page.add_init_script(INIT_SCRIPT)
-        self.received = 0
+        self.received, self.base = 0, base  # received: the bytes the websocket brought so far
         self.page.on("websocket", lambda ws: ws.on("framereceived", self._count))
-        self.base = base
 
     def _count(self, payload) -> None:
         self.received += len(payload)
@@ -327,8 +326,7 @@ class BrowserTab:
         self.page.evaluate(
             "() => Object.assign(window.__scale, {enter: null, lastPlot: null, lastPaint: null, settled: null})"
         )
-        before = self.page.evaluate("() => window.__scale.runs")
-        received = self.received
+        before, received = self.page.evaluate("() => window.__scale.runs"), self.received
         box = self.page.locator('[data-testid="stSidebar"] .st-key-w_text input')
         box.fill(text)
         load = meter.loadavg()[0]

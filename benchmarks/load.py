@@ -184,14 +184,13 @@ async def arrived(students: list, since: float, page: str, step, kind: str = "jo
     def first(s: RoomMember):
         return next((a for a in s.arrivals if a[0] > since and a[1] == page and a[2] == step), None)
 
+    def run(s: RoomMember, got) -> Run:
+        error = got[3] if got else f"did not reach {page} {step} in {timeout:.0f} s (shows {s.page} {s.step})"
+        return Run(kind, since, latency=(got[0] - since) if got else 0.0, ok=not error, error=error)
+
     while time.perf_counter() < deadline and not all(first(s) for s in students):
         await asyncio.sleep(0.02)
-    runs = []
-    for s in students:
-        got = first(s)
-        error = got[3] if got else f"did not reach {page} {step} in {timeout:.0f} s (shows {s.page} {s.step})"
-        runs.append(Run(kind, since, latency=(got[0] - since) if got else 0.0, ok=not error, error=error))
-    return runs
+    return [run(s, first(s)) for s in students]
 
 
 async def room_lesson(target, args, n: int) -> dict:

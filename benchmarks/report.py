@@ -124,8 +124,7 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
         return f"{w['ratio']:.1f}× ({w['step']}){flag(w['ratio'], goal_for(s['T']))} · {s['mean_ratio']:.1f}×"
 
     def ms(s: dict) -> str:
-        worst = s["worst"]
-        return f"{_fmt_ms(worst['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(worst['client_ms'])})"
+        return f"{_fmt_ms(s['worst']['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(s['worst']['client_ms'])})"
 
     def rerun(r: dict, times: float, mark: str = "") -> str:
         return f"{_fmt_ms(r['total_ms'])} ({times:.1f}×{mark}; GC {_fmt_ms(r['gc_ms'])})"
