@@ -190,8 +190,7 @@ def select(args) -> dict:
     return asyncio.run(timed_actions(args, [PAGE], cell_actions, 30))
 
 
-# Installed in each tab before Streamlit's code: when its websocket opened, when each message arrived,
-# and when the first plot and the first heatmap's image appeared in the main area.
+# Installed before Streamlit's code: when the websocket opened, each message arrived, the first plot and heatmap drew
 PAINT_CLOCK = """
 window.__paint = {opened: null, arrivals: [], plot: null, image: null};
 new MutationObserver(() => {
@@ -216,8 +215,7 @@ PAINT_TIMES = """() => ({
   resources: performance.getEntriesByType('resource').map((e) => [e.name, e.startTime, e.responseEnd]),
   ...window.__paint,
 })"""
-# (phase, what the time marks); each sample gives each phase's seconds since the server process was started
-# (NaN if it did not happen), and ``paint_table`` their medians in the order they happened.
+# (phase, what the time marks), each in seconds since the server process was started (NaN if it did not happen)
 PHASES = (
     ("healthy", "/_stcore/health answers"),
     ("html", "the browser has the page's HTML"),

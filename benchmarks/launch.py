@@ -69,11 +69,12 @@ def chromium():
             browser.close()
 
 
-def new_context(browser):
-    """A fresh browser context (its own Streamlit session) with the project's viewport and a 5-minute timeout."""
+def new_tab(browser):
+    """A fresh browser context (its own Streamlit session) with the project's viewport and a 5-minute timeout, and
+    its page."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(300_000)
-    return context
+    return context, context.new_page()
 
 
 def problems(log: str) -> list[str]:
@@ -293,8 +294,7 @@ class BrowserTab:
     """One Chromium context on the app (its own Streamlit session), with the paint clock installed."""
 
     def __init__(self, browser, base: str) -> None:
-        self.context = new_context(browser)
-        self.page = self.context.new_page()
+        self.context, self.page = new_tab(browser)
         self.page.add_init_script(INIT_SCRIPT)
         self.received, self.base = 0, base  # received: the bytes the websocket brought so far
         self.page.on("websocket", lambda ws: ws.on("framereceived", self._count))
@@ -347,8 +347,7 @@ def cold_start(browser, log: Path, url: str = "/", env=None, init_script: str = 
     t0, epoch0 = time.perf_counter(), time.time()
     with server as base:
         sample = {"healthy_s": time.perf_counter() - t0, "healthy_cpu_s": server.cpu_s(), "load": load}
-        context = new_context(browser)
-        page = context.new_page()
+        context, page = new_tab(browser)
         if init_script:
             page.add_init_script(init_script)
         payloads: list[bytes] = []

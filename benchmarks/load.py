@@ -317,8 +317,7 @@ async def lesson(target, args, n: int):
 async def one_lesson(args, servers: int, n: int) -> None:
     """A run of ``args.scenario`` with ``n`` students on ``servers`` app processes (behind nginx if more than one):
     start them (and Redis for a room), warm each up, run the lesson, stop; record the entry and print its summary."""
-    scenario = args.scenario
-    label = f"{scenario}-{servers}server-{n}"
+    scenario, label = args.scenario, f"{args.scenario}-{servers}server-{n}"
     log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
     memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
     if memory_log and os.path.exists(memory_log):
