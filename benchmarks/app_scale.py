@@ -35,6 +35,7 @@ TABLES = "<!-- app-scale:tables:start -->", "<!-- app-scale:tables:end -->"
 SIZES = (6, 64, 256, 1024)
 BROWSER_SIZES = (64, 1024)
 PAGE_ALIASES = {"default": "", "why_attention": "", "": ""}
+IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
 
 
 def shell_script() -> str:
@@ -154,9 +155,6 @@ def cold_start_phase(args, results: dict) -> None:
             rows[url]["samples_s"] = [round(s["painted_s"], 1) for s in samples]
             rows[url]["load"] = [s["load"] for s in samples]
     results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats}
-
-
-IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
 
 
 def import_phase(results: dict, repeats: int = 3) -> None:

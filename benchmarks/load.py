@@ -37,17 +37,11 @@ from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, read_reply
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
 
-
 # A stepper click (Next or Previous), a page switch, a new sentence, and the Generate page writing a continuation
 # of a sentence it has not seen (issue 27: the class's mix with a fifth of the actions generating).
 ACTIONS = ("step", "switch", "sentence", "generate")
 MIXES = {"class": (0.6, 0.2, 0.2, 0.0), "generating": (0.48, 0.16, 0.16, 0.2), "typing": (0.0, 0.0, 1.0, 0.0)}
 MIXES["room"] = (0.75, 0.25, 0.0, 0.0)  # the teacher's moves; the students only follow and vote
-
-
-def pick(scenario: str, rng: random.Random) -> str:
-    """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
-    return rng.choices(ACTIONS, MIXES[scenario])[0]
 
 
 SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
@@ -69,6 +63,11 @@ CLASS_SENTENCES = (
     "In the morning the students opened their laptops, typed their own sentences into the sidebar, and watched "
     "the attention weights change as each new word arrived.",
 )
+
+
+def pick(scenario: str, rng: random.Random) -> str:
+    """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
+    return rng.choices(ACTIONS, MIXES[scenario])[0]
 
 
 def typed_sentence(rng: random.Random) -> str:

@@ -15,6 +15,10 @@ from collections import Counter
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 TICK = os.sysconf("SC_CLK_TCK")
+MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
+    *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
+    *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
+}
 
 
 def loadavg() -> tuple[float, float, float]:
@@ -154,12 +158,6 @@ class Meter:
         out |= {f"{who}_cpu_ms_per_run": 1000 * s / runs if runs else float("nan") for who, s in cpu.items()}
         processes = {name: {"cpu_s": s, "cpu_cores": s / self.elapsed} for name, s in self.proc_cpu.items()}
         return out | {"loadavg_start": self.load_start, "loadavg_end": self.load_end, "processes": processes}
-
-
-MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
-    *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
-    *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
-}
 
 
 def _flat(sample: dict, prefix: str = "") -> dict[str, float]:

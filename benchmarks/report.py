@@ -8,6 +8,9 @@ from pathlib import Path
 
 from benchmarks.meter import median
 
+BYTES_GOAL = 2 * 10**6
+GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
+
 
 def record(entry: dict, path: str) -> None:
     """Append ``entry`` as one JSON line to ``path``."""
@@ -36,10 +39,6 @@ def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     columns = header.split(" | ")
     aligns = align.split("|") if "|" in align else [align] * len(columns)
     return [intro, "", row(*columns), row(*aligns), *rows, ""]
-
-
-BYTES_GOAL = 2 * 10**6
-GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
 
 
 def _fmt_ms(value: float) -> str:

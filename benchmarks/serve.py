@@ -19,6 +19,10 @@ import tempfile
 import threading
 import time
 
+PYMALLOC_FIELDS = {"# arenas allocated current": "arenas", "# arenas highwater mark": "arenas_highwater"}
+PYMALLOC_FIELDS |= {"# bytes in allocated blocks": "in_use", "# bytes in available blocks": "free_in_pools"}
+CACHES = (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES"))  # (module, name)
+
 
 def _time_runs(path: str) -> None:
     """Time every script run: until ``_on_script_finished``, and the post-run collection after it."""
@@ -63,10 +67,6 @@ def _mallinfo2() -> dict:
     return {"arena": info.arena, "in_use": info.uordblks, "free": info.fordblks, "mmapped": info.hblkhd}
 
 
-PYMALLOC_FIELDS = {"# arenas allocated current": "arenas", "# arenas highwater mark": "arenas_highwater"}
-PYMALLOC_FIELDS |= {"# bytes in allocated blocks": "in_use", "# bytes in available blocks": "free_in_pools"}
-
-
 def _pymalloc() -> dict:
     """CPython's small-object allocator (``sys._debugmallocstats``): arenas (1 MiB each) held, bytes in live blocks,
     bytes free in its pools. The stats go to C's stderr, so it is pointed at a file for the call: a line another
@@ -89,9 +89,6 @@ def _status() -> dict:
     wanted = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file"}
     with open("/proc/self/status") as f:
         return {wanted[k]: int(v.split()[0]) * 1024 for k, _, v in (line.partition(":") for line in f) if k in wanted}
-
-
-CACHES = (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES"))  # (module, name)
 
 
 def memory_sample(started: float) -> dict:
