@@ -1,19 +1,14 @@
 """Server cost of each kind of action (issues 15, 23 and 25): a Next click, a page switch, a new sentence, a
 cell selection; first paint; a first look at the grid of every layer and head; the functions an action enters.
 
-Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 have the method)::
+Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 give each run and the method)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
-    python -m benchmarks.actions paint --repeats 3
-    python -m benchmarks.actions select --sizes 6,30,64 --repeats 15
-    python -m benchmarks.actions grid --repeats 7
-    python -m benchmarks.actions hops --list
+    python -m benchmarks.actions {paint,select,grid,hops} [--repeats N] [--sizes T,...] [--list]
 
-``costs`` and ``select`` (a cell selection on each of Causal mask's steps, beside Next and Previous) time each
-action inside the server (``launch.TimedServer``); ``paint`` times each phase of a cold start (``PHASES``);
-``grid`` times, in this process on one torch thread, the server's first look at Multi-head attention's grid
-(``first_look``) for the small GPT and a GPT-2-small-shaped checkpoint (``tests/gpt2_checkpoints.py``);
-``hops`` counts the functions an action enters. Each writes ``artifacts/actions/<command>.json``.
+``costs`` and ``select`` time each action inside the server (``launch.TimedServer``); each command's function
+says what it measures (``page_actions``, ``cell_actions``, ``paint``, ``grid``, ``hops``) and writes
+``artifacts/actions/<command>.json``.
 """
 
 from __future__ import annotations
@@ -33,8 +28,7 @@ from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.browser import chromium, cold_start
-from benchmarks.launch import ROOT, TimedServer
+from benchmarks.launch import ROOT, TimedServer, chromium, cold_start
 from benchmarks.meter import cpu_model, load_text, loadavg, median, percentile
 from benchmarks.protocol import BrowserStudent, Sentences, open_typed, warm
 
@@ -196,8 +190,7 @@ def select(args) -> dict:
     return asyncio.run(timed_actions(args, [PAGE], cell_actions, 30))
 
 
-# Installed in each tab before Streamlit's code: when its websocket opened, when each message arrived,
-# and when the first plot and the first heatmap's image appeared in the main area.
+# Installed before Streamlit's code: when the websocket opened, each message arrived, the first plot and heatmap drew
 PAINT_CLOCK = """
 window.__paint = {opened: null, arrivals: [], plot: null, image: null};
 new MutationObserver(() => {
@@ -222,8 +215,7 @@ PAINT_TIMES = """() => ({
   resources: performance.getEntriesByType('resource').map((e) => [e.name, e.startTime, e.responseEnd]),
   ...window.__paint,
 })"""
-# (phase, what the time marks); each sample gives each phase's seconds since the server process was started
-# (NaN if it did not happen), and ``paint_table`` their medians in the order they happened.
+# (phase, what the time marks), each in seconds since the server process was started (NaN if it did not happen)
 PHASES = (
     ("healthy", "/_stcore/health answers"),
     ("html", "the browser has the page's HTML"),
@@ -305,19 +297,12 @@ def paint(args) -> dict:
             print(f"  cold start /: painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s)", flush=True)
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
-    meanings = dict(PHASES)
     for name, at, step in table:
-        print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {meanings[name]}")
-    return {
-        **facts,
-        "loadavg_end": loadavg(),
-        "samples": samples,
-        "phases": [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table],
-        **{key: median(s.get(key, float("nan")) for s in samples) for key in KEYS},
-    }
-
-
-KEYS = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
+        print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {dict(PHASES)[name]}")
+    out = {**facts, "loadavg_end": loadavg(), "samples": samples}
+    out["phases"] = [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table]
+    keys = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
+    return out | {key: median(s.get(key, float("nan")) for s in samples) for key in keys}
 
 
 def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
@@ -423,9 +408,8 @@ def hops(args) -> dict:
     from apptest_support import app, next_step, previous_step, stepper_button
 
     at = app("pages/causal_mask.py")
-    next_step(at)
-    next_step(at)
-    previous_step(at)
+    for move in (next_step, next_step, previous_step):
+        move(at)
     stepper_button(at, "next").click()
     found = {"Next click, view and figures cached (the fragment)": entered(at.run, fragment_only=True)}
     at.radio(key="w_source").set_value("text").run()

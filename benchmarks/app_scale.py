@@ -24,8 +24,7 @@ import sys
 import time
 
 from benchmarks import report
-from benchmarks.browser import BrowserTab, chromium, cold_start
-from benchmarks.launch import ROOT, TIKTOKEN_CACHE, TimedServer
+from benchmarks.launch import ROOT, TIKTOKEN_CACHE, BrowserTab, TimedServer, chromium, cold_start
 from benchmarks.meter import loadavg, machine, median
 from benchmarks.protocol import Sentences, Student, link_text, open_typed, warm
 
@@ -36,6 +35,7 @@ TABLES = "<!-- app-scale:tables:start -->", "<!-- app-scale:tables:end -->"
 SIZES = (6, 64, 256, 1024)
 BROWSER_SIZES = (64, 1024)
 PAGE_ALIASES = {"default": "", "why_attention": "", "": ""}
+IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
 
 
 def shell_script() -> str:
@@ -49,30 +49,27 @@ def shell_script() -> str:
     return str(folder / "shell_app.py")
 
 
-async def timed_edits(server: TimedServer, student, num_tokens: int, repeats: int, sentences: Sentences) -> dict:
-    """``repeats`` sentence changes, each a new sentence of ``num_tokens`` tokens, timed."""
+async def measure(server: TimedServer, page: str, step: int, num_tokens: int, repeats: int, sentences) -> dict:
+    """A fresh session on ``page`` at ``step``, opened from a link with a sentence of ``num_tokens`` tokens, then
+    ``repeats`` sentence changes, each a new sentence of ``num_tokens`` tokens, timed."""
+    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
     rows = []
-    for _ in range(repeats):
-        text = sentences.make(num_tokens)
-        run, timing, load = await server.timed_send(student, "edit", student.message(text=text), text)
-        seconds = {"script": timing["script_s"], "client": run.latency, "gc": timing["after_s"]}
-        seconds["total"] = timing["total_s"]
-        rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
+    try:
+        for _ in range(repeats):
+            text = sentences.make(num_tokens)
+            run, timing, load = await server.timed_send(student, "edit", student.message(text=text), text)
+            seconds = {"script": timing["script_s"], "client": run.latency, "gc": timing["after_s"]}
+            seconds["total"] = timing["total_s"]
+            rows.append({**seconds, "bytes": run.bytes, "charts": run.charts, "load": load, "error": run.error})
+    finally:
+        await student.close()
     ok = [r for r in rows if not r["error"]]
-    out = {f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")}
+    out = {"steps": student.steps or 1}
+    out |= {f"{key}_ms": median(1000 * r[key] for r in ok) for key in ("script", "client", "gc", "total")}
     out |= {"bytes": median(r["bytes"] for r in ok), "bytes_max": max((r["bytes"] for r in ok), default=float("nan"))}
     out |= {"charts": max((r["charts"] for r in rows), default=0), "load": [r["load"] for r in rows]}
     out["errors"] = [r["error"] for r in rows if r["error"]]
     return out | {"samples_ms": [round(1000 * r["script"], 1) for r in rows]}
-
-
-async def measure(server: TimedServer, page: str, step: int, num_tokens: int, repeats: int, sentences) -> dict:
-    """A fresh session on ``page`` at ``step``, opened from a link with a sentence of ``num_tokens`` tokens, timed."""
-    student = await open_typed(Student(server.base), page, num_tokens, sentences, step=str(step))
-    try:
-        return {"steps": student.steps or 1, **await timed_edits(server, student, num_tokens, repeats, sentences)}
-    finally:
-        await student.close()
 
 
 async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str], results: dict) -> None:
@@ -91,8 +88,7 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
             wanted = range(1, steps[page] + 1) if args.steps == "all" else [int(s) for s in args.steps.split(",")]
             for step in [s for s in wanted if 1 <= s <= steps[page]]:
                 row = await measure(app, page, step, num_tokens, args.repeats, sentences)
-                bare_ms = median(r["script_ms"] for r in baseline["bare"])
-                bare_total = median(r["total_ms"] for r in baseline["bare"])
+                bare_ms, bare_total = (median(r[key] for r in baseline["bare"]) for key in ("script_ms", "total_ms"))
                 row.update(page=page, title=titles.get(page, page), step=step, steps=steps[page], T=num_tokens)
                 row.update(bare_ms=bare_ms, ratio=row["script_ms"] / bare_ms, total_ratio=row["total_ms"] / bare_total)
                 row["when"] = time.strftime("%Y-%m-%d %H:%M")
@@ -103,12 +99,9 @@ async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str]
             medians = {key: median(r[key] for r in rows) for key in ("script_ms", "total_ms", "gc_ms", "bytes")}
             load = [v for r in rows for v in r["load"]]
             results["baseline"][f"{name}|{num_tokens}"] = {"name": name, "T": num_tokens, **medians, "load": load}
-    results["server_run"] = {
-        "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-        "minutes": (time.time() - started) / 60,
-        "repeats": args.repeats,
-        "problems": [p for server in (app, *baselines.values()) for p in server.log_problems()[:10]],
-    }
+    out = {"started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)), "minutes": (time.time() - started) / 60}
+    problems = [p for server in (app, *baselines.values()) for p in server.log_problems()[:10]]
+    results["server_run"] = out | {"repeats": args.repeats, "problems": problems}
 
 
 def heaviest_steps(results: dict, pages: list[str]) -> dict[str, int]:
@@ -164,9 +157,6 @@ def cold_start_phase(args, results: dict) -> None:
     results["cold"] = {"rows": rows, "when": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats}
 
 
-IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
-
-
 def import_phase(results: dict, repeats: int = 3) -> None:
     """``python -X importtime -c "import attention"`` (largest costs) and the time to import explorer.views."""
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))}
@@ -175,8 +165,9 @@ def import_phase(results: dict, repeats: int = 3) -> None:
     found = (re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line) for line in out.splitlines())
     entries = [(int(m[1]), int(m[2]), (len(m[3]) - 1) // 2, m[4]) for m in found if m]
     top_level = sorted((e for e in entries if e[2] == 1), key=lambda e: -e[1])[:8]  # what attention imports
-    by_self = sorted(entries, key=lambda e: -e[0])[:8]
-    total = sum(e[1] for e in entries if e[2] == 0)
+    imports = {"importtime_total_ms": sum(e[1] for e in entries if e[2] == 0) / 1000}
+    imports["top_level"] = [{"module": e[3], "cumulative_ms": e[1] / 1000, "self_ms": e[0] / 1000} for e in top_level]
+    imports["by_self"] = [{"module": e[3], "self_ms": e[0] / 1000} for e in sorted(entries, key=lambda e: -e[0])[:8]]
 
     def timed(code: str) -> list[float]:
         values = []
@@ -186,13 +177,8 @@ def import_phase(results: dict, repeats: int = 3) -> None:
             values.append(float(run.stdout.strip().splitlines()[-1]))
         return values
 
-    results["imports"] = {
-        "importtime_total_ms": total / 1000,
-        "top_level": [{"module": e[3], "cumulative_ms": e[1] / 1000, "self_ms": e[0] / 1000} for e in top_level],
-        "by_self": [{"module": e[3], "self_ms": e[0] / 1000} for e in by_self],
-        **{key: timed(f"import {module}") for key, module in IMPORTS.items()},
-        "load": loadavg(),
-    }
+    imports |= {key: timed(f"import {module}") for key, module in IMPORTS.items()}
+    results["imports"] = imports | {"load": loadavg()}
 
 
 def load_results() -> dict:

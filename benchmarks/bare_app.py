@@ -1,10 +1,5 @@
-"""The bare page for ``benchmarks.app_scale``: the explorer's widgets, no content, no torch.
-
-Streamlit's floor for these widgets: the sidebar widget for widget (same keys and ``on_change``
-callbacks), the token-window slider above 48 tokens (sized with tiktoken's ``r50k_base``), a title,
-the stepper's widgets, the "Copy link to this view" popover and the URL sync, in ``st.navigation``.
-It imports Streamlit and tiktoken only.
-"""
+"""The bare page for ``benchmarks.app_scale``: the explorer's widgets (BENCHMARKS.md's "App at scale" lists
+them), no content, no torch; it imports Streamlit and tiktoken only: Streamlit's floor for these widgets."""
 
 import urllib.parse
 
@@ -12,17 +7,8 @@ import streamlit as st
 import tiktoken
 
 st.set_page_config(page_title="Bare page", page_icon=":material/grid_on:", layout="wide")
-DEFAULTS = {
-    "w_source": "book",
-    "w_text": "Your journey starts with one step",
-    "w_d_in": 3,
-    "w_d_out": 2,
-    "w_num_heads": 2,
-    "w_context_length": 1024,
-    "w_dropout": 0.0,
-    "w_seed": 123,
-    "w_training": False,
-}
+DEFAULTS = {"w_source": "book", "w_text": "Your journey starts with one step", "w_d_in": 3, "w_d_out": 2}
+DEFAULTS |= {"w_num_heads": 2, "w_context_length": 1024, "w_dropout": 0.0, "w_seed": 123, "w_training": False}
 STEPS = ["one", "two", "three", "four", "five"]
 
 

@@ -1,10 +1,8 @@
 """The command line over ``attention.speed.measure``: the Speed page's harness at any size, as a markdown table.
 
-Usage, from the repository root (the GPT-2-scale comparison in BENCHMARKS.md)::
+Usage, from the repository root (BENCHMARKS.md's "Package" section has the GPT-2-scale comparison's five ``--only``)::
 
-    python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 \\
-        --only MultiHeadAttention --only trace --only nn.MultiheadAttention \\
-        --only "nn.MultiheadAttention without weights" --only fast_multihead
+    python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 --only fast_multihead
 
 Without ``--only`` every implementation in ``attention.IMPLEMENTATIONS`` runs. ``attention/speed.py``'s
 docstring says what the figures are; the load average before and after is printed with the table.
@@ -33,28 +31,21 @@ REFERENCE = "nn.MultiheadAttention"
 
 
 def machine(threads: int, device: str) -> str:
-    text = (
-        f"{cpu_model()}, {os.cpu_count()} logical CPUs "
-        f"({len(os.sched_getaffinity(0))} usable); Python {platform.python_version()}, torch {torch.__version__}, "
-        f"torch.get_num_threads() = {threads}"
+    gpu = f"; GPU: {torch.cuda.get_device_name()}" if device == "cuda" else ""
+    return (
+        f"{cpu_model()}, {os.cpu_count()} logical CPUs ({len(os.sched_getaffinity(0))} usable); Python "
+        f"{platform.python_version()}, torch {torch.__version__}, torch.get_num_threads() = {threads}{gpu}"
     )
-    if device == "cuda":
-        text += f"; GPU: {torch.cuda.get_device_name()}"
-    return text
 
 
 def table(result: SpeedResult, reference: str) -> list[str]:
     lines = []
     for i, T in enumerate(result.num_tokens):
         one = expected_attention_bytes(result.batch_size, result.num_heads, T) / MIB
-        lines += [
-            f"#### b={result.batch_size}, T={T}, d={result.d_model}, h={result.num_heads}",
-            "",
-            f"One (b, num_heads, T, T) float32 tensor: {one:,.3g} MiB.",
-            "",
-            f"| implementation | median ms | × {reference} | peak MiB | × one tensor | max abs difference |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
+        lines += [f"#### b={result.batch_size}, T={T}, d={result.d_model}, h={result.num_heads}", ""]
+        lines += [f"One (b, num_heads, T, T) float32 tensor: {one:,.3g} MiB.", ""]
+        lines += [f"| implementation | median ms | × {reference} | peak MiB | × one tensor | max abs difference |"]
+        lines += ["|---|---:|---:|---:|---:|---:|"]
         for name in result.implementations:
             ms, peak = result.time_ms[name][i], result.peak_memory_mib[name][i]
             ratio = result.ratio(name, reference)[i] if reference in result.implementations else float("nan")
@@ -94,15 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         sys.exit(f"bench_attention: {error}")
     command = shlex.join(["python", "-m", "benchmarks.bench_attention", *(sys.argv[1:] if argv is None else argv)])
-    lines = [
-        f"Command: `{command}`",
-        "",
-        f"Machine: {machine(args.threads, result.device)}.",
-        f"Run at {started}, {args.repeats} rounds. Load average before: {load_text(result.load_before)}; "
-        f"after: {load_text(result.load_after)}.",
-        "",
-        *table(result, args.reference),
-    ]
+    loads = f"Load average before: {load_text(result.load_before)}; after: {load_text(result.load_after)}."
+    lines = [f"Command: `{command}`", "", f"Machine: {machine(args.threads, result.device)}."]
+    lines += [f"Run at {started}, {args.repeats} rounds. {loads}", "", *table(result, args.reference)]
     print("\n".join(lines))
 
 

@@ -109,10 +109,8 @@ async def flood(base, count, seconds, light, memory, idle) -> dict:
 async def main_async(args) -> list[dict]:
     server = AppServer(log=ROOT / "artifacts" / "hostile" / "server.log")
     base = server.start()
-    memory = Memory(server)
+    memory, light, results = Memory(server), Light(base), []
     memory.start()
-    light = Light(base)
-    results = []
     try:
         await warm(base, ["multihead"])
         task = asyncio.create_task(light.loop())
@@ -120,8 +118,7 @@ async def main_async(args) -> list[dict]:
         idle = statistics.median(rss for _, rss in memory.samples[-30:])
         results.append({"scenario": "idle", "rss_mib": round(idle), "loadavg": loadavg()})
         print(json.dumps(results[-1]), flush=True)
-        wanted = args.scenarios.split(",")
-        seed = 1000
+        wanted, seed = args.scenarios.split(","), 1000
         for page in (p for p in PAGES if p in wanted or "all" in wanted):
             seed += 1
             results.append(await scenario(page, [(page, seed)], memory, light, idle, args.settle_s))

@@ -1,19 +1,22 @@
-"""Start the app's server and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
+"""Start the app's server, Redis and headless Chromium: one launcher for benchmarks/, scripts/ and tests/e2e.
 
 ``AppServer`` is one ``streamlit run`` on 127.0.0.1 and a free port (under ``benchmarks.serve`` when given
 ``serve_options``); ``TimedServer`` reads the run times ``serve --timings`` writes; ``lesson_target`` gives the
-load benchmark one server or several behind nginx (``ClusterServer``). ``launch_chromium`` starts the
-system's Chromium through Playwright with the flags every caller uses.
+load benchmark one server or several behind nginx (``ClusterServer``), ``RedisServer`` the live rooms' store.
+``launch_chromium`` starts the system's Chromium through Playwright with the flags every caller uses; in it,
+``BrowserTab`` times Enter to painted and ``cold_start`` a start from ``streamlit run`` to the first heatmap.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 from benchmarks import meter
@@ -26,6 +29,7 @@ CHROMIUM = Path(meter.CHROMIUM)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 CHROMIUM_ARGS += ["--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1280, "height": 720}
+QUIET_MS = 800  # Enter to painted ends once no plot has changed for this long
 # A JavaScript predicate for page.wait_for_function: the run has finished, nothing is stale, and every plot has
 # drawn, each heatmap with its image (or the page shows an exception, which the caller then reports).
 SETTLED = """() => {
@@ -52,6 +56,27 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
+@contextlib.contextmanager
+def chromium():
+    """Headless Chromium through Playwright's synchronous API, closed on the way out."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def new_tab(browser):
+    """A fresh browser context (its own Streamlit session) with the project's viewport and a 5-minute timeout, and
+    its page."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(300_000)
+    return context, context.new_page()
+
+
 def problems(log: str) -> list[str]:
     """The lines of a server's log that tell of an error."""
     return [line[:200] for line in log.splitlines() if "Traceback" in line or " ERROR " in line or "Exception" in line]
@@ -73,10 +98,8 @@ class AppServer:
         self.proc: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
-        streamlit = [
-            *("run", self.script, "--server.port", str(self.port), "--server.address", "127.0.0.1"),
-            *("--server.headless", "true", "--browser.gatherUsageStats", "false"),
-        ]
+        streamlit = ["run", self.script, "--server.port", str(self.port), "--server.address", "127.0.0.1"]
+        streamlit += ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
         if self.serve_options is None:
             return [sys.executable, "-m", "streamlit", *streamlit]
         return [sys.executable, "-m", "benchmarks.serve", *self.serve_options, "--", *streamlit]
@@ -94,7 +117,8 @@ class AppServer:
             wait_healthy(f"{self.base}/_stcore/health", self.proc, timeout)  # every 0.3 s
         except RuntimeError as error:
             self.stop()
-            raise RuntimeError(f"the app server did not start: {error}\n{self.log_tail()}") from None
+            tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+            raise RuntimeError(f"the app server did not start: {error}\n{tail}") from None
         return self.base
 
     def stop(self) -> None:
@@ -107,9 +131,6 @@ class AppServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def log_problems(self) -> list[str]:
         return problems(self.log.read_text(errors="replace"))
@@ -129,8 +150,7 @@ class TimedServer(AppServer):
     """``streamlit run SCRIPT`` under ``serve --timings``, which times every script run; logs in ``folder``."""
 
     def __init__(self, script: str, name: str, folder: Path) -> None:
-        self.name = name
-        self.timings = folder / f"{name}.timings.jsonl"
+        self.name, self.timings = name, folder / f"{name}.timings.jsonl"
         super().__init__(script, log=folder / f"{name}.log", serve_options=["--timings", str(self.timings)])
         self.pages: list[tuple[str, str]] = []
 
@@ -201,9 +221,7 @@ class RedisServer:
     """Debian's ``redis-server`` on a free loopback port, in memory only: the live rooms' store for a lesson."""
 
     def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen | None = None
+        self.port, self.proc = free_port(), None
 
     def start(self) -> str:
         command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -213,7 +231,7 @@ class RedisServer:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.1)
-        return self.url
+        return f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -232,3 +250,112 @@ def lesson_target(servers: int, log_path: str, arena_max: int, memory_log: str =
     if memory_log:
         raise SystemExit("--memory-log is for one server: use --servers 1")
     return ClusterServer(servers, log_path, env)
+
+
+INIT_SCRIPT = """
+window.__scale = {enter: null, runs: 0, finished: null, lastPlot: null, lastPaint: null, settled: null};
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && event.target.closest && event.target.closest('.st-key-w_text'))
+    window.__scale.enter = performance.now();
+}, true);
+const inPlot = (node) => {
+  const element = node && (node.nodeType === 1 ? node : node.parentElement);
+  return !!(element && element.closest && element.closest('.js-plotly-plot'));
+};
+const hasPlot = (node) => node && node.nodeType === 1 &&
+  (node.matches('.js-plotly-plot') || !!node.querySelector('.js-plotly-plot'));
+new MutationObserver((records) => {
+  let plot = false;
+  for (const r of records) {
+    if (r.type === 'attributes' && r.attributeName === 'data-test-script-state') {
+      if (r.target.getAttribute('data-test-script-state') === 'notRunning' && r.oldValue !== 'notRunning') {
+        window.__scale.runs += 1;
+        window.__scale.finished = performance.now();
+      }
+      continue;
+    }
+    plot = plot || inPlot(r.target) || [...r.addedNodes].some(hasPlot) || [...r.removedNodes].some(hasPlot);
+  }
+  if (plot) {
+    window.__scale.lastPlot = performance.now();
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      window.__scale.lastPaint = Math.max(window.__scale.lastPaint || 0, performance.now());
+    }));
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true});
+"""
+
+FIRST_HEATMAP = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .hm image')].some(
+  (i) => (i.getAttribute('href') || '').startsWith('data:image/'))"""
+PLOTS = """() => document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').length"""
+
+
+class BrowserTab:
+    """One Chromium context on the app (its own Streamlit session), with the paint clock installed."""
+
+    def __init__(self, browser, base: str) -> None:
+        self.context, self.page = new_tab(browser)
+        self.page.add_init_script(INIT_SCRIPT)
+        self.received, self.base = 0, base  # received: the bytes the websocket brought so far
+        self.page.on("websocket", lambda ws: ws.on("framereceived", self._count))
+
+    def _count(self, payload) -> None:
+        self.received += len(payload)
+
+    def close(self) -> None:
+        self.context.close()
+
+    def settle(self, before_runs: int = -1) -> None:
+        """Wait for a finished run (after ``before_runs``), settled, then no plot change for ``QUIET_MS``."""
+        self.page.wait_for_function(
+            f"() => window.__scale.runs > {before_runs} && ({SETTLED})() && "
+            "(window.__scale.settled = window.__scale.settled || performance.now())",
+            polling="raf",
+            timeout=300_000,
+        )
+        quiet = f"() => performance.now() - Math.max(window.__scale.lastPlot || 0, window.__scale.settled) > {QUIET_MS}"
+        self.page.wait_for_function(quiet, polling=100, timeout=60_000)
+
+    def open(self, url_path: str, query: dict[str, str]) -> None:
+        self.page.goto(f"{self.base}/{url_path}?{urllib.parse.urlencode(query)}", timeout=300_000)
+        self.settle()
+
+    def type_sentence(self, text: str) -> dict:
+        """Fill the sidebar's Sentence, press Enter, wait until painted; the times in ms from the Enter (finished:
+        the run ended, as the browser saw it)."""
+        self.page.evaluate(
+            "() => Object.assign(window.__scale, {enter: null, lastPlot: null, lastPaint: null, settled: null})"
+        )
+        before, received = self.page.evaluate("() => window.__scale.runs"), self.received
+        box = self.page.locator('[data-testid="stSidebar"] .st-key-w_text input')
+        box.fill(text)
+        load = meter.loadavg()[0]
+        box.press("Enter")
+        self.settle(before)
+        s = self.page.evaluate("() => window.__scale")
+        painted, enter = max(s["lastPaint"] or 0, s["settled"]), s["enter"]
+        out = {"painted_ms": painted - enter, "finished_ms": s["finished"] - enter, "settled_ms": s["settled"] - enter}
+        return out | {"received_bytes": self.received - received, "plots": self.page.evaluate(PLOTS), "load": load}
+
+
+def cold_start(browser, log: Path, url: str = "/", env=None, init_script: str = "", inspect=None) -> dict:
+    """``streamlit run streamlit_app.py`` launched until ``url``'s first heatmap is painted and the page settled,
+    in a new context of the already running ``browser``: seconds (and the server's CPU seconds) to health and
+    to paint. ``inspect(page, base, payloads, started_epoch)`` adds what it returns before the tab closes;
+    ``payloads`` are the websocket messages the tab received, ``init_script`` runs before the page's code."""
+    load, server = meter.loadavg()[0], AppServer(log=log, env=env)
+    t0, epoch0 = time.perf_counter(), time.time()
+    with server as base:
+        sample = {"healthy_s": time.perf_counter() - t0, "healthy_cpu_s": server.cpu_s(), "load": load}
+        context, page = new_tab(browser)
+        if init_script:
+            page.add_init_script(init_script)
+        payloads: list[bytes] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: payloads.append(data)))
+        page.goto(base + url, wait_until="commit")
+        page.wait_for_function(f"() => ({FIRST_HEATMAP})() && ({SETTLED})()", polling="raf")
+        sample |= {"painted_s": time.perf_counter() - t0, "painted_cpu_s": server.cpu_s()}
+        if inspect:
+            sample |= inspect(page, base, payloads, epoch0)
+        context.close()
+    return sample

@@ -1,17 +1,15 @@
 """Load benchmark: many students on one Attention Explorer server, or on several behind nginx.
 
-Usage, from the repository root (the commands behind BENCHMARKS.md's "A class on one link", which
-describes the students and the scenarios)::
+Usage, from the repository root (BENCHMARKS.md's "A class on one link" describes the students and scenarios)::
 
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
     python -m benchmarks.load room --students 1,100 --servers 2 --think 5 --page causal_mask   # a live room
 
-Students (``LessonStudent``) open ``--page`` and act, each scenario with its mix of actions (``MIXES``), until
-``--duration`` is up. In ``room``, a teacher opens a live room (with Redis) and moves every ``--think`` seconds; the
-students join it and only follow and vote (``room_lesson``). Each run starts its own server(s) and appends a JSON
-line to ``artifacts/load/results.jsonl``.
+Students (``LessonStudent``) open ``--page`` and act with their scenario's mix (``MIXES``) until ``--duration``
+is up; in ``room`` they follow a teacher's live room, kept in Redis, and vote (``room_lesson``). Each run starts
+its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -39,17 +37,11 @@ from benchmarks.protocol import TEXT_WIDGET_KEY, BrowserStudent, Run, read_reply
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = str(ROOT / "artifacts" / "load" / "results.jsonl")
 
-
 # A stepper click (Next or Previous), a page switch, a new sentence, and the Generate page writing a continuation
 # of a sentence it has not seen (issue 27: the class's mix with a fifth of the actions generating).
 ACTIONS = ("step", "switch", "sentence", "generate")
 MIXES = {"class": (0.6, 0.2, 0.2, 0.0), "generating": (0.48, 0.16, 0.16, 0.2), "typing": (0.0, 0.0, 1.0, 0.0)}
 MIXES["room"] = (0.75, 0.25, 0.0, 0.0)  # the teacher's moves; the students only follow and vote
-
-
-def pick(scenario: str, rng: random.Random) -> str:
-    """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
-    return rng.choices(ACTIONS, MIXES[scenario])[0]
 
 
 SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
@@ -73,6 +65,11 @@ CLASS_SENTENCES = (
 )
 
 
+def pick(scenario: str, rng: random.Random) -> str:
+    """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
+    return rng.choices(ACTIONS, MIXES[scenario])[0]
+
+
 def typed_sentence(rng: random.Random) -> str:
     """A student's own new sentence: 5-34 random words (about 6-40 GPT-2 tokens), in practice never typed before."""
     return sentence(rng, 5, 34)
@@ -81,6 +78,11 @@ def typed_sentence(rng: random.Random) -> str:
 def chapter_pages(app_pages: list[tuple[str, str]]) -> list[str]:
     """The URL paths a class moves between: every page of the app but ``LEFT_OUT_PAGES``."""
     return [path for path, _ in app_pages if path not in LEFT_OUT_PAGES]
+
+
+def route_cookie(target, rng: random.Random) -> str | None:
+    """nginx's sticky-session cookie, as nginx gives one, when ``target`` has nginx in front."""
+    return f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None
 
 
 def stepper_click(buttons: dict[str, tuple[str, str, bool]], direction: int) -> tuple[str, str, int] | None:
@@ -181,14 +183,13 @@ async def arrived(students: list, since: float, page: str, step, kind: str = "jo
     def first(s: RoomMember):
         return next((a for a in s.arrivals if a[0] > since and a[1] == page and a[2] == step), None)
 
+    def run(s: RoomMember, got) -> Run:
+        error = got[3] if got else f"did not reach {page} {step} in {timeout:.0f} s (shows {s.page} {s.step})"
+        return Run(kind, since, latency=(got[0] - since) if got else 0.0, ok=not error, error=error)
+
     while time.perf_counter() < deadline and not all(first(s) for s in students):
         await asyncio.sleep(0.02)
-    runs = []
-    for s in students:
-        got = first(s)
-        error = got[3] if got else f"did not reach {page} {step} in {timeout:.0f} s (shows {s.page} {s.step})"
-        runs.append(Run(kind, since, latency=(got[0] - since) if got else 0.0, ok=not error, error=error))
-    return runs
+    return [run(s, first(s)) for s in students]
 
 
 async def room_lesson(target, args, n: int) -> dict:
@@ -198,17 +199,16 @@ async def room_lesson(target, args, n: int) -> dict:
     on the teacher's page and step. Then every student votes on one question, one app process is killed (the
     students on it reconnect, as a browser does, to the other), and the teacher moves three more times."""
     rng = random.Random(args.seed)
-    cookie = lambda: f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # noqa: E731
-    teacher = RoomMember(target.base, cookie(), rng)
-    await teacher.connect()
-    await teacher.open(args.page, {"present": "1", "input": "text", "text": CLASS_SENTENCES[0]})
+    teacher = RoomMember(target.base, route_cookie(target, rng), rng)
+    await teacher.visit(args.page, {"present": "1", "input": "text", "text": CLASS_SENTENCES[0]})
     await teacher.send("open", teacher.message(click="room_open"), expect_text=None)
-    students = [RoomMember(target.base, cookie(), random.Random(args.seed * 1000 + i)) for i in range(n)]
+    students = [
+        RoomMember(target.base, route_cookie(target, rng), random.Random(args.seed * 1000 + i)) for i in range(n)
+    ]
 
     async def join(student: RoomMember) -> None:
         await asyncio.sleep(rng.uniform(0, args.spread))
-        await student.connect()
-        opened = await student.open("", {"room": teacher.room})
+        opened = await student.visit("", {"room": teacher.room})
         student.arrive(None if opened.error and opened.error.startswith("wrong page") else opened.error)
         student.reader = asyncio.create_task(student.follow())
 
@@ -217,13 +217,9 @@ async def room_lesson(target, args, n: int) -> dict:
     per_server = dict(Counter(s.upstream or "direct" for s in students))
     pages = [args.page, *[p for p in chapter_pages(teacher.app_pages) if p != args.page][:3]]
 
-    async def move(kind: str) -> list[Run]:
+    async def move(kind: str) -> list[Run]:  # "step" or "switch", timed until every student shows its end
         since = time.perf_counter()
-        if kind == "switch":
-            teacher.page = teacher.rng.choice([p for p in pages if p != teacher.page])
-            await teacher.send("switch", teacher.message(page=teacher.page), expect_text=None)
-        else:
-            await teacher.act("step", pages, typing=False)
+        await teacher.act(kind, pages, typing=False)
         return await arrived(students, since, teacher.page, teacher.step, kind)
 
     moves: list[Run] = []
@@ -241,71 +237,49 @@ async def room_lesson(target, args, n: int) -> dict:
     question = f"room:{teacher.room}:votes:{next(iter(questions))}"
     store = redis.Redis.from_url(os.environ["ATTENTION_ROOMS_URL"])
     votes_before = sorted(store.hvals(question))
-    killed = (
-        next(
-            p
-            for p, a in zip(target.cluster.app_ports, target.cluster.apps, strict=True)
-            if not teacher.upstream.endswith(f":{p}")
-        )
-        if target.proxied
-        else None
-    )
+    others = [p for p in target.cluster.app_ports if not teacher.upstream.endswith(f":{p}")] if target.proxied else []
+    killed = others[0] if others else None  # an app process the teacher is not on
     after: list[Run] = []
     if killed is not None:
         os.killpg(target.cluster.apps[target.cluster.app_ports.index(killed)].pid, signal.SIGKILL)
         await asyncio.sleep(1.0)
         for s in [s for s in students if s.upstream.endswith(f":{killed}")]:  # a browser reconnects and reruns
-            await s.connect()
-            s.arrive((await s.open(s.page, dict(urllib.parse.parse_qsl(s.query_string)))).error)
+            s.arrive((await s.visit(s.page, dict(urllib.parse.parse_qsl(s.query_string)))).error)
             s.reader = asyncio.create_task(s.follow())
         for _ in range(3):
             after += await move("step")
     for s in [teacher, *students]:
         await s.close()
     wanted = sorted(f"{c:.2f}".encode() for c in choices)
-    return {
-        "moves": summarize(moves),
-        "by_kind": {kind: summarize([r for r in moves if r.kind == kind]) for kind in ("step", "switch")},
-        "after_kill": summarize(after),
-        "students_per_server": per_server,
-        "joined": sum(r.ok for r in joined),
-        "join_errors": dict(Counter(r.error for r in joined if r.error)),
-        "questions": len(questions),
-        "votes_cast": len(choices),
-        "votes_counted": len(votes_before),
-        "votes_exact": votes_before == wanted,
-        "votes_after_kill_exact": sorted(store.hvals(question)) == wanted,
-        "killed_app_port": killed,
-        **meter.report(len(moves)),
-    }
+    by_kind = {kind: summarize([r for r in moves if r.kind == kind]) for kind in ("step", "switch")}
+    out = {"moves": summarize(moves), "by_kind": by_kind, "after_kill": summarize(after)}
+    out |= {"students_per_server": per_server, "joined": sum(r.ok for r in joined)}
+    out |= {"join_errors": dict(Counter(r.error for r in joined if r.error)), "questions": len(questions)}
+    out |= {"votes_cast": len(choices), "votes_counted": len(votes_before), "votes_exact": votes_before == wanted}
+    out |= {"votes_after_kill_exact": sorted(store.hvals(question)) == wanted, "killed_app_port": killed}
+    return out | meter.report(len(moves))
 
 
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
     actions = [r for r in runs if r.kind != "open"]
     kinds = sorted({r.kind for r in runs}, key=("open", "next", "previous", "switch", "sentence", "generate").index)
-    finished = [r for r in actions if start <= r.done <= end]
+    finished = [r for r in actions if start <= r.sent + r.latency <= end]
     slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
-    return {
-        "actions": summarize(actions),
-        "by_kind": {kind: summarize([r for r in runs if r.kind == kind]) for kind in kinds},
-        "slowest": [{"kind": r.kind, "where": r.where, "latency_s": r.latency} for r in slowest],
-        "throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan"),
-    }
+    out = {"actions": summarize(actions), "by_kind": {k: summarize([r for r in runs if r.kind == k]) for k in kinds}}
+    out["slowest"] = [{"kind": r.kind, "where": r.where, "latency_s": r.latency} for r in slowest]
+    return out | {"throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan")}
 
 
 async def lesson(target, args, n: int):
     """``n`` students open the class's link (``args.page``, the class's first sentence) over ``args.spread``
     seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up."""
-    rng = random.Random(args.seed)
-    typing = args.scenario == "typing"
-    pages = chapter_pages(target.app_pages)
-    link = {"input": "text", "text": CLASS_SENTENCES[0]}
+    rng, typing = random.Random(args.seed), args.scenario == "typing"
+    pages, link = chapter_pages(target.app_pages), {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
-    students = []
-    for i in range(n):
-        cookie = f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None  # as nginx gives one
-        students.append(LessonStudent(target.base, cookie, random.Random(args.seed * 1000 + i)))
+    students = [
+        LessonStudent(target.base, route_cookie(target, rng), random.Random(args.seed * 1000 + i)) for i in range(n)
+    ]
 
     async def attend(student: LessonStudent, delay: float, end: float) -> None:
         await asyncio.sleep(delay)
@@ -331,25 +305,18 @@ async def lesson(target, args, n: int):
         await asyncio.gather(*(attend(s, rng.uniform(0, args.spread), end) for s in students))
     for s in students:
         await s.close()
-    memory = {}
-    if target.memory_log:
-        memory = memory_trends(read_memory_log(target.memory_log), wall_start, wall_start + args.duration)
-    return {
-        **summarize_lesson(runs, start, end),
-        "server_memory": memory,
-        "joined": sum(1 for r in runs if r.kind == "open" and r.ok),
-        "students_per_server": dict(Counter(s.upstream or "direct" for s in students)),
-        "pages": pages,
-        **meter.report(len(runs)),
-        "rss_samples": meter.samples[:: max(1, int(10 / meter.every))],
-    }
+    samples = read_memory_log(target.memory_log)  # none without --memory-log, and then no trends
+    memory = memory_trends(samples, wall_start, wall_start + args.duration)
+    out = {**summarize_lesson(runs, start, end), "server_memory": memory}
+    out |= {"joined": sum(1 for r in runs if r.kind == "open" and r.ok)}
+    out |= {"students_per_server": dict(Counter(s.upstream or "direct" for s in students)), "pages": pages}
+    return out | {**meter.report(len(runs)), "rss_samples": meter.samples[:: max(1, int(10 / meter.every))]}
 
 
 async def one_lesson(args, servers: int, n: int) -> None:
-    """A ``class`` or ``typing`` run of ``n`` students on ``servers`` app processes (behind nginx if more than one):
-    start them, warm up every app process, run the lesson, stop; record the entry and print its summary."""
-    scenario = args.scenario
-    label = f"{scenario}-{servers}server-{n}"
+    """A run of ``args.scenario`` with ``n`` students on ``servers`` app processes (behind nginx if more than one):
+    start them (and Redis for a room), warm each up, run the lesson, stop; record the entry and print its summary."""
+    scenario, label = args.scenario, f"{args.scenario}-{servers}server-{n}"
     log_path = os.path.join(os.path.dirname(args.results), "logs", label + ".log")
     memory_log = log_path + ".memory.jsonl" if args.memory_log else ""
     if memory_log and os.path.exists(memory_log):

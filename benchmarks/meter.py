@@ -15,6 +15,10 @@ from collections import Counter
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 TICK = os.sysconf("SC_CLK_TCK")
+MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
+    *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
+    *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
+}
 
 
 def loadavg() -> tuple[float, float, float]:
@@ -109,12 +113,9 @@ def slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
 
 
 class Meter:
-    """Server RSS every ``every`` seconds, and CPU accounting between start and stop.
-
-    The server's figures are ``server.cpu_s()`` and ``server.rss_mib()`` (every app process together); the CPU
-    of each of its ``processes()`` (name -> pid: the app processes and nginx) is measured on its own too.
-    The client's CPU is this process's.
-    """
+    """Server RSS (``server.rss_mib()``) every ``every`` seconds, and CPU seconds between start and stop: the
+    server's (``server.cpu_s()``, every app process together), each of its ``processes()`` (name -> pid: the app
+    processes and nginx) on its own, and the client's, which is this process's."""
 
     def __init__(self, server, every: float = 1.0) -> None:
         self.server, self.every = server, every
@@ -145,32 +146,18 @@ class Meter:
         self.load_end = loadavg()[0]
 
     def report(self, runs: int) -> dict:
-        per_run = {"server": self.server_cpu, "client": self.client_cpu}
-        return {
-            "elapsed_s": self.elapsed,
-            **rss_trend(self.samples, self.elapsed),
-            **{f"{who}_cpu_s": cpu for who, cpu in per_run.items()},
-            **{f"{who}_cpu_cores": cpu / self.elapsed for who, cpu in per_run.items()},
-            **{f"{who}_cpu_ms_per_run": 1000 * cpu / runs if runs else float("nan") for who, cpu in per_run.items()},
-            "loadavg_start": self.load_start,
-            "loadavg_end": self.load_end,
-            "processes": {name: {"cpu_s": cpu, "cpu_cores": cpu / self.elapsed} for name, cpu in self.proc_cpu.items()},
-        }
-
-
-def rss_trend(samples: list[tuple[float, float]], elapsed: float) -> dict:
-    """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half, from
-    (seconds, MiB) samples."""
-    values = [v for _, v in samples]
-    out = {"rss_start_mib": values[0], "rss_end_mib": values[-1], "rss_max_mib": max(values)}
-    out["rss_slope_mib_per_min"] = slope_mib_per_min(samples)
-    return out | {"rss_slope_second_half_mib_per_min": slope_mib_per_min([x for x in samples if x[0] >= elapsed / 2])}
-
-
-MEMORY_COUNTS = {  # fields of a memory sample that are counts (or seconds), not bytes
-    *("t", "wall", "py_blocks", "sessions", "media_files", "deferred_downloads"),
-    *("pymalloc.arenas", "pymalloc.arenas_highwater", "caches.SHARED.entries", "caches.FIGURES.entries"),
-}
+        """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half; the CPU
+        seconds, cores and ms per run of the server and the client, and of each process; the load averages."""
+        rss, half = [v for _, v in self.samples], [x for x in self.samples if x[0] >= self.elapsed / 2]
+        out = {"elapsed_s": self.elapsed, "rss_start_mib": rss[0], "rss_end_mib": rss[-1], "rss_max_mib": max(rss)}
+        out |= {"rss_slope_mib_per_min": slope_mib_per_min(self.samples)}
+        out |= {"rss_slope_second_half_mib_per_min": slope_mib_per_min(half)}
+        cpu = {"server": self.server_cpu, "client": self.client_cpu}
+        out |= {f"{who}_cpu_s": s for who, s in cpu.items()}
+        out |= {f"{who}_cpu_cores": s / self.elapsed for who, s in cpu.items()}
+        out |= {f"{who}_cpu_ms_per_run": 1000 * s / runs if runs else float("nan") for who, s in cpu.items()}
+        processes = {name: {"cpu_s": s, "cpu_cores": s / self.elapsed} for name, s in self.proc_cpu.items()}
+        return out | {"loadavg_start": self.load_start, "loadavg_end": self.load_end, "processes": processes}
 
 
 def _flat(sample: dict, prefix: str = "") -> dict[str, float]:
@@ -194,9 +181,7 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
     trends = {}
     for key in sorted({k for row in rows for k in row} - {"t", "wall"}):
         scale = 1 if key in MEMORY_COUNTS else 1 / 2**20
-        points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]
-        if not points:
-            continue
+        points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]  # never empty: a row has key
         values = [v for _, v in points]
         trend = {"first": values[0], "last": values[-1], "min": min(values), "max": max(values)}
         trend["slope_per_min"] = slope_mib_per_min(points)

@@ -1,9 +1,8 @@
 """The protocol client: a browser tab reduced to Streamlit's websocket protocol, and the sentences it types.
 
-A simulated student speaks ``/_stcore/stream`` itself (protobuf ``BackMsg`` out, ``ForwardMsg`` in), so the
-machine's time goes to the server rather than to browsers. ``Student`` sends only what changed; ``BrowserStudent``
-sends every widget's state, clicks in their fragment and keeps a browser's message cache. A run is timed from the
-request to the ``script_finished`` that ends it, everything drawn arriving before. Students type random words
+A simulated student (``Student``, or the more browser-like ``BrowserStudent``) speaks ``/_stcore/stream`` itself
+(protobuf ``BackMsg`` out, ``ForwardMsg`` in), so the machine's time goes to the server, not to browsers. A run is
+timed from the request to the ``script_finished`` that ends it, after everything drawn. Students type random words
 (``sentence``) or exactly T GPT-2 tokens (``Sentences``), from a link if it can hold them (``open_typed``).
 """
 
@@ -24,9 +23,6 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
 RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
-FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
-FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
-FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
 ROOM_RE = re.compile(r"Room <b>([A-Z2-9]{5})</b>")
@@ -111,33 +107,26 @@ def read_reply(data: bytes) -> Reply:
     """What a student needs from one ``ForwardMsg``."""
     msg = ForwardMsg.FromString(data)
     kind = msg.WhichOneof("type") or ""
-    reply = Reply(kind)
-    if msg.metadata.cacheable and msg.hash:
-        reply.cache_hash = msg.hash
+    reply = Reply(kind, cache_hash=msg.hash if msg.metadata.cacheable and msg.hash else None)
     if kind == "ref_hash":
         reply.ref_hash = msg.ref_hash
     elif kind == "new_session":
         reply.max_cached_age = msg.new_session.config.max_cached_message_age
     if kind == "script_finished":
         reply.finished = msg.script_finished
-        reply.final = msg.script_finished != FINISHED_EARLY_FOR_RERUN
-        if msg.script_finished == FINISHED_WITH_COMPILE_ERROR:
+        reply.final = msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN
+        if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
             reply.error = "script failed to compile"
     elif kind == "navigation":
-        reply.page_script_hash = msg.navigation.page_script_hash
-        reply.pages, reply.page_hashes = [], {}
-        for page in msg.navigation.app_pages:
-            if page.page_script_hash == msg.navigation.page_script_hash:
-                reply.page_url = page.url_pathname
-            if not page.external_url:
-                reply.pages.append((page.url_pathname, page.page_name))
-                reply.page_hashes[page.url_pathname] = page.page_script_hash
+        reply.page_script_hash, pages = msg.navigation.page_script_hash, msg.navigation.app_pages
+        reply.page_url = next((p.url_pathname for p in pages if p.page_script_hash == reply.page_script_hash), None)
+        reply.pages = [(p.url_pathname, p.page_name) for p in pages if not p.external_url]
+        reply.page_hashes = {p.url_pathname: p.page_script_hash for p in pages if not p.external_url}
     elif kind == "page_info_changed":
         reply.query_string = msg.page_info_changed.query_string
     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-        element = msg.delta.new_element
+        element, reply.fragment_id = msg.delta.new_element, msg.delta.fragment_id
         etype = element.WhichOneof("type")
-        reply.fragment_id = msg.delta.fragment_id
         if etype == "exception":
             reply.error = f"exception: {element.exception.type}: {element.exception.message[:120]}"
         elif etype == "alert" and element.alert.format == Alert.ERROR:
@@ -160,9 +149,8 @@ def read_reply(data: bytes) -> Reply:
             reply.state = widget_state(element)
             if etype in ("text_input", "number_input"):
                 widget = getattr(element, etype)
-                value = widget.value if widget.HasField("value") else None
                 if match := WIDGET_ID_RE.match(widget.id):
-                    reply.widget = (match.group(1), widget.id, value)
+                    reply.widget = (match.group(1), widget.id, widget.value if widget.HasField("value") else None)
     return reply
 
 
@@ -179,10 +167,6 @@ class Run:
     charts: int = 0
     where: str = ""  # the page and step shown after the run (lessons), e.g. "multihead 3/7"
 
-    @property
-    def done(self) -> float:
-        return self.sent + self.latency
-
 
 class Student:
     """One browser tab, reduced to the protocol: a session on one page of the app."""
@@ -192,9 +176,7 @@ class Student:
         self.cookie = cookie  # "name=value" sent when connecting (nginx's sticky-session cookie)
         self.upstream = ""  # the app process nginx chose
         self.ws = None
-        self.page_script_hash = ""
-        self.query_string = ""
-        self.page = ""
+        self.page, self.query_string, self.page_script_hash = "", "", ""  # the page this tab shows
         self.widget_ids: dict[str, str] = {}  # widget key -> id, as the server named them
         self.cached: dict[str, None] = {}  # insertion-ordered set of cached message hashes
         self.steps: int | None = None
@@ -224,8 +206,7 @@ class Student:
 
     async def open(self, page: str, query: dict[str, str]) -> Run:
         """Open a link to ``page`` (a new tab): the first run of a new session."""
-        self.page = page
-        self.query_string = urllib.parse.urlencode(query)
+        self.page, self.query_string = page, urllib.parse.urlencode(query)
         message = self.request({"query_string": self.query_string, "page_name": page, "url": self.url})
         return await self.send("open", message, expect_text=query.get("text"), exact=False)
 
@@ -366,12 +347,9 @@ class BrowserStudent(Student):
     def _finished(self, status: int) -> None:
         """A run ended: age the message cache, and after a full run forget the widgets it did not draw."""
         self.finished_runs += 1
-        self.message_cache = {
-            h: (r, used)
-            for h, (r, used) in self.message_cache.items()
-            if self.finished_runs - used <= self.max_cached_age
-        }
-        if status == FINISHED_SUCCESSFULLY:
+        fresh = self.finished_runs - self.max_cached_age  # the oldest last use a cached message may have
+        self.message_cache = {h: (r, used) for h, (r, used) in self.message_cache.items() if used >= fresh}
+        if status == ForwardMsg.FINISHED_SUCCESSFULLY:
             self.states = {i: v for i, v in self.states.items() if i in self._drawn}
             self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
         self._drawn = set()
@@ -385,10 +363,9 @@ class BrowserStudent(Student):
         if text is not None:
             self.states[self.widget_ids[TEXT_WIDGET_KEY]] = ("string_value", text)
         where = None
-        if page in self.page_hashes:
-            where = {"page_script_hash": self.page_hashes[page], "url": f"{self.base}/{page}"}
-        elif page is not None:
-            where = {"page_name": page, "url": f"{self.base}/{page}"}
+        if page is not None:  # by its hash once the navigation named it
+            by = "page_script_hash" if page in self.page_hashes else "page_name"
+            where = {by: self.page_hashes.get(page, page), "url": f"{self.base}/{page}"}
         trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
         return self.request(where, states=self.states, trigger=trigger, fragment_id=fragment)
 
@@ -420,14 +397,13 @@ async def warm(base: str, pages: list[str] | None = None, every_step: bool = Fal
 
 
 _PROSE = (
-    "the a student reads every word of this long sentence about attention while her friend writes code on "
-    "an old laptop near window morning light falls across desk and teacher asks why softmax makes each row "
-    "sum to one because weights must share probability between tokens that came before so query looks at "
-    "keys values heads mask future context vector grows small large quickly slowly bright quiet river "
-    "mountain city garden music paper pencil coffee rain snow summer winter green blue red yellow cat dog "
-    "bird fish tree flower house school library train station bridge story question answer idea number "
-    "matrix column row dot product scale learn model layer input output embedding token journey starts "
-    "with one step"
+    "the a student reads every word of this long sentence about attention while her friend writes code on an old "
+    "laptop near window morning light falls across desk and teacher asks why softmax makes each row sum to one because "
+    "weights must share probability between tokens that came before so query looks at keys values heads mask future "
+    "context vector grows small large quickly slowly bright quiet river mountain city garden music paper pencil coffee "
+    "rain snow summer winter green blue red yellow cat dog bird fish tree flower house school library train station "
+    "bridge story question answer idea number matrix column row dot product scale learn model layer input output "
+    "embedding token journey starts with one step"
 )
 WORDS = tuple(_PROSE.split())
 MAX_URL_TEXT_CHARS = 2_000  # explorer.settings: longer link texts are cut (with a notice)
@@ -444,9 +420,7 @@ class Sentences:
     def __init__(self, seed: int = 7) -> None:
         import attention
 
-        self.tokenize = attention.tokenize
-        self.rng = random.Random(seed)
-        self.seen: set[str] = set()
+        self.tokenize, self.rng, self.seen = attention.tokenize, random.Random(seed), set()
 
     def make(self, num_tokens: int) -> str:
         for _ in range(200):

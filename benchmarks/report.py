@@ -8,6 +8,9 @@ from pathlib import Path
 
 from benchmarks.meter import median
 
+BYTES_GOAL = 2 * 10**6
+GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
+
 
 def record(entry: dict, path: str) -> None:
     """Append ``entry`` as one JSON line to ``path``."""
@@ -38,10 +41,6 @@ def table(intro: str, header: str, align: str, rows: list[str]) -> list[str]:
     return [intro, "", row(*columns), row(*aligns), *rows, ""]
 
 
-BYTES_GOAL = 2 * 10**6
-GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
-
-
 def _fmt_ms(value: float) -> str:
     return "–" if value != value else (f"{value:,.0f}" if value >= 100 else f"{value:.1f}")
 
@@ -67,8 +66,7 @@ def page_summary(results: dict) -> list[dict]:
     summary = []
     for page, sizes in by_page.items():
         for num_tokens, rows in sorted(sizes.items()):
-            worst = max(rows, key=lambda r: r["ratio"])
-            heaviest = max(rows, key=lambda r: r["bytes"])
+            worst, heaviest = max(rows, key=lambda r: r["ratio"]), max(rows, key=lambda r: r["bytes"])
             means = {key: statistics.fmean(r[field] for r in rows) for key, field in MEANS.items()}
             entry = {"page": page, "T": num_tokens, "steps": len(rows), "worst": worst, **means, "bytes": heaviest}
             summary.append(entry | {"load": [v for r in rows for v in r["load"]]})
@@ -96,17 +94,16 @@ def flag(value: float, goal: float | None) -> str:
 
 SHELL = "shell (entry script, empty page)"
 SERVER_INTROS = (  # server_tables' tables
-    "**Server time of a rerun after a sentence change** (script run timed inside the server; median of "
-    "{counts} new sentences per page and step). Each cell: the worst step's time as a multiple of the "
-    "bare page at the same T (and its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, "
-    "≤ 3× at T = 1,024.",
-    "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the "
-    "worst step in brackets):",
-    "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds "
-    "the GIL until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; "
-    "the collection's median ms in brackets):",
-    "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, "
-    "in KiB; ⚠️ over 2 MB):",
+    "**Server time of a rerun after a sentence change** (script run timed inside the server; median of {counts} new "
+    "sentences per page and step). Each cell: the worst step's time as a multiple of the bare page at the same T (and "
+    "its step), then the mean over all steps. Goals: ≤ 1.5× at T ≤ 64, ≤ 3× at T = 1,024.",
+    "The same, in milliseconds (worst step · mean over steps; client send → `script_finished` of the worst step in "
+    "brackets):",
+    "The whole rerun as the user waits for it: the script *and* the post-run `gc.collect(2)`, which holds the GIL "
+    "until `script_finished` has gone out (worst step's ms and × the bare page's, bare included; the collection's "
+    "median ms in brackets):",
+    "**Bytes sent to the browser per rerun** (websocket payloads of the rerun; the step with the most, in KiB; ⚠️ "
+    "over 2 MB):",
 )
 
 
@@ -126,8 +123,7 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
         return f"{w['ratio']:.1f}× ({w['step']}){flag(w['ratio'], goal_for(s['T']))} · {s['mean_ratio']:.1f}×"
 
     def ms(s: dict) -> str:
-        worst = s["worst"]
-        return f"{_fmt_ms(worst['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(worst['client_ms'])})"
+        return f"{_fmt_ms(s['worst']['script_ms'])} · {_fmt_ms(s['mean_ms'])} ({_fmt_ms(s['worst']['client_ms'])})"
 
     def rerun(r: dict, times: float, mark: str = "") -> str:
         return f"{_fmt_ms(r['total_ms'])} ({times:.1f}×{mark}; GC {_fmt_ms(r['gc_ms'])})"
@@ -144,9 +140,6 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
     def bare_ratio(b: dict, t: int) -> str:
         return f"{_fmt_ms(b['script_ms'])} ms ({b['script_ms'] / base[f'bare|{t}']['script_ms']:.2f}×)"
 
-    def bare_whole(b: dict, t: int) -> str:
-        return rerun(b, b["total_ms"] / base[f"bare|{t}"]["total_ms"])
-
     repeats = {t: sorted({len(r["samples_ms"]) for r in server.values() if r["T"] == t}) for t in sizes}
     counts = ", ".join(f"{'/'.join(map(str, n))} at T = {t:,}" for t, n in repeats.items())
     if len({tuple(n) for n in repeats.values()}) == 1:
@@ -154,7 +147,7 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
     specs = (  # intro, what each T's column holds, (the bare page's and shell's cell, the shell's name), a page's cell
         (SERVER_INTROS[0].format(counts=counts), ": worst (step) · mean", (bare_ratio, SHELL), ratio),
         (SERVER_INTROS[1], " ms", None, ms),
-        (SERVER_INTROS[2], "", (bare_whole, "shell"), whole),
+        (SERVER_INTROS[2], "", (lambda b, t: rerun(b, b["total_ms"] / base[f"bare|{t}"]["total_ms"]), "shell"), whole),
         (SERVER_INTROS[3], "", (lambda b, t: f"{b['bytes'] / 1024:,.0f}", "shell"), most_bytes),
     )
     out = []
@@ -180,13 +173,8 @@ def server_tables(results: dict, summary: list[dict]) -> list[str]:
             ]
             steps.append(row(_page_name(page), str(step), *cells, loads([r for r in rows if r])))
     details = "<details><summary>Every page and step: server ms (× bare) and KiB per rerun</summary>"
-    right = "|".join("---:" for _ in sizes)
-    return [
-        *out,
-        *table(details, f"page | step | {' | '.join(columns)} | load", f"---|---:|{right}|---", steps),
-        "</details>",
-        "",
-    ]
+    header, right = f"page | step | {' | '.join(columns)} | load", "|".join("---:" for _ in sizes)
+    return [*out, *table(details, header, f"---|---:|{right}|---", steps), "</details>", ""]
 
 
 def app_scale_tables(results: dict) -> str:
@@ -211,10 +199,9 @@ def app_scale_tables(results: dict) -> str:
     browser = results.get("browser", {})
     if browser:
         out += table(
-            "**Enter to painted in Chromium** (median of "
-            f"{len(next(iter(browser.values()))['samples_ms'])} sentences; the page's heaviest step; *run finished* is "
-            "when the browser saw the script run end; KiB received over the websocket). Goal: T = 1,024 at most 3× "
-            "T = 64.",
+            f"**Enter to painted in Chromium** (median of {len(next(iter(browser.values()))['samples_ms'])} sentences; "
+            "the page's heaviest step; *run finished* is when the browser saw the script run end; KiB received over "
+            "the websocket). Goal: T = 1,024 at most 3× T = 64.",
             "page | step | T = 64: run finished · painted ms | T = 1,024: run finished · painted ms "
             "| painted 1,024 / 64 | plots | KiB at 1,024 | load",
             "---|---:|---:|---:|---:|---:|---:|---",
@@ -246,14 +233,13 @@ def app_scale_tables(results: dict) -> str:
             f"`attention` imports, largest first (cumulative): {top}; largest single modules (self): {own}.",
             "",
         ]
-    out += verdicts(results)
+    out += verdicts(results, summary)
     return "\n".join(out)
 
 
-def verdicts(results: dict) -> list[str]:
-    """One line per goal: met or not, with the measured numbers."""
+def verdicts(results: dict, summary: list[dict]) -> list[str]:
+    """One line per goal: met or not, with the measured numbers (``summary``: ``page_summary(results)``)."""
     lines = ["**Goals** (computed from the tables above):", ""]
-    summary = page_summary(results)
     for label, test, goal in (
         ("≤ 1.5× the bare page at T ≤ 64", lambda t: t <= 64, GOALS["small"]),
         ("≤ 3× the bare page at T = 1,024", lambda t: t == 1024, GOALS["large"]),

@@ -19,6 +19,10 @@ import tempfile
 import threading
 import time
 
+PYMALLOC_FIELDS = {"# arenas allocated current": "arenas", "# arenas highwater mark": "arenas_highwater"}
+PYMALLOC_FIELDS |= {"# bytes in allocated blocks": "in_use", "# bytes in available blocks": "free_in_pools"}
+CACHES = (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES"))  # (module, name)
+
 
 def _time_runs(path: str) -> None:
     """Time every script run: until ``_on_script_finished``, and the post-run collection after it."""
@@ -43,8 +47,7 @@ def _time_runs(path: str) -> None:
             with lock, open(path, "a") as f:
                 f.write(json.dumps({**line, "total_s": end - start}) + "\n")
 
-    ScriptRunner._on_script_finished = on_script_finished
-    ScriptRunner._run_script = run_script
+    ScriptRunner._on_script_finished, ScriptRunner._run_script = on_script_finished, run_script
 
 
 class _MallInfo2(ctypes.Structure):
@@ -64,10 +67,6 @@ def _mallinfo2() -> dict:
     return {"arena": info.arena, "in_use": info.uordblks, "free": info.fordblks, "mmapped": info.hblkhd}
 
 
-PYMALLOC_FIELDS = {"# arenas allocated current": "arenas", "# arenas highwater mark": "arenas_highwater"}
-PYMALLOC_FIELDS |= {"# bytes in allocated blocks": "in_use", "# bytes in available blocks": "free_in_pools"}
-
-
 def _pymalloc() -> dict:
     """CPython's small-object allocator (``sys._debugmallocstats``): arenas (1 MiB each) held, bytes in live blocks,
     bytes free in its pools. The stats go to C's stderr, so it is pointed at a file for the call: a line another
@@ -82,44 +81,28 @@ def _pymalloc() -> dict:
             os.dup2(saved, 2)
             os.close(saved)
         tmp.seek(0)
-        text = tmp.read().decode(errors="replace")
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() in PYMALLOC_FIELDS:
-            out[PYMALLOC_FIELDS[key.strip()]] = int(value.strip().replace(",", ""))
-    return out
+        pairs = [line.partition("=") for line in tmp.read().decode(errors="replace").splitlines()]
+    return {PYMALLOC_FIELDS[k.strip()]: int(v.replace(",", "")) for k, _, v in pairs if k.strip() in PYMALLOC_FIELDS}
 
 
 def _status() -> dict:
     wanted = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file"}
-    out = {}
     with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in wanted:
-                out[wanted[key]] = int(value.split()[0]) * 1024
-    return out
+        return {wanted[k]: int(v.split()[0]) * 1024 for k, _, v in (line.partition(":") for line in f) if k in wanted}
 
 
 def memory_sample(started: float) -> dict:
     """One line of ``--memory-log``: the process's memory by kind, in bytes (see the module docstring)."""
     sample = {"t": round(time.monotonic() - started, 2), "wall": time.time(), **_status(), "malloc": _mallinfo2()}
-    sample["pymalloc"] = _pymalloc()
-    sample["py_blocks"] = sys.getallocatedblocks()
-    caches = {}
-    for module, name in (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.drawn", "FIGURES")):
-        cache = getattr(sys.modules.get(module), name, None)
-        if cache is not None:
-            caches[name] = {"entries": len(cache), "bytes": cache.bytes}
-    sample["caches"] = caches
+    sample |= {"pymalloc": _pymalloc(), "py_blocks": sys.getallocatedblocks()}
+    found = {name: getattr(sys.modules.get(module), name, None) for module, name in CACHES}
+    sample["caches"] = {name: {"entries": len(c), "bytes": c.bytes} for name, c in found.items() if c is not None}
     runtime_module = sys.modules.get("streamlit.runtime.runtime")
     if runtime_module is not None and runtime_module.Runtime.exists():
         runtime = runtime_module.Runtime.instance()
         media = runtime.media_file_mgr
         sample["sessions"] = runtime._session_mgr.num_sessions()
-        sample["media_files"] = len(media._file_metadata)
-        sample["deferred_downloads"] = len(media._deferred_callables)
+        sample |= {"media_files": len(media._file_metadata), "deferred_downloads": len(media._deferred_callables)}
     return sample
 
 

@@ -1,10 +1,7 @@
-"""The shell for ``benchmarks.app_scale``: the app's own entry code, ``explorer_app.run``, around an empty page.
-
-For the length of the run ``st.navigation`` is given one empty page instead of the app's, so all the
-rest is the shipped shell (server set-up, sidebar, token window, styles, the page's fragment and
-turn, exports, link and URL sync): *page − shell* is a page's own cost. The benchmark times one
-session at a time on this server, and runs this file beside a link to ``pages/`` (``app_scale.shell_script``).
-"""
+"""The shell for ``benchmarks.app_scale``: the app's own entry code, ``explorer_app.run``, with ``st.navigation``
+given one empty page instead of the app's for the run, so *page − shell* is a page's own cost (BENCHMARKS.md, "App
+at scale"). The benchmark times one session at a time on this server, and runs this file beside a link to
+``pages/`` (``app_scale.shell_script``)."""
 
 import streamlit as st
 

@@ -13,8 +13,7 @@ import os
 import pytest
 from e2e_support import ARTIFACTS, AppPage, open_page
 
-from benchmarks.browser import chromium
-from benchmarks.launch import CHROMIUM, AppServer
+from benchmarks.launch import CHROMIUM, AppServer, chromium
 
 SERVER_START_SECONDS = 180
 
