@@ -35,7 +35,7 @@ from .cells import PICK_LIMIT, PICK_TRACE, cell_marks, pick_layer
 from .charts import bars, lines, stacked_contributions
 from .dropout import WORD_LABEL_LIMIT, dropout_heatmap
 from .grids import heatmap_grid
-from .heatmaps import heatmap, readable_width, without_cell_text
+from .heatmaps import heatmap, without_cell_text
 from .labels import plain_label, plural, token_label, token_labels, visible_token
 from .layout import (
     DEFAULT_STYLE,
@@ -56,6 +56,7 @@ from .layout import (
 from .matrices import MatrixView, fit_matrix
 from .products import agreement, dot_product_bars, dot_product_text, measured_lines
 from .scales import KINDS, MASK, NONNEGATIVE, SIGNED, WEIGHTS, colour_range, infer_kind, shared_range, spread_note
+from .widths import readable_width
 
 __all__ = [
     "DEFAULT_STYLE",

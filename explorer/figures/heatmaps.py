@@ -256,7 +256,7 @@ def without_cell_text(fig: go.Figure) -> go.Figure:
     the values stay in the hover, masked cells stay blank. A figure with no cell
     text (above ``TEXT_CELL_LIMIT`` tokens) is returned as it is.
     """
-    if not any(_prints_in_cells(trace) for trace in fig.data):
+    if not any(prints_in_cells(trace) for trace in fig.data):
         return fig
     data = [trace.to_plotly_json() for trace in fig.data if not (trace.type == "scatter" and trace.mode == "text")]
     for trace in data:
@@ -266,49 +266,7 @@ def without_cell_text(fig: go.Figure) -> go.Figure:
     return figure(data, fig.layout.to_plotly_json())
 
 
-def _prints_in_cells(trace) -> bool:
+def prints_in_cells(trace) -> bool:
     if trace.type == "scatter":
         return trace.mode == "text"
     return trace.type == "heatmap" and (trace.text is not None or trace.texttemplate is not None)
-
-
-CHAR_PX = 7.5  # the width of one digit or letter in plotly's cell text (12 px) on a phone, measured in Chromium
-CELL_PAD_PX = 8  # and the room between two cells' texts
-LABEL_PITCH_PX = 16  # a row or column with its own tick label needs this much, or the labels run together
-
-
-def readable_width(fig: go.Figure) -> int:
-    """The narrowest width (px) at which no two texts of the figure run into each other across: each heatmap's
-    column as wide as its longest printed number and at least ``LABEL_PITCH_PX`` (square cells give the rows as
-    much), and each lying x tick label as wide as its text, in the share of the width its panel gets, plus the
-    figure's side margins. 0 when nothing needs room."""
-    plot_px = 0.0
-
-    def need(px: float, axis_name: str | None) -> None:
-        nonlocal plot_px
-        axis = fig.layout[f"xaxis{(axis_name or 'x')[1:]}"]
-        share = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
-        plot_px = max(plot_px, px / max(share, 0.05))
-
-    for trace in fig.data:
-        if trace.type == "heatmap" and trace.z is not None and np.ndim(trace.z) == 2:
-            columns = np.shape(trace.z)[1]
-        elif _prints_in_cells(trace) and trace.x is not None:
-            columns = len(set(np.ravel(trace.x)))
-        else:
-            continue
-        texts = [] if trace.text is None else [str(t) for t in np.ravel(np.asarray(trace.text, dtype=object))]
-        texts = [t for t in texts if t and t != "None"]
-        need(columns * max([LABEL_PITCH_PX] + [len(t) * CHAR_PX + CELL_PAD_PX for t in texts]), trace.xaxis)
-    for name in [key for key in fig.layout if key.startswith("xaxis")]:
-        axis = fig.layout[name]
-        if axis.tickvals is None or axis.tickangle == -90 or not len(axis.tickvals):
-            continue
-        labels = [str(t) for t in (axis.ticktext if axis.ticktext is not None else axis.tickvals)]
-        size = (axis.tickfont.size or 12) / 12
-        need(len(labels) * (max(map(len, labels)) * CHAR_PX * size + CELL_PAD_PX), f"x{name[5:]}")
-    if not plot_px:
-        return 0
-    margin = fig.layout.margin
-    sides = (margin.l if margin.l is not None else 80) + (margin.r if margin.r is not None else 80)
-    return int(plot_px + sides + 70 * any(getattr(trace, "showscale", False) for trace in fig.data))

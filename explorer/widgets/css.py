@@ -45,8 +45,9 @@ BASE_CSS = """<style>
 /* a diff's removed and added lines at WCAG AA contrast on the code block's gray (Streamlit's red is 3.2 : 1) */
 [data-testid="stCode"] .deleted {color: #b42318 !important;}
 [data-testid="stCode"] .inserted {color: #116329 !important;}
-/* a hovered segment of a segmented control: Streamlit's blue on its hover tint is 4.1 : 1, this is 5.9 : 1 */
-[data-testid="stButtonGroup"] button:hover :is(p, span) {color: #005a8c;}
+/* a chosen or hovered segment of a segmented control: Streamlit's blue on its tint is 4.1 : 1, this 5.9 : 1 */
+[data-testid="stButtonGroup"] button:is(:hover, [data-selected], [aria-checked="true"], [aria-pressed="true"])
+  :is(p, span) {color: #005a8c;}
 @media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
   [class*="st-key-every_head"] .textpoint text {font-size: 9px !important;}
   [class*="st-key-every_head_wide"] .textpoint {display: none;}
@@ -100,3 +101,19 @@ def page_stylesheet(page: str) -> None:
     """``page``'s own presenter rules (``PAGE_PRESENTER_CSS``), in presenter mode only."""
     if st.session_state.get("presenter") and page in PAGE_PRESENTER_CSS:
         st.html(PAGE_PRESENTER_CSS[page])
+
+
+# A chart that scrolls sideways on a phone (``widgets.charts.phone_scroll``) is a region a keyboard can focus
+# and scroll with the arrow keys, named for screen readers; Streamlit's containers take no attributes.
+SCROLL_REGIONS = """<script>
+if (!window.chartScrollRegions) {
+  window.chartScrollRegions = true;
+  const mark = () => document.querySelectorAll('[class*="st-key-scroll"]:not([tabindex])').forEach((el) => {
+    el.tabIndex = 0;
+    el.setAttribute('role', 'region');
+    el.setAttribute('aria-label', 'Chart: scroll sideways to see all of it');
+  });
+  new MutationObserver(mark).observe(document.body, {childList: true, subtree: true});
+  mark();
+}
+</script>"""

@@ -25,6 +25,7 @@ from explorer.session.state import (
 from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings
 from explorer.views.run import Run
 from explorer.widgets.cells import TOUCH_HOVER
+from explorer.widgets.css import SCROLL_REGIONS
 
 _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
     ("d_in", "d_in"),
@@ -105,7 +106,7 @@ def sidebar() -> Settings:
             format_func=str.upper,
             help="What the camera button in each figure's toolbar downloads; PNG is 3× the on-screen size.",
         )
-        st.html(TOUCH_HOVER, unsafe_allow_javascript=True)  # once a page, not at every rerun of a step
+        st.html(TOUCH_HOVER + SCROLL_REGIONS, unsafe_allow_javascript=True)  # once a page, not every rerun
     token_window_control(current_run())
     return current_run().settings
 

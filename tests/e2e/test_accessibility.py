@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from e2e_support import ROOT, SETTLED, TIMEOUT_MS, app_pages
@@ -117,7 +118,7 @@ def test_a_live_room_passes_axe_for_teacher_and_phone_and_its_controls_are_tappa
         teacher.wait_for_function(SETTLED, timeout=TIMEOUT_MS, polling=200)
         teacher.locator('[data-testid="stExpandSidebarButton"]').dispatch_event("click")
         teacher.get_by_role("button", name="Open a room").click()
-        code = teacher.locator('[data-testid="stSidebar"]').get_by_text("Room ", exact=False).first
+        code = teacher.locator('[data-testid="stSidebar"]').get_by_text(re.compile(r"^Room [A-Z2-9]{5}$"))
         code.wait_for(timeout=TIMEOUT_MS)
         room = code.inner_text().split()[-1]
         student = student_context.new_page()
