@@ -18,6 +18,7 @@ import streamlit as st
 from explorer import figures
 from explorer.page_text.questions import Question
 from explorer.parsing import literal
+from explorer.runtime.rooms.wake import current_fragment_id
 from explorer.session import room
 from explorer.session.notices import notice
 from explorer.session.state import presenter
@@ -44,22 +45,12 @@ def follow_teacher(pages: dict, url_path: str) -> None:
 def follow_in_page(url_path: str) -> Iterator[None]:
     """Around the page's fragment: a student whose page alone was rerun for a move makes it here (or reruns the
     whole app when the move needs the sidebar or another page), and a run the room woke takes its turn."""
-    room.page_fragment(current_fragment())
+    room.page_fragment(current_fragment_id())
     with room.turn():
         if room.arrive_in_page(url_path):
             room.keep_turn()
             st.rerun(scope="app")
         yield
-
-
-def current_fragment() -> str | None:
-    """The id of the fragment this code runs in (Streamlit keeps it in a private per-thread state)."""
-    try:
-        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
-
-        return ThreadState.get().fragment_id
-    except (ImportError, AttributeError, RuntimeError):
-        return None
 
 
 def room_controls() -> None:

@@ -146,6 +146,16 @@ def _session(session_id: str):
     return None if info is None else info.session
 
 
+def current_fragment_id() -> str | None:
+    """The id of the fragment the calling code runs in (Streamlit keeps it in a private per-thread state)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        return ThreadState.get().fragment_id
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+
+
 def session_active(session_id: str) -> bool:
     return _session(session_id) is not None
 
