@@ -260,9 +260,10 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
 
         other = RedisRoomStore.from_url(_url_of(store))  # another process's store
     heard = Heard()
+    before = 0 if other is store else subscribers(store)
     other.on_change(heard)
     if other is not store:
-        heard.wait_for(None)  # subscribed: the listener says so, as it does after a lost connection
+        wait_subscribed(store, before + 1)
     code, token = store.create()
     store.heartbeat(code, "a", True)
     store.vote(code, "a", "q1", "1")
@@ -274,6 +275,36 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
     heard.wait_for(code)
     with pytest.raises(PermissionError):
         store.publish(code, "not the token", {"page": "x", "params": {}})
+
+
+def subscribers(store) -> int:
+    from explorer.runtime.rooms.redis_store import CHANNEL
+
+    return store._redis.pubsub_numsub(CHANNEL)[0][1]
+
+
+def wait_subscribed(store, listeners: int) -> None:
+    """Until ``listeners`` connections listen (earlier tests' stores keep theirs)."""
+    from explorer.runtime.rooms.redis_store import CHANNEL
+
+    deadline = time.monotonic() + 10
+    while store._redis.pubsub_numsub(CHANNEL)[0][1] < listeners:
+        assert time.monotonic() < deadline, "the listener did not subscribe"
+        time.sleep(0.02)
+
+
+def test_after_a_lost_connection_the_listener_says_every_room_may_have_changed(redis_url):
+    from explorer.runtime.rooms.redis_store import RedisRoomStore
+
+    store = RedisRoomStore.from_url(redis_url)
+    store._redis.flushdb()
+    heard = Heard()
+    before = subscribers(store)
+    store.on_change(heard)
+    wait_subscribed(store, before + 1)
+    assert heard.codes == []  # the first subscription missed nothing: no student is woken for it
+    store._redis.client_kill_filter(_type="pubsub")  # Redis drops the subscription, as a restart would
+    heard.wait_for(None)  # subscribed again: every room may have changed meanwhile
 
 
 def _url_of(store) -> str:

@@ -131,6 +131,10 @@ def room_app(request, open_app, browser):
     finally:
         for context, _ in opened:
             context.close()
+        for port in cluster.app_ports:  # shown when the test fails: what the app processes logged
+            log = cluster.log(f"app-{port}.log")
+            if "Traceback" in log:
+                print(f"app process {port} logged:\n{log[log.index('Traceback') :][:4000]}")
         cluster.stop()
         redis.stop()
 

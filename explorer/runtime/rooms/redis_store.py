@@ -68,6 +68,7 @@ class RedisRoomStore(RoomStore):
         every room may have changed."""
         import redis
 
+        subscribed_before = False
         while True:
             try:
                 pubsub = self._listen_client.pubsub()
@@ -77,7 +78,9 @@ class RedisRoomStore(RoomStore):
                     if message is None:
                         continue
                     if message["type"] == "subscribe":
-                        self._changed(None)
+                        if subscribed_before:  # changes made while the connection was lost were not heard
+                            self._changed(None)
+                        subscribed_before = True
                     elif message["type"] == "message":
                         self._changed(message["data"])
             except (redis.RedisError, OSError) as error:

@@ -172,6 +172,8 @@ def rerun_session(session_id: str, fragment_id: str = "") -> None:
     def rerun() -> None:
         from streamlit.proto.ClientState_pb2 import ClientState
 
+        if not session._client_state.page_script_hash:  # its first run has not ended: it reads the room itself
+            return  # (a rerun now would replace that run by one without the link's parameters)
         state = ClientState()
         state.CopyFrom(session._client_state)
         state.fragment_id = fragment_id if fragment_id and session.has_fragment(fragment_id) else ""
