@@ -20,6 +20,25 @@ def test_a_heatmap_alt_says_its_title_size_labels_and_range():
     )
 
 
+def test_the_highlighted_row_is_read_out_with_its_numbers():
+    table = {"type": "heatmap", "name": "", "rows": ["Your", "journey"], "cols": ["Your", "journey"]}
+    table["values"] = np.array([[1.0, -np.inf], [0.4, 0.6]])
+    said = figure_alt("attn_weights", [table], [1])
+    assert said.endswith("Highlighted row journey: 0.4, 0.6.")
+    assert "Highlighted row Your: 1, masked." in figure_alt("attn_weights", [table], [0])
+    assert "Highlighted" not in figure_alt("attn_weights", [table], [None])
+
+
+def test_a_drawn_heatmap_with_an_inspected_query_reads_that_row():
+    from explorer import figures
+    from explorer.widgets.drawn import prepare
+
+    weights = np.array([[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.2, 0.3, 0.5]])
+    fig = figures.heatmap(weights, ["Your", "journey", "starts"], ["Your", "journey", "starts"], title="w",
+                          highlight_row=2)  # fmt: skip
+    assert prepare(fig).alt.endswith("Highlighted row starts: 0.2, 0.3, 0.5.")
+
+
 def test_bars_and_an_untitled_chart_are_described_too():
     said = figure_alt("", [{"type": "bar", "name": "probability", "values": np.array([0.5, 0.25])}])
     assert said == "A chart. Bar chart probability: 2 values, values from 0.25 to 0.5."

@@ -173,6 +173,7 @@ def heatmap_spec(
             "title": title,
             "kind": kind,
             "hidden_value": hidden_value(kind, masked is not None),
+            "highlight": view.row_positions.index(highlight_row) if highlighted else None,  # for the text alternative
         },
         "hoverongaps": False,
         "xgap": 1 if small else 0,

@@ -75,9 +75,31 @@ def _range(values) -> str:
     return "no finite values" if finite.size == 0 else f"values from {finite.min():.3g} to {finite.max():.3g}"
 
 
-def figure_alt(title: str, tables: Sequence[dict]) -> str:
-    """What a screen reader says for a chart: its title, then what each trace shows, its size and its range."""
+ALT_ROW_VALUES = 64  # a highlighted row's numbers a text alternative reads out, at most
+
+
+def highlighted_rows(fig) -> list[int | None]:
+    """For each heatmap of ``fig``, in order, the index of the row it outlines (the inspected query), or None."""
+    return [
+        (trace.meta.get("highlight") if isinstance(trace.meta, dict) else None)
+        for trace in fig.data
+        if trace.type == "heatmap"
+    ]
+
+
+def _row_text(label: str, values) -> str:
+    shown = ", ".join(
+        "masked" if not np.isfinite(v) else f"{v:.3g}" for v in np.asarray(values, float)[:ALT_ROW_VALUES]
+    )
+    more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
+    return f"Highlighted row {label}: {shown}{more}"
+
+
+def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | None] = ()) -> str:
+    """What a screen reader says for a chart: its title, then what each trace shows, its size and its range, and
+    the numbers of each heatmap's highlighted row (``highlights``, one per heatmap in order)."""
     parts = [title or "A chart"]
+    highlights = iter(highlights)
     for table in tables:
         name = f" {table['name']}" if table.get("name") else ""
         if table["type"] == "heatmap":
@@ -86,6 +108,9 @@ def figure_alt(title: str, tables: Sequence[dict]) -> str:
                 f"Heatmap{name}: {len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)}), "
                 f"{_range(table['values'])}"
             )
+            row = next(highlights, None)
+            if row is not None and 0 <= row < len(table["values"]):
+                parts.append(_row_text(rows[row] if row < len(rows) else str(row + 1), table["values"][row]))
         else:
             kind = "Bar chart" if table["type"] == "bar" else "Line"
             parts.append(f"{kind}{name}: {len(table['values'])} values, {_range(table['values'])}")

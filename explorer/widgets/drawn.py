@@ -24,7 +24,7 @@ from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
 from explorer.figures.layout import pandas_settled
-from explorer.figures.tables import figure_alt, figure_tables, figure_title
+from explorer.figures.tables import figure_alt, figure_tables, figure_title, highlighted_rows
 from explorer.runtime.caching import MIB, SharedCache
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
@@ -85,7 +85,8 @@ def prepare(fig, *, cell_text: bool = True) -> Drawn:
     tables = tuple({name: _frozen(value) for name, value in table.items()} for table in figure_tables(fig))
     spec = pio.to_json(fig, validate=False)
     title = figure_title(fig)
-    return Drawn(spec, tables, title, EncodedFigure(spec), figure_alt(title, tables), figures.readable_width(fig))
+    alt = figure_alt(title, tables, highlighted_rows(fig))
+    return Drawn(spec, tables, title, EncodedFigure(spec), alt, figures.readable_width(fig))
 
 
 class UnhashableError(TypeError):
