@@ -110,7 +110,7 @@ elif step == 3:
     lengths = [data.text_lengths[i] for i in shown]
     series = {"with the cache": np.take(data.macs_with, shown), "without the cache": np.take(data.macs_without, shown)}
     axes = dict(x_title="tokens in the text", y_title="multiply-adds", style=style)
-    title = "Multiply-adds per new token (both axes logarithmic)"
+    title = "Multiply-adds per new token (log axes)"
     macs = figures.measured_lines(lengths, series, title=title, **axes)
     left, right = st.columns(2)
     with left:

@@ -25,7 +25,7 @@ def test_every_step_runs_with_the_books_sentence():
         next_step(at)
         titles += [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
     assert "causal mask" in titles and "sliding window of 3" in titles
-    assert "Multiply-adds per new token (both axes logarithmic)" in titles
+    assert "Multiply-adds per new token (log axes)" in titles
 
 
 def test_token_by_token_shows_the_packages_row_and_probabilities(expected):
