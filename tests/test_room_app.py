@@ -10,6 +10,7 @@ import pytest
 from apptest_support import app, captions, decode, markdown, next_step, type_sentence
 
 from explorer.runtime.rooms import room_store
+from explorer.session import room
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -215,3 +216,64 @@ def test_ask_again_clears_the_votes_for_a_fresh_vote():
     assert _vote_chart(teacher)["layout"]["title"]["text"] == "0 votes"
     students[0].radio[0].set_value("the first token").run()  # a fresh vote counts
     assert _vote_chart(teacher.run())["layout"]["title"]["text"] == "1 vote"
+
+
+def cookie_scripts(at) -> list[str]:
+    """The scripts this run gave the browser that write the teacher's cookie."""
+    bodies = [element.proto.body for element in at.get("html")]
+    return [body for body in bodies if "document.cookie" in body and room.TEACHER_COOKIE in body]
+
+
+def test_the_teachers_browser_keeps_the_room_until_it_closes():
+    teacher, code = open_room()
+    token = teacher.session_state["room_token"]
+    (kept,) = cookie_scripts(teacher)
+    assert f"{room.TEACHER_COOKIE}={code}.{token}; max-age=14400; path=/; samesite=strict" in kept
+    next_step(teacher)
+    assert not cookie_scripts(teacher)  # written once, not on every run
+    button(teacher, "room_close").click().run()
+    (forgotten,) = cookie_scripts(teacher)
+    assert f"{room.TEACHER_COOKIE}=; max-age=0" in forgotten and token not in forgotten
+
+
+def test_a_new_presenter_session_takes_back_the_room_its_browser_kept(monkeypatch):
+    first, code = open_room()
+    student = join(code)
+    saved = f"{code}.{first.session_state['room_token']}"
+    monkeypatch.setattr(room, "saved_teacher", lambda: saved)
+    again = app("pages/causal_mask.py", query_params={"present": "1", "step": "3"})  # the reloaded or moved tab
+    assert again.session_state["room_code"] == code and not cookie_scripts(again)
+    assert f"Room <b>{code}</b>" in markdown(again.sidebar)
+    assert [t.proto.body for t in again.toast] == [f"You are back in room {code}: its students and votes were kept."]
+    student.run()
+    assert step_of(student) == 3  # the room moved to where the new session is
+    next_step(again)
+    student.run()
+    assert step_of(student) == 4
+
+
+@pytest.mark.parametrize("case", ["not presenting", "a student's link", "a wrong token", "a closed room"])
+def test_the_kept_room_is_not_taken_back_without_its_token_or_outside_presenter_mode(monkeypatch, case):
+    first, code = open_room()
+    token = first.session_state["room_token"]
+    saved = {"a wrong token": f"{code}.x{token}", "a closed room": f"ZZZZZ.{token}"}.get(case, f"{code}.{token}")
+    monkeypatch.setattr(room, "saved_teacher", lambda: saved)
+    params = {"not presenting": {}, "a student's link": {"room": code, "present": "1"}}.get(case, {"present": "1"})
+    other = app("pages/causal_mask.py", query_params=params)
+    assert not other.exception and not other.toast
+    gone = [e.value.replace("\\", "") for e in other.info if "is no longer open" in e.value]
+    assert gone == (
+        [
+            "Room ZZZZZ is no longer open: the server restarted without a shared store, or the room was "
+            "idle for 4 hours. Open a new one from the sidebar."
+        ]
+        if case == "a closed room"
+        else []
+    )
+    assert "room_token" not in other.session_state
+    assert other.session_state.get("room_code") == (code if case == "a student's link" else None)
+    scripts = cookie_scripts(other)
+    if case in ("a wrong token", "a closed room"):  # a presenter's browser forgets what no longer works
+        assert len(scripts) == 1 and "max-age=0" in scripts[0] and token not in scripts[0]
+    else:
+        assert not scripts

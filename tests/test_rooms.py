@@ -114,6 +114,10 @@ def test_only_the_token_moves_or_reveals(store_and_clock, token):
             store.reveal(code, wrong, "q1")
     snapshot = store.snapshot(code)
     assert snapshot.position == {"page": "", "params": {}} and not snapshot.revealed
+    assert store.is_teacher(code, right)
+    assert not store.is_teacher(code, token) and not store.is_teacher(code, other_token)
+    with pytest.raises(RoomGoneError):
+        store.is_teacher("ZZZZZ", right)
 
 
 def test_a_wrong_or_expired_code_is_gone(store_and_clock):

@@ -17,6 +17,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store, wakener
+from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
 from explorer.session.state import open_link
@@ -27,6 +28,8 @@ SEEN = "room_seen"  # a student's last read: (version, position, revealed questi
 APPLIED = "room_applied"  # the teacher's position this student last moved to
 PUBLISHED = "room_published"  # the position this teacher last published
 MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed
+TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back
+COOKIE_HELD = "room_cookie_held"  # what this session believes the teacher's browser holds in that cookie
 HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
 IN_PAGE_PARAMS = frozenset({"step", "cell"})  # drawn inside the page alone: a move of only these reruns only it
 
@@ -93,6 +96,47 @@ def join_from_link() -> None:
     st.session_state[CODE] = joined
     st.session_state[STUDENT] = st.session_state.get(STUDENT) or secrets.token_hex(8)
     follow(True)
+
+
+def saved_teacher() -> str | None:
+    """The teacher's cookie as the browser sent it when this session connected."""
+    saved = st.context.cookies.get(TEACHER_COOKIE)
+    return saved if isinstance(saved, str) else None  # (a test's AppTest has no browser, and no cookies)
+
+
+def resume_teacher(presenting: bool) -> bool:
+    """Once per session, in presenter mode and without a room in the link: take back the room whose token the
+    browser kept, after the app's process restarted or the tab was reloaded. Returns True when it did."""
+    state = st.session_state
+    if state.get("room_cookie_read"):
+        return False
+    state["room_cookie_read"] = True
+    saved = saved_teacher()
+    state[COOKIE_HELD] = saved
+    if not saved or code() is not None or not presenting:
+        return False
+    saved_code, _, token = saved.partition(".")
+    try:
+        if normal_code(saved_code) != saved_code or not room_store().is_teacher(saved_code, token):
+            return False
+    except RoomGoneError:
+        state[MESSAGE] = (
+            f"Room {saved_code} is no longer open: the server restarted without a shared store, or the room was idle "
+            f"for {IDLE_SECONDS // 3600} hours. Open a new one from the sidebar."
+        )
+        return False
+    state[CODE], state[TOKEN] = saved_code, token
+    return True
+
+
+def cookie_due() -> str | bool | None:
+    """What the teacher's browser should hold now, when it differs from what it holds: "CODE.TOKEN", or None to
+    forget a closed room; False when nothing is to be written."""
+    want = f"{code()}.{st.session_state[TOKEN]}" if is_teacher() else None
+    if want == st.session_state.get(COOKIE_HELD):
+        return False
+    st.session_state[COOKIE_HELD] = want
+    return want
 
 
 def follow(on: bool) -> None:

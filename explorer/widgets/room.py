@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import json
 import urllib.parse
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ import streamlit as st
 from explorer import figures
 from explorer.page_text.questions import Question
 from explorer.parsing import literal
+from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.runtime.rooms.wake import current_fragment_id
 from explorer.session import room
 from explorer.session.notices import notice
@@ -35,6 +37,8 @@ def follow_teacher(pages: dict, url_path: str) -> None:
     """Before the sidebar's widgets: join the room the link names, and take a student who follows it to the
     teacher's page and link. ``pages`` maps each page's URL path to its ``st.Page``; ``url_path`` is this run's."""
     room.join_from_link()
+    if room.resume_teacher(presenter()):
+        st.toast(f"You are back in room {room.code()}: its students and votes were kept.", icon=":material/groups:")
     position = room.arrive(url_path, pages)
     if position is not None:
         room.keep_turn()
@@ -99,6 +103,7 @@ def qr_png(link: str) -> bytes:
 
 def teacher_panel() -> None:
     """In presenter mode: "Open a room", or the open room's code, link, QR code and counts."""
+    remember_room()
     if not room.is_teacher():
         st.button(
             "Open a room",
@@ -116,6 +121,20 @@ def teacher_panel() -> None:
         join_dialog(code, link)
     teacher_counts()
     st.button("Close the room", key="room_close", type="tertiary", on_click=room.close_room)
+
+
+def remember_room() -> None:
+    """Keep the room's code and token in the teacher's browser (a cookie only this site reads), so that the tab
+    takes the room back when the app's process restarts; forget them when the room closes."""
+    due = room.cookie_due()
+    if due is False:
+        return
+    value = f"{due}; max-age={IDLE_SECONDS}" if due else "; max-age=0"
+    cookie = json.dumps(f"{room.TEACHER_COOKIE}={value}; path=/; samesite=strict")
+    st.html(
+        f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 @st.dialog("Join the room", width="large")

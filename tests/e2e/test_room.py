@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import re
+import signal
 
 import pytest
 from e2e_support import ARTIFACTS, open_page
@@ -124,7 +125,7 @@ def room_app(request, open_app, browser):
             opened.append((context, app_page))
             return app_page
 
-        factory.label = request.param
+        factory.label, factory.cluster = request.param, cluster
         yield factory
         problems = [problem for _, app_page in opened for problem in app_page.events.problems()]
         assert not problems, "the browser reported:\n" + "\n".join(problems)
@@ -139,8 +140,8 @@ def room_app(request, open_app, browser):
         redis.stop()
 
 
-def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
-    teacher = room_app(0).goto("causal_mask", "present=1")
+def open_room(teacher):
+    """The teacher, in presenter mode on Causal mask, opens a room; returns the sidebar and the room's code."""
     teacher.page.set_default_timeout(30_000)
     teacher.page.locator('[data-testid="stExpandSidebarButton"]').dispatch_event("click")  # shown on hover
     opener = teacher.page.get_by_role("button", name="Open a room")  # Streamlit keeps a hidden copy of a button
@@ -148,7 +149,12 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
     opener.click()
     sidebar = teacher.page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text(re.compile(r"^Room [A-Z2-9]{5}$")).wait_for()
-    code = re.search(r"Room ([A-Z2-9]{5})", sidebar.inner_text())[1]
+    return sidebar, re.search(r"Room ([A-Z2-9]{5})", sidebar.inner_text())[1]
+
+
+def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
+    teacher = room_app(0).goto("causal_mask", "present=1")
+    sidebar, code = open_room(teacher)
     students = [room_app(process).goto("", f"room={code}") for process in (1, 1, 0)]
     for number, student in enumerate(students):
         watch(student, "joined", "shows", [1, "Causal mask", None])
@@ -208,3 +214,27 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
         log.write(json.dumps({"where": room_app.label, "times": times}) + "\n")
     verdicts = [s.page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text() for s in students]
     assert ["Right:" in v for v in verdicts] == [True, True, False], verdicts
+
+
+@pytest.mark.parametrize("room_app", ["two processes behind nginx with Redis"], indirect=True)
+def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
+    teacher = room_app(0).goto("causal_mask", "present=1")
+    sidebar, code = open_room(teacher)
+    student = room_app(1).goto("", f"room={code}")
+    watch(student, "joined", "shows", [1, "Causal mask", None])
+    seen_at(student, "joined")
+    teacher.next()
+    watch(student, "step 2", "shows", [2, "Causal mask", None])
+    seen_at(student, "step 2")
+
+    os.killpg(room_app.cluster.apps[0].pid, signal.SIGKILL)  # the teacher's process, mid-lesson
+    # Streamlit's page reconnects through nginx, to the other process: a new session, which the browser's cookie
+    # makes the room's teacher again, on the step its address bar kept.
+    teacher.page.get_by_text(f"You are back in room {code}").wait_for(timeout=60_000)
+    assert re.search(rf"^Room {code}$", sidebar.inner_text(), re.MULTILINE)
+    teacher.page.get_by_text("1 following · 0 exploring").wait_for()
+    teacher.events.clear()  # the lost connection's console errors, which a dying process causes
+    watch(student, "step 3", "shows", [3, "Causal mask", None])
+    teacher.next()
+    seen_at(student, "step 3")
+    assert f"room={code}" in student.page.url

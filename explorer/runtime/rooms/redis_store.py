@@ -133,6 +133,12 @@ class RedisRoomStore(RoomStore):
             raise RoomGoneError(code)
         return int(version or 0)
 
+    def is_teacher(self, code: str, token: str) -> bool:
+        stored = self._redis.hget(f"room:{code}", "token")
+        if stored is None:
+            raise RoomGoneError(code)
+        return token_matches(stored, token)
+
     def publish(self, code: str, token: str, position: dict) -> int:
         self._live(code, token, teacher=True)
         pipe = self._redis.pipeline()

@@ -117,6 +117,10 @@ class RoomStore(ABC):
         """The room's version alone, the cheap read; raises ``RoomGoneError``."""
 
     @abstractmethod
+    def is_teacher(self, code: str, token: str) -> bool:
+        """Whether ``token`` is the room's teacher's; raises ``RoomGoneError``."""
+
+    @abstractmethod
     def publish(self, code: str, token: str, position: dict) -> int:
         """Move the room to ``position`` (the teacher's only); returns the new version."""
 
@@ -197,6 +201,10 @@ class MemoryRoomStore(RoomStore):
     def version(self, code: str) -> int:
         with self._lock:
             return self._room(code, write=False).version
+
+    def is_teacher(self, code: str, token: str) -> bool:
+        with self._lock:
+            return token_matches(self._room(code, write=False).token_digest, token)
 
     def publish(self, code: str, token: str, position: dict) -> int:
         position = json.loads(json.dumps(position))  # a copy of plain data, as Redis would hold it
