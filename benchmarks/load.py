@@ -217,10 +217,13 @@ async def room_lesson(target, args, n: int) -> dict:
     per_server = dict(Counter(s.upstream or "direct" for s in students))
     pages = [args.page, *[p for p in chapter_pages(teacher.app_pages) if p != args.page][:3]]
 
+    cpu = {"step": [], "switch": []}  # the app processes' CPU seconds of each move, until every student arrived
+
     async def move(kind: str) -> list[Run]:  # "step" or "switch", timed until every student shows its end
-        since = time.perf_counter()
+        since, cpu0 = time.perf_counter(), target.cpu_s()
         await teacher.act(kind, pages, typing=False)
-        return await arrived(students, since, teacher.page, teacher.step, kind)
+        runs = await arrived(students, since, teacher.page, teacher.step, kind)
+        return cpu[kind].append(target.cpu_s() - cpu0) or runs
 
     moves: list[Run] = []
     async with Meter(target) as meter:
@@ -253,6 +256,7 @@ async def room_lesson(target, args, n: int) -> dict:
     wanted = sorted(f"{c:.2f}".encode() for c in choices)
     by_kind = {kind: summarize([r for r in moves if r.kind == kind]) for kind in ("step", "switch")}
     out = {"moves": summarize(moves), "by_kind": by_kind, "after_kill": summarize(after)}
+    out |= {"cpu_ms_per_arrival": {k: 1000 * sum(c) / len(c) / n for k, c in cpu.items() if c}}
     out |= {"students_per_server": per_server, "joined": sum(r.ok for r in joined)}
     out |= {"join_errors": dict(Counter(r.error for r in joined if r.error)), "questions": len(questions)}
     out |= {"votes_cast": len(choices), "votes_counted": len(votes_before), "votes_exact": votes_before == wanted}
@@ -352,7 +356,7 @@ async def one_lesson(args, servers: int, n: int) -> None:
             f"   {a['runs']} arrivals, p50 {a['p50_s'] * 1000:.0f} ms, p95 {a['p95_s'] * 1000:.0f} ms, max "
             f"{a['max_s'] * 1000:.0f} ms, {a['errors']} errors; votes {e['votes_counted']}/{e['votes_cast']} "
             f"(exact {e['votes_exact']}, after the kill {e['votes_after_kill_exact']}); after the kill "
-            f"{k['runs']} arrivals, {k['errors']} errors",
+            f"{k['runs']} arrivals, {k['errors']} errors; CPU ms per arrival {e['cpu_ms_per_arrival']}",
             flush=True,
         )
     else:
