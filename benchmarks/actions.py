@@ -80,8 +80,7 @@ async def page_actions(server, num_tokens: int, repeats: int, sentences, *, page
     """``repeats`` of each action at T = ``num_tokens`` on each page; a switch goes to the next page in ``pages``."""
     rows = []
     for index, page in enumerate(pages):
-        student = await open_typed(BrowserStudent(server.base), page, num_tokens, sentences)
-        counts = {1: 0, -1: 0}
+        student, counts = await open_typed(BrowserStudent(server.base), page, num_tokens, sentences), {1: 0, -1: 0}
         for move in walk(student.steps or 1, repeats):
             kind, key = ("next", f"next:{page}") if move == 1 else ("previous", f"prev:{page}")
             row = await timed(server, student, kind, student.message(click=key))
@@ -141,8 +140,7 @@ def summary(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["T"], r["page"], r["action"]), []).append(r)
-    out = []
-    order = sorted(groups.items(), key=lambda g: (g[0][0], g[0][1], ACTIONS.index(g[0][2])))
+    out, order = [], sorted(groups.items(), key=lambda g: (g[0][0], g[0][1], ACTIONS.index(g[0][2])))
     for (num_tokens, page, action), group in order:
         ok = [r for r in group if not r["error"]]
         entry = {"T": num_tokens, "page": page, "action": action, "runs": len(group), "errors": len(group) - len(ok)}
@@ -353,8 +351,7 @@ def grid(args) -> dict:
             row = {"model": f"{name} (width {model(kind).cfg.emb_dim})", "load_s": time.perf_counter() - start}
             settings = Settings(weights=kind, source=TEXT, text=SENTENCE_30)
             cold = [first_look(settings, cold=True) for _ in range(args.repeats)]
-            warm = [first_look(settings, cold=False) for _ in range(args.repeats)]
-            totals = [c[0] + c[1] for c in cold]
+            warm, totals = [first_look(settings, cold=False) for _ in range(args.repeats)], [c[0] + c[1] for c in cold]
             row |= {"numbers_ms": median(c[0] for c in cold), "figure_ms": median(c[1] for c in cold)}
             row |= {"total_ms": median(totals), "worst_ms": max(totals), "rerun_ms": median(w[0] + w[1] for w in warm)}
             rows.append(row | {"json_mb": cold[0][2] / 1e6})
@@ -452,8 +449,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    result = COMMANDS[args.command](args)
-    path = ARTIFACTS / f"{args.command}.json"
+    result, path = COMMANDS[args.command](args), ARTIFACTS / f"{args.command}.json"
     path.write_text(json.dumps(result, indent=1))
     print(f"wrote {path}")
 

@@ -29,11 +29,9 @@ from benchmarks.meter import loadavg, machine, median
 from benchmarks.protocol import Sentences, Student, link_text, open_typed, warm
 
 ARTIFACTS = ROOT / "artifacts" / "app_scale"
-RESULTS = ARTIFACTS / "results.json"
-MARKDOWN = ROOT / "BENCHMARKS.md"
+RESULTS, MARKDOWN = ARTIFACTS / "results.json", ROOT / "BENCHMARKS.md"
 TABLES = "<!-- app-scale:tables:start -->", "<!-- app-scale:tables:end -->"
-SIZES = (6, 64, 256, 1024)
-BROWSER_SIZES = (64, 1024)
+SIZES, BROWSER_SIZES = (6, 64, 256, 1024), (64, 1024)
 PAGE_ALIASES = {"default": "", "why_attention": "", "": ""}
 IMPORTS = {"attention_s": "attention", "explorer_compute_s": "explorer.views", "streamlit_s": "streamlit"}
 
@@ -73,8 +71,7 @@ async def measure(server: TimedServer, page: str, step: int, num_tokens: int, re
 
 
 async def server_phase(args, app: TimedServer, baselines: dict, pages: list[str], results: dict) -> None:
-    sentences = Sentences(seed=args.seed)
-    started = time.time()
+    sentences, started = Sentences(seed=args.seed), time.time()
     print(f"warming up (load {loadavg()[0]:.2f})", flush=True)
     for server in baselines.values():  # first-call costs behind us: the bare and shell pages, every step of the app
         await warm(server.base, [""], make=lambda: sentences.make(64))
@@ -120,13 +117,11 @@ def heaviest_steps(results: dict, pages: list[str]) -> dict[str, int]:
 
 
 def browser_phase(args, app: TimedServer, pages: list[str], results: dict) -> None:
-    sentences = Sentences(seed=args.seed + 1)
-    chosen = heaviest_steps(results, pages)
+    sentences, chosen = Sentences(seed=args.seed + 1), heaviest_steps(results, pages)
     with chromium() as browser:
         for page in pages:
             for num_tokens in BROWSER_SIZES:
-                step = chosen[page]
-                tab = BrowserTab(browser, app.base)
+                step, tab = chosen[page], BrowserTab(browser, app.base)
                 try:
                     shown, _ = link_text(sentences.make(num_tokens))
                     tab.open(page, {"input": "text", "text": shown, "step": str(step)})

@@ -182,8 +182,7 @@ class TimedServer(AppServer):
 class ClusterServer:
     """``servers`` app processes behind nginx with sticky sessions (``deploy/run_cluster.py``)."""
 
-    proxied = True
-    memory_log = ""
+    proxied, memory_log = True, ""
 
     def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
         self.cluster = Cluster(servers, app_env=env)

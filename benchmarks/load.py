@@ -130,8 +130,7 @@ class LessonStudent(BrowserStudent):
         run = await self.send(kind, self.message(click=key), expect_text=None)
         wanted = (before[0] + self.direction, before[1])
         if run.error is None and self.step != wanted:
-            run.error = f"stale: the stepper shows step {self.step}, not {wanted}"
-            run.ok = False
+            run.error, run.ok = f"stale: the stepper shows step {self.step}, not {wanted}", False
         return run
 
 
@@ -148,8 +147,7 @@ class RoomMember(LessonStudent):
 
     def note(self, reply, run: Run, seen: dict) -> None:
         super().note(reply, run, seen)
-        self.room = reply.room or self.room
-        self.shown = reply.page_url if reply.page_script_hash else self.shown
+        self.room, self.shown = reply.room or self.room, reply.page_url if reply.page_script_hash else self.shown
 
     def arrive(self, error: str | None = None) -> None:
         self.page = self.shown

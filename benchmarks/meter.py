@@ -95,8 +95,7 @@ def percentile(values: list[float], q: int) -> float:
 
 def summarize(runs: list) -> dict:
     """How many runs, their errors and warnings by kind, and the latency statistics of those that succeeded."""
-    latencies = [r.latency for r in runs if r.ok]
-    errors = dict(Counter(r.error for r in runs if r.error))
+    latencies, errors = [r.latency for r in runs if r.ok], dict(Counter(r.error for r in runs if r.error))
     warnings = dict(Counter(w for r in runs for w in r.warnings))
     out = {"runs": len(runs), "ok": len(latencies), "errors": sum(errors.values()), "error_kinds": errors}
     out |= {"warning_kinds": warnings, "p50_s": percentile(latencies, 50), "p95_s": percentile(latencies, 95)}
@@ -142,8 +141,7 @@ class Meter:
         self.samples.append((self.elapsed, self.server.rss_mib()))
         self.server_cpu = self.server.cpu_s() - self.cpu0
         self.proc_cpu = {name: process_cpu_s(pid) - self.proc_cpu0[name] for name, pid in self.procs.items()}
-        self.client_cpu = sum(os.times()[:2]) - self.self0
-        self.load_end = loadavg()[0]
+        self.client_cpu, self.load_end = sum(os.times()[:2]) - self.self0, loadavg()[0]
 
     def report(self, runs: int) -> dict:
         """RSS at start, end and most, and its slopes in MiB a minute over the run and its second half; the CPU
@@ -177,8 +175,7 @@ def memory_trends(samples: list[dict], start: float, end: float, settled_s: floa
     """Each field of the server's memory samples (``serve --memory-log``) taken between wall times ``start``
     and ``end``: first, last, min and max, and its slope per minute over the window, over its second half and
     from ``settled_s`` on (once the bounded caches could have filled). Bytes are given in MiB, counts as counts."""
-    rows = [_flat(s) for s in samples if start <= s["wall"] <= end]
-    trends = {}
+    rows, trends = [_flat(s) for s in samples if start <= s["wall"] <= end], {}
     for key in sorted({k for row in rows for k in row} - {"t", "wall"}):
         scale = 1 if key in MEMORY_COUNTS else 1 / 2**20
         points = [(row["wall"] - start, row[key] * scale) for row in rows if key in row]  # never empty: a row has key

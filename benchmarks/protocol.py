@@ -14,12 +14,13 @@ import random
 import re
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import websockets
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.NumberInput_pb2 import NumberInput
 
 TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
 RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
@@ -34,8 +35,8 @@ WIDGET_ID_RE = re.compile(r"^\$\$ID-[0-9a-f]+-(.+)$")  # a keyed widget's id: "$
 def rerun_message(*, states: dict | None = None, trigger: str = "", cached_hashes=(), url: str = "", **fields) -> bytes:
     """A ``BackMsg`` asking for a script run, serialized as a browser sends it. ``fields`` are its ``query_string``,
     ``page_name`` (a link's URL path), ``page_script_hash`` (the page a session is on) and ``fragment_id``;
-    ``states`` maps widget ids to (``WidgetState`` field, value), the widgets not named keeping their values;
-    ``trigger`` is a button's id, clicked in the fragment."""
+    ``states`` maps widget ids to (``WidgetState`` field, value), a value None sent as the id alone and the widgets
+    not named keeping their values; ``trigger`` is a button's id, clicked in the fragment."""
     msg = BackMsg()
     state = msg.rerun_script
     for name, value in fields.items():
@@ -43,9 +44,9 @@ def rerun_message(*, states: dict | None = None, trigger: str = "", cached_hashe
     for widget_id, (field_name, value) in (states or {}).items():
         widget = state.widget_states.widgets.add()
         widget.id = widget_id
-        if field_name.endswith("_array_value"):
+        if value is not None and field_name.endswith("_array_value"):
             getattr(widget, field_name).data.extend(value)
-        else:
+        elif value is not None:
             setattr(widget, field_name, value)
     if trigger:
         widget = state.widget_states.widgets.add()
@@ -76,6 +77,8 @@ class Reply:
     cache_hash: str | None = None  # a message the client may cache (a browser's ForwardMsgCache)
     ref_hash: str | None = None  # the server points at a message the client said it had cached
     page_hashes: dict[str, str] | None = None  # URL path -> page script hash (from the navigation message)
+    main_script_hash: str | None = None  # the entry script's hash (from the new session message)
+    script_hash: str = ""  # the script that drew this element: the entry script or a page (active_script_hash)
     state: tuple[str, str, object, bool] | None = None  # a widget: (id, WidgetState field, value, set by server)
     button: tuple[str, str, bool] | None = None  # a keyed button: (key, id, disabled)
     fragment_id: str = ""  # the fragment an element was drawn in ("" outside any)
@@ -86,15 +89,20 @@ class Reply:
 
 def widget_state(element) -> tuple[str, str, object, bool] | None:
     """(id, WidgetState field, value, set by the server) of a widget element, the value as a browser that has
-    touched nothing holds it; None for an element that is not a widget with a state."""
+    touched nothing holds it (None: it has none, e.g. no option chosen); None for an element that is not a
+    widget with a state."""
     kind = element.WhichOneof("type")
     w = getattr(element, kind) if kind else None
     if kind in SCALAR_STATES:
-        return w.id, SCALAR_STATES[kind], w.value if w.set_value else w.default, w.set_value
+        held = "value" if w.set_value else "default"
+        value = getattr(w, held) if kind == "checkbox" or w.HasField(held) else None
+        if kind == "number_input" and w.data_type == NumberInput.INT:  # a browser sends an int_value
+            return w.id, "int_value", None if value is None else int(value), w.set_value
+        return w.id, SCALAR_STATES[kind], value, w.set_value
     if kind in ("radio", "selectbox"):  # Streamlit 1.67 sends the option's string
         if w.set_value:
-            return w.id, "string_value", w.raw_value, True
-        return (w.id, "string_value", w.options[w.default], False) if w.HasField("default") else None
+            return w.id, "string_value", w.raw_value if w.HasField("raw_value") else None, True
+        return w.id, "string_value", w.options[w.default] if w.HasField("default") else None, False
     if kind == "slider" and not w.options:
         return w.id, "double_array_value", list(w.value if w.set_value else w.default), w.set_value
     if kind == "button_group":  # st.segmented_control, st.pills
@@ -108,13 +116,14 @@ def read_reply(data: bytes) -> Reply:
     msg = ForwardMsg.FromString(data)
     kind = msg.WhichOneof("type") or ""
     reply = Reply(kind, cache_hash=msg.hash if msg.metadata.cacheable and msg.hash else None)
+    reply.script_hash = msg.metadata.active_script_hash
     if kind == "ref_hash":
         reply.ref_hash = msg.ref_hash
     elif kind == "new_session":
         reply.max_cached_age = msg.new_session.config.max_cached_message_age
+        reply.main_script_hash = msg.new_session.main_script_hash
     if kind == "script_finished":
-        reply.finished = msg.script_finished
-        reply.final = msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN
+        reply.finished, reply.final = msg.script_finished, msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN
         if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
             reply.error = "script failed to compile"
     elif kind == "navigation":
@@ -293,7 +302,9 @@ class Student:
 class BrowserStudent(Student):
     """A ``Student`` that, like a browser tab, sends every widget's state with each rerun request (without
     them a page switch fails: ``st.session_state has no key``), presses keyed buttons in their fragment, and
-    keeps a browser's message cache (for ``global.maxCachedMessageAge`` finished runs since last used)."""
+    keeps a browser's message cache (for ``global.maxCachedMessageAge`` finished runs since last used). Like
+    a browser, it forgets the widgets a run (or a fragment's rerun) did not draw again, and a page switch sends
+    only the entry script's widgets (tests/e2e/test_protocol_replay.py compares it with Chromium)."""
 
     def __init__(self, base: str, cookie: str | None = None) -> None:
         super().__init__(base, cookie)
@@ -305,7 +316,10 @@ class BrowserStudent(Student):
         self.message_cache: dict[str, tuple[Reply, int]] = {}  # hash -> (what it said, finished runs when used)
         self.max_cached_age = 2  # Streamlit's default; the server's new_session message says
         self.finished_runs = 0
-        self._drawn: set[str] = set()  # widget ids drawn in the run being read
+        self.main_script_hash = ""  # the entry script's (explorer_app.py: the sidebar)
+        self.drawn_in: dict[str, tuple[str, str]] = {}  # widget id -> (script hash, fragment id) that drew it
+        self.fragment = ""  # the fragment the run asked for reruns ("": the whole app)
+        self._drawn: dict[str, tuple[str, str]] = {}  # drawn in the run being read: id -> (script, fragment)
 
     def observe(self, data: bytes) -> None:
         """Take in one ``ForwardMsg`` outside a timed run."""
@@ -318,56 +332,68 @@ class BrowserStudent(Student):
                 run.error = run.error or "the server referred to a message the client does not hold"
                 return
             self.message_cache[reply.ref_hash] = (cached[0], self.finished_runs)
-            reply = cached[0]
+            reply = replace(cached[0], script_hash=reply.script_hash)  # the reference says where it goes
         elif reply.cache_hash:
             self.message_cache[reply.cache_hash] = (reply, self.finished_runs)
         super().note(reply, run, seen)
         if reply.max_cached_age is not None:
-            self.max_cached_age = reply.max_cached_age
+            self.max_cached_age, self.main_script_hash = reply.max_cached_age, reply.main_script_hash
         if reply.page_hashes:
             self.page_hashes = reply.page_hashes
         if reply.step:
             self.step = reply.step
         if reply.state:
             widget_id, field_name, value, set_by_server = reply.state
-            self._drawn.add(widget_id)
+            self._drawn[widget_id] = (reply.script_hash, reply.fragment_id)
             if set_by_server or widget_id not in self.states:
                 self.states[widget_id] = (field_name, value)
         if reply.chart_id and (match := WIDGET_ID_RE.match(reply.chart_id)):
-            self._drawn.add(reply.chart_id)
+            self._drawn[reply.chart_id] = (reply.script_hash, reply.fragment_id)
             self.charts[match.group(1)] = (reply.chart_id, reply.fragment_id)
         if reply.button:
             key, widget_id, disabled = reply.button
-            self._drawn.add(widget_id)
+            self._drawn[widget_id] = (reply.script_hash, reply.fragment_id)
             self.buttons[key] = (widget_id, reply.fragment_id, disabled)
             self.widget_ids[key] = widget_id
         if reply.final:
             self._finished(reply.finished)
 
     def _finished(self, status: int) -> None:
-        """A run ended: age the message cache, and after a full run forget the widgets it did not draw."""
+        """A run ended: age the message cache, and forget the widgets it did not draw (after a fragment's
+        rerun, those of the fragment), as a browser's ``removeInactive`` does."""
         self.finished_runs += 1
+        self.drawn_in |= self._drawn
         fresh = self.finished_runs - self.max_cached_age  # the oldest last use a cached message may have
         self.message_cache = {h: (r, used) for h, (r, used) in self.message_cache.items() if used >= fresh}
-        if status == ForwardMsg.FINISHED_SUCCESSFULLY:
-            self.states = {i: v for i, v in self.states.items() if i in self._drawn}
-            self.buttons = {k: v for k, v in self.buttons.items() if v[0] in self._drawn}
-        self._drawn = set()
+        fragment = self.fragment if status == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY else None
+        if status == ForwardMsg.FINISHED_SUCCESSFULLY or fragment:
+
+            def kept(i: str) -> bool:
+                return i in self._drawn or (fragment is not None and self.drawn_in.get(i, ("", ""))[1] != fragment)
+
+            self.states = {i: v for i, v in self.states.items() if kept(i)}
+            self.buttons = {k: v for k, v in self.buttons.items() if kept(v[0])}
+        self._drawn = {}
 
     def cached_hashes(self) -> list[str]:
         return list(self.message_cache)
+
+    def request(self, where: dict[str, str] | None = None, **fields) -> bytes:
+        self.fragment = fields.get("fragment_id", "")
+        return super().request(where, **fields)
 
     def message(self, *, page: str | None = None, text: str | None = None, click: str | None = None) -> bytes:
         """A rerun request with every widget's state: switching to ``page``, with a new ``text``, or a ``click``
         on the keyed button ``click`` (in its fragment, as a browser sends it)."""
         if text is not None:
             self.states[self.widget_ids[TEXT_WIDGET_KEY]] = ("string_value", text)
-        where = None
-        if page is not None:  # by its hash once the navigation named it
+        where, states = None, self.states
+        if page is not None:  # by its hash once the navigation named it; only the entry script's widgets
             by = "page_script_hash" if page in self.page_hashes else "page_name"
             where = {by: self.page_hashes.get(page, page), "url": f"{self.base}/{page}"}
+            states = {i: v for i, v in states.items() if self.drawn_in.get(i, ("",))[0] == self.main_script_hash}
         trigger, fragment = (self.widget_ids[click], self.buttons.get(click, ("", "", False))[1]) if click else ("", "")
-        return self.request(where, states=self.states, trigger=trigger, fragment_id=fragment)
+        return self.request(where, states=states, trigger=trigger, fragment_id=fragment)
 
 
 async def warm(base: str, pages: list[str] | None = None, every_step: bool = False, make=None):
@@ -390,8 +416,7 @@ async def warm(base: str, pages: list[str] | None = None, every_step: bool = Fal
             await student.close()
             if pages is None and not app_pages:
                 todo += [path for path, _ in student.app_pages if path]
-            app_pages = app_pages or student.app_pages
-            count = (student.steps or 1) if every_step else 1
+            app_pages, count = app_pages or student.app_pages, (student.steps or 1) if every_step else 1
             steps[page], step = count, step + 1
     return runs, app_pages, steps
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from benchmarks.meter import median
 
-BYTES_GOAL = 2 * 10**6
-GOALS = {"small": 1.5, "large": 3.0, "paint": 3.0}
+BYTES_GOAL, GOALS = 2 * 10**6, {"small": 1.5, "large": 3.0, "paint": 3.0}
 
 
 def record(entry: dict, path: str) -> None:
@@ -110,10 +109,8 @@ SERVER_INTROS = (  # server_tables' tables
 def server_tables(results: dict, summary: list[dict]) -> list[str]:
     """The tables of the server phase: time (× bare, then ms), the whole rerun, bytes, and every step."""
     base, server = results["baseline"], results["server"]
-    sizes = sorted({s["T"] for s in summary})
-    pages = list(dict.fromkeys(s["page"] for s in summary))
-    found = {(s["page"], s["T"]): s for s in summary}
-    columns = [f"T = {t:,}" for t in sizes]
+    sizes, pages = sorted({s["T"] for s in summary}), list(dict.fromkeys(s["page"] for s in summary))
+    found, columns = {(s["page"], s["T"]): s for s in summary}, [f"T = {t:,}" for t in sizes]
 
     def loads(rows: list[dict]) -> str:
         return _load([v for r in rows for v in r["load"]])
@@ -262,8 +259,7 @@ def verdicts(results: dict, summary: list[dict]) -> list[str]:
             )
     big = [r for r in results["server"].values() if r["T"] == 1024]
     if big:
-        over = [r for r in big if r["bytes_max"] > BYTES_GOAL]
-        most = max(big, key=lambda r: r["bytes_max"])
+        over, most = [r for r in big if r["bytes_max"] > BYTES_GOAL], max(big, key=lambda r: r["bytes_max"])
         lines.append(
             f"- ≤ 2 MB per rerun at T = 1,024: **{'met' if not over else 'not met'}**; largest "
             f"{most['bytes_max'] / 1e6:.2f} MB ({_page_name(most['page'])} step {most['step']})"
@@ -276,8 +272,7 @@ def verdicts(results: dict, summary: list[dict]) -> list[str]:
         if r["T"] == 1024 and (small := browser.get(f"{r['page']}|{r['step']}|64"))
     ]
     if pairs:
-        missed = [p for p in pairs if p[1] > GOALS["paint"]]
-        worst = max(pairs, key=lambda p: p[1])
+        missed, worst = [p for p in pairs if p[1] > GOALS["paint"]], max(pairs, key=lambda p: p[1])
         lines.append(
             f"- Enter-to-painted at T = 1,024 ≤ 3× T = 64: **{'met' if not missed else 'not met'}** "
             f"(worst {_page_name(worst[0])}: {worst[1]:.1f}×, {_fmt_ms(worst[2]['painted_ms'])} vs "

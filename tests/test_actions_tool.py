@@ -77,7 +77,7 @@ def test_a_click_sends_every_widget_state_and_the_buttons_trigger():
     widgets = {w.id: w for w in msg.widget_states.widgets}
     assert widgets["$$ID-a-w_source"].string_value == "Book example"  # a radio sends its option's string
     assert widgets["$$ID-b-w_text"].string_value == "Your journey"
-    assert widgets["$$ID-c-w_seed"].double_value == 123
+    assert widgets["$$ID-c-w_seed"].int_value == 123  # an integer number input, as a browser sends it
     assert list(widgets["$$ID-d-w_image_format"].string_array_value.data) == ["PNG"]
     assert widgets["$$ID-e-next:multihead"].trigger_value
     assert msg.page_script_hash == "hash"
@@ -102,4 +102,4 @@ def test_a_value_the_server_sets_replaces_the_one_held():
     changed.delta.new_element.number_input.value = 7
     changed.delta.new_element.number_input.set_value = True
     student.observe(changed.SerializeToString())
-    assert student.states["$$ID-c-w_seed"] == ("double_value", 7)
+    assert student.states["$$ID-c-w_seed"] == ("int_value", 7)

@@ -252,6 +252,36 @@ def test_a_full_run_forgets_the_widgets_it_no_longer_draws_and_a_fragment_run_do
     assert student.buttons == {}
 
 
+def test_a_fragment_rerun_forgets_the_fragments_widgets_it_did_not_draw_again():
+    student = _browser()  # the Next button drawn in "page-fragment", the sidebar outside it
+    student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY))
+    student.message(click="next:qkv")  # the fragment's rerun draws only its step's text
+    student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY))
+    assert student.buttons == {} and set(student.states) == {"$$ID-a-w_source", "$$ID-b-w_text"}
+
+
+def test_a_switch_sends_only_the_widgets_the_entry_script_drew():
+    student = _browser()
+    new_session = ForwardMsg()
+    new_session.new_session.main_script_hash = ""  # the sidebar's widgets in _browser carry no script hash
+    student.observe(new_session.SerializeToString())
+
+    def page_picker(e):
+        e.selectbox.id, e.selectbox.set_value = "$$ID-f-w_cell:qkv:0:row", True  # set to None by the page
+        e.selectbox.options.extend(["Your", "journey"])
+
+    page_widget = ForwardMsg.FromString(_element_msg(page_picker))
+    page_widget.metadata.active_script_hash = "hash-qkv"
+    student.observe(page_widget.SerializeToString())
+    student.observe(_finished(ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY))
+    assert student.states["$$ID-f-w_cell:qkv:0:row"] == ("string_value", None)
+    click = BackMsg.FromString(student.message(click="next:qkv")).rerun_script
+    sent = {w.id: w.WhichOneof("value") for w in click.widget_states.widgets}
+    assert sent["$$ID-f-w_cell:qkv:0:row"] is None, "a selectbox without a choice is sent as its id alone"
+    switch = BackMsg.FromString(student.message(page="multihead")).rerun_script
+    assert {w.id for w in switch.widget_states.widgets} == {"$$ID-a-w_source", "$$ID-b-w_text"}
+
+
 def test_cached_messages_are_read_back_from_a_ref_hash_and_expire_after_max_age_runs():
     student = _browser()
     chart = ForwardMsg()
