@@ -63,16 +63,12 @@ CLASS_SENTENCES = (
     "In the morning the students opened their laptops, typed their own sentences into the sidebar, and watched "
     "the attention weights change as each new word arrived.",
 )
+TYPED_WORDS = (5, 34)  # a student's own new sentence: random words, about 6-40 GPT-2 tokens, never typed before
 
 
 def pick(scenario: str, rng: random.Random) -> str:
     """One of ``ACTIONS``, drawn with ``MIXES[scenario]``'s probabilities."""
     return rng.choices(ACTIONS, MIXES[scenario])[0]
-
-
-def typed_sentence(rng: random.Random) -> str:
-    """A student's own new sentence: 5-34 random words (about 6-40 GPT-2 tokens), in practice never typed before."""
-    return sentence(rng, 5, 34)
 
 
 def chapter_pages(app_pages: list[tuple[str, str]]) -> list[str]:
@@ -120,7 +116,7 @@ class LessonStudent(BrowserStudent):
         if action == "sentence":
             current = self.states.get(self.widget_ids.get(TEXT_WIDGET_KEY, ""), ("", ""))[1]
             others = [s for s in CLASS_SENTENCES if s != current]
-            text = typed_sentence(self.rng) if typing else self.rng.choice(others)
+            text = sentence(self.rng, *TYPED_WORDS) if typing else self.rng.choice(others)
             return await self.send("sentence", self.message(text=text), expect_text=text)
         click = stepper_click(self.buttons, self.direction)
         if click is None or self.step is None:
@@ -215,7 +211,7 @@ async def room_lesson(target, args, n: int) -> dict:
     per_server = dict(Counter(s.upstream or "direct" for s in students))
     pages = [args.page, *[p for p in chapter_pages(teacher.app_pages) if p != args.page][:3]]
 
-    cpu = {"step": [], "switch": []}  # the app processes' CPU seconds of each move, until every student arrived
+    cpu, moves = {"step": [], "switch": []}, []  # the app processes' CPU seconds of each move, till all arrived
 
     async def move(kind: str) -> list[Run]:  # "step" or "switch", timed until every student shows its end
         since, cpu0 = time.perf_counter(), target.cpu_s()
@@ -223,7 +219,6 @@ async def room_lesson(target, args, n: int) -> dict:
         runs = await arrived(students, since, teacher.page, teacher.step, kind)
         return cpu[kind].append(target.cpu_s() - cpu0) or runs
 
-    moves: list[Run] = []
     async with Meter(target) as meter:
         end = time.perf_counter() + args.duration
         while time.perf_counter() < end:
@@ -343,8 +338,8 @@ async def one_lesson(args, servers: int, n: int) -> None:
             rooms.stop()
     mode = f"{servers} server" + ("s behind nginx" if servers > 1 else "")
     e = {"scenario": scenario, "mode": mode, "servers": servers, "students": n, "page": args.page}
-    e |= {"think_s": args.think, "spread_s": args.spread, "duration_s": args.duration}
-    e |= {"malloc_arena_max": args.arena_max, "memory_log": memory_log, "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+    e |= {"think_s": args.think, "spread_s": args.spread, "duration_s": args.duration, "memory_log": memory_log}
+    e |= {"malloc_arena_max": args.arena_max, "when": time.strftime("%Y-%m-%d %H:%M:%S")}
     e |= {"command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]])}
     e |= {"server_command": " ".join(target.command()), "machine": machine(), **result}
     report.record(e, args.results)

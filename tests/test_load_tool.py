@@ -149,7 +149,7 @@ def test_the_class_pool_and_typed_sentences_are_6_to_40_gpt2_tokens_and_typed_on
     lengths = [len(encoding.encode(text)) for text in load.CLASS_SENTENCES]
     assert min(lengths) == 6 and max(lengths) <= 40
     rng = random.Random(1)
-    typed = [load.typed_sentence(rng) for _ in range(500)]
+    typed = [load.sentence(rng, *load.TYPED_WORDS) for _ in range(500)]
     assert len(set(typed)) == len(typed)
     typed_lengths = [len(encoding.encode(text)) for text in typed]
     assert min(typed_lengths) >= 6 and max(typed_lengths) <= 40
