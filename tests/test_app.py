@@ -86,6 +86,16 @@ def test_presenter_mode_from_the_link():
     assert "present=1" in share_link(at)
 
 
+def test_a_phone_gets_charts_with_16_px_text(monkeypatch):
+    from explorer.session import state
+
+    monkeypatch.setattr(state, "on_a_phone", lambda: True)  # what a phone's User-Agent makes it say
+    layout = figure_specs(app(TOKENS, query_params={"step": "2"}))[0]["layout"]
+    assert layout["yaxis"]["tickfont"]["size"] == 16 and layout["title"]["font"]["size"] == 18
+    monkeypatch.setattr(state, "on_a_phone", lambda: False)
+    assert figure_specs(app(TOKENS, query_params={"step": "2"}))[0]["layout"]["yaxis"]["tickfont"]["size"] == 12
+
+
 def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
     at = app(TOKENS)
     type_sentence(at, "   \t ")

@@ -27,3 +27,34 @@ def test_two_panels_side_by_side_need_twice_the_width_of_one():
 def test_a_chart_without_heatmaps_or_tick_labels_needs_nothing():
     fig = figures.lines([1, 2, 3], {"a": [1.0, 2.0, 3.0]}, title="t", x_title="x", y_title="y")
     assert figures.readable_width(fig) == 0
+
+
+def test_a_phones_larger_text_needs_more_room():
+    values = np.linspace(0, 1, 36).reshape(6, 6)
+    labels = [f"t{i}" for i in range(6)]
+    fig = figures.heatmap(values, labels, labels, title="t", style=figures.PHONE)
+    assert figures.readable_width(fig) > figures.readable_width(figures.heatmap(values, labels, labels, title="t"))
+
+
+def test_thirty_standing_token_labels_need_a_line_each_on_a_phone():
+    pieces = [f"token{i}" for i in range(30)]
+    small = figures.bars({"s": np.linspace(0, 1, 30)}, pieces, title="t", value_name="share")
+    large = figures.bars({"s": np.linspace(0, 1, 30)}, pieces, title="t", value_name="share", style=figures.PHONE)
+    assert large.layout.xaxis.tickangle == -90 and large.layout.xaxis.tickfont.size == 16
+    shown = len(large.layout.xaxis.tickvals)
+    assert figures.readable_width(large) >= shown * 16 * 1.5 > 358  # wider than a phone: it scrolls sideways
+    assert figures.readable_width(small) < figures.readable_width(large)
+
+
+def test_a_legend_beside_the_plot_adds_its_names_width():
+    series = {"with the cache": [1.0, 2.0, 3.0], "without the cache": [2.0, 4.0, 8.0]}
+    fig = figures.measured_lines([10, 20, 40], series, title="t", x_title="x", y_title="y", style=figures.PHONE)
+    beside = figures.readable_width(fig)
+    fig.update_layout(legend={"orientation": "h", "x": 0})
+    assert beside - figures.readable_width(fig) >= len("without the cache") * 10
+
+
+def test_every_text_of_the_phone_style_is_at_least_16_px():
+    style = figures.PHONE
+    sizes = (style.font_size, style.tick_size, style.title_size, style.cell_text_size, style.label_size)
+    assert min(sizes) >= 16

@@ -61,6 +61,15 @@ PRESENTER = FigureStyle(
     min_height=280,
     max_height=420,  # under the title, the stepper and a line of text at 1280×720
 )
+PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs more width scrolls sideways
+    font_size=16,
+    tick_size=16,
+    title_size=18,
+    cell_text_size=16,
+    label_size=16,
+    height_per_row=40,
+    min_height=280,
+)
 
 
 def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:

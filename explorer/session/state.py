@@ -150,6 +150,14 @@ def start_session() -> None:
     params = st.query_params.to_dict()
     open_link(params)
     state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
+    state["phone"] = on_a_phone()
+
+
+def on_a_phone() -> bool:
+    """Whether the browser says it is a phone: "Mobi" in its User-Agent, as every phone browser writes (a
+    tablet's is a desktop's). The charts are drawn on the server, so their text size is chosen here."""
+    agent = st.context.headers.get("User-Agent")
+    return isinstance(agent, str) and "Mobi" in agent
 
 
 def open_link(params: dict[str, str]) -> None:

@@ -19,9 +19,11 @@ from explorer.widgets.drawn import Drawn, prepare, shared
 
 
 def style() -> figures.FigureStyle:
-    """The figure style for this session: presenter mode makes everything larger, and
-    the sidebar's token window narrows token axes to the tokens chosen there."""
-    base = figures.PRESENTER if st.session_state.get("presenter") else figures.DEFAULT_STYLE
+    """The figure style for this session: presenter mode makes everything larger, a phone its text at least
+    16 px, and the sidebar's token window narrows token axes to the tokens chosen there."""
+    state = st.session_state
+    base = figures.PHONE if state.get("phone") else figures.DEFAULT_STYLE
+    base = figures.PRESENTER if state.get("presenter") else base
     window = st.session_state.get("token_window")
     return dataclasses.replace(base, token_window=window) if window else base
 
@@ -42,8 +44,9 @@ def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
-    st.plotly_chart(drawn.chart, key=key, config=config, width="stretch", alt=drawn.alt)
-    figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
+    with phone_scroll(drawn.readable_width, key or name):
+        st.plotly_chart(drawn.chart, key=key, config=config, width="stretch", alt=drawn.alt)
+        figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,7 +55,8 @@ BASE_CSS = """<style>
   [data-testid="stMainBlockContainer"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
     [data-testid="stWidgetLabel"] *, [data-testid="stExpander"] summary *, [data-baseweb="select"] *,
     [data-testid="stRadio"] *, [data-testid="stButtonGroup"] *, [data-testid="stAlertContainer"] *,
-    [data-testid="stSlider"] *, [data-testid="stTable"] *, button, button *, input, label, label *) {font-size: 1rem;}
+    [data-testid="stSlider"] *, [data-testid="stTable"] *, [data-testid="stPageLink"] *, button, button *, input,
+    label, label *) {font-size: 1rem;}
   [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] code {font-size: 0.875rem;}
   /* a chart whose cell texts need more room keeps it and scrolls sideways inside itself (widgets.charts) */
   [class*="st-key-scroll"] {overflow-x: auto; overscroll-behavior-x: contain;}

@@ -24,6 +24,7 @@ from explorer.runtime.rooms.wake import current_fragment_id
 from explorer.session import room
 from explorer.session.notices import notice
 from explorer.session.state import presenter
+from explorer.widgets.charts import style as chart_style
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
@@ -180,7 +181,7 @@ def vote_chart(question: Question, key: str) -> None:
             value_name="students",
             decimals=0,
             extra_height=0,
-            style=figures.PRESENTER if presenter() else figures.DEFAULT_STYLE,
+            style=chart_style(),
         )
         figures.layout.pandas_settled()
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")

@@ -78,8 +78,8 @@ def open_app(server, browser):
     """
     opened = []
 
-    def factory() -> AppPage:
-        context, app_page = open_page(browser, server)
+    def factory(**options) -> AppPage:
+        context, app_page = open_page(browser, server, **options)
         opened.append((context, app_page))
         return app_page
 

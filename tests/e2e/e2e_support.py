@@ -327,9 +327,18 @@ def watch(page) -> Events:
     return events
 
 
-def open_page(browser, base_url: str):
-    """A new browser context (its own Streamlit session) and an ``AppPage`` in it; close the context after."""
-    context = browser.new_context(viewport=VIEWPORT)
+PHONE = {"width": 390, "height": 844}
+PHONE_AGENT = (  # a phone's browser says "Mobile"; the app then draws its charts' text at 16 px
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile "
+    "Safari/537.36"
+)
+
+
+def open_page(browser, base_url: str, *, phone: bool = False):
+    """A new browser context (its own Streamlit session) and an ``AppPage`` in it; close the context after. A
+    ``phone`` context is 390×844 and sends a phone's User-Agent."""
+    options = {"viewport": PHONE, "user_agent": PHONE_AGENT} if phone else {"viewport": VIEWPORT}
+    context = browser.new_context(**options)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     return context, AppPage(page, base_url, watch(page))

@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from e2e_support import ROOT, SETTLED, TIMEOUT_MS, app_pages
+from e2e_support import PHONE_AGENT, ROOT, SETTLED, TIMEOUT_MS, app_pages
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +23,7 @@ VIEWS = {  # name -> (viewport, query)
     "presenter": ({"width": 1280, "height": 720}, "present=1"),
     "phone": ({"width": 390, "height": 844}, ""),
 }
-# Every visible text of the main area outside the charts (plotly draws its own, sized per figure), in px.
+# Every visible text of the main area outside the charts (test_phone measures theirs: 16 px on a phone), in px.
 SMALL_TEXT = """(limits) => {
   const main = document.querySelector('[data-testid="stMainBlockContainer"]'), small = [];
   const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
@@ -65,7 +65,7 @@ def serious(violations: list[dict]) -> list[str]:
 @pytest.mark.parametrize("spec", app_pages(), ids=lambda spec: spec.stem)
 def test_no_serious_accessibility_violation(server, browser, axe_source, spec, view):
     viewport, query = VIEWS[view]
-    context = browser.new_context(viewport=viewport)
+    context = browser.new_context(viewport=viewport, **({"user_agent": PHONE_AGENT} if view == "phone" else {}))
     context.set_default_timeout(TIMEOUT_MS)
     try:
         page = context.new_page()
@@ -111,7 +111,7 @@ def test_a_live_room_passes_axe_for_teacher_and_phone_and_its_controls_are_tappa
     """A teacher's presenter view with an open room (its code, QR code and counts) and a student's phone view
     on a step with a question: no serious violation, and every control the student taps is 44 × 44 px or more."""
     teacher_context = browser.new_context(viewport=VIEWS["presenter"][0])
-    student_context = browser.new_context(viewport=VIEWS["phone"][0])
+    student_context = browser.new_context(viewport=VIEWS["phone"][0], user_agent=PHONE_AGENT)
     try:
         teacher = teacher_context.new_page()
         teacher.goto(f"{server}/causal_mask?present=1&step=2", timeout=TIMEOUT_MS)
