@@ -22,6 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from e2e_support import PHONE_AGENT  # noqa: E402  (the User-Agent the phone tests send)
+
 ROOT_PAGES = ("", "home", "why_attention")  # the navigation's default page has no path of its own
 
 
@@ -41,16 +44,19 @@ def main() -> None:
     parser.add_argument("--url", default=None, help="use an already running app")
     parser.add_argument("--size", default=None, help="the window, e.g. 390x844 for a phone (default 1280x720)")
     parser.add_argument("--name", default="", help="added to each file's name, e.g. _phone")
+    parser.add_argument("--phone", action="store_true", help="a phone: 390x844 and a phone's User-Agent")
     parser.add_argument("--scroll", default=None, help="a CSS selector to scroll into view, e.g. .st-key-cell_panel")
     args = parser.parse_args()
     width, height = (int(n) for n in args.size.split("x")) if args.size else (VIEWPORT["width"], VIEWPORT["height"])
+    width, height = (390, 844) if args.phone else (width, height)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         base = args.url or stack.enter_context(AppServer(log=ROOT / "artifacts" / "screens" / "server.log"))
         with sync_playwright() as playwright:
             browser = launch_chromium(playwright)
-            context = browser.new_context(viewport={"width": width, "height": height})
+            agent = {"user_agent": PHONE_AGENT} if args.phone else {}
+            context = browser.new_context(viewport={"width": width, "height": height}, **agent)
             page = context.new_page()
             for name in args.pages:
                 for step in args.steps.split(","):
