@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.launch import SETTLED, VIEWPORT, AppServer, launch_chromium  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
 from e2e_support import PHONE_AGENT  # noqa: E402  (the User-Agent the phone tests send)
 
 ROOT_PAGES = ("", "home", "why_attention")  # the navigation's default page has no path of its own
