@@ -58,3 +58,14 @@ def test_every_text_of_the_phone_style_is_at_least_16_px():
     style = figures.PHONE
     sizes = (style.font_size, style.tick_size, style.title_size, style.cell_text_size, style.label_size)
     assert min(sizes) >= 16
+
+
+def test_grouped_bars_keep_their_values_whole_on_a_phone_and_get_the_room():
+    from explorer.figures.heads import head_summary_bars
+
+    shares = {name: [0.2, 0.35, 0.4, 0.25] for name in ("previous", "first", "spread")}
+    phone = head_summary_bars(shares, title="t", style=figures.PHONE)
+    laptop = head_summary_bars(shares, title="t")
+    assert {t.constraintext for t in phone.data} == {"none"} and {t.constraintext for t in laptop.data} == {"both"}
+    assert figures.readable_width(phone) >= 4 * 3 * (len("0.35") * 10 + 8)  # 12 values of 16 px side by side
+    assert figures.readable_width(laptop) == 0  # plotly fits them to the bars there

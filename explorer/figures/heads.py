@@ -41,6 +41,7 @@ def head_summary_bars(
                 "text": [f"{v:.2f}" for v in values],
                 "textposition": "outside",
                 "textfont": {"size": style.cell_text_size},
+                "constraintext": "both" if style.shrink_text else "none",  # readable_width makes the room
                 "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>",
                 "cliponaxis": False,
             }

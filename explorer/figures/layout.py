@@ -48,6 +48,7 @@ class FigureStyle:
     max_height: int = 470  # a step's figure fits a 1280×720 screen under the title and stepper
     token_window: tuple[int, int] | None = None  # show only tokens [start, stop) on token axes
     max_cells_per_axis: int = 192  # larger matrices are drawn as block means, to keep payloads small
+    shrink_text: bool = True  # plotly shrinks a bar's value to the bar's width; a phone scrolls sideways instead
 
 
 DEFAULT_STYLE = FigureStyle()
@@ -69,6 +70,7 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
     label_size=16,
     height_per_row=40,
     min_height=280,
+    shrink_text=False,
 )
 
 

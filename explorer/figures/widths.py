@@ -33,6 +33,9 @@ def readable_width(fig: go.Figure) -> int:
             columns = np.shape(trace.z)[1]
         elif prints_in_cells(trace) and trace.x is not None:
             columns = len(set(np.ravel(trace.x)))
+        elif trace.type == "bar" and trace.text is not None and trace.constraintext == "none":  # values kept whole
+            beside = [t for t in fig.data if t.type == "bar" and t.text is not None and t.xaxis == trace.xaxis]
+            columns = len(set(np.ravel(trace.x))) * (len(beside) if fig.layout.barmode == "group" else 1) * 1.25
         else:
             continue
         texts = [] if trace.text is None else [str(t) for t in np.ravel(np.asarray(trace.text, dtype=object))]

@@ -40,7 +40,8 @@ def show_every_head(settings: Settings) -> None:
     suffix = f":{layer}:{head}"  # new widgets once the settings change, so each starts from them
     labels, details = words.head_labels(found.summaries)
     title = words.grid_title(num_layers, num_heads)
-    key = CHART_KEY + ("_wide" if num_heads > words.SHORT_ABOVE else "") + suffix  # css.py: a phone hides its labels
+    hidden = num_heads > words.SHORT_ABOVE or st.session_state.get("phone")  # on a phone they would be 9 px
+    key = CHART_KEY + ("_wide" if hidden else "") + suffix  # css.py: a phone hides these (hover has them)
     options = dict(title=title, current=(layer, head), key=key, on_select=on_pick(key, open_head))
     draw(every_head_grid, "every-head", found.weights, labels, details, found.pieces, **options)
     st.markdown(words.open_text(layer, head))

@@ -20,7 +20,8 @@
     const el = node.parentElement;
     if (!text || !el || !shown(el)) continue;
     if (el.closest('.katex-mathml, .modebar, .hoverlayer, [data-testid="stIconMaterial"]')) continue;
-    const size = parseFloat(getComputedStyle(el).fontSize);
+    const matrix = el instanceof SVGGraphicsElement ? el.getCTM() : null;  // plotly shrinks a bar's value with a scale
+    const size = parseFloat(getComputedStyle(el).fontSize) * (matrix ? Math.hypot(matrix.a, matrix.b) : 1);
     const code = !!el.closest('pre, code, [data-testid="stCode"]');
     if (size < (code ? limits.code : limits.text) - 0.05) out.small.push(`${size.toFixed(1)}px "${text.slice(0, 30)}"`);
   }

@@ -31,9 +31,9 @@ COVERED_TITLES = """() => {
 }"""
 
 
-def walk_phone(app_page, spec, sentence: str | None) -> list[str]:
+def walk_phone(app_page, spec, sentence: str | None, **more: str) -> list[str]:
     app_page.page.mouse.move(1, 400)  # a mouse over a chart would show its toolbar, as a finger on it does
-    query = {} if sentence is None else {"input": "text", "text": sentence}
+    query = ({} if sentence is None else {"input": "text", "text": sentence}) | more
     app_page.goto(spec.url_path, urllib.parse.urlencode(query, quote_via=urllib.parse.quote))
     found = []
     while True:
@@ -55,4 +55,12 @@ def walk_phone(app_page, spec, sentence: str | None) -> list[str]:
 @pytest.mark.parametrize("spec", stepped_pages(), ids=lambda s: s.stem)
 def test_a_phone_shows_every_chart_without_overlapping_text(open_app, spec, sentence):
     found = walk_phone(open_app(phone=True), spec, sentence)
+    assert not found, "\n".join(found[:40])
+
+
+def test_a_phone_shows_the_trained_models_heads_whole(open_app):
+    """Multi-head's last steps with the small trained GPT: the grouped bars keep their 16 px values (they scroll
+    sideways), and the grid of every layer and head leaves its labels to the hover."""
+    (spec,) = [s for s in stepped_pages() if s.stem == "multihead"]
+    found = walk_phone(open_app(phone=True), spec, None, weights="trained")
     assert not found, "\n".join(found[:40])
