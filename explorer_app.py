@@ -23,6 +23,7 @@ PAGES = (  # (script, title, icon, options)
     ("pages/speed.py", "Speed", ":material/speed:", {}),
     ("pages/glossary.py", "Glossary", ":material/dictionary:", {"url_path": "glossary"}),
 )
+LIVE = ("pages/live.py", "Live room", ":material/groups:", {"url_path": "live"})  # a student's, in a room
 
 
 def run() -> None:
@@ -37,21 +38,24 @@ def run() -> None:
         layout="wide",
         initial_sidebar_state="collapsed" if session.presenter() else "auto",
     )
-    pages = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in PAGES]
+    pages = widgets.app_pages(PAGES, LIVE)  # the Live room page is listed for a student in a room alone
     navigation = st.navigation(pages)
     by_path = {page.url_path: page for page in pages}
 
     @st.fragment
     def show_page() -> None:
         """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
-        or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all."""
+        or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all.
+        On the Live room page it draws the teacher's page, so that a teacher's move to another page reruns
+        only this too."""
         with widgets.follow_in_page(navigation.url_path):  # a teacher's move within the page reruns only this
             current = session.begin_run()
             if current is None:  # a page's button changed the settings: the sidebar must show them
                 st.rerun(scope="app")
-            with views.page_turn(current, navigation.url_path):  # heavy pages take turns; light ones never wait
-                widgets.run_page(navigation)
-            widgets.finish_run(navigation.title, current, navigation.url_path)
+            page = widgets.page_shown(navigation, by_path)  # the Live room shows the teacher's page
+            with views.page_turn(current, page.url_path):  # heavy pages take turns; light ones never wait
+                widgets.run_page(page)
+            widgets.finish_run(page.title, current, page.url_path)
 
     widgets.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
     with widgets.room_turn():  # a run the live room woke waits for its turn (runtime.rooms.wake)

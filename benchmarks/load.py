@@ -46,7 +46,7 @@ MIXES["room"] = (0.75, 0.25, 0.0, 0.0)  # the teacher's moves; the students only
 
 SLOWEST = 12  # the slowest actions a lesson's result lists, with the page and step they ended on
 # Not chapter pages: the Speed page's timing lab, the "Break it" exercise, the glossary, and Generate (its own action)
-LEFT_OUT_PAGES = ("speed", "mistakes", "glossary", "generate")
+LEFT_OUT_PAGES = ("speed", "mistakes", "glossary", "generate", "live")
 # What a class types: the sentences a teacher's slides and a class's chat would offer, 6-40 GPT-2 tokens.
 CLASS_SENTENCES = (
     "Your journey starts with one step",
@@ -138,12 +138,14 @@ class RoomMember(LessonStudent):
     def __init__(self, base: str, cookie: str | None, rng: random.Random) -> None:
         super().__init__(base, cookie, rng)
         self.room: str | None = None
-        self.shown = ""  # the page the last run showed
+        self.shown, self.address = "", ""  # the page the last run drew, and the one in its address bar
         self.arrivals: list[tuple[float, str, tuple[int, int] | None, str | None]] = []  # (time, page, step, error)
 
     def note(self, reply, run: Run, seen: dict) -> None:
         super().note(reply, run, seen)
-        self.room, self.shown = reply.room or self.room, reply.page_url if reply.page_script_hash else self.shown
+        self.room, self.address = reply.room or self.room, reply.page_url if reply.page_script_hash else self.address
+        if reply.step:  # the page whose script drew the stepper: the teacher's, on the Live room page
+            self.shown = next((u for u, h in self.page_hashes.items() if h == reply.script_hash), self.address)
 
     def arrive(self, error: str | None = None) -> None:
         self.page = self.shown
@@ -240,7 +242,7 @@ async def room_lesson(target, args, n: int) -> dict:
         os.killpg(target.cluster.apps[target.cluster.app_ports.index(killed)].pid, signal.SIGKILL)
         await asyncio.sleep(1.0)
         for s in [s for s in students if s.upstream.endswith(f":{killed}")]:  # a browser reconnects and reruns
-            s.arrive((await s.visit(s.page, dict(urllib.parse.parse_qsl(s.query_string)))).error)
+            s.arrive((await s.visit(s.address, dict(urllib.parse.parse_qsl(s.query_string)))).error)
             s.reader = asyncio.create_task(s.follow())
         for _ in range(3):
             after += await move("step")

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from apptest_support import app, captions, decode, markdown, next_step, type_sentence
+from streamlit.util import calc_hash
 
 from explorer.runtime.rooms import room_store
 from explorer.session import room
@@ -44,6 +45,17 @@ def step_of(at, page: str = "causal_mask") -> int:
     return at.session_state[f"step:{page}"] + 1
 
 
+def on_page(at, url_path: str) -> bool:
+    """Whether ``at``'s last run was of the page at ``url_path`` (Streamlit names a page by its path's hash)."""
+    return at._finished_page_script_hash == calc_hash(url_path)
+
+
+def view_link(at) -> str:
+    """The link "Copy link to this view" offers."""
+    (link,) = [c.value for c in at.sidebar.get("code")]
+    return link
+
+
 def test_the_teacher_opens_a_room_with_its_code_link_and_qr_code():
     teacher, code = open_room()
     sidebar = markdown(teacher.sidebar)
@@ -73,18 +85,43 @@ def test_a_student_follows_the_teachers_page_step_and_sentence():
     assert student.title[0].value == "Dropout" and student.session_state["settings"].text == "The cat sat on the mat"
 
 
+def test_a_student_who_follows_sees_the_teachers_pages_on_the_live_room_page():
+    """A following student stays on the Live room page, which draws the teacher's page: the teacher's move to
+    another page then reruns only the page (``wake``). The view's link names the teacher's page, not the room."""
+    teacher, code = open_room()
+    student = join(code)
+    assert on_page(student, "live") and student.title[0].value == "Causal mask"
+    assert "/causal_mask?" in view_link(student) and "room=" not in view_link(student)
+    teacher.switch_page("pages/multihead.py").run()
+    next_step(teacher)
+    student.run()
+    assert on_page(student, "live") and student.title[0].value == "Multi-head attention"
+    assert step_of(student, "multihead") == 2 and "/multihead?" in view_link(student)
+    assert student.query_params["room"] == code and student.query_params["step"] == "2"
+
+
+def test_the_live_room_page_without_a_room_says_how_to_join():
+    at = app("pages/live.py")
+    assert at.title[0].value == "Live room" and "open the link your teacher shows" in markdown(at)
+    assert not at.exception
+
+
 def test_on_my_own_stops_following_and_follow_jumps_back_in_one_click():
     teacher, code = open_room()
     student = join(code)
+    next_step(teacher)
+    student.run()
     button(student, "room_alone").click().run()
+    assert on_page(student, "causal_mask") and step_of(student) == 2  # the view the Live room page showed
+    assert student.session_state["w_source"] == "book" and not student.exception
     next_step(teacher)
     next_step(teacher)
     student.run()
-    assert step_of(student) == 1 and "on your own" in captions(student)
+    assert step_of(student) == 2 and "on your own" in captions(student)
     teacher.run()
     assert "0 following · 1 exploring" in markdown(teacher.sidebar)
     button(student, "room_follow").click().run()
-    assert step_of(student) == 3 and "following the teacher" in captions(student)
+    assert on_page(student, "live") and step_of(student) == 4 and "following the teacher" in captions(student)
 
 
 def test_a_student_who_returns_is_back_on_the_teachers_step():

@@ -397,6 +397,40 @@ def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whol
     assert sorted(woken) == [("s1", ""), ("s2", "page-fragment")]
 
 
+def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_switches_pages():
+    from explorer.runtime.rooms.wake import LIVE_PAGE, Wakener
+
+    store = MemoryRoomStore()
+    woken: list[tuple[str, str]] = []
+    wakener = Wakener(store, rerun=lambda session, fragment: woken.append((session, fragment)), active=bool)
+    code, token = store.create()
+    wakener.enrol("s1", code, "alice", True, LIVE_PAGE)
+    wakener.page_fragment("s1", "page-fragment")
+    wakener.enrol("s2", code, "bob", True, "causal_mask")  # bob wandered to a page of his own
+    wakener.page_fragment("s2", "page-fragment")
+    for page in ("causal_mask", "dropout"):
+        woken.clear()
+        store.publish(code, token, {"page": page, "params": {"step": "2"}})
+        assert woken[0] == ("s1", "page-fragment")
+    assert woken[1] == ("s2", "")  # to be taken to the Live room page: the whole app
+
+
+@pytest.mark.parametrize(
+    "old, new, needs_the_app",
+    [
+        ({"step": "2", "text": "a b"}, {"step": "5", "query": "3", "head": "1", "text": "a b"}, False),
+        ({"input": "text", "text": "a b"}, {"input": "text", "text": "a b c"}, True),
+        ({"d_out": "4"}, {"d_out": "4", "cell": "2,1", "second": "x y"}, False),
+        ({"d_out": "4"}, {"d_out": "2"}, True),
+        ({}, {"win": "1-48"}, True),
+    ],
+)
+def test_a_move_needs_the_whole_app_only_when_the_sidebar_shows_something_else(old, new, needs_the_app):
+    from explorer.session.live import sidebar_differs
+
+    assert sidebar_differs(old, new) is needs_the_app
+
+
 def test_woken_runs_take_turns_and_other_runs_do_not_wait():
     from explorer.runtime.rooms.wake import Wakener
 

@@ -1,17 +1,14 @@
 """One visitor's part in a live room: the teacher who opened it, or a student who joined with ``?room=CODE``.
 
 The teacher's session alone holds the room's token; each of its runs publishes where it is (the page and the
-link's parameters) when that changed. A student's session holds the code and an anonymous id. Each of its runs
-(``arrive``) enrols it with the process's ``wakener``, which reruns it when the teacher moves or reveals, and
-reads the room's version; when the teacher moved, the run opens the teacher's link (``state.open_link``) the way
-a shared link opens. Students vote on questions; only the token reveals.
+link's parameters) when that changed. A student's session holds the code and an anonymous id; how its runs
+follow the teacher is ``session.live``'s. Students vote on questions; only the token reveals.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Collection
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -20,7 +17,6 @@ from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, ro
 from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
-from explorer.session.state import open_link
 
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
@@ -31,7 +27,6 @@ MESSAGE = "room_message"  # why this session left its room (or could not join), 
 TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back
 COOKIE_HELD = "room_cookie_held"  # what this session believes the teacher's browser holds in that cookie
 HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
-IN_PAGE_PARAMS = frozenset({"step", "cell"})  # drawn inside the page alone: a move of only these reruns only it
 
 
 def code() -> str | None:
@@ -50,18 +45,18 @@ def following() -> bool:
     return is_student() and bool(st.session_state.get(FOLLOWING))
 
 
-def _session_id() -> str | None:
+def session_id() -> str | None:
     ctx = get_script_run_ctx()
     return None if ctx is None else ctx.session_id
 
 
-def _leave(message: str) -> None:
+def leave(message: str) -> None:
     """Leave the room, saying why; the student's sentence and settings stay as they are."""
     for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
         st.session_state.pop(key, None)
     st.session_state[MESSAGE] = message
-    if _session_id() is not None:
-        wakener().leave(_session_id())
+    if session_id() is not None:
+        wakener().leave(session_id())
 
 
 def open_room() -> None:
@@ -158,7 +153,7 @@ def publish(url_path: str, params: dict[str, str]) -> None:
         room_store().publish(code(), st.session_state[TOKEN], position)
         st.session_state[PUBLISHED] = position
     except (RoomGoneError, PermissionError):
-        _leave(f"Room {code()} has closed; open a new one from the sidebar.")
+        leave(f"Room {code()} has closed; open a new one from the sidebar.")
 
 
 def address(params: dict[str, str]) -> dict[str, str]:
@@ -166,90 +161,22 @@ def address(params: dict[str, str]) -> dict[str, str]:
     return {**params, "room": code()} if is_student() else params
 
 
-def read(url_path: str) -> None:
-    """A student's run on ``url_path``: enrol with this process's wakener (which heartbeats) and read the room
-    when its version changed since this session's last read."""
-    state, store = st.session_state, room_store()
-    try:
-        if _session_id() is not None:
-            wakener().enrol(_session_id(), code(), state[STUDENT], following(), url_path)
-        else:
-            store.heartbeat(code(), state[STUDENT], following())
-        version = store.version(code())
-        seen = state.get(SEEN)
-        if seen is not None and seen[0] == version:
-            return
-        snapshot = store.snapshot(code())
-    except (RoomGoneError, RoomFullError) as error:
-        _leave(str(error))
-        return
-    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
-
-
-def due() -> dict | None:
-    """The teacher's position when this student follows and has not arrived there yet."""
-    seen = st.session_state.get(SEEN)
-    if not following() or seen is None or seen[1] is None or st.session_state.get(APPLIED) == seen[1]:
-        return None
-    return seen[1]
-
-
-def arrive(url_path: str, pages: Collection[str]) -> dict | None:
-    """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
-    is. On the teacher's page (or one this app lacks) this opens the teacher's link; on another page it
-    returns the teacher's position, to switch to its page (``position["page"]``, one of ``pages``) first.
-
-    The move counts as made only here, in a run on the teacher's page: a switch that Streamlit dropped is made
-    again by the next run."""
-    if not is_student():
-        return None
-    read(url_path)
-    position = due()
-    if position is None:
-        return None
-    if position["page"] != url_path and position["page"] in pages:
-        return position
-    open_link(position["params"])
-    st.session_state[APPLIED] = position
-    return None
-
-
-def arrive_in_page(url_path: str) -> bool:
-    """A student's run of the page alone (the wakener reruns only the page when it can): make a move that
-    changed only ``IN_PAGE_PARAMS`` on this page here, and return False; return True when the move needs the
-    whole app's run (another page, other settings: the sidebar must show them)."""
-    if not is_student():
-        return False
-    read(url_path)
-    position, applied = due(), st.session_state.get(APPLIED)
-    if position is None:
-        return False
-    if applied is None or position["page"] != url_path or applied["page"] != url_path:
-        return True
-    old, new = applied["params"], position["params"]
-    if any(old.get(k) != new.get(k) for k in old.keys() | new.keys() if k not in IN_PAGE_PARAMS):
-        return True
-    open_link(new)
-    st.session_state[APPLIED] = position
-    return False
-
-
 def keep_turn() -> None:
     """A run the wakener started goes on in a new run (another page, or the whole app): it keeps its turn."""
-    if is_student() and _session_id() is not None:
-        wakener().woke(_session_id())
+    if is_student() and session_id() is not None:
+        wakener().woke(session_id())
 
 
 def turn():
     """Around the page's drawing: a run the wakener started takes its turn (``Wakener.turn``)."""
-    return wakener().turn(_session_id()) if is_student() else contextlib.nullcontext()
+    return wakener().turn(session_id()) if is_student() else contextlib.nullcontext()
 
 
 def page_fragment(fragment_id: str | None) -> None:
     """Tell this process's wakener which fragment draws this student's page, so that a move within the page
     reruns only it."""
-    if is_student() and fragment_id and _session_id() is not None:
-        wakener().page_fragment(_session_id(), fragment_id)
+    if is_student() and fragment_id and session_id() is not None:
+        wakener().page_fragment(session_id(), fragment_id)
 
 
 def revealed_here(question: str) -> bool | None:
@@ -292,6 +219,6 @@ def counts() -> tuple[int, int] | None:
     try:
         snapshot = room_store().snapshot(code())
     except RoomGoneError:
-        _leave(f"Room {code()} has closed; open a new one from the sidebar.")
+        leave(f"Room {code()} has closed; open a new one from the sidebar.")
         return None
     return snapshot.following, snapshot.exploring

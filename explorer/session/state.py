@@ -46,6 +46,16 @@ _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 SET_HERE = "settings_set_by_page"  # a page's button changed the settings; the sidebar has not drawn them yet
 
 
+def refill_widgets() -> bool:
+    """Put the settings back into the settings widgets when Streamlit forgot their values (it clears the
+    widgets' state when the server switches the page, as the live room does); True when it did."""
+    state = st.session_state
+    if all(key in state for key in WIDGETS.values()):
+        return False
+    _to_widgets(chosen())
+    return True
+
+
 def widgets_valid() -> bool:
     """Whether every settings widget holds a value of the kind its setting needs.
 

@@ -15,12 +15,13 @@ from explorer.widgets.downloads import finish_run
 from explorer.widgets.every_head import show_every_head
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
-from explorer.widgets.room import follow_in_page, follow_teacher, room_controls, room_turn
+from explorer.widgets.room import app_pages, follow_in_page, follow_teacher, page_shown, room_controls, room_turn
 from explorer.widgets.sidebar import sidebar
 from explorer.widgets.stepper import stepper
 
 __all__ = [
     "Panel",
+    "app_pages",
     "ask",
     "book_caption",
     "chart",
@@ -33,6 +34,7 @@ __all__ = [
     "follow_teacher",
     "guard",
     "outside_model",
+    "page_shown",
     "page_stylesheet",
     "panel",
     "progress",

@@ -8,6 +8,7 @@ Students do not poll: the process reruns a following student's session when the 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import io
 import json
@@ -21,7 +22,7 @@ from explorer.page_text.questions import Question
 from explorer.parsing import literal
 from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.runtime.rooms.wake import current_fragment_id
-from explorer.session import room
+from explorer.session import live, room
 from explorer.session.notices import notice
 from explorer.session.state import presenter
 from explorer.widgets.charts import style as chart_style
@@ -34,16 +35,41 @@ def room_turn():
     return room.turn()
 
 
-def follow_teacher(pages: dict, url_path: str) -> None:
-    """Before the sidebar's widgets: join the room the link names, and take a student who follows it to the
-    teacher's page and link. ``pages`` maps each page's URL path to its ``st.Page``; ``url_path`` is this run's."""
+def app_pages(chapter: tuple, live: tuple) -> list:
+    """The ``st.Page`` of each of the ``chapter``'s (script, title, icon, options), and the ``live`` room's page,
+    listed in the navigation only for a student in a room (a link reaches it in any case). Joins the room the
+    link names first. Each run gets copies of pages made once: making one checks its file on disk."""
     room.join_from_link()
+    key = (id(chapter), id(live), room.is_student())
+    if key not in _PROTOTYPES:
+        script, title, icon, options = live
+        shown = "visible" if key[2] else "hidden"
+        listed = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in chapter]
+        _PROTOTYPES[key] = (*listed, st.Page(script, title=title, icon=icon, visibility=shown, **options))
+    return [copy.copy(page) for page in _PROTOTYPES[key]]  # a page's "may run" flag is each run's own
+
+
+_PROTOTYPES: dict[tuple, tuple] = {}  # (the chapter's id, the live page's id, a student's?) -> its pages
+
+
+def page_shown(navigation, pages: dict):
+    """The page the page's fragment draws: the teacher's on the Live room page, when a student follows there;
+    else the one ``st.navigation`` returned. ``pages`` maps each page's URL path to its ``st.Page``."""
+    shown = live.live_page() if navigation.url_path == live.LIVE else None
+    return pages[shown] if shown in pages and shown != live.LIVE else navigation
+
+
+def follow_teacher(pages: dict, url_path: str) -> None:
+    """Before the sidebar's widgets: take a student who follows the room to the Live room page, which shows the
+    teacher's page and link, and one who stops following to the page it showed. ``pages`` maps each page's URL
+    path to its ``st.Page``; ``url_path`` is this run's."""
     if room.resume_teacher(presenter()):
         st.toast(f"You are back in room {room.code()}: its students and votes were kept.", icon=":material/groups:")
-    position = room.arrive(url_path, pages)
-    if position is not None:
+    move = live.arrive(url_path, pages)
+    if move is not None:
         room.keep_turn()
-        st.switch_page(pages[position["page"]], query_params=room.address(position["params"]))
+        page, params = move
+        st.switch_page(pages[page], query_params=room.address(params))
 
 
 @contextlib.contextmanager
@@ -52,7 +78,7 @@ def follow_in_page(url_path: str) -> Iterator[None]:
     whole app when the move needs the sidebar or another page), and a run the room woke takes its turn."""
     room.page_fragment(current_fragment_id())
     with room.turn():
-        if room.arrive_in_page(url_path):
+        if live.arrive_in_page(url_path):
             room.keep_turn()
             st.rerun(scope="app")
         yield

@@ -19,6 +19,7 @@ from explorer.session.state import (
     WIDGETS,
     current_run,
     on_change_of,
+    refill_widgets,
     start_session,
     widgets_valid,
 )
@@ -42,7 +43,7 @@ def sidebar() -> Settings:
     start_session()
     state = st.session_state
     state.pop(SET_HERE, None)  # this run draws the settings a page's button set
-    if not widgets_valid():
+    if not refill_widgets() and not widgets_valid():
         on_change_of()
     ctx = get_script_run_ctx()
     unreadable = unreadable_notices(ctx.session_id if ctx else None)

@@ -5,10 +5,11 @@ process, two students on the other).
 The teacher's Next, page switch and new sentence reach every following student within a second; a student who
 reloads is back on the teacher's step; the students' answers appear on the teacher's chart; Reveal reaches all.
 
-A move is timed twice from the teacher's click, on the clock the four browsers share. *Delivered*: until a
-student's address bar shows the teacher's page and step (Streamlit writes it when the student's run on the server
-ends): what the app and its server control, which the issue bounds by a second. *Shown*: until the student's screen
-shows the step's heading (and sentence), which adds the four browsers painting the page's charts at once.
+A following student is on the Live room page, which draws the teacher's page. A move is timed twice from the
+teacher's click, on the clock the four browsers share. *Delivered*: until a student's address bar shows the
+teacher's step (Streamlit writes it when the student's run on the server ends): what the app and its server
+control, which the issue bounds by a second. *Shown*: until the student's screen shows the step's heading (and
+sentence), which adds the four browsers painting the page's charts at once.
 """
 
 from __future__ import annotations
@@ -160,13 +161,14 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
         watch(student, "joined", "shows", [1, "Causal mask", None])
         seen_at(student, "joined")
         assert f"room={code}" in student.page.url, f"student {number} lost the room from the address bar"
+        assert "/live?" in student.page.url, f"student {number} is not on the Live room page"
     sidebar.get_by_text("3 following · 0 exploring").wait_for()
 
-    def reaches_all(name: str, action, page: str, params: dict, shown: list) -> dict[str, list[float]]:
+    def reaches_all(name: str, action, params: dict, shown: list) -> dict[str, list[float]]:
         """Do ``action`` as the teacher; return how long after the click each student's address bar showed
-        ``page`` with ``params`` (delivered) and each student's screen showed ``shown``."""
+        ``params`` on the Live room page (delivered) and each student's screen showed ``shown``."""
         for student in students:
-            watch(student, f"{name}-address", "address", [page, params])
+            watch(student, f"{name}-address", "address", ["live", params])
             watch(student, name, "shows", shown)
         clicked = teacher.page.evaluate("Date.now()") / 1000
         action()
@@ -175,16 +177,16 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
 
     sentence = "The cat sat on the mat"
     on_step_2 = {"step": "2", "text": sentence, "input": "text"}
-    moves = {"Next": reaches_all("next", teacher.next, "causal_mask", {"step": "2"}, [2, "Causal mask", None])}
+    moves = {"Next": reaches_all("next", teacher.next, {"step": "2"}, [2, "Causal mask", None])}
     teacher.choose_own_sentence()
     type_it = lambda: teacher.type_sentence(sentence, wait=False)  # noqa: E731
-    moves["new sentence"] = reaches_all("sentence", type_it, "causal_mask", on_step_2, [2, "Causal mask", sentence])
+    moves["new sentence"] = reaches_all("sentence", type_it, on_step_2, [2, "Causal mask", sentence])
     nav = sidebar.locator('[data-testid="stSidebarNav"] a')
     moves["page switch"] = reaches_all(
-        "switch", nav.filter(has_text="Dropout").click, "dropout", {**on_step_2, "step": "1"}, [1, "Dropout", sentence]
+        "switch", nav.filter(has_text="Dropout").click, {**on_step_2, "step": "1"}, [1, "Dropout", sentence]
     )
     moves["return to a page"] = reaches_all(  # the teacher's page kept its step
-        "return", nav.filter(has_text="Causal mask").click, "causal_mask", on_step_2, [2, "Causal mask", sentence]
+        "return", nav.filter(has_text="Causal mask").click, on_step_2, [2, "Causal mask", sentence]
     )
     print("seconds from the teacher's click to each student:", moves)
 

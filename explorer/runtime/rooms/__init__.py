@@ -18,9 +18,10 @@ from explorer.runtime.rooms.store import (
     Snapshot,
     normal_code,
 )
-from explorer.runtime.rooms.wake import Wakener
+from explorer.runtime.rooms.wake import LIVE_PAGE, Wakener
 
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
+LIVE = LIVE_PAGE
 
 _STORE: list[RoomStore] = []
 _STORE_LOCK = threading.Lock()
@@ -51,6 +52,7 @@ def wakener() -> Wakener:
 
 
 __all__ = [
+    "LIVE",
     "URL_VARIABLE",
     "MemoryRoomStore",
     "RoomFullError",

@@ -3,8 +3,9 @@
 A student's every run enrols its session (``enrol``). When the room changes, in this process or another
 sharing Redis, the store's listener wakes each following student's session here: Streamlit reruns it as it
 reruns a session whose source file changed (``runOnSave``), with the widget values it holds. A student on the
-teacher's page reruns only the fragment that draws the page; the others rerun the whole app. That run reads
-the room and moves the student. Nothing polls: an idle class costs nothing between the teacher's moves.
+Live room page (``LIVE_PAGE``), which draws the teacher's page in a fragment, or on the teacher's page itself,
+reruns only that fragment; the others rerun the whole app. That run reads the room and moves the student.
+Nothing polls: an idle class costs nothing between the teacher's moves.
 
 A move wakes a whole class at once. Their runs take turns (``turn``): Python runs one thread at a time, and
 thirty runs sharing it by time slices all end near the end, while runs one after the other end one by one.
@@ -26,6 +27,7 @@ from explorer.runtime.queue import TurnQueue
 from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
+LIVE_PAGE = "live"  # the URL path of the page where a student who follows sees the teacher's page
 _LOG = logging.getLogger(__name__)
 
 
@@ -84,7 +86,8 @@ class Wakener:
 
     def changed(self, code: str | None) -> None:
         """Room ``code`` moved or revealed (None: any room may have): wake its following students here. A
-        student on the teacher's page reruns only the page's fragment; the others rerun the whole app."""
+        student on the Live room page or the teacher's page reruns only the page's fragment (which reruns the
+        whole app when the move needs it); the others rerun the whole app."""
         pages: dict[str, str | None] = {}
         for session_id, member in self.members().items():
             if not member.following or code not in (None, member.code):
@@ -96,7 +99,8 @@ class Wakener:
                     position = None
                 pages[member.code] = position and position.get("page")
             self.woke(session_id)
-            self._rerun(session_id, member.fragment if pages[member.code] == member.page else "")
+            in_page = member.page in (pages[member.code], LIVE_PAGE)
+            self._rerun(session_id, member.fragment if in_page else "")
 
     def woke(self, session_id: str) -> None:
         """The session's next run is one this wakener started: it takes a turn."""
