@@ -2,8 +2,10 @@
 
 import streamlit as st
 
+from explorer import session
 from explorer.page_text.glossary import NOTATION, TERMS
 
+session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Glossary")
 st.markdown("\n\n".join(NOTATION))
 for key, entry in TERMS.items():

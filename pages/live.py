@@ -6,8 +6,10 @@ there is nothing to follow: no room, or a room whose teacher has not shown a pag
 
 import streamlit as st
 
+from explorer import session
 from explorer.session import room
 
+session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Live room")
 if room.is_student():
     st.markdown("You are in a live room. When the teacher shows a page, it appears here with their step and settings.")

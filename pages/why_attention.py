@@ -5,10 +5,11 @@ from dataclasses import replace
 import streamlit as st
 
 import attention
-from explorer import figures, views, widgets
+from explorer import figures, session, views, widgets
 from explorer.page_text import why_attention as notes
 from explorer.views import page_cells_rnn as cells
 
+session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Why attention")
 run = widgets.outside_model()  # the RNN is no part of the GPT: the sidebar's Weights skip it
 settings, data = run.settings, widgets.guard(run.ready)

@@ -1,12 +1,14 @@
 """The app as a whole, through AppTest: navigation, shared settings, deep links, presenter mode, exports."""
 
+import ast
 import csv
 import io
 import json
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
-from apptest_support import app, decode, figure_specs, next_step, type_sentence
+import pytest
+from apptest_support import ROOT, app, decode, figure_specs, next_step, type_sentence
 
 import attention
 from explorer import figures
@@ -128,3 +130,20 @@ def test_csv_and_json_exports_carry_labels_and_numbers():
     payload = json.loads(tables.step_json({"tables": found}))
     assert payload["tables"][0]["values"] == [[1.0, None], [0.25, 0.75]]
     assert payload["tables"][0]["rows"] == ["<b>", "␣a"]
+
+
+ENTRYPOINT_CALLS = {"ensure_entrypoint", "current_run", "current"}  # session's calls that run ensure_entrypoint
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "pages").glob("*.py")))
+def test_every_page_first_makes_sure_the_app_script_runs_around_it(page):
+    """A deep link opened first after the server starts (a student reloading /live?room=...) runs the page file
+    alone, without the sidebar and navigation, unless the page's first statement calls ``ensure_entrypoint``."""
+    tree = ast.parse((ROOT / "pages" / page).read_text())
+    body = [n for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom)]
+    body = body[1:] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body
+    constant = lambda n: isinstance(n, ast.Assign) and all(getattr(t, "id", "x").isupper() for t in n.targets)  # noqa: E731
+    body = [n for n in body if not constant(n)]  # e.g. NAMES = list(attention.MISTAKES): no drawing
+    calls = [c.func for c in ast.walk(body[0]) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)]
+    named = {(getattr(f.value, "id", ""), f.attr) for f in calls}
+    assert named & {("session", name) for name in ENTRYPOINT_CALLS}, f"{page} starts: {ast.unparse(body[0])[:80]}"

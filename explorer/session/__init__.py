@@ -4,6 +4,7 @@ the state a page keeps across reruns, and the link that reproduces a view.
 It may import ``views``, ``models``, ``runtime`` and the bottom modules, never ``widgets`` or pages.
 """
 
+from explorer.runtime.patches import ensure_entrypoint
 from explorer.session.kept import kept_index, kept_widget, whole_state
 from explorer.session.links import initial_param, page_param, view_link
 from explorer.session.notices import notice
@@ -28,6 +29,7 @@ __all__ = [
     "chosen",
     "current",
     "current_run",
+    "ensure_entrypoint",
     "initial_param",
     "kept_index",
     "kept_widget",

@@ -42,10 +42,11 @@ def app_pages(chapter: tuple, live: tuple) -> list:
     room.join_from_link()
     key = (id(chapter), id(live), room.is_student())
     if key not in _PROTOTYPES:
-        script, title, icon, options = live
-        shown = "visible" if key[2] else "hidden"
         listed = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in chapter]
-        _PROTOTYPES[key] = (*listed, st.Page(script, title=title, icon=icon, visibility=shown, **options))
+        script, name, symbol, more = live
+        shown = "visible" if key[2] else "hidden"
+        live_page = st.Page(script, title=name, icon=symbol, visibility=shown, **more)
+        _PROTOTYPES[key] = (live_page, *listed) if key[2] else (*listed, live_page)  # first: never under "View more"
     return [copy.copy(page) for page in _PROTOTYPES[key]]  # a page's "may run" flag is each run's own
 
 
