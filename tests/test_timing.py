@@ -45,6 +45,40 @@ def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
     assert len(turns) == 0
 
 
+def test_a_turns_end_wakes_only_the_waiter_who_goes_in_next():
+    turns = queue.TurnQueue()
+    waits: dict[int, int] = {}
+    order: list[int] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with turns.turn():
+            inside.set()
+            release.wait(5)
+
+    def waiter(name: int) -> None:
+        def on_wait(ahead: int) -> None:  # called once before waiting, and again after every wake-up
+            waits[name] = waits.get(name, 0) + 1
+
+        with turns.turn(on_wait, poll_s=30):  # no timed wake-ups in this test
+            order.append(name)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    inside.wait(5)
+    threads = []
+    for name in range(8):
+        threads.append(threading.Thread(target=waiter, args=(name,)))
+        threads[-1].start()
+        while len(turns) < name + 2:  # in the queue, in this order
+            time.sleep(0.001)
+    release.set()
+    for thread in (first, *threads):
+        thread.join(10)
+    assert order == list(range(8))
+    assert waits == dict.fromkeys(range(8), 1)  # woken once each, to go in; not at every turn before its own
+
+
 def test_a_waiter_who_leaves_gives_up_the_place():
     turns = queue.TurnQueue()
     inside = threading.Event()

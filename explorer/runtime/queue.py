@@ -14,12 +14,16 @@ from collections.abc import Callable, Iterator
 
 
 class TurnQueue:
-    """At most ``slots`` holders at once, the others waiting first come, first served."""
+    """At most ``slots`` holders at once, the others waiting first come, first served.
+
+    A holder who leaves wakes only the waiters who may now go in, not every waiter: when a teacher's move wakes
+    fifty students, a whole-queue wake-up at each turn's end would be fifty times fifty threads taking Python's
+    lock to find they must wait on."""
 
     def __init__(self, slots: int = 1) -> None:
         self.slots = slots
-        self._changed = threading.Condition()
-        self._queue: collections.deque[int] = collections.deque()  # holders first, then waiters in order
+        self._lock = threading.Lock()
+        self._queue: collections.deque[tuple[int, threading.Event]] = collections.deque()  # holders, then waiters
         self._tickets = itertools.count()
 
     @contextlib.contextmanager
@@ -27,24 +31,25 @@ class TurnQueue:
         """Wait for a place, calling ``on_wait(ahead)`` every ``poll_s`` seconds meanwhile (``ahead``: holders
         and waiters before this one). If ``on_wait`` raises (a visitor who reruns or leaves), the ticket is
         given up."""
-        ticket = next(self._tickets)
-        with self._changed:
-            self._queue.append(ticket)
+        place = (next(self._tickets), threading.Event())
+        with self._lock:
+            self._queue.append(place)
         try:
             while True:
-                with self._changed:
-                    ahead = self._queue.index(ticket)
+                with self._lock:
+                    ahead = self._queue.index(place)
                     if ahead < self.slots:
                         break
+                    place[1].clear()  # under the lock: a wake-up after this is not missed
                 on_wait(ahead)
-                with self._changed:
-                    self._changed.wait(timeout=poll_s)
+                place[1].wait(timeout=poll_s)
             yield
         finally:
-            with self._changed:
-                self._queue.remove(ticket)
-                self._changed.notify_all()
+            with self._lock:
+                self._queue.remove(place)
+                for _, may_enter in itertools.islice(self._queue, self.slots):
+                    may_enter.set()
 
     def __len__(self) -> int:
-        with self._changed:
+        with self._lock:
             return len(self._queue)
