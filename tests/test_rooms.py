@@ -466,3 +466,34 @@ def test_woken_runs_take_turns_and_other_runs_do_not_wait():
     assert order == ["s1 in", "s3", "s1 out", "s2 in", "s2 out"]
     with wakener.turn("s1"):  # its wake-up was used: a later run of s1 does not wait
         pass
+
+
+def test_a_move_reads_the_room_once_for_the_class_and_each_woken_run_takes_that_read():
+    from explorer.runtime.rooms.wake import Wakener
+
+    class Counting(MemoryRoomStore):
+        reads = 0
+
+        def snapshot(self, code):
+            Counting.reads += 1
+            return super().snapshot(code)
+
+    store = Counting()
+    wakener = Wakener(store, rerun=lambda session, fragment: None, active=bool)
+    code, token = store.create()
+    other, _ = store.create()
+    for n in range(30):
+        wakener.enrol(f"s{n}", code, f"student{n}", True, "live")
+    wakener.enrol("away", code, "eve", False, "dropout")  # exploring: not woken, nothing delivered
+    Counting.reads = 0
+    version = store.publish(code, token, {"page": "dropout", "params": {"step": "2"}})
+    assert Counting.reads == 1  # one read for thirty students
+    delivered = wakener.delivered("s0", code)
+    assert delivered.version == version and delivered.position["params"] == {"step": "2"}
+    assert wakener.delivered("s0", code) is None  # taken once: a later run of its own reads the store
+    assert wakener.delivered("away", code) is None
+    wakener.enrol("s1", other, "student1", True, "live")  # s1 joined another room meanwhile
+    assert wakener.delivered("s1", code) is None and wakener.delivered("s1", other) is None
+    wakener.leave("s2")
+    assert wakener.delivered("s2", code) is None
+    assert wakener.delivered("s3", code).version == version

@@ -29,18 +29,26 @@ SIDEBAR_PARAMS = ("win",)  # drawn in the sidebar besides the settings: a move t
 
 def read(url_path: str) -> None:
     """A student's run on ``url_path``: enrol with this process's wakener (which heartbeats) and read the room
-    when its version changed since this session's last read."""
+    when its version changed since this session's last read; a run the wakener started reads the room as the
+    wakener read it for the whole class."""
     state, store = st.session_state, room_store()
+    seen = state.get(SEEN)
     try:
+        delivered = None
         if session_id() is not None:
             wakener().enrol(session_id(), code(), state[STUDENT], following(), url_path)
+            delivered = wakener().delivered(session_id(), code())
         else:
             store.heartbeat(code(), state[STUDENT], following())
-        version = store.version(code())
-        seen = state.get(SEEN)
-        if seen is not None and seen[0] == version:
-            return
-        snapshot = store.snapshot(code())
+        if delivered is not None:
+            if seen is not None and seen[0] >= delivered.version:  # this session has read a newer one since
+                return
+            snapshot = delivered
+        else:
+            version = store.version(code())
+            if seen is not None and seen[0] == version:
+                return
+            snapshot = store.snapshot(code())
     except (RoomGoneError, RoomFullError) as error:
         leave(str(error))
         return

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from explorer.runtime.queue import TurnQueue
-from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore
+from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore, Snapshot
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
 LIVE_PAGE = "live"  # the URL path of the page where a student who follows sees the teacher's page
@@ -54,6 +54,7 @@ class Wakener:
         self._active = active or session_active
         self._beating: threading.Thread | None = None
         self._woken: set[str] = set()  # sessions woken whose run has not yet taken its turn
+        self._delivered: dict[str, Snapshot] = {}  # the room as read when each was woken, until its run reads it
         self._turns = TurnQueue(slots=1)
         store.on_change(self.changed)
 
@@ -79,6 +80,7 @@ class Wakener:
     def leave(self, session_id: str) -> None:
         with self._lock:
             self._members.pop(session_id, None)
+            self._delivered.pop(session_id, None)
 
     def members(self) -> dict[str, Member]:
         with self._lock:
@@ -88,24 +90,37 @@ class Wakener:
         """Room ``code`` moved or revealed (None: any room may have): wake its following students here. A
         student on the Live room page or the teacher's page reruns only the page's fragment (which reruns the
         whole app when the move needs it); the others rerun the whole app."""
-        pages: dict[str, str | None] = {}
+        snapshots: dict[str, Snapshot | None] = {}
         for session_id, member in self.members().items():
             if not member.following or code not in (None, member.code):
                 continue
-            if member.code not in pages:
+            if member.code not in snapshots:
                 try:
-                    position = self._store.snapshot(member.code).position
+                    snapshots[member.code] = self._store.snapshot(member.code)
                 except (RoomGoneError, RoomFullError):
-                    position = None
-                pages[member.code] = position and position.get("page")
-            self.woke(session_id)
-            in_page = member.page in (pages[member.code], LIVE_PAGE)
+                    snapshots[member.code] = None
+            snapshot = snapshots[member.code]
+            position = snapshot and snapshot.position
+            self.woke(session_id, snapshot)
+            in_page = member.page in (position and position.get("page"), LIVE_PAGE)
             self._rerun(session_id, member.fragment if in_page else "")
 
-    def woke(self, session_id: str) -> None:
-        """The session's next run is one this wakener started: it takes a turn."""
+    def woke(self, session_id: str, snapshot: Snapshot | None = None) -> None:
+        """The session's next run is one this wakener started: it takes a turn, and reads the room from
+        ``snapshot`` (read once for all the room's students here) rather than from the store."""
         with self._lock:
             self._woken.add(session_id)
+            if snapshot is not None:
+                self._delivered[session_id] = snapshot
+
+    def delivered(self, session_id: str, code: str) -> Snapshot | None:
+        """The room as read when this session was last woken, if its run has not taken it yet: a class woken by
+        one move costs the store one read, not one per student. A snapshot lags the store only by a change
+        whose wake-up is on its way, and that wake-up brings the newer one."""
+        with self._lock:
+            snapshot = self._delivered.pop(session_id, None)
+            member = self._members.get(session_id)
+        return snapshot if member is not None and member.code == code else None
 
     @contextlib.contextmanager
     def turn(self, session_id: str | None) -> Iterator[None]:
