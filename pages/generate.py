@@ -69,7 +69,13 @@ elif step in (1, 2):
         title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
         shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
         explain = recorded_weights(
-            rows, row_labels, pieces[:seen], layer=layer, head=head, first_query=prompt_tokens - 1
+            rows,
+            row_labels,
+            pieces[:seen],
+            layer=layer,
+            head=head,
+            first_query=prompt_tokens - 1,
+            model=data.model_name,
         )
         weights = widgets.panel(
             "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown

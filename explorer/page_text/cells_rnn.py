@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from explorer.figures.labels import visible_token
 
 from .cells import DOT_TERMS, ROW_TERMS, Notation, _token, factor, number, sub
+from .generate import sentence_start
 from .glossary import term
 
 if TYPE_CHECKING:
@@ -117,16 +118,18 @@ def embedding(d: Derivation, n: Notation, row_label: str, col_label: str, keys: 
 
 
 def recorded(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A trained model's weight as generation recorded it: where it came from, and its row's sum."""
+    """A trained model's weight as generation recorded it: which model made it (``details["model"]``), where
+    it came from, and its row's sum."""
     g, j = d.details, d.col + 1
     if d.col >= g["seen"]:
         words = f"Key x^({j}) {_token(col_label)} comes after this query, so the causal mask hides it: no weight."
         return words, f"key {j}: masked"
+    model = sentence_start(g["model"])
     words = (
         f"Layer {g['layer'] + 1}, head {g['head'] + 1}: the {term('attention_weights', 'attention weight')} of the "
-        f"query at token {g['query'] + 1} {_token(g['piece'])} on key x^({j}) {_token(col_label)}. GPT-2 made it as "
-        f"the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each step's weights, "
-        "not its scores, so here is the row they share: it adds up to 1."
+        f"query at token {g['query'] + 1} {_token(g['piece'])} on key x^({j}) {_token(col_label)}. {model} "
+        f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each "
+        "step's weights, not its scores, so here is the row they share: it adds up to 1."
     )
     parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + (
         [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []

@@ -61,14 +61,19 @@ def settings_label(options) -> str:
     return f"Generation: {options.max_new_tokens} new tokens · {choice}{top} · seed {options.seed}"
 
 
+def sentence_start(name: str) -> str:
+    """A model's name where it begins a sentence: "The small GPT …", "GPT-2"."""
+    return name[:1].upper() + name[1:]
+
+
 def intro_text(view) -> str:
     return (
-        f"**{view.model_name}** ({view.num_layers} layers of `MultiHeadAttention` with {view.num_heads} heads, "
-        f"context_length {view.context_length}) continues the prompt's **{view.prompt_tokens}** tokens with "
-        f"**{view.new_tokens}** new ones. They are {how_chosen(view.options)}. Each step turns the last token's logits "
-        "(one raw score per token of the vocabulary) into probabilities with a softmax and appends the chosen "
-        "token. Chapter 4's `generate_text_simple` picks greedily; chapter 5's `generate` adds temperature and "
-        "top-k. The next steps look inside."
+        f"**{sentence_start(view.model_name)}** ({view.num_layers} layers of `MultiHeadAttention` with "
+        f"{view.num_heads} heads, context_length {view.context_length}) continues the prompt's "
+        f"**{view.prompt_tokens}** tokens with **{view.new_tokens}** new ones. They are {how_chosen(view.options)}. "
+        "Each step turns the last token's logits (one raw score per token of the vocabulary) into probabilities "
+        "with a softmax and appends the chosen token. Chapter 4's `generate_text_simple` picks greedily; "
+        "chapter 5's `generate` adds temperature and top-k. The next steps look inside."
     )
 
 
@@ -119,7 +124,8 @@ def cache_text(view, check, k: int) -> str:
 WHY_EQUAL = (
     "Why are the cached rows still right? A token's key and value come from its own input row. That row is the "
     "output of the layers below, and the causal mask hid every later token from it there. So a new token "
-    "changes no earlier row, and the cache only needs the new token's query, key and value."
+    "changes no earlier row, and each step appends only the new token's key and value to the cache. Its query "
+    "is used once, in that step, and dropped: no later step needs an earlier query."
 )
 
 

@@ -121,14 +121,16 @@ def embeddings(inputs, ids, pieces, settings) -> Cells:
     return Cells(derive, Notation("inputs"), code, tuple(pieces), dims, rows="token", cols="dim", words=words.embedding)
 
 
-def recorded_weights(rows, row_labels, pieces, *, layer: int, head: int, first_query: int) -> Cells:
-    """Generate's query rows: a trained GPT-2's weights as its step recorded them (no scores were kept), so a
-    cell shows its row, which adds up to 1, and says where it came from; NaN marks a key not yet seen."""
+def recorded_weights(rows, row_labels, pieces, *, layer: int, head: int, first_query: int, model: str) -> Cells:
+    """Generate's query rows: the weights of ``model`` (``GenerationView.model_name``: the small GPT, or GPT-2)
+    as its step recorded them (no scores were kept), so a cell shows its row, which adds up to 1, and says
+    where it came from; NaN marks a key not yet seen."""
 
     def derive(row: int, col: int):
         seen = ~np.isnan(rows[row])
         terms = tuple(attention.derivations.Term(j, (float(w),), float(w)) for j, w in enumerate(rows[row][seen]))
         details = {"layer": layer, "head": head, "query": first_query + row, "seen": int(seen.sum())}
+        details["model"] = model
         details["piece"] = row_labels[row]
         value = float(rows[row, col])
         return attention.derivations.Derivation(
