@@ -8,10 +8,14 @@ gradient is almost zero (``scaling_lab`` measures this). d_k is
 ``keys.shape[-1]``, here d_out. Vaswani et al. (2017) named this "scaled
 dot-product attention", as the book notes.
 
-Each class's ``steps(x)`` is the book's ``forward``, line for line, except
-that it returns what it computed as ``AttentionSteps`` instead of only the
-context vectors; ``forward`` returns ``steps(x).output``. So ``trace`` and
-``module(x)`` run one code path.
+Each class's ``steps(x)`` is the book's ``forward``, in the book's names,
+with an input check (``check_batch``) first; it returns what it computed as
+``AttentionSteps`` instead of only the context vectors, and ``forward``
+returns ``steps(x).output``. So ``trace`` and ``module(x)`` run one code
+path. From stage 6 on, where the book writes ``attn_weights =
+self.dropout(attn_weights)``, ``steps`` keeps both tensors:
+``drop_with_mask`` gives the same dropped weights as ``dropped_weights``,
+and which weights the draw kept.
 """
 
 from __future__ import annotations
@@ -151,8 +155,9 @@ class ScalingLab:
     """How the softmax of one score row saturates as d_k grows, with and without scaling.
 
     For each ``d_k`` in ``d_ks``: the query and keys have d_k entries drawn from
-    a standard normal, as projections of random inputs do, so their dot
-    products have a spread of about sqrt(d_k). ``*_entropy`` is the row's
+    a standard normal (mean 0, variance 1), so their dot products have a
+    spread of about sqrt(d_k). (The book's ``torch.rand`` weight matrices make
+    every entry positive, and then the scores grow in proportion to d_k.) ``*_entropy`` is the row's
     entropy in nats (log(num_keys) is uniform, 0 is one-hot);
     ``*_max_weight`` the largest weight; ``*_grad_norm`` the norm of the
     gradient of the weighted value sum at the softmax's input (the scores after

@@ -12,10 +12,20 @@ import streamlit as st
 
 from explorer.session.state import CELL_CODE
 
-STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``
-    ": the book's `forward`, line for line, except that it returns every tensor it computed, so the page can "
-    "draw them. `forward` returns `steps(x).output`."
+STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``, and each way the two differ
+    ": the book's `forward` in the book's names, with an input check (`check_batch`) first. It returns every "
+    "tensor it computed, so the page can draw them; `forward` returns `steps(x).output`."
 )
+DROPOUT_NOTE = (  # CausalAttention and MultiHeadAttention: what ``drop_with_mask`` stands for
+    " Where the book writes `attn_weights = self.dropout(attn_weights)`, `steps` keeps both tensors: "
+    "`drop_with_mask` returns the book's dropped weights, bit for bit, as `dropped_weights`, and which weights "
+    "the draw kept. So it computes `dropped_weights @ values`."
+)
+OUT_PROJ_NOTE = (  # MultiHeadAttention: the book overwrites ``context_vec``
+    " The book's `context_vec = self.out_proj(context_vec)` is `output = self.out_proj(context_vec)` here, so "
+    "the heads' merged `context_vec` is kept too."
+)
+DROPOUT_CLASSES = ("CausalAttention", "MultiHeadAttention")
 CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, which the book does not have
     ": not in the book: the package's attention after chapter 3, its new lines marked `# New`, returning every "
     "tensor it computed. `forward` returns the output and the new cache."
@@ -88,8 +98,13 @@ def mark_line(source: str, code: str) -> str:
 
 
 def steps_note(obj: Callable | type) -> str:
-    """Why a panel shows a class's ``steps`` rather than its ``forward``: the book's lines for the chapter's
-    classes, the package's own for the ones after it (a KV cache, grouped-query attention); else nothing."""
+    """Why a panel shows a class's ``steps`` rather than its ``forward``: for the chapter's classes, each way
+    it differs from the book's ``forward``; for the ones after it (a KV cache, grouped-query attention), that
+    they are the package's own; else nothing."""
     if getattr(obj, "__name__", "") != "steps":
         return ""
-    return STEPS_NOTE if obj.__qualname__.split(".")[0] in BOOK_CLASSES else CACHED_STEPS_NOTE
+    owner = obj.__qualname__.split(".")[0]
+    if owner not in BOOK_CLASSES:
+        return CACHED_STEPS_NOTE
+    dropout = DROPOUT_NOTE if owner in DROPOUT_CLASSES else ""
+    return STEPS_NOTE + dropout + (OUT_PROJ_NOTE if owner == "MultiHeadAttention" else "")
