@@ -27,7 +27,9 @@ def projections_text(origin: str, seed: int) -> str:
         + (origin or book)
         + "\n\nThey are parameters: training adjusts them, then they stay fixed for every input. The "
         "**attention weights** of the next steps are computed anew "
-        "for every input. The book takes d_out = 2 ≠ d_in = 3 to tell them apart; GPT models usually use d_out = d_in."
+        "for every input. The book takes d_out = 2 ≠ d_in = 3 to tell them apart. A GPT's `MultiHeadAttention` "
+        f"takes d_out = d_in for all heads together, so one head's matrices have {term('head_dim')} = "
+        "d_out // num_heads columns."
     )
 
 
@@ -53,9 +55,11 @@ def saturation_text(lab, num_keys: int) -> str:
     largest = lab.unscaled_max_weight[-1]
     verdict = f"therefore {term('saturates')}" if largest > 0.9 else "grows sharper"  # saturated: nearly one-hot
     return (
-        "Dot products of random d_k-dim queries and keys have a spread (standard deviation) of about √d_k. "
+        "The lab draws each query and key entry with mean 0 and variance 1. Their dot products over d_k entries "
+        "then have a spread (standard deviation) of about √d_k. With the book's `torch.rand` weight matrices every "
+        "entry is positive, and the scores grow in proportion to d_k instead. "
         f"Unscaled, the softmax {verdict}: {TOP} the largest weight averages "
-        f"**{lab.unscaled_max_weight[-1]:.2f}**, and the row's {term('entropy')} is "
+        f"**{lab.unscaled_max_weight[-1]:.2f}**, and the row's {term('entropy', 'entropy')} is "
         f"**{lab.unscaled_entropy[-1]:.2f}** nats (0 would be {term('one_hot')}). Scaled: "
         f"**{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** (uniform: log {num_keys} = "
         f"{math.log(num_keys):.2f})."
@@ -65,8 +69,9 @@ def saturation_text(lab, num_keys: int) -> str:
 def gradients_text(lab) -> str:
     grads = lab.unscaled_grad_norm
     return (
-        f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the output at the "
-        f"softmax's input (the Break it page measures what reaches `W_query` and `W_key`). Unscaled it "
+        f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the row's output, "
+        "Σ_j α_j·v_j with one random number v_j per key, at the softmax's input. The Break it page measures what "
+        "reaches `W_query` and `W_key`. Unscaled it "
         f"{'falls' if grads[-1] < grads[0] else 'rises'} from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** "
         f"{TOP}; scaled it is **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax passes almost no gradient "
         "back to the scores."
