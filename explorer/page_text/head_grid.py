@@ -74,7 +74,7 @@ def label_text(num_heads: int, *, written: bool = True) -> str:
     return (
         f"{where}{legend}A label says **prev** or **first** when the token just before, or the first token, gets "
         f"at least {MOSTLY:.0%} of a row's weight on average (queries 2 to T). Otherwise it says **spread**: the "
-        f"rows' {term('entropy')} as a share of spreading evenly (1 is even, 0 is one token)."
+        f"rows' {term('entropy', 'entropy')} as a share of spreading evenly (1 is even, 0 is one token)."
     )
 
 

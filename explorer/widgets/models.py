@@ -16,9 +16,10 @@ from explorer.widgets.basics import table
 from explorer.widgets.charts import draw
 
 SINK_NOTE = (
-    "Why the first token: softmax must hand out a whole 1.0 of weight in every row, and the first token is the "
-    "one key every query can see. A head with nothing useful to find for a query parks its weight there (an "
-    "*attention sink*); that costs little when the first token's value vector is small."
+    "Why the first token? A common explanation, not measured here: softmax must hand out a whole 1.0 of weight "
+    "in every row, and the first token is the one key every query can see. A head with nothing useful to find "
+    f"may park its weight there (an {term('attention_sink', 'attention sink')}). That would cost little if the "
+    "first token's value vector were small."
 )
 
 
@@ -35,8 +36,8 @@ def show_summaries(settings: Settings) -> None:
     st.markdown(
         f"Layer {settings.layer}'s heads on this sentence, each row's attention weights averaged over queries 2 to T "
         "(query 1 sees only itself). The bars show how much goes to **the token just before** and to **the first "
-        f"token**. They also show how spread out a row is: its {term('entropy')} as a share of spreading evenly "
-        "(1 is uniform, 0 is one token)."
+        f"token**. They also show how spread out a row is: its {term('entropy', 'entropy')} as a share of spreading "
+        "evenly (1 is uniform, 0 is one token)."
     )
     shares = {
         "on the previous token": found.previous_token,
