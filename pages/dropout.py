@@ -50,7 +50,7 @@ def draw(builder, name, *args, **options):
 
 
 if step == 0:
-    ones, labels = data.ones_demo, [str(k) for k in range(6)]
+    ones, labels = data.ones_demo, [str(k + 1) for k in range(6)]  # rows and columns counted from 1
     text.markdown(notes.ones_text(ones))
     widgets.book_caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}

@@ -101,8 +101,9 @@ elif step == 3:
 elif step == 4:
     st.markdown(
         "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products, and "
-        "`attn_weights = torch.softmax(attn_scores, dim=-1)` normalizes each row. Row j is the query x^(j), "
-        f"`inputs[j - 1]`. The outlined row is x^({n}): `attn_scores_{n}` and `attn_weights_{n}`."
+        "`attn_weights = torch.softmax(attn_scores, dim=-1)` normalizes each row. Row i is the query x^(i), "
+        "`inputs[i - 1]`; column j is the input x^(j) it is compared with. "
+        f"The outlined row is x^({n}): `attn_scores_{n}` and `attn_weights_{n}`."
     )
     widgets.book_caption(settings, "simplified")
     for column, name, options in zip(

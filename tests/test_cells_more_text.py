@@ -109,7 +109,7 @@ def test_every_sentence_is_at_most_35_words(kind):
 def test_a_merged_column_names_its_head_and_that_heads_weighted_sum():
     words, sums = written("merged")  # column 4 of two heads of 3 columns: head 2, its column 1
     found = derivations.merge(*heads(), ROW, 4)
-    assert "belongs to head 2" in words and "column 4 = 1 · 3 + 1" in words and "z^(3)" in words
+    assert "belongs to head 2" in words and "column 4 = (head 2 − 1) · 3 + 1" in words and "z^(3)" in words
     assert sums.startswith("column 4 = head 2, its column 1\nhead 2: z^(3)[1] = ")
     assert numbers(sums)[-1] == pytest.approx(found.value, abs=1e-4)
 

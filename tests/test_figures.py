@@ -53,7 +53,36 @@ def test_heatmap_prints_cell_values_only_when_small():
     labels = [str(i) for i in range(40)]
     large = figures.heatmap(np.eye(40), labels, labels, title="large")
     assert large.data[0].texttemplate is None
-    assert "query #" in large.data[0].hovertemplate
+    assert "query %{customdata[0]}" in large.data[0].hovertemplate
+
+
+def test_large_heatmaps_and_grids_count_queries_and_keys_from_1_on_hover():
+    """The hover names query 1 · key 1 for the first cell (README "Counting from 1"), not "query #0"."""
+    labels = [str(i) for i in range(40)]
+    large = figures.heatmap(np.eye(40), labels, labels, title="large")
+    grid = figures.heatmap_grid(np.stack([np.eye(40)] * 2), ["head 1", "head 2"], labels, labels, title="g")
+    for heat in (large.data[0], *[t for t in grid.data if t.type == "heatmap"]):
+        assert "#%{y}" not in heat.hovertemplate and "#%{x}" not in heat.hovertemplate
+        numbers = np.asarray(heat.customdata)
+        assert numbers[0, 0].tolist() == [1, 1] and numbers[-1, -1].tolist() == [40, 40]
+    assert "query %{customdata[0]} · key %{customdata[1]}" in grid.data[0].hovertemplate
+
+
+def test_a_picked_large_heatmap_hovers_with_numbers_from_1_and_picks_python_indices():
+    labels = [str(i) for i in range(40)]
+    fig = figures.heatmap(np.eye(40), labels, labels, title="large", pickable=True)
+    (cells,) = [t for t in fig.data if t.name == figures.PICK_TRACE]
+    custom = np.asarray(cells.customdata)
+    assert custom[0].tolist() == [0, 0, 1, 1]  # the picked (row, column) from 0, then the hover's from 1
+    assert "query %{customdata[2]}<br>key %{customdata[3]}" in cells.hovertemplate
+
+
+def test_block_labels_count_tokens_from_1():
+    labels = [str(i) for i in range(400)]
+    fig = figures.heatmap(np.eye(400), labels, labels, title="blocks")
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert ticks[0] == "#1–3" and not any(t.startswith("#0") for t in ticks)
+    assert "query block from %{customdata[0]}" in fig.data[0].hovertemplate
 
 
 def test_heatmap_rejects_mismatched_labels():
@@ -85,7 +114,7 @@ def test_stacked_contributions_keep_the_largest_tokens_and_sum_the_rest():
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     assert len(bars) == figures.STACKED_TOKEN_LIMIT
     names = [b.name for b in bars]
-    assert "5: t5" in names and "50: t50" in names
+    assert "6: t5" in names and "51: t50" in names  # counted from 1
     assert names[-1] == "other 41 tokens"
     np.testing.assert_allclose(np.sum([b.y for b in bars], axis=0), contributions.sum(axis=0))
     total = [t for t in fig.data if t.name == "context vector"][0]

@@ -76,12 +76,14 @@ def test_no_cell_numbers_no_tick_labels_numeric_axes_and_hover_names_everything(
     _, fig = grid(tokens=6)
     for trace in heatmaps(fig):
         assert trace.text is None and trace.texttemplate is None
-        assert list(trace.x) == list(range(6)) and list(trace.y) == list(range(6))
+        assert list(trace.x) == list(range(1, 7)) and list(trace.y) == list(range(1, 7))  # counted from 1
         for template in ("layer", "head", "query %{y}", "key %{x}", "%{z:.3f}"):
             assert template in trace.hovertemplate
     axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
     assert len(axes) == 12
-    assert all(a.showticklabels is False and a.tickmode == "array" and list(a.tickvals) == list(range(6)) for a in axes)
+    assert all(
+        a.showticklabels is False and a.tickmode == "array" and list(a.tickvals) == list(range(1, 7)) for a in axes
+    )
 
 
 def test_tokens_are_escaped_in_the_hidden_tick_text_hover_shows():

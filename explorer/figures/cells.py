@@ -2,7 +2,8 @@
 
 Plotly reports no selection for a heatmap trace (streamlit issues 8760 and 15042), so ``pick_layer``
 adds a scatter trace named "cells" with one point per cell, ``customdata`` = (row, column) of the full
-matrix, invisible whether selected or not. With ``hoverdistance`` −1 the nearest centre wins, so a click
+matrix (then the row and column counted from 1, for the hover, where the heatmap numbers its cells),
+invisible whether selected or not. With ``hoverdistance`` −1 the nearest centre wins, so a click
 anywhere in a cell picks that cell. The hover moves to that layer: each point carries the text the
 heatmap (or a masked or dropped mark) showed for its cell, so hovering reads as before.
 
@@ -103,35 +104,41 @@ def _layers(heat: dict, overlays: list[dict], offset: int) -> list[dict] | None:
         if template and trace.get("type") == "scatter":
             overlay_hover.update({(x, y): _filled(template, {}) for x, y in zip(trace["x"], trace["y"], strict=True)})
     custom, template = heat.get("customdata"), heat.get("hovertemplate", "")
+    numbered = custom is not None and np.asarray(custom).dtype.kind in "iu"  # ``token_numbers``, not labels
+    labelled = custom is not None and not numbered
     groups: dict[str | None, list] = {}  # hover text shared by a group of cells (None: the heatmap's) -> cells
     texts = []  # a heatmap's hover cell by cell, when its labels are per cell anyway
     for i, y in enumerate(rows):
         for j, x in enumerate(cols):
             own = overlay_hover.get((x, y)) or (None if np.isfinite(z[i, j]) else "masked")
-            if custom is not None:
+            if labelled:
                 fields = {"x": x, "y": y, "z": z[i, j], "customdata": list(custom[i][j])}
                 texts.append(own or _filled(template, fields))
                 own = ""  # one layer: each point has its own text
-            groups.setdefault(own, []).append((y, x, z[i, j]))
+            numbers = tuple(custom[i][j]) if numbered else ()
+            groups.setdefault(own, []).append((y, x, z[i, j], *numbers))
     layers = []
     for own, cells in groups.items():
-        ys, xs, values = (np.array(c) for c in zip(*cells, strict=True))
-        layer = _points(ys.astype(np.int32), xs.astype(np.int32), _axes(heat), offset)
-        if custom is not None:
+        ys, xs, values, *numbers = (np.array(c) for c in zip(*cells, strict=True))
+        layer = _points(ys.astype(np.int32), xs.astype(np.int32), _axes(heat), offset, numbers)
+        if labelled:
             layer.update(hovertext=texts, hovertemplate="%{hovertext}<extra></extra>")
         elif own is None:  # numbers only: the template reads the value from the (invisible) colour
             layer["marker"]["color"] = values.astype(np.float32)
-            layer["hovertemplate"] = template.replace("%{z", "%{marker.color")
+            shifted = template.replace("customdata[1]", "customdata[3]").replace("customdata[0]", "customdata[2]")
+            layer["hovertemplate"] = shifted.replace("%{z", "%{marker.color")
         else:
             layer["hovertemplate"] = f"{own}<extra></extra>"
         layers.append(layer)
     return layers
 
 
-def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int) -> dict:
+def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int, numbers=()) -> dict:
     """Invisible points at cell centres, selected or not, each with its (row, column) in the full matrix
-    (columns counted on by ``offset`` across panels side by side)."""
+    (columns counted on by ``offset`` across panels side by side), then the heatmap's ``numbers`` for its
+    hover (row and column counted from 1), if it has them: ``customdata[2]`` and ``[3]``."""
     invisible = {"marker": {"opacity": 0}}
+    custom = np.stack([ys, xs + offset, *numbers], axis=-1).astype(np.int32)  # (cells, 2 or 4)
     return {
         "type": "scatter",
         "name": PICK_TRACE,
@@ -141,7 +148,7 @@ def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int) 
         "xaxis": axes[0],
         "yaxis": axes[1],
         "meta": {"offset": offset},
-        "customdata": np.stack([ys, xs + offset], axis=-1).astype(np.int32),  # (cells, 2)
+        "customdata": custom,
         "marker": {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"},
         "selected": invisible,
         "unselected": invisible,

@@ -151,7 +151,7 @@ def stacked_contributions(
             "type": "bar",
             "x": dimensions,
             "y": values[j],
-            "name": f"{j}: {labels[j]}",
+            "name": f"{j + 1}: {labels[j]}",  # tokens counted from 1, as the book counts x^(1)
             "marker": {"color": SERIES_COLOURS[j % len(SERIES_COLOURS)]},
             "hovertemplate": f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
         }

@@ -23,7 +23,7 @@ from .layout import (
     subplot_grid,
     tick_positions,
 )
-from .matrices import cell_text, fit_matrix
+from .matrices import cell_text, fit_matrix, token_numbers
 from .scales import WEIGHTS, colour_range, colour_settings, hidden_value
 
 
@@ -76,7 +76,7 @@ def heatmap_grid(
     col_raw = [visible_token(x) for x in view.col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
     low, high = colour_range(stack, kind)
-    data = []
+    data, first = [], "" if view.block == 1 else " block from"
     for k in range(count):
         z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
         x, y = subplot_axes(k)
@@ -94,8 +94,9 @@ def heatmap_grid(
             },
             "hoverongaps": False,
             "textfont": {"size": style.cell_text_size},
-            "hovertemplate": f"{plain_label(titles[k])}<br>query #%{{y}} · key #%{{x}}"
-            f"<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+            "customdata": token_numbers(views[k]),  # counted from 1 (a block's first)
+            "hovertemplate": f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · "
+            f"key{first} %{{customdata[1]}}<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
             **colour_settings(kind, low, high, style, show=k == 0),
             "xaxis": x,
             "yaxis": y,

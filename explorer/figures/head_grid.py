@@ -82,9 +82,9 @@ def every_head_grid(
         vertical_spacing=GAP_PX / plot_height,
     )
     hidden = np.triu(np.ones((rows, cols), dtype=bool), k=1)  # the causal mask: keys after the query
-    positions = list(range(rows))
+    positions = list(range(1, rows + 1))  # tokens counted from 1, as the hover's "query 1 · key 1" reads
     ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}
-    spots = {"x": [0.72 * (cols - 1)], "y": [0.24 * (rows - 1)]}  # inside the blank upper-right triangle
+    spots = {"x": [1 + 0.72 * (cols - 1)], "y": [1 + 0.24 * (rows - 1)]}  # inside the blank upper-right triangle
     data, annotations, shapes = [], [], []
     numbered = num_heads > NUMBERS_ABOVE  # "head 12" is wider than a phone's column
     if numbered:
@@ -138,7 +138,7 @@ def every_head_grid(
             if current == (layer + 1, head + 1):
                 shapes.append(_outline(x, y))
     for name, props in axes.items():
-        shown = {"range": [-0.5, cols - 0.5]} if name.startswith("x") else {"range": [rows - 0.5, -0.5]}
+        shown = {"range": [0.5, cols + 0.5]} if name.startswith("x") else {"range": [rows + 0.5, 0.5]}
         axes[name] = {**props, **ticks, **shown, "ticks": "", "showgrid": False, "zeroline": False}
     margin = {"t": top, "b": BOTTOM_PX, "l": int(4.4 * style.font_size)}  # room for "layer 12" left of the grid
     layout = figure_layout(title, style, height, margin=margin, **axes, annotations=annotations, shapes=shapes)

@@ -28,7 +28,7 @@ from .layout import (
     tick_positions,
 )
 from .masks import mask_legend, masked_cells
-from .matrices import MatrixView, cell_text, fit_matrix
+from .matrices import MatrixView, cell_text, fit_matrix, token_numbers
 from .scales import (
     MASK,
     SIGNED,
@@ -192,10 +192,12 @@ def heatmap_spec(
             trace["text"] = cell_text(values, hidden, decimals)
             trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": style.cell_text_size}
-    else:
+    else:  # numbers, not labels, cell by cell: counted from 1 (``token_numbers``)
         block = "" if view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
+        first = "" if view.block == 1 else " block from"
+        trace["customdata"] = token_numbers(view)
         trace["hovertemplate"] = (
-            f"{plain_label(row_title)} #%{{y}}<br>{plain_label(col_title)} #%{{x}}"
+            f"{plain_label(row_title)}{first} %{{customdata[0]}}<br>{plain_label(col_title)}{first} %{{customdata[1]}}"
             f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
         )
     data = [trace]

@@ -31,6 +31,14 @@ class MatrixView:
     block: int
 
 
+def token_numbers(view: MatrixView) -> np.ndarray:
+    """Each drawn cell's row and column counted from 1, as the pages count tokens (a block's first), for a
+    hover's ``customdata``: (rows, cols, 2), int16, so a 192-token matrix adds as many bytes as its float32
+    values did, where labels cell by cell would add several times more."""
+    rows, cols = np.asarray(view.row_positions) + 1, np.asarray(view.col_positions) + 1
+    return np.stack(np.broadcast_arrays(rows[:, None], cols[None, :]), axis=-1).astype(np.int16)
+
+
 def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     """The mean of the shown cells in each ``block`` × ``block`` block (the last ones may be smaller),
     and which blocks have none. Sums run along rows, then down columns (``np.add.reduceat``): a third of
@@ -77,8 +85,8 @@ def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, s
     return MatrixView(
         means,
         empty,
-        [f"#{p}–{min(p + block, row_start + rows) - 1}" for p in row_positions],
-        [f"#{p}–{min(p + block, col_start + cols) - 1}" for p in col_positions],
+        [f"#{p + 1}–{min(p + block, row_start + rows)}" for p in row_positions],  # counted from 1, as tokens are
+        [f"#{p + 1}–{min(p + block, col_start + cols)}" for p in col_positions],
         row_positions,
         col_positions,
         False,

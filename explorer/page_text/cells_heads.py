@@ -41,10 +41,10 @@ def merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Seq
     i = d.row + 1
     words = (
         f"`{n.matrix}[{d.row}, {d.col}]` (Python counts from 0) belongs to head {h + 1}. The "
-        f"{term('num_heads', 'heads')}' context vectors sit side by side, {head_dim} columns each, so column {d.col} = "
-        f"{h} · {head_dim} + {c}. It is entry {c} of head {h + 1}'s {term('context_vector', 'context vector')} "
-        f"z^({i}) for query x^({i}) {_token(row_label)}. That head made it as every token's "
-        f"value v^(j)[{c}] times its weight α_{i}j, added up."
+        f"{term('num_heads', 'heads')}' context vectors sit side by side, {head_dim} columns each, so column "
+        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. It is entry {c} of head {h + 1}'s "
+        f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
+        f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
     )
     line = f"head {h + 1}: z^({i})[{c}] = {_terms(d, ROW_TERMS)} = {number(d.value)}"
     return words, f"column {d.col} = head {h + 1}, its column {c}\n{line}"
