@@ -162,7 +162,9 @@ class Implementation:
 
 IMPLEMENTATIONS = {
     "MultiHeadAttention": Implementation(
-        "3.6, the chapter's module", "the scores, scaled scores and weights, (b, num_heads, T, T) each", chapter_module
+        "3.6, the chapter's module",
+        "the scores, scaled scores and attention weights, (b, num_heads, T, T) each",
+        chapter_module,
     ),
     "MultiHeadAttentionWrapper": Implementation(
         "3.6, heads one by one", "one head's (b, T, T) tensors at a time", wrapper_of_heads
@@ -173,12 +175,14 @@ IMPLEMENTATIONS = {
         traced,
     ),
     "nn.MultiheadAttention": Implementation(
-        "PyTorch, weights returned",
-        "the scores and the weights it returns, (b, num_heads, T, T) each",
+        "PyTorch, attention weights returned",
+        "the scores and the attention weights it returns, (b, num_heads, T, T) each",
         torch_module_with_weights,
     ),
-    "nn.MultiheadAttention without weights": Implementation(
-        "PyTorch, need_weights=False", "what PyTorch's path needs; it returns no weights", torch_module_without_weights
+    "nn.MultiheadAttention without attention weights": Implementation(
+        "PyTorch, need_weights=False",
+        "what PyTorch's path needs; it returns no attention weights",
+        torch_module_without_weights,
     ),
     "F.scaled_dot_product_attention": Implementation(
         "PyTorch's fused kernel",

@@ -47,8 +47,8 @@ LIMITS = {
     "seed": Limit(
         0,
         2**31 - 1,
-        "seed for the weights, the embeddings and the dropout draws; the default, 123, gives each page the seed "
-        "the book uses there (789 for SelfAttention_v2 and the causal mask)",
+        "seed for the random weight matrices, the embeddings and the dropout draws; the default, 123, gives each "
+        "page the seed the book uses there (789 for SelfAttention_v2 and the causal mask)",
     ),
 }
 

@@ -41,7 +41,7 @@ def test_an_explicit_seed_789_is_the_books_where_the_book_uses_it():
         ({"d_out": 4}, "causal", "d_out is 4, not 2"),
         ({"num_heads": 1}, "multihead", "num_heads is 1, not 2"),
         ({"seed": 5}, "causal", "seed 5, not 789"),
-        ({"seed": 5}, "dropout", "seed 5, not 789 for the weights and 123 for the draws"),
+        ({"seed": 5}, "dropout", "seed 5, not 789 for the weight matrices and 123 for the draws"),
         ({"dropout": 0.1, "training": True}, "causal_class", "dropout is on (p 0.1, training mode)"),
         ({"dropout": 0.3}, "dropout", "dropout p 0.3 in eval mode, not 0.5 in training mode"),
         ({"training": True}, "dropout", "dropout p 0 in training mode"),

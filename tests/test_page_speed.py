@@ -78,7 +78,7 @@ def test_run_then_every_step_draws_the_measurement():
     next_step(at)  # why: sentences and a table read from the measurement
     trace_kib = data.peak_memory_mib["trace"][-1] * 1024
     ratio = data.peak_memory_mib["trace"][-1] / data.one_weights_mib[-1]
-    assert f"`trace` peaks at {trace_kib:.0f} KiB, {ratio:.1f}× one weights tensor (16 KiB)" in markdown(at)
+    assert f"`trace` peaks at {trace_kib:.0f} KiB, {ratio:.1f}× one `attn_weights` tensor (16 KiB)" in markdown(at)
     from explorer.page_text.speed import fused_memory
 
     assert fused_memory(data) in markdown(at) and "never materialize" not in markdown(at)

@@ -199,7 +199,7 @@ def test_exported_from_the_package():
         "MultiHeadAttentionWrapper",
         "trace",
         "nn.MultiheadAttention",
-        "nn.MultiheadAttention without weights",
+        "nn.MultiheadAttention without attention weights",
         "F.scaled_dot_product_attention",
         "fast_multihead",
     }

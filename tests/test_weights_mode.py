@@ -115,7 +115,7 @@ def test_gpt2_without_a_checkpoint_falls_back_to_random_with_the_loaders_message
     monkeypatch.delenv("ATTENTION_GPT2_CHECKPOINT", raising=False)
     settings, notices = choice.fit(Settings(weights=GPT2))
     assert settings.weights == RANDOM
-    assert "ATTENTION_GPT2_CHECKPOINT" in notices[0] and "random weights" in notices[0]
+    assert "ATTENTION_GPT2_CHECKPOINT" in notices[0] and "random weight matrices" in notices[0]
 
 
 def test_prepared_is_the_layers_input_cut_to_the_models_context():

@@ -62,7 +62,7 @@ def fit(settings: Settings) -> tuple[Settings, list[str]]:
     notices = []
     found = model(settings.weights)
     if found is None and settings.weights != RANDOM:
-        notices.append(f"{gpt2_checkpoint().message} Showing the chapter's random weights.")
+        notices.append(f"{gpt2_checkpoint().message} Showing the chapter's random weight matrices.")
         settings = replace(settings, weights=RANDOM)
     if found is None:  # random weights: keep layer and head where the sidebar's controls can show them
         cfg = VERDICT_CONFIG

@@ -22,7 +22,7 @@ def head_dim_note(head_dim: int) -> str:
     """Why a scaling mistake changes nothing at head_dim = 1, and where to see it change something."""
     return (
         f"Here d_k = head_dim = {head_dim}, and √1 = 1: the right code and this mistake divide by the same number, "
-        "so nothing changes. Raise the sidebar's d_out to make head_dim = d_out / num_heads larger, or see the "
+        "so nothing changes. Raise the sidebar's d_out to make head_dim = d_out // num_heads larger, or see the "
         "Against d_k step."
     )
 

@@ -70,7 +70,7 @@ def concatenate_text(num_heads: int, num_tokens: int, d_out: int, first_row: str
 def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     return (
         f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
-        f"{term('num_heads')} = {num_heads} heads of {term('head_dim')} = d_out / num_heads = {head_dim}. "
+        f"{term('num_heads')} = {num_heads} heads of {term('head_dim')} = d_out // num_heads = {head_dim}. "
         f"{term('transpose', '`transpose(1, 2)`')} swaps only "
         "the token and head dimensions, putting heads before tokens; `.T` would reverse all four, batch included. "
         "Then one batched matmul attends in every head at once. Each line of `steps` and the shape it made for "
@@ -147,6 +147,6 @@ def skipped_text(shared_d_out: int, limit: int) -> str:
 
 RANDOM_NOTE = (
     "With trained weight matrices (sidebar), two more steps show what each head of a layer looks at and every "
-    "layer and head at a glance. The chapter's random weights are one seeded layer that learned nothing: no "
-    "layers to compare."
+    "layer and head at a glance. The chapter's random weight matrices are one seeded layer that learned "
+    "nothing: no layers to compare."
 )

@@ -63,13 +63,13 @@ def why_text(data) -> str:
     grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
     linear = f", growing as $T^{{{k[FUSED]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
     return (
-        f"At T = {T[-1]}, `trace` peaks at {mib(data, 'trace')}, {memory['trace'][-1] / one[-1]:.1f}× one weights "
-        f"tensor ({amount(one[-1])}): it keeps the book's masked scores and the weights, and takes "
-        f"{pace(data, 'trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled scores, a "
-        f"third, and drops them when it returns: {mib(data, REFERENCE)}.{grew} `nn.MultiheadAttention` makes "
-        f"the scores and returns every head's "
-        f"weights: {mib(data, 'nn.MultiheadAttention')}, {pace(data, 'nn.MultiheadAttention')}. The wrapper holds "
-        f"one head's (b, T, T) tensors at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
+        f"At T = {T[-1]}, `trace` peaks at {mib(data, 'trace')}, {memory['trace'][-1] / one[-1]:.1f}× one "
+        f"`attn_weights` tensor ({amount(one[-1])}): it keeps the book's masked scores and the attention weights, "
+        f"and takes {pace(data, 'trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled "
+        f"scores, a third, and drops them when it returns: {mib(data, REFERENCE)}.{grew} `nn.MultiheadAttention` makes "
+        "the scores and returns every head's attention weights: "
+        f"{mib(data, 'nn.MultiheadAttention')}, {pace(data, 'nn.MultiheadAttention')}. The wrapper holds one "
+        f"head's (b, T, T) tensors at a time ({mib(data, 'MultiHeadAttentionWrapper')}) but runs "
         f"{data.sizes['num_heads']} smaller products one after another: {pace(data, 'MultiHeadAttentionWrapper')}. "
         f"`{FUSED}` and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax "
         "and values. "
@@ -90,5 +90,5 @@ def why_rows(data) -> tuple[list[tuple], list[str]]:
     """Every implementation's time and memory at the largest T, as (rows, column names)."""
     T, one, memory = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib
     rows = [(n, data.time_ms[n][-1], ratio(data, n), memory[n][-1], memory[n][-1] / one[-1]) for n in data.time_ms]
-    columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one weights tensor"]
+    columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one attn_weights tensor"]
     return rows, columns

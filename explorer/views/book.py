@@ -102,7 +102,7 @@ def departures(settings: Settings, section: str) -> tuple[str, ...]:
     if section == "dropout":
         used = dropout_settings(settings)
         if settings.seed != BOOK_DRAW_SEED:
-            reasons.append(f"seed {settings.seed}, not 789 for the weights and {BOOK_DRAW_SEED} for the draws")
+            reasons.append(f"seed {settings.seed}, not 789 for the weight matrices and {BOOK_DRAW_SEED} for the draws")
         if used.dropout != BOOK_DROPOUT or not used.training:
             mode = "training" if used.training else "eval"
             reasons.append(f"dropout p {used.dropout:g} in {mode} mode, not {BOOK_DROPOUT} in training mode")
