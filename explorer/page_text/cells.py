@@ -86,15 +86,20 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
     ``keys`` are the row's key tokens, which a softmax row or a weighted sum runs over."""
     d, n = derivation, notation
     i, j = d.row + 1, d.col + 1
-    where = f"`{n.matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
+    matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
+    where = f"`{matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
     query = f"x^({i}) {_token(row_label)}" if n.tokens else literal(row_label)
     key = f"key x^({j}) {_token(col_label)}"
     kind = d.kind
     if kind in ("score", "scaled_score"):
-        dims = d.details["d"]
+        dims, omega = d.details["d"], f"ω_{sub(d.row, d.col)}"
+        score = f"the {term('attention_scores', 'attention score')} {omega} of query {query} with {key}"
+        if kind == "scaled_score":
+            what = f"is {omega}/√{term('d_k')}: {score}, divided by √d_k. The score {omega} is"
+        else:
+            what = f"is {score}. It is"
         words = (
-            f"{where} (Python counts from 0) is the {term('attention_scores', 'attention score')} "
-            f"ω_{sub(d.row, d.col)} of query {query} with {key}. It is the {term('dot_product', 'dot product')} "
+            f"{where} (Python counts from 0) {what} the {term('dot_product', 'dot product')} "
             f"{n.left}^({i})·{n.right}^({j}): multiply their {dims} entries pairwise, then add."
         )
         sum_text = f"ω_{sub(d.row, d.col)} = " + _sum(_products(d, DOT_TERMS), dims, DOT_TERMS, "terms")
@@ -104,7 +109,7 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
             lines.append(f"masked: ω_{sub(d.row, d.col)} → −∞")
         if kind == "scaled_score":
             d_k = d.details["d_k"]
-            words += f" Then it is divided by √{term('d_k')}, with d_k = `keys.shape[-1]` = {d_k}."
+            words += f" Here d_k = `keys.shape[-1]` = {d_k}."
             lines.append(f"ω_{sub(d.row, d.col)} / √{d_k} = {number(d.total)} / {d.details['sqrt_d_k']:.4f}")
             lines[-1] += f" = {number(d.value)}"
         return words, "\n".join(lines)
