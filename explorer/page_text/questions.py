@@ -170,7 +170,7 @@ def dropout_average_sum(row_sums, pieces: Sequence[str], query: int, p: float, a
     1, the row's sum before dropout: it can be reasoned out, where one draw's sum cannot.
     """
     this_draw = float(np.asarray(row_sums, dtype=np.float64)[query])
-    setting = f"dropout with p = {p:.2f}" if active else "dropout switched off (eval mode or p = 0)"
+    setting = f"dropout at p = {p:.2f}" if active else "dropout switched off (eval mode or p = 0)"
     if active:
         reason = (
             f"A weight w survives with probability 1 − p and is then scaled to w/(1 − p), so its average is "

@@ -69,5 +69,5 @@ def self_attention_text(additive_num_parameters: int) -> str:
         f"Chapter 3 drops the RNN: in {term('self_attention')} the sequence **attends to itself**, and the score "
         f"is a plain **{term('dot_product')}**, with no network to run for every pair. The additive network here "
         f"has {additive_num_parameters:,} untrained parameters. Left: dot-product attention weights, as on the "
-        "next page. Right: the same pairs scored by the additive network."
+        "Simplified attention page (section 3.3). Right: the same pairs scored by the additive network."
     )
