@@ -24,6 +24,8 @@ LEARNER_FILES = sorted(
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("explorer/page_text/*.py"),
         *ROOT.glob("explorer/widgets/*.py"),
+        *ROOT.glob("explorer/figures/*.py"),  # hovers, legends and block labels
+        ROOT / "explorer/settings.py",  # the sidebar's help texts
         ROOT / "explorer/views/book.py",
         ROOT / "explorer/models/choice.py",
         *(ROOT / f"attention/{name}.py" for name in SHOWN_MODULES),
@@ -53,6 +55,29 @@ FORBIDDEN = (  # (text, why)
     ("scaled_scores[", "the book has no scaled_scores: write attn_scores_2 / √d_k"),
     ("Training mode (dropout on)", "with p = 0 training mode drops nothing"),
     ("GPT-2's pad token", "GPT-2 has no pad token; the book reuses <|endoftext|> (50256) as padding"),
+    # issue 35's sentences that mislead
+    ("GPT-2 made it", "the small GPT generates by default: name the model that made the weight"),
+    ("only needs the new token's query", "a KV cache keeps keys and values; each query is used once and dropped"),
+    ("`forward`, line for line", "steps differs from the book's forward (check_batch, drop_with_mask): name how"),
+    ("``forward``, line for line", "steps differs from the book's forward (check_batch, drop_with_mask): name how"),
+    ("Dot products of random d_k-dim queries", "a spread of √d_k needs entries of mean 0 and variance 1: say so"),
+    ("parks its weight there", "the attention sink is a common explanation, not measured here: say so"),
+    # issue 35's notation and language
+    ("#%{y}", "a hover counts rows from 1 in words (customdata from figures.matrices.token_numbers)"),
+    ("#%{x}", "a hover counts columns from 1 in words (customdata from figures.matrices.token_numbers)"),
+    ("Row j is the query x^(j)", "the book's i is the query, j the key"),
+    ("column N = N · N + N", "head h + 1 is Python's h: write column = (head − 1) · head_dim + c"),
+    ("chapter's random weights", "weight matrices or attention weights, never a bare 'weights'"),
+    ("seed for the weights", "weight matrices or attention weights, never a bare 'weights'"),
+    ("for the weights and", "weight matrices or attention weights, never a bare 'weights'"),
+    ("without weights", "need_weights=False returns no attention weights: say attention weights"),
+    (", weights returned", "nn.MultiheadAttention returns attention weights: say so"),
+    ("returns no weights", "nn.MultiheadAttention returns attention weights: say so"),
+    ("one weights tensor", "one attn_weights tensor"),
+    ("usually use d_out = d_in", "a GPT's d_out = d_in is all heads together; one head has head_dim columns"),
+    ("as on the next page", "Why attention's next page is Tokens: name the page"),
+    ("the gradient of the output at", "say which output: the row's weighted sum of the values"),
+    ("dropout with p = ", "“With dropout with p”: write dropout at p"),
 )
 
 

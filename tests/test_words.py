@@ -1,0 +1,119 @@
+"""Issue 35's sentences that misled, as the page text renders them: each test fails on the old wording.
+
+``test_notation.py`` forbids the old forms in the source; these check the rendered sentences that the source
+cannot show (a glossary link's text beside its own unit, a name that only an f-string makes)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import attention
+from attention import derivations
+from explorer.page_text import cells_heads, cells_rnn, generate, qkv
+from explorer.page_text.cells import Notation, explain
+from explorer.widgets import code
+
+X = attention.BOOK_INPUTS.numpy().astype(np.float64)
+
+
+def test_a_scaled_score_indexes_the_whole_quotient_and_is_omega_over_root_d_k():
+    """Was: "`attn_scores / √2[1, 0]` … is the attention score ω_21" (the index bound to √2)."""
+    found = derivations.score(X[:, :2], X[:, 1:], 1, 0, scaled=True)
+    words, sums = explain(found, Notation("attn_scores / √2"), " journey", "Your", ["Your"] * 6)
+    assert words.startswith("`(attn_scores / √2)[1, 0]` (Python counts from 0) is ω_21/√")
+    assert "divided by √d_k" in words and "√2[" not in words
+    assert sums.split("\n")[-1].startswith("ω_21 / √2 = ")
+    unscaled, _ = explain(derivations.score(X, X, 1, 0), Notation("attn_scores"), " journey", "Your", ["Your"] * 6)
+    assert unscaled.startswith("`attn_scores[1, 0]` (Python counts from 0) is the [attention score]")
+
+
+def test_entropy_says_nats_once():
+    """Was: "the row's entropy (nats) is 0.07 nats": the glossary link's name carried the unit too."""
+    lab = attention.scaling_lab(d_ks=(1, 1024), num_samples=8)
+    text = qkv.saturation_text(lab, 8)
+    assert "(nats)" not in text and text.count("nats") == 1
+
+
+def test_the_scaling_lab_says_when_the_spread_is_root_d_k():
+    """Was: "Dot products of random d_k-dim queries and keys have a spread … of about √d_k", unconditionally."""
+    text = qkv.saturation_text(attention.scaling_lab(d_ks=(1, 4), num_samples=8), 8)
+    assert "mean 0 and variance 1" in text and "`torch.rand`" in text and "in proportion to d_k" in text
+
+
+def test_the_book_weight_matrices_make_scores_grow_in_proportion_to_d_k():
+    """What the sentence above claims of the book's ``torch.rand`` matrices, measured on its six inputs."""
+    x = attention.BOOK_INPUTS
+    spreads = []
+    for d_k in (16, 1024):
+        module = attention.build(attention.SelfAttention_v1, 123, 3, d_k)
+        with torch.no_grad():
+            spreads.append(float(module.steps(x).attn_scores.std()))
+    assert spreads[1] / spreads[0] > 0.5 * 1024 / 16  # √d_k would give 8; d_k gives 64
+
+
+def test_the_gradient_names_its_output():
+    text = qkv.gradients_text(attention.scaling_lab(d_ks=(1, 4), num_samples=8))
+    assert "the gradient of the row's output, Σ_j α_j·v_j" in text and "gradient of the output at" not in text
+
+
+def test_a_gpt_heads_d_out_is_all_heads_together():
+    """Was: "GPT models usually use d_out = d_in" beside a 64 × 16 head."""
+    text = qkv.projections_text("", 123)
+    assert "usually use d_out = d_in" not in text and "d_out // num_heads" in text
+
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [("the small GPT trained on The Verdict", "The small GPT trained on The Verdict"), ("GPT-2", "GPT-2")],
+)
+def test_a_recorded_weight_names_the_model_that_made_it(model, named):
+    """Was: "GPT-2 made it" for every cell, while the small GPT generates by default."""
+    details = {"layer": 0, "head": 1, "query": 5, "seen": 6, "piece": " step", "model": model}
+    terms = tuple(derivations.Term(j, (w,), w) for j, w in enumerate([0.5, 0.5]))
+    found = derivations.Derivation("recorded", 0, 1, terms, 1.0, 0.5, details)
+    words, _ = cells_rnn.recorded(found, Notation("attn_weights"), " step", " journey", [])
+    assert f"{named} made it" in words
+    assert ("GPT-2 made it" in words) == (model == "GPT-2")
+
+
+def test_generate_opens_with_a_capital_and_the_cache_keeps_keys_and_values():
+    view = SimpleNamespace(
+        model_name="the small GPT trained on The Verdict",
+        num_layers=4,
+        num_heads=4,
+        context_length=128,
+        prompt_tokens=6,
+        new_tokens=40,
+        options=SimpleNamespace(temperature=0.0, top_k=None, seed=123),
+    )
+    assert generate.intro_text(view).startswith("**The small GPT trained on The Verdict** (4 layers")
+    assert "only needs the new token's query" not in generate.WHY_EQUAL
+    assert "appends only the new token's key and value" in generate.WHY_EQUAL
+    assert "query is used once" in generate.WHY_EQUAL
+
+
+def test_a_merged_column_counts_heads_from_1_in_its_formula():
+    """Was: "column 3 = 1 · 2 + 1" right after "head 2"."""
+    weights = np.full((2, 3, 3), 1 / 3)
+    values = np.arange(2 * 3 * 2, dtype=np.float64).reshape(2, 3, 2)
+    found = derivations.merge(weights, values, 1, 3)  # column 3: head 2's column 1
+    words, _ = cells_heads.merged(found, Notation("context_vec"), " journey", "x", ["a", "b", "c"])
+    assert "belongs to head 2" in words and "column 3 = (head 2 − 1) · 2 + 1" in words
+
+
+@pytest.mark.parametrize("owner", ["SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention"])
+def test_the_code_note_names_each_way_steps_differs_from_the_books_forward(owner):
+    """Was: "the book's `forward`, line for line", above code that adds ``check_batch`` and ``drop_with_mask``."""
+    steps = getattr(attention, owner).steps
+    note = code.steps_note(steps)
+    assert "line for line" not in note and "`check_batch`" in note and "`steps(x).output`" in note
+    source = code.source_of(steps)
+    assert "check_batch(" in source
+    dropout = "drop_with_mask(self.dropout, attn_weights)" in source
+    assert dropout == ("`drop_with_mask`" in note) == ("`dropped_weights @ values`" in note)
+    if dropout:
+        assert "dropped_weights @ values" in source and "self.dropout(attn_weights)" in note
+    renamed = "output = self.out_proj(context_vec)" in source
+    assert renamed == ("`output = self.out_proj(context_vec)`" in note)
