@@ -119,7 +119,7 @@ def _side(d: Derivation, divisor_name: str) -> str:
     lines.append(f"exp(score{shift}) over the {over}: {' + '.join(exps)}{more} = {number(d.total)}")
     if d.details.get("zeroed_after_softmax"):
         before = d.details["before_zeroing"]
-        lines.append(f"α_{i}{j} before the mask = {number(before)}; a future key's is set to 0")
+        lines.append(f"α_{sub(d.row, d.col)} before the mask = {number(before)}; a future key's is set to 0")
     mine = d.terms[d.row if over == "queries" else d.col]
     lines.append(f"α_{sub(d.row, d.col)} = {number(mine.value)} / {number(d.total)} → {number(d.value)}")
     return "\n".join(lines)
