@@ -11,7 +11,7 @@ import torch
 
 import attention
 from attention import derivations
-from explorer.page_text import cells_heads, cells_rnn, generate, qkv
+from explorer.page_text import cells_heads, cells_rnn, generate, multihead, qkv
 from explorer.page_text.cells import Notation, explain
 from explorer.widgets import code
 
@@ -117,3 +117,15 @@ def test_the_code_note_names_each_way_steps_differs_from_the_books_forward(owner
         assert "dropped_weights @ values" in source and "self.dropout(attn_weights)" in note
     renamed = "output = self.out_proj(context_vec)" in source
     assert renamed == ("`output = self.out_proj(context_vec)`" in note)
+
+
+def test_the_books_printed_shape_is_explained_by_the_books_sizes_not_the_sidebars():
+    """With 4 heads of 16 columns the page said "The book's batch holds two, so it prints torch.Size([2, 6, 4])"."""
+    text = multihead.concatenate_text(4, 6, 16, "[0.1, …]", trained=True)
+    assert "(1, 6, 64)" in text and "its 2 heads have d_out = 2 each, so it prints torch.Size([2, 6, 4])" in text
+    assert "First row: [0.1, …]." in text
+
+
+def test_one_heads_size_is_named_as_the_single_head_modules_d_out():
+    text = qkv.projections_text("", 123)
+    assert "its d_out, all heads together, equal to d_in" in text and "the d_out of a single-head module" in text

@@ -28,8 +28,8 @@ def projections_text(origin: str, seed: int) -> str:
         + "\n\nThey are parameters: training adjusts them, then they stay fixed for every input. The "
         "**attention weights** of the next steps are computed anew "
         "for every input. The book takes d_out = 2 ≠ d_in = 3 to tell them apart. A GPT's `MultiHeadAttention` "
-        f"takes d_out = d_in for all heads together, so one head's matrices have {term('head_dim')} = "
-        "d_out // num_heads columns."
+        "takes its d_out, all heads together, equal to d_in. One head then has "
+        f"{term('head_dim')} = d_out // num_heads columns: the d_out of a single-head module like this one."
     )
 
 
