@@ -236,9 +236,10 @@ class HeadSummary:
     """A few numbers per head that say what each head looks at, averaged over query rows 1..T-1.
 
     * ``previous_token``: weight on the token just before the query.
-    * ``first_token``: weight on token 0. Every row can see token 0 and the
-      softmax must put its weight somewhere, so heads with nothing useful to
-      find often park it there (an "attention sink").
+    * ``first_token``: weight on token 0. A common explanation, not measured
+      here: every row can see token 0 and the softmax must put its weight
+      somewhere, so a head with nothing useful to find may park it there (an
+      "attention sink").
     * ``entropy``: each row's entropy in nats; 0 means one token gets
       everything, ``uniform_entropy`` is what spreading evenly would give.
     * ``mean_distance``: how many tokens back the weight lies, on average
