@@ -38,10 +38,10 @@ def merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Seq
     """A column of the heads side by side (``merge``): which head and column it came from, then that
     head's weighted sum Σ_j α_ij · v^(j)[c']."""
     h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
-    i = d.row + 1
+    i, columns = d.row + 1, "1 column" if head_dim == 1 else f"{head_dim} columns"
     words = (
         f"`{n.matrix}[{d.row}, {d.col}]` (Python counts from 0) belongs to head {h + 1}. The "
-        f"{term('num_heads', 'heads')}' context vectors sit side by side, {head_dim} columns each, so column "
+        f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so column "
         f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. It is entry {c} of head {h + 1}'s "
         f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
         f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
