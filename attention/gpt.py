@@ -13,7 +13,8 @@ size, so the app can show attention that has *learned* something:
 * ``layer_input`` gives one layer's own ``MultiHeadAttention`` and the
   input that layer really gets, for ``trace``; ``every_layer_weights``
   gives every layer's attention weights from one pass through the model.
-* ``head_summaries`` turns a layer's weights into a few numbers per head.
+* ``head_summaries`` turns a layer's weights into a few numbers per head, and ``first_value_ratio``
+  measures the first token's value vectors beside the others'.
 
 Shapes use b (batch), T (num_tokens), d (emb_dim), h (num_heads).
 """
@@ -236,10 +237,10 @@ class HeadSummary:
     """A few numbers per head that say what each head looks at, averaged over query rows 1..T-1.
 
     * ``previous_token``: weight on the token just before the query.
-    * ``first_token``: weight on token 0. A common explanation, not measured
-      here: every row can see token 0 and the softmax must put its weight
-      somewhere, so a head with nothing useful to find may park it there (an
-      "attention sink").
+    * ``first_token``: weight on token 0. A common explanation: every row can
+      see token 0 and the softmax must put its weight somewhere, so a head with
+      nothing useful to find may park it there (an "attention sink"), which
+      costs little when token 0's value vector is small (``first_value_ratio``).
     * ``entropy``: each row's entropy in nats; 0 means one token gets
       everything, ``uniform_entropy`` is what spreading evenly would give.
     * ``mean_distance``: how many tokens back the weight lies, on average
@@ -277,6 +278,21 @@ def head_summaries(attn_weights: torch.Tensor) -> HeadSummary:
         mean_distance=(rows * distance).sum(dim=-1).mean(dim=-1),  # (h,)
         uniform_entropy=uniform,
     )
+
+
+def first_value_ratio(values: torch.Tensor) -> torch.Tensor:
+    """Each head's first-token value vector, its length as a multiple of the other tokens' mean length.
+
+    The common account of an attention sink says that weight parked on the first token costs little when its
+    value vector is small: below 1 the first token passes on less than the others would, above 1 more.
+
+    Shapes: values (h, T, head_dim) or (1, h, T, head_dim), T ≥ 2 → (h,).
+    """
+    per_head = values[0] if values.dim() == 4 else values  # (h, T, head_dim)
+    if per_head.dim() != 3 or per_head.shape[1] < 2:
+        raise ValueError(f"first_value_ratio needs values (h, T, head_dim) with T ≥ 2, got {tuple(values.shape)}.")
+    lengths = per_head.norm(dim=-1)  # (h, T)
+    return lengths[:, 0] / lengths[:, 1:].mean(dim=-1)  # (h,)
 
 
 # Saving and loading, safetensors only: a weight file holds tensors and a JSON config, never code.

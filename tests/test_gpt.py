@@ -19,6 +19,7 @@ from attention.gpt import (
     GPTModel,
     LayerNorm,
     every_layer_weights,
+    first_value_ratio,
     head_summaries,
     layer_input,
     load_gpt,
@@ -186,3 +187,13 @@ def test_trained_heads_differ(text):
         )
     assert max(spreads) > 0.3
     assert sum(spread > 0.1 for spread in spreads) >= model.cfg.n_layers // 2
+
+
+def test_first_value_ratio_is_the_first_tokens_value_length_over_the_others_mean():
+    values = torch.zeros(2, 3, 4)
+    values[0, 0, 0], values[0, 1, 1], values[0, 2, 2] = 1.0, 2.0, 2.0  # first half as long: 0.5
+    values[1, :, 3] = torch.tensor([3.0, 1.0, 2.0])  # 3 against a mean of 1.5: 2.0
+    torch.testing.assert_close(first_value_ratio(values), torch.tensor([0.5, 2.0]))
+    torch.testing.assert_close(first_value_ratio(values.unsqueeze(0)), torch.tensor([0.5, 2.0]))
+    with pytest.raises(ValueError, match="T ≥ 2"):
+        first_value_ratio(torch.ones(2, 1, 4))

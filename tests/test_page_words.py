@@ -51,9 +51,12 @@ def test_the_scaling_lab_says_its_entries_have_mean_0_and_variance_1():
 
 
 def test_the_sink_note_is_a_common_explanation_with_trained_weights():
-    note = captions(step("multihead", 8, weights="trained"))
-    assert "A common explanation, not measured here" in note
+    at = step("multihead", 8, weights="trained")
+    note = captions(at)
+    assert "Why the first token? A common explanation:" in note
     assert "parks its weight there" not in note
+    ratios = [float(r) for r in at.dataframe[0].value["first token's |value| ÷ others'"]]  # measured, per head
+    assert len(ratios) == 4 and f"value vector is {min(ratios):.2f} to {max(ratios):.2f} times the mean" in note
 
 
 @pytest.mark.parametrize(("page", "number"), [("simplified", 4), ("dropout", 1)])

@@ -4,6 +4,7 @@ and every layer's heads at once, for the grid of all layers × heads (``every_he
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -20,7 +21,9 @@ from explorer.settings import RANDOM, Settings
 @dataclass(frozen=True)
 class HeadSummaries:
     """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
-    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), and the mean distance back."""
+    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back,
+    and, for one layer, the first token's value-vector length ÷ the others' (``attention.gpt.first_value_ratio``;
+    None for the grid of every layer, which keeps no values)."""
 
     previous_token: np.ndarray
     first_token: np.ndarray
@@ -28,6 +31,7 @@ class HeadSummaries:
     entropy_share: np.ndarray
     mean_distance: np.ndarray
     uniform_entropy: float
+    first_value_ratio: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,9 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
     inputs = torch.from_numpy(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
     if inputs.shape[1] < 2:
         return None
-    weights = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs).attn_weights  # (1, h, T, T)
-    return _head_summaries(weights)
+    traced = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs)  # weights (1, h, T, T)
+    ratio = attention.gpt.first_value_ratio(traced.values).numpy()  # (h,), from values (1, h, T, head_dim)
+    return dataclasses.replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
 
 
 def summaries(settings: Settings) -> HeadSummaries | None:

@@ -16,11 +16,20 @@ from explorer.widgets.basics import table
 from explorer.widgets.charts import draw
 
 SINK_NOTE = (
-    "Why the first token? A common explanation, not measured here: softmax must hand out a whole 1.0 of weight "
-    "in every row, and the first token is the one key every query can see. A head with nothing useful to find "
-    f"may park its weight there (an {term('attention_sink', 'attention sink')}). That would cost little if the "
-    "first token's value vector were small."
+    "Why the first token? A common explanation: softmax must hand out a whole 1.0 of weight in every row, and "
+    "the first token is the one key every query can see. A head with nothing useful to find may then park its "
+    f"weight there (an {term('attention_sink', 'attention sink')}). That costs little if the first token's value "
+    "vector is small."
 )
+
+
+def value_text(ratios) -> str:
+    """What the last column measured: the first token's value vector beside the others', over the heads."""
+    low, high = float(min(ratios)), float(max(ratios))
+    return (
+        f"Measured here, head by head, the first token's value vector is {low:.2f} to {high:.2f} times the mean "
+        "length of the others' (last column)."
+    )
 
 
 def show_summaries(settings: Settings) -> None:
@@ -56,12 +65,13 @@ def show_summaries(settings: Settings) -> None:
         "entropy (nats)": found.entropy,
         "entropy ÷ uniform": found.entropy_share,
         "mean distance back": found.mean_distance,
+        "first token's |value| ÷ others'": found.first_value_ratio,
     }
     rows = {"head": [f"head {k + 1}" for k in range(len(found.previous_token))]}  # counted from 1
     rows.update({name: [f"{v:.2f}" for v in values] for name, values in columns.items()})
     table(pd.DataFrame(rows), hide_index=True)
     uniform = f"Spreading evenly over the tokens a query sees would give {found.uniform_entropy:.3f} nats."
-    st.caption(f"{uniform} {SINK_NOTE}")
+    st.caption(f"{uniform} {SINK_NOTE} {value_text(found.first_value_ratio)}")
 
 
 def show_alignment(pieces, ids) -> None:
