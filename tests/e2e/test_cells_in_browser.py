@@ -177,3 +177,16 @@ def test_the_keyboard_alone_picks_a_cell_on_the_causal_mask_page(server, browser
         assert not tab.events.problems()
     finally:
         context.close()
+
+
+def test_hovering_a_large_matrix_counts_queries_and_keys_from_1(app_page):
+    """Above 16 tokens a heatmap's hover numbers its cells instead of naming them: query 2, key 1, not #1, #0."""
+    sentence = " ".join(f"word{k}" for k in range(20))
+    app_page.goto("simplified", f"step=5&input=text&text={sentence.replace(' ', '+')}")
+    x, y = app_page.page.evaluate(CELL_CENTRE, [r"^attn_scores$", 1, 0])
+    app_page.page.mouse.move(x + 2, y + 2)
+    hover = app_page.page.locator(".hoverlayer .hovertext")
+    hover.first.wait_for(timeout=TIMEOUT_MS)
+    text = hover.first.text_content()
+    assert re.search(r"query 2.*key 1.*attn_scores = ", text), text
+    assert "#" not in text
