@@ -56,8 +56,8 @@ def saturation_text(lab, num_keys: int) -> str:
     verdict = f"therefore {term('saturates')}" if largest > 0.9 else "grows sharper"  # saturated: nearly one-hot
     return (
         "The lab draws each query and key entry with mean 0 and variance 1. Their dot products over d_k entries "
-        "then have a spread (standard deviation) of about √d_k. With the book's `torch.rand` weight matrices every "
-        "entry is positive, and the scores grow in proportion to d_k instead. "
+        "then have a spread (standard deviation) of about √d_k. The book's inputs and `torch.rand` weight matrices "
+        "are positive, so every query and key entry is too, and the scores grow in proportion to d_k instead. "
         f"Unscaled, the softmax {verdict}: {TOP} the largest weight averages "
         f"**{lab.unscaled_max_weight[-1]:.2f}**, and the row's {term('entropy', 'entropy')} is "
         f"**{lab.unscaled_entropy[-1]:.2f}** nats (0 would be {term('one_hot')}). Scaled: "
