@@ -146,20 +146,27 @@ def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -
     )
 
 
-def masked_row_sum(renormalized_weights, pieces: Sequence[str]) -> Question:
-    """Causal mask: the first token's weight on itself after zeroing the future and renormalizing.
+def masked_second_row(unmasked_weights, renormalized_weights, pieces: Sequence[str]) -> Question | None:
+    """Causal mask: the second token's weight on the first after zeroing the future and renormalizing.
 
-    Asked before the page shows the renormalized weights; the answer, 1, follows from the mask alone.
+    ``unmasked_weights`` and ``renormalized_weights`` are (T, T). Asked before the page shows the renormalized
+    weights; the prompt quotes the row's two weights before the mask, so the learner renormalizes them (the
+    book's 0.5517 : 0.4483). None for a single token, which has no second row.
     """
-    weight = float(np.asarray(renormalized_weights, dtype=np.float64)[0, 0])
+    if len(pieces) < 2:
+        return None
+    before = np.asarray(unmasked_weights, dtype=np.float64)[1]  # (T,)
+    after = float(np.asarray(renormalized_weights, dtype=np.float64)[1, 0])
+    first, itself = float(before[0]), float(before[1])
     return Question(
-        "causal_mask:first_weight",
-        f"The book will zero every weight above the diagonal, then divide each row by its new sum. What weight will "
-        f"the first token, {quote(pieces[0])}, then give itself?",
-        weight,
+        "causal_mask:second_row",
+        f"Before the mask, the second token {quote(pieces[1])} gives {first:.4f} to x^(1) and {itself:.4f} to "
+        "itself (step 1). The book will zero every weight above the diagonal, then divide each row by its new sum. "
+        "What weight will x^(2) then give to x^(1)?",
+        after,
         tolerance=0.01,
-        explanation=f"It is {weight:.4f}: the first token may see only itself. The mask zeroes its other weights, "
-        "and dividing the one weight left by itself gives 1.",
+        explanation=f"It is {first:.4f} / ({first:.4f} + {itself:.4f}) = {after:.4f}: x^(2) may see only x^(1) "
+        "and itself. Dividing by their sum keeps their ratio and makes the row sum to 1 again.",
     )
 
 
