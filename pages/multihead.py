@@ -76,7 +76,8 @@ elif step == 1:
             "head-context", context, pieces, notes.labels(d_out), title=title, explain=explained["head-context"]
         )
     widgets.explain_cell()
-    widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
+    sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
+    widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat
     widgets.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output

@@ -160,8 +160,11 @@ def test_row_sums_padding_and_widths_come_from_the_numbers():
     assert "mask" not in questions.padding_changes((0.0, 0.0), False).explanation  # no padding: items are apart
     assert questions.padding_changes((0.0, 0.3), True).answer == "Yes, they change"
     assert questions.padding_changes((float("nan"), 0.0), True) is None
-    width = questions.context_size(2, 2, 4)
-    assert width.answer == 4 and "one head's" in width.prompt and "all num_heads = 2 heads" in width.prompt
+    width = questions.context_size(2, 2, 4, 3, 6, 0.0)
+    call = "`MultiHeadAttentionWrapper(d_in=3, d_out=2, context_length=6, dropout=0, num_heads=2)`"
+    assert width.answer == 4 and call in width.prompt
+    assert "×" not in width.prompt and "concatenat" not in width.prompt  # the settings, not the product's factors
+    assert "2 × 2" in width.explanation and "each head's output size" in width.explanation
 
 
 def test_a_repeated_token_ties_with_the_query_and_either_is_right():

@@ -218,14 +218,24 @@ def padding_changes(unpadded_max_difference: Sequence[float], padded: bool) -> Q
     )
 
 
-def context_size(num_heads: int, d_out: int, wrapper_width: int) -> Question:
-    """Multi-head: how many numbers the wrapper's output has per token, after it concatenates its heads."""
+def context_size(
+    num_heads: int, d_out: int, wrapper_width: int, d_in: int, context_length: int, dropout: float
+) -> Question:
+    """Multi-head: how many numbers the wrapper's output has per token, given the module's settings.
+
+    The prompt gives the constructor call, not the two factors: the learner must know that the wrapper's
+    ``d_out`` is each head's and that its heads are concatenated.
+    """
+    call = (
+        f"MultiHeadAttentionWrapper(d_in={d_in}, d_out={d_out}, context_length={context_length}, "
+        f"dropout={dropout:g}, num_heads={num_heads})"
+    )
     return Question(
-        f"multihead:width:{num_heads}:{d_out}",
-        f"The panel shows one head's context vectors, d_out = {d_out} numbers per token. `MultiHeadAttentionWrapper` "
-        f"concatenates all num_heads = {num_heads} heads. How many numbers will each token's row of its output have?",
+        f"multihead:width:{num_heads}:{d_out}:{d_in}",
+        f"This page builds `{call}`. How many numbers will each token's row of its output have?",
         wrapper_width,
         decimals=0,
-        explanation=f"{wrapper_width} = num_heads × d_out = {num_heads} × {d_out}: `torch.cat(..., dim=-1)` puts the "
-        "heads' context vectors side by side.",
+        explanation=f"{wrapper_width} = num_heads × d_out = {num_heads} × {d_out}. In the wrapper, d_out is each "
+        "head's output size, and `torch.cat(..., dim=-1)` puts the heads' context vectors side by side. "
+        f"`MultiHeadAttention` with d_out = {d_out} would give {d_out}: there d_out is all heads' together.",
     )
