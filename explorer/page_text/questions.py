@@ -3,7 +3,8 @@
 Each function takes what its page already has (weights, sums, shapes) and
 returns a ``Question`` whose answer is read from those numbers, so a
 new sentence or new settings change the answer with them. Pages pass it to
-``widgets.ask`` before the step that shows the result.
+``widgets.ask`` before the step that shows the result. Break it's questions, one per mistake, are in
+``page_text.mistakes``.
 
 A question's text quotes tokens through ``parsing.literal``, the app's one Markdown escaper."""
 
