@@ -101,7 +101,11 @@ elif step == 3:
 elif step == 4:
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
-    widgets.show_code(attention.MultiHeadAttention.steps)
+    with st.expander("Section 3.6.2's check: one batched matmul equals each head's own product"):
+        check = views.heads_product_view()
+        st.markdown(notes.heads_product_text(check))
+        st.code(notes.heads_product_code(check), language=None, wrap_lines=True)
+    widgets.show_code(attention.MultiHeadAttention.steps, attention.heads_product)
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output
     width = data.wrapper_output.shape[1]
