@@ -104,7 +104,7 @@ elif step == 4:
     with st.expander("Section 3.6.2's check: one batched matmul equals each head's own product"):
         check = views.heads_product_view()
         st.markdown(notes.heads_product_text(check))
-        st.code(notes.heads_product_code(check), language=None, wrap_lines=True)
+        st.code(notes.heads_product_code(check), language="python", wrap_lines=True)
     widgets.show_code(attention.MultiHeadAttention.steps, attention.heads_product)
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output

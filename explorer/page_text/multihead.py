@@ -172,10 +172,11 @@ def heads_product_text(check) -> str:
 
 
 def heads_product_code(check) -> str:
-    """The check as the book runs it, with the package's numbers: the batched product, then each head's."""
-    lines = [f"a @ a.transpose(2, 3)  # shape {tuple(check.batched.shape)}"]
-    lines += [f"  head {h + 1}: {_matrix(product)}" for h, product in enumerate(check.batched[0])]
+    """The check as the book runs it, with the package's numbers as comments: the batched product, then each
+    head's."""
+    lines = [f"print(a @ a.transpose(2, 3))  # shape {tuple(check.batched.shape)}: head 1, then head 2"]
+    lines += [f"# {_matrix(product)}" for product in check.batched[0]]
     for h, product in enumerate(check.per_head[0][: len(HEAD_NAMES)]):
         name = HEAD_NAMES[h]
-        lines += [f"{name} = a[0, {h}, :, :]", f"{name} @ {name}.T", f"  {_matrix(product)}"]
+        lines += [f"{name} = a[0, {h}, :, :]", f"print({name} @ {name}.T)", f"# {_matrix(product)}"]
     return "\n".join(lines)
