@@ -51,6 +51,7 @@ if step == 0:
             dims = [f"dim {k}" for k in range(inputs.shape[1])]
             options = dict(title=f"inputs: predict from these (x^({n}) outlined)", value_name="embedding value")
             options.update(row_title="token", col_title="dimension", col_tokens=False, highlight_row=query)
+            options.update(style=replace(widgets.style(), max_height=min(widgets.style().max_height, 300)))  # as bars
             widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
             st.caption(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
     widgets.show_code(attention.simplified_attention)
