@@ -40,8 +40,8 @@ def weights_text(b: int, num_tokens: int, d_out: int, same: bool, padded: bool, 
         f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
         "`queries @ keys.transpose(1, 2)` swaps only the last two dimensions of keys: (b, num_tokens, d_out) = "
         f"({b}, {num_tokens}, {d_out}) becomes ({b}, {d_out}, {num_tokens}), each item's keys transposed. "
-        f"`keys.T` would reverse all three, to (d_out, num_tokens, b) = ({d_out}, {num_tokens}, {b}): its slice "
-        "[0] would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on a tensor "
+        f"`keys.T` would reverse all three, to (d_out, num_tokens, b) = ({d_out}, {num_tokens}, {b}): `keys.T[0]` "
+        "would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on a tensor "
         "that is not 2-D is deprecated.",
         "Both items are the same sentence, so their weights are the same." if same else "",
         "Every real token comes before the padding, so no real token's row puts weight on a padding column: those "
