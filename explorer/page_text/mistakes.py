@@ -139,30 +139,30 @@ def _diagonal_0(data) -> Question:
 
 
 def _scaling(data) -> Question:
+    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k.
+
+    A number, not larger-or-smaller: the mistake's "why" already says which way, so the learner must turn
+    "one-hot" or "equal weights" into a number for rows of ``num_keys`` keys.
+    """
     measured = data.measure("max_weight_large_d_k")
     d_k, num_keys = data.large_d_k, data.curve.num_keys
-    choices = ("Larger", "Smaller", "About the same")
-    difference = measured.wrong - measured.right
-    answer = choices[2] if abs(difference) < 0.01 else choices[0] if difference > 0 else choices[1]
-    if answer == choices[0]:
+    if measured.wrong > measured.right:
         reason = (
             f"Unscaled, the scores spread about √{d_k} ≈ {d_k**0.5:.1f} times wider, so the softmax puts nearly "
-            "all the weight on the largest score (1 would be one-hot)."
-        )
-    elif answer == choices[1]:
-        reason = (
-            f"Divided by {d_k} instead of √{d_k}, the scores are {d_k**0.5:.1f} times closer together, so the "
-            f"weights come near equal ({1 / num_keys:.3f} each)."
+            "all the weight on the largest score: 1 would be one-hot."
         )
     else:
-        reason = "The mistake changes the scores too little to move the largest weight."
+        reason = (
+            f"Divided by {d_k} instead of √{d_k}, the scores are {d_k**0.5:.1f} times closer together, so the "
+            f"weights come near equal: 1/{num_keys} = {1 / num_keys:.3f} each."
+        )
     return Question(
         f"mistakes:{data.name}:max_weight:{d_k}",
         f"Take rows of {num_keys} random keys at d_k = {d_k}, with query and key entries of variance 1. With the "
-        f"right code a row's largest attention weight averages {measured.right:.3f}. With this mistake, will it be "
-        "larger or smaller?",
-        answer,
-        choices,
+        f"right code a row's largest attention weight averages {measured.right:.3f}. What will it average with "
+        "this mistake? (within 0.1)",
+        measured.wrong,
+        tolerance=0.1,
         explanation=f"It averages {measured.wrong:.3f}. {reason}",
     )
 
