@@ -115,8 +115,11 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
     "mistake_steps": (),
     "mistakes": ("MISTAKES", "Mistake", "MistakeRun", "run_mistake"),
     "multihead": (
+        "HEADS_EXAMPLE",
+        "HeadsProduct",
         "MultiHeadAttention",
         "MultiHeadAttentionWrapper",
+        "heads_product",
         "multihead_from_wrapper",
         "to_torch_multihead",
     ),

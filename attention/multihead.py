@@ -21,9 +21,13 @@ has 12 heads, d_in = d_out = 768 and a context of 1,024 tokens.
 
 ``multihead_from_wrapper`` and ``to_torch_multihead`` copy weights between
 these and ``torch.nn.MultiheadAttention`` so their outputs can be compared.
+``heads_product`` is section 3.6.2's check that one batched matmul over the
+heads equals each head's own product.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -180,3 +184,43 @@ def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
         torch_mha.out_proj.weight.copy_(mha.out_proj.weight)  # (d_out, d_out)
         torch_mha.out_proj.bias.copy_(mha.out_proj.bias)  # (d_out,)
     return torch_mha.train(mha.training)
+
+
+# Section 3.6.2's example tensor a: (b, num_heads, num_tokens, head_dim) = (1, 2, 3, 4).
+HEADS_EXAMPLE = torch.tensor(
+    [
+        [
+            [[0.2745, 0.6584, 0.2775, 0.8573], [0.8993, 0.0390, 0.9268, 0.7388], [0.7179, 0.7058, 0.9156, 0.4340]],
+            [[0.0772, 0.3565, 0.1479, 0.5331], [0.4066, 0.2318, 0.4545, 0.9737], [0.4606, 0.5159, 0.4220, 0.5786]],
+        ]
+    ]
+)
+
+
+@dataclass(frozen=True)
+class HeadsProduct:
+    """Section 3.6.2's check: ``a @ a.transpose(2, 3)`` against each head's ``head @ head.T``.
+
+    ``max_difference`` is the largest |batched − per_head|.
+
+    Shapes: a (b, num_heads, num_tokens, head_dim); batched, per_head (b, num_heads, num_tokens, num_tokens).
+    """
+
+    a: torch.Tensor
+    batched: torch.Tensor
+    per_head: torch.Tensor
+    max_difference: float
+
+
+def heads_product(a: torch.Tensor = HEADS_EXAMPLE) -> HeadsProduct:
+    """One batched matmul over every (item, head) beside a loop of each head's own, as section 3.6.2 checks.
+
+    The book prints ``a @ a.transpose(2, 3)``, then ``first_head = a[0, 0, :, :]`` and
+    ``first_head @ first_head.T`` (and the second head's): the same numbers. This is why
+    ``MultiHeadAttention`` computes every head's scores with one ``queries @ keys.transpose(2, 3)``.
+    """
+    if not isinstance(a, torch.Tensor) or a.dim() != 4:
+        raise ValueError("heads_product() needs a 4-D tensor (b, num_heads, num_tokens, head_dim).")
+    batched = a @ a.transpose(2, 3)  # (b, num_heads, num_tokens, num_tokens)
+    per_head = torch.stack([torch.stack([head @ head.T for head in item]) for item in a])  # (b, h, T, T)
+    return HeadsProduct(a, batched, per_head, (batched - per_head).abs().max().item())

@@ -230,6 +230,17 @@ class MultiheadView:
 
 
 @dataclass(frozen=True)
+class HeadsProductView:
+    """Section 3.6.2's check (``attention.HeadsProduct``) as numpy: ``a`` (b, h, T, head_dim); ``batched`` and
+    ``per_head`` (b, h, T, T)."""
+
+    a: np.ndarray
+    batched: np.ndarray
+    per_head: np.ndarray
+    max_difference: float
+
+
+@dataclass(frozen=True)
 class WhyView:
     """Sections 3.1–3.2: ``encoder_states`` (T, hidden_size), ``bahdanau_weights`` (steps, T),
     each token's ``*_share``/``*_influence`` (T,), and the (T, T) self-attention contrast."""

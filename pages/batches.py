@@ -84,7 +84,7 @@ elif step == 1:
     widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
     widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 elif step == 2:
-    st.markdown(notes.weights_text(b, num_tokens, second_text is None, any(padding), p))
+    st.markdown(notes.weights_text(b, num_tokens, data.output.shape[-1], second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
     widgets.explain_cell()

@@ -94,7 +94,8 @@ elif step == 1:
         simple = dict(title=title, style=style, legend_names=names, cell_text=num_tokens <= 8, **options)
         widgets.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **simple)
     with text:
-        widgets.ask(questions.masked_row_sum(data.weights_renormalized, pieces), settings)  # step 3 shows it
+        question = questions.masked_second_row(data.unmasked_weights, data.weights_renormalized, pieces)
+        widgets.ask(question, settings)  # step 3 shows it
         widgets.show_code(attention.causal_mask, attention.CausalAttention.__init__)
 elif step == 3:
     text.markdown(

@@ -7,14 +7,12 @@ import attention
 from explorer import session, widgets
 from explorer.figures import mistakes as drawn
 from explorer.page_text import mistakes as notes
-from explorer.page_text.questions import Question
 from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.views.page_cells_heads import mistake as mistake_cells
 from explorer.widgets.questions import show_question
 
 MISTAKE = "mistakes:mistake"
 NAMES = list(attention.MISTAKES)
-FUTURE = ("Yes: its output moves", "No: the future stays hidden")
 
 run = session.current_run()
 settings = run.settings
@@ -51,15 +49,7 @@ if step == 0:
     diff = drawn.code_diff(mistake.right_code, mistake.wrong_code)
     st.code(diff, language="diff", wrap_lines=True)  # wrapped: a phone scrolls no code block sideways
     st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
-    moves = data.measure("first_token_moves")
-    if moves.wrong == moves.wrong:  # not NaN: the first token's output is a number, so the question has an answer
-        question = Question(
-            f"mistakes:{name}:future",
-            "With this mistake, does the first token's output change when every later token changes?",
-            FUTURE[0] if moves.wrong > 1e-6 else FUTURE[1],
-            FUTURE,
-            explanation=moves.sentence,
-        )
+    if question := notes.mistake_question(data):  # answered from this mistake's own numbers
         show_question(question, context=(settings.key(), name))
 elif step == 1:
     st.markdown(notes.panels_text(data.weight_limit))

@@ -76,7 +76,8 @@ elif step == 1:
             "head-context", context, pieces, notes.labels(d_out), title=title, explain=explained["head-context"]
         )
     widgets.explain_cell()
-    widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1]), settings)  # next: concat
+    sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
+    widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat
     widgets.show_code(attention.CausalAttention.steps)
 elif step == 2:
     output = data.wrapper_output
@@ -100,7 +101,11 @@ elif step == 3:
 elif step == 4:
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
-    widgets.show_code(attention.MultiHeadAttention.steps)
+    with st.expander("Section 3.6.2's check: one batched matmul equals each head's own product"):
+        check = views.heads_product_view()
+        st.markdown(notes.heads_product_text(check))
+        st.code(notes.heads_product_code(check), language="python", wrap_lines=True)
+    widgets.show_code(attention.MultiHeadAttention.steps, attention.heads_product)
 elif step == 5:
     context, output = data.efficient_context, data.efficient_output
     width = data.wrapper_output.shape[1]

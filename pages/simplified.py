@@ -36,14 +36,24 @@ if step == 0:
         f"The **{term('attention_scores', 'attention scores')}** of the query x^({n}) (`inputs[{query}]`: Python "
         f"counts from 0) are its {term('dot_product', 'dot products')} with every input x^(j): multiply entry by "
         f"entry and add. The book names them `attn_scores_{n}`. A dot product is |a|·|b|·cos(angle): large when "
-        "two vectors point the same way, and for a positive cosine larger when they are longer. Hover a bar to "
-        "see it written out."
+        "two vectors point the same way, and for a positive cosine larger when they are longer. Once the answer "
+        "below is revealed, hover a bar of the scores to see it written out."
     )
     widgets.book_caption(settings, "one_query", also=other_query)
-    row = dict(query=query, title=f"attn_scores_{n}: x^({n}) · x^(j)", key="scores_row")
-    widgets.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
+    chart = st.container()  # the inputs until the question is revealed, then the scores: the tallest is the answer
     st.code(figures.dot_product_text(inputs[query], inputs[0], scores[0], query, 0), language=None, wrap_lines=True)
-    widgets.ask(questions.most_attended(view.torch_softmax, pieces, query), settings)  # step 2 shows the weights
+    revealed = widgets.ask(questions.most_attended(view.torch_softmax, pieces, query), settings)
+    with chart:
+        if revealed:
+            row = dict(query=query, title=f"attn_scores_{n}: x^({n}) · x^(j)", key="scores_row")
+            widgets.draw(figures.dot_product_bars, "attention-scores-row", scores, pieces, inputs[query], inputs, **row)
+        else:
+            dims = [f"dim {k}" for k in range(inputs.shape[1])]
+            options = dict(title=f"inputs: predict from these (x^({n}) outlined)", value_name="embedding value")
+            options.update(row_title="token", col_title="dimension", col_tokens=False, highlight_row=query)
+            options.update(style=replace(widgets.style(), max_height=min(widgets.style().max_height, 300)))  # as bars
+            widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
+            st.caption(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
     widgets.show_code(attention.simplified_attention)
 elif step == 1:
     st.markdown(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -167,3 +168,14 @@ def book_figures() -> dict[str, dict[int, list[tuple]]]:
             6: [(r"^out_proj → output \(6, 2\)$", book.multihead_context)],
         },
     }
+
+
+def answer_and_reveal(at: AppTest) -> AppTest:
+    """Answer the page's predict-then-reveal question with its first choice (or 1) and press Reveal: a step that
+    asks before drawing the chart that would give the answer away (Simplified step 1) draws it then."""
+    (box,) = [w for w in (*at.radio, *at.number_input) if w.key.startswith("predict_")]
+    if hasattr(box, "options"):  # a radio shows its choices through the Markdown escaper: undo it
+        box.set_value(re.sub(r"\\(.)", r"\1", box.options[0]).replace("\u2060", "")).run()
+    else:
+        box.set_value(1).run()
+    return reveal(at)

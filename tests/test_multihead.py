@@ -243,3 +243,32 @@ def test_dropout_outside_zero_to_one_is_a_clear_error(cls, dropout):
 def test_num_heads_out_of_range_is_a_clear_error(cls, num_heads):
     with pytest.raises(ValueError, match="num_heads must be between 1 and 64"):
         cls(3, 2, 6, 0.0, num_heads=num_heads)
+
+
+BOOK_HEADS_PRODUCT = torch.tensor(  # printed in section 3.6.2: a @ a.transpose(2, 3)
+    [
+        [
+            [[1.3208, 1.1631, 1.2879], [1.1631, 2.2150, 1.8424], [1.2879, 1.8424, 2.0402]],
+            [[0.4391, 0.7003, 0.5903], [0.7003, 1.3737, 1.0620], [0.5903, 1.0620, 0.9912]],
+        ]
+    ]
+)
+
+
+def test_one_batched_matmul_equals_each_heads_own_product_as_the_book_prints():
+    from attention import HEADS_EXAMPLE, heads_product
+
+    check = heads_product()
+    assert check.a.shape == (1, 2, 3, 4)
+    torch.testing.assert_close(check.batched, BOOK_HEADS_PRODUCT, **BOOK)
+    first_head, second_head = HEADS_EXAMPLE[0, 0, :, :], HEADS_EXAMPLE[0, 1, :, :]  # the book's own lines
+    torch.testing.assert_close(check.per_head[0, 0], first_head @ first_head.T, atol=0, rtol=0)
+    torch.testing.assert_close(check.per_head[0, 1], second_head @ second_head.T, atol=0, rtol=0)
+    assert check.max_difference == (check.batched - check.per_head).abs().max().item()
+    eps = torch.finfo(torch.float32).eps  # a sum of head_dim = 4 products of numbers below 1 each: within 4 ulps
+    assert check.max_difference <= 4 * eps * check.batched.abs().max().item()
+    bigger = heads_product(torch.randn(3, 4, 5, 6, generator=torch.Generator().manual_seed(0)))
+    assert bigger.batched.shape == (3, 4, 5, 5)
+    assert bigger.max_difference <= 6 * eps * bigger.batched.abs().max().item() + 6 * eps
+    with pytest.raises(ValueError, match="4-D tensor"):
+        heads_product(HEADS_EXAMPLE[0])

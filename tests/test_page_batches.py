@@ -1,6 +1,7 @@
 """The Batches & CausalAttention page through AppTest: every step, the book's numbers, padding, safe labels."""
 
 import numpy as np
+import pytest
 import torch
 from apptest_support import app, captions, figure_specs, markdown, next_step, previous_step, zs
 
@@ -108,3 +109,18 @@ def test_training_mode_says_why_the_comparison_is_skipped():
     previous_step(at)
     titles = [spec["layout"]["title"]["text"] for spec in figure_specs(at)]
     assert all("after dropout" in title for title in titles)
+
+
+def test_the_weights_step_says_why_transpose_1_2_and_not_T():
+    keys = torch.arange(2 * 6 * 2, dtype=torch.float32).reshape(2, 6, 2)  # (b, num_tokens, d_out) of the book
+    with pytest.warns(UserWarning, match="deprecated"):  # what the page says of torch's .T on 3-D tensors
+        reversed_keys = keys.T
+    assert reversed_keys.shape == (2, 6, 2) and torch.equal(reversed_keys, keys.permute(2, 1, 0))
+    assert torch.equal(reversed_keys[0], keys[..., 0].T)  # keys.T[0]: every item's first key dimension
+    assert keys.transpose(1, 2).shape == (2, 2, 6) and torch.equal(keys.transpose(1, 2)[0], keys[0].T)
+    at = app(PAGE, query_params={"step": "3"})
+    assert not at.exception
+    text = markdown(at)
+    assert "(b, num_tokens, d_out) = (2, 6, 2) becomes (2, 2, 6), each item's keys transposed" in text
+    assert "(d_out, num_tokens, b) = (2, 6, 2)" in text and "`.T` on a tensor that is not 2-D is deprecated" in text
+    assert "`keys.T[0]` would hold every item's first key dimension, not item 1's keys" in text

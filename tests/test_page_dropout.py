@@ -3,6 +3,7 @@ of seed 789, drawn after seed 123); one draw against ``nn.Dropout``, the average
 the sidebar says so, the button back to the book's setting, and safe labels."""
 
 import numpy as np
+import pytest
 import torch
 from apptest_support import app, decode, figure_specs, markdown, next_step, previous_step, zs
 
@@ -136,3 +137,13 @@ def test_long_inputs_average_fewer_draws():
     assert masking.dropout_sample_limit(6) == attention.dropout.MAX_DROPOUT_SAMPLES
     assert masking.dropout_sample_limit(64) == attention.dropout.MAX_DROPOUT_SAMPLES
     assert 1 < masking.dropout_sample_limit(1024) < masking.dropout_sample_limit(200) < 2000
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_the_draw_step_says_where_dropout_can_go(mode):
+    at = app(PAGE, query_params={"p": "0.5", "mode": mode, "step": "2"})
+    assert not at.exception
+    text = markdown(at)
+    assert "two places: to the [attention weights](/glossary#" in text
+    assert "or after multiplying them by the values" in text
+    assert "It takes the first, the more common variant in practice" in text  # the book's choice, section 3.5.2

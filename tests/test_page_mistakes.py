@@ -103,14 +103,69 @@ def test_the_mistake_and_step_live_in_the_link_and_a_bad_one_falls_back():
 def test_the_prediction_is_computed_from_the_run_and_answered_right_and_wrong():
     at = app(PAGE, query_params={"mistake": "fill_zero"})
     assert not at.exception
-    assert reference("fill_zero", None).measure("first_token_moves").wrong > 0  # so "Yes" is right
-    predict_radio(at).set_value("No: the future stays hidden").run()
+    assert reference("fill_zero", None).measure("first_token_future_weight").wrong >= 0.5  # so "Half or more"
+    predict_radio(at).set_value("None: the mask still hides them").run()
     reveal(at)
-    assert at.error and "the answer is **Yes: its output moves**" in at.error[0].value.replace("\\", "")
-    at.selectbox(key="w_mistake").set_value("no_scaling").run()  # head_dim = 1: nothing changes, "No" is right
-    predict_radio(at).set_value("No: the future stays hidden").run()
+    assert at.error and "the answer is **Half or more**" in at.error[0].value.replace("\\", "")
+    at.selectbox(key="w_mistake").set_value("no_scaling").run()  # unscaled at d_k = 512: nearly one-hot rows
+    (typed,) = [n for n in at.number_input if n.key.startswith("predict_")]
+    typed.set_value(0.34).run()  # the right code's largest weight: wrong here
+    reveal(at)
+    assert at.error and "the answer is **0\\.93**" in at.error[0].value
+    [b for b in at.button if b.label == "Ask again"][0].click().run()
+    (typed,) = [n for n in at.number_input if n.key.startswith("predict_")]
+    typed.set_value(1.0).run()  # one-hot: the measured 0.930 is within 0.1
     reveal(at)
     assert at.success and not at.error
+
+
+def expected_answer(name: str, run: attention.MistakeRun):
+    """The answer to mistake ``name``'s question, computed here from the package's run of it."""
+    weights = run.wrong_weights.double()  # head 1, (num_tokens, num_tokens)
+    if name == "fill_zero":
+        return "Half or more" if run.measure("first_token_future_weight").wrong >= 0.5 else "Some, but less than half"
+    if name == "tril_mask":
+        return int((weights[0] > 0).sum())  # the keys the first token sees
+    if name == "diagonal_0":
+        return int(weights.isnan().any(dim=-1).sum())  # rows of only −∞
+    if name in ("no_scaling", "divide_by_d_k"):
+        return run.measure("max_weight_large_d_k").wrong  # at d_k = 512, rows of 8 random keys
+    if name in ("view_without_transpose", "merge_without_transpose"):
+        return int(run.measure("misplaced_slots").wrong)
+    if name == "dropout_without_rescale":
+        return run.measure("mean_row_sum").wrong
+    if name == "mask_after_softmax":
+        return int(((weights.sum(dim=-1) - 1).abs() < 5e-4).sum())  # rows that still sum to 1
+    return float(weights[-1, -1])  # softmax_wrong_dim: the last token's weight on itself
+
+
+BOOK_ANSWERS = {  # on the book's six tokens, two heads of head_dim 1, p = 0.5 for dropout
+    "fill_zero": "Half or more",  # 80% on the five later tokens: five exp(0) = 1 beside one own score
+    "tril_mask": 4,  # x^(3) to x^(6)
+    "diagonal_0": 1,  # only the first token's row
+    "no_scaling": 0.93,  # nearly one-hot
+    "divide_by_d_k": 0.133,  # nearly 1/8 each
+    "view_without_transpose": 10,  # of 12 (head, token) slots
+    "dropout_without_rescale": 0.5,
+    "mask_after_softmax": 1,  # only the last row
+    "softmax_wrong_dim": 1.0,  # the last key's column holds one query
+    "merge_without_transpose": 10,
+}
+
+
+@pytest.mark.parametrize("name", list(attention.MISTAKES))
+def test_each_mistake_asks_its_own_question_answered_from_its_run(name):
+    run = reference(name, None)
+    answer = expected_answer(name, run)
+    assert answer == pytest.approx(BOOK_ANSWERS[name], abs=0.01)
+    at = app(PAGE, query_params={"mistake": name})
+    assert not at.exception
+    prompt = next(m.value for m in at.markdown if m.value.startswith("**Predict, then reveal.**"))
+    assert "does the first token's output change" not in prompt and "future stays hidden" not in markdown(at)
+    (box,) = [w for w in (*at.radio, *at.number_input) if w.key.startswith("predict_")]
+    box.set_value(answer).run()
+    reveal(at)
+    assert at.success and not at.error, [a.value for a in at.error]
 
 
 def test_presenter_mode_reveals_without_an_answer_box():
@@ -118,7 +173,7 @@ def test_presenter_mode_reveals_without_an_answer_box():
     assert not at.exception
     assert not [r for r in at.radio if r.key.startswith("predict_")]  # no answer box: the class votes by hand
     reveal(at)
-    assert at.info and "Yes: its output moves" in at.info[-1].value.replace("\\", "")
+    assert at.info and "The answer: **10**" in at.info[-1].value  # of the 12 (head, token) slots
     next_step(at)
     assert figure_specs(at)[0]["layout"]["font"]["size"] >= 18
 
@@ -146,3 +201,16 @@ def test_head_dim_1_says_why_the_scaling_mistakes_change_nothing():
     assert at.info and "√1 = 1" in at.info[0].value
     at.selectbox(key="w_mistake").set_value("fill_zero").run()
     assert not [i for i in at.info if "√1 = 1" in i.value]
+
+
+@pytest.mark.parametrize("text", ["Hi", "Hi there"])
+def test_short_sentences_ask_only_the_questions_they_can_answer(text):
+    unanswerable = {"Hi": {"fill_zero", "tril_mask"}, "Hi there": {"tril_mask"}}[text]  # no later token, NaN row
+    at = app(PAGE, query_params={"mistake": "fill_zero"})
+    type_sentence(at, text)
+    for name in attention.MISTAKES:
+        at.selectbox(key="w_mistake").set_value(name).run()
+        assert not at.exception
+        asked = [m.value for m in at.markdown if m.value.startswith("**Predict, then reveal.**")]
+        assert bool(asked) == (name not in unanswerable), name
+        assert not any("1 rows" in question for question in asked)

@@ -163,3 +163,15 @@ def test_the_words_match_the_shapes_at_the_defaults():
     text = markdown(at)
     assert "Per head they compute the same thing" not in text
     assert "divide their scores by √2" in text and "divide by √1" in text
+
+
+def test_the_all_heads_step_shows_section_3_6_2s_check_with_the_packages_numbers():
+    check = attention.heads_product()
+    at = app(PAGE, query_params={"step": "5"})
+    assert not at.exception
+    assert "(b, num_heads, num_tokens, head_dim) = (1, 2, 3, 4)" in markdown(at)
+    assert f"max |difference| = {check.max_difference:.3g}" in markdown(at)
+    (code,) = [c.value for c in at.code if c.value.startswith("print(a @ a.transpose(2, 3))")]
+    assert "\n# [[1.3208, 1.1631, 1.2879], [1.1631, 2.2150, 1.8424], [1.2879, 1.8424, 2.0402]]\n# [[0.4391" in code
+    assert "print(first_head @ first_head.T)\n# [[1.3208, 1.1631, 1.2879]" in code  # the same numbers, head by head
+    assert "print(second_head @ second_head.T)\n# [[0.4391, 0.7003, 0.5903]" in code

@@ -132,3 +132,12 @@ def test_hostile_text_is_shown_literally():
             ticks = spec["layout"]["yaxis"]["ticktext"]
             assert not any("<" in tick for tick in ticks) and "&lt;/" in ticks
     assert "javascript" not in markdown(at) and "<b>x" not in markdown(at)
+
+
+def test_the_scaling_step_names_scaled_dot_product_attention():
+    at = app(PAGE, query_params={"step": "3"})
+    assert not at.exception
+    text = markdown(at)
+    assert "Vaswani et al. (2017)" in text and "**[scaled dot-product attention](/glossary#" in text
+    next_step(at)
+    assert "scaled dot-product attention" not in markdown(at)  # named once, on the step that divides by √d_k

@@ -2,7 +2,7 @@
 
 import numpy as np
 import torch
-from apptest_support import app, decode, figure_specs, markdown, next_step, type_sentence
+from apptest_support import answer_and_reveal, app, decode, figure_specs, markdown, next_step, type_sentence
 
 import attention
 from explorer import figures
@@ -25,6 +25,7 @@ def test_every_step_shows_the_books_numbers():
     assert not at.exception
     assert at.selectbox(key="w_simplified_query").value == 1  # "journey", as in the book
 
+    answer_and_reveal(at)  # the scores' chart gives the question's answer away, so it waits for the reveal
     (spec,) = figure_specs(at)
     scores = decode(spec["data"][0]["y"])
     np.testing.assert_allclose(scores, book.attn_scores[1].numpy(), atol=1e-6)
@@ -73,6 +74,7 @@ def test_the_chosen_query_drives_every_step_and_the_url():
     book = attention.simplified_attention(attention.BOOK_INPUTS)
     at = app(PAGE)
     at.selectbox(key="w_simplified_query").set_value(4).run()
+    answer_and_reveal(at)
     (spec,) = figure_specs(at)
     np.testing.assert_allclose(decode(spec["data"][0]["y"]), book.attn_scores[4].numpy(), atol=1e-6)
     assert "x^(5)·x^(1) = 0.77×0.43" in spec["data"][0]["hovertext"][0]
@@ -87,6 +89,22 @@ def test_the_chosen_query_drives_every_step_and_the_url():
     (spec,) = figure_specs(at)
     contributions = np.stack([decode(t["y"]) for t in spec["data"] if t["type"] == "bar"])
     np.testing.assert_allclose(contributions.sum(axis=0), book.context_vecs[4].numpy(), atol=1e-6)
+
+
+def test_the_question_is_asked_before_the_scores_that_answer_it():
+    book = attention.simplified_attention(attention.BOOK_INPUTS)
+    at = app(PAGE)
+    (spec,) = figure_specs(at)  # before the reveal: the inputs to predict from, not the scores
+    assert spec["layout"]["title"]["text"].startswith("inputs: predict from these")
+    np.testing.assert_allclose(decode(spec["data"][0]["z"]), attention.BOOK_INPUTS.numpy(), atol=1e-6)
+    assert not [s for s in figure_specs(at) if "attn_scores_2" in s["layout"]["title"]["text"]]
+    assert "Which input will the query" in markdown(at)
+    answer_and_reveal(at)
+    (spec,) = figure_specs(at)
+    assert spec["layout"]["title"]["text"].startswith("attn_scores_2")
+    np.testing.assert_allclose(decode(spec["data"][0]["y"]), book.attn_scores[1].numpy(), atol=1e-6)
+    at.selectbox(key="w_simplified_query").set_value(4).run()  # another query: asked afresh, scores hidden again
+    assert figure_specs(at)[0]["layout"]["title"]["text"].startswith("inputs: predict from these")
 
 
 def test_a_link_opens_its_query_and_step():
@@ -106,6 +124,7 @@ def test_a_typed_sentence_with_a_larger_d_in_updates_the_figures():
     assert not at.exception
     inputs = attention.embed_tokens(attention.tokenize(text).ids, 16, 123)  # (9, 16)
     expected = attention.simplified_attention(inputs).attn_scores[1]
+    answer_and_reveal(at)  # nine tokens: the learner types a position
     (spec,) = figure_specs(at)
     np.testing.assert_allclose(decode(spec["data"][0]["y"]), expected.numpy(), atol=1e-5)
     assert "… (12 more) = " in spec["data"][0]["hovertext"][0]

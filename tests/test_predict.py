@@ -143,9 +143,12 @@ def test_scaling_direction_compares_the_softmax_with_and_without_the_division():
 def test_row_sums_padding_and_widths_come_from_the_numbers():
 
     renormalized = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
-    first = questions.masked_row_sum(renormalized, ["a", "b", "c"])
-    assert first.answer == pytest.approx(1.0) and "may see only itself" in first.explanation
-    assert "sum" not in first.prompt.split("What")[1]  # asks for the first token's weight, not a row sum of 1
+    unmasked = np.array([[0.2, 0.3, 0.5], [0.3, 0.3, 0.4], [0.1, 0.1, 0.8]])
+    second = questions.masked_second_row(unmasked, renormalized, ["a", "b", "c"])
+    assert second.answer == pytest.approx(0.5)  # 0.3 / (0.3 + 0.3)
+    assert "0.3000 to x^(1) and 0.3000 to itself" in second.prompt  # the two weights the learner renormalizes
+    assert "0.3000 / (0.3000 + 0.3000) = 0.5000" in second.explanation
+    assert questions.masked_second_row(unmasked[:1, :1], renormalized[:1, :1], ["a"]) is None
     dropout = questions.dropout_average_sum([1.0, 0.6, 1.4], ["a", "b", "c"], 2, 0.5, True)
     assert dropout.answer == 1.0 and dropout.is_right(1.04) and not dropout.is_right(1.4)  # not this draw's 1.4
     assert "on average over many draws" in dropout.prompt and "1/(1 − p)" not in dropout.prompt
@@ -157,8 +160,11 @@ def test_row_sums_padding_and_widths_come_from_the_numbers():
     assert "mask" not in questions.padding_changes((0.0, 0.0), False).explanation  # no padding: items are apart
     assert questions.padding_changes((0.0, 0.3), True).answer == "Yes, they change"
     assert questions.padding_changes((float("nan"), 0.0), True) is None
-    width = questions.context_size(2, 2, 4)
-    assert width.answer == 4 and "one head's" in width.prompt and "all num_heads = 2 heads" in width.prompt
+    width = questions.context_size(2, 2, 4, 3, 6, 0.0)
+    call = "`MultiHeadAttentionWrapper(d_in=3, d_out=2, context_length=6, dropout=0, num_heads=2)`"
+    assert width.answer == 4 and call in width.prompt
+    assert "×" not in width.prompt and "concatenat" not in width.prompt  # the settings, not the product's factors
+    assert "2 × 2" in width.explanation and "each head's output size" in width.explanation
 
 
 def test_a_repeated_token_ties_with_the_query_and_either_is_right():
@@ -206,7 +212,7 @@ def tie_page() -> None:
 PAGES = {  # page → (the step that asks, a wrong answer, the right one on the book's example)
     "simplified": (1, "x^(1) “Your”", "x^(2) “journey”"),  # the book's weights of x^(2): largest 0.2379, on itself
     "qkv": (3, "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
-    "causal_mask": (2, 0.5, 1.0),  # the first token sees only itself: its weight is 1 after renormalizing
+    "causal_mask": (2, 1.0, 0.55),  # the book's row 2 renormalized: 0.5517 : 0.4483 (not 1, the first row's)
     "dropout": (4, 0.5, 1.0),  # the 1/(1 − p) scaling keeps each weight's average: a row averages 1
     "batches": (2, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
     "multihead": (2, 2, 4),  # the wrapper concatenates 2 heads of d_out = 2

@@ -33,11 +33,16 @@ def mask_text(buffer_shape: tuple[int, int], b: int, num_tokens: int, *, book: b
     )
 
 
-def weights_text(b: int, num_tokens: int, same: bool, padded: bool, dropout: float | None) -> str:
+def weights_text(b: int, num_tokens: int, d_out: int, same: bool, padded: bool, dropout: float | None) -> str:
     """Step 3: each item's weights; ``dropout`` is p when dropout is on, else None."""
     notes = [
         "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
         f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
+        "`queries @ keys.transpose(1, 2)` swaps only the last two dimensions of keys: (b, num_tokens, d_out) = "
+        f"({b}, {num_tokens}, {d_out}) becomes ({b}, {d_out}, {num_tokens}), each item's keys transposed. "
+        f"`keys.T` would reverse all three, to (d_out, num_tokens, b) = ({d_out}, {num_tokens}, {b}): `keys.T[0]` "
+        "would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on a tensor "
+        "that is not 2-D is deprecated.",
         "Both items are the same sentence, so their weights are the same." if same else "",
         "Every real token comes before the padding, so no real token's row puts weight on a padding column: those "
         "cells are in its future, masked. The padding rows attend to everything up to themselves, real "

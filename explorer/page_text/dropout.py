@@ -23,15 +23,20 @@ def ones_text(ones) -> str:
     )
 
 
+WHERE = (
+    "The book notes that attention can apply dropout in two places: to the {weights}, or after multiplying them "
+    "by the values. It takes the first, the more common variant in practice: after the softmax, before the values. "
+)
+
+
 def draw_text(data, seed: int, p: float) -> str:
-    """Step 2: how many of the visible weights this draw dropped."""
+    """Step 2: where the book drops, and how many of the visible weights this draw dropped."""
+    where = WHERE.format(weights=term("attention_weights"))
     if not data.active:
-        return IDLE + "The weights are the causal weights (Causal mask page), unchanged."
+        return IDLE + where + "The weights are the causal weights (Causal mask page), unchanged."
     lost, visible = int((~data.keep & ~data.mask).sum()), int((~data.mask).sum())
     return (
-        f"The book applies dropout to the {term('attention_weights')}: after the softmax, before they multiply "
-        "the values. "
-        f"Here the causal weights (Causal mask page), again after `torch.manual_seed({seed})`. Each weight is "
+        where + f"Here the causal weights (Causal mask page), again after `torch.manual_seed({seed})`. Each weight is "
         f"dropped with probability p = {p:.2f}: this draw dropped **{lost}** of the {visible} the mask left visible."
     )
 

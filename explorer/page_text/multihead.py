@@ -151,3 +151,33 @@ RANDOM_NOTE = (
     "layer and head at a glance. The chapter's random weight matrices are one seeded layer that learned "
     "nothing: no layers to compare."
 )
+
+
+HEAD_NAMES = ("first_head", "second_head", "third_head", "fourth_head")  # the book's names, section 3.6.2
+
+
+def _matrix(rows) -> str:
+    return "[" + ", ".join("[" + ", ".join(f"{v:.4f}" for v in row) + "]" for row in rows) + "]"
+
+
+def heads_product_text(check) -> str:
+    """Step 5's note on section 3.6.2's check (a ``results.HeadsProductView``): what it multiplies, and the result."""
+    b, num_heads, num_tokens, head_dim = check.a.shape
+    return (
+        "Section 3.6.2 checks that one batched matmul equals each head's own product. Its tensor `a` has shape "
+        f"(b, num_heads, num_tokens, head_dim) = ({b}, {num_heads}, {num_tokens}, {head_dim}). `a @ a.transpose(2, "
+        "3)` multiplies the last two dimensions for every (item, head) pair at once. Each head's `head @ head.T` "
+        f"gives the same numbers: max |difference| = {check.max_difference:.3g}. So one `queries @ "
+        "keys.transpose(2, 3)` gives every head's scores."
+    )
+
+
+def heads_product_code(check) -> str:
+    """The check as the book runs it, with the package's numbers as comments: the batched product, then each
+    head's."""
+    lines = [f"print(a @ a.transpose(2, 3))  # shape {tuple(check.batched.shape)}: head 1, then head 2"]
+    lines += [f"# {_matrix(product)}" for product in check.batched[0]]
+    for h, product in enumerate(check.per_head[0][: len(HEAD_NAMES)]):
+        name = HEAD_NAMES[h]
+        lines += [f"{name} = a[0, {h}, :, :]", f"print({name} @ {name}.T)", f"# {_matrix(product)}"]
+    return "\n".join(lines)

@@ -3,7 +3,8 @@
 Each function takes what its page already has (weights, sums, shapes) and
 returns a ``Question`` whose answer is read from those numbers, so a
 new sentence or new settings change the answer with them. Pages pass it to
-``widgets.ask`` before the step that shows the result.
+``widgets.ask`` before the step that shows the result. Break it's questions, one per mistake, are in
+``page_text.mistakes``.
 
 A question's text quotes tokens through ``parsing.literal``, the app's one Markdown escaper."""
 
@@ -146,20 +147,27 @@ def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -
     )
 
 
-def masked_row_sum(renormalized_weights, pieces: Sequence[str]) -> Question:
-    """Causal mask: the first token's weight on itself after zeroing the future and renormalizing.
+def masked_second_row(unmasked_weights, renormalized_weights, pieces: Sequence[str]) -> Question | None:
+    """Causal mask: the second token's weight on the first after zeroing the future and renormalizing.
 
-    Asked before the page shows the renormalized weights; the answer, 1, follows from the mask alone.
+    ``unmasked_weights`` and ``renormalized_weights`` are (T, T). Asked before the page shows the renormalized
+    weights; the prompt quotes the row's two weights before the mask, so the learner renormalizes them (the
+    book's 0.5517 : 0.4483). None for a single token, which has no second row.
     """
-    weight = float(np.asarray(renormalized_weights, dtype=np.float64)[0, 0])
+    if len(pieces) < 2:
+        return None
+    before = np.asarray(unmasked_weights, dtype=np.float64)[1]  # (T,)
+    after = float(np.asarray(renormalized_weights, dtype=np.float64)[1, 0])
+    first, itself = float(before[0]), float(before[1])
     return Question(
-        "causal_mask:first_weight",
-        f"The book will zero every weight above the diagonal, then divide each row by its new sum. What weight will "
-        f"the first token, {quote(pieces[0])}, then give itself?",
-        weight,
+        "causal_mask:second_row",
+        f"Before the mask, the second token {quote(pieces[1])} gives {first:.4f} to x^(1) and {itself:.4f} to "
+        "itself (step 1). The book will zero every weight above the diagonal, then divide each row by its new sum. "
+        "What weight will x^(2) then give to x^(1)?",
+        after,
         tolerance=0.01,
-        explanation=f"It is {weight:.4f}: the first token may see only itself. The mask zeroes its other weights, "
-        "and dividing the one weight left by itself gives 1.",
+        explanation=f"It is {first:.4f} / ({first:.4f} + {itself:.4f}) = {after:.4f}: x^(2) may see only x^(1) "
+        "and itself. Dividing by their sum keeps their ratio and makes the row sum to 1 again.",
     )
 
 
@@ -211,14 +219,24 @@ def padding_changes(unpadded_max_difference: Sequence[float], padded: bool) -> Q
     )
 
 
-def context_size(num_heads: int, d_out: int, wrapper_width: int) -> Question:
-    """Multi-head: how many numbers the wrapper's output has per token, after it concatenates its heads."""
+def context_size(
+    num_heads: int, d_out: int, wrapper_width: int, d_in: int, context_length: int, dropout: float
+) -> Question:
+    """Multi-head: how many numbers the wrapper's output has per token, given the module's settings.
+
+    The prompt gives the constructor call, not the two factors: the learner must know that the wrapper's
+    ``d_out`` is each head's and that its heads are concatenated.
+    """
+    call = (
+        f"MultiHeadAttentionWrapper(d_in={d_in}, d_out={d_out}, context_length={context_length}, "
+        f"dropout={dropout:g}, num_heads={num_heads})"
+    )
     return Question(
-        f"multihead:width:{num_heads}:{d_out}",
-        f"The panel shows one head's context vectors, d_out = {d_out} numbers per token. `MultiHeadAttentionWrapper` "
-        f"concatenates all num_heads = {num_heads} heads. How many numbers will each token's row of its output have?",
+        f"multihead:width:{num_heads}:{d_out}:{d_in}",
+        f"This page builds `{call}`. How many numbers will each token's row of its output have?",
         wrapper_width,
         decimals=0,
-        explanation=f"{wrapper_width} = num_heads × d_out = {num_heads} × {d_out}: `torch.cat(..., dim=-1)` puts the "
-        "heads' context vectors side by side.",
+        explanation=f"{wrapper_width} = num_heads × d_out = {num_heads} × {d_out}. In the wrapper, d_out is each "
+        "head's output size, and `torch.cat(..., dim=-1)` puts the heads' context vectors side by side. "
+        f"`MultiHeadAttention` with d_out = {d_out} would give {d_out}: there d_out is all heads' together.",
     )

@@ -21,7 +21,7 @@ from explorer.views.chapter import (
     why_view,
 )
 from explorer.views.masking import batch_view, dropout_sample_limit, dropout_view, mask_view
-from explorer.views.multihead import multihead_view
+from explorer.views.multihead import heads_product_view, multihead_view
 from explorer.views.reversal import reversal_view
 from explorer.views.run import Run, page_turn
 
@@ -35,6 +35,7 @@ __all__ = [
     "dropout_settings",
     "dropout_untouched",
     "dropout_view",
+    "heads_product_view",
     "is_book",
     "mask_view",
     "module_seed",

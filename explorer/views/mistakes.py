@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 import attention
-from attention.mistake_measures import Measure
+from attention.mistake_measures import LARGE_D_K, Measure
 from attention.mistake_steps import RIGHT, Steps
 from explorer.models.modules import module_for
 from explorer.results import from_tensors
@@ -50,13 +50,14 @@ class MistakeView:
     ``dropout`` is the p the module was built with; ``weight_limit`` the
     largest weight the right code can give (1, or 1/(1 − p) after dropout).
     ``max_weight_difference`` is the largest |wrong − right| over the first head's
-    weights that are numbers in both.
+    weights that are numbers in both. ``large_d_k`` is the d_k at which the scaling mistakes are measured.
     """
 
     name: str
     pieces: tuple[str, ...]
     truncated_from: int | None
     dropout: float
+    num_heads: int
     head_dim: int
     weight_limit: float
     right_weights: np.ndarray
@@ -69,6 +70,7 @@ class MistakeView:
     nan_tokens: int
     measures: tuple[Measure, ...]
     curve: Curve | None
+    large_d_k: int = LARGE_D_K
     cell_inputs: tuple = ()  # (the MistakeRun, the module, x): what ``derivations.mistake_cell`` reads for a cell
 
     def measure(self, key: str) -> Measure:
@@ -117,6 +119,7 @@ def mistake_view(run: Run, name: str) -> MistakeView:
         pieces=prepared.pieces,
         truncated_from=prepared.truncated_from,
         dropout=p,
+        num_heads=mha.num_heads,
         head_dim=mha.head_dim,
         weight_limit=1 / (1 - p) if name == "dropout_without_rescale" else 1.0,
         right_weights=result.right_weights.numpy(),

@@ -79,9 +79,9 @@ def test_a_typed_sentence_and_the_prediction(app_page):
     choose(app_page, attention.MISTAKES["fill_zero"].title)
     app_page.previous()
     main = app_page.page.locator('[data-testid="stMain"]')
-    app_page.press_and_wait(main.locator("label").filter(has_text="No: the future stays hidden"))
+    app_page.press_and_wait(main.locator("label").filter(has_text="None: the mask still hides them"))
     app_page.press_and_wait(main.get_by_role("button", name="Reveal"))
-    assert "Not quite" in main.locator('[data-testid="stAlert"]').inner_text()  # with 0-filling the future leaks
+    assert "Not quite" in main.locator('[data-testid="stAlert"]').inner_text()  # 0-filled: x^(1) sees later tokens
 
 
 def figure_bottom(app_page) -> float:
