@@ -4,7 +4,9 @@ neither move the room nor reveal for it. Teacher and students are AppTests in on
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from apptest_support import app, captions, decode, markdown, next_step, type_sentence
@@ -217,7 +219,7 @@ def _in_room(code: str, token: str | None = None, student: str | None = None):
 
 
 def _vote_chart(teacher):
-    (chart,) = [c for c in teacher.get("plotly_chart") if "votes" in c.proto.spec]
+    (chart,) = [c for c in teacher.get("plotly_chart") if re.search(r'"\d+ votes?"', c.proto.spec)]
     return json.loads(chart.proto.spec)
 
 
@@ -232,9 +234,32 @@ def test_a_multiple_choice_question_charts_each_choice_in_its_order():
     teacher.run()
     spec = _vote_chart(teacher)
     (bars,) = spec["data"]
-    labels = [label.replace("␣", " ") for label in spec["layout"]["xaxis"]["ticktext"]]  # spaces shown
-    assert labels == ["the first token", "the last token", "every token"]  # the choices' order, zeros too
-    assert list(decode(bars["y"])) == [1, 0, 2] and spec["layout"]["title"]["text"] == "3 votes"
+    labels = spec["layout"]["yaxis"]["ticktext"]
+    assert labels == ["A · the first token", "B · the last token", "C · every token"]  # the choices' order, zeros too
+    assert list(decode(bars["x"])) == [1, 0, 2] and spec["layout"]["title"]["text"] == "3 votes"
+
+
+def unescaped(markdown_text: str) -> str:
+    """What Streamlit shows for Markdown that ``parsing.literal`` escaped: the text without its backslashes."""
+    return re.sub(r"\\(.)", r"\1", markdown_text.replace("\u2060", ""))
+
+
+def test_the_vote_chart_labels_the_choices_as_the_students_and_the_presenter_list_read_them():
+    """Simplified attention, step 1: "which input will the query attend to most", its choices being tokens."""
+    teacher, code = open_room("pages/simplified.py")
+    student = join(code)
+    (choices,) = [r for r in student.radio if r.label == "Your answer"]
+    read = [unescaped(option) for option in choices.options]  # as the student's radio shows them
+    assert read[:2] == ["x^(1) “Your”", "x^(2) “journey”"]
+    choices.set_value(read[1]).run()
+    teacher.run()
+    (chart,) = [c for c in teacher.get("plotly_chart") if '"1 vote"' in c.proto.spec]
+    spec = json.loads(chart.proto.spec)
+    labels = [html.unescape(label) for label in spec["layout"]["yaxis"]["ticktext"]]  # as plotly draws them
+    assert labels == [f"{chr(65 + k)} · {choice}" for k, choice in enumerate(read)]
+    listed = [line for line in markdown(teacher).splitlines() if re.match(r"\*\*[A-F]\.\*\* ", line)]
+    assert [unescaped(line).replace("**", "").replace(".", " ·", 1).rstrip() for line in listed] == labels
+    assert list(decode(spec["data"][0]["x"])) == [1 if k == 1 else 0 for k in range(len(read))]
 
 
 def test_ask_again_clears_the_votes_for_a_fresh_vote():

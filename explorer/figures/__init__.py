@@ -32,7 +32,7 @@ Pages import this package and use the names below.
 """
 
 from .cells import PICK_LIMIT, PICK_TRACE, cell_marks, pick_layer
-from .charts import bars, lines, stacked_contributions
+from .charts import bars, lines, stacked_contributions, vote_bars
 from .dropout import WORD_LABEL_LIMIT, dropout_heatmap
 from .grids import heatmap_grid
 from .heatmaps import heatmap, without_cell_text
@@ -107,5 +107,6 @@ __all__ = [
     "token_label",
     "token_labels",
     "visible_token",
+    "vote_bars",
     "without_cell_text",
 ]

@@ -191,25 +191,25 @@ def vote_chart(question: Question, key: str) -> None:
     @st.fragment(run_every=TEACHER_POLL_SECONDS)
     def live() -> None:
         counts = room.tally(key)
-        if question.choices is not None:
-            labels = [literal(choice) for choice in question.choices]
+        if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
             values = [counts.get(str(choice), 0) for choice in question.choices]
+            title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
+            fig = figures.vote_bars(question.choices, values, title=title, style=chart_style())
+        elif not counts:
+            st.caption("No votes yet.")
+            return
         else:
             labels = sorted(counts, key=lambda v: (float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else 0, v))
             values = [counts[label] for label in labels]
-        total = sum(values)
-        if not labels:
-            st.caption("No votes yet.")
-            return
-        fig = figures.bars(
-            {"votes": values},
-            labels,
-            title=f"{total} vote{'s' if total != 1 else ''}",
-            value_name="students",
-            decimals=0,
-            extra_height=0,
-            style=chart_style(),
-        )
+            fig = figures.bars(
+                {"votes": values},
+                labels,
+                title=f"{sum(values)} vote{'s' if sum(values) != 1 else ''}",
+                value_name="students",
+                decimals=0,
+                extra_height=0,
+                style=chart_style(),
+            )
         figures.layout.pandas_settled()
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 
