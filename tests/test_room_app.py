@@ -339,3 +339,23 @@ def test_the_kept_room_is_not_taken_back_without_its_token_or_outside_presenter_
         assert len(scripts) == 1 and "max-age=0" in scripts[0] and token not in scripts[0]
     else:
         assert not scripts
+
+
+def stepper_keys(at) -> list[str]:
+    return [b.key for b in at.button if b.key and b.key.split(":")[0].split("_")[0] in ("prev", "next", "clicker")]
+
+
+def test_a_student_who_follows_has_no_stepper_buttons_or_keys_and_sees_no_answer_before_the_reveal():
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks; step 3 shows the answer
+    student = join(code)
+    assert step_of(student) == 2 and "following the teacher" in captions(student)
+    assert stepper_keys(student) == []  # no Previous, Next or clicker keys: none moves this student alone
+    assert "<b>Step 2 of" in markdown(student)
+    assert not [b for b in student.button if b.label in ("Reveal", "Ask again")]
+    assert not [*student.success, *student.error] and "The answer" not in "\n".join(i.value for i in student.info)
+    button(student, "room_alone").click().run()  # on their own, the stepper is theirs again
+    own = ["clicker_next_causal_mask", "clicker_prev_causal_mask", "next:causal_mask", "prev:causal_mask"]
+    assert sorted(stepper_keys(student)) == own
+    button(student, "room_follow").click().run()
+    assert stepper_keys(student) == [] and step_of(student) == 2
