@@ -341,6 +341,30 @@ def test_the_kept_room_is_not_taken_back_without_its_token_or_outside_presenter_
         assert not scripts
 
 
+def answer(student, value: float):
+    """Type ``value`` into the question's number box, as a student votes."""
+    [n for n in student.number_input if n.label == "Your answer"][0].set_value(value).run()
+    assert not student.exception, [e.value for e in student.exception]
+    return student
+
+
+def test_a_teacher_who_takes_the_room_back_sees_the_answer_revealed_as_the_students_do(monkeypatch):
+    first, code = open_room()
+    next_step(first)  # step 2 asks about a masked row's sum
+    student = answer(join(code), 1.0)
+    [b for b in first.button if b.label == "Reveal"][0].click().run()
+    student.run()
+    assert "Right" in "\n".join(s.value for s in student.success)
+    monkeypatch.setattr(room, "saved_teacher", lambda: f"{code}.{first.session_state['room_token']}")
+    again = app("pages/causal_mask.py", query_params={"present": "1", "step": "2"})  # after a failover
+    assert again.session_state["room_code"] == code
+    assert not [b for b in again.button if b.label == "Reveal"]
+    assert any("The answer" in i.value for i in again.info)
+    [b for b in again.button if b.label == "Ask again"][0].click().run()  # the room's, as the students see
+    student.run()
+    assert not student.success and "Your teacher reveals the answer." in captions(student)
+
+
 def stepper_keys(at) -> list[str]:
     return [b.key for b in at.button if b.key and b.key.split(":")[0].split("_")[0] in ("prev", "next", "clicker")]
 

@@ -179,6 +179,17 @@ def page_fragment(fragment_id: str | None) -> None:
         wakener().page_fragment(session_id(), fragment_id)
 
 
+def revealed_by_teacher(question: str) -> bool | None:
+    """For the room's teacher, whether ``question`` is revealed as the room holds it (None: not its teacher, or
+    the room closed). A session that took the room back after a restart then shows what the students see."""
+    if not is_teacher():
+        return None
+    try:
+        return question in room_store().snapshot(code()).revealed
+    except RoomGoneError:
+        return None
+
+
 def revealed_here(question: str) -> bool | None:
     """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
     if not following():

@@ -33,13 +33,16 @@ def show_question(question: Question, *, context: object = None, presenter: bool
 
     ``context`` is whatever the answer depends on (the settings, the query
     token): a change of it asks the question afresh. In a live room (``session.room``) a student's answer is
-    their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's.
+    their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's. The
+    teacher's reveal is read from the room, so a session that took the room back shows what the students see.
     """
     key = state_key(question, context)
     answer_key, revealed_key, widget = f"{key}_answer", f"{key}_revealed", f"{key}_widget"
     presenter = bool(st.session_state.get("presenter")) if presenter is None else presenter
     teachers = room.revealed_here(key)  # None unless this is a student following a teacher
+    room_wide = room.revealed_by_teacher(key)  # None unless this is the room's teacher: the room's word
     revealed = bool(st.session_state.get(revealed_key)) if teachers is None else teachers
+    revealed = revealed if room_wide is None else room_wide
     with st.container(border=True, key=key):
         st.markdown(f"**Predict, then reveal.** {question.prompt}")
         if presenter:
