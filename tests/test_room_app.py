@@ -341,11 +341,56 @@ def test_the_kept_room_is_not_taken_back_without_its_token_or_outside_presenter_
         assert not scripts
 
 
+def voter_scripts(at) -> list[str]:
+    """The scripts this run gave the browser that write the student's anonymous id."""
+    bodies = [element.proto.body for element in at.get("html")]
+    return [body for body in bodies if "document.cookie" in body and room.VOTER_COOKIE in body]
+
+
 def answer(student, value: float):
     """Type ``value`` into the question's number box, as a student votes."""
     [n for n in student.number_input if n.label == "Your answer"][0].set_value(value).run()
     assert not student.exception, [e.value for e in student.exception]
     return student
+
+
+def test_a_reload_or_a_new_tab_of_the_same_browser_votes_as_the_same_student(monkeypatch):
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks about a masked row's sum
+    first = answer(join(code), 0.5)
+    voter = first.session_state[room.STUDENT]
+    (kept,) = voter_scripts(first)
+    assert f"{room.VOTER_COOKIE}={voter}; max-age=86400; path=/; samesite=strict" in kept
+    assert not cookie_scripts(first)  # the student's browser gets no teacher's cookie
+    question = _question(first)
+    monkeypatch.setattr(room, "saved_voter", lambda: voter)  # the browser sends the id back from now on
+    reloaded, new_tab = join(code), join(code)
+    assert reloaded.session_state[room.STUDENT] == new_tab.session_state[room.STUDENT] == voter
+    assert not voter_scripts(reloaded)  # the browser holds it already
+    answer(reloaded, 1.0)
+    assert room_store().tally(code, question) == {"1.00": 1}  # the vote changed; it did not count twice
+    answer(new_tab, 0.5)
+    assert room_store().tally(code, question) == {"0.50": 1}
+    monkeypatch.undo()
+    other = answer(join(code), 1.0)  # another browser: another student
+    assert other.session_state[room.STUDENT] != voter
+    assert room_store().tally(code, question) == {"0.50": 1, "1.00": 1}
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ["ABCDE.the-teachers-token", "0123456789abcdef0", "<script>alert(1)</script>", "0123456789ABCDEF", ""],
+)
+def test_an_edited_voter_cookie_is_ignored_and_moves_nothing(monkeypatch, forged):
+    teacher, code = open_room()
+    saved = forged.replace("ABCDE", code).replace("the-teachers-token", teacher.session_state["room_token"])
+    monkeypatch.setattr(room, "saved_voter", lambda: room.voter_id(saved))
+    student = join(code)
+    assert student.session_state[room.STUDENT] != saved and len(student.session_state[room.STUDENT]) == 16
+    assert "room_token" not in student.session_state  # a student, never the teacher
+    (kept,) = voter_scripts(student)  # a fresh id replaces what the browser sent
+    assert f"{room.VOTER_COOKIE}={student.session_state[room.STUDENT]};" in kept
+    assert room.voter_id("0123456789abcdef") == "0123456789abcdef"  # what secrets.token_hex(8) makes
 
 
 def test_a_teacher_who_takes_the_room_back_sees_the_answer_revealed_as_the_students_do(monkeypatch):

@@ -103,6 +103,8 @@ def room_controls() -> None:
 def student_bar() -> None:
     """ "Following the teacher" with "On my own", or the other way round."""
     text, button = st.columns([4, 1], vertical_alignment="center")
+    with text:
+        remember_voter()
     if room.following():
         text.caption(f"Room **{room.code()}** · following the teacher: their page and step come to you.")
         button.button("On my own", key="room_alone", on_click=room.follow, args=(False,), width="stretch")
@@ -157,8 +159,19 @@ def remember_room() -> None:
     due = room.cookie_due()
     if due is False:
         return
-    value = f"{due}; max-age={IDLE_SECONDS}" if due else "; max-age=0"
-    cookie = json.dumps(f"{room.TEACHER_COOKIE}={value}; path=/; samesite=strict")
+    write_cookie(room.TEACHER_COOKIE, due or "", IDLE_SECONDS if due else 0)
+
+
+def remember_voter() -> None:
+    """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student."""
+    due = room.voter_cookie_due()
+    if due is not None:
+        write_cookie(room.VOTER_COOKIE, due, room.VOTER_SECONDS)
+
+
+def write_cookie(name: str, value: str, max_age: int) -> None:
+    """Set a cookie that only this site reads (``max_age`` 0 forgets it), from a script run in the browser."""
+    cookie = json.dumps(f"{name}={value}; max-age={max_age}; path=/; samesite=strict")
     st.html(
         f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');</script>",
         unsafe_allow_javascript=True,
