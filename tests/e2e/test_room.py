@@ -287,8 +287,9 @@ def choose(tab, choice: str) -> None:
 
 
 def test_a_reload_and_a_new_tab_vote_as_one_student_who_cannot_step_alone_while_following(open_app):
-    """A follower's page has no Previous or Next, and ← → PageUp PageDown move nothing. The student's id lives in
-    a cookie: a reload and a new tab of the same browser change one vote, until the Reveal."""
+    """A follower's page has no Previous or Next, ← → PageUp PageDown move nothing, and another page's link leads
+    back to the Live room. The student's id lives in a cookie: a reload and a new tab of the same browser change
+    one vote, until the Reveal."""
     teacher = open_app().goto("simplified", "present=1")  # step 1 asks which input the query attends to most
     sidebar, code = open_room(teacher)
     student = open_app().goto("", f"room={code}")
@@ -301,6 +302,15 @@ def test_a_reload_and_a_new_tab_vote_as_one_student_who_cannot_step_alone_while_
         student.page.keyboard.press(key)
     student.assert_no_rerun_requested(before)
     assert student.step()[0] == 1 and "following the teacher" in student.captions()
+    runs = student.runs()
+    student.page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Dropout").click()
+    student.wait_for_run(runs)
+
+    def back_on_the_live_room():  # the link to another page led back to the teacher's page and step
+        assert "/live?" in student.page.url and student.step()[0] == 1, student.page.url
+        assert student.page.locator('[data-testid="stMain"] h1').first.inner_text() == "Simplified attention"
+
+    eventually(back_on_the_live_room)
 
     def counted(title: str, counts: list[int]) -> dict:
         def check():
