@@ -364,15 +364,20 @@ def test_a_reload_or_a_new_tab_of_the_same_browser_votes_as_the_same_student(mon
     assert not cookie_scripts(first)  # the student's browser gets no teacher's cookie
     question = _question(first)
     monkeypatch.setattr(room, "saved_voter", lambda: voter)  # the browser sends the id back from now on
-    reloaded, new_tab = join(code), join(code)
-    assert reloaded.session_state[room.STUDENT] == new_tab.session_state[room.STUDENT] == voter
-    assert not voter_scripts(reloaded)  # the browser holds it already
+    reloaded = join(code)
+    assert reloaded.session_state[room.STUDENT] == voter and not voter_scripts(reloaded)  # the browser holds it
+    assert [n.value for n in reloaded.number_input if n.label == "Your answer"] == [0.5]  # the vote it sent
     answer(reloaded, 1.0)
     assert room_store().tally(code, question) == {"1.00": 1}  # the vote changed; it did not count twice
+    new_tab = join(code)
+    assert new_tab.session_state[room.STUDENT] == voter
+    assert [n.value for n in new_tab.number_input if n.label == "Your answer"] == [1.0]
     answer(new_tab, 0.5)
     assert room_store().tally(code, question) == {"0.50": 1}
     monkeypatch.undo()
-    other = answer(join(code), 1.0)  # another browser: another student
+    other = join(code)  # another browser: another student
+    assert [n.value for n in other.number_input if n.label == "Your answer"] == [None]
+    answer(other, 1.0)
     assert other.session_state[room.STUDENT] != voter
     assert room_store().tally(code, question) == {"0.50": 1, "1.00": 1}
 

@@ -233,6 +233,16 @@ def vote(question: str, choice: object) -> None:
         notice(str(error))
 
 
+def own_vote(question: str) -> str | None:
+    """A student's vote on ``question`` as the room holds it (None: none), for a new session of the same browser."""
+    if not is_student():
+        return None
+    try:
+        return room_store().vote_of(code(), st.session_state[STUDENT], question)
+    except RoomGoneError:
+        return None
+
+
 def reveal(question: str, on: bool = True) -> None:
     """The teacher reveals (or asks again) a question for the whole room; nothing for anyone else."""
     if not is_teacher():

@@ -13,6 +13,7 @@ moving between steps, and a new sentence asks afresh."""
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import streamlit as st
@@ -43,6 +44,8 @@ def show_question(question: Question, *, context: object = None, presenter: bool
     room_wide = room.revealed_by_teacher(key)  # None unless this is the room's teacher: the room's word
     revealed = bool(st.session_state.get(revealed_key)) if teachers is None else teachers
     revealed = revealed if room_wide is None else room_wide
+    if room.is_student() and answer_key not in st.session_state:  # a reload or a new tab: the vote it sent
+        st.session_state[answer_key] = _kept_answer(question, room.own_vote(key))
     with st.container(border=True, key=key):
         st.markdown(f"**Predict, then reveal.** {question.prompt}")
         if presenter:
@@ -108,6 +111,19 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
         st.number_input(
             "Your answer", value=None, step=step, format=shown, key=widget, on_change=keep, disabled=disabled
         )
+
+
+def _kept_answer(question: Question, vote: str | None) -> str | float | None:
+    """A vote as the room keeps it (a choice, or a number written with the question's decimals) as an answer."""
+    if vote is None or question.choices is not None:
+        return vote if question.choices is not None and vote in question.choices else None
+    try:
+        number = float(vote)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return round(number) if question.decimals == 0 else number
 
 
 def lettered(question: Question, choice: str) -> str:
