@@ -1,5 +1,7 @@
 """The shared figure builders: labels are literal and distinct, conventions hold, numbers survive."""
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -95,6 +97,23 @@ def test_bars_show_non_finite_values_as_text():
     assert list(fig.data[0].text)[0] == "nan"
     assert list(fig.data[0].y)[0] == 0.0
     assert list(fig.layout.xaxis.ticktext) == ["a", "&lt;b&gt;"]
+
+
+def test_vote_bars_letter_the_choices_as_the_presenter_lists_them_and_show_them_as_written():
+    choices = ("x^(1) “The”", "x^(2) “␣cat”", "<b>bold</b> & more")
+    fig = figures.vote_bars(choices, [2, 0, 1], title="3 votes", style=figures.PRESENTER)
+    (bars,) = fig.data
+    labels = list(fig.layout.yaxis.ticktext)
+    assert labels == ["A · x^(1) “The”", "B · x^(2) “␣cat”", "C · &lt;b&gt;bold&lt;/b&gt; &amp; more"]
+    assert [html.unescape(label) for label in labels] == [f"{k} · {c}" for k, c in zip("ABC", choices, strict=True)]
+    assert list(bars.x) == [2, 0, 1] and list(bars.y) == list(fig.layout.yaxis.tickvals) == [0, 1, 2]
+    assert bars.orientation == "h" and fig.layout.yaxis.autorange == "reversed"  # A on top, as in the list
+    assert min(fig.layout.yaxis.tickfont.size, bars.textfont.size) >= 18  # presenter mode: read from the back
+
+
+def test_vote_bars_reject_counts_that_do_not_match_the_choices():
+    with pytest.raises(ValueError, match="2 counts for 3 choices"):
+        figures.vote_bars(("a", "b", "c"), [1, 2], title="t")
 
 
 def test_stacked_contributions_sum_to_the_context_vector():

@@ -189,6 +189,9 @@ BUILDERS = {
         title="b",
         style=figures.PRESENTER,
     ),
+    "vote_bars": lambda: figures.vote_bars(
+        ["x^(1) “<b>”", "x^(2) “␣cat”", "It stays the same"], [3, 0, 1], title="4 votes", style=figures.PRESENTER
+    ),
     "dot_product_bars": lambda: figures.dot_product_bars(
         scores(1, 6)[0], tokens(6), np.ones(3), RNG.normal(size=(6, 3)), query=1, title="dot"
     ),

@@ -4,7 +4,9 @@ neither move the room nor reveal for it. Teacher and students are AppTests in on
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from apptest_support import app, captions, decode, markdown, next_step, type_sentence
@@ -217,7 +219,7 @@ def _in_room(code: str, token: str | None = None, student: str | None = None):
 
 
 def _vote_chart(teacher):
-    (chart,) = [c for c in teacher.get("plotly_chart") if "votes" in c.proto.spec]
+    (chart,) = [c for c in teacher.get("plotly_chart") if re.search(r'"\d+ votes?"', c.proto.spec)]
     return json.loads(chart.proto.spec)
 
 
@@ -232,9 +234,32 @@ def test_a_multiple_choice_question_charts_each_choice_in_its_order():
     teacher.run()
     spec = _vote_chart(teacher)
     (bars,) = spec["data"]
-    labels = [label.replace("␣", " ") for label in spec["layout"]["xaxis"]["ticktext"]]  # spaces shown
-    assert labels == ["the first token", "the last token", "every token"]  # the choices' order, zeros too
-    assert list(decode(bars["y"])) == [1, 0, 2] and spec["layout"]["title"]["text"] == "3 votes"
+    labels = spec["layout"]["yaxis"]["ticktext"]
+    assert labels == ["A · the first token", "B · the last token", "C · every token"]  # the choices' order, zeros too
+    assert list(decode(bars["x"])) == [1, 0, 2] and spec["layout"]["title"]["text"] == "3 votes"
+
+
+def unescaped(markdown_text: str) -> str:
+    """What Streamlit shows for Markdown that ``parsing.literal`` escaped: the text without its backslashes."""
+    return re.sub(r"\\(.)", r"\1", markdown_text.replace("\u2060", ""))
+
+
+def test_the_vote_chart_labels_the_choices_as_the_students_and_the_presenter_list_read_them():
+    """Simplified attention, step 1: "which input will the query attend to most", its choices being tokens."""
+    teacher, code = open_room("pages/simplified.py")
+    student = join(code)
+    (choices,) = [r for r in student.radio if r.label == "Your answer"]
+    read = [unescaped(option).replace("**", "") for option in choices.options]  # as the student's radio shows them
+    assert read[:2] == ["A. x^(1) “Your”", "B. x^(2) “journey”"]
+    choices.set_value("x^(2) “journey”").run()
+    teacher.run()
+    (chart,) = [c for c in teacher.get("plotly_chart") if '"1 vote"' in c.proto.spec]
+    spec = json.loads(chart.proto.spec)
+    labels = [html.unescape(label) for label in spec["layout"]["yaxis"]["ticktext"]]  # as plotly draws them
+    assert labels == [choice.replace(". ", " · ", 1) for choice in read]
+    listed = [line for line in markdown(teacher).splitlines() if re.match(r"\*\*[A-F]\.\*\* ", line)]
+    assert [unescaped(line).replace("**", "").rstrip() for line in listed] == read  # the presenter's list
+    assert list(decode(spec["data"][0]["x"])) == [1 if k == 1 else 0 for k in range(len(read))]
 
 
 def test_ask_again_clears_the_votes_for_a_fresh_vote():
@@ -314,3 +339,101 @@ def test_the_kept_room_is_not_taken_back_without_its_token_or_outside_presenter_
         assert len(scripts) == 1 and "max-age=0" in scripts[0] and token not in scripts[0]
     else:
         assert not scripts
+
+
+def voter_scripts(at) -> list[str]:
+    """The scripts this run gave the browser that write the student's anonymous id."""
+    bodies = [element.proto.body for element in at.get("html")]
+    return [body for body in bodies if "document.cookie" in body and room.VOTER_COOKIE in body]
+
+
+def answer(student, value: float):
+    """Type ``value`` into the question's number box, as a student votes."""
+    [n for n in student.number_input if n.label == "Your answer"][0].set_value(value).run()
+    assert not student.exception, [e.value for e in student.exception]
+    return student
+
+
+def test_a_reload_or_a_new_tab_of_the_same_browser_votes_as_the_same_student(monkeypatch):
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks about a masked row's sum
+    first = answer(join(code), 0.5)
+    voter = first.session_state[room.STUDENT]
+    (kept,) = voter_scripts(first)
+    assert f"{room.VOTER_COOKIE}={voter}; max-age=86400; path=/; samesite=strict" in kept
+    assert not cookie_scripts(first)  # the student's browser gets no teacher's cookie
+    question = _question(first)
+    monkeypatch.setattr(room, "saved_voter", lambda: voter)  # the browser sends the id back from now on
+    reloaded = join(code)
+    assert reloaded.session_state[room.STUDENT] == voter and not voter_scripts(reloaded)  # the browser holds it
+    assert [n.value for n in reloaded.number_input if n.label == "Your answer"] == [0.5]  # the vote it sent
+    answer(reloaded, 1.0)
+    assert room_store().tally(code, question) == {"1.00": 1}  # the vote changed; it did not count twice
+    new_tab = join(code)
+    assert new_tab.session_state[room.STUDENT] == voter
+    assert [n.value for n in new_tab.number_input if n.label == "Your answer"] == [1.0]
+    answer(new_tab, 0.5)
+    assert room_store().tally(code, question) == {"0.50": 1}
+    monkeypatch.undo()
+    other = join(code)  # another browser: another student
+    assert [n.value for n in other.number_input if n.label == "Your answer"] == [None]
+    answer(other, 1.0)
+    assert other.session_state[room.STUDENT] != voter
+    assert room_store().tally(code, question) == {"0.50": 1, "1.00": 1}
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ["ABCDE.the-teachers-token", "0123456789abcdef0", "<script>alert(1)</script>", "0123456789ABCDEF", ""],
+)
+def test_an_edited_voter_cookie_is_ignored_and_moves_nothing(monkeypatch, forged):
+    teacher, code = open_room()
+    saved = forged.replace("ABCDE", code).replace("the-teachers-token", teacher.session_state["room_token"])
+    monkeypatch.setattr(room, "saved_voter", lambda: room.voter_id(saved))
+    student = join(code)
+    assert student.session_state[room.STUDENT] != saved and len(student.session_state[room.STUDENT]) == 16
+    assert "room_token" not in student.session_state  # a student, never the teacher
+    (kept,) = voter_scripts(student)  # a fresh id replaces what the browser sent
+    assert f"{room.VOTER_COOKIE}={student.session_state[room.STUDENT]};" in kept
+    assert room.voter_id("0123456789abcdef") == "0123456789abcdef"  # what secrets.token_hex(8) makes
+
+
+def test_a_teacher_who_takes_the_room_back_sees_the_answer_revealed_as_the_students_do(monkeypatch):
+    first, code = open_room()
+    next_step(first)  # step 2 asks about a masked row's sum
+    student = answer(join(code), 1.0)
+    [b for b in first.button if b.label == "Reveal"][0].click().run()
+    student.run()
+    assert "Right" in "\n".join(s.value for s in student.success)
+    monkeypatch.setattr(room, "saved_teacher", lambda: f"{code}.{first.session_state['room_token']}")
+    again = app("pages/causal_mask.py", query_params={"present": "1", "step": "2"})  # after a failover
+    assert again.session_state["room_code"] == code
+    assert not [b for b in again.button if b.label == "Reveal"]
+    assert any("The answer" in i.value for i in again.info)
+    [b for b in again.button if b.label == "Ask again"][0].click().run()  # the room's, as the students see
+    student.run()
+    assert not student.success and "Your teacher reveals the answer." in captions(student)
+
+
+def stepper_keys(at) -> list[str]:
+    return [b.key for b in at.button if b.key and b.key.split(":")[0].split("_")[0] in ("prev", "next", "clicker")]
+
+
+def test_a_student_who_follows_has_no_stepper_buttons_keys_or_other_page_and_sees_no_answer_before_the_reveal():
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks; step 3 shows the answer
+    student = join(code)
+    assert step_of(student) == 2 and "following the teacher" in captions(student)
+    assert stepper_keys(student) == []  # no Previous, Next or clicker keys: none moves this student alone
+    assert "<b>Step 2 of" in markdown(student)
+    assert not [b for b in student.button if b.label in ("Reveal", "Ask again")]
+    assert not [*student.success, *student.error] and "The answer" not in "\n".join(i.value for i in student.info)
+    student.switch_page("pages/dropout.py").run()  # the navigation's link to another page takes them back
+    assert on_page(student, "live") and student.title[0].value == "Causal mask" and step_of(student) == 2
+    assert "following the teacher" in captions(student) and stepper_keys(student) == []
+    student.switch_page("pages/live.py")  # the browser's address now: AppTest would ask for Dropout again
+    button(student, "room_alone").click().run()  # on their own, the stepper is theirs again
+    own = ["clicker_next_causal_mask", "clicker_prev_causal_mask", "next:causal_mask", "prev:causal_mask"]
+    assert sorted(stepper_keys(student)) == own
+    button(student, "room_follow").click().run()
+    assert stepper_keys(student) == [] and step_of(student) == 2

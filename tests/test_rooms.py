@@ -162,6 +162,8 @@ def test_votes_one_per_student_changeable_until_reveal(store_and_clock):
     store.vote(code, "b", "q1", "y")  # b changes their mind
     store.vote(code, "stranger", "q1", "x")  # never heartbeated: not counted
     assert store.tally(code, "q1") == {"x": 1, "y": 2}
+    assert [store.vote_of(code, s, "q1") for s in ("a", "b", "stranger")] == ["x", "y", None]  # after a reload
+    assert store.vote_of(code, "a", "q2") is None
     store.reveal(code, token, "q1")
     store.vote(code, "a", "q1", "y")  # too late
     assert store.tally(code, "q1") == {"x": 1, "y": 2}

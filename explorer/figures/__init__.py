@@ -27,7 +27,8 @@ styles, ticks, margins, subplot grids, the figure itself), ``matrices`` (what pa
 is drawn), ``scales`` (a matrix's kind and its colour range), ``heatmaps`` with ``masks`` (masked
 cells) and ``dropout``, ``grids`` (one matrix per head), ``head_grid`` (every layer × head, each
 with a point a click selects), ``charts``, ``products`` (a score's terms, two computations compared),
-``heads``, ``mistakes`` (the "Break it" page) and ``tables`` (a figure's numbers as CSV and JSON).
+``heads``, ``votes`` (a live room's votes), ``mistakes`` (the "Break it" page) and ``tables`` (a figure's
+numbers as CSV and JSON).
 Pages import this package and use the names below.
 """
 
@@ -57,6 +58,7 @@ from .layout import (
 from .matrices import MatrixView, fit_matrix
 from .products import agreement, dot_product_bars, dot_product_text, measured_lines
 from .scales import KINDS, MASK, NONNEGATIVE, SIGNED, WEIGHTS, colour_range, infer_kind, shared_range, spread_note
+from .votes import vote_bars
 from .widths import readable_width
 
 __all__ = [
@@ -107,5 +109,6 @@ __all__ = [
     "token_label",
     "token_labels",
     "visible_token",
+    "vote_bars",
     "without_cell_text",
 ]

@@ -8,6 +8,7 @@ follow the teacher is ``session.live``'s. Students vote on questions; only the t
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 
 import streamlit as st
@@ -26,6 +27,10 @@ PUBLISHED = "room_published"  # the position this teacher last published
 MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed
 TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back
 COOKIE_HELD = "room_cookie_held"  # what this session believes the teacher's browser holds in that cookie
+VOTER_COOKIE = "explorer_voter"  # a student's anonymous id in their browser: a reload or a new tab votes as them
+VOTER_SECONDS = 24 * 3600  # how long the browser keeps it; it moves nothing and reveals nothing
+VOTER_HELD = "room_voter_held"  # the id the student's browser sent when this session connected
+_VOTER_ID = re.compile(r"[0-9a-f]{16}")  # what ``secrets.token_hex(8)`` makes; anything else is ignored
 HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
 
 
@@ -89,8 +94,28 @@ def join_from_link() -> None:
         st.session_state[MESSAGE] = f"room={linked[:20]!r} in the link is not a room code (5 letters and digits)."
         return
     st.session_state[CODE] = joined
-    st.session_state[STUDENT] = st.session_state.get(STUDENT) or secrets.token_hex(8)
+    st.session_state[VOTER_HELD] = saved_voter()
+    st.session_state[STUDENT] = st.session_state.get(STUDENT) or st.session_state[VOTER_HELD] or secrets.token_hex(8)
     follow(True)
+
+
+def saved_voter() -> str | None:
+    """The student's anonymous id as their browser sent it when this session connected (None: none)."""
+    return voter_id(st.context.cookies.get(VOTER_COOKIE))
+
+
+def voter_id(saved: object) -> str | None:
+    """``saved`` if it is an id this app makes, else None. An edited cookie can at most make the student
+    another anonymous voter: it holds no token, so it cannot move the room or reveal."""
+    return saved if isinstance(saved, str) and _VOTER_ID.fullmatch(saved) else None
+
+
+def voter_cookie_due() -> str | None:
+    """The student's id for their browser to keep, while the browser did not send it (None: nothing to write).
+    Written on each of the session's runs until then: a run cut short by a move must not lose it."""
+    if not is_student() or st.session_state.get(VOTER_HELD) == st.session_state.get(STUDENT):
+        return None
+    return st.session_state.get(STUDENT)
 
 
 def saved_teacher() -> str | None:
@@ -179,6 +204,17 @@ def page_fragment(fragment_id: str | None) -> None:
         wakener().page_fragment(session_id(), fragment_id)
 
 
+def revealed_by_teacher(question: str) -> bool | None:
+    """For the room's teacher, whether ``question`` is revealed as the room holds it (None: not its teacher, or
+    the room closed). A session that took the room back after a restart then shows what the students see."""
+    if not is_teacher():
+        return None
+    try:
+        return question in room_store().snapshot(code()).revealed
+    except RoomGoneError:
+        return None
+
+
 def revealed_here(question: str) -> bool | None:
     """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
     if not following():
@@ -195,6 +231,16 @@ def vote(question: str, choice: object) -> None:
         room_store().vote(code(), st.session_state[STUDENT], question, str(choice))
     except (RoomGoneError, RoomFullError, ValueError) as error:
         notice(str(error))
+
+
+def own_vote(question: str) -> str | None:
+    """A student's vote on ``question`` as the room holds it (None: none), for a new session of the same browser."""
+    if not is_student():
+        return None
+    try:
+        return room_store().vote_of(code(), st.session_state[STUDENT], question)
+    except RoomGoneError:
+        return None
 
 
 def reveal(question: str, on: bool = True) -> None:

@@ -13,6 +13,7 @@ moving between steps, and a new sentence asks afresh."""
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import streamlit as st
@@ -33,18 +34,23 @@ def show_question(question: Question, *, context: object = None, presenter: bool
 
     ``context`` is whatever the answer depends on (the settings, the query
     token): a change of it asks the question afresh. In a live room (``session.room``) a student's answer is
-    their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's.
+    their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's. The
+    teacher's reveal is read from the room, so a session that took the room back shows what the students see.
     """
     key = state_key(question, context)
     answer_key, revealed_key, widget = f"{key}_answer", f"{key}_revealed", f"{key}_widget"
     presenter = bool(st.session_state.get("presenter")) if presenter is None else presenter
     teachers = room.revealed_here(key)  # None unless this is a student following a teacher
+    room_wide = room.revealed_by_teacher(key)  # None unless this is the room's teacher: the room's word
     revealed = bool(st.session_state.get(revealed_key)) if teachers is None else teachers
+    revealed = revealed if room_wide is None else room_wide
+    if room.is_student() and answer_key not in st.session_state:  # a reload or a new tab: the vote it sent
+        st.session_state[answer_key] = _kept_answer(question, room.own_vote(key))
     with st.container(border=True, key=key):
         st.markdown(f"**Predict, then reveal.** {question.prompt}")
         if presenter:
             if question.choices is not None:
-                st.markdown("  \n".join(f"**{chr(65 + k)}.** {literal(c)}" for k, c in enumerate(question.choices)))
+                st.markdown("  \n".join(lettered(question, c) for c in question.choices))
         else:
             _answer_box(question, answer_key, widget, disabled=revealed, vote_as=key)
         if room.is_teacher():
@@ -94,7 +100,7 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
             "Your answer",
             question.choices,
             index=None,
-            format_func=literal,
+            format_func=lambda choice: lettered(question, choice),
             key=widget,
             on_change=keep,
             disabled=disabled,
@@ -105,6 +111,25 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
         st.number_input(
             "Your answer", value=None, step=step, format=shown, key=widget, on_change=keep, disabled=disabled
         )
+
+
+def _kept_answer(question: Question, vote: str | None) -> str | float | None:
+    """A vote as the room keeps it (a choice, or a number written with the question's decimals) as an answer."""
+    if vote is None or question.choices is not None:
+        return vote if question.choices is not None and vote in question.choices else None
+    try:
+        number = float(vote)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return round(number) if question.decimals == 0 else number
+
+
+def lettered(question: Question, choice: str) -> str:
+    """A choice as the presenter lists it and a student picks it: "**A.** x^(1) “Your”", so that the class and the
+    teacher's vote chart (``figures.vote_bars``) name it by the same letter."""
+    return f"**{chr(65 + question.choices.index(choice))}.** {literal(choice)}"
 
 
 def _verdict(question: Question, given, presenter: bool) -> None:

@@ -103,6 +103,8 @@ def room_controls() -> None:
 def student_bar() -> None:
     """ "Following the teacher" with "On my own", or the other way round."""
     text, button = st.columns([4, 1], vertical_alignment="center")
+    with text:
+        remember_voter()
     if room.following():
         text.caption(f"Room **{room.code()}** · following the teacher: their page and step come to you.")
         button.button("On my own", key="room_alone", on_click=room.follow, args=(False,), width="stretch")
@@ -157,8 +159,19 @@ def remember_room() -> None:
     due = room.cookie_due()
     if due is False:
         return
-    value = f"{due}; max-age={IDLE_SECONDS}" if due else "; max-age=0"
-    cookie = json.dumps(f"{room.TEACHER_COOKIE}={value}; path=/; samesite=strict")
+    write_cookie(room.TEACHER_COOKIE, due or "", IDLE_SECONDS if due else 0)
+
+
+def remember_voter() -> None:
+    """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student."""
+    due = room.voter_cookie_due()
+    if due is not None:
+        write_cookie(room.VOTER_COOKIE, due, room.VOTER_SECONDS)
+
+
+def write_cookie(name: str, value: str, max_age: int) -> None:
+    """Set a cookie that only this site reads (``max_age`` 0 forgets it), from a script run in the browser."""
+    cookie = json.dumps(f"{name}={value}; max-age={max_age}; path=/; samesite=strict")
     st.html(
         f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');</script>",
         unsafe_allow_javascript=True,
@@ -191,25 +204,25 @@ def vote_chart(question: Question, key: str) -> None:
     @st.fragment(run_every=TEACHER_POLL_SECONDS)
     def live() -> None:
         counts = room.tally(key)
-        if question.choices is not None:
-            labels = [literal(choice) for choice in question.choices]
+        if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
             values = [counts.get(str(choice), 0) for choice in question.choices]
+            title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
+            fig = figures.vote_bars(question.choices, values, title=title, style=chart_style())
+        elif not counts:
+            st.caption("No votes yet.")
+            return
         else:
             labels = sorted(counts, key=lambda v: (float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else 0, v))
             values = [counts[label] for label in labels]
-        total = sum(values)
-        if not labels:
-            st.caption("No votes yet.")
-            return
-        fig = figures.bars(
-            {"votes": values},
-            labels,
-            title=f"{total} vote{'s' if total != 1 else ''}",
-            value_name="students",
-            decimals=0,
-            extra_height=0,
-            style=chart_style(),
-        )
+            fig = figures.bars(
+                {"votes": values},
+                labels,
+                title=f"{sum(values)} vote{'s' if sum(values) != 1 else ''}",
+                value_name="students",
+                decimals=0,
+                extra_height=0,
+                style=chart_style(),
+            )
         figures.layout.pandas_settled()
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 

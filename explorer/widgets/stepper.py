@@ -1,5 +1,6 @@
 """The stepper: Previous and Next (the ← and → keys, and a presentation clicker's PageUp and PageDown),
-the step's title and progress, and the step number kept in the URL."""
+the step's title and progress, and the step number kept in the URL. A student who follows a live room gets the
+title and progress alone: the teacher moves their steps."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from explorer.parsing import parse_position, quoted
+from explorer.session import room
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
 from explorer.session.state import RUN_STEP
@@ -40,6 +42,19 @@ def stepper(page: str, steps: Sequence[str]) -> int:
 
     index = st.session_state[key]
     previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
+    if not room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
+        _buttons(page, index, len(steps), move, previous, following)
+    middle.markdown(
+        f"<div style='text-align:center'><b>Step {index + 1} of {len(steps)}</b> · {html.escape(steps[index])}</div>",
+        unsafe_allow_html=True,
+    )
+    middle.progress((index + 1) / len(steps))
+    st.session_state[RUN_STEP] = (page, index, steps[index])  # the link's step (``finish_run``) and file names
+    return index
+
+
+def _buttons(page: str, index: int, count: int, move, previous, following) -> None:
+    """Previous and Next in their columns, with their keys, and the clicker's two hidden buttons."""
     # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
     previous.button(
         "Previous",
@@ -55,7 +70,7 @@ def stepper(page: str, steps: Sequence[str]) -> int:
         key=f"next:{page}",
         on_click=move,
         args=(1,),
-        disabled=index == len(steps) - 1,
+        disabled=index == count - 1,
         shortcut="Right",
         width="stretch",
         type="primary",
@@ -64,10 +79,3 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     st.html(CLICKER_CSS)
     for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
         st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
-    middle.markdown(
-        f"<div style='text-align:center'><b>Step {index + 1} of {len(steps)}</b> · {html.escape(steps[index])}</div>",
-        unsafe_allow_html=True,
-    )
-    middle.progress((index + 1) / len(steps))
-    st.session_state[RUN_STEP] = (page, index, steps[index])  # the link's step (``finish_run``) and file names
-    return index

@@ -215,3 +215,7 @@ class RedisRoomStore(RoomStore):
         for choice in self._redis.hvals(f"room:{code}:votes:{question}"):
             counts[choice] = counts.get(choice, 0) + 1
         return counts
+
+    def vote_of(self, code: str, student: str, question: str) -> str | None:
+        self._live(code)
+        return self._redis.hget(f"room:{code}:votes:{question}", student)

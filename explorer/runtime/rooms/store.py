@@ -141,6 +141,10 @@ class RoomStore(ABC):
     def tally(self, code: str, question: str) -> dict[str, int]:
         """How many students chose each answer."""
 
+    @abstractmethod
+    def vote_of(self, code: str, student: str, question: str) -> str | None:
+        """The student's vote on a question (None: none), for their new session after a reload or in a new tab."""
+
 
 @dataclass
 class _Room:
@@ -256,3 +260,7 @@ class MemoryRoomStore(RoomStore):
             for choice in self._room(code, write=False).votes.get(question, {}).values():
                 counts[choice] = counts.get(choice, 0) + 1
             return counts
+
+    def vote_of(self, code: str, student: str, question: str) -> str | None:
+        with self._lock:
+            return self._room(code, write=False).votes.get(question, {}).get(student)
