@@ -281,12 +281,16 @@ def test_a_new_presenter_session_takes_back_the_room_its_browser_kept(monkeypatc
     again = app("pages/causal_mask.py", query_params={"present": "1", "step": "3"})  # the reloaded or moved tab
     assert again.session_state["room_code"] == code and not cookie_scripts(again)
     assert f"Room <b>{code}</b>" in markdown(again.sidebar)
-    assert [t.proto.body for t in again.toast] == [f"You are back in room {code}: its students and votes were kept."]
+    # Said in the room's panel, not in a toast, which lay over the stepper's Next for seconds.
+    assert not again.toast
+    assert f"You are back in room {code}: its students and votes were kept." in captions(again.sidebar)
     student.run()
     assert step_of(student) == 3  # the room moved to where the new session is
     next_step(again)
     student.run()
     assert step_of(student) == 4
+    again.run()
+    assert "You are back in room" not in captions(again.sidebar), "said once"
 
 
 @pytest.mark.parametrize("case", ["not presenting", "a student's link", "a wrong token", "a closed room"])

@@ -28,6 +28,7 @@ from explorer.session.state import presenter
 from explorer.widgets.charts import style as chart_style
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
+RESUMED = "room_resumed"  # this session took back its browser's room: said once, in the room's panel
 
 
 def room_turn():
@@ -65,7 +66,7 @@ def follow_teacher(pages: dict, url_path: str) -> None:
     teacher's page and link, and one who stops following to the page it showed. ``pages`` maps each page's URL
     path to its ``st.Page``; ``url_path`` is this run's."""
     if room.resume_teacher(presenter()):
-        st.toast(f"You are back in room {room.code()}: its students and votes were kept.", icon=":material/groups:")
+        st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
     move = live.arrive(url_path, pages)
     if move is not None:
         room.keep_turn()
@@ -144,6 +145,8 @@ def teacher_panel() -> None:
         return
     code, link = room.code(), join_link(room.code())
     st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{code}</b></div>", unsafe_allow_html=True)
+    if st.session_state.pop(RESUMED, False):
+        st.caption(f"You are back in room {code}: its students and votes were kept.")
     st.image(qr_png(link), caption=link, width="stretch", alt=f"QR code of the join link {link}")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(code, link)
