@@ -62,8 +62,18 @@ def test_the_teacher_opens_a_room_with_its_code_link_and_qr_code():
     assert f"Room <b>{code}</b>" in sidebar and "0 following · 0 exploring" in sidebar
     (image,) = [e for e in teacher.sidebar if type(e).__name__ == "Image"]
     (shown,) = image.proto.imgs
-    assert shown.caption.endswith(f"/?room={code}") and teacher.session_state["room_token"] not in shown.caption
+    link = f"http://localhost:8501/?room={code}"
+    assert f"<{link}>" in sidebar and link in shown.alt and teacher.session_state["room_token"] not in sidebar
     assert room_store().snapshot(code).position == {"page": "causal_mask", "params": {"step": "1"}}
+
+
+def test_the_join_dialog_shows_the_link_exactly():
+    """ "Show the code to the class": the link is an autolink of exactly the join link, without the invisible word
+    joiner (U+2060) that the Markdown escaper put after "http" and that broke a copied link."""
+    teacher, code = open_room()
+    button(teacher, "room_show").click().run()
+    (shown,) = [m.value for m in teacher.markdown if "scan the code" in m.value]
+    assert shown == f"Open **<http://localhost:8501/?room={code}>** or scan the code."
 
 
 def test_a_student_follows_the_teachers_page_step_and_sentence():

@@ -28,6 +28,7 @@ from explorer.session.state import presenter
 from explorer.widgets.charts import style as chart_style
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
+ROOM_SLOT = "room_slot"  # the sidebar's first container: a presenter's room, under the pages
 RESUMED = "room_resumed"  # this session took back its browser's room: said once, in the room's panel
 
 
@@ -97,7 +98,7 @@ def room_controls() -> None:
     if room.is_student():
         student_bar()
     elif room.is_teacher() or presenter():
-        with st.sidebar:
+        with st.session_state.get(ROOM_SLOT) or st.sidebar:
             teacher_panel()
 
 
@@ -117,7 +118,8 @@ def student_bar() -> None:
 def join_link(code: str) -> str:
     """The link students open: this server's address with ``?room=CODE``."""
     parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", f"room={code}", ""))
+    host = urllib.parse.quote(parts.netloc, safe=":@[]%")  # no space, "<" or ">": the dialog's autolink holds it
+    return urllib.parse.urlunsplit((parts.scheme, host, "/", f"room={code}", ""))
 
 
 @functools.lru_cache(maxsize=64)
@@ -131,7 +133,8 @@ def qr_png(link: str) -> bytes:
 
 
 def teacher_panel() -> None:
-    """In presenter mode: "Open a room", or the open room's code, link, QR code and counts."""
+    """In presenter mode: "Open a room", or the open room's code, its buttons and counts, then its link and QR
+    code, which may lie below the screen's edge: a 1280×720 screen shows every button without scrolling."""
     remember_room()
     if not room.is_teacher():
         st.button(
@@ -147,11 +150,12 @@ def teacher_panel() -> None:
     st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{code}</b></div>", unsafe_allow_html=True)
     if st.session_state.pop(RESUMED, False):
         st.caption(f"You are back in room {code}: its students and votes were kept.")
-    st.image(qr_png(link), caption=link, width="stretch", alt=f"QR code of the join link {link}")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(code, link)
     teacher_counts()
     st.button("Close the room", key="room_close", type="tertiary", on_click=room.close_room)
+    st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
+    st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
 
 
 def remember_room() -> None:
@@ -176,7 +180,7 @@ def join_dialog(code: str, link: str) -> None:
         f"<div style='font-size:6rem;font-weight:700;letter-spacing:0.15em;line-height:1.1'>{code}</div>",
         unsafe_allow_html=True,
     )
-    words.markdown(f"Open **{literal(link)}** or scan the code.")
+    words.markdown(f"Open **<{link}>** or scan the code.")  # an autolink: shown and copied exactly as it is
     picture.image(qr_png(link), width=360, alt=f"QR code of the join link {link}")
 
 
