@@ -176,10 +176,8 @@ def remember_room() -> None:
 def join_dialog(code: str, link: str) -> None:
     """The code and link beside the QR code, all on one 1280×720 projector screen."""
     words, picture = st.columns([3, 2], vertical_alignment="center")
-    words.markdown(
-        f"<div style='font-size:6rem;font-weight:700;letter-spacing:0.15em;line-height:1.1'>{code}</div>",
-        unsafe_allow_html=True,
-    )
+    big = "font-size:min(6rem,14vw);font-weight:700;letter-spacing:0.15em;line-height:1.1"  # a phone's too: one line
+    words.markdown(f"<div style='{big}'>{code}</div>", unsafe_allow_html=True)
     words.markdown(f"Open **<{link}>** or scan the code.")  # an autolink: shown and copied exactly as it is
     picture.image(qr_png(link), width=360, alt=f"QR code of the join link {link}")
 

@@ -88,6 +88,7 @@ def test_every_room_button_takes_a_click_at_its_centre(open_app, phone):
     panel.get_by_text(re.compile(r"^Room [A-Z2-9]{5}$")).wait_for()
     code = re.search(r"Room ([A-Z2-9]{5})", panel.inner_text())[1]
     assert panel.get_by_text("0 following · 0 exploring").count() == 1
+    panel.locator("img").evaluate("(img) => img.complete || new Promise((done) => { img.onload = done; })")  # laid out
     for name in ("Show the code to the class", "Close the room"):
         assert in_view(teacher, panel.get_by_role("button", name=name)), f"{name}: seen without scrolling"
     assert covered(teacher, ".st-key-room_panel") == []
@@ -99,6 +100,11 @@ def test_every_room_button_takes_a_click_at_its_centre(open_app, phone):
     joined = f"{teacher.base_url}/?room={code}"
     assert (link.inner_text(), link.get_attribute("href")) == (joined, joined), "the link, as it is"
     assert "\u2060" not in dialog.inner_text() and joined in dialog.inner_text()
+    shown = dialog.get_by_text(code, exact=True)
+    height, size = shown.evaluate(
+        "(el) => [el.getBoundingClientRect().height, parseFloat(getComputedStyle(el).fontSize)]"
+    )
+    assert height < 1.5 * size, f"the code {code} is on one line"  # a phone once broke it after its fourth letter
     assert covered(teacher, '[role="dialog"]') == []
     click_centre(teacher, dialog.get_by_role("button", name="Close"))
     dialog.wait_for(state="detached")
