@@ -64,8 +64,18 @@ def test_the_teacher_opens_a_room_with_its_code_link_and_qr_code():
     assert f"Room <b>{code}</b>" in sidebar and "0 following · 0 exploring" in sidebar
     (image,) = [e for e in teacher.sidebar if type(e).__name__ == "Image"]
     (shown,) = image.proto.imgs
-    assert shown.caption.endswith(f"/?room={code}") and teacher.session_state["room_token"] not in shown.caption
+    link = f"http://localhost:8501/?room={code}"
+    assert f"<{link}>" in sidebar and link in shown.alt and teacher.session_state["room_token"] not in sidebar
     assert room_store().snapshot(code).position == {"page": "causal_mask", "params": {"step": "1"}}
+
+
+def test_the_join_dialog_shows_the_link_exactly():
+    """ "Show the code to the class": the link is an autolink of exactly the join link, without the invisible word
+    joiner (U+2060) that the Markdown escaper put after "http" and that broke a copied link."""
+    teacher, code = open_room()
+    button(teacher, "room_show").click().run()
+    (shown,) = [m.value for m in teacher.markdown if "scan the code" in m.value]
+    assert shown == f"Open **<http://localhost:8501/?room={code}>** or scan the code."
 
 
 def test_a_student_follows_the_teachers_page_step_and_sentence():
@@ -306,12 +316,16 @@ def test_a_new_presenter_session_takes_back_the_room_its_browser_kept(monkeypatc
     again = app("pages/causal_mask.py", query_params={"present": "1", "step": "3"})  # the reloaded or moved tab
     assert again.session_state["room_code"] == code and not cookie_scripts(again)
     assert f"Room <b>{code}</b>" in markdown(again.sidebar)
-    assert [t.proto.body for t in again.toast] == [f"You are back in room {code}: its students and votes were kept."]
+    # Said in the room's panel, not in a toast, which lay over the stepper's Next for seconds.
+    assert not again.toast
+    assert f"You are back in room {code}: its students and votes were kept." in captions(again.sidebar)
     student.run()
     assert step_of(student) == 3  # the room moved to where the new session is
     next_step(again)
     student.run()
     assert step_of(student) == 4
+    again.run()
+    assert "You are back in room" not in captions(again.sidebar), "said once"
 
 
 @pytest.mark.parametrize("case", ["not presenting", "a student's link", "a wrong token", "a closed room"])

@@ -54,7 +54,8 @@ if (!window.cellTouchHover) {
   }, {capture: true, passive: true});
 }
 </script>"""
-HINT = "Click or tap any cell of a heatmap above, or pick one here, to see how its number was made."
+# Where the heatmaps are depends on the page and the screen (beside the panel, or below it on a phone): not said.
+HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to see how its number was made."
 
 
 NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-# Presenter mode: every text in the main area at least 18 px (code 16 px), less chrome. 1.125rem is 18 px.
+# Presenter mode: every text in the main area at least 18 px (code 16 px), less chrome. 1.125rem is 18 px. Of
+# Streamlit's header only the button that opens the sidebar stays: the presenter's room is there.
 PRESENTER_CSS = """
 <style>
-[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] {display: none;}
+[data-testid="stDecoration"], [data-testid="stHeader"] :is([data-testid="stToolbarActions"],
+  [data-testid="stMainMenu"], [data-testid="stStatusWidget"], [data-testid="stAppDeployButton"]) {display: none;}
 [data-testid="stMainBlockContainer"] {padding-top: 0.6rem; padding-bottom: 0.5rem; max-width: 100%;}
+@media (max-width: 640px) {  /* a phone's page starts under that button, at its left edge */
+  [data-testid="stMainBlockContainer"] {padding-top: 3rem;}
+}
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.75rem; padding: 0 0 0.1rem 0;}
 [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] :is(p, li, div) {
   font-size: 1.2rem; line-height: 1.35;
@@ -33,15 +38,17 @@ PRESENTER_CSS = """
 [class*="st-key-predict_"] [data-testid="stMarkdownContainer"] p {font-size: 1.6rem; line-height: 1.4;}
 </style>
 """
-# The main area starts close under Streamlit's header, so the header must not paint over it (it hid the
-# query picker's label); the menu button in its corner stays clickable. On a phone the labels of the grid of
-# every layer and head (``figures.head_grid``) shrink to fit its narrow small multiples; a grid of more than six
-# heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A diff's colours
-# are darker than Streamlit's, for contrast.
+# The main area starts close under Streamlit's header, so the header must neither paint over it (it hid the
+# query picker's label) nor take its clicks: its toolbar spans the full width, and a 200 px box in its right
+# corner lay over the top of the room's "On my own". Only the header's own buttons take clicks. On a phone the
+# labels of the grid of every layer and head (``figures.head_grid``) shrink to fit its narrow small multiples; a
+# grid of more than six heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A
+# diff's colours are darker than Streamlit's, for contrast.
 BASE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
-[data-testid="stHeader"] {background: transparent; pointer-events: none;}
-[data-testid="stHeader"] [data-testid="stToolbar"] {pointer-events: auto;}
+[data-testid="stHeader"] {background: transparent;}
+[data-testid="stHeader"], [data-testid="stHeader"] * {pointer-events: none;}
+[data-testid="stHeader"] :is(button, a) {pointer-events: auto;}
 /* a diff's removed and added lines at WCAG AA contrast on the code block's gray (Streamlit's red is 3.2 : 1) */
 [data-testid="stCode"] .deleted {color: #b42318 !important;}
 [data-testid="stCode"] .inserted {color: #116329 !important;}

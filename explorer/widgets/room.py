@@ -28,6 +28,8 @@ from explorer.session.state import presenter
 from explorer.widgets.charts import style as chart_style
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
+ROOM_SLOT = "room_slot"  # the sidebar's first container: a presenter's room, under the pages
+RESUMED = "room_resumed"  # this session took back its browser's room: said once, in the room's panel
 
 
 def room_turn():
@@ -65,7 +67,7 @@ def follow_teacher(pages: dict, url_path: str) -> None:
     teacher's page and link, and one who stops following to the page it showed. ``pages`` maps each page's URL
     path to its ``st.Page``; ``url_path`` is this run's."""
     if room.resume_teacher(presenter()):
-        st.toast(f"You are back in room {room.code()}: its students and votes were kept.", icon=":material/groups:")
+        st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
     move = live.arrive(url_path, pages)
     if move is not None:
         room.keep_turn()
@@ -96,7 +98,7 @@ def room_controls() -> None:
     if room.is_student():
         student_bar()
     elif room.is_teacher() or presenter():
-        with st.sidebar:
+        with st.session_state.get(ROOM_SLOT) or st.sidebar:
             teacher_panel()
 
 
@@ -118,7 +120,8 @@ def student_bar() -> None:
 def join_link(code: str) -> str:
     """The link students open: this server's address with ``?room=CODE``."""
     parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", f"room={code}", ""))
+    host = urllib.parse.quote(parts.netloc, safe=":@[]%")  # no space, "<" or ">": the dialog's autolink holds it
+    return urllib.parse.urlunsplit((parts.scheme, host, "/", f"room={code}", ""))
 
 
 @functools.lru_cache(maxsize=64)
@@ -132,7 +135,8 @@ def qr_png(link: str) -> bytes:
 
 
 def teacher_panel() -> None:
-    """In presenter mode: "Open a room", or the open room's code, link, QR code and counts."""
+    """In presenter mode: "Open a room", or the open room's code, its buttons and counts, then its link and QR
+    code, which may lie below the screen's edge: a 1280×720 screen shows every button without scrolling."""
     remember_room()
     if not room.is_teacher():
         st.button(
@@ -146,11 +150,14 @@ def teacher_panel() -> None:
         return
     code, link = room.code(), join_link(room.code())
     st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{code}</b></div>", unsafe_allow_html=True)
-    st.image(qr_png(link), caption=link, width="stretch", alt=f"QR code of the join link {link}")
+    if st.session_state.pop(RESUMED, False):
+        st.caption(f"You are back in room {code}: its students and votes were kept.")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(code, link)
     teacher_counts()
     st.button("Close the room", key="room_close", type="tertiary", on_click=room.close_room)
+    st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
+    st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
 
 
 def remember_room() -> None:
@@ -182,11 +189,9 @@ def write_cookie(name: str, value: str, max_age: int) -> None:
 def join_dialog(code: str, link: str) -> None:
     """The code and link beside the QR code, all on one 1280×720 projector screen."""
     words, picture = st.columns([3, 2], vertical_alignment="center")
-    words.markdown(
-        f"<div style='font-size:6rem;font-weight:700;letter-spacing:0.15em;line-height:1.1'>{code}</div>",
-        unsafe_allow_html=True,
-    )
-    words.markdown(f"Open **{literal(link)}** or scan the code.")
+    big = "font-size:min(6rem,14vw);font-weight:700;letter-spacing:0.15em;line-height:1.1"  # a phone's too: one line
+    words.markdown(f"<div style='{big}'>{code}</div>", unsafe_allow_html=True)
+    words.markdown(f"Open **<{link}>** or scan the code.")  # an autolink: shown and copied exactly as it is
     picture.image(qr_png(link), width=360, alt=f"QR code of the join link {link}")
 
 

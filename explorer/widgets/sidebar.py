@@ -27,6 +27,7 @@ from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Setting
 from explorer.views.run import Run
 from explorer.widgets.cells import TOUCH_HOVER
 from explorer.widgets.css import SCROLL_REGIONS
+from explorer.widgets.room import ROOM_SLOT
 
 _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
     ("d_in", "d_in"),
@@ -48,6 +49,7 @@ def sidebar() -> Settings:
     ctx = get_script_run_ctx()
     unreadable = unreadable_notices(ctx.session_id if ctx else None)
     with st.sidebar:
+        st.session_state[ROOM_SLOT] = st.container(key="room_panel", gap="xsmall")  # seen unscrolled
         st.toggle(
             "Presenter mode",
             key="presenter",

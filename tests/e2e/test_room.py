@@ -24,6 +24,7 @@ import signal
 import pytest
 from e2e_support import ARTIFACTS, AppPage, eventually, open_page
 from e2e_support import watch as watch_events
+from test_room_clicks import CENTRE
 
 from benchmarks.launch import RedisServer
 from deploy.run_cluster import Cluster, nginx_binary
@@ -261,6 +262,8 @@ def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
     # Streamlit's page reconnects through nginx, to the other process: a new session, which the browser's cookie
     # makes the room's teacher again, on the step its address bar kept.
     teacher.page.get_by_text(f"You are back in room {code}").wait_for(timeout=60_000)
+    found = teacher.button("next").evaluate(CENTRE)
+    assert found["clear"], f"the message lies over Next: {found['top']}"  # a toast once did, for seconds
     assert re.search(rf"^Room {code}$", sidebar.inner_text(), re.MULTILINE)
     teacher.page.get_by_text("1 following · 0 exploring").wait_for()
     teacher.events.clear()  # the lost connection's console errors, which a dying process causes
