@@ -3,7 +3,9 @@
 One Streamlit process runs one Python interpreter, so it uses about one core. This starts one
 process per core (or ``--processes N``) on loopback ports, fills in ``deploy/nginx.conf.template``
 for them, and runs nginx in front: sticky sessions by cookie, websockets, security headers and
-per-client limits. Stop it with Ctrl-C; it stops every process it started.
+per-client limits. It supervises them: a process that exits is logged and started again on its port while
+nginx sends its browsers to the others, at once after a steady run, after a doubling delay when it keeps
+exiting at start. Ctrl-C or SIGTERM stops every process it started.
 
     python deploy/run_cluster.py --processes 2 --port 8500    # then open http://127.0.0.1:8500
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -31,6 +34,28 @@ TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 PLACEHOLDER = re.compile(r"\$\{(EXPLORER_[A-Z_]+)\}")
 # Fewer malloc arenas: the server's memory grows more slowly under a class (BENCHMARKS.md, "Load").
 APP_ENV = {"MALLOC_ARENA_MAX": "2"}
+
+
+STEADY_SECONDS = 60.0  # a process that ran this long had started well: it is restarted at once
+FIRST_DELAY_SECONDS = 1.0  # then, while it keeps exiting sooner, the delay doubles up to the last
+LONGEST_DELAY_SECONDS = 60.0
+
+
+class Restarts:
+    """When to start again a process that exited: at once after a steady run, else after a delay that doubles
+    with each quick exit, so that a process that cannot start (a port taken, a broken install) is not restarted
+    in a loop."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0  # the last wait, in seconds
+
+    def after_exit(self, ran_seconds: float) -> float:
+        """The seconds to wait before the next start, for a process that ran ``ran_seconds``."""
+        if ran_seconds >= STEADY_SECONDS:
+            self.delay = 0.0
+        else:
+            self.delay = min(max(2 * self.delay, FIRST_DELAY_SECONDS), LONGEST_DELAY_SECONDS)
+        return self.delay
 
 
 def free_port() -> int:
@@ -105,6 +130,7 @@ class Cluster:
         self.procs: list[subprocess.Popen] = []
         self.apps: list[subprocess.Popen] = []  # one per port of app_ports, once started
         self.proxy: subprocess.Popen | None = None  # nginx's master process (its worker is a child)
+        self.started: dict[int, float] = {}  # a process's pid -> when it was started (time.monotonic)
 
     def nginx_conf(self) -> str:
         servers = " ".join(f"server 127.0.0.1:{port};" for port in self.app_ports)
@@ -116,26 +142,29 @@ class Cluster:
         return render(TEMPLATE.read_text(), values)
 
     def _spawn(self, command: list[str], log_name: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        with (self.runtime / log_name).open("w") as log:
+        with (self.runtime / log_name).open("a") as log:  # a restarted process writes on after its last run
             proc = subprocess.Popen(  # noqa: S603 (our own command line)
                 command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         self.procs.append(proc)
+        self.started[proc.pid] = time.monotonic()
         return proc
+
+    def _nginx_command(self) -> list[str]:
+        conf = self.runtime / "nginx.conf"
+        return [str(nginx_binary()), "-p", str(self.runtime), "-c", str(conf), "-e", "stderr"]
 
     def start(self, timeout: float = 180.0) -> str:
         nginx = nginx_binary()
         if nginx is None:
             raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
-        conf = self.runtime / "nginx.conf"
-        conf.write_text(self.nginx_conf())
-        nginx_cmd = [nginx, "-p", str(self.runtime), "-c", str(conf), "-e", "stderr"]
+        (self.runtime / "nginx.conf").write_text(self.nginx_conf())
+        nginx_cmd = self._nginx_command()
         check = subprocess.run([*nginx_cmd, "-t", "-q"], capture_output=True, text=True, check=False)  # noqa: S603
         if check.returncode != 0:
             raise RuntimeError(f"nginx rejected the generated configuration:\n{check.stderr}")
-        env = {**os.environ, **self.app_env}
         try:
-            self.apps = [self._spawn(app_command(port), f"app-{port}.log", env) for port in self.app_ports]
+            self.apps = [self._spawn_app(port) for port in self.app_ports]
             self.proxy = self._spawn([*nginx_cmd, "-g", "daemon off;"], "nginx.log")
             for port, app in zip(self.app_ports, self.apps, strict=True):
                 wait_healthy(f"http://127.0.0.1:{port}/_stcore/health", app, timeout)
@@ -144,6 +173,47 @@ class Cluster:
             self.stop()
             raise
         return self.url
+
+    def _spawn_app(self, port: int) -> subprocess.Popen:
+        return self._spawn(app_command(port), f"app-{port}.log", {**os.environ, **self.app_env})
+
+    def supervise(self, seconds: float = math.inf, poll_seconds: float = 0.5, say=print) -> None:
+        """Start again each app process (on its port) and nginx when it exits, and ``say`` so, for ``seconds``
+        or until interrupted (Ctrl-C, or SIGTERM made an exception). The others keep serving meanwhile: nginx
+        sends a dead process's browsers to another process, and new ones back to it once it answers."""
+        restarts: dict[str, Restarts] = {}
+        due: dict[str, float] = {}  # a dead process's name -> when to start it again (time.monotonic)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for name, proc in self.watched().items():
+                if proc.poll() is None:
+                    continue
+                now = time.monotonic()
+                if name not in due:
+                    ran = now - self.started.pop(proc.pid, now)
+                    delay = restarts.setdefault(name, Restarts()).after_exit(ran)
+                    due[name] = now + delay
+                    say(f"{name} exited with code {proc.returncode} after {ran:.0f} s; starting it again in "
+                        f"{delay:.0f} s", flush=True)  # fmt: skip
+                elif now >= due[name]:
+                    del due[name]
+                    say(f"{name} started again: pid {self.start_again(proc).pid}", flush=True)
+            time.sleep(poll_seconds)
+
+    def watched(self) -> dict[str, subprocess.Popen]:
+        """The processes ``supervise`` keeps running, by the name it logs."""
+        apps = {f"app process on port {port}": app for port, app in zip(self.app_ports, self.apps, strict=True)}
+        return {**apps, "nginx": self.proxy} if self.proxy is not None else apps
+
+    def start_again(self, dead: subprocess.Popen) -> subprocess.Popen:
+        """Start ``dead``, an app process or nginx that exited, again with its command line (its port)."""
+        self.procs.remove(dead)
+        if dead is self.proxy:
+            self.proxy = self._spawn([*self._nginx_command(), "-g", "daemon off;"], "nginx.log")
+            return self.proxy
+        index = self.apps.index(dead)
+        self.apps[index] = self._spawn_app(self.app_ports[index])
+        return self.apps[index]
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
@@ -171,15 +241,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     ports = list(range(args.first_app_port, args.first_app_port + args.processes))
     cluster = Cluster(args.processes, port=args.port, app_ports=ports)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # SIGTERM stops everything, as Ctrl-C does
     with cluster:
+        for port, app in zip(cluster.app_ports, cluster.apps, strict=True):
+            print(f"app process on port {port}: pid {app.pid}", flush=True)
         print(f"{args.processes} app processes behind nginx: open {cluster.url} (Ctrl-C stops all)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            while all(proc.poll() is None for proc in cluster.procs):
-                time.sleep(1)
-        for proc in cluster.procs:
-            if proc.poll() is not None:
-                print(f"{proc.args[0]} exited with code {proc.returncode}; stopping the rest", file=sys.stderr)
+            cluster.supervise()
 
 
 if __name__ == "__main__":

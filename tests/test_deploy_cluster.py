@@ -1,5 +1,6 @@
-"""Two app processes behind nginx (deploy/run_cluster.py): both serve, a browser stays on one, and
-the proxy adds its security headers and enforces its limits.
+"""Two app processes behind nginx (deploy/run_cluster.py): both serve, a browser stays on one, the
+proxy adds its security headers and enforces its limits, and the cluster command starts again a process
+that dies while the proxy keeps serving.
 
 It starts two Streamlit servers and nginx on 127.0.0.1, so it is marked ``slow``. Without nginx it
 is skipped, except in CI (``CI=true``), where .ci/run installs nginx and a missing one fails.
@@ -11,7 +12,13 @@ import hashlib
 import http.client
 import importlib.util
 import os
+import queue
+import re
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,12 +33,16 @@ _spec.loader.exec_module(run_cluster)
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def need_nginx() -> None:
     if run_cluster.nginx_binary() is None:
         if os.environ.get("CI") == "true":
             pytest.fail("nginx is missing in CI (.ci/run installs it)")
         pytest.skip("nginx is not installed (apt-get install nginx)")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    need_nginx()
     with run_cluster.Cluster(processes=2) as running:
         yield running
 
@@ -170,3 +181,136 @@ def test_a_class_opening_the_app_gets_streamlits_code(cluster):
     finally:
         conn.close()
     assert statuses.count(200) == len(statuses), f"refused: {sorted(set(statuses))}"
+
+
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free ports on 127.0.0.1 (the cluster command's ``--first-app-port``)."""
+    for _ in range(100):
+        first = run_cluster.free_port()
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise AssertionError(f"no {count} consecutive free ports in 100 tries")
+
+
+def lines_of(stream) -> queue.Queue:
+    """The lines ``stream`` writes, in a queue filled by a thread (a read with a timeout)."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.rstrip()) for line in stream], daemon=True).start()
+    return lines
+
+
+def wait_for_line(lines: queue.Queue, pattern: str, seen: list[str], timeout: float) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            seen.append(lines.get(timeout=left))
+        except queue.Empty:
+            break
+        if found := re.search(pattern, seen[-1]):
+            return found
+    raise AssertionError(f"no line like {pattern!r} in {timeout:.0f} s; the command wrote: {seen}")
+
+
+def health(port: int, cookie: str | None = None) -> tuple[int, str | None]:
+    """``/_stcore/health`` on 127.0.0.1:port: (status, the X-Upstream that answered)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/_stcore/health", headers={"Cookie": cookie} if cookie else {})
+        reply = conn.getresponse()
+        reply.read()
+        return reply.status, reply.getheader("X-Upstream")
+    finally:
+        conn.close()
+
+
+def answers(port: int) -> bool:
+    try:
+        return health(port)[0] == 200
+    except OSError:
+        return False
+
+
+RESTART_SECONDS = 120  # a fresh Streamlit process starts in 5-30 s on a busy 2-core machine
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_cluster_command_starts_a_killed_app_process_again_while_the_proxy_serves():
+    """``python deploy/run_cluster.py``: SIGKILL one app process; every request to the proxy is answered meanwhile,
+    the command logs the exit and starts the process again on its port, nginx sends browsers to it again, and
+    SIGTERM then stops every process."""
+    need_nginx()
+    port, first = run_cluster.free_port(), free_ports(2)
+    command = [sys.executable, "deploy/run_cluster.py", "--processes", "2", "--port", str(port)]
+    command += ["--first-app-port", str(first)]
+    proc = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    lines, seen = lines_of(proc.stdout), []
+    pids = []
+    try:
+        killed = int(wait_for_line(lines, rf"app process on port {first}: pid (\d+)", seen, 180)[1])
+        pids.append(killed)
+        wait_for_line(lines, "open http", seen, 180)
+        assert answers(port) and answers(first) and answers(first + 1)
+
+        os.kill(killed, signal.SIGKILL)
+        statuses, upstreams = [], set()
+        killed_at = time.monotonic()
+        deadline = killed_at + RESTART_SECONDS
+        while not answers(first):  # the killed port serves again
+            assert time.monotonic() < deadline, f"port {first} does not answer; the command wrote: {seen}"
+            for n in range(4):  # keys that nginx spreads over both processes
+                status, upstream = health(port, f"explorer_route=k{n}")
+                statuses.append(status)
+                upstreams.add(upstream)
+            time.sleep(0.1)
+        print(f"port {first} served again {time.monotonic() - killed_at:.1f} s after the kill; the proxy answered "
+              f"{len(statuses)} requests meanwhile")  # fmt: skip
+        assert set(statuses) == {200}, f"the proxy failed {len(statuses) - statuses.count(200)} of {len(statuses)}"
+        assert len(statuses) >= 8, "the proxy was asked while the process was down"
+        wait_for_line(lines, rf"app process on port {first} exited with code -9", seen, 10)
+        again = int(wait_for_line(lines, rf"app process on port {first} started again: pid (\d+)", seen, 10)[1])
+        pids.append(again)
+        assert again != killed
+
+        deadline = time.monotonic() + 60  # nginx tries a failed server again after its fail_timeout (10 s)
+        while f"127.0.0.1:{first}" not in upstreams:
+            assert time.monotonic() < deadline, f"nginx sends nobody to port {first}: {upstreams}"
+            upstreams |= {health(port, f"explorer_route=k{n}")[1] for n in range(8)}
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 0, seen
+    assert not any(answers(p) for p in (port, first, first + 1)), "SIGTERM stops nginx and every app process"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_process_that_keeps_exiting_at_start_is_started_again_later_each_time(monkeypatch):
+    """No restart storm: an app process that exits at once is started again after 1 s, then 2 s, then 4 s...;
+    one that ran steadily is started again at once."""
+    monkeypatch.setattr(run_cluster, "app_command", lambda port: [sys.executable, "-c", "raise SystemExit(3)"])
+    cluster = run_cluster.Cluster(1)
+    said = []
+    try:
+        cluster.apps = [cluster._spawn_app(cluster.app_ports[0])]
+        cluster.supervise(seconds=6.5, poll_seconds=0.1, say=lambda text, **_: said.append(text))
+    finally:
+        cluster.stop()
+    exits = re.findall(r"exited with code 3 after \d+ s; starting it again in (\d+) s", " ".join(said))
+    delays = [int(delay) for delay in exits]
+    assert delays == [1, 2, 4], said
+    assert sum("started again" in line for line in said) == 2, said
+
+    backoff = run_cluster.Restarts()
+    assert [backoff.after_exit(0.5) for _ in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert backoff.after_exit(run_cluster.STEADY_SECONDS) == 0
+    assert backoff.after_exit(0.5) == 1
