@@ -22,6 +22,7 @@ screen photographed. Screenshots of the four screens at each moment go to ``arti
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import itertools
@@ -38,7 +39,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from e2e_support import ROOT, open_page
+from e2e_support import CUT_SHORT, ROOT, open_page
+from google.protobuf.message import DecodeError
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from test_room import LOST_SECONDS, open_room, route_cookies, seen_at, watch
 
 from deploy.run_cluster import free_port, nginx_binary
@@ -112,6 +116,34 @@ def app_pid(cluster_pid: int, port: int) -> int | None:
             if b"--server.port" in args and args[args.index(b"--server.port") + 1] == str(port).encode():
                 return child
     return None
+
+
+class Wire:
+    """When a tab's websocket frames crossed the network, on the browser's own monotonic clock (Chrome DevTools
+    Protocol ``Network.webSocketFrame*`` timestamps, the same clock in every tab of one Chromium): the reruns it
+    asked for and the ends of the script runs it received. Taken where the frame arrives, before the page's
+    JavaScript sees it: what the servers did, without the painting that four browsers on two cores share."""
+
+    def __init__(self, page) -> None:
+        self.sent: list[float] = []  # a rerun_script BackMsg left the browser
+        self.finished: list[float] = []  # a script_finished ForwardMsg (not cut short by a rerun) arrived
+        cdp = page.context.new_cdp_session(page)
+        cdp.on("Network.webSocketFrameSent", lambda event: self._frame(event, BackMsg, self.sent))
+        cdp.on("Network.webSocketFrameReceived", lambda event: self._frame(event, ForwardMsg, self.finished))
+        cdp.send("Network.enable")
+
+    @staticmethod
+    def _frame(event: dict, kind, into: list[float]) -> None:
+        frame = event["response"]
+        if frame.get("opcode") != 2:  # Streamlit's messages are binary frames
+            return
+        try:
+            message = kind.FromString(base64.b64decode(frame["payloadData"]))
+        except (DecodeError, ValueError):
+            return
+        wanted = "rerun_script" if kind is BackMsg else "script_finished"
+        if message.WhichOneof("type") == wanted and (kind is BackMsg or message.script_finished != CUT_SHORT):
+            into.append(event["timestamp"])
 
 
 @pytest.fixture
@@ -216,6 +248,7 @@ def test_a_lesson_on_the_readmes_cluster(cluster, browser):
     def tab(process: int, *, phone: bool = False):
         context, app_page = open_page(browser, cluster.url, phone=phone)
         context.add_cookies([{"name": "explorer_route", "value": cookies[process], "url": cluster.url}])
+        app_page.wire = Wire(app_page.page)
         opened.append((context, app_page))
         return app_page
 
@@ -251,22 +284,33 @@ def run_lesson(cluster, cookies, tab, check) -> None:
     sidebar.get_by_text("3 following · 0 exploring").wait_for(timeout=30_000)
     screenshots("room-opened")
 
-    times: dict[str, dict] = {}
+    times: dict[str, dict | list] = {"load average (1, 5, 15 min) at the start": [round(x, 1) for x in os.getloadavg()]}
 
     def reaches_all(name: str, action, params: dict | None, shown: list, kind: str = "shows") -> None:
         """Do ``action`` as the teacher; note how long after the click each student's address bar showed
-        ``params`` (delivered; None: nothing to see there) and each student's screen showed ``shown``."""
+        ``params`` (delivered; None: nothing to see there) and each student's screen showed ``shown``; and, on
+        the wire, how long after the teacher's rerun request left their browser the end of each student's last run
+        of the move arrived in the student's browser (``Wire``)."""
         for student in students.values():
             if params is not None:
                 watch(student, f"{name}-address", "address", ["live", params])
             watch(student, name, kind, shown)
+        asked, ended = len(teacher.wire.sent), {who: len(s.wire.finished) for who, s in students.items()}
         clicked = teacher.page.evaluate("Date.now()") / 1000
         action()
-        took = {"delivered": {}, "shown": {}}
+        took = {"delivered": {}, "shown": {}, "on the wire": {}}
         for who, student in students.items():
             if params is not None:
                 took["delivered"][who] = round(seen_at(student, f"{name}-address") - clicked, 2)
             took["shown"][who] = round(seen_at(student, name) - clicked, 2)
+        teacher.page.wait_for_timeout(300)  # lets Playwright hand over the last DevTools events
+        sent = teacher.wire.sent[asked:]
+        for who, student in students.items():
+            runs = student.wire.finished[ended[who] :]
+            if sent and runs:
+                took["on the wire"][who] = round(runs[-1] - sent[0], 2)
+            else:
+                check(False, f"{name}: no rerun request from the teacher ({sent}) or no run of {who}'s ({runs})")
         times[name] = took
         print(f"{name}: seconds from the teacher's click to each student: {took}")
 
@@ -342,11 +386,11 @@ def run_lesson(cluster, cookies, tab, check) -> None:
         return time.monotonic()
 
     picks = {"laptop 1": 2, "laptop 2": 1, "phone": 0}
-    started = time.monotonic()
     for who, index in picks.items():
+        started = time.monotonic()
         vote(who, index)
     counted = chart_shows([1, 1, 1, 0, 0, 0], "three votes")
-    times["votes on the teacher's chart"] = {"last vote to chart": round(counted - started, 2)}
+    times["votes on the teacher's chart"] = {"last vote's run to the chart": round(counted - started, 2)}
     screenshots("votes", question=True)
 
     revoter = students[REVOTER]
@@ -420,11 +464,14 @@ def run_lesson(cluster, cookies, tab, check) -> None:
     screenshots("late-student-on-the-restarted-process")
 
     LESSON.mkdir(parents=True, exist_ok=True)
+    times["load average (1, 5, 15 min) at the end"] = [round(load, 1) for load in os.getloadavg()]
     (LESSON / "times.json").write_text(json.dumps(times, indent=2) + "\n")
     with (LESSON / "times.jsonl").open("a") as runs:  # one line per run, to compare runs
         runs.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "times": times}) + "\n")
     for name, took in times.items():
-        for kind in ("delivered", "shown"):
+        if not isinstance(took, dict):
+            continue
+        for kind in ("delivered", "shown", "on the wire"):
             for who, seconds in took.get(kind, {}).items():
                 check(seconds < TARGET_SECONDS, f"{name}: {who}'s {kind} took {seconds} s (target {TARGET_SECONDS} s)")
     browser_problems = [f"{who}: {p}" for who, app_page in everyone.items() for p in app_page.events.problems()]
