@@ -289,7 +289,8 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
         figure_layout(
             title,
             style,
-            figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 60),
+            figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 40),
+            margin={"t": 2 * style.title_size + 12},  # no legend above the bars: the title alone
             showlegend=False,
             yaxis=axis(
                 style, None, tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, ticksuffix="  "

@@ -47,7 +47,7 @@ def show_question(question: Question, *, context: object = None, presenter: bool
         st.markdown(f"**Predict, then reveal.** {question.prompt}")
         if presenter:
             if question.choices is not None:
-                st.markdown("  \n".join(f"**{chr(65 + k)}.** {literal(c)}" for k, c in enumerate(question.choices)))
+                st.markdown("  \n".join(lettered(question, c) for c in question.choices))
         else:
             _answer_box(question, answer_key, widget, disabled=revealed, vote_as=key)
         if room.is_teacher():
@@ -97,7 +97,7 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
             "Your answer",
             question.choices,
             index=None,
-            format_func=literal,
+            format_func=lambda choice: lettered(question, choice),
             key=widget,
             on_change=keep,
             disabled=disabled,
@@ -108,6 +108,12 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
         st.number_input(
             "Your answer", value=None, step=step, format=shown, key=widget, on_change=keep, disabled=disabled
         )
+
+
+def lettered(question: Question, choice: str) -> str:
+    """A choice as the presenter lists it and a student picks it: "**A.** x^(1) “Your”", so that the class and the
+    teacher's vote chart (``figures.vote_bars``) name it by the same letter."""
+    return f"**{chr(65 + question.choices.index(choice))}.** {literal(choice)}"
 
 
 def _verdict(question: Question, given, presenter: bool) -> None:

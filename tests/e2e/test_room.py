@@ -15,13 +15,15 @@ sentence), which adds the four browsers painting the page's charts at once.
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import re
 import signal
 
 import pytest
-from e2e_support import ARTIFACTS, open_page
+from e2e_support import ARTIFACTS, AppPage, eventually, open_page
+from e2e_support import watch as watch_events
 
 from benchmarks.launch import RedisServer
 from deploy.run_cluster import Cluster, nginx_binary
@@ -258,3 +260,84 @@ def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
     teacher.next()
     seen_at(student, "step 3")
     assert f"room={code}" in student.page.url
+
+
+VOTE_CHART = """() => {
+  const plain = (v) => (v && v._inputArray !== undefined ? plain(v._inputArray) : Array.from(v || []));
+  const title = (plot) => ((plot.layout && plot.layout.title && plot.layout.title.text) || '').replace(/<\\/?b>/g, '');
+  const found = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].filter(
+    (plot) => /^\\d+ votes?$/.test(title(plot)));  // Streamlit's frontend wraps a title in <b>
+  if (found.length !== 1) return null;
+  const plot = found[0];
+  const ticks = [...plot.querySelectorAll('.ytick text')];
+  const boxes = ticks.map((t) => t.getBoundingClientRect()).map((r) => [r.left, r.top, r.right, r.bottom]);
+  return {title: title(plot), labels: ticks.map((t) => t.textContent), boxes,
+          counts: plain(plot.data[0].x), width: plot.getBoundingClientRect().width};
+}"""
+
+
+def vote_chart(teacher) -> dict | None:
+    """The teacher's vote chart as drawn: its title, its tick labels and their boxes, and the count per choice."""
+    return teacher.page.evaluate(VOTE_CHART)
+
+
+def choose(tab, choice: str) -> None:
+    """A student picks ``choice`` in the question's radio: their vote."""
+    tab.page.locator('[data-testid="stMain"] [data-testid="stRadio"] label').filter(has_text=choice).first.click()
+
+
+def test_a_reload_and_a_new_tab_vote_as_one_student_who_cannot_step_alone_while_following(open_app):
+    """A follower's page has no Previous or Next, and ← → PageUp PageDown move nothing. The student's id lives in
+    a cookie: a reload and a new tab of the same browser change one vote, until the Reveal."""
+    teacher = open_app().goto("simplified", "present=1")  # step 1 asks which input the query attends to most
+    sidebar, code = open_room(teacher)
+    student = open_app().goto("", f"room={code}")
+    watch(student, "joined", "shows", [1, "Simplified attention", None])
+    seen_at(student, "joined")
+    main = student.page.locator('[data-testid="stMain"]')
+    assert main.get_by_role("button", name=re.compile(r"^(Previous|Next)")).count() == 0
+    before = student.requests()
+    for key in ("ArrowRight", "PageDown", "ArrowLeft", "PageUp"):
+        student.page.keyboard.press(key)
+    student.assert_no_rerun_requested(before)
+    assert student.step()[0] == 1 and "following the teacher" in student.captions()
+
+    def counted(title: str, counts: list[int]) -> dict:
+        def check():
+            chart = vote_chart(teacher)
+            assert chart is not None and (chart["title"], chart["counts"][:3]) == (title, counts), chart
+            return chart
+
+        return eventually(check, timeout=30)
+
+    choose(student, "x^(1) “Your”")
+    counted("1 vote", [1, 0, 0])
+    student.page.reload()  # a new session, the same browser
+    watch(student, "back", "shows", [1, "Simplified attention", None])
+    seen_at(student, "back")
+    choose(student, "x^(2) “journey”")
+    counted("1 vote", [0, 1, 0])  # the vote moved; it was not counted twice
+    new_tab = student.page.context.new_page()
+    tab = AppPage(new_tab, student.base_url, watch_events(new_tab)).goto("", f"room={code}")
+    watch(tab, "tab", "shows", [1, "Simplified attention", None])
+    seen_at(tab, "tab")
+    choose(tab, "x^(3) “starts”")
+    counted("1 vote", [0, 0, 1])
+    other = open_app().goto("", f"room={code}")  # another browser: another student
+    watch(other, "joined", "shows", [1, "Simplified attention", None])
+    seen_at(other, "joined")
+    choose(other, "x^(3) “starts”")
+    chart = counted("2 votes", [0, 0, 2])
+    labels, boxes = chart["labels"], chart["boxes"]
+    assert labels[:3] == ["A · x^(1) “Your”", "B · x^(2) “journey”", "C · x^(3) “starts”"], labels
+    assert all(above[3] <= below[1] for above, below in itertools.pairwise(boxes)), boxes  # no overlap
+    assert all(box[0] >= 0 for box in boxes) and chart["width"] <= 1280
+    votes = teacher.page.locator('[data-testid="stMain"] .js-plotly-plot').filter(has_text="2 votes")
+    votes.evaluate("(plot) => plot.scrollIntoView({block: 'end'})")
+    teacher.screenshot("room_vote_chart_teacher")  # looked at by hand: artifacts/e2e/
+    watch(student, "reveal", "verdict", "Right|Not quite")
+    teacher.page.locator('[data-testid="stMain"] button').filter(has_text="Reveal").click()
+    seen_at(student, "reveal")
+    student.screenshot("room_vote_chart_student_revealed")
+    problems = tab.events.problems()
+    assert not problems, "the new tab reported:\n" + "\n".join(problems)
