@@ -344,7 +344,14 @@ def run_lesson(cluster, cookies, tab, check) -> None:
     for who, student in students.items():
         radio(student).first.wait_for(timeout=30_000)
         shown = [text.strip() for text in radio(student).all_inner_texts()]
-        check(shown == choices, f"{who}'s choices {shown} are not the presenter's {choices}")
+        check(  # the presenter's choices, in its order, lettered as it letters them or not at all
+            len(shown) == len(choices)
+            and all(
+                re.fullmatch(rf"({letter}\. )?{re.escape(choice)}", text)
+                for letter, choice, text in zip("ABCDEF", choices, shown, strict=False)
+            ),
+            f"{who}'s choices {shown} are not the presenter's {lettered}",
+        )
 
     def vote(who: str, index: int) -> None:
         student = students[who]
