@@ -404,6 +404,9 @@ def run_lesson(cluster, cookies, tab, check) -> None:
     revoter.page.reload()  # a new session from the address bar, which kept the room
     watch(revoter, "back", "shows", [1, "Simplified attention", SENTENCE])
     seen_at(revoter, "back")
+    revoter.settle()
+    revoter.page.locator(QUESTION).first.scroll_into_view_if_needed()
+    revoter.page.screenshot(path=str(LESSON / f"{next(moment):02d}-reloaded-{REVOTER.replace(' ', '-')}.png"))
     picks[REVOTER] = 1
     vote(REVOTER, 1)  # the same student, again: their vote moves, the count stays 3
     chart_shows([1, 2, 0, 0, 0, 0], f"{REVOTER} reloaded and voted again")
