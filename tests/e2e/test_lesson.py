@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -149,13 +150,14 @@ class Wire:
 @pytest.fixture
 def redis_url():
     """``redis-server --port <free> --save ""``, as the README starts it; yields its URL for the app processes."""
-    if not os.access("/usr/bin/redis-server", os.X_OK):
+    redis_server = shutil.which("redis-server", path=f"{os.environ.get('PATH', '')}:/usr/bin:/usr/sbin")
+    if redis_server is None:
         if os.environ.get("CI") == "true":
             pytest.fail("redis-server is missing in CI (.ci/run installs it)")
         pytest.skip("redis-server is not installed")
     port = free_port()
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", ""],
+        [redis_server, "--port", str(port), "--save", ""],
         stdout=subprocess.DEVNULL,
         start_new_session=True,
     )
