@@ -414,7 +414,7 @@ def stepper_keys(at) -> list[str]:
     return [b.key for b in at.button if b.key and b.key.split(":")[0].split("_")[0] in ("prev", "next", "clicker")]
 
 
-def test_a_student_who_follows_has_no_stepper_buttons_or_keys_and_sees_no_answer_before_the_reveal():
+def test_a_student_who_follows_has_no_stepper_buttons_keys_or_other_page_and_sees_no_answer_before_the_reveal():
     teacher, code = open_room()
     next_step(teacher)  # step 2 asks; step 3 shows the answer
     student = join(code)
@@ -423,6 +423,10 @@ def test_a_student_who_follows_has_no_stepper_buttons_or_keys_and_sees_no_answer
     assert "<b>Step 2 of" in markdown(student)
     assert not [b for b in student.button if b.label in ("Reveal", "Ask again")]
     assert not [*student.success, *student.error] and "The answer" not in "\n".join(i.value for i in student.info)
+    student.switch_page("pages/dropout.py").run()  # the navigation's link to another page takes them back
+    assert on_page(student, "live") and student.title[0].value == "Causal mask" and step_of(student) == 2
+    assert "following the teacher" in captions(student) and stepper_keys(student) == []
+    student.switch_page("pages/live.py")  # the browser's address now: AppTest would ask for Dropout again
     button(student, "room_alone").click().run()  # on their own, the stepper is theirs again
     own = ["clicker_next_causal_mask", "clicker_prev_causal_mask", "next:causal_mask", "prev:causal_mask"]
     assert sorted(stepper_keys(student)) == own

@@ -66,7 +66,8 @@ def due() -> dict | None:
 def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] | None:
     """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
     is. A student who follows is on the Live room page (``LIVE``), which draws the teacher's page: there this
-    opens the teacher's link; elsewhere it returns (``LIVE``, the teacher's link) to switch to first. A
+    opens the teacher's link; elsewhere it returns (``LIVE``, the teacher's link) to switch to first, also when
+    the student opened another page from the navigation (only "On my own" lets a student explore). A
     student who stopped following on the Live room page gets (the page it showed, the link it had), to stay
     on that view on the page itself. ``pages`` are the app's URL paths.
 
@@ -81,6 +82,9 @@ def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] 
             return None
         return shown, {k: v for k, v in st.query_params.to_dict().items() if k not in HIDDEN_PARAMS}
     position = due()
+    if url_path != LIVE and LIVE in pages and following():  # a link to another page: back to the teacher's
+        seen = st.session_state.get(SEEN)
+        position = position or (seen and seen[1])
     if position is None or position["page"] not in pages:
         return None
     if url_path != LIVE and LIVE in pages:

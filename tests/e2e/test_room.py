@@ -240,6 +240,7 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
 
 @pytest.mark.parametrize("room_app", ["two processes behind nginx with Redis"], indirect=True)
 def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
+    """On another process, the teacher's tab is back in its room on its step, with its question's reveal."""
     teacher = room_app(0).goto("causal_mask", "present=1")
     sidebar, code = open_room(teacher)
     student = room_app(1).goto("", f"room={code}")
@@ -248,6 +249,13 @@ def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
     teacher.next()
     watch(student, "step 2", "shows", [2, "Causal mask", None])
     seen_at(student, "step 2")
+    box = student.page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
+    box.fill("1")
+    box.press("Enter")
+    teacher.page.locator('[data-testid="stMain"] .js-plotly-plot').filter(has_text="1 vote").wait_for(timeout=15_000)
+    watch(student, "reveal", "verdict", "Right")
+    teacher.page.locator('[data-testid="stMain"] button').filter(has_text="Reveal").click()
+    seen_at(student, "reveal")
 
     os.killpg(room_app.cluster.apps[0].pid, signal.SIGKILL)  # the teacher's process, mid-lesson
     # Streamlit's page reconnects through nginx, to the other process: a new session, which the browser's cookie
@@ -256,6 +264,9 @@ def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
     assert re.search(rf"^Room {code}$", sidebar.inner_text(), re.MULTILINE)
     teacher.page.get_by_text("1 following · 0 exploring").wait_for()
     teacher.events.clear()  # the lost connection's console errors, which a dying process causes
+    watch(teacher, "still revealed", "verdict", "The answer")  # read from the room, as the student sees it
+    seen_at(teacher, "still revealed")
+    assert teacher.page.locator('[data-testid="stMain"] button').filter(has_text="Reveal").count() == 0
     watch(student, "step 3", "shows", [3, "Causal mask", None])
     teacher.next()
     seen_at(student, "step 3")
@@ -287,8 +298,9 @@ def choose(tab, choice: str) -> None:
 
 
 def test_a_reload_and_a_new_tab_vote_as_one_student_who_cannot_step_alone_while_following(open_app):
-    """A follower's page has no Previous or Next, and ← → PageUp PageDown move nothing. The student's id lives in
-    a cookie: a reload and a new tab of the same browser change one vote, until the Reveal."""
+    """A follower's page has no Previous or Next, ← → PageUp PageDown move nothing, and another page's link leads
+    back to the Live room. The student's id lives in a cookie: a reload and a new tab of the same browser change
+    one vote, until the Reveal."""
     teacher = open_app().goto("simplified", "present=1")  # step 1 asks which input the query attends to most
     sidebar, code = open_room(teacher)
     student = open_app().goto("", f"room={code}")
@@ -301,6 +313,15 @@ def test_a_reload_and_a_new_tab_vote_as_one_student_who_cannot_step_alone_while_
         student.page.keyboard.press(key)
     student.assert_no_rerun_requested(before)
     assert student.step()[0] == 1 and "following the teacher" in student.captions()
+    runs = student.runs()
+    student.page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Dropout").click()
+    student.wait_for_run(runs)
+
+    def back_on_the_live_room():  # the link to another page led back to the teacher's page and step
+        assert "/live?" in student.page.url and student.step()[0] == 1, student.page.url
+        assert student.page.locator('[data-testid="stMain"] h1').first.inner_text() == "Simplified attention"
+
+    eventually(back_on_the_live_room)
 
     def counted(title: str, counts: list[int]) -> dict:
         def check():
