@@ -163,7 +163,8 @@ MISTAKES: dict[str, Mistake] = {
             "attn_scores.masked_fill_(mask_bool, -torch.inf)\n" + _SOFTMAX_LINE,
             _SOFTMAX_LINE + "\nattn_weights.masked_fill_(mask_bool, 0)",
             "The softmax already shared each row's weight with later tokens. Zeroing their weights afterwards leaves "
-            "rows summing to less than 1, and later scores still shape every weight through the softmax's denominator.",
+            "every row but the last (it has no later token) summing to less than 1, and later scores still shape "
+            "every weight through the softmax's denominator.",
             replace(RIGHT, weigh=weigh_mask_after_softmax),
             measure_mask_after_softmax,
         ),
@@ -272,7 +273,7 @@ def run_mistake(
             "First token's output change when later tokens change",
             right_moved,
             wrong_moved,
-            _moves_sentence(right_moved, wrong_moved),
+            _moves_sentence(right_moved, wrong_moved, scrambles=name in _SCRAMBLING),
         ),
         Measure(
             "output_difference",
@@ -300,9 +301,17 @@ def _first_token_change(before: Forward, after: Forward) -> float:
     return (after.output[:, 0] - before.output[:, 0]).abs().max().item()
 
 
-def _moves_sentence(right: float, wrong: float) -> str:
+_SCRAMBLING = ("view_without_transpose", "merge_without_transpose")  # they move numbers between rows, not the mask
+
+
+def _moves_sentence(right: float, wrong: float, scrambles: bool = False) -> str:
     if math.isnan(wrong):
         return "The first token's output is NaN, so it cannot be compared."
+    if wrong > 1e-6 and scrambles:
+        return (
+            f"Change every token after the first and the first token's output row moves by {wrong:.3g} "
+            f"(the right code: {right:.3g}). The mask still works; the reshape put later tokens' numbers in that row."
+        )
     if wrong > 1e-6:
         return (
             f"Change every token after the first and the first token's output moves by {wrong:.3g}: "

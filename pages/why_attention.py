@@ -47,7 +47,7 @@ elif step == 1:
     st.markdown(notes.fading_text(hidden_size, share))
     series = {"share of the final state's dependence": share}
     options = dict(title="Influence of each token on the final state", value_name="share")
-    options.update(meaning="norm of ∂final_state/∂x_j, as a share of all tokens")
+    options.update(meaning="norm of ∂final_state/∂x^(j), as a share of all tokens")
     widgets.draw(figures.bars, "final-state-influence", series, pieces, **options)
 elif step == 2:
     weights = view.bahdanau_weights

@@ -320,3 +320,20 @@ def test_the_parameters_gradient_is_measured_by_autograd_through_the_step(name):
     gradients = parameter_gradients(step, d_k)
     assert gradients.shape == (256,) and (gradients >= 0).all()
     assert torch.equal(gradients, parameter_gradients(step, d_k))  # seeded
+
+
+@pytest.mark.parametrize("name", ["view_without_transpose", "merge_without_transpose"])
+def test_a_scrambling_mistake_says_the_mask_still_works(name, setup):
+    """Its first row moves because the reshape moved later tokens' numbers into it, not because the mask leaks."""
+    sentence = run_mistake(name, *setup).measure("first_token_moves").sentence
+    assert "The mask still works" in sentence and "later tokens reach it" not in sentence
+
+
+def test_a_leaking_mistake_says_later_tokens_reach_the_first(setup):
+    sentence = run_mistake("fill_zero", *setup).measure("first_token_moves").sentence
+    assert "later tokens reach it" in sentence and "mask still works" not in sentence
+
+
+def test_mask_after_softmax_says_which_rows_lose_weight(book_mha, book_batch):
+    """Only the last row, which has no later token, still sums to 1 (checked on the weights above)."""
+    assert "every row but the last" in MISTAKES["mask_after_softmax"].why

@@ -129,3 +129,11 @@ def test_the_books_printed_shape_is_explained_by_the_books_sizes_not_the_sidebar
 def test_one_heads_size_is_named_as_the_single_head_modules_d_out():
     text = qkv.projections_text("", 123)
     assert "its d_out, all heads together, equal to d_in" in text and "the d_out of a single-head module" in text
+
+
+def test_why_attention_names_the_token_as_the_book_does():
+    """The fading is measured per token x^(j), in the book's notation, not x_j."""
+    from explorer.page_text.why_attention import fading_text
+
+    text = fading_text(16, [0.1, 0.2, 0.7])
+    assert "∂final_state/∂x^(j)" in text and "∂x_j" not in text
