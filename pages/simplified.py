@@ -53,7 +53,7 @@ if step == 0:
             options.update(row_title="token", col_title="dimension", col_tokens=False, highlight_row=query)
             options.update(style=replace(widgets.style(), max_height=min(widgets.style().max_height, 300)))  # as bars
             widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
-            st.caption(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
+            st.markdown(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
     widgets.show_code(attention.simplified_attention)
 elif step == 1:
     st.markdown(

@@ -205,13 +205,14 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
     watch(leaver, "back", "shows", [2, "Causal mask", sentence])
     seen_at(leaver, "back")
 
-    for student, answer in zip(students, ("1", "1", "0.5"), strict=True):
+    right = renormalized(students[0])
+    for student, answer in zip(students, (f"{right:.2f}", f"{right:.2f}", "1"), strict=True):
         box = student.page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
         box.fill(answer)
         box.press("Enter")
     chart = teacher.page.locator('[data-testid="stMain"] .js-plotly-plot').filter(has_text="3 votes")
     chart.wait_for(timeout=15_000)
-    assert "1.00" in chart.inner_text() and "0.50" in chart.inner_text()
+    assert "1.00" in chart.inner_text() and f"{right:.2f}" in chart.inner_text()
 
     watch(teacher, "reveal", "verdict", "The answer")
     for student in students:
@@ -251,7 +252,7 @@ def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
     watch(student, "step 2", "shows", [2, "Causal mask", None])
     seen_at(student, "step 2")
     box = student.page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
-    box.fill("1")
+    box.fill(f"{renormalized(student):.2f}")
     box.press("Enter")
     teacher.page.locator('[data-testid="stMain"] .js-plotly-plot').filter(has_text="1 vote").wait_for(timeout=15_000)
     watch(student, "reveal", "verdict", "Right")
@@ -288,6 +289,16 @@ VOTE_CHART = """() => {
   return {title: title(plot), labels: ticks.map((t) => t.textContent), boxes,
           counts: plain(plot.data[0].x), width: plot.getBoundingClientRect().width};
 }"""
+
+
+def renormalized(student) -> float:
+    """Causal mask step 2's answer, from the question as the student reads it: x^(2)'s weight on x^(1) after the
+    mask, a / (a + b) for the two unmasked weights it quotes."""
+    question = student.page.locator('[data-testid="stMain"]').get_by_text("Before the mask").first.inner_text()
+    found = re.search(r"gives (\d\.\d+) to x\^\(1\) and (\d\.\d+) to", question)
+    assert found, f"the question reads: {question}"
+    first, itself = float(found[1]), float(found[2])
+    return first / (first + itself)
 
 
 def vote_chart(teacher) -> dict | None:
