@@ -76,6 +76,17 @@ def test_stacked_contributions_sum_to_the_context_vector():
     assert fig.layout.barmode == "relative"
 
 
+def test_stacked_contributions_leave_room_above_the_bars_for_their_sums():
+    """The sums' labels sit above the tallest bar: the y axis reaches a quarter of the bars' span higher, and the
+    labels are not clipped to the plot area (on the book's numbers, "0.6515" was cut off by 10-12 px)."""
+    contributions = np.array([[0.1, 0.4], [0.3, -0.1], [0.2, 0.3]])
+    fig = figures.stacked_contributions(contributions, ["x", "y", "z"], title="ctx", style=figures.PRESENTER)
+    total = [t for t in fig.data if t.name == "context vector"][0]
+    low, high = fig.layout.yaxis.range
+    assert low == pytest.approx(-0.1) and high == pytest.approx(0.7 + 0.25 * 0.8)  # positive blocks reach 0.7
+    assert total.cliponaxis is False
+
+
 def test_stacked_contributions_keep_the_largest_tokens_and_sum_the_rest():
     num_tokens = figures.STACKED_TOKEN_LIMIT + 40
     rng = np.random.default_rng(0)
