@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from explorer import figures
+from explorer.figures.heatmaps import NARROW_WIDTH
 
 HOSTILE = ["<b>bold</b>", "<br>", '<a href="javascript:alert(1)">x</a>', "&amp;", " step", " step"]
 
@@ -45,6 +46,29 @@ def test_heatmap_masked_cells_are_blank_and_labelled():
     assert np.isnan(np.asarray(heat.z, dtype=float)[mask]).all()
     labels = [t for t in fig.data if t.name == "masked"]
     assert len(labels) == 1 and list(labels[0].text) == ["masked"] * 3
+
+
+@pytest.mark.parametrize(
+    ("tokens", "style", "says"),
+    [
+        (8, figures.DEFAULT_STYLE, True),
+        (4, figures.PRESENTER, True),
+        (6, figures.PRESENTER, False),
+        (6, figures.PHONE, True),
+    ],
+)
+def test_masked_is_written_only_where_it_keeps_a_gap_else_a_legend_says_it(tokens, style, says):
+    """Side by side in a narrow plot, "masked" in 18 px touched its neighbours at 6 tokens (the book's): there the
+    grey cells get a legend entry instead. A phone draws the chart wide enough and scrolls it."""
+    mask = np.triu(np.ones((tokens, tokens), dtype=bool), k=1)
+    pieces = [f"t{k}" for k in range(tokens)]
+    fig = figures.heatmap(np.tril(np.ones((tokens, tokens))), pieces, pieces, title="w", masked=mask, style=style)
+    words = [t for t in fig.data if t.name == "masked"]
+    legend = [t for t in fig.data if t.name == "masked: a future key"]
+    assert (len(words), len(legend)) == ((1, 0) if says else (0, 1))
+    width = tokens * (len("masked") * figures.layout.WORD_EM * style.label_size + figures.layout.WORD_GAP_PX)
+    assert says == (width <= NARROW_WIDTH or not style.shrink_text)
+    assert fig.layout.showlegend is (None if says else True)
 
 
 def test_heatmap_prints_cell_values_only_when_small():

@@ -26,8 +26,9 @@ from .layout import (
     figure_layout,
     labels_that_fit,
     tick_positions,
+    words_fit,
 )
-from .masks import mask_legend, masked_cells
+from .masks import mask_legend, masked_cells, masked_legend, masked_word
 from .matrices import MatrixView, cell_text, fit_matrix
 from .scales import (
     MASK,
@@ -155,7 +156,13 @@ def heatmap_spec(
     if may_stand:
         height = min(style.max_height, height + labels_height)
     keep = view.row_positions.index(highlight_row) if highlighted else None
-    legend_height = 2 * style.font_size + 6 if kind == MASK else 0
+    # "masked" written in small matrices' grey cells where it fits beside its neighbours; else a legend says it
+    may_say = masked is not None and kind != MASK and small and max(rows, cols) <= MASK_WORD_LIMIT and view.block == 1
+    says = may_say and words_fit(masked_word(kind), cols, style, NARROW_WIDTH)
+    grey_legend = may_say and not says and bool(hidden.any())
+    legend_height = 2 * style.font_size + 6 if kind == MASK or grey_legend else 0
+    if grey_legend:  # the legend's line comes on top of the plot's height, as far as the screen allows
+        height = min(style.max_height, height + legend_height)
     row_fit = labels_that_fit(height - (labels_height if may_stand else 0) - legend_height, style)
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34) - legend_height
     # cell text only where it fits: else the values (and the words "masked") would overlap
@@ -202,12 +209,13 @@ def heatmap_spec(
     own = {}  # this heatmap's own layout, beside the shared one
     if kind == MASK:
         data += mask_legend(style)
-        # under the plot (its column labels are on top), so the plot keeps its width
+    elif view.block == 1:
+        data += masked_cells(view, hidden, kind, style, prints_values and says)
+    if grey_legend:
+        data.append(masked_legend(style))
+    if kind == MASK or grey_legend:  # under the plot (its column labels are on top), so the plot keeps its width
         own["showlegend"] = True
         own["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}}
-    elif view.block == 1:
-        words = prints_values and masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT
-        data += masked_cells(view, hidden, kind, style, words)
     if highlighted:
         own["shapes"] = [
             {
@@ -243,7 +251,7 @@ def heatmap_spec(
     # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
     own["xaxis"]["title"]["standoff"] = 4 + (style.tick_size if may_stand else 0)
     margin = {}
-    if kind == MASK:  # room under the plot for the legend
+    if legend_height:  # room under the plot for the legend
         margin["b"] = 2 * style.font_size + 16
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
         margin["t"] = 2 * style.title_size + 3 * style.tick_size + labels_height + 16
