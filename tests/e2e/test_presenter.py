@@ -1,6 +1,6 @@
 """Presenter mode on a 1280×720 projector, measured from the DOM in Chromium.
 
-With ``?present=1``, on every page and step, for the book's example and a 30-token sentence:
+With ``?present=1``, on every page and step, for the book's example and sentences of 28 and 30 tokens:
 
 * every chart ends above the bottom of the screen (the page is at its top, nothing scrolled);
 * every visible text in the main area is at least 18 px (code at least 16 px), plotly's SVG text included, and
@@ -28,6 +28,10 @@ PAGES = stepped_pages()  # the glossary has no steps: test_glossary_reads_at_18_
 SENTENCE_30 = (  # 30 GPT-2 tokens
     "Attention lets every token in a sentence look back at the tokens before it, so that a model can weigh "
     "which of the earlier words matter most."
+)
+SENTENCE_28 = (  # 28 GPT-2 tokens: two heads side by side labelled every other row at 28 (issue 35)
+    "Attention lets every token in a sentence look back at the tokens before it, so that a model can weigh "
+    "which earlier words matter most."
 )
 SCREEN_HEIGHT = 720
 MIN_TEXT_PX = 18
@@ -77,7 +81,7 @@ def walk_presenter(app_page, spec, sentence: str | None) -> tuple[list[str], dic
         app_page.next()
 
 
-@pytest.mark.parametrize("sentence", [None, SENTENCE_30], ids=["book", "30-tokens"])
+@pytest.mark.parametrize("sentence", [None, SENTENCE_28, SENTENCE_30], ids=["book", "28-tokens", "30-tokens"])
 @pytest.mark.parametrize("spec", PAGES, ids=lambda s: s.stem)
 def test_presenter_mode_fits_a_projector(app_page, spec, sentence):
     found, _ = walk_presenter(app_page, spec, sentence)
