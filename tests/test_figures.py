@@ -202,3 +202,23 @@ def test_token_labels_thin_out_to_what_the_heatmaps_height_fits():
         few = figures.heatmap(np.eye(8), pieces[:8], pieces[:8], title="t", style=style)
         assert list(few.layout.yaxis.ticktext) == [figures.token_label(p) for p in pieces[:8]]
     assert shown[figures.PRESENTER.tick_size] < shown[figures.DEFAULT_STYLE.tick_size]
+
+
+@pytest.mark.parametrize("tokens", [6, 12, 27, 28, 30])
+@pytest.mark.parametrize("kind", ["mask", "weights"])
+def test_row_labels_and_cell_values_fit_the_plot_area_the_margins_leave(tokens, kind):
+    """In presenter mode each labelled row, and each row with printed values, gets 1.3 lines of the plot area that
+    the figure's height leaves under its top margin (title, column labels) and above its legend. A mask's legend
+    takes two lines beside another chart: counted as one, the rows of Causal mask step 2 ran together at 28 tokens."""
+    style = figures.PRESENTER
+    pieces = [f"␣word{k}" for k in range(tokens)]
+    future = np.triu(np.ones((tokens, tokens), dtype=bool), k=1)
+    values = future.astype(float) if kind == "mask" else np.tril(np.ones((tokens, tokens))) / tokens
+    fig = figures.heatmap(values, pieces, pieces, title="m", kind=kind, masked=None if kind == "mask" else future,
+                          style=style)  # fmt: skip
+    legend = 78 * style.font_size / 20 if kind == "mask" else 0  # two lines of legend: 78 px at 20 px in Chromium
+    plot_height = fig.layout.height - fig.layout.margin.t - max(fig.layout.margin.b, legend)  # plotly makes room
+    ticks = fig.layout.yaxis.tickvals
+    assert (ticks[1] - ticks[0]) * plot_height / tokens >= 1.3 * style.tick_size
+    if fig.data[0].texttemplate:
+        assert plot_height / tokens >= 1.3 * style.cell_text_size

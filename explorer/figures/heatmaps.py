@@ -19,6 +19,7 @@ from .layout import (
     MASK_WORD_LIMIT,
     ROTATED_TICKS,
     TEXT_CELL_LIMIT,
+    TICK_LIMIT,
     FigureStyle,
     axis,
     figure,
@@ -42,6 +43,9 @@ from .scales import (
 
 NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
 NARROWEST_PLOT = 200  # px: the narrowest plot area drawn (three heatmaps side by side); column labels fit it
+LEGEND_LINE = 1.6  # a legend's line of entries, in font sizes, with its share of the padding (2 lines: 68 px at 20 px)
+ROW_LABEL_LINES = 1.3  # a row's tick label needs this many font sizes of height (a line box is 1.245 in Chromium)
+STANDING_EM = 0.55  # an upright column label's height per letter, in font sizes ("␣journey": 0.49 in Chromium)
 
 
 def heatmap(
@@ -151,7 +155,7 @@ def heatmap_spec(
     height = figure_height(rows, style)
     col_ticks = tick_positions(cols, min(labels_that_fit(height, style), int(NARROWEST_PLOT / (1.3 * style.tick_size))))
     longest = max((len(col_text[j]) for j in col_ticks), default=0)
-    labels_height = int(0.6 * style.tick_size * longest)
+    labels_height = int(STANDING_EM * style.tick_size * longest)
     may_stand = len(col_ticks) > ROTATED_TICKS or len(col_ticks) * (longest + 1) * 0.6 * style.tick_size > NARROW_WIDTH
     if may_stand:
         height = min(style.max_height, height + labels_height)
@@ -160,13 +164,16 @@ def heatmap_spec(
     may_say = masked is not None and kind != MASK and small and max(rows, cols) <= MASK_WORD_LIMIT and view.block == 1
     says = may_say and words_fit(masked_word(kind), cols, style, NARROW_WIDTH)
     grey_legend = may_say and not says and bool(hidden.any())
-    legend_height = 2 * style.font_size + 6 if kind == MASK or grey_legend else 0
-    if grey_legend:  # the legend's line comes on top of the plot's height, as far as the screen allows
-        height = min(style.max_height, height + legend_height)
-    row_fit = labels_that_fit(height - (labels_height if may_stand else 0) - legend_height, style)
-    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34) - legend_height
+    # a legend under the plot: a mask's two entries take two lines but in a wide plot, the grey cells' one
+    legend_lines = 2 if kind == MASK else int(grey_legend)
+    legend_height = int(legend_lines * LEGEND_LINE * style.font_size) + 6 if legend_lines else 0
+    height = min(style.max_height, height + legend_height)  # the legend comes on top, as far as the screen allows
+    # the plot area is what the margins (as set below) leave; each labelled row needs a line of tick text
+    top = 2 * style.title_size + (3 * style.tick_size + labels_height + 16 if may_stand else 2 * style.tick_size + 24)
+    plot_height = height - top - (legend_height + 10)
+    row_fit = max(2, min(TICK_LIMIT, int(plot_height / (ROW_LABEL_LINES * style.tick_size))))
     # cell text only where it fits: else the values (and the words "masked") would overlap
-    prints_values = small and (plot_height - (labels_height if may_stand else 0)) / rows >= 1.3 * style.cell_text_size
+    prints_values = small and plot_height / rows >= 1.3 * style.cell_text_size
     row_ticks = tick_positions(rows, row_fit, keep)
 
     trace = {
@@ -252,9 +259,9 @@ def heatmap_spec(
     own["xaxis"]["title"]["standoff"] = 4 + (style.tick_size if may_stand else 0)
     margin = {}
     if legend_height:  # room under the plot for the legend
-        margin["b"] = 2 * style.font_size + 16
+        margin["b"] = legend_height + 10
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
-        margin["t"] = 2 * style.title_size + 3 * style.tick_size + labels_height + 16
+        margin["t"] = top
     return data, figure_layout(title + note, style, height, margin=margin, **own), view
 
 
