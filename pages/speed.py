@@ -60,7 +60,7 @@ if step == 0:
     )
     rows = [(name, impl.stage, impl.keeps) for name, impl in attention.IMPLEMENTATIONS.items()]
     table = pd.DataFrame(rows, columns=["implementation", "chapter stage", "keeps in memory at once"])
-    st.dataframe(table, hide_index=True, width="stretch")
+    widgets.table(table, hide_index=True, width="stretch")
     if data:
         worst = max(data.max_abs_difference.values())
         st.markdown(f"Measured: every output equals `{REFERENCE}`'s to within {worst:.1e} (largest |difference|).")
@@ -82,5 +82,5 @@ else:
     elif step == 3:
         st.markdown(notes.why_text(data))
         rows, columns = notes.why_rows(data)
-        st.dataframe(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
+        widgets.table(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
         widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)

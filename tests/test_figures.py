@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from explorer import figures
+from explorer.figures.heatmaps import NARROW_WIDTH
 
 HOSTILE = ["<b>bold</b>", "<br>", '<a href="javascript:alert(1)">x</a>', "&amp;", " step", " step"]
 
@@ -47,6 +48,29 @@ def test_heatmap_masked_cells_are_blank_and_labelled():
     assert np.isnan(np.asarray(heat.z, dtype=float)[mask]).all()
     labels = [t for t in fig.data if t.name == "masked"]
     assert len(labels) == 1 and list(labels[0].text) == ["masked"] * 3
+
+
+@pytest.mark.parametrize(
+    ("tokens", "style", "says"),
+    [
+        (8, figures.DEFAULT_STYLE, True),
+        (4, figures.PRESENTER, True),
+        (6, figures.PRESENTER, False),
+        (6, figures.PHONE, True),
+    ],
+)
+def test_masked_is_written_only_where_it_keeps_a_gap_else_a_legend_says_it(tokens, style, says):
+    """Side by side in a narrow plot, "masked" in 18 px touched its neighbours at 6 tokens (the book's): there the
+    grey cells get a legend entry instead. A phone draws the chart wide enough and scrolls it."""
+    mask = np.triu(np.ones((tokens, tokens), dtype=bool), k=1)
+    pieces = [f"t{k}" for k in range(tokens)]
+    fig = figures.heatmap(np.tril(np.ones((tokens, tokens))), pieces, pieces, title="w", masked=mask, style=style)
+    words = [t for t in fig.data if t.name == "masked"]
+    legend = [t for t in fig.data if t.name == "masked: a future key"]
+    assert (len(words), len(legend)) == ((1, 0) if says else (0, 1))
+    width = tokens * (len("masked") * figures.layout.WORD_EM * style.label_size + figures.layout.WORD_GAP_PX)
+    assert says == (width <= NARROW_WIDTH or not style.shrink_text)
+    assert fig.layout.showlegend is (None if says else True)
 
 
 def test_heatmap_prints_cell_values_only_when_small():
@@ -122,6 +146,17 @@ def test_stacked_contributions_sum_to_the_context_vector():
     total = [t for t in fig.data if t.name == "context vector"][0]
     np.testing.assert_allclose(total.y, contributions.sum(axis=0))
     assert fig.layout.barmode == "relative"
+
+
+def test_stacked_contributions_leave_room_above_the_bars_for_their_sums():
+    """The sums' labels sit above the tallest bar: the y axis reaches a quarter of the bars' span higher, and the
+    labels are not clipped to the plot area (on the book's numbers, "0.6515" was cut off by 10-12 px)."""
+    contributions = np.array([[0.1, 0.4], [0.3, -0.1], [0.2, 0.3]])
+    fig = figures.stacked_contributions(contributions, ["x", "y", "z"], title="ctx", style=figures.PRESENTER)
+    total = [t for t in fig.data if t.name == "context vector"][0]
+    low, high = fig.layout.yaxis.range
+    assert low == pytest.approx(-0.1) and high == pytest.approx(0.7 + 0.25 * 0.8)  # positive blocks reach 0.7
+    assert total.cliponaxis is False
 
 
 def test_stacked_contributions_keep_the_largest_tokens_and_sum_the_rest():
@@ -215,3 +250,23 @@ def test_token_labels_thin_out_to_what_the_heatmaps_height_fits():
         few = figures.heatmap(np.eye(8), pieces[:8], pieces[:8], title="t", style=style)
         assert list(few.layout.yaxis.ticktext) == [figures.token_label(p) for p in pieces[:8]]
     assert shown[figures.PRESENTER.tick_size] < shown[figures.DEFAULT_STYLE.tick_size]
+
+
+@pytest.mark.parametrize("tokens", [6, 12, 27, 28, 30])
+@pytest.mark.parametrize("kind", ["mask", "weights"])
+def test_row_labels_and_cell_values_fit_the_plot_area_the_margins_leave(tokens, kind):
+    """In presenter mode each labelled row, and each row with printed values, gets 1.3 lines of the plot area that
+    the figure's height leaves under its top margin (title, column labels) and above its legend. A mask's legend
+    takes two lines beside another chart: counted as one, the rows of Causal mask step 2 ran together at 28 tokens."""
+    style = figures.PRESENTER
+    pieces = [f"␣word{k}" for k in range(tokens)]
+    future = np.triu(np.ones((tokens, tokens), dtype=bool), k=1)
+    values = future.astype(float) if kind == "mask" else np.tril(np.ones((tokens, tokens))) / tokens
+    fig = figures.heatmap(values, pieces, pieces, title="m", kind=kind, masked=None if kind == "mask" else future,
+                          style=style)  # fmt: skip
+    legend = 78 * style.font_size / 20 if kind == "mask" else 0  # two lines of legend: 78 px at 20 px in Chromium
+    plot_height = fig.layout.height - fig.layout.margin.t - max(fig.layout.margin.b, legend)  # plotly makes room
+    ticks = fig.layout.yaxis.tickvals
+    assert (ticks[1] - ticks[0]) * plot_height / tokens >= 1.3 * style.tick_size
+    if fig.data[0].texttemplate:
+        assert plot_height / tokens >= 1.3 * style.cell_text_size

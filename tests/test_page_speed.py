@@ -115,3 +115,15 @@ def test_run_is_disabled_without_a_sequence_length():
     at.multiselect(key="speed_T").set_value([]).run()
 
     assert at.button(key="speed_run").disabled
+
+
+def test_presenter_mode_shows_both_tables_as_html_tables():
+    """A dataframe draws on a canvas at 14 px; presenter mode promises 18 px, so both tables are HTML tables there."""
+    at = measured(app("pages/speed.py", query_params={"present": "1"}))
+    assert not at.exception
+    assert not at.dataframe and len(at.table) == 1  # step 1: the seven implementations
+    for _ in range(3):
+        next_step(at)
+    assert not at.exception
+    assert not at.dataframe and len(at.table) == 1  # step 4: the measured ratios
+    assert "× MultiHeadAttention" in at.table[0].value.columns

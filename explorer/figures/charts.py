@@ -26,6 +26,7 @@ from .layout import (
 )
 
 BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every k-th (upright)
+LABEL_HEADROOM = 0.25  # a stacked chart's y axis reaches this share of its bars' span above them: its sums' labels
 
 
 def bars(
@@ -177,9 +178,13 @@ def stacked_contributions(
     context = {"type": "scatter", "x": dimensions, "y": totals, "mode": "markers+text", "marker": line}
     if dims <= TEXT_CELL_LIMIT:
         context["text"] = [f"{t:.4f}" for t in totals]
-    context.update(textposition="top center", textfont={"size": style.cell_text_size})
+    context.update(textposition="top center", textfont={"size": style.cell_text_size}, cliponaxis=False)
     context.update(name="context vector", hovertemplate="context vector entry %{y:.4f}<extra></extra>")
     ticks = tick_positions(dims)
+    # the bars' extent (positive blocks stack up, negative down) and a line of text above the tallest sum
+    top = max(float(np.clip(values, 0, None).sum(axis=0).max()), float(totals.max()), 0.0)
+    bottom = min(float(np.clip(values, None, 0).sum(axis=0).min()), float(totals.min()), 0.0)
+    headroom = LABEL_HEADROOM * (top - bottom or 1.0) if "text" in context else 0.0
     return figure(
         [*data, context],
         figure_layout(
@@ -188,7 +193,7 @@ def stacked_contributions(
             style.min_height + (140 if legend else 40),
             legend={"orientation": "h", "y": -0.25},
             xaxis=axis(style, tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks]),
-            yaxis=axis(style, "sum of weighted inputs"),
+            yaxis=axis(style, "sum of weighted inputs", range=[bottom, top + headroom]),
             barmode="relative",
             showlegend=legend,
             plot_bgcolor="rgba(0,0,0,0)",

@@ -26,6 +26,8 @@ from .layout import (
 from .matrices import cell_text, fit_matrix, token_numbers
 from .scales import WEIGHTS, colour_range, colour_settings, hidden_value
 
+GRID_ROW_SPACING = 0.12  # the room between a grid's rows of panels: this over the rows, + 0.04, of the height
+
 
 def heatmap_grid(
     matrices,
@@ -54,13 +56,14 @@ def heatmap_grid(
     count, rows, cols = stack.shape
     columns = max(1, min(columns, count))
     grid_rows = int(np.ceil(count / columns))
+    vertical_spacing = GRID_ROW_SPACING / max(grid_rows, 1) + 0.04
     axes, annotations = subplot_grid(
         grid_rows,
         columns,
         [plain_label(t) for t in titles],
         style,
         horizontal_spacing=0.03,
-        vertical_spacing=0.12 / max(grid_rows, 1) + 0.04,
+        vertical_spacing=vertical_spacing,
         shared_yaxes=True,
     )
     hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
@@ -110,7 +113,12 @@ def heatmap_grid(
         row_height = min(row_height, max_row_height)
     height = min(style.max_height + 200, grid_rows * row_height)
     fit = labels_that_fit(height // grid_rows + 2 * style.title_size, style)
-    row_ticks, col_ticks = tick_positions(rows, fit), tick_positions(cols, max(2, fit // columns + 1))
+    # rows: as many labels as a panel's plot area is tall, 1.3 lines each; it is the figure's height less the title's
+    # margin above, and the column labels with the bottom margin below (2 lines), shared by the grid's rows
+    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 24) - (2 * style.tick_size + 10)
+    panel_height = plot_height * (1 - vertical_spacing * (grid_rows - 1)) / grid_rows
+    row_fit = max(2, int(panel_height / (1.3 * style.tick_size)))
+    row_ticks, col_ticks = tick_positions(rows, row_fit), tick_positions(cols, max(2, fit // columns + 1))
     y_ticks = {"tickvals": [view.row_positions[i] for i in row_ticks], "ticktext": [row_text[i] for i in row_ticks]}
     x_ticks = {"tickvals": [view.col_positions[j] for j in col_ticks], "ticktext": [col_text[j] for j in col_ticks]}
     for name, props in axes.items():

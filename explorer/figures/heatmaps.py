@@ -19,6 +19,7 @@ from .layout import (
     MASK_WORD_LIMIT,
     ROTATED_TICKS,
     TEXT_CELL_LIMIT,
+    TICK_LIMIT,
     FigureStyle,
     axis,
     figure,
@@ -26,8 +27,9 @@ from .layout import (
     figure_layout,
     labels_that_fit,
     tick_positions,
+    words_fit,
 )
-from .masks import mask_legend, masked_cells
+from .masks import mask_legend, masked_cells, masked_legend, masked_word
 from .matrices import MatrixView, cell_text, fit_matrix, token_numbers
 from .scales import (
     MASK,
@@ -41,6 +43,9 @@ from .scales import (
 
 NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
 NARROWEST_PLOT = 200  # px: the narrowest plot area drawn (three heatmaps side by side); column labels fit it
+LEGEND_LINE = 1.6  # a legend's line of entries, in font sizes, with its share of the padding (2 lines: 68 px at 20 px)
+ROW_LABEL_LINES = 1.3  # a row's tick label needs this many font sizes of height (a line box is 1.245 in Chromium)
+STANDING_EM = 0.55  # an upright column label's height per letter, in font sizes ("␣journey": 0.49 in Chromium)
 
 
 def heatmap(
@@ -150,16 +155,25 @@ def heatmap_spec(
     height = figure_height(rows, style)
     col_ticks = tick_positions(cols, min(labels_that_fit(height, style), int(NARROWEST_PLOT / (1.3 * style.tick_size))))
     longest = max((len(col_text[j]) for j in col_ticks), default=0)
-    labels_height = int(0.6 * style.tick_size * longest)
+    labels_height = int(STANDING_EM * style.tick_size * longest)
     may_stand = len(col_ticks) > ROTATED_TICKS or len(col_ticks) * (longest + 1) * 0.6 * style.tick_size > NARROW_WIDTH
     if may_stand:
         height = min(style.max_height, height + labels_height)
     keep = view.row_positions.index(highlight_row) if highlighted else None
-    legend_height = 2 * style.font_size + 6 if kind == MASK else 0
-    row_fit = labels_that_fit(height - (labels_height if may_stand else 0) - legend_height, style)
-    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34) - legend_height
+    # "masked" written in small matrices' grey cells where it fits beside its neighbours; else a legend says it
+    may_say = masked is not None and kind != MASK and small and max(rows, cols) <= MASK_WORD_LIMIT and view.block == 1
+    says = may_say and words_fit(masked_word(kind), cols, style, NARROW_WIDTH)
+    grey_legend = may_say and not says and bool(hidden.any())
+    # a legend under the plot: a mask's two entries take two lines but in a wide plot, the grey cells' one
+    legend_lines = 2 if kind == MASK else int(grey_legend)
+    legend_height = int(legend_lines * LEGEND_LINE * style.font_size) + 6 if legend_lines else 0
+    height = min(style.max_height, height + legend_height)  # the legend comes on top, as far as the screen allows
+    # the plot area is what the margins (as set below) leave; each labelled row needs a line of tick text
+    top = 2 * style.title_size + (3 * style.tick_size + labels_height + 16 if may_stand else 2 * style.tick_size + 24)
+    plot_height = height - top - (legend_height + 10)
+    row_fit = max(2, min(TICK_LIMIT, int(plot_height / (ROW_LABEL_LINES * style.tick_size))))
     # cell text only where it fits: else the values (and the words "masked") would overlap
-    prints_values = small and (plot_height - (labels_height if may_stand else 0)) / rows >= 1.3 * style.cell_text_size
+    prints_values = small and plot_height / rows >= 1.3 * style.cell_text_size
     row_ticks = tick_positions(rows, row_fit, keep)
 
     trace = {
@@ -204,12 +218,13 @@ def heatmap_spec(
     own = {}  # this heatmap's own layout, beside the shared one
     if kind == MASK:
         data += mask_legend(style)
-        # under the plot (its column labels are on top), so the plot keeps its width
+    elif view.block == 1:
+        data += masked_cells(view, hidden, kind, style, prints_values and says)
+    if grey_legend:
+        data.append(masked_legend(style))
+    if kind == MASK or grey_legend:  # under the plot (its column labels are on top), so the plot keeps its width
         own["showlegend"] = True
         own["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}}
-    elif view.block == 1:
-        words = prints_values and masked is not None and rows <= MASK_WORD_LIMIT and cols <= MASK_WORD_LIMIT
-        data += masked_cells(view, hidden, kind, style, words)
     if highlighted:
         own["shapes"] = [
             {
@@ -245,10 +260,10 @@ def heatmap_spec(
     # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
     own["xaxis"]["title"]["standoff"] = 4 + (style.tick_size if may_stand else 0)
     margin = {}
-    if kind == MASK:  # room under the plot for the legend
-        margin["b"] = 2 * style.font_size + 16
+    if legend_height:  # room under the plot for the legend
+        margin["b"] = legend_height + 10
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
-        margin["t"] = 2 * style.title_size + 3 * style.tick_size + labels_height + 16
+        margin["t"] = top
     return data, figure_layout(title + note, style, height, margin=margin, **own), view
 
 

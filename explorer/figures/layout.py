@@ -23,6 +23,8 @@ TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many
 STACKED_TOKEN_LIMIT = 24  # blocks in a stacked context vector; more tokens share an "other" block
 TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
 MASK_WORD_LIMIT = 8  # write "masked" in blank cells up to this many per axis (wider, the words overlap)
+WORD_EM = 0.56  # a letter of the charts' sans-serif font, in ems ("masked" at 18 px is 59 px wide in Chromium)
+WORD_GAP_PX = 6  # the room kept between the words of two neighbouring cells
 
 
 def _stops(name: str) -> list[list]:
@@ -92,6 +94,13 @@ def labels_that_fit(height: int, style: FigureStyle) -> int:
     its plot area (the height less the title margin) over 1.3 lines of tick text each."""
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34)
     return max(2, min(TICK_LIMIT, int(plot_height / (1.3 * style.tick_size))))
+
+
+def words_fit(word: str, columns: int, style: FigureStyle, plot_px: float) -> bool:
+    """Whether ``word``, written in ``columns`` cells side by side at the style's label size, keeps a gap to its
+    neighbours in a plot ``plot_px`` wide. A style that scrolls a chart sideways (a phone) draws it wide enough
+    for its cell texts (``widths.readable_width``), so there the words always fit."""
+    return not style.shrink_text or columns * (len(word) * WORD_EM * style.label_size + WORD_GAP_PX) <= plot_px
 
 
 def figure_height(rows: int, style: FigureStyle, extra: int = 120) -> int:

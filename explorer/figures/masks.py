@@ -6,6 +6,7 @@ import numpy as np
 
 from .layout import (
     MASK_COLOURS,
+    MASKED_FILL,
     TICK_LIMIT,
     FigureStyle,
 )
@@ -36,9 +37,27 @@ def mask_legend(style: FigureStyle) -> list[dict]:
     ]
 
 
+def masked_word(kind: str) -> str:
+    """What a masked cell says in small matrices: its score −∞, or that its weight is masked."""
+    return "−∞" if kind == SIGNED else "masked"
+
+
+def masked_legend(style: FigureStyle) -> dict:
+    """A legend entry for the grey cells, where the word "masked" does not fit in them."""
+    return {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "marker": {"symbol": "square", "size": style.tick_size, "color": MASKED_FILL},
+        "name": "masked: a future key",
+        "hoverinfo": "skip",
+    }
+
+
 def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool) -> list[dict]:
     """Masked cells stay grey (the plot background shows through); they say what they are on hover,
-    and in small matrices the word "masked" is written in them."""
+    and in small matrices the word "masked" (``masked_word``) is written in them."""
     ii, jj = np.nonzero(masked_cells)
     if ii.size == 0 or len(view.row_positions) > TICK_LIMIT or len(view.col_positions) > TICK_LIMIT:
         return []
@@ -64,7 +83,7 @@ def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool)
                 "x": x,
                 "y": y,
                 "mode": "text",
-                "text": ["−∞" if kind == SIGNED else "masked"] * len(ii),
+                "text": [masked_word(kind)] * len(ii),
                 "textfont": {"size": style.label_size, "color": "#333333"},
                 "hoverinfo": "skip",
                 "showlegend": False,

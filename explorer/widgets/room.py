@@ -19,7 +19,6 @@ import streamlit as st
 
 from explorer import figures
 from explorer.page_text.questions import Question
-from explorer.parsing import literal
 from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.runtime.rooms.wake import current_fragment_id
 from explorer.session import live, room

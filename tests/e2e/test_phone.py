@@ -40,7 +40,8 @@ def walk_phone(app_page, spec, sentence: str | None, **more: str) -> list[str]:
         step, total = app_page.step()
         app_page.page.evaluate(TO_TOP)
         app_page.page.wait_for_timeout(150)
-        measured = app_page.page.evaluate(MEASURE, {**LIMITS, "text": PHONE_TEXT_PX, "code": 0})
+        limits = {**LIMITS, "text": PHONE_TEXT_PX, "code": 0, "canvas": None}  # HTML tables: presenter mode only
+        measured = app_page.page.evaluate(MEASURE, limits)
         where = f"{spec.stem} step {step}/{total}"
         found += [f"{where}: text under {PHONE_TEXT_PX} px: {s}" for s in measured["small"]]
         found += [f"{where}: overlap {s}" for s in measured["overlaps"]]
