@@ -5,12 +5,11 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import attention_bounds
 
 from attention import MultiHeadAttention, build
 from attention.gqa import GroupedQueryAttention
 from attention.kv_cache import sliding_window_mask
-
-CLOSE = {"atol": 1e-6, "rtol": 1e-5}
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:
@@ -52,7 +51,8 @@ def test_it_matches_pytorchs_grouped_query_attention(num_heads, num_kv_groups):
     values = module.W_value(x).view(b, T, num_kv_groups, hd).transpose(1, 2)  # (b, num_kv_groups, T, head_dim)
     expected = F.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True)
     steps = module.steps(x)
-    assert torch.allclose(steps.context_vec, expected.transpose(1, 2).reshape(b, T, num_heads * hd), **CLOSE)
+    bound = attention_bounds(module, x).close("context")
+    assert torch.allclose(steps.context_vec, expected.transpose(1, 2).reshape(b, T, num_heads * hd), **bound)
 
 
 def test_query_heads_of_one_group_read_the_same_keys():
@@ -87,9 +87,10 @@ def test_feeding_one_token_at_a_time_gives_the_full_outputs(num_kv_groups):
     for i in range(10):
         output, cache = module(x[:, i : i + 1], cache)
         outputs.append(output)
-    assert torch.allclose(torch.cat(outputs, dim=1), full, **CLOSE)
+    bounds = attention_bounds(module, x)
+    assert torch.allclose(torch.cat(outputs, dim=1), full, **bounds.close("output"))
     assert cache.keys.shape == (2, num_kv_groups, 10, 3)
-    assert torch.allclose(cache.keys, full_cache.keys, **CLOSE)
+    assert torch.allclose(cache.keys, full_cache.keys, **bounds.close("projections"))
 
 
 def test_a_window_hides_keys_too_far_back():

@@ -66,28 +66,48 @@ def gpt_logits_inner_sizes(cfg, num_tokens: int) -> list[int]:
     return [*blocks, cfg.emb_dim, cfg.emb_dim, cfg.emb_dim]
 
 
-def attention_output_scale(x: torch.Tensor, module) -> torch.Tensor:
-    """An upper bound on ``Σ|a_i b_i|`` of a multi-head attention's output, per output feature.
+@dataclass(frozen=True)
+class AttentionBounds:
+    """How far two summation orders can move each stage of a multi-head attention (absolute, all elements).
 
-    A softmax row sums to 1, so ``weights @ values`` is at most the largest
-    ``|x| @ |W_value|`` over the tokens; ``out_proj`` then sums ``|W_out|``
-    times that. Shapes: x (b, num_tokens, d_in) → (d_out,).
+    From the summation bound at the terms' largest scales: projections sum
+    ``d_in`` terms; scores ``head_dim`` more; a softmax moves a weight by at
+    most twice its row's largest score change; ``weights @ values`` sums
+    ``num_tokens`` terms of at most the largest value (weights sum to 1, so
+    their changes move it by at most twice the score change times it); ``out_proj`` sums
+    ``d_out``.
     """
-    values = x.abs() @ module.W_value.weight.abs().T  # (b, num_tokens, d_out): Σ|x_i w_i|
-    if module.W_value.bias is not None:
-        values = values + module.W_value.bias.abs()
-    largest = values.detach().amax(dim=(0, 1))  # (d_out,)
-    out = module.out_proj
-    return (largest @ out.weight.abs().T + out.bias.abs()).detach()  # (d_out,)
+
+    projections: float  # queries, keys, values
+    attn_weights: float
+    context: float  # weights @ values, heads merged
+    output: float  # after out_proj
+
+    def close(self, stage: str) -> dict[str, float]:
+        """``allclose`` keywords for ``stage``: the bound as ``atol``, ``rtol`` 0 (the error follows the
+        terms' sizes, not the result's)."""
+        return {"atol": getattr(self, stage), "rtol": 0.0}
 
 
-def attention_tolerance(x: torch.Tensor, module, num_heads: int | None = None) -> dict[str, torch.Tensor | float]:
-    """``allclose`` keywords for a multi-head attention's output computed two ways: the summation error of
-    the chain at the output's own scale (``rtol`` 0: the error follows the terms, not the result)."""
-    num_heads = num_heads or module.num_heads
-    d_in, d_out, num_tokens = module.W_value.in_features, module.out_proj.out_features, x.shape[-2]
-    sizes = attention_inner_sizes(d_in, d_out // num_heads, num_tokens, d_out)
-    return {"atol": float(summation_error(sizes, attention_output_scale(x, module).max())), "rtol": 0.0}
+def attention_bounds(module, x: torch.Tensor) -> AttentionBounds:
+    """The bounds for ``module`` (``W_query``, ``W_key``, ``W_value``, ``out_proj``, ``head_dim``) on input
+    x (b, num_tokens, d_in)."""
+
+    def terms(linear, inputs):  # the largest Σ|x_i w_i| + |bias| of a projection
+        bias = 0.0 if linear.bias is None else linear.bias.abs().max()
+        return float((inputs.abs() @ linear.weight.abs().T).max() + bias)
+
+    with torch.no_grad():
+        d_in, num_tokens, head_dim = x.shape[-1], x.shape[-2], module.head_dim
+        q, k, v = (terms(getattr(module, n), x) for n in ("W_query", "W_key", "W_value"))
+        projections = summation_error(d_in, max(q, k, v))
+        scores = summation_error([d_in, head_dim], head_dim * q * k / head_dim**0.5)
+        attn_weights = 2 * scores
+        context = attn_weights * v + summation_error([d_in, num_tokens], v)
+        out = module.out_proj
+        context_scale = float(out.weight.abs().sum(dim=1).max())  # Σ_i |w_i| of one output feature
+        output = context * context_scale + summation_error(out.in_features, v * context_scale + out.bias.abs().max())
+    return AttentionBounds(float(projections), float(attn_weights), float(context), float(output))
 
 
 @dataclass(frozen=True)
