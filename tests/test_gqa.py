@@ -30,15 +30,20 @@ def gqa(num_heads=4, num_kv_groups=2, d_in=6, head_dim=3, context_length=16, win
     num_tokens=st.integers(1, 12),
     qkv_bias=st.booleans(),
 )
-def test_one_group_per_head_is_multihead_attention_bit_for_bit(num_heads, head_dim, d_in, b, num_tokens, qkv_bias):
+def test_one_group_per_head_is_multihead_attention(num_heads, head_dim, d_in, b, num_tokens, qkv_bias):
+    """The same weights bit for bit; outputs equal to rounding, since the grouped module multiplies in
+    another shape (measured 1 float32 step apart at 10 tokens)."""
     d_out = num_heads * head_dim
     mha = build(MultiHeadAttention, 123, d_in, d_out, 12, 0.0, num_heads, qkv_bias=qkv_bias)
     grouped = build(GroupedQueryAttention, 123, d_in, d_out, 12, 0.0, num_heads, num_heads, qkv_bias)
     x = random_tensor(num_tokens, b, num_tokens, d_in)
-    assert torch.equal(grouped(x)[0], mha(x))  # the same seed makes the same weights, in the same order
+    mine, theirs = grouped.state_dict(), mha.state_dict()
+    assert all(torch.equal(mine[name], theirs[name]) for name in theirs)  # the same seed, the same order
+    bound = attention_bounds(mha, x).close("output")
+    assert torch.allclose(grouped(x)[0], mha(x), **bound)
     loaded = GroupedQueryAttention(d_in, d_out, 12, 0.0, num_heads, num_heads, qkv_bias)
     loaded.load_state_dict(mha.state_dict(), strict=True)
-    assert torch.equal(loaded(x)[0], mha(x))
+    assert torch.allclose(loaded(x)[0], mha(x), **bound)
 
 
 @pytest.mark.parametrize(("num_heads", "num_kv_groups"), [(4, 4), (4, 2), (4, 1), (6, 3), (6, 2)])

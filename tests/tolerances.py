@@ -93,15 +93,19 @@ def attention_bounds(module, x: torch.Tensor) -> AttentionBounds:
     """The bounds for ``module`` (``W_query``, ``W_key``, ``W_value``, ``out_proj``, ``head_dim``) on input
     x (b, num_tokens, d_in)."""
 
-    def terms(linear, inputs):  # the largest Σ|x_i w_i| + |bias| of a projection
-        bias = 0.0 if linear.bias is None else linear.bias.abs().max()
-        return float((inputs.abs() @ linear.weight.abs().T).max() + bias)
+    def terms(linear):  # Σ|x_i w_i| + |bias| of a projection, (b, num_tokens, d_out)
+        bias = 0.0 if linear.bias is None else linear.bias.abs()
+        return x.abs() @ linear.weight.abs().T + bias
 
     with torch.no_grad():
         d_in, num_tokens, head_dim = x.shape[-1], x.shape[-2], module.head_dim
-        q, k, v = (terms(getattr(module, n), x) for n in ("W_query", "W_key", "W_value"))
-        projections = summation_error(d_in, max(q, k, v))
-        scores = summation_error([d_in, head_dim], head_dim * q * k / head_dim**0.5)
+        q, k, v = (terms(getattr(module, n)) for n in ("W_query", "W_key", "W_value"))
+        projections = summation_error(d_in, max(q.max(), k.max(), v.max()))
+        q_heads = q.unflatten(-1, (-1, head_dim))  # ([b,] num_tokens, num_heads, head_dim)
+        k_heads = k.unflatten(-1, (-1, head_dim))  # ([b,] num_tokens, num_kv_heads, head_dim)
+        score_terms = torch.einsum("...thd,...sgd->...hgts", q_heads, k_heads).max()  # Σ|q_i k_i|, every pair of heads
+        scores = summation_error([d_in, head_dim], score_terms / head_dim**0.5)
+        v = float(v.max())
         attn_weights = 2 * scores
         context = attn_weights * v + summation_error([d_in, num_tokens], v)
         out = module.out_proj
