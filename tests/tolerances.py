@@ -42,6 +42,17 @@ def summation_error(inner_sizes: int | list[int], scale, dtype: torch.dtype = to
     return count * torch.finfo(dtype).eps * scale
 
 
+def matmul_error(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise, how far two summation orders of ``a @ b`` can differ: ``eps · n · (|a| @ |b|)``, n = a's last
+    size, eps of a's dtype."""
+    return summation_error(a.shape[-1], a.abs() @ b.abs(), a.dtype)
+
+
+def within(found: torch.Tensor, expected: torch.Tensor, bound) -> bool:
+    """Whether every element of ``found`` is within ``bound`` (a number or an elementwise tensor) of ``expected``."""
+    return bool(((found - expected).abs() <= bound).all())
+
+
 def attention_inner_sizes(d_in: int, head_dim: int, num_tokens: int, d_out: int) -> list[int]:
     """The sums in one multi-head attention, on the path to its output.
 
