@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import rounding_bounds, summation_error
 from torch import nn
 
 import attention
@@ -86,7 +87,8 @@ def test_score_and_scaled_score_are_the_traces_cells(row, col):
     plain, scaled = score(queries, keys, row, col), score(queries, keys, row, col, scaled=True)
     assert_cell(plain, found.attn_scores[0, 0, row, col])
     assert_cell(scaled, found.scaled_scores[0, 0, row, col])
-    assert [t.value for t in plain.terms] == pytest.approx((queries[row] * keys[col]).tolist(), abs=1e-7)
+    exact = queries[row].double() * keys[col].double()  # a product of two float32 numbers is exact in float64
+    assert [t.value for t in plain.terms] == exact.tolist()
     assert scaled.total == plain.total
     assert scaled.details["d_k"] == 2 and scaled.value == pytest.approx(plain.total / math.sqrt(2))
 
@@ -121,8 +123,8 @@ def test_dropped_weights_and_context_entries_are_the_traces_cells(row, col):
     if col < 2:
         entry = weighted_sum(found.dropped_weights[0, 0, row], found.values[0, 0], col, row=row)
         assert_cell(entry, found.context[0, row, col])
-        products = found.dropped_weights[0, 0, row] * found.values[0, 0, :, col]  # (T,)
-        assert [t.value for t in entry.terms] == pytest.approx(products.tolist(), abs=1e-7)
+        products = found.dropped_weights[0, 0, row].double() * found.values[0, 0, :, col].double()  # exact, (T,)
+        assert [t.value for t in entry.terms] == products.tolist()
 
 
 def test_projection_is_x_at_W_with_and_without_a_bias():
@@ -197,8 +199,8 @@ def test_merged_columns_come_from_their_head(module):
             assert_cell(entry, found.context[0, row, col])
             head, head_col = col // 2, col % 2
             assert (entry.details["head"], entry.details["head_col"], entry.details["token"]) == (head, head_col, row)
-            products = weights[head, row] * values[head, :, head_col]  # (T,)
-            assert [t.value for t in entry.terms] == pytest.approx(products.tolist(), abs=1e-7)
+            products = weights[head, row].double() * values[head, :, head_col].double()  # exact in float64, (T,)
+            assert [t.value for t in entry.terms] == products.tolist()
 
 
 def test_merge_without_transpose_reads_the_memory_head_first():
@@ -222,8 +224,8 @@ def test_out_proj_entries_mix_the_heads():
         for col in range(4):
             entry = out_projection(found.context[0, row], weight_out, col, num_heads=2, bias=bias, row=row)
             assert_cell(entry, found.output[0, row, col])
-            products = found.context[0, row] * weight_out[col]  # (4,)
-            assert [t.value for t in entry.terms] == pytest.approx(products.tolist(), abs=1e-7)
+            products = found.context[0, row].double() * weight_out[col].double()  # exact in float64, (4,)
+            assert [t.value for t in entry.terms] == products.tolist()
             assert [t.head for t in entry.terms] == [0, 0, 1, 1]
             assert sum(entry.details["head_totals"]) + entry.details["bias"] == pytest.approx(entry.value)
 
@@ -273,6 +275,15 @@ def seq2seq(hidden_size: int = 8, seed: int = 5):
     return encoder_decoder(BOOK_INPUTS, hidden_size=hidden_size, seed=seed), seq2seq_weights(3, hidden_size, None, seed)
 
 
+def gate_bound(weights: GRUWeights, x: torch.Tensor, h: torch.Tensor) -> float:
+    """How far float32's gates (and the terms they make, each at most 1 in size) may be from float64's: a
+    pre-activation sums d_in + H + 2 terms, n's inner W_hn h + b_hn H + 1 more, then two products (sigmoid's
+    slope is at most 1/4, tanh's 1)."""
+    terms = weights.weight_ih.abs() @ x.abs() + weights.bias_ih.abs() + weights.weight_hh.abs() @ h.abs()
+    scale = float((terms + weights.bias_hh.abs()).max())  # Σ|terms| of the largest pre-activation
+    return float(summation_error([x.numel() + h.numel() + 2, h.numel() + 1, 2], max(scale, 1.0)))
+
+
 def torch_gates(weights: GRUWeights, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """z and n of one GRU step, from the per-gate slices of the weights (nn.GRUCell's equations)."""
     w_ir, w_iz, w_in = weights.weight_ih.chunk(3)  # 3 x (H, input_size)
@@ -289,12 +300,13 @@ def test_encoder_states_are_gru_steps(token):
     found, weights = seq2seq()
     h_prev = torch.zeros(8) if token == 0 else found.encoder_states[token - 1]  # (H,)
     z, n = torch_gates(weights.encoder, BOOK_INPUTS[token], h_prev)
+    bound = gate_bound(weights.encoder, BOOK_INPUTS[token], h_prev)
     for unit in range(8):
         entry = encoder_state(found, weights, token, unit)
         assert_cell(entry, found.encoder_states[token, unit])
         expected = [(1 - z[unit]) * n[unit], z[unit] * h_prev[unit]]
-        assert [t.value for t in entry.terms] == pytest.approx([float(e) for e in expected], abs=1e-6)
-        assert (entry.details["z"], entry.details["n"]) == pytest.approx((float(z[unit]), float(n[unit])), abs=1e-6)
+        assert [t.value for t in entry.terms] == pytest.approx([float(e) for e in expected], abs=bound)
+        assert (entry.details["z"], entry.details["n"]) == pytest.approx((float(z[unit]), float(n[unit])), abs=bound)
 
 
 def test_gru_state_agrees_with_nn_grucell():
@@ -328,8 +340,11 @@ def test_bahdanau_scores_weights_and_contexts_are_the_traces_cells(step):
     for token in range(NUM_TOKENS):
         score_found = bahdanau_score(found, weights, step, token)
         assert_cell(score_found, found.bahdanau_scores[step, token])
-        terms = weights.v_a * torch.tanh(weights.W_a @ s + weights.U_a @ found.encoder_states[token])  # (attention,)
-        assert [t.value for t in score_found.terms] == pytest.approx(terms.tolist(), abs=1e-6)
+        h = found.encoder_states[token]  # (H,)
+        terms = weights.v_a * torch.tanh(weights.W_a @ s + weights.U_a @ h)  # (attention,)
+        inside = weights.W_a.abs() @ s.abs() + weights.U_a.abs() @ h.abs()  # Σ|terms| inside the tanh
+        bound = float(summation_error(s.numel() + h.numel() + 1, (weights.v_a.abs() * inside).max()))
+        assert [t.value for t in score_found.terms] == pytest.approx(terms.tolist(), abs=bound)
         assert_cell(bahdanau_weight(found, step, token), found.bahdanau_weights[step, token])
     for col in range(8):
         assert_cell(bahdanau_context(found, step, col), found.attention_contexts[step, col])
@@ -503,7 +518,8 @@ def test_view_without_transpose_scores_other_tokens_numbers():
         queries = split_heads_without_transpose(mha, mha.W_query(BOOK_INPUTS.unsqueeze(0)))[0, 0]  # (T, 2)
         keys = split_heads_without_transpose(mha, mha.W_key(BOOK_INPUTS.unsqueeze(0)))[0, 0]  # (T, 2)
     right, wrong = mistake_cells("view_without_transpose")[5, 3]
-    assert [t.value for t in wrong.details["score"].terms] == pytest.approx((queries[5] * keys[3]).tolist(), abs=1e-7)
+    exact = queries[5].double() * keys[3].double()  # a product of two float32 numbers is exact in float64
+    assert [t.value for t in wrong.details["score"].terms] == exact.tolist()
     assert (wrong.details["query_token"], wrong.details["key_token"]) == (2, 1)  # row i holds token i // 2's numbers
 
 
@@ -546,6 +562,15 @@ def grown_and_recomputed_keys() -> tuple[torch.Tensor, torch.Tensor]:
     return tuple(torch.stack([c.keys[0] for c in step.caches]) for step in (grown, at_once))
 
 
+@functools.cache
+def cache_key_bounds() -> list[torch.Tensor]:
+    """How far the grown and recomputed keys may differ by rounding: float32's summation bound, per layer
+    (n_heads, T, head_dim)."""
+    gpt = attention.gpt.load_trained_gpt()
+    ids = attention.generate(gpt, list(attention.tokenize(attention.BOOK_SENTENCE).ids), 4).ids
+    return rounding_bounds(gpt, list(ids)).keys
+
+
 def test_a_cached_key_and_its_recomputation_are_the_arrays_cells():
     cached, recomputed = grown_and_recomputed_keys()
     layers, heads, tokens, head_dim = cached.shape
@@ -553,19 +578,21 @@ def test_a_cached_key_and_its_recomputation_are_the_arrays_cells():
         for shown, array in (("cached", cached), ("recomputed", recomputed)):
             found = cache_entry(cached, recomputed, layer, head, token, dim, shown=shown)
             assert (found.row, found.col, found.details["layer"], found.details["head"]) == (token, dim, layer, head)
-            assert found.value == pytest.approx(float(array[layer, head, token, dim]), abs=1e-6)
-            assert [t.value for t in found.terms] == pytest.approx(
-                [float(cached[layer, head, token, dim]), float(recomputed[layer, head, token, dim])], abs=1e-6
-            )
-            assert found.total == pytest.approx(abs(found.terms[0].value - found.terms[1].value), abs=1e-12)
-            assert found.total < 1e-5, "the cache holds the keys the whole text makes again"
+            assert found.value == float(array[layer, head, token, dim])  # the array's own number, widened exactly
+            assert [t.value for t in found.terms] == [
+                float(cached[layer, head, token, dim]),
+                float(recomputed[layer, head, token, dim]),
+            ]
+            assert found.total == abs(found.terms[0].value - found.terms[1].value)  # the same float64 subtraction
+            bound = float(cache_key_bounds()[layer][head, token, dim])  # two summation orders of one key
+            assert found.total <= bound, "the cache holds the keys the whole text makes again"
 
 
 def test_a_cache_entry_reads_numpy_arrays_as_the_explorer_keeps_them():
     cached, recomputed = (keys.numpy() for keys in grown_and_recomputed_keys())
     cached.flags.writeable = False  # a view's arrays are read-only
     found = cache_entry(cached, recomputed, 2, 1, 3, 4, shown="recomputed")
-    assert found.value == pytest.approx(float(recomputed[2, 1, 3, 4]), abs=1e-6)
+    assert found.value == float(recomputed[2, 1, 3, 4])  # the array's own number, widened exactly
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,11 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import attention_bounds
 
 from attention import MultiHeadAttention, build
 from attention.gqa import GroupedQueryAttention
 from attention.kv_cache import sliding_window_mask
-
-CLOSE = {"atol": 1e-6, "rtol": 1e-5}
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:
@@ -31,15 +30,20 @@ def gqa(num_heads=4, num_kv_groups=2, d_in=6, head_dim=3, context_length=16, win
     num_tokens=st.integers(1, 12),
     qkv_bias=st.booleans(),
 )
-def test_one_group_per_head_is_multihead_attention_bit_for_bit(num_heads, head_dim, d_in, b, num_tokens, qkv_bias):
+def test_one_group_per_head_is_multihead_attention(num_heads, head_dim, d_in, b, num_tokens, qkv_bias):
+    """The same weights bit for bit; outputs equal to rounding, since the grouped module multiplies in
+    another shape (measured 1 float32 step apart at 10 tokens)."""
     d_out = num_heads * head_dim
     mha = build(MultiHeadAttention, 123, d_in, d_out, 12, 0.0, num_heads, qkv_bias=qkv_bias)
     grouped = build(GroupedQueryAttention, 123, d_in, d_out, 12, 0.0, num_heads, num_heads, qkv_bias)
     x = random_tensor(num_tokens, b, num_tokens, d_in)
-    assert torch.equal(grouped(x)[0], mha(x))  # the same seed makes the same weights, in the same order
+    mine, theirs = grouped.state_dict(), mha.state_dict()
+    assert all(torch.equal(mine[name], theirs[name]) for name in theirs)  # the same seed, the same order
+    bound = attention_bounds(mha, x).close("output")
+    assert torch.allclose(grouped(x)[0], mha(x), **bound)
     loaded = GroupedQueryAttention(d_in, d_out, 12, 0.0, num_heads, num_heads, qkv_bias)
     loaded.load_state_dict(mha.state_dict(), strict=True)
-    assert torch.equal(loaded(x)[0], mha(x))
+    assert torch.allclose(loaded(x)[0], mha(x), **bound)
 
 
 @pytest.mark.parametrize(("num_heads", "num_kv_groups"), [(4, 4), (4, 2), (4, 1), (6, 3), (6, 2)])
@@ -52,7 +56,8 @@ def test_it_matches_pytorchs_grouped_query_attention(num_heads, num_kv_groups):
     values = module.W_value(x).view(b, T, num_kv_groups, hd).transpose(1, 2)  # (b, num_kv_groups, T, head_dim)
     expected = F.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True)
     steps = module.steps(x)
-    assert torch.allclose(steps.context_vec, expected.transpose(1, 2).reshape(b, T, num_heads * hd), **CLOSE)
+    bound = attention_bounds(module, x).close("context")
+    assert torch.allclose(steps.context_vec, expected.transpose(1, 2).reshape(b, T, num_heads * hd), **bound)
 
 
 def test_query_heads_of_one_group_read_the_same_keys():
@@ -87,9 +92,10 @@ def test_feeding_one_token_at_a_time_gives_the_full_outputs(num_kv_groups):
     for i in range(10):
         output, cache = module(x[:, i : i + 1], cache)
         outputs.append(output)
-    assert torch.allclose(torch.cat(outputs, dim=1), full, **CLOSE)
+    bounds = attention_bounds(module, x)
+    assert torch.allclose(torch.cat(outputs, dim=1), full, **bounds.close("output"))
     assert cache.keys.shape == (2, num_kv_groups, 10, 3)
-    assert torch.allclose(cache.keys, full_cache.keys, **CLOSE)
+    assert torch.allclose(cache.keys, full_cache.keys, **bounds.close("projections"))
 
 
 def test_a_window_hides_keys_too_far_back():

@@ -5,11 +5,10 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import attention_bounds
 
 from attention import MultiHeadAttention, build, causal_mask
 from attention.kv_cache import CachedMultiHeadAttention, KVCache, sliding_window_mask
-
-CLOSE = {"atol": 1e-6, "rtol": 1e-5}
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:
@@ -94,7 +93,7 @@ def test_feeding_tokens_a_few_at_a_time_gives_the_full_outputs(chunks):
     x = random_tensor(2, 2, 10, 8)
     output, cache = feed_in_chunks(cached, x, chunks)
     assert output.shape == (2, 10, 12)
-    assert torch.allclose(output, mha(x), **CLOSE)
+    assert torch.allclose(output, mha(x), **attention_bounds(mha, x).close("output"))
     assert cache.num_tokens == 10
 
 
@@ -104,8 +103,9 @@ def test_the_cached_keys_and_values_are_a_full_recomputations():
     _, cache = feed_in_chunks(cached, x, [3, 1, 1, 1, 1, 1, 1])
     full = mha.steps(x)
     assert cache.keys.shape == cache.values.shape == (2, 3, 9, 4)  # (b, num_heads, num_tokens, head_dim)
-    assert torch.allclose(cache.keys, full.keys, **CLOSE)
-    assert torch.allclose(cache.values, full.values, **CLOSE)
+    bounds = attention_bounds(mha, x)
+    assert torch.allclose(cache.keys, full.keys, **bounds.close("projections"))
+    assert torch.allclose(cache.values, full.values, **bounds.close("projections"))
     assert cache.nbytes == 2 * 2 * 3 * 9 * 4 * 4
 
 
@@ -117,7 +117,9 @@ def test_a_step_gives_the_new_tokens_row_of_the_full_weights():
     full = mha.steps(x)
     assert steps.queries.shape == (1, 3, 1, 4)  # queries for the new token only
     assert steps.attn_weights.shape == (1, 3, 1, 8)
-    assert torch.allclose(steps.attn_weights[:, :, 0], full.attn_weights[:, :, 7], **CLOSE)
+    assert torch.allclose(
+        steps.attn_weights[:, :, 0], full.attn_weights[:, :, 7], **attention_bounds(mha, x).close("attn_weights")
+    )
 
 
 def test_a_cache_can_be_used_twice():
@@ -139,7 +141,8 @@ def test_a_windowed_module_matches_pytorchs_attention_with_the_same_mask():
     keys = cached.W_key(x).view(b, T, 3, 4).transpose(1, 2)  # (b, num_heads, T, head_dim)
     values = cached.W_value(x).view(b, T, 3, 4).transpose(1, 2)  # (b, num_heads, T, head_dim)
     expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=~sliding_window_mask(T, 3))
-    assert torch.allclose(steps.context_vec, expected.transpose(1, 2).reshape(b, T, 12), **CLOSE)
+    bound = attention_bounds(cached, x).close("context")
+    assert torch.allclose(steps.context_vec, expected.transpose(1, 2).reshape(b, T, 12), **bound)
     assert (steps.attn_weights[..., 3:, 0] == 0).all()  # token 0 is out of reach from token 3 on
 
 
@@ -147,7 +150,7 @@ def test_a_windowed_module_fed_one_token_at_a_time_gives_the_full_outputs():
     _, cached = pair(window=4)
     x = random_tensor(7, 1, 12, 8)
     output, _ = feed_in_chunks(cached, x, [5] + [1] * 7)
-    assert torch.allclose(output, cached(x)[0], **CLOSE)
+    assert torch.allclose(output, cached(x)[0], **attention_bounds(cached, x).close("output"))
     _, wide = pair(window=12)
     assert torch.equal(wide(x)[0], pair()[1](x)[0])  # a window as long as the text changes nothing
 

@@ -5,13 +5,13 @@ import math
 
 import pytest
 import torch
+from tolerances import attention_bounds
 
 import attention
 from attention import IMPLEMENTATIONS, MultiHeadAttention, SpeedResult, build, expected_attention_bytes, measure
 from attention.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
 from benchmarks import bench_attention
 
-ORACLE = {"atol": 1e-5, "rtol": 1e-5}
 MIB = 2**20
 
 
@@ -25,7 +25,7 @@ def test_every_implementation_gives_multihead_attentions_output(random_tensor, n
         output = IMPLEMENTATIONS[name].build(mha)(x)
 
         assert output.shape == (2, 9, 12)
-        assert torch.allclose(output, mha(x), **ORACLE)
+        assert torch.allclose(output, mha(x), **attention_bounds(mha, x).close("output"))
 
 
 def test_measure_returns_positive_medians_and_reports_progress():

@@ -4,6 +4,7 @@ the settings a trained model fixes."""
 import numpy as np
 import pytest
 import torch
+from tolerances import attention_bounds
 
 import attention
 from attention import gpt
@@ -29,23 +30,28 @@ def test_causal_head_slices_reproduce_the_layers_own_weights(model, layer, text)
     mha = model.trf_blocks[layer].att
     inputs = layer_inputs(model, text, layer)
     own = attention.trace(mha, inputs)
+    bounds = attention_bounds(mha, inputs)  # one head's kernel may sum in another order than the layer's
     for head in range(mha.num_heads):
         single = modules.head_module(mha, head, "CausalAttention")
         sliced = attention.trace(single, inputs)
         assert sliced.attn_weights.shape == (1, 1, inputs.shape[1], inputs.shape[1])
-        torch.testing.assert_close(sliced.attn_weights[0, 0], own.attn_weights[0, head], rtol=0, atol=1e-6)
-        torch.testing.assert_close(sliced.head_context[0, 0], own.head_context[0, head], rtol=0, atol=1e-6)
+        torch.testing.assert_close(sliced.attn_weights[0, 0], own.attn_weights[0, head], **bounds.close("attn_weights"))
+        torch.testing.assert_close(sliced.head_context[0, 0], own.head_context[0, head], **bounds.close("context"))
+        other = (head + 1) % mha.num_heads  # a wrong slice lands 75 times the bound away or more (measured)
+        assert (sliced.attn_weights[0, 0] - own.attn_weights[0, other]).abs().max() > 20 * bounds.attn_weights
+        assert (sliced.head_context[0, 0] - own.head_context[0, other]).abs().max() > 20 * bounds.context
 
 
 def test_v1_and_v2_slices_give_the_heads_queries_keys_and_values(model):
     mha = model.trf_blocks[2].att
     inputs = layer_inputs(model, TYPED, 2)[0]  # (T, 64)
     own = attention.trace(mha, inputs.unsqueeze(0))
+    bound = attention_bounds(mha, inputs).close("projections")
     for head in range(mha.num_heads):
         for name in ("SelfAttention_v1", "SelfAttention_v2"):
             single = attention.trace(modules.head_module(mha, head, name), inputs)
             for part in ("queries", "keys", "values"):
-                torch.testing.assert_close(getattr(single, part)[0, 0], getattr(own, part)[0, head], rtol=0, atol=1e-6)
+                torch.testing.assert_close(getattr(single, part)[0, 0], getattr(own, part)[0, head], **bound)
 
 
 def test_wrapper_of_layer_concatenates_the_layers_heads_and_out_proj_finishes_it(model):
@@ -53,10 +59,11 @@ def test_wrapper_of_layer_concatenates_the_layers_heads_and_out_proj_finishes_it
     inputs = layer_inputs(model, TYPED, 1)
     wrapper = modules.wrapper_of_layer(mha)
     own = attention.trace(mha, inputs)
+    bounds = attention_bounds(mha, inputs)
     with torch.no_grad():
         concatenated = wrapper(inputs)  # (1, T, 64)
-        torch.testing.assert_close(concatenated, own.context, rtol=0, atol=1e-6)
-        torch.testing.assert_close(mha.out_proj(concatenated), own.output, rtol=0, atol=1e-6)
+        torch.testing.assert_close(concatenated, own.context, **bounds.close("context"))
+        torch.testing.assert_close(mha.out_proj(concatenated), own.output, **bounds.close("output"))
 
 
 def test_layer_copy_has_the_settings_dropout_and_leaves_the_model_alone(model):
