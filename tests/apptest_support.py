@@ -174,8 +174,9 @@ def answer_and_reveal(at: AppTest) -> AppTest:
     """Answer the page's predict-then-reveal question with its first choice (or 1) and press Reveal: a step that
     asks before drawing the chart that would give the answer away (Simplified step 1) draws it then."""
     (box,) = [w for w in (*at.radio, *at.number_input) if w.key.startswith("predict_")]
-    if hasattr(box, "options"):  # a radio shows its choices through the Markdown escaper: undo it
-        box.set_value(re.sub(r"\\(.)", r"\1", box.options[0]).replace("\u2060", "")).run()
+    if hasattr(box, "options"):  # a radio shows its choices lettered and through the Markdown escaper: undo both
+        shown = re.sub(r"^\*\*[A-Z]\.\*\* ", "", box.options[0])
+        box.set_value(re.sub(r"\\(.)", r"\1", shown).replace("\u2060", "")).run()
     else:
         box.set_value(1).run()
     return reveal(at)

@@ -145,7 +145,7 @@ def test_a_student_who_returns_is_back_on_the_teachers_step():
 
 def test_votes_reach_the_teachers_chart_and_the_reveal_reaches_students():
     teacher, code = open_room()
-    next_step(teacher)  # step 2 asks about a masked row's sum
+    next_step(teacher)  # step 2 asks for x^(2)'s weight on x^(1) after the mask
     students = [join(code) for _ in range(3)]
     for student, answer in zip(students, (1.0, 1, 0.5), strict=True):
         [n for n in student.number_input if n.label == "Your answer"][0].set_value(answer).run()
@@ -370,7 +370,7 @@ def answer(student, value: float):
 
 def test_a_reload_or_a_new_tab_of_the_same_browser_votes_as_the_same_student(monkeypatch):
     teacher, code = open_room()
-    next_step(teacher)  # step 2 asks about a masked row's sum
+    next_step(teacher)  # step 2 asks for x^(2)'s weight on x^(1) after the mask
     first = answer(join(code), 0.5)
     voter = first.session_state[room.STUDENT]
     (kept,) = voter_scripts(first)
@@ -414,8 +414,8 @@ def test_an_edited_voter_cookie_is_ignored_and_moves_nothing(monkeypatch, forged
 
 def test_a_teacher_who_takes_the_room_back_sees_the_answer_revealed_as_the_students_do(monkeypatch):
     first, code = open_room()
-    next_step(first)  # step 2 asks about a masked row's sum
-    student = answer(join(code), 1.0)
+    next_step(first)  # step 2 asks for x^(2)'s weight on x^(1) after the mask: the book's 0.5517
+    student = answer(join(code), 0.55)
     [b for b in first.button if b.label == "Reveal"][0].click().run()
     student.run()
     assert "Right" in "\n".join(s.value for s in student.success)
