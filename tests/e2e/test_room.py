@@ -263,6 +263,7 @@ def test_the_teacher_takes_the_room_back_when_its_process_dies(room_app):
     # Streamlit's page reconnects through nginx, to the other process: a new session, which the browser's cookie
     # makes the room's teacher again, on the step its address bar kept.
     teacher.page.get_by_text(f"You are back in room {code}").wait_for(timeout=60_000)
+    teacher.button("next").scroll_into_view_if_needed()  # the voted question below may have scrolled the page
     found = teacher.button("next").evaluate(CENTRE)
     assert found["clear"], f"the message lies over Next: {found['top']}"  # a toast once did, for seconds
     assert re.search(rf"^Room {code}$", sidebar.inner_text(), re.MULTILINE)
