@@ -170,8 +170,10 @@ def test_multihead_from_wrapper_computes_what_the_wrapper_does(
     x = random_tensor(seed, 2, num_tokens, d_in)
 
     assert (mha.d_out, mha.num_heads, mha.head_dim) == (num_heads * d_out, num_heads, d_out)
-    assert torch.allclose(mha(x), wrapper(x), atol=1e-6)
-    assert torch.allclose(trace(mha, x).attn_weights, trace(wrapper, x).attn_weights, atol=1e-6)
+    # one fused projection against one per head: other summation orders
+    bounds = attention_bounds(mha, x)
+    assert torch.allclose(mha(x), wrapper(x), **bounds.close("output"))
+    assert torch.allclose(trace(mha, x).attn_weights, trace(wrapper, x).attn_weights, **bounds.close("attn_weights"))
 
 
 def test_multihead_from_book_wrapper(book_batch):
@@ -185,7 +187,7 @@ def test_multihead_from_an_eval_wrapper_with_dropout_is_in_eval_mode_too(book_ba
     mha = multihead_from_wrapper(wrapper)
 
     assert mha.training == wrapper.training
-    assert torch.allclose(mha(book_batch), wrapper(book_batch), atol=1e-6)
+    assert torch.allclose(mha(book_batch), wrapper(book_batch), **attention_bounds(mha, book_batch).close("output"))
 
 
 @settings(max_examples=30, deadline=None)
