@@ -87,6 +87,8 @@ elif step == 2:
     st.markdown(notes.weights_text(b, num_tokens, data.output.shape[-1], second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
+    with st.expander(notes.TRANSPOSE_QUESTION):  # under the charts, so that they fit a projector under the stepper
+        st.markdown(notes.transpose_text(b, num_tokens, data.output.shape[-1]))
     widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)
 else:

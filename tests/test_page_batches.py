@@ -124,3 +124,4 @@ def test_the_weights_step_says_why_transpose_1_2_and_not_T():
     assert "(b, num_tokens, d_out) = (2, 6, 2) becomes (2, 2, 6), each item's keys transposed" in text
     assert "(d_out, num_tokens, b) = (2, 6, 2)" in text and "`.T` on a tensor that is not 2-D is deprecated" in text
     assert "`keys.T[0]` would hold every item's first key dimension, not item 1's keys" in text
+    assert [e.label for e in at.expander].count("Why `keys.transpose(1, 2)` and not `keys.T`?") == 1  # one line

@@ -39,10 +39,7 @@ def weights_text(b: int, num_tokens: int, d_out: int, same: bool, padded: bool, 
         "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
         f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
         "`queries @ keys.transpose(1, 2)` swaps only the last two dimensions of keys: (b, num_tokens, d_out) = "
-        f"({b}, {num_tokens}, {d_out}) becomes ({b}, {d_out}, {num_tokens}), each item's keys transposed. "
-        f"`keys.T` would reverse all three, to (d_out, num_tokens, b) = ({d_out}, {num_tokens}, {b}): `keys.T[0]` "
-        "would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on a tensor "
-        "that is not 2-D is deprecated.",
+        f"({b}, {num_tokens}, {d_out}) becomes ({b}, {d_out}, {num_tokens}), each item's keys transposed.",
         "Both items are the same sentence, so their weights are the same." if same else "",
         "Every real token comes before the padding, so no real token's row puts weight on a padding column: those "
         "cells are in its future, masked. The padding rows attend to everything up to themselves, real "
@@ -54,6 +51,18 @@ def weights_text(b: int, num_tokens: int, d_out: int, same: bool, padded: bool, 
         else "",
     ]
     return " ".join(note for note in notes if note)
+
+
+TRANSPOSE_QUESTION = "Why `keys.transpose(1, 2)` and not `keys.T`?"
+
+
+def transpose_text(b: int, num_tokens: int, d_out: int) -> str:
+    """Step 3, under ``TRANSPOSE_QUESTION``: what ``keys.T`` does once there is a batch dimension."""
+    return (
+        f"`keys.T` would reverse all three dimensions, to (d_out, num_tokens, b) = ({d_out}, {num_tokens}, {b}): "
+        "`keys.T[0]` would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on a "
+        "tensor that is not 2-D is deprecated."
+    )
 
 
 def context_text(data, first_row: str, padded: bool) -> str:
