@@ -147,8 +147,10 @@ def test_a_picker_value_that_is_not_an_option_selects_a_real_cell_not_a_tracebac
     target, drawn = picker(at, "col").key, Selectbox._widget_state
 
     def crafted(box):  # what a browser holding another sentence's picker sends
-        return WidgetState(id=box.id, string_value="3: a key from another sentence") if box.key == target else (
-            drawn.fget(box)
+        return (
+            WidgetState(id=box.id, string_value="3: a key from another sentence")
+            if box.key == target
+            else (drawn.fget(box))
         )
 
     monkeypatch.setattr(Selectbox, "_widget_state", property(crafted))
