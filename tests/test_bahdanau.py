@@ -32,7 +32,8 @@ SEEDS = range(10)
 
 def assert_distributions(weights: torch.Tensor) -> None:
     assert (weights >= 0).all()
-    assert torch.allclose(weights.sum(dim=-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+    sums = float(summation_error(2 * weights.shape[-1] + 3, 1.0))  # the softmax's rounding of n weights, then their sum
+    assert torch.allclose(weights.sum(dim=-1), torch.ones(weights.shape[:-1]), atol=sums, rtol=0)
 
 
 def gru_bound(cell, inputs: torch.Tensor, steps: int) -> float:

@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from tolerances import summation_error
 
 import attention
 from attention import derivations
@@ -79,10 +80,11 @@ def test_the_tril_route_multiplies_by_the_mask_then_divides_by_the_row_sum():
     for i in range(4):
         for j in range(4):
             cell = derivations.masked_weight(weights[i, j], mask_simple[i, j], row=i, col=j)
-            assert cell.value == pytest.approx(float(masked_simple[i, j]), abs=1e-6)
+            assert cell.value == float(masked_simple[i, j])  # × 1 or × 0: exact in both
             row = derivations.renormalized(masked_simple[i], j, row=i, masked=mask_simple[i] == 0)
-            assert row.value == pytest.approx(float(renormalized[i, j]), abs=1e-6)
-            assert row.total == pytest.approx(float(masked_simple[i].sum()), abs=1e-6)
+            # float64 sum and ÷ against float32's: 4 weights' summation bound (their sum ≤ 1), then one ÷
+            assert row.value == pytest.approx(float(renormalized[i, j]), abs=summation_error(4 + 1, 1.0))
+            assert row.total == pytest.approx(float(masked_simple[i].sum()), abs=summation_error(4, 1.0))
     words, sums = explain(row, Notation("masked_simple_norm"), "d", "d", "abcd")
     assert "`row_sums[3]`" in words and numbers(sums)[-1] == pytest.approx(float(renormalized[3, 3]), abs=1e-4)
     with pytest.raises(ValueError, match="sum to 0"):

@@ -115,7 +115,7 @@ def test_a_large_heatmap_sends_its_hover_as_one_template_and_masked_cells_say_so
     assert sum(len(t.x) for t in layers) == 400, "still one point per cell"
     shown = next(t for t in layers if t.marker.color is not None and not isinstance(t.marker.color, str))
     assert "%{marker.color:.4f}" in shown.hovertemplate and shown.hovertext is None, "no text per cell"
-    np.testing.assert_allclose(shown.marker.color, 0.05, atol=1e-7)
+    np.testing.assert_array_equal(shown.marker.color, np.float32(0.05))  # sent as float32
     assert len(shown.x) == 210 and all(t.marker.opacity == 0 for t in layers)
     masked = [t for t in layers if t is not shown]
     assert sum(len(t.x) for t in masked) == 190 and all("masked" in t.hovertemplate for t in masked)

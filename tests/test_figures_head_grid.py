@@ -49,7 +49,7 @@ def test_one_subplot_per_layer_and_head_rows_are_layers():
             assert trace.meta["title"] == f"layer {layer + 1}, head {head + 1}"  # counted from 1
             z = np.asarray(trace.z, dtype=float)
             lower = np.tril(np.ones((5, 5), dtype=bool))
-            np.testing.assert_allclose(z[lower], weights[layer, head][lower], rtol=1e-6)
+            np.testing.assert_array_equal(z[lower], weights[layer, head][lower].astype(np.float32))  # sent as float32
             assert np.isnan(z[~lower]).all()  # the causal mask's keys are blank, not 0 on the scale
     rows = {fig.layout[t.yaxis.replace("y", "yaxis")].domain for t in shown[::2]}
     assert len(rows) == 3  # three rows of subplots, one per layer
@@ -125,7 +125,7 @@ def test_exports_hold_every_heads_weights_not_the_click_points():
     weights, fig = grid(layers=2, heads=2, tokens=4)
     tables = figure_tables(fig)
     assert [t["title"] for t in tables] == [f"layer {a}, head {b}" for a in (1, 2) for b in (1, 2)]
-    np.testing.assert_allclose(tables[3]["values"], weights[1, 1], atol=1e-6)  # masked weights are 0
+    np.testing.assert_array_equal(tables[3]["values"], weights[1, 1].astype(np.float32))  # masked weights are 0
     assert tables[0]["rows"] == ["t0", "t1", "t2", "t3"]
 
 

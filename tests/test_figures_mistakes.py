@@ -27,14 +27,15 @@ def test_both_panels_share_one_fixed_0_to_1_scale_and_one_colour_bar():
     assert sum(1 for t in heatmaps(fig) if t.showscale is not False and t.coloraxis is None) == 0  # one colour bar
     assert right_trace.zmin is None and wrong_trace.zmin is None  # no per-panel range
     z = np.asarray(wrong_trace.z, dtype=float)
-    np.testing.assert_allclose(z, wrong, rtol=1e-6)  # a mistake's weights on the future are drawn, not masked
+    # sent as float32; a mistake's weights on the future are drawn, not masked
+    np.testing.assert_array_equal(z, wrong.astype(np.float32))
 
 
 def test_future_cells_given_zero_are_blank_and_labelled_masked():
     fig = drawn.right_and_wrong(RIGHT, RIGHT, TOKENS, future=FUTURE, title="t")
     z = np.asarray(heatmaps(fig)[0].z, dtype=float)
     assert np.isnan(z[FUTURE]).all()
-    np.testing.assert_allclose(z[~FUTURE], RIGHT[~FUTURE], rtol=1e-6)
+    np.testing.assert_array_equal(z[~FUTURE], RIGHT[~FUTURE].astype(np.float32))  # sent as float32
     masked = [t for t in fig.data if t.type == "scatter" and t.name == "masked"]
     assert len(masked) == 2 and all(len(t.text) == FUTURE.sum() for t in masked)
 

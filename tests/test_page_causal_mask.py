@@ -27,7 +27,7 @@ def test_every_step_matches_causal_attention_and_the_book():
     assert not at.exception
 
     (unmasked,) = zs(at)
-    np.testing.assert_allclose(unmasked, comparison.unmasked_weights.numpy(), atol=1e-6)
+    np.testing.assert_array_equal(unmasked, comparison.unmasked_weights.numpy())
     share = comparison.unmasked_weights[torch.from_numpy(future)].sum().item() / 6
     assert f"{share:.1%}" in markdown(at)
 
@@ -40,8 +40,8 @@ def test_every_step_matches_causal_attention_and_the_book():
 
     next_step(at)
     masked_simple, renormalized = zs(at)
-    np.testing.assert_allclose(masked_simple, comparison.unmasked_weights.numpy() * ~future, atol=1e-6)
-    np.testing.assert_allclose(renormalized[~future], comparison.weights_renormalized.numpy()[~future], atol=1e-6)
+    np.testing.assert_array_equal(masked_simple, comparison.unmasked_weights.numpy() * ~future)
+    np.testing.assert_array_equal(renormalized[~future], comparison.weights_renormalized.numpy()[~future])
     np.testing.assert_allclose(renormalized[1, :2], BOOK_ROW_2, atol=5e-5)
     assert "Row 2, query x^(2), is Python's row `[1]`: [0.5517, 0.4483, …]" in markdown(at)
 
@@ -49,21 +49,21 @@ def test_every_step_matches_causal_attention_and_the_book():
     (spec,) = figure_specs(at)
     scores = decode(spec["data"][0]["z"])
     assert np.isnan(scores[future]).all()  # the book's -inf, drawn as blank cells
-    np.testing.assert_allclose(scores[~future], trace.attn_scores[0, 0].numpy()[~future], atol=1e-6)  # unscaled
+    np.testing.assert_array_equal(scores[~future], trace.attn_scores[0, 0].numpy()[~future])  # unscaled
     labels = [trace for trace in spec["data"] if trace.get("name") == "masked"]
     assert len(labels) == 1 and labels[0]["text"] == ["−∞"] * 15
     assert "exp(−∞) = **0**" in markdown(at)
 
     next_step(at)
     renormalized, weights = zs(at)
-    np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)
-    np.testing.assert_allclose(weights[~future], comparison.weights_neg_inf.numpy()[~future], atol=1e-6)
+    np.testing.assert_array_equal(weights[~future], trace.attn_weights[0, 0].numpy()[~future])
+    np.testing.assert_array_equal(weights[~future], comparison.weights_neg_inf.numpy()[~future])
     assert np.isnan(weights[future]).all() and "with weight 1.0000" in markdown(at)
     assert f"max |left − right| = **{comparison.max_abs_difference:.1e}**" in markdown(at)
 
     next_step(at)
     (context,) = zs(at)
-    np.testing.assert_allclose(context, trace.output[0].numpy(), atol=1e-6)
+    np.testing.assert_array_equal(context, trace.output[0].numpy())
     assert "Batches page" in captions(at)
     assert at.button(key="next:causal_mask").disabled
     assert not at.exception
@@ -74,7 +74,7 @@ def test_changing_the_seed_updates_the_figures():
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     expected = causal_trace(attention.BOOK_INPUTS, seed=7).output[0].numpy()
-    np.testing.assert_allclose(zs(at)[0], expected, atol=1e-6)
+    np.testing.assert_array_equal(zs(at)[0], expected)
 
 
 def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
@@ -88,7 +88,7 @@ def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
     spec = figure_specs(at)[1]  # the -inf route, beside the tril route
     weights = decode(spec["data"][0]["z"])
     assert weights.shape == (num_tokens, num_tokens)
-    np.testing.assert_allclose(weights[~future], trace.attn_weights[0, 0].numpy()[~future], atol=1e-6)
+    np.testing.assert_array_equal(weights[~future], trace.attn_weights[0, 0].numpy()[~future])
     ticks = spec["layout"]["yaxis"]["ticktext"] + spec["layout"]["xaxis"]["ticktext"]
     assert any("&lt;" in tick for tick in ticks) and not any("<b>" in tick for tick in ticks)
     assert "javascript" not in markdown(at)
@@ -97,7 +97,7 @@ def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
 def test_dropout_in_the_sidebar_leaves_this_page_in_eval_mode():
     at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "6"})
     assert not at.exception
-    np.testing.assert_allclose(zs(at)[0], causal_trace(attention.BOOK_INPUTS).output[0].numpy(), atol=1e-6)
+    np.testing.assert_array_equal(zs(at)[0], causal_trace(attention.BOOK_INPUTS).output[0].numpy())
     assert "eval mode" in captions(at)
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 from apptest_support import app, captions, decode, figure_specs, markdown, type_sentence
 from gpt2_checkpoints import write_gpt2
+from tolerances import rounding_bounds
 
 from attention.gpt import every_layer_weights, load_trained_gpt
 from attention.gpt2 import load_gpt2
@@ -25,6 +26,14 @@ def grid_weights(spec: dict) -> np.ndarray:
     return np.nan_to_num(np.stack([decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap"]).astype(float))
 
 
+def row_bounds(model, num_layers: int) -> np.ndarray:
+    """Each drawn row's rounding bound, (L·h, T, 1): twice its scores' summation bound; row t's from the pass
+    over the first t + 1 tokens, all that a causal row t reads."""
+    rows = [rounding_bounds(model, BOOK_IDS[: t + 1]).rows for t in range(len(BOOK_IDS))]
+    bound = torch.stack([torch.cat([r[layer] for r in rows], dim=-1) for layer in range(num_layers)])  # (L, h, T)
+    return bound.reshape(-1, len(BOOK_IDS), 1).numpy()
+
+
 def open_grid(query: dict, *, timeout: float = 120):
     at = app("pages/multihead.py", query_params={"step": "9", **query}, timeout=timeout)
     assert not at.exception, [e.message for e in at.exception]
@@ -37,8 +46,13 @@ def test_the_small_gpts_grid_is_every_layers_weights_from_one_pass():
     assert spec["layout"]["title"]["text"] == f"{GRID}4 layers × 4 heads"
     drawn = grid_weights(spec)
     assert drawn.shape == (16, 6, 6)
-    expected = every_layer_weights(load_trained_gpt(), BOOK_IDS).reshape(16, 6, 6).numpy()
-    np.testing.assert_allclose(drawn, expected, atol=1e-6)
+    model = load_trained_gpt()
+    expected = every_layer_weights(model, BOOK_IDS).reshape(16, 6, 6).numpy()
+    # The page runs the pass in its own thread, which may sum in another order (seen with 2 threads): each row
+    # within twice its scores' summation bound, row t's from the pass over the first t + 1 tokens (causal)
+    bound = row_bounds(model, 4)
+    assert bound.max() < 1e-2  # 3.3e-3 at most: far below the differences between heads the grid shows
+    assert (np.abs(drawn - expected) <= bound).all()
     picks = [t for t in spec["data"] if t["type"] == "scatter"]
     assert [t["customdata"][0] for t in picks] == [[layer, head] for layer in range(1, 5) for head in range(1, 5)]
     assert all(t["text"][0].split()[0] in ("prev", "first", "spread") for t in picks)
@@ -94,8 +108,9 @@ def test_a_12_layer_12_head_gpt2s_grid_renders_every_head(gpt2_12_by_12):
     drawn = grid_weights(spec)
     assert drawn.shape == (144, 6, 6)
     with torch.random.fork_rng(devices=[]):
-        expected = every_layer_weights(load_gpt2(gpt2_12_by_12), BOOK_IDS).reshape(144, 6, 6).numpy()
-    np.testing.assert_allclose(drawn, expected, atol=1e-5)
+        model = load_gpt2(gpt2_12_by_12)
+        expected = every_layer_weights(model, BOOK_IDS).reshape(144, 6, 6).numpy()
+    assert (np.abs(drawn - expected) <= row_bounds(model, 12)).all()  # the page's own thread, as above
     assert [a["text"] for a in spec["layout"]["annotations"]][-1] == "layer 12"
     assert [(s["xref"], s["yref"]) for s in spec["layout"]["shapes"]] == [("x55 domain", "y55 domain")]
     assert not any(t.get("texttemplate") for t in spec["data"])  # no cell numbers in 144 small multiples
