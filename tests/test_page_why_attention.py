@@ -48,8 +48,10 @@ def test_every_step_shows_the_packages_numbers_for_the_book():
     at.button(key="next:why_attention").click().run()
     trained = attention.trained_alignment(attention.tokenize(attention.BOOK_SENTENCE).ids)
     untrained, trained_z = (decode(t["z"]) for t in figure_specs(at)[0]["data"] if t["type"] == "heatmap")
-    np.testing.assert_array_equal(untrained, trained.untrained_weights.numpy())
-    np.testing.assert_array_equal(trained_z, trained.trained_weights.numpy())
+    # The page runs the GRU encoder-decoder in its own thread, which may sum in another order: 1.8e-7 apart seen
+    # once. Not yet derived (README, "Tolerances in the tests"); 1e-6 is far below any wrong alignment's change.
+    np.testing.assert_allclose(untrained, trained.untrained_weights.numpy(), atol=1e-6)
+    np.testing.assert_allclose(trained_z, trained.trained_weights.numpy(), atol=1e-6)
     assert trained.mean_max_weight > 0.5
     assert any(f"{trained.mean_max_weight:.3f}" in m.value for m in at.markdown)
 
