@@ -165,9 +165,11 @@ class Cluster:
             raise RuntimeError(f"nginx rejected the generated configuration:\n{check.stderr}")
         try:
             self.apps = [self._spawn_app(port) for port in self.app_ports]
-            self.proxy = self._spawn([*nginx_cmd, "-g", "daemon off;"], "nginx.log")
             for port, app in zip(self.app_ports, self.apps, strict=True):
                 wait_healthy(f"http://127.0.0.1:{port}/_stcore/health", app, timeout)
+            # nginx only once every process answers: a request it passed to a process still starting would
+            # take that process out of the hash for fail_timeout (10 s), and send all its browsers elsewhere.
+            self.proxy = self._spawn([*nginx_cmd, "-g", "daemon off;"], "nginx.log")
             wait_healthy(f"{self.url}/_stcore/health", self.proxy, timeout)
         except BaseException:
             self.stop()

@@ -32,6 +32,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 import attention
 from benchmarks.launch import SETTLED, VIEWPORT  # one definition for the browser tests, benchmarks and scripts
 from explorer import figures
+from explorer.runtime import server as app_server
 from explorer.settings import Settings
 from explorer.views import book
 
@@ -258,6 +259,12 @@ class Events:
     runs: int = 0  # script runs the server reported finished (not those cut short by a newer rerun)
     requests: int = 0  # reruns the page asked for (a widget changed, a button or shortcut pressed)
     fragment_requests: int = 0  # of those, reruns of one fragment only (a click inside ``st.fragment``)
+    # Runs that answered this tab's own request: started after the request left the browser, and finished. A run
+    # already going when the user clicked (a room's wake-up, say) may finish just after the click; it is not the
+    # click's run, and a test that took it for one would read the page before the click's run even began.
+    answered: int = 0
+    asking: bool = False  # a request is out and no run has started since
+    started_after_asking: bool = False  # a run started after the last request, and has not finished yet
     drawn: list[tuple[str, str]] = field(default_factory=list)  # (where, kind) of each element sent since cleared
 
     def clear(self) -> None:
@@ -302,8 +309,13 @@ def watch(page) -> Events:
         message = _decoded(payload, ForwardMsg)
         if message is None:
             return
-        if message.WhichOneof("type") == "script_finished" and message.script_finished != CUT_SHORT:
+        if message.WhichOneof("type") == "new_session" and events.asking:
+            events.asking, events.started_after_asking = False, True
+        elif message.WhichOneof("type") == "script_finished" and message.script_finished != CUT_SHORT:
             events.runs += 1
+            if events.started_after_asking:
+                events.answered += 1
+                events.started_after_asking = False
         elif message.WhichOneof("type") == "delta" and message.delta.WhichOneof("type") == "new_element":
             where = "sidebar" if message.metadata.delta_path[:1] == [SIDEBAR_ROOT] else "main"
             events.drawn.append((where, message.delta.new_element.WhichOneof("type")))
@@ -315,6 +327,7 @@ def watch(page) -> Events:
         if message.WhichOneof("type") == "rerun_script":
             events.requests += 1
             events.fragment_requests += bool(message.rerun_script.fragment_id)
+            events.asking, events.started_after_asking = True, False
 
     def on_socket(socket) -> None:
         socket.on("framereceived", on_frame)
@@ -382,6 +395,17 @@ class AppPage:
         assert finished, f"no script run finished in {TIMEOUT_MS / 1000:.0f} s"
         self.settle()
 
+    def answers(self) -> int:
+        """How many runs answering this tab's own requests (a click, a key, a typed value) have finished so far."""
+        return self.events.answered
+
+    def wait_for_answer(self, before: int) -> None:
+        """Wait for the run answering this tab's latest request to finish (``answers()`` returned ``before``
+        before the request), then settle."""
+        finished = self._count_exceeds("answered", before, TIMEOUT_MS)
+        assert finished, f"no run answering the page's request finished in {TIMEOUT_MS / 1000:.0f} s"
+        self.settle()
+
     def requests(self) -> int:
         """How many reruns this tab has asked the server for so far."""
         return self.events.requests
@@ -428,9 +452,9 @@ class AppPage:
         return self.page.locator(f'[data-testid="stMain"] [class*="st-key-{kind}-"] button').first
 
     def press_and_wait(self, locator) -> None:
-        before = self.runs()
+        before = self.answers()
         locator.click()
-        self.wait_for_run(before)
+        self.wait_for_answer(before)
 
     def next(self) -> None:
         self.press_and_wait(self.button("next"))
@@ -456,18 +480,18 @@ class AppPage:
         self.choose_own_sentence()
         box = self.sentence_input()
         changed = box.input_value() != text
-        before = self.runs()
+        before = self.answers()
         box.fill(text)
         box.press("Enter")
         if wait and changed:
-            self.wait_for_run(before)
+            self.wait_for_answer(before)
 
     def set_number(self, key: str, value) -> None:
         box = self.page.locator(f'[data-testid="stSidebar"] .st-key-{key} input')
-        before = self.runs()
+        before = self.answers()
         box.fill(str(value))
         box.press("Enter")
-        self.wait_for_run(before)
+        self.wait_for_answer(before)
 
     # -- what is on screen
     def plots(self) -> list[Plot]:
@@ -540,6 +564,10 @@ class AppReference:
 
     def __init__(self, spec: PageSpec):
         self.spec = spec
+        # Tuned as the app's server is (one torch thread per run) before the first run, not after it: a GRU's
+        # float32 sums on two threads differ from one thread's in the last bit, and this run's numbers must
+        # equal the browser's.
+        app_server.configure_server()
         self.at = app(spec.file, timeout=120)
         self._check()
 

@@ -205,7 +205,7 @@ def cluster(redis_url):
     started: set[int] = set()
     try:
         deadline = time.monotonic() + START_SECONDS
-        urls = [f"{running.url}/_stcore/health"] + [f"http://127.0.0.1:{p}/_stcore/health" for p in running.app_ports]
+        urls = [f"http://127.0.0.1:{p}/_stcore/health" for p in running.app_ports] + [f"{running.url}/_stcore/health"]
         while not all(answers(url) for url in urls):
             assert proc.poll() is None, f"run_cluster.py exited ({proc.returncode}):\n{log_path.read_text()}"
             assert time.monotonic() < deadline, f"run_cluster.py did not answer in {START_SECONDS} s"

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import signal
+import time
 
 import pytest
 from e2e_support import ARTIFACTS, AppPage, eventually, open_page
@@ -91,18 +92,26 @@ def seen_at(app_page, name: str, timeout_ms: int = int(LOST_SECONDS * 1000)) -> 
 
 
 def route_cookies(cluster: Cluster) -> list[str]:
-    """For each app process, a value of nginx's route cookie that sends a browser to it."""
+    """For each app process, a value of nginx's route cookie that sends a browser to it.
+
+    nginx takes a process out of the hash for ``fail_timeout`` (10 s) after one failed request, as when a
+    health check reached it before it listened; the keys are tried again until that has passed.
+    """
     found: dict[str, str] = {}
-    for n in range(200):
-        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
-        conn.request("GET", "/_stcore/health", headers={"Cookie": f"explorer_route=room{n}"})
-        reply = conn.getresponse()
-        reply.read()
-        conn.close()
-        found.setdefault(reply.getheader("X-Upstream"), f"room{n}")
-        if len(found) == len(cluster.app_ports):
-            return [found[f"127.0.0.1:{port}"] for port in cluster.app_ports]
-    raise AssertionError(f"nginx sent 200 keys to {sorted(found)} only")
+    deadline = time.monotonic() + 30
+    while True:
+        for n in range(200):
+            conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+            conn.request("GET", "/_stcore/health", headers={"Cookie": f"explorer_route=room{n}"})
+            reply = conn.getresponse()
+            reply.read()
+            conn.close()
+            found.setdefault(reply.getheader("X-Upstream"), f"room{n}")
+            if len(found) == len(cluster.app_ports):
+                return [found[f"127.0.0.1:{port}"] for port in cluster.app_ports]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nginx sent 200 keys to {sorted(found)} only, for 30 s")
+        time.sleep(1)
 
 
 @pytest.fixture(params=["one server", "two processes behind nginx with Redis"])
