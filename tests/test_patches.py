@@ -2,9 +2,11 @@
 
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 import streamlit as st
+from packaging.requirements import Requirement
 from streamlit.runtime.caching.cache_utils import Cache
 from streamlit.runtime.pages_manager import PagesManager
 
@@ -19,6 +21,15 @@ def test_another_streamlit_fails_with_what_to_recheck():
     with pytest.raises(RuntimeError, match=re.escape("written for Streamlit 1.67 and Streamlit 1.99.0 is installed")):
         patches.check_version("1.99.0")
     patches.check_version(patches.STREAMLIT_VERSION + ".5")  # a patch release of the same minor is fine
+
+
+def test_requirements_allow_only_the_streamlit_the_patches_were_written_for():
+    lines = (Path(__file__).resolve().parents[1] / "requirements.txt").read_text().splitlines()
+    (allowed,) = [Requirement(line).specifier for line in lines if line.startswith("streamlit")]
+    major, minor = (int(n) for n in patches.STREAMLIT_VERSION.split("."))
+    assert f"{major}.{minor}.0" in allowed and f"{major}.{minor}.9" in allowed
+    assert f"{major}.{minor + 1}.0" not in allowed, "requirements.txt allows a Streamlit the patches were not tested on"
+    assert f"{major}.{minor - 1}.9" not in allowed
 
 
 def test_the_private_names_the_patches_use_are_still_there():
