@@ -389,12 +389,6 @@ class AppPage:
             self.page.wait_for_timeout(50)  # lets playwright deliver the websocket events
         return True
 
-    def wait_for_run(self, before: int) -> None:
-        """Wait for a script run to finish after ``runs()`` returned ``before``, then settle."""
-        finished = self._count_exceeds("runs", before, TIMEOUT_MS)
-        assert finished, f"no script run finished in {TIMEOUT_MS / 1000:.0f} s"
-        self.settle()
-
     def answers(self) -> int:
         """How many runs answering this tab's own requests (a click, a key, a typed value) have finished so far."""
         return self.events.answered

@@ -102,10 +102,10 @@ CLICKS = [
 
 def click_cell(tab, title: str, row: int, col: int, *, tap: bool = False) -> None:
     x, y = tab.page.evaluate(CELL_CENTRE, [title, row, col])
-    before = tab.runs()
+    before = tab.answers()
     x, y = x + 3, y - 3  # off the centre, still inside the cell: the nearest centre is this cell's
     tab.page.touchscreen.tap(x, y) if tap else tab.page.mouse.click(x, y)
-    tab.wait_for_run(before)
+    tab.wait_for_answer(before)
 
 
 def check_panel(tab, title: str, row: int, col: int, expected) -> None:
@@ -169,10 +169,10 @@ def test_the_keyboard_alone_picks_a_cell_on_the_causal_mask_page(server, browser
         for what, option in (("row", "3: "), ("col", "2: ")):  # query 3, key 2 (options counted from 1)
             box = tab.page.locator(f'{PANEL} [class*="st-key-w_cell"][class*="{what}"] input')
             box.focus()  # as Tab would: no pointer
-            before = tab.runs()
+            before = tab.answers()
             tab.page.keyboard.type(option)  # the select filters its options to the one that starts so
             tab.page.keyboard.press("Enter")
-            tab.wait_for_run(before)
+            tab.wait_for_answer(before)
         check_panel(tab, r"^attn_weights without a mask$", 2, 1, unmasked_weight)
         assert not tab.events.problems()
     finally:

@@ -41,10 +41,10 @@ def click_cell(app_page, plot: int, trace: int, row: int, col: int) -> list[str]
     app_page.settle()
     app_page.page.wait_for_function(PICKABLE, arg=plot)
     x, y = app_page.page.evaluate(CELL_CENTRE, [plot, trace, row, col])
-    before = app_page.runs()
+    before = app_page.answers()
     app_page.page.mouse.move(x, y)
     app_page.page.mouse.click(x, y)
-    app_page.wait_for_run(before)
+    app_page.wait_for_answer(before)
     app_page.assert_no_exception()
     return eventually(lambda: _sums(app_page))
 

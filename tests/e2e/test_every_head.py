@@ -70,9 +70,9 @@ def test_a_mouse_click_inside_a_small_multiples_triangle_opens_its_layer_and_hea
     app_page.page.mouse.move(x, y)
     eventually(lambda: _assert_in("layer 3, head 2: ", hover_text(app_page)))
     assert "click to open" in hover_text(app_page)
-    before = app_page.runs()
+    before = app_page.answers()
     app_page.page.mouse.click(x, y)
-    app_page.wait_for_run(before)
+    app_page.wait_for_answer(before)
 
     def opened():
         assert (sidebar_value(app_page, "w_layer"), sidebar_value(app_page, "w_head")) == ("3", "2")
@@ -101,9 +101,9 @@ def test_the_keyboard_alone_opens_a_layer_and_head(app_page):
         keyboard.press("Enter")
         keyboard.press("Tab")
     assert app_page.page.evaluate("() => document.activeElement.innerText.trim()") == "Open"
-    before = app_page.runs()
+    before = app_page.answers()
     keyboard.press("Enter")
-    app_page.wait_for_run(before)
+    app_page.wait_for_answer(before)
 
     def opened():
         assert (sidebar_value(app_page, "w_layer"), sidebar_value(app_page, "w_head")) == ("4", "3")

@@ -49,9 +49,9 @@ def test_five_generated_tokens_show_the_packages_numbers(app_page, expected, vie
         if k == 4:
             app_page.screenshot(f"generate-{view}-token5")
             break
-        before = app_page.runs()
+        before = app_page.answers()
         slider.focus()
         slider.press("ArrowRight")
-        app_page.wait_for_run(before)
+        app_page.wait_for_answer(before)
         assert app_page.step() == (2, 6), "the slider's arrow key must not turn the step"
     assert "token=4" in app_page.page.url

@@ -30,11 +30,11 @@ def assert_sees_only(tab, mine: Inputs, theirs: Inputs, pattern: str, expected) 
 
 def both(tabs, action) -> None:
     """Start ``action`` in every tab before waiting for any, so the two sessions' runs overlap."""
-    before = [tab.runs() for tab in tabs]
+    before = [tab.answers() for tab in tabs]
     for tab in tabs:
         action(tab)
-    for tab, runs in zip(tabs, before, strict=True):
-        tab.wait_for_run(runs)
+    for tab, answered in zip(tabs, before, strict=True):
+        tab.wait_for_answer(answered)
 
 
 def test_two_sessions_never_see_each_others_numbers(open_app):

@@ -12,9 +12,9 @@ TOKENS = next(spec for spec in app_pages() if spec.stem == "tokens")
 
 def press(tab, key: str) -> None:
     """Press ``key`` on the page and wait for the rerun it asks for."""
-    runs, requests = tab.runs(), tab.requests()
+    runs, requests = tab.answers(), tab.requests()
     tab.page.keyboard.press(key)
-    tab.wait_for_run(runs)
+    tab.wait_for_answer(runs)
     assert tab.requests() > requests  # the signal the Sentence box test watches for
 
 

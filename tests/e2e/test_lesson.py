@@ -358,9 +358,9 @@ def run_lesson(cluster, cookies, tab, check) -> None:
 
     def vote(who: str, index: int) -> None:
         student = students[who]
-        before = student.runs()
+        before = student.answers()
         radio(student).nth(index).click()
-        student.wait_for_run(before)
+        student.wait_for_answer(before)
 
     def chart_shows(votes: list[int], what: str) -> float:
         """Wait until the teacher's vote chart counts ``votes`` (one per choice); returns when it did, and

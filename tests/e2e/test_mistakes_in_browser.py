@@ -34,10 +34,10 @@ def expected_weights(name: str, inputs: Inputs) -> tuple[np.ndarray, np.ndarray]
 
 def choose(app_page, title: str) -> None:
     """Pick a mistake in the page's selectbox, as a learner does."""
-    before = app_page.runs()
+    before = app_page.answers()
     app_page.page.locator('[data-testid="stMain"] .st-key-w_mistake input').click()
     app_page.page.get_by_role("option", name=title, exact=True).click()
-    app_page.wait_for_run(before)
+    app_page.wait_for_answer(before)
 
 
 def drawn_panels(app_page) -> tuple[np.ndarray, np.ndarray]:

@@ -337,9 +337,9 @@ def test_a_reload_and_a_new_tab_vote_as_one_student_who_cannot_step_alone_while_
         student.page.keyboard.press(key)
     student.assert_no_rerun_requested(before)
     assert student.step()[0] == 1 and "following the teacher" in student.captions()
-    runs = student.runs()
+    runs = student.answers()
     student.page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Dropout").click()
-    student.wait_for_run(runs)
+    student.wait_for_answer(runs)
 
     def back_on_the_live_room():  # the link to another page led back to the teacher's page and step
         assert "/live?" in student.page.url and student.step()[0] == 1, student.page.url

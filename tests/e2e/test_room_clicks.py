@@ -121,14 +121,14 @@ def test_every_room_button_takes_a_click_at_its_centre(open_app, phone):
     question = student.page.locator('[class*="st-key-predict_"]').first
     answer = question.locator("input")
     click_centre(student, answer)  # the vote: a number typed, then the + beside it (enabled once there is one)
-    before = student.runs()
+    before = student.answers()
     student.page.keyboard.type("1")
     student.page.keyboard.press("Enter")
-    student.wait_for_run(before)
+    student.wait_for_answer(before)
     typed = answer.input_value()
-    before = student.runs()
+    before = student.answers()
     click_centre(student, question.locator('[data-testid="stNumberInputStepUp"]'))
-    student.wait_for_run(before)
+    student.wait_for_answer(before)
     assert float(answer.input_value()) > float(typed), (typed, answer.input_value())
 
     if phone:
