@@ -746,3 +746,13 @@ def test_import_attention_does_not_import_the_notebook_subpackage():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
 
     assert done.stdout.split() == ["False", "False", "True", "True"]
+
+
+class PackageClassWithTheReadersForward(attention.CausalAttention):
+    forward = CausalFillZero.forward  # the package's __init__, the reader's mistaken forward
+
+
+def test_a_subclass_of_the_packages_class_is_read_through_its_own_forward():
+    result = check(build(PackageClassWithTheReadersForward, *CAUSAL))
+
+    assert (result.mistake.name, result.stage, result.index) == ("fill_zero", "attn_weights", (1, 1, 1, 1))

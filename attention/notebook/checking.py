@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..causal import CausalAttention
 from ..constants import BOOK_TOKENS
 from ..embeddings import BOOK_INPUTS
 from ..mistake_steps import RIGHT
@@ -249,11 +250,11 @@ def _modes_restored(module: nn.Module) -> Iterator[None]:
 
 
 def _read(module: nn.Module, sizes: Sizes, run: Run) -> dict[str, torch.Tensor]:
-    seed = SEED if run.training else None
-    if isinstance(module, tuple(CLASSES.values())):  # the package's own: through its steps, as said above
-        package, keep = _reference_stages(module, sizes, run)
-        return package
-    return read_forward(module, sizes, run.x, seed=seed)
+    """The reader's stages on ``run``: through hooks, or through ``steps`` for the package's own classes."""
+    heads = list(module.heads) if sizes.kind == WRAPPER else []
+    if type(module) is CLASSES[sizes.kind] and all(type(head) is CausalAttention for head in heads):
+        return _reference_stages(module, sizes, run)[0]  # the package's own code, as said above
+    return read_forward(module, sizes, run.x, seed=SEED if run.training else None)
 
 
 def _reference_stages(ours: nn.Module, sizes: Sizes, run: Run) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:

@@ -61,7 +61,7 @@ def stage_bounds(
 
     Shapes: x (b, num_tokens, d_in).
     """
-    x = x.to(torch.float64).abs()
+    x = x.to("cpu", torch.float64).abs()
     d_in, num_tokens = x.shape[-1], x.shape[-2]
     terms = max(_largest(x @ w.abs().T + (0.0 if b is None else b.abs())) for w, b in projections)
     projection = d_in * eps * terms
