@@ -631,7 +631,10 @@ def test_a_forward_that_raises_is_the_finding():
 
     assert not result.agrees and result.run == "random batch 2 (2 × 5 tokens) in eval mode"
     assert result.raised.startswith("RuntimeError: The size of tensor a (5) must match")
-    assert str(result).startswith("CausalUnsliced's forward raised on random batch 2 (2 × 5 tokens) in eval mode")
+    assert str(result).startswith(
+        "On random batch 2 (2 × 5 tokens) in eval mode, x of shape (2, 5, 3), CausalUnsliced's forward raised "
+        "RuntimeError: The size of tensor a (5)"
+    )
 
 
 class Shifted(nn.Module):
@@ -721,7 +724,7 @@ def test_notes_say_what_the_sizes_leave_unchecked():
     book = check(build(MultiHeadAttention, 3, 2, 4, 0.0, 2))  # head_dim 1, no dropout, 4 tokens
 
     assert book.agrees and "on the book's inputs and 2 random batches" in str(book)
-    assert "context_length is 4, so only the book's first 4 tokens were used." in book.notes
+    assert "context_length is 4, so only the book's first 4 tokens went in." in book.notes
     assert any(
         note.startswith("head_dim is 1, so dividing the scores by √head_dim changes nothing") for note in book.notes
     )
@@ -756,3 +759,17 @@ def test_a_subclass_of_the_packages_class_is_read_through_its_own_forward():
     result = check(build(PackageClassWithTheReadersForward, *CAUSAL))
 
     assert (result.mistake.name, result.stage, result.index) == ("fill_zero", "attn_weights", (1, 1, 1, 1))
+
+
+class CausalReturningWeightsToo(CausalAttention):
+    def forward(self, x):
+        return super().forward(x), self.mask
+
+
+def test_a_forward_that_returns_no_tensor_is_the_finding():
+    result = check(build(CausalReturningWeightsToo, *CAUSAL))
+
+    assert not result.agrees and result.raised == "returned a tuple, not a tensor"
+    assert str(result).startswith(
+        "On the book's inputs in eval mode, x of shape (2, 6, 3), CausalReturningWeightsToo's"
+    )

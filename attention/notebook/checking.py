@@ -178,7 +178,8 @@ def check(module: nn.Module) -> Check:
             except ForwardRaised as raised:
                 return Check(
                     name, sizes.kind, False,
-                    f"{name}'s forward raised on {run.name}, x of shape {tuple(run.x.shape)}: {raised}",
+                    f"On {run.name}, x of shape {tuple(run.x.shape)}, {name}'s forward "
+                    + (f"raised {raised}" if raised.what == "raised" else f"{raised.what}."),
                     tuple(notes), run=run.name, raised=str(raised),
                 )  # fmt: skip
             right, keep = _reference_stages(ours, sizes, run)
@@ -197,7 +198,9 @@ def check(module: nn.Module) -> Check:
                 mistake = _matching_mistake(ours, sizes, stage, compared, eps)
                 return _differs(name, sizes, stage, pass_.run, found, pass_.bounds[stage], mistake, notes)
     random_runs = sum(not run.book for run in runs) // 2
-    on = (["the book's inputs"] if any(run.book for run in runs) else []) + [f"{random_runs} random batches"]
+    on = (["the book's inputs"] if any(run.book for run in runs) else []) + [
+        f"{random_runs} random batch{'es' if random_runs != 1 else ''}"
+    ]
     summary = f"{name} agrees with attention.{sizes.kind} to {words} precision on {' and '.join(on)}, "
     return Check(name, sizes.kind, True, summary + "in eval and train mode.", tuple(notes))
 
@@ -218,7 +221,8 @@ def _runs(sizes: Sizes, device: torch.device, dtype: torch.dtype) -> tuple[list[
         book = BOOK_INPUTS[:num_tokens]  # (num_tokens, d_in)
         inputs.append(("the book's inputs", torch.stack((book, book)) if sizes.batched else book.unsqueeze(0), True))
         if num_tokens < len(BOOK_TOKENS):
-            notes.append(f"context_length is {limit}, so only the book's first {num_tokens} tokens were used.")
+            first = f"first {num_tokens} tokens" if num_tokens > 1 else "first token"
+            notes.append(f"context_length is {limit}, so only the book's {first} went in.")
     else:
         notes.append(f"The book's inputs have d_in = 3; yours has d_in = {sizes.d_in}, so only random batches ran.")
     generator = torch.Generator().manual_seed(SEED)

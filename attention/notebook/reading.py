@@ -225,11 +225,12 @@ def _copy_linear(ours: nn.Linear, theirs: nn.Linear) -> None:
 
 
 class ForwardRaised(Exception):  # noqa: N818 (what happened, not an error of check's own)
-    """The reader's forward raised ``error``."""
+    """The reader's forward raised ``error``, or returned what is no tensor (``error`` None)."""
 
-    def __init__(self, error: Exception):
-        super().__init__(f"{type(error).__name__}: {error}")
-        self.error = error
+    def __init__(self, error: Exception | None, returned: object = None):
+        what = f"returned a {type(returned).__name__}, not a tensor" if error is None else "raised"
+        super().__init__(what if error is None else f"{type(error).__name__}: {error}")
+        self.what = what
 
 
 def read_forward(module: nn.Module, sizes: Sizes, x: torch.Tensor, *, seed: int | None) -> dict[str, torch.Tensor]:
@@ -250,7 +251,7 @@ def read_forward(module: nn.Module, sizes: Sizes, x: torch.Tensor, *, seed: int 
         except Exception as error:  # the reader's own code: report it, do not crash
             raise ForwardRaised(error) from error
     if not all(isinstance(output, torch.Tensor) for output in outputs):
-        raise ForwardRaised(TypeError(f"forward returned a {type(outputs[0]).__name__}, not a tensor"))
+        raise ForwardRaised(None, next(o for o in outputs if not isinstance(o, torch.Tensor)))
     output = torch.cat(outputs) if sizes.batched else torch.stack(outputs)  # (b, num_tokens, ·)
     stages = {"output": output}
     if sizes.kind == V1:
