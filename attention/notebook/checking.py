@@ -61,8 +61,8 @@ STAGES = {  # stage -> its words, in the chapter's order
     "context": "context vectors",
     "output": "output",
 }
+_HIDES = {True: "hidden", False: "seen"}  # a mask entry
 # What the reader writes instead of the package's ``drop_with_mask`` line, which only the package has.
-_HIDES = {True: "hidden", False: "seen"}
 _READER_FIXES = {"dropout_without_rescale": "attn_weights = self.dropout(attn_weights)  # nn.Dropout divides by 1 - p"}
 
 
@@ -94,7 +94,8 @@ class Compared:
 class Check:
     """What ``check`` found; ``str()`` (and the notebook's display) says it in words.
 
-    ``agrees`` is True when every stage agrees on every run. Otherwise ``stage`` is the first
+    ``agrees`` is True when every stage agrees on every run, to ``precision`` (float32 unless
+    the module's dtype is coarser). Otherwise ``stage`` is the first
     stage that differs (a key of ``STAGES``), ``run`` the input and mode, ``index`` the entry,
     counted from 1 as (batch item, head, row, column) or, for the mask, (head, row, column),
     with ``location`` in words; ``yours`` and ``expected`` the two numbers and ``allowed`` the
@@ -114,6 +115,7 @@ class Check:
     yours: float | None = None
     expected: float | None = None
     allowed: float | None = None
+    precision: str = "float32"
     mistake: Mistake | None = None
     raised: str | None = None
 
@@ -139,7 +141,7 @@ class Check:
         elif self.location is not None:
             lines.append(
                 f"On {self.run}, at {self.location}: yours is {_number(self.yours)}, the package's is "
-                f"{_number(self.expected)} (float32 rounding allows {self.allowed:.2g})."
+                f"{_number(self.expected)} ({self.precision} rounding allows {self.allowed:.2g})."
             )
         if self.mistake is not None:
             lines += [
@@ -183,8 +185,8 @@ def check(module: nn.Module) -> Check:
                     tuple(notes), run=run.name, raised=str(raised),
                 )  # fmt: skip
             right, keep = _reference_stages(ours, sizes, run)
-            bounds = stage_bounds(run.x, *_weights(ours, sizes), right, eps=eps, score_divisor=sizes.head_dim**0.5,
-                                  rescale=_rescale(sizes, run))  # fmt: skip
+            divisor, rescale = sizes.head_dim**0.5, _rescale(sizes, run)
+            bounds = stage_bounds(run.x, *_weights(ours, sizes), right, eps=eps, score_divisor=divisor, rescale=rescale)
             compared.append(Compared(run, theirs, right, bounds, keep))
     stages = [stage for stage in STAGES if _has(stage, sizes)]
     unseen = [stage for stage in stages if any(stage not in pass_.theirs for pass_ in compared)]
@@ -196,7 +198,7 @@ def check(module: nn.Module) -> Check:
             found = _first_difference(pass_.theirs[stage], pass_.right[stage], pass_.bounds[stage])
             if found is not None:
                 mistake = _matching_mistake(ours, sizes, stage, compared, eps)
-                return _differs(name, sizes, stage, pass_.run, found, pass_.bounds[stage], mistake, notes)
+                return _differs(name, sizes, stage, pass_.run, found, pass_.bounds[stage], words, mistake, notes)
     random_runs = sum(not run.book for run in runs) // 2
     on = (["the book's inputs"] if any(run.book for run in runs) else []) + [
         f"{random_runs} random batch{'es' if random_runs != 1 else ''}"
@@ -206,6 +208,7 @@ def check(module: nn.Module) -> Check:
 
 
 def _has(stage: str, sizes: Sizes) -> bool:
+    """Whether this kind of module has ``stage``: v1 and v2 no mask and no dropout, only MultiHeadAttention out_proj."""
     if stage in ("mask", "attn_weights", "dropped_weights"):
         return sizes.context_length is not None
     return stage != "output" or sizes.kind == MULTIHEAD
@@ -292,11 +295,14 @@ def _weights(ours: nn.Module, sizes: Sizes):
 
 
 def _rescale(sizes: Sizes, run: Run) -> float:
+    """What dropout multiplies a kept weight by on ``run``."""
     return 1 / (1 - sizes.dropout) if run.training else 1.0
 
 
 @dataclass(frozen=True)
 class _Difference:
+    """The first entry that differs: where, and both numbers; or both shapes, when they differ."""
+
     index: tuple[int, ...]  # counted from 0; () when the shapes differ
     yours: float
     expected: float
@@ -351,26 +357,27 @@ def _reproduces(ours: nn.Module, sizes: Sizes, mistake: Mistake, stage: str, pas
 
 
 def _differs(
-    name: str, sizes: Sizes, stage: str, run: Run, found: _Difference, bound: float, mistake, notes: list
+    name: str, sizes: Sizes, stage: str, run: Run, found: _Difference, bound: float, words: str, mistake, notes: list
 ) -> Check:
+    """The ``Check`` for a difference ``found`` at ``stage`` on ``run``, within rounding ``bound`` in ``words``."""
     seen = _seen_as(stage, sizes)
     summary = f"{name} differs from attention.{sizes.kind} first at the {STAGES[stage]} ({seen})."
     if found.shapes is not None:
         yours, expected = found.shapes
         summary += f" On {run.name}, yours have shape {yours}, the package's {expected}."
         return Check(name, sizes.kind, False, summary, tuple(notes), stage=stage, run=run.name)
-    index = tuple(i + 1 for i in found.index)
     return Check(
-        name, sizes.kind, False, summary, tuple(notes), stage=stage, run=None if stage == "mask" else run.name,
-        index=index,
-        location=_location(stage, found.index, sizes, run), yours=found.yours, expected=found.expected,
-        allowed=bound, mistake=mistake,
+        name, sizes.kind, False, summary, tuple(notes), stage=stage,
+        run=None if stage == "mask" else run.name,  # the mask buffer is the same whatever the input
+        index=tuple(i + 1 for i in found.index), location=_location(stage, found.index, sizes, run),
+        yours=found.yours, expected=found.expected, allowed=bound, precision=words, mistake=mistake,
     )  # fmt: skip
 
 
 def _seen_as(stage: str, sizes: Sizes) -> str:
-    if stage in ("queries", "keys", "values"):
-        matrix = "W_" + stage.removesuffix("s").replace("querie", "query")
+    """Where ``read_forward`` saw ``stage``, in words."""
+    matrix = {"queries": "W_query", "keys": "W_key", "values": "W_value"}.get(stage)
+    if matrix is not None:
         return f"x @ {matrix}" if sizes.kind == V1 else f"{matrix}'s output"
     if stage == "context" and sizes.kind == MULTIHEAD:
         return "out_proj's input"

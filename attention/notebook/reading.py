@@ -255,8 +255,9 @@ def read_forward(module: nn.Module, sizes: Sizes, x: torch.Tensor, *, seed: int 
     output = torch.cat(outputs) if sizes.batched else torch.stack(outputs)  # (b, num_tokens, ·)
     stages = {"output": output}
     if sizes.kind == V1:
-        for name in PROJECTIONS:
-            calls[name] = [[x @ getattr(module, name)]]  # (b, num_tokens, d_out)
+        with torch.no_grad():
+            for name in PROJECTIONS:
+                calls[name] = [[x @ getattr(module, name)]]  # (b, num_tokens, d_out)
     stages |= _per_head(calls, sizes, len(heads), len(sentences), x.shape[0])
     if "out_proj" in calls and len(calls["out_proj"]) == 1:
         stages["context"] = calls["out_proj"][0][0]  # (b, num_tokens, d_out)
@@ -283,7 +284,7 @@ def _per_head(calls: dict, sizes: Sizes, num_heads: int, num_sentences: int, b: 
         if sizes.kind == MULTIHEAD and stage in _STAGE_OF.values():
             tensor = tensors[0]
             if tensor.shape[-1] == sizes.d_out and tensor.dim() == 3:
-                tensor = tensor.view(b, -1, sizes.num_heads, sizes.head_dim).transpose(1, 2)  # (b, h, T, head_dim)
+                tensor = tensor.reshape(b, -1, sizes.num_heads, sizes.head_dim).transpose(1, 2)  # (b, h, T, head_dim)
         elif sizes.kind == MULTIHEAD:
             tensor = tensors[0]  # (b, num_heads, num_tokens, num_tokens) already
         else:
