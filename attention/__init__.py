@@ -35,7 +35,9 @@ sliding window's mask entry), for the explorer's "where did this number come fro
 ``checks`` holds every input check and limit; ``seeding`` the book's
 ``torch.manual_seed`` made safe for a server. ``mistakes`` runs common
 mistakes (one changed line each, written in ``mistake_steps``) beside the right
-code and measures them (``mistake_measures``).
+code and measures them (``mistake_measures``). The subpackage ``notebook``,
+imported only when used, is for a reader's own classes: ``notebook.check(module)``
+compares one typed from the book with the package's, stage by stage.
 
 Example, reproducing the chapter's last printed output::
 
@@ -157,6 +159,7 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
     ),
 }
 SUBMODULES = tuple(_EXPORTS)
+SUBPACKAGES = ("notebook",)  # imported on first use too; ``notebook.check`` tests a reader's own classes
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
@@ -165,7 +168,7 @@ def __getattr__(name: str):
     """Import the submodule that holds ``name`` (or the submodule ``name``) on first use."""
     if name in _WHERE:
         value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    elif name in SUBMODULES:
+    elif name in SUBMODULES or name in SUBPACKAGES:
         value = importlib.import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -174,4 +177,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *SUBMODULES})
+    return sorted({*globals(), *__all__, *SUBMODULES, *SUBPACKAGES})

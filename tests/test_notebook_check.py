@@ -1,0 +1,775 @@
+"""``attention.notebook.check`` on classes written as a reader writes them from the book: right, and with one
+mistake each (the Break it page's ten), two mistakes, a forward that raises and modules that are no attention.
+
+The reader's classes below are typed from chapter 3 (the package's own are in ``attention/``); each
+mistaken class is a copy of the reader's ``CausalAttention`` or ``MultiHeadAttention`` with the one line
+marked ``# Mistake`` changed.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import attention
+from attention.notebook import check
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# The book's five classes, as a reader types them.
+
+
+class SelfAttention_v1(nn.Module):  # noqa: N801 (the book's name)
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        keys = x @ self.W_key
+        queries = x @ self.W_query
+        values = x @ self.W_value
+        attn_scores = queries @ keys.T  # omega
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class SelfAttention_v2(nn.Module):  # noqa: N801 (the book's name)
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.T
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+# CausalAttention with one mistake each.
+
+
+class CausalTril(CausalAttention):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length), diagonal=1))  # Mistake
+
+
+class CausalDiagonal0(CausalAttention):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=0))  # Mistake
+
+
+class CausalFillZero(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], 0)  # Mistake
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalNoScaling(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores, dim=-1)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalDivideByDk(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalMaskAfterSoftmax(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], 0)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalSoftmaxWrongDim(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-2)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalDropoutWithoutRescale(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        if self.training:  # Mistake: dropout by hand, without dividing by 1 - p
+            attn_weights = attn_weights * torch.empty_like(attn_weights).bernoulli_(1 - self.dropout.p)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+# MultiHeadAttention with one mistake each.
+
+
+class MultiHeadTril(MultiHeadAttention):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length), diagonal=1))  # Mistake
+
+
+class MultiHeadDiagonal0(MultiHeadAttention):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=0))  # Mistake
+
+
+class MultiHeadFillZero(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, 0)  # Mistake
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadNoScaling(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores, dim=-1)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadDivideByDk(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadMaskAfterSoftmax(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights.masked_fill_(mask_bool, 0)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadSoftmaxWrongDim(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-2)  # Mistake
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadDropoutWithoutRescale(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        if self.training:  # Mistake: dropout by hand, without dividing by 1 - p
+            attn_weights = attn_weights * torch.empty_like(attn_weights).bernoulli_(1 - self.dropout.p)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadViewWithoutTranspose(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, self.num_heads, num_tokens, self.head_dim)  # Mistake: no transpose
+        values = values.view(b, self.num_heads, num_tokens, self.head_dim)  # Mistake: no transpose
+        queries = queries.view(b, self.num_heads, num_tokens, self.head_dim)  # Mistake: no transpose
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class MultiHeadMergeWithoutTranspose(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = attn_weights @ values  # Mistake
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+def build(cls, *args):
+    """As the book builds a module: ``torch.manual_seed(123)`` first."""
+    torch.manual_seed(123)
+    return cls(*args)
+
+
+CAUSAL = (3, 2, 6, 0.5)  # d_in, d_out, context_length, dropout: the book's sizes, with dropout on
+MULTIHEAD = (3, 4, 6, 0.5, 2)  # two heads of head_dim 2: with the book's head_dim of 1, scaling changes nothing
+
+
+@pytest.mark.parametrize(
+    ("cls", "args"),
+    [
+        (SelfAttention_v1, (3, 2)),
+        (SelfAttention_v2, (3, 2)),
+        (SelfAttention_v2, (3, 2, True)),
+        (CausalAttention, CAUSAL),
+        (MultiHeadAttentionWrapper, (*CAUSAL, 2)),
+        (MultiHeadAttention, MULTIHEAD),
+        (MultiHeadAttention, (*MULTIHEAD, True)),
+        (attention.SelfAttention_v1, (3, 2)),
+        (attention.SelfAttention_v2, (3, 2)),
+        (attention.CausalAttention, CAUSAL),
+        (attention.MultiHeadAttentionWrapper, (*CAUSAL, 2)),
+        (attention.MultiHeadAttention, MULTIHEAD),
+    ],
+)
+def test_the_books_classes_as_typed_and_the_packages_own_agree(cls, args):
+    result = check(build(cls, *args))
+
+    assert result.agrees, str(result)
+    assert result.stage is None and result.mistake is None
+    assert str(result).startswith(f"{cls.__name__} agrees with attention.{result.kind} to float32 precision")
+    assert "on the book's inputs and 3 random batches, in eval and train mode." in str(result)
+    assert repr(result) == str(result)
+
+
+# (class, sizes, mistake, first stage, entry counted from 1, input): the first entry in reading order that differs.
+# Attention weights are (batch item, head, row, column), context vectors (batch item, row, column), the mask
+# (head, row, column). Row 1 of the weights is 1 for 'Your' itself in the right code, which the scaling mistakes
+# keep; they first show in row 2.
+EVAL, TRAIN = "the book's inputs in eval mode", "the book's inputs in train mode"
+MISTAKEN = [
+    (CausalFillZero, CAUSAL, "fill_zero", "attn_weights", (1, 1, 1, 1), EVAL),
+    (CausalTril, CAUSAL, "tril_mask", "mask", (1, 1, 1), None),
+    (CausalDiagonal0, CAUSAL, "diagonal_0", "mask", (1, 1, 1), None),
+    (CausalNoScaling, CAUSAL, "no_scaling", "attn_weights", (1, 1, 2, 1), EVAL),
+    (CausalDivideByDk, CAUSAL, "divide_by_d_k", "attn_weights", (1, 1, 2, 1), EVAL),
+    (CausalMaskAfterSoftmax, CAUSAL, "mask_after_softmax", "attn_weights", (1, 1, 1, 1), EVAL),
+    (CausalSoftmaxWrongDim, CAUSAL, "softmax_wrong_dim", "attn_weights", (1, 1, 1, 1), EVAL),
+    (CausalDropoutWithoutRescale, CAUSAL, "dropout_without_rescale", "context", (1, 1, 1), TRAIN),
+    (MultiHeadFillZero, MULTIHEAD, "fill_zero", "attn_weights", (1, 1, 1, 1), EVAL),
+    (MultiHeadTril, MULTIHEAD, "tril_mask", "mask", (1, 1, 1), None),
+    (MultiHeadDiagonal0, MULTIHEAD, "diagonal_0", "mask", (1, 1, 1), None),
+    (MultiHeadNoScaling, MULTIHEAD, "no_scaling", "attn_weights", (1, 1, 2, 1), EVAL),
+    (MultiHeadDivideByDk, MULTIHEAD, "divide_by_d_k", "attn_weights", (1, 1, 2, 1), EVAL),
+    (MultiHeadMaskAfterSoftmax, MULTIHEAD, "mask_after_softmax", "attn_weights", (1, 1, 1, 1), EVAL),
+    (MultiHeadSoftmaxWrongDim, MULTIHEAD, "softmax_wrong_dim", "attn_weights", (1, 1, 1, 1), EVAL),
+    (MultiHeadDropoutWithoutRescale, MULTIHEAD, "dropout_without_rescale", "context", (1, 1, 1), TRAIN),
+    (MultiHeadViewWithoutTranspose, MULTIHEAD, "view_without_transpose", "attn_weights", (1, 1, 2, 1), EVAL),
+    (MultiHeadMergeWithoutTranspose, MULTIHEAD, "merge_without_transpose", "context", (1, 1, 3), EVAL),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cls", "args", "name", "stage", "index", "run"), MISTAKEN, ids=[m[0].__name__ for m in MISTAKEN]
+)
+def test_each_mistake_is_named_with_its_stage_entry_numbers_and_fix(cls, args, name, stage, index, run):
+    result = check(build(cls, *args))
+    mistake = attention.MISTAKES[name]
+    text = str(result)
+
+    assert not result.agrees
+    assert (result.mistake, result.stage, result.index, result.run) == (mistake, stage, index, run)
+    assert f'This is the mistake "{mistake.title}"' in text
+    assert result.fix.splitlines()[0] in text and f"/mistakes?mistake={name}" in text
+    assert f"row {index[-2]}" in text and f"column {index[-1]}" in text
+    if stage == "mask":
+        assert "yours is 1 (hidden), the package's is 0 (seen)" in text
+    else:  # the mistake moves its entry thousands of times further than rounding can
+        assert abs(result.yours - result.expected) > 1000 * result.allowed
+        assert f"yours is {result.yours:.6g}, the package's is {result.expected:.6g}" in text
+
+
+def test_the_list_holds_all_ten_mistakes_for_multihead_and_the_eight_one_head_can_make():
+    multihead = {name for cls, args, name, *_ in MISTAKEN if args == MULTIHEAD}
+    causal = {name for cls, args, name, *_ in MISTAKEN if args == CAUSAL}
+
+    assert multihead == set(attention.MISTAKES)
+    assert causal == set(attention.MISTAKES) - {"view_without_transpose", "merge_without_transpose"}
+
+
+def test_a_fill_zero_report_names_the_books_tokens():
+    text = str(check(build(CausalFillZero, *CAUSAL)))
+
+    assert text.startswith("CausalFillZero differs from attention.CausalAttention first at the attention weights")
+    assert "batch item 1, row 1 (query 'Your'), column 1 (key 'Your'): yours is 0.199" in text
+    assert "Fix:\n    attn_scores.masked_fill_(mask_bool, -torch.inf)" in text
+
+
+def test_a_wrappers_mistaken_heads_are_named_with_the_head():
+    wrapper = build(MultiHeadAttentionWrapper, *CAUSAL, 2)
+    wrapper.heads = nn.ModuleList([build(CausalSoftmaxWrongDim, *CAUSAL) for _ in range(2)])  # the reader's heads
+
+    result = check(wrapper)
+
+    assert (result.mistake.name, result.stage, result.index) == ("softmax_wrong_dim", "attn_weights", (1, 1, 1, 1))
+    assert "batch item 1, head 1, row 1 (query 'Your'), column 1 (key 'Your')" in str(result)
+
+
+class MultiHeadTwoMistakes(MultiHeadAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        attn_scores = queries @ keys.transpose(2, 3)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], 0)  # Mistake 1
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+        context_vec = (attn_weights @ values).contiguous().view(b, num_tokens, self.d_out)  # Mistake 2: no transpose
+        return self.out_proj(context_vec)
+
+
+class CausalTwoMistakesInOneLine(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], 0)  # Mistake 1
+        attn_weights = torch.softmax(attn_scores, dim=-1)  # Mistake 2
+        attn_weights = self.dropout(attn_weights)
+        return attn_weights @ values
+
+
+def test_two_mistakes_report_the_first_stage_and_name_a_mistake_only_if_it_alone_gives_the_numbers():
+    first = check(build(MultiHeadTwoMistakes, *MULTIHEAD))
+    both = check(build(CausalTwoMistakesInOneLine, *CAUSAL))
+
+    assert (first.stage, first.mistake.name, first.index) == ("attn_weights", "fill_zero", (1, 1, 1, 1))
+    assert (both.stage, both.mistake, both.index) == ("attn_weights", None, (1, 1, 1, 1))
+    assert "none of the Break it page's mistakes on its own" in str(both)
+
+
+class CausalUnsliced(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool(), -torch.inf)  # fits only context_length tokens
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+        return attn_weights @ values
+
+
+def test_a_forward_that_raises_is_the_finding():
+    result = check(build(CausalUnsliced, *CAUSAL))
+
+    assert not result.agrees and result.run == "random batch 2 (2 × 5 tokens) in eval mode"
+    assert result.raised.startswith("RuntimeError: The size of tensor a (5) must match")
+    assert str(result).startswith(
+        "On random batch 2 (2 × 5 tokens) in eval mode, x of shape (2, 5, 3), CausalUnsliced's forward raised "
+        "RuntimeError: The size of tensor a (5)"
+    )
+
+
+class Shifted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def test_what_is_no_chapter_3_module_gets_a_clear_error():
+    with pytest.raises(TypeError, match=r"one of chapter 3's attention modules.*Shifted has no W_query, W_key"):
+        check(Shifted())
+    with pytest.raises(TypeError, match=r"Got a Tensor, which is not an nn\.Module"):
+        check(attention.BOOK_INPUTS)
+    mixed = build(CausalAttention, *CAUSAL)
+    mixed.W_key = nn.Parameter(torch.rand(3, 2))
+    with pytest.raises(TypeError, match=r"must all be nn.Parameter .* or all nn.Linear"):
+        check(mixed)
+    no_dropout = build(CausalAttention, *CAUSAL)
+    no_dropout.dropout = nn.Identity()
+    with pytest.raises(TypeError, match=r"dropout must be nn.Dropout\(dropout\), as in the book; got Identity"):
+        check(no_dropout)
+
+
+def test_sizes_that_do_not_fit_together_get_a_clear_error():
+    wider_keys = build(CausalAttention, *CAUSAL)
+    wider_keys.W_key = nn.Linear(3, 4, bias=False)
+    with pytest.raises(ValueError, match=r"W_query nn.Linear\(3, 2, bias=False\), W_key nn.Linear\(3, 4"):
+        check(wider_keys)
+    heads = build(MultiHeadAttention, *MULTIHEAD)
+    heads.head_dim = 3
+    with pytest.raises(ValueError, match="num_heads \\* head_dim must be d_out: num_heads=2, head_dim=3, d_out=4"):
+        check(heads)
+    unequal = build(MultiHeadAttentionWrapper, *CAUSAL, 2)
+    unequal.heads[1] = build(CausalAttention, 3, 2, 5, 0.5)
+    with pytest.raises(ValueError, match="Every head of the wrapper must have the same"):
+        check(unequal)
+
+
+def test_the_readers_module_and_random_state_are_as_before():
+    mha = build(MultiHeadAttention, *MULTIHEAD).train()
+    mha.dropout.eval()  # a mixed mode, which must come back too
+    state = {name: tensor.clone() for name, tensor in mha.state_dict().items()}
+    rng = torch.get_rng_state()
+
+    check(mha)
+
+    assert mha.training and not mha.dropout.training and mha.out_proj.training
+    assert all(torch.equal(state[name], tensor) for name, tensor in mha.state_dict().items())
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert not any(m._forward_hooks for m in mha.modules())
+
+
+class CausalOtherOrder(CausalAttention):
+    """The same numbers in another order: the scaling split between queries and keys, the scores as einsum."""
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        scale = keys_size = self.W_key.out_features**0.25
+        queries = self.W_query(x) / scale
+        keys = self.W_key(x)
+        values = self.W_value(x)
+        attn_scores = torch.einsum("btd,bsd->bts", queries, keys / keys_size)
+        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = self.dropout(torch.softmax(attn_scores, dim=-1))
+        return torch.einsum("bts,bsd->btd", attn_weights, values)
+
+
+def test_another_order_of_the_same_sums_agrees_to_float32_precision():
+    torch.manual_seed(5)
+    ca = CausalOtherOrder(16, 64, 20, 0.1)
+
+    package = attention.CausalAttention(16, 64, 20, 0.1).eval()
+    package.load_state_dict(ca.state_dict())
+    x = torch.randn(2, 8, 16)
+
+    result = check(ca)
+
+    assert not torch.equal(ca.eval()(x), package(x))  # rounding moved some entries
+    assert result.agrees, str(result)
+    assert "The book's inputs have d_in = 3; yours has d_in = 16, so only random batches ran." in str(result)
+
+
+def test_notes_say_what_the_sizes_leave_unchecked():
+    book = check(build(MultiHeadAttention, 3, 2, 4, 0.0, 2))  # head_dim 1, no dropout, 4 tokens
+
+    assert book.agrees and "on the book's inputs and 2 random batches" in str(book)
+    assert "context_length is 4, so only the book's first 4 tokens went in." in book.notes
+    assert any(
+        note.startswith("head_dim is 1, so dividing the scores by √head_dim changes nothing") for note in book.notes
+    )
+    assert any(note.startswith("Dropout p is 0, so train mode drops nothing") for note in book.notes)
+
+
+def test_the_link_is_the_break_it_pages_url_path_and_query_parameter():
+    app = ast.parse((ROOT / "explorer_app.py").read_text(encoding="utf-8"))
+    pages = next(n.value for n in app.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
+    options = {script: opts for script, _, _, opts in ast.literal_eval(pages)}
+    page = (ROOT / "pages" / "mistakes.py").read_text(encoding="utf-8")
+
+    assert check(build(CausalTril, *CAUSAL)).link == f"/{options['pages/mistakes.py']['url_path']}?mistake=tril_mask"
+    assert 'initial_param("mistake", "mistakes")' in page
+
+
+def test_import_attention_does_not_import_the_notebook_subpackage():
+    code = (
+        "import sys, attention; print('attention.notebook' in sys.modules, 'torch' in sys.modules); "
+        "attention.notebook; print('attention.notebook' in sys.modules, callable(attention.notebook.check))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+
+    assert done.stdout.split() == ["False", "False", "True", "True"]
+
+
+class PackageClassWithTheReadersForward(attention.CausalAttention):
+    forward = CausalFillZero.forward  # the package's __init__, the reader's mistaken forward
+
+
+def test_a_subclass_of_the_packages_class_is_read_through_its_own_forward():
+    result = check(build(PackageClassWithTheReadersForward, *CAUSAL))
+
+    assert (result.mistake.name, result.stage, result.index) == ("fill_zero", "attn_weights", (1, 1, 1, 1))
+
+
+class CausalReturningWeightsToo(CausalAttention):
+    def forward(self, x):
+        return super().forward(x), self.mask
+
+
+def test_a_forward_that_returns_no_tensor_is_the_finding():
+    result = check(build(CausalReturningWeightsToo, *CAUSAL))
+
+    assert not result.agrees and result.raised == "returned a tuple, not a tensor"
+    assert str(result).startswith(
+        "On the book's inputs in eval mode, x of shape (2, 6, 3), CausalReturningWeightsToo's"
+    )
