@@ -131,6 +131,14 @@ def test_every_room_button_takes_a_click_at_its_centre(open_app, phone):
     student.wait_for_answer(before)
     assert float(answer.input_value()) > float(typed), (typed, answer.input_value())
 
+    # The teacher's page polls the votes: "No votes yet." gives way to a chart, which moves Reveal down. Wait for it,
+    # as a teacher sees the vote arrive before pressing Reveal; measured before it, the click would land elsewhere.
+    teacher.page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .gtitle')]
+                   .some((t) => t.textContent === '1 vote')""",
+        timeout=60_000,
+    )
+    teacher.settle()
     if phone:
         sidebar(teacher, False)  # on a phone the sidebar lies over the page
     assert covered(teacher, MAIN) == [], "the teacher's page"
