@@ -455,7 +455,7 @@ def reversal_weight(model: ReversalSeq2Seq, ids, step: int, token: int) -> Deriv
     _check(step, symbols.numel(), "decoder step")
     _check(token, symbols.numel(), "input token")
     seen = {"W_a": [], "U_a": []}  # each call's (input, output), for the first sentence of the batch
-    private = copy.deepcopy(model).eval()
+    private = copy.deepcopy(model).double().eval()  # in float64, as ``trained_alignment`` runs it
     for name, calls in seen.items():
         getattr(private, name).register_forward_hook(
             lambda _, args, out, calls=calls: calls.append((args[0][0], out[0]))

@@ -558,10 +558,11 @@ class AppReference:
 
     def __init__(self, spec: PageSpec):
         self.spec = spec
-        # Tuned as the app's server is (one torch thread per run) before the first run, not after it: a GRU's
-        # float32 sums on two threads differ from one thread's in the last bit, and this run's numbers must
-        # equal the browser's.
+        # Tuned as the app's server is, one torch thread per run, before the first run and whatever an earlier
+        # test left: a GRU's float32 sums on two threads differ from one thread's in the last bit, and this run's
+        # numbers must equal the browser's.
         app_server.configure_server()
+        torch.set_num_threads(1)
         self.at = app(spec.file, timeout=120)
         self._check()
 
