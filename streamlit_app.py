@@ -3,7 +3,7 @@
 Streamlit finds ``app`` below and serves ``explorer_app.py`` (the sidebar, the navigation and the
 pages) as an ``st.App``. Its lifespan imports the first page's modules when the server starts (they need
 no torch: torch is imported after the first page has painted), and its routes give the browser the
-charts' code to fetch with the page (``explorer/server.py``; BENCHMARKS.md, "Cost per action and first
+charts' code to fetch with the page (``explorer/runtime/server.py``; BENCHMARKS.md, "Cost per action and first
 paint").
 
 Run as a script instead (``AppTest.from_file("streamlit_app.py")``, or a Streamlit that runs the entry

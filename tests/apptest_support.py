@@ -1,7 +1,7 @@
 """Helpers for driving the app with Streamlit's ``AppTest``.
 
 ``app()`` keeps the app in ``st.navigation`` mode across AppTest's reruns, as a real server
-does once the entry script has run: ``explorer.state.ensure_entrypoint`` explains why a
+does once the entry script has run: ``explorer.runtime.patches.ensure_entrypoint`` explains why a
 ``pages/`` folder makes that necessary. (AppTest resets the flag before every run.)
 """
 
@@ -76,7 +76,7 @@ def previous_step(at: AppTest) -> AppTest:
 
 
 def reveal_button(at: AppTest):
-    """The Reveal button of the page's predict-then-reveal question (``explorer.predict``): there is one."""
+    """The Reveal button of the page's predict-then-reveal question (``explorer.widgets.questions``): there is one."""
     (button,) = [b for b in at.button if b.label == "Reveal"]
     return button
 

@@ -1,4 +1,4 @@
-"""The first page's stored numbers (``explorer.first_view``) are what the torch code computes, and are
+"""The first page's stored numbers (``explorer.models.first_view``) are what the torch code computes, and are
 handed out only for the inputs, seed and size they were computed from."""
 
 import dataclasses

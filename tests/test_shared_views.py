@@ -1,4 +1,4 @@
-"""``explorer.compute``'s shared views: one read-only result for every session."""
+"""``explorer.runtime.caching``'s shared views: one read-only result for every session."""
 
 import dataclasses
 

@@ -1,4 +1,5 @@
-"""Predict, then reveal (``explorer.predict``) through AppTest: answered right, answered wrong, presenter mode."""
+"""Predict, then reveal (``explorer.widgets.questions``) through AppTest: answered right, answered wrong,
+presenter mode."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""``explorer.book_mode``: which sections' numbers are the book's, with which seeds, and what the captions say."""
+"""``explorer.views.book``: which sections' numbers are the book's, with which seeds, and what the captions say."""
 
 from dataclasses import replace
 
