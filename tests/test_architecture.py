@@ -7,6 +7,7 @@ a cycle or an import from a layer above its own fails here, naming the modules.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,36 @@ def test_the_readmes_project_layout_names_every_part_of_the_explorer():
             assert (ROOT / named.rstrip("/")).exists(), (
                 f"README's Project layout names {named}, which is not in the tree"
             )
+
+
+def _named_in_docstrings(path: Path) -> list[str]:
+    """The ``explorer.…`` / ``attention.…`` names and ``….py`` files a module's docstrings name in backticks."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node) or ""
+            found += re.findall(r"``((?:explorer|attention)\.[\w.]+|[\w/]+\.py)``", doc)
+    return found
+
+
+def _exists(name: str) -> bool:
+    """A module or file of the repository, or a name the package or a module of it defines."""
+    if name.endswith(".py"):
+        return any(ROOT.glob(f"**/{name}"))
+    parts = name.rstrip(".").split(".")
+    for cut in range(len(parts), 0, -1):
+        base = ROOT.joinpath(*parts[:cut])
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            if cut == len(parts):
+                return True
+            module = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+            return re.search(rf"\b{re.escape(parts[cut])}\b", module.read_text()) is not None
+    return False
+
+
+def test_no_docstring_names_a_module_that_does_not_exist():
+    files = [p for d in ("attention", "explorer", "pages", "tests") for p in (ROOT / d).rglob("*.py")]
+    files += [ROOT / "streamlit_app.py", ROOT / "explorer_app.py"]
+    missing = [f"{p.relative_to(ROOT)}: {name}" for p in files for name in _named_in_docstrings(p) if not _exists(name)]
+    assert missing == [], "docstrings that name what is not there:\n" + "\n".join(missing)

@@ -87,7 +87,7 @@ def bound_streamlit_cache_locks() -> None:
     Streamlit 1.67's ``Cache.compute_value_lock`` fills ``Cache._value_locks``, a ``defaultdict(threading.Lock)``,
     with one lock per distinct key and never removes one, however small ``max_entries`` is: with a typed
     sentence in the key, the server grows by about 190 bytes for every sentence ever typed
-    (reproduced by ``benchmarks/streamlit_lock_growth.py`` at commit e1b2501; BENCHMARKS.md). Replaces that
+    (reproduced by a benchmark retired since, at commit e1b2501; BENCHMARKS.md). Replaces that
     method, once, for every cache.
     """
     from streamlit.runtime.caching.cache_utils import Cache
