@@ -11,7 +11,7 @@ from tolerances import summation_error
 import attention
 from attention import derivations
 from explorer.page_text.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
-from explorer.views import cells as view_cells
+from explorer import cells as view_cells
 
 PIECES = ("Your", " journey", " starts", " with", " one", " step")
 X = attention.BOOK_INPUTS.numpy()

@@ -2,7 +2,7 @@
 column traced to its head, ``out_proj``'s mix of the heads, and a mistake's cell beside the right one.
 
 Each function has ``page_text.cells.explain``'s signature, (derivation, notation, row label, column label,
-keys) → (Markdown, the sum), so a ``views.cells.Cells`` can take it as its ``words``.
+keys) → (Markdown, the sum), so a ``explorer.cells.Cells`` can take it as its ``words``.
 """
 
 from __future__ import annotations

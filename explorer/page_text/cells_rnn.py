@@ -3,7 +3,7 @@ a Bahdanau weight with its additive score, the dot-product and additive contrast
 which no arithmetic made, and Generate's recorded weights, cached keys and window masks.
 
 Each function has ``page_text.cells.explain``'s signature, (derivation, notation, row label, column label,
-keys) → (Markdown, the sum), so a ``views.cells.Cells`` can take it as its ``words``.
+keys) → (Markdown, the sum), so a ``explorer.cells.Cells`` can take it as its ``words``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ modules, so the first page's run imports no torch.
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 """
 
-from explorer.views import cells, page_cells, page_cells_heads, page_cells_rnn
+from explorer.views import page_cells, page_cells_heads, page_cells_rnn
 from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
 from explorer.views.chapter import (
     WHY_HIDDEN_SIZE,
@@ -29,7 +29,6 @@ __all__ = [
     "WHY_HIDDEN_SIZE",
     "Run",
     "batch_view",
-    "cells",
     "computed_why_view",
     "dropout_sample_limit",
     "dropout_settings",

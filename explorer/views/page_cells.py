@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from explorer.page_text.cells import Notation
 from explorer.results import BatchView, DropoutView, MaskView, QkvView, SimplifiedView
-from explorer.views import cells
+from explorer import cells
 
 X = dict(left="x", right="x")  # section 3.3 multiplies the inputs themselves
 MADE_ENTRIES = 64  # views whose Cells are kept: a class on one sentence shows about 20

@@ -1,5 +1,5 @@
 """The explainable heatmaps of Multi-head and Break it (issue 25): a head's weights, the heads merged,
-``out_proj``'s mix, and a mistake's cell beside the right one, as ``views.cells.Cells`` read from the
+``out_proj``'s mix, and a mistake's cell beside the right one, as ``explorer.cells.Cells`` read from the
 views' arrays. Nothing is computed until a cell is asked for."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import attention
 from explorer.page_text import cells_heads as words
 from explorer.page_text.cells import Notation
 from explorer.results import MultiheadView
-from explorer.views.cells import Cells, context
+from explorer.cells import Cells, context
 
 WEIGHTS_CODE = "attn_weights = torch.softmax("
 CAT_CODE = "return torch.cat([head(x) for head in self.heads], dim=-1)"  # the wrapper's merge

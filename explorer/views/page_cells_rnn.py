@@ -1,4 +1,4 @@
-"""The explainable heatmaps of Why attention, Tokens & embeddings and Generate (issue 25), as ``views.cells.Cells``.
+"""The explainable heatmaps of Why attention, Tokens & embeddings and Generate (issue 25), as ``explorer.cells.Cells``.
 
 Why attention's view is stored for a first visit and keeps no decoder states, so the encoder–decoder that
 a GRU or Bahdanau cell reads is run once per sentence when a first cell is asked for
@@ -16,7 +16,7 @@ from explorer.page_text import cells_rnn as words
 from explorer.page_text.cells import Notation
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
-from explorer.views.cells import Cells
+from explorer.cells import Cells
 from explorer.views.page_cells import dims, once_per_view
 
 SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # additive_scores, on Why attention

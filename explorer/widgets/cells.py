@@ -1,11 +1,11 @@
 """Every number explains itself (issue 25): click, tap or pick a heatmap's cell, and a panel says how it was made.
 
 How a page opts in. Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, a
-``views.cells.Cells`` made from the view's arrays (``views.cells.scores``, ``weights``, ``dropped``,
+``explorer.cells.Cells`` made from the view's arrays (``explorer.cells.scores``, ``weights``, ``dropped``,
 ``masked_weights``, ``renormalized``, ``context``, ``projections``). Then call ``explain_cell(where)`` once
 on the step, where the panel should go (under the charts, or in a text column beside them)::
 
-    cells = views.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
+    cells = explorer.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
                                 notation=Notation("attn_weights", scaled=True))
     widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
     widgets.explain_cell()
@@ -20,7 +20,7 @@ The selected matrix's ``Cells.code`` line is marked in "Show the code" (``code.s
 link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for the step's p-th panel).
 
 A new kind of cell: a function in ``attention.derivations`` that returns a ``Derivation``, its words in
-``page_text.cells.explain``, and a constructor in ``views.cells``.
+``page_text.cells.explain``, and a constructor in ``explorer.cells``.
 """
 
 from __future__ import annotations

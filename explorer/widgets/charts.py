@@ -81,7 +81,7 @@ class Panel:
     builder: Callable
     args: tuple
     options: dict
-    explain: object = None  # ``views.cells.Cells``: its cells can be picked (``widgets.cells``)
+    explain: object = None  # ``explorer.cells.Cells``: its cells can be picked (``widgets.cells``)
 
     def columns(self) -> int:
         """How many columns of cells the panel's heatmap shows (0 for any other figure): its matrix's,
@@ -96,7 +96,7 @@ class Panel:
 
 def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel:
     """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``explain``
-    (``views.cells.Cells``) lets a learner pick its cells."""
+    (``explorer.cells.Cells``) lets a learner pick its cells."""
     if "style" not in options:
         options["style"] = style()
     if explain is not None:
@@ -127,7 +127,7 @@ def draw(
 ) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
     or else ``name``, with its downloads; ``on_select`` is called when a click selects a point
-    (``widgets.picking``), and ``explain`` (``views.cells.Cells``) lets a learner pick its cells
+    (``widgets.picking``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
     (``widgets.cells``).
 
     The figure is built once for every session that draws the same (``shared``). A session that reruns a
