@@ -15,7 +15,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Lowest first. A module may import its own layer's modules (without a cycle) and any layer below.
 LAYERS = (
-    ("explorer.parsing", "explorer.settings", "explorer.results", "explorer.figures", "explorer.page_text", "explorer.cells"),
+    (
+        "explorer.parsing",
+        "explorer.settings",
+        "explorer.results",
+        "explorer.figures",
+        "explorer.page_text",
+        "explorer.cells",
+    ),
     ("explorer.runtime",),
     ("explorer.models",),
     ("explorer.views",),

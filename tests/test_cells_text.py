@@ -10,8 +10,8 @@ from tolerances import summation_error
 
 import attention
 from attention import derivations
-from explorer.page_text.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
 from explorer import cells as view_cells
+from explorer.page_text.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
 
 PIECES = ("Your", " journey", " starts", " with", " one", " step")
 X = attention.BOOK_INPUTS.numpy()

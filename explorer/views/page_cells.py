@@ -10,9 +10,9 @@ import threading
 import weakref
 from collections import OrderedDict
 
+from explorer import cells
 from explorer.page_text.cells import Notation
 from explorer.results import BatchView, DropoutView, MaskView, QkvView, SimplifiedView
-from explorer import cells
 
 X = dict(left="x", right="x")  # section 3.3 multiplies the inputs themselves
 MADE_ENTRIES = 64  # views whose Cells are kept: a class on one sentence shows about 20

@@ -10,10 +10,10 @@ from functools import partial
 import numpy as np
 
 import attention
+from explorer.cells import Cells, context
 from explorer.page_text import cells_heads as words
 from explorer.page_text.cells import Notation
 from explorer.results import MultiheadView
-from explorer.cells import Cells, context
 
 WEIGHTS_CODE = "attn_weights = torch.softmax("
 CAT_CODE = "return torch.cat([head(x) for head in self.heads], dim=-1)"  # the wrapper's merge

@@ -11,12 +11,12 @@ import dataclasses
 import numpy as np
 
 import attention
+from explorer.cells import Cells
 from explorer.figures.labels import visible_token
 from explorer.page_text import cells_rnn as words
 from explorer.page_text.cells import Notation
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
-from explorer.cells import Cells
 from explorer.views.page_cells import dims, once_per_view
 
 SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # additive_scores, on Why attention
