@@ -9,7 +9,9 @@ panel of a step marks the rows and columns of the same name on the step's other 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -131,12 +133,27 @@ def context(weights_matrix, values, pieces: Sequence[str], dims: Sequence[str], 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), cols="dim", keys=tuple(pieces))
 
 
-def projections(inputs, weight_matrix, pieces: Sequence[str], dims: Sequence[str], *, code: str, notation: Notation):
-    """An entry of ``x @ W`` ((T, d_in) inputs, (d_in, d_out) ``weight_matrix``): rows are tokens, columns the
-    output's dimensions."""
+def projections(
+    inputs, weight_matrix, pieces: Sequence[str], dims: Sequence[str], *, code: str, notation: Notation, bias=None
+):
+    """An entry of ``x @ W`` (+ ``bias``) ((T, d_in) inputs, (d_in, d_out) ``weight_matrix``, (d_out,) bias): rows
+    are tokens, columns the output's dimensions."""
 
     def derive(row: int, col: int):
         x, w = np.array(inputs[row], dtype=np.float64), np.array(weight_matrix, dtype=np.float64)
-        return attention.derivations.projection(x, w, col, row=row, kind="projection")
+        b = None if bias is None else np.array(bias, dtype=np.float64)
+        return attention.derivations.projection(x, w, col, bias=b, row=row, kind="projection")
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), rows="query", cols="dim")
+
+
+def masked_scores(found: Cells, mask) -> Cells:
+    """Scores with −∞ above the diagonal: a future key's dot product is computed, then replaced by −∞."""
+
+    def derive(row: int, col: int):
+        derivation = found.derive(row, col)
+        if not mask[row, col]:
+            return derivation
+        return dataclasses.replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
+
+    return dataclasses.replace(found, derive=derive)

@@ -3,9 +3,7 @@ arrays, with the code line that made each. A page passes ``explain=cells["attn_w
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -119,18 +117,6 @@ def qkv(view: QkvView, pieces) -> dict[str, cells.Cells]:
     return found
 
 
-def masked_scores(found: cells.Cells, mask) -> cells.Cells:
-    """Scores with −∞ above the diagonal: a future key's dot product is computed, then replaced by −∞."""
-
-    def derive(row: int, col: int):
-        derivation = found.derive(row, col)
-        if not mask[row, col]:
-            return derivation
-        return dataclasses.replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
-
-    return dataclasses.replace(found, derive=derive)
-
-
 @once_per_view
 def causal(data: MaskView) -> dict[str, cells.Cells]:
     """Section 3.5.1: the unmasked weights, both masking routes, the causal weights and the context vectors."""
@@ -161,7 +147,7 @@ def causal(data: MaskView) -> dict[str, cells.Cells]:
             code="return masked_simple / masked_simple.sum(",
             notation=Notation("masked_simple_norm"),
         ),
-        "masked-scores": masked_scores(scores, mask),
+        "masked-scores": cells.masked_scores(scores, mask),
         "causal-weights": cells.weights(
             steps.scaled_scores, pieces, masked=mask, code="attn_weights = torch.softmax(", notation=weights
         ),

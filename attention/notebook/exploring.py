@@ -1,0 +1,609 @@
+"""What ``explore`` shows: the chapter's stages of a reader's own module, traced through its own forward.
+
+``Exploration`` runs the module once on the inputs with ``reading.read_forward``, which keeps what the
+forward computed through forward hooks on ``W_query``, ``W_key``, ``W_value``, ``self.dropout`` and
+``out_proj``: the queries, keys and values, the attention weights (what went into dropout), the weights
+after dropout, the concatenated context vectors (what went into ``out_proj``) and the output. Hooks cannot
+see a matrix product, so the scores are computed here from the module's own queries and keys, and a stage
+the forward did not pass through a hooked submodule is computed here from the stage before it, in the
+chapter's formula; the stage's text says which.
+
+``stages(item, head)`` lays them out in the chapter's order, each with its heatmaps and, for every heatmap,
+the app's ``explorer.cells.Cells``: the derivation of any cell and its words. A stage whose tensor is not
+what the chapter's formula makes from the stage before says so and points at ``check``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from explorer import cells
+from explorer.cells import Cells
+from explorer.page_text import cells_heads
+from explorer.page_text.cells import Notation
+from explorer.page_text.glossary import term
+
+from .. import derivations
+from ..constants import BOOK_SENTENCE, BOOK_TOKENS
+from ..embeddings import BOOK_INPUTS, embed_tokens
+from ..tokens import tokenize
+from . import precision
+from .reading import MULTIHEAD, PROJECTIONS, V1, WRAPPER, ForwardRaised, Sizes, read_forward, recognise
+
+MAX_TOKENS = 64  # a heatmap of 64 × 64 cells is the most whose every cell can be clicked (figures.PICK_LIMIT)
+STAGES = ("queries", "keys", "values")
+EMBEDDING_SEED = 123  # a typed sentence's embeddings, as the app's Tokens page draws them
+
+
+class ExploreError(ValueError):
+    """What ``explore`` cannot show, said for a learner: IPython prints the message alone, with no traceback."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook: these lines replace the traceback
+        return [f"{type(self).__name__}: {self}"]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One heatmap of a stage: its matrix (rows × cols), how to colour it, and its cells explained."""
+
+    key: str
+    title: str
+    matrix: np.ndarray
+    kind: str
+    cells: Cells
+    value_name: str
+    meaning: str
+    masked: np.ndarray | None = None
+    row_title: str = "query"
+    col_title: str = "key"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the stepper: a slug, a title, its words (Markdown), its heatmaps, and the code to look for
+    in the reader's forward (substrings of the lines that make it, as the book writes them)."""
+
+    key: str
+    title: str
+    text: str
+    panels: tuple[Panel, ...]
+    code: tuple[str, ...]
+    warning: str = ""
+
+
+def prepare_inputs(inputs, tokens: Sequence[str] | None, d_in: int, batched: bool):
+    """``inputs`` as the module takes it, (b, num_tokens, d_in), and one row of labels per batch item.
+
+    A string is a sentence: GPT-2's BPE splits it and each token id gets the Tokens page's seeded embedding
+    of d_in numbers; the book's sentence with d_in = 3 gets the book's six vectors."""
+    if isinstance(inputs, str):
+        if not inputs.strip():
+            raise ExploreError("The sentence is empty: type at least one word.")
+        if inputs.strip() == BOOK_SENTENCE and d_in == 3:
+            x, pieces = BOOK_INPUTS.clone(), tuple(BOOK_TOKENS)
+        else:
+            found = tokenize(inputs)
+            x, pieces = embed_tokens(found.ids, d_in, seed=EMBEDDING_SEED), found.pieces
+        x = x.unsqueeze(0)
+        labels = [tuple(tokens) if tokens is not None else pieces]
+    elif isinstance(inputs, torch.Tensor):
+        if not inputs.is_floating_point():
+            raise ExploreError(f"inputs must hold floats (embeddings), not {inputs.dtype}: try inputs.float().")
+        if inputs.dim() not in (2, 3) or inputs.shape[-1] != d_in or 0 in inputs.shape:
+            raise ExploreError(
+                f"inputs must be (num_tokens, d_in) or (batch, num_tokens, d_in) with d_in = {d_in}, as the "
+                f"module's W_query expects; got shape {tuple(inputs.shape)}."
+            )
+        x = inputs.detach() if inputs.dim() == 3 else inputs.detach().unsqueeze(0)
+        count = x.shape[1]
+        if tokens is None:
+            shown = BOOK_TOKENS if count == len(BOOK_TOKENS) else tuple(f"x^({i + 1})" for i in range(count))
+        elif isinstance(tokens, str) or len(tokens) != count:
+            raise ExploreError(f"tokens must be a list of {count} labels, one per row of inputs.")
+        else:
+            shown = tuple(str(t) for t in tokens)
+        labels = [tuple(shown)] * x.shape[0]
+    else:
+        raise ExploreError(f"inputs must be a tensor or a sentence (a string), not a {type(inputs).__name__}.")
+    if x.shape[1] > MAX_TOKENS:
+        raise ExploreError(f"{x.shape[1]} tokens is more than explore shows ({MAX_TOKENS}): pass a shorter input.")
+    if not batched and x.shape[0] > 1:
+        raise ExploreError("SelfAttention_v1 and _v2 take one sentence, (num_tokens, d_in), as in the book.")
+    return x, labels
+
+
+def _dims(count: int, prefix: str = "dim") -> tuple[str, ...]:
+    return tuple(f"{prefix} {k}" for k in range(count))
+
+
+class Exploration:
+    """A reader's ``module`` run once on ``inputs``, with what each stage computed.
+
+    ``sizes`` is what ``reading.recognise`` read; ``x`` (b, num_tokens, d_in); ``labels[item]`` the tokens of
+    each batch item; ``seen`` the stages the hooks saw, as float64 on the CPU (``reading.read_forward``)."""
+
+    def __init__(self, module: nn.Module, inputs, tokens: Sequence[str] | None = None):
+        try:
+            self.sizes: Sizes = recognise(module)
+        except (TypeError, ValueError) as error:
+            raise ExploreError(str(error).replace("check() takes", "explore() takes")) from None
+        self.module = module
+        parameter = next(module.parameters())
+        x, self.labels = prepare_inputs(inputs, tokens, self.sizes.d_in, self.sizes.batched)
+        self.x = x.to(device=parameter.device, dtype=parameter.dtype)
+        context_length = self.sizes.context_length
+        if context_length is not None and self.x.shape[1] > context_length:
+            raise ExploreError(
+                f"{self.x.shape[1]} tokens do not fit the module's context_length of {context_length} (its mask "
+                "is that size): pass fewer tokens or build the module with a larger context_length."
+            )
+        try:
+            self.seen = read_forward(module, self.sizes, self.x, seed=None)
+        except ForwardRaised as error:
+            what = error.what if str(error) == error.what else f"{error.what} {error}"
+            raise ExploreError(f"Your module's forward {what}. explore() shows a module whose forward runs.") from None
+        self.training = module.training
+        self._derive()
+
+    # What the chapter's formulas make, stage by stage, from the module's own tensors (float64, (b, h, ·, ·)).
+
+    def _derive(self) -> None:
+        seen, sizes = self.seen, self.sizes
+        missing = [f"self.{name}" for name, stage in zip(PROJECTIONS, STAGES, strict=True) if stage not in seen]
+        if missing:
+            raise ExploreError(
+                f"The forward did not call {', '.join(missing)} once per head: explore() follows the book's "
+                "forward, which projects x with W_query, W_key and W_value."
+            )
+        q, k = seen["queries"], seen["keys"]
+        self.head_dim = q.shape[-1]
+        self.scores = q @ k.transpose(-2, -1)  # (b, h, T, T), ω = q · k
+        T = q.shape[-2]
+        if sizes.context_length is not None:
+            self.mask = seen["mask"][:, :T, :T].bool().numpy()  # (h, T, T), True: a future key
+        else:
+            self.mask = np.zeros((q.shape[1], T, T), dtype=bool)
+        hidden = torch.as_tensor(self.mask).unsqueeze(0)  # (1, h or 1, T, T)
+        self.scaled = self.scores.masked_fill(hidden, -math.inf) / math.sqrt(self.head_dim)  # (b, h, T, T)
+        self.formula_weights = torch.softmax(self.scaled, dim=-1)
+        self.weights = seen.get("attn_weights", self.formula_weights)
+        self.dropped = seen.get("dropped_weights")
+        if self.dropped is None or not self.dropout_drew:
+            self.dropped = None
+        after = self.dropped if self.dropped is not None else self.weights
+        self.context_heads = after @ seen["values"]  # (b, h, T, head_dim)
+        b, h = q.shape[0], q.shape[1]
+        merged = self.context_heads.transpose(1, 2).reshape(b, T, h * self.head_dim)  # (b, T, h · head_dim)
+        self.context = seen.get("context", merged)
+        self.merged_formula = merged
+        self.bounds = self._bounds()
+
+    def _bounds(self) -> dict[str, float]:
+        """How far the module's float32 tensors may be from the formulas here (float64 on its own tensors):
+        ``precision.stage_bounds`` for one forward pass."""
+        heads = list(self.module.heads) if self.sizes.kind == WRAPPER else [self.module]
+        if self.sizes.kind == V1:
+            projections = [(getattr(m, n).detach().T, None) for m in heads for n in PROJECTIONS]
+        else:
+            projections = [(getattr(m, n).weight.detach(), getattr(m, n).bias) for m in heads for n in PROJECTIONS]
+            projections = [(w.double().cpu(), None if b is None else b.detach().double().cpu()) for w, b in projections]
+        out = self.module.out_proj if self.sizes.kind == MULTIHEAD else None
+        out_proj = (
+            None
+            if out is None
+            else (
+                out.weight.detach().cpu(),
+                torch.zeros(out.weight.shape[0]) if out.bias is None else out.bias.detach().cpu(),
+            )
+        )
+        stages = dict(self.seen) | {"dropped_weights": self.dropped if self.dropped is not None else self.weights}
+        stages["context"] = self.context
+        eps, _ = precision.precision(next(self.module.parameters()).dtype)
+        rescale = 1 / (1 - self.sizes.dropout) if self.dropped is not None else 1.0
+        return precision.stage_bounds(
+            self.x.double().cpu(),
+            [(w.double(), b) for w, b in projections],
+            out_proj,
+            stages,
+            eps=eps,
+            score_divisor=math.sqrt(self.head_dim),
+            rescale=rescale,
+        )
+
+    def head_mask(self, head: int) -> np.ndarray:
+        """Head ``head``'s mask, (T, T), True above the diagonal: ``MultiHeadAttention`` has one for all heads."""
+        return self.mask[head if self.mask.shape[0] > 1 else 0]
+
+    @property
+    def dropout_drew(self) -> bool:
+        """Dropout changed something on this forward: the module is training, with p > 0."""
+        return self.training and self.sizes.dropout > 0 and "dropped_weights" in self.seen
+
+    @property
+    def num_heads(self) -> int:
+        return self.seen["queries"].shape[1]
+
+    @property
+    def batch_size(self) -> int:
+        return self.x.shape[0]
+
+    def _projection_weight(self, name: str, head: int) -> tuple[torch.Tensor, torch.Tensor | None, slice]:
+        """The (d_in, columns) matrix and bias that made head ``head``'s queries, keys or values, and which
+        columns of the module's own projection they are."""
+        sizes = self.sizes
+        owner = self.module.heads[head] if sizes.kind == WRAPPER else self.module
+        matrix = getattr(owner, name)
+        if sizes.kind == V1:
+            return matrix.detach().double().cpu(), None, slice(None)
+        weight, bias = matrix.weight.detach().double().cpu().T, matrix.bias
+        bias = None if bias is None else bias.detach().double().cpu()
+        return weight, bias, slice(None)
+
+    def stages(self, item: int = 0, head: int = 0) -> list[Stage]:
+        """The chapter's stages for batch item ``item`` and head ``head`` (both from 0), in the book's order."""
+        if not 0 <= item < self.batch_size or not 0 <= head < self.num_heads:
+            raise ExploreError(f"item must be 0 to {self.batch_size - 1} and head 0 to {self.num_heads - 1}.")
+        found = [self._projections(item, head), self._scores(item, head)]
+        if self.sizes.context_length is not None:
+            found.append(self._masked(item, head))
+        found.append(self._weights(item, head))
+        if self.dropped is not None:
+            found.append(self._dropout(item, head))
+        found.append(self._context(item, head))
+        if self.sizes.kind in (WRAPPER, MULTIHEAD):
+            found.append(self._concatenated(item))
+        if self.sizes.kind == MULTIHEAD:
+            found.append(self._output(item))
+        return found
+
+    # The stages, one method each, in the chapter's order.
+
+    def _notation(self, name: str, item: int, **kwargs) -> Notation:
+        return Notation(name, item=item if self.batch_size > 1 else None, **kwargs)
+
+    def _projections(self, item: int, head: int) -> Stage:
+        pieces, x = self.labels[item], self.seen_x(item)
+        multi = self.sizes.kind == MULTIHEAD
+        panels = []
+        for name, letter, stage in zip(PROJECTIONS, "qkv", ("queries", "keys", "values"), strict=True):
+            weight, bias, _ = self._projection_weight(name, head)
+            if multi:  # the book projects all heads at once, then splits the columns into heads
+                matrix = self.seen[stage][item].transpose(0, 1).reshape(x.shape[0], -1).numpy()
+            else:
+                matrix = self.seen[stage][item, head].numpy()
+            code = f"{stage} = x @ self.{name}" if self.sizes.kind == V1 else f"{stage} = self.{name}(x)"
+            notation = self._notation(stage, item, left=letter, weight_matrix=name)
+            found = cells.projections(
+                x.numpy(),
+                weight.numpy(),
+                pieces,
+                _dims(matrix.shape[1]),
+                code=code,
+                notation=notation,
+                bias=None if bias is None else bias.numpy(),
+            )
+            panels.append(
+                Panel(
+                    stage,
+                    f"{stage} ({letter})",
+                    matrix,
+                    "signed",
+                    found,
+                    letter,
+                    f"{letter}^(i) = x^(i) {name}",
+                    row_title="token",
+                    col_title="dimension",
+                )
+            )
+        heads = " All heads' columns at once: head h has head_dim of them." if multi else ""
+        text = (
+            f"Each token's {term('embedding')} x^(i) is multiplied by the trainable "
+            f"{term('weight_matrices', 'weight matrices')} W_query, W_key and W_value: "
+            f"q^(i) = x^(i) W_query, and k^(i), v^(i) likewise.{heads}"
+        )
+        return Stage("projections", "Queries, keys and values", text, tuple(panels), (" = self.W_", " @ self.W_"))
+
+    def seen_x(self, item: int) -> torch.Tensor:
+        return self.x[item].detach().double().cpu()
+
+    def _queries_keys(self, item: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.seen["queries"][item, head].numpy(), self.seen["keys"][item, head].numpy()
+
+    def _scores(self, item: int, head: int) -> Stage:
+        pieces = self.labels[item]
+        q, k = self._queries_keys(item, head)
+        found = cells.scores(
+            q, k, pieces, code="attn_scores = queries @ keys", notation=self._notation("attn_scores", item)
+        )
+        panel = Panel(
+            "attn_scores",
+            "attention scores ω = q · k",
+            self.scores[item, head].numpy(),
+            "signed",
+            found,
+            "score ω",
+            "the dot product of the query's q and the key's k",
+        )
+        text = (
+            f"The {term('attention_scores', 'attention score')} ω_ij is the {term('dot_product', 'dot product')} of "
+            "query q^(i) with key k^(j): one row per query, one column per key. Hooks cannot see a matrix product, "
+            "so these come from your queries and keys."
+        )
+        return Stage("scores", "Attention scores", text, (panel,), ("attn_scores = ",))
+
+    def _masked(self, item: int, head: int) -> Stage:
+        pieces = self.labels[item]
+        q, k = self._queries_keys(item, head)
+        found = cells.masked_scores(
+            cells.scores(q, k, pieces, code="masked_fill", notation=self._notation("attn_scores", item)),
+            self.head_mask(head),
+        )
+        shown = self.scores[item, head].masked_fill(torch.as_tensor(self.head_mask(head)), -math.inf).numpy()
+        panel = Panel(
+            "masked_scores",
+            "masked scores",
+            shown,
+            "signed",
+            found,
+            "score ω",
+            "the score, or −∞ for a key after the query",
+            masked=self.head_mask(head),
+        )
+        text = (
+            f"The {term('causal_mask', 'causal mask')} hides each query's future keys: the mask buffer holds 1 above "
+            "the diagonal, and `masked_fill` puts −∞ there, so the softmax gives those keys 0."
+        )
+        return Stage("mask", "Causal mask", text, (panel,), ("masked_fill",))
+
+    def _weights(self, item: int, head: int) -> Stage:
+        pieces = self.labels[item]
+        masked = self.head_mask(head) if self.sizes.context_length is not None else None
+        found = cells.weights(
+            self.scaled[item, head].numpy(),
+            pieces,
+            masked=masked,
+            code="attn_weights = torch.softmax(",
+            notation=self._notation("attn_weights", item, scaled=True),
+        )
+        panel = Panel(
+            "attn_weights",
+            "attention weights α",
+            self.weights[item, head].numpy(),
+            "weights",
+            found,
+            "weight α",
+            "how much the query attends to the key; each row sums to 1",
+            masked=masked,
+        )
+        d_k = self.head_dim
+        seen = (
+            ""
+            if "attn_weights" in self.seen
+            else " Your forward passed no weights through self.dropout, so they are computed here."
+        )
+        text = (
+            f"The {term('softmax')} turns each row of scores, divided by √{term('d_k')} = √{d_k}, into "
+            f"{term('attention_weights', 'attention weights')} α_ij that are positive and sum to 1.{seen}"
+        )
+        return Stage(
+            "weights",
+            "Attention weights",
+            text,
+            (panel,),
+            ("softmax",),
+            self._differs(
+                self.weights[item, head],
+                self.formula_weights[item, head],
+                "weights",
+                "softmax(ω / √d_k) of the masked scores",
+                "attn_weights",
+            ),
+        )
+
+    def _dropout(self, item: int, head: int) -> Stage:
+        pieces, p = self.labels[item], self.sizes.dropout
+        keep = (self.dropped[item, head] != 0).numpy()
+        found = cells.dropped(
+            self.weights[item, head].numpy(),
+            keep,
+            p,
+            pieces,
+            code="self.dropout(",
+            notation=self._notation("attn_weights", item),
+        )
+        panel = Panel(
+            "dropped_weights",
+            "weights after dropout",
+            self.dropped[item, head].numpy(),
+            "nonnegative",
+            found,
+            "weight",
+            "0 where dropout dropped the weight, else the weight × 1/(1 − p)",
+            masked=self.head_mask(head) if self.sizes.context_length is not None else None,
+        )
+        expected = self.weights[item, head] * torch.as_tensor(keep) / (1 - p)
+        text = (
+            f"In training, {term('dropout')} with p = {p:g} zeroes each weight with probability p and scales the "
+            f"others by 1/(1 − p) = {1 / (1 - p):.4f}. This is the draw your forward made."
+        )
+        return Stage(
+            "dropout",
+            "Dropout",
+            text,
+            (panel,),
+            ("self.dropout(",),
+            self._differs(
+                self.dropped[item, head],
+                expected,
+                "weights after dropout",
+                "kept weights × 1/(1 − p)",
+                "dropped_weights",
+            ),
+        )
+
+    def _context(self, item: int, head: int) -> Stage:
+        pieces = self.labels[item]
+        after = self.dropped if self.dropped is not None else self.weights
+        values = self.seen["values"][item, head].numpy()
+        found = cells.context(
+            after[item, head].numpy(),
+            values,
+            pieces,
+            _dims(values.shape[1]),
+            code="context_vec = ",
+            notation=self._notation("context_vec", item, right="v"),
+        )
+        hd = self.head_dim  # your own numbers: this head's columns of the concatenated context vectors
+        shown = self.context[item][:, head * hd : (head + 1) * hd]
+        panel = Panel(
+            "context",
+            "context vectors z",
+            shown.numpy(),
+            "signed",
+            found,
+            "entry",
+            "the weighted sum of the value vectors",
+            row_title="query",
+            col_title="dimension",
+        )
+        text = (
+            f"Each {term('context_vector', 'context vector')} z^(i) is the sum of the value vectors v^(j), "
+            "each times its weight α_ij: `context_vec = attn_weights @ values`."
+        )
+        warning = self._differs(
+            shown, self.context_heads[item, head], "context vectors", "attn_weights @ values", "context"
+        )
+        return Stage("context", "Context vectors", text, (panel,), ("context_vec = ", "@ values"), warning)
+
+    def _concatenated(self, item: int) -> Stage:
+        pieces = self.labels[item]
+        after = self.dropped if self.dropped is not None else self.weights
+        weights, values = after[item].numpy(), self.seen["values"][item].numpy()
+        columns = _dims(self.context.shape[-1])
+
+        def derive(row: int, col: int):
+            return derivations.merge(np.array(weights), np.array(values), row, col)
+
+        code = "torch.cat(" if self.sizes.kind == WRAPPER else ".view("
+        found = Cells(
+            derive,
+            self._notation("context_vec", item),
+            code,
+            tuple(pieces),
+            columns,
+            cols="dim",
+            keys=tuple(pieces),
+            words=cells_heads.merged,
+        )
+        panel = Panel(
+            "concatenated",
+            "heads' context vectors, side by side",
+            self.context[item].numpy(),
+            "signed",
+            found,
+            "entry",
+            "head h's column c is column h · head_dim + c",
+            row_title="query",
+            col_title="dimension",
+        )
+        how = (
+            "`torch.cat` joins each head's context vectors"
+            if self.sizes.kind == WRAPPER
+            else "`transpose(1, 2)` then `view` lays each token's heads side by side"
+        )
+        text = (
+            f"{how}: {self.num_heads} heads of head_dim = {self.head_dim} columns make d_out = "
+            f"{self.num_heads * self.head_dim}. Head h's column c becomes column h · head_dim + c."
+        )
+        return Stage(
+            "heads",
+            "Heads concatenated",
+            text,
+            (panel,),
+            ("torch.cat(", ".view(", "transpose(1, 2)"),
+            self._differs(
+                self.context[item],
+                self.merged_formula[item],
+                "concatenated context vectors",
+                "the heads' context vectors side by side",
+                "context",
+            ),
+        )
+
+    def _output(self, item: int) -> Stage:
+        pieces = self.labels[item]
+        out = self.module.out_proj
+        weight = out.weight.detach().double().cpu().numpy()
+        bias = None if out.bias is None else out.bias.detach().double().cpu().numpy()
+        context = self.context[item].numpy()
+        heads = self.num_heads
+
+        def derive(row: int, col: int):
+            return derivations.out_projection(
+                np.array(context[row]),
+                np.array(weight),
+                col,
+                num_heads=heads,
+                bias=None if bias is None else np.array(bias),
+                row=row,
+            )
+
+        found = Cells(
+            derive,
+            self._notation("context_vec", item),
+            "self.out_proj(",
+            tuple(pieces),
+            _dims(weight.shape[0]),
+            cols="dim",
+            keys=tuple(pieces),
+            words=cells_heads.mixed,
+        )
+        output = self.seen["output"][item].numpy()
+        panel = Panel(
+            "output",
+            "output = out_proj(context_vec)",
+            output,
+            "signed",
+            found,
+            "entry",
+            "every head's columns, mixed by out_proj",
+            row_title="query",
+            col_title="dimension",
+        )
+        text = (
+            "`out_proj`, a trainable d_out × d_out linear layer, mixes the heads: each output entry adds up every "
+            "head's columns times one row of its weight matrix."
+        )
+        expected = torch.as_tensor(context) @ torch.as_tensor(weight).T + (0 if bias is None else torch.as_tensor(bias))
+        return Stage(
+            "output",
+            "Output projection",
+            text,
+            (panel,),
+            ("self.out_proj(",),
+            self._differs(self.seen["output"][item], expected, "output", "out_proj(context_vec)", "output"),
+        )
+
+    # Where the reader's tensors are not what the chapter's formula makes from the stage before.
+
+    def _differs(self, theirs: torch.Tensor, formula: torch.Tensor, what: str, how: str, stage: str) -> str:
+        theirs, formula = torch.as_tensor(theirs, dtype=torch.float64), torch.as_tensor(formula, dtype=torch.float64)
+        if theirs.shape != formula.shape:
+            return (
+                f"Your {what} have shape {tuple(theirs.shape)}, not {tuple(formula.shape)} as {how} gives: "
+                "run check(module) to find where."
+            )
+        gap = (theirs - formula).abs().nan_to_num(0.0)
+        if bool((gap <= self.bounds[stage]).all()):
+            return ""
+        row, col = np.unravel_index(int(gap.argmax()), tuple(gap.shape))
+        return (
+            f"Your {what} are not {how}: row {row + 1}, column {col + 1} holds {float(theirs[row, col]):.6f}, "
+            f"the formula {float(formula[row, col]):.6f}. The cells explain the formula; run check(module)."
+        )
