@@ -108,7 +108,7 @@ def test_context_and_projection_entries():
 def test_masked_scores_say_minus_infinity():
     mask = attention.causal_mask(6).numpy()
     found = view_cells.scores(X, X, PIECES, code="", notation=Notation("masked"))
-    from explorer.views.page_cells import masked_scores
+    from explorer.cells import masked_scores
 
     words, sums = masked_scores(found, mask).explain(0, 3)
     assert "−∞" in words and sums.endswith("masked: ω_14 → −∞")

@@ -29,9 +29,12 @@ LEARNER_FILES = sorted(
         ROOT / "explorer/views/book.py",
         ROOT / "explorer/models/choice.py",
         *(ROOT / f"attention/{name}.py" for name in SHOWN_MODULES),
+        *ROOT.glob("attention/notebook/*.py"),  # what explore() and check() say in a reader's notebook
     ]
 )
-SENTENCE_FILES = sorted([*ROOT.glob("explorer/page_text/*.py"), *ROOT.glob("pages/*.py")])
+SENTENCE_FILES = sorted(
+    [*ROOT.glob("explorer/page_text/*.py"), *ROOT.glob("pages/*.py"), *ROOT.glob("attention/notebook/*.py")]
+)
 MAX_WORDS = 35
 
 

@@ -248,7 +248,10 @@ class Exploration:
     def stages(self, item: int = 0, head: int = 0) -> list[Stage]:
         """The chapter's stages for batch item ``item`` and head ``head`` (both from 0), in the book's order."""
         if not 0 <= item < self.batch_size or not 0 <= head < self.num_heads:
-            raise ExploreError(f"item must be 0 to {self.batch_size - 1} and head 0 to {self.num_heads - 1}.")
+            raise ExploreError(
+                f"stages(item, head) takes Python indices: item from 0 to {self.batch_size - 1}, "
+                f"head from 0 to {self.num_heads - 1}."
+            )
         found = [self._projections(item, head), self._scores(item, head)]
         if self.sizes.context_length is not None:
             found.append(self._masked(item, head))
@@ -389,7 +392,7 @@ class Exploration:
         )
         text = (
             f"The {term('softmax')} turns each row of scores, divided by √{term('d_k')} = √{d_k}, into "
-            f"{term('attention_weights', 'attention weights')} α_ij that are positive and sum to 1.{seen}"
+            f"{term('attention_weights', 'attention weights')} α_ij, each 0 or more, that sum to 1 along the row.{seen}"
         )
         return Stage(
             "weights",

@@ -26,12 +26,16 @@ _LINK = re.compile(r"\[([^\]]+)\]\(/glossary#([\w-]+)\)")
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
-STYLE = """<style>
-.ae-explorer .ae-warning {border-left: 4px solid #D55E00; padding: 2px 8px; margin-top: 4px}
-.ae-explorer .ae-explanation pre, .ae-explorer .ae-code pre {white-space: pre-wrap; font-size: 13px; margin: 4px 0}
-.ae-explorer .ae-code .ae-mark {background: #FFE9A8; display: inline-block; width: 100%}
-.ae-explorer .ae-terms {font-size: 13px; color: #333}
-</style>"""
+STYLE = "".join(  # one rule a line
+    (
+        "<style>",
+        ".ae-explorer .ae-warning {border-left: 4px solid #D55E00; padding: 2px 8px; margin-top: 4px}",
+        ".ae-explorer .ae-explanation pre, .ae-explorer .ae-code pre {white-space: pre-wrap; font-size: 13px}",
+        ".ae-explorer .ae-code .ae-mark {background: #FFE9A8; display: inline-block; width: 100%}",
+        ".ae-explorer .ae-terms {font-size: 13px; color: #333}",
+        "</style>",
+    )
+)
 
 
 def markdown(text: str, terms: list[str] | None = None) -> str:
@@ -191,9 +195,6 @@ class Explorer(widgets.VBox):
         self.index = index
         stage = self.stage
         count = len(self._stages)
-        self.position.value = f"Step {index + 1} of {count} · {html.escape(stage.title)}"
-        self.previous_button.disabled = index == 0
-        self.next_button.disabled = index == count - 1
         per_head = stage.key not in ("heads", "output") and self.exploration.num_heads > 1
         per_head = per_head and not (stage.key == "projections" and self.exploration.sizes.kind == "MultiHeadAttention")
         self.head_picker.layout.display = "" if per_head else "none"
@@ -205,6 +206,9 @@ class Explorer(widgets.VBox):
         self.selected = None
         self.cell.value = PROMPT
         self.code.value = self._code(stage)
+        self.previous_button.disabled = index == 0
+        self.next_button.disabled = index == count - 1
+        self.position.value = f"Step {index + 1} of {count} · {html.escape(stage.title)}"  # last: the step is drawn
 
     def _figure(self, panel: Panel, width: int) -> go.FigureWidget:
         pieces = self.exploration.labels[self.item]
@@ -229,11 +233,13 @@ class Explorer(widgets.VBox):
         widget.layout.autosize = False
         for trace in widget.data:
             if trace.name == PICK_TRACE:
-                trace.on_click(self._clicked(panel.key))
+                trace.on_click(self._clicked(panel.key, widget))
         return widget
 
-    def _clicked(self, panel_key: str):
+    def _clicked(self, panel_key: str, widget: go.FigureWidget):
         def clicked(trace, points, state) -> None:
+            if self.figures.get(panel_key) is not widget:  # a click on a chart the step has just replaced
+                return
             if points.point_inds:
                 row, col = (int(v) for v in trace.customdata[points.point_inds[0]][:2])
                 self.select(panel_key, row, col)

@@ -28,6 +28,11 @@ def head_weight(d: Derivation, n: Notation, row_label: str, col_label: str, keys
     return f"Head {head + 1} of {d.details['num_heads']}. " + words, sums
 
 
+def _at(n: Notation, d: Derivation) -> str:
+    """The cell's index as the code writes it: ``row, col``, or ``item, row, col`` for a batch item."""
+    return f"{d.row}, {d.col}" if n.item is None else f"{n.item}, {d.row}, {d.col}"
+
+
 def _terms(d: Derivation, shown: int) -> str:
     parts = ["·".join(factor(f) for f in t.factors) for t in d.terms[:shown]]
     more = f" + … ({len(d.terms)} in all)" if len(d.terms) > shown else ""
@@ -40,7 +45,7 @@ def merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Seq
     h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
     i, columns = d.row + 1, "1 column" if head_dim == 1 else f"{head_dim} columns"
     words = (
-        f"`{n.matrix}[{d.row}, {d.col}]` (Python counts from 0) belongs to head {h + 1}. The "
+        f"`{n.matrix}[{_at(n, d)}]` (Python counts from 0) belongs to head {h + 1}. The "
         f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so column "
         f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. It is entry {c} of head {h + 1}'s "
         f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
@@ -55,7 +60,7 @@ def mixed(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequ
     head's subtotal, then the bias: here the heads mix."""
     i, heads, head_dim = d.row + 1, d.details["num_heads"], d.details["head_dim"]
     words = (
-        f"`output[{d.row}, {d.col}]` is `out_proj` applied to query x^({i}) {_token(row_label)}'s merged "
+        f"`output[{_at(n, d)}]` is `out_proj` applied to query x^({i}) {_token(row_label)}'s merged "
         f"context vector: each of its {len(d.terms)} entries times `out_proj.weight[{d.col}, k]`, added up, plus "
         f"the bias. This is the mix: before `out_proj` each column came from one head, and now all "
         f"{heads} heads add to one number."
