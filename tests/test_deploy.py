@@ -1,6 +1,8 @@
-"""Deployability: a fresh virtual environment with only requirements.txt runs the app and answers /_stcore/health.
+"""Deployability: a fresh virtual environment with only requirements.txt runs the app and answers /_stcore/health,
+and there ``pip install .`` gives a package whose ``check`` works without the notebook extra, and
+``pip install ".[notebook]"`` one whose ``explore`` draws (README "In your notebook").
 
-This is what a hosted deploy does. It takes a minute or two (it installs torch), so it is marked ``slow``:
+This is what a hosted deploy and a reader do. It takes a minute or two (it installs torch), so it is marked ``slow``:
 the README's quick subset (``-m "not browser and not slow"``) leaves it out, and the full suite runs it.
 """
 
@@ -19,36 +21,44 @@ from benchmarks.launch import free_port
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_fresh_venv_installs_requirements_and_serves_health(tmp_path):
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    install = subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "-r",
-            str(ROOT / "requirements.txt"),
-        ],
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+def pip(python: Path, *arguments: str, cwd: Path | None = None) -> None:
+    found = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *arguments],
         capture_output=True,
         text=True,
         timeout=840,
+        cwd=cwd,
+        env=CLEAN_ENV,
     )
-    assert install.returncode == 0, install.stderr[-3000:]
+    assert found.returncode == 0, found.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> tuple[Path, Path]:
+    """A new virtual environment with requirements.txt installed, and a copy of the repository: (python, copy)."""
+    root = tmp_path_factory.mktemp("fresh")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip(python, "-r", str(ROOT / "requirements.txt"))
+    app_dir = root / "app"
+    shutil.copytree(ROOT, app_dir, ignore=shutil.ignore_patterns(".git", "artifacts", "__pycache__", ".*cache"))
+    return python, app_dir
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_fresh_venv_installs_requirements_and_serves_health(fresh):
+    python, app_dir = fresh
     freeze = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
     assert "torch==2.13.0" in freeze
     assert "nvidia" not in freeze.lower(), "the pinned torch must be the CPU build, without CUDA packages"
 
-    app_dir = tmp_path / "app"
-    shutil.copytree(ROOT, app_dir, ignore=shutil.ignore_patterns(".git", "artifacts", "__pycache__", ".*cache"))
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = CLEAN_ENV
     server = subprocess.Popen(
         [
             str(python),
@@ -86,3 +96,58 @@ def test_fresh_venv_installs_requirements_and_serves_health(tmp_path):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+READER = """
+import torch
+from torch import nn
+from attention.notebook import check, explore
+
+class CausalAttention(nn.Module):  # a reader's class, typed from the book
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+        return attn_weights @ values
+
+ca = CausalAttention(3, 2, 6, 0.0)
+print(check(ca))
+try:
+    widget = explore(ca, "Your journey starts with one step")
+    widget.go("weights")
+    widget.select("attn_weights", 1, 0)
+    print("explained:", widget.explanation[:80])
+except ImportError as error:
+    print("ImportError:", error)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_package_works_without_the_notebook_extra_and_explore_with_it(fresh, tmp_path):
+    python, app_dir = fresh
+    pip(python, ".", cwd=app_dir)
+    outside = tmp_path / "elsewhere"  # run away from the copy, so the installed package is the one imported
+    outside.mkdir()
+
+    def run() -> str:
+        found = subprocess.run([str(python), "-c", READER], cwd=outside, capture_output=True, text=True, env=CLEAN_ENV)
+        assert found.returncode == 0, found.stderr[-3000:]
+        return found.stdout
+
+    without = run()
+    assert "CausalAttention agrees with attention.CausalAttention" in without
+    assert "ImportError: explore() needs ipywidgets, anywidget" in without and "[notebook]" in without
+    pip(python, ".[notebook]", cwd=app_dir)
+    with_extra = run()
+    assert "explained: attn_weights[1, 0] is the attention weight" in with_extra, with_extra
