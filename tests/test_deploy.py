@@ -99,26 +99,10 @@ def test_fresh_venv_installs_requirements_and_serves_health(fresh):
 
 
 READER = """
-import torch
-from torch import nn
+import sys
+sys.path.insert(0, sys.argv[1])  # the copy's tests/ folder, for the book's classes as a reader types them
 from attention.notebook import check, explore
-
-class CausalAttention(nn.Module):  # a reader's class, typed from the book
-    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape
-        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2)
-        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
-        return attn_weights @ values
+from book_listings import CausalAttention
 
 ca = CausalAttention(3, 2, 6, 0.0)
 print(check(ca))
@@ -141,7 +125,8 @@ def test_the_package_works_without_the_notebook_extra_and_explore_with_it(fresh,
     outside.mkdir()
 
     def run() -> str:
-        found = subprocess.run([str(python), "-c", READER], cwd=outside, capture_output=True, text=True, env=CLEAN_ENV)
+        command = [str(python), "-c", READER, str(app_dir / "tests")]
+        found = subprocess.run(command, cwd=outside, capture_output=True, text=True, env=CLEAN_ENV)
         assert found.returncode == 0, found.stderr[-3000:]
         return found.stdout
 
