@@ -133,6 +133,17 @@ def test_the_stepper_moves_and_keeps_the_item_and_head():
         widget.go("nonsense")
 
 
+def test_a_projection_names_the_matrix_as_the_module_holds_it():
+    v1, x = build("SelfAttention_v1")
+    widget = explore(v1, x)
+    widget.select("queries", 2, 1)
+    assert "times column 1 of W_query, added up" in widget.explanation
+    v2, x = build("SelfAttention_v2")
+    widget = explore(v2, x)
+    widget.select("keys", 2, 1)
+    assert "times column 1 of W_key.weight.T, added up" in widget.explanation  # nn.Linear keeps (d_out, d_in)
+
+
 def test_the_code_panel_marks_the_readers_own_lines_of_the_step():
     module, x = build("CausalAttention")
     widget = explore(module, x)

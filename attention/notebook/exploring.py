@@ -281,7 +281,8 @@ class Exploration:
             else:
                 matrix = self.seen[stage][item, head].numpy()
             code = f"{stage} = x @ self.{name}" if self.sizes.kind == V1 else f"{stage} = self.{name}(x)"
-            notation = self._notation(stage, item, left=letter, weight_matrix=name)
+            matrix_name = name if self.sizes.kind == V1 else f"{name}.weight.T"  # nn.Linear keeps (d_out, d_in)
+            notation = self._notation(stage, item, left=letter, weight_matrix=matrix_name)
             found = cells.projections(
                 x.numpy(),
                 weight.numpy(),

@@ -200,7 +200,7 @@ class Explorer(widgets.VBox):
         self.head_picker.layout.display = "" if per_head else "none"
         warning = f'<div class="ae-warning">{markdown(stage.warning)}</div>' if stage.warning else ""
         self.text.value = f"<div>{markdown(stage.text)}</div>{warning}"
-        width = 340 if len(stage.panels) > 1 else 560
+        width = 280 if len(stage.panels) > 1 else 560  # three panels fit one row of a notebook's 850 px
         self.figures = {panel.key: self._figure(panel, width) for panel in stage.panels}
         self.charts.children = tuple(self.figures.values())
         self.selected = None

@@ -145,6 +145,8 @@ def test_a_reader_steps_through_their_own_modules_and_clicks_a_cell_of_every_ste
                 )
                 text = explanation.inner_text()
                 assert f"[0, {ROW}, {col}]" in text, (name, step, text)  # which cell: batch item 1, Python's indices
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                explorer.screenshot(path=SHOTS / f"{name}-step{k + 1}-{step}.png")  # to look at, in artifacts/
                 if step == "weights" and name == "CausalAttention":
                     SHOTS.mkdir(parents=True, exist_ok=True)  # the README's picture, without the hover box
                     page.mouse.move(0, 0)
