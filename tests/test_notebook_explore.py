@@ -15,6 +15,7 @@ import tomllib
 import torch
 from torch import nn
 
+import attention
 from attention.constants import BOOK_SENTENCE, BOOK_TOKENS
 from attention.embeddings import BOOK_INPUTS, embed_tokens
 from attention.notebook import explore
@@ -268,3 +269,27 @@ def test_every_module_explore_imports_is_installed_with_the_package():
         package = module if (ROOT / module.replace(".", "/") / "__init__.py").exists() else module.rpartition(".")[0]
         assert package in packages, f"{module} is imported by explore but its package is not installed"
     assert {req.split(">")[0].split("=")[0] for req in extra} >= {"ipywidgets", "anywidget", "plotly"}
+
+
+PACKAGE = [
+    (attention.SelfAttention_v1, (3, 2), BOOK_INPUTS),
+    (attention.SelfAttention_v2, (3, 2), BOOK_INPUTS),
+    (attention.CausalAttention, (3, 2, 6, 0.5), BATCH),
+    (attention.MultiHeadAttentionWrapper, (3, 2, 6, 0.5, 2), BATCH),
+    (attention.MultiHeadAttention, (3, 4, 6, 0.5, 2), BATCH),
+]
+
+
+@pytest.mark.parametrize(("cls", "args", "x"), PACKAGE, ids=[c.__name__ for c, _, _ in PACKAGE])
+def test_the_packages_own_classes_in_training_are_read_through_their_steps(cls, args, x):
+    """The package's dropout draws its mask apart from the weights (``drop_with_mask``), which hooks on
+    ``self.dropout`` would misread: its classes are read with ``attention.trace``, and nothing is flagged."""
+    torch.manual_seed(123)
+    explored = Exploration(cls(*args), x)
+    stages = explored.stages()
+    assert not [stage.warning for stage in stages if stage.warning]
+    if explored.sizes.dropout > 0:
+        dropped = torch.as_tensor(next(s for s in stages if s.key == "dropout").panels[0].matrix)
+        weights = explored.weights[0, 0]
+        kept = dropped != 0
+        assert torch.allclose(dropped[kept], weights[kept] * 2, rtol=0, atol=explored.bounds["dropped_weights"])

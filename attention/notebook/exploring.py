@@ -30,11 +30,14 @@ from explorer.page_text.cells import Notation
 from explorer.page_text.glossary import term
 
 from .. import derivations
+from ..causal import CausalAttention
 from ..constants import BOOK_SENTENCE, BOOK_TOKENS
 from ..embeddings import BOOK_INPUTS, embed_tokens
+from ..multihead import MultiHeadAttentionWrapper
 from ..tokens import tokenize
+from ..tracing import trace
 from . import precision
-from .reading import MULTIHEAD, PROJECTIONS, V1, WRAPPER, ForwardRaised, Sizes, read_forward, recognise
+from .reading import CLASSES, MULTIHEAD, PROJECTIONS, V1, WRAPPER, ForwardRaised, Sizes, read_forward, recognise
 
 MAX_TOKENS = 64  # a heatmap of 64 × 64 cells is the most whose every cell can be clicked (figures.PICK_LIMIT)
 STAGES = ("queries", "keys", "values")
@@ -118,6 +121,30 @@ def prepare_inputs(inputs, tokens: Sequence[str] | None, d_in: int, batched: boo
     return x, labels
 
 
+def packaged(module: nn.Module) -> bool:
+    """The module is one of the package's own five classes (with its own forward): ``tracing.trace`` records its
+    steps. Its dropout draws the mask apart from the weights (``dropout.drop_with_mask``), which hooks would misread."""
+    if type(module) not in CLASSES.values():
+        return False
+    return (
+        all(type(head) is CausalAttention for head in module.heads)
+        if type(module) is MultiHeadAttentionWrapper
+        else True
+    )
+
+
+def traced(module: nn.Module, sizes: Sizes, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The package's own module's steps, laid out as ``reading.read_forward`` lays out a reader's, from
+    ``tracing.trace`` in the module's own mode."""
+    found = trace(module, x, training=module.training, seed=None)
+    names = ("queries", "keys", "values", "attn_weights", "dropped_weights", "context", "output")
+    seen = {name: getattr(found, name).detach().to("cpu", torch.float64) for name in names}
+    if sizes.context_length is not None:
+        heads = list(module.heads) if sizes.kind == WRAPPER else [module]
+        seen["mask"] = torch.stack([head.mask.detach().bool().cpu() for head in heads])
+    return seen
+
+
 def _dims(count: int, prefix: str = "dim") -> tuple[str, ...]:
     return tuple(f"{prefix} {k}" for k in range(count))
 
@@ -144,7 +171,11 @@ class Exploration:
                 "is that size): pass fewer tokens or build the module with a larger context_length."
             )
         try:
-            self.seen = read_forward(module, self.sizes, self.x, seed=None)
+            self.seen = (
+                traced(module, self.sizes, self.x)
+                if packaged(module)
+                else read_forward(module, self.sizes, self.x, seed=None)
+            )
         except ForwardRaised as error:
             what = error.what if str(error) == error.what else f"{error.what} {error}"
             raise ExploreError(f"Your module's forward {what}. explore() shows a module whose forward runs.") from None
