@@ -14,14 +14,14 @@ import runpy
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from explorer.runtime import patches
 from explorer.runtime.server import lifespan, page_routes
 
 APP_SCRIPT = Path(__file__).with_name("explorer_app.py")
 PAGE_PATHS = sorted(path.stem for path in (Path(__file__).parent / "pages").glob("*.py"))
 
-if get_script_run_ctx() is None:  # imported by `streamlit run`, which serves the st.App
+if not patches.in_a_run():  # imported by `streamlit run`, which serves the st.App
     app = st.App(APP_SCRIPT.name, lifespan=lifespan, routes=page_routes(PAGE_PATHS))
 else:  # a script run of this file: be the app
     runpy.run_path(str(APP_SCRIPT), run_name="__main__")

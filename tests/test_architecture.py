@@ -164,3 +164,42 @@ def test_no_docstring_names_a_module_that_does_not_exist():
     files += [ROOT / "streamlit_app.py", ROOT / "explorer_app.py"]
     missing = [f"{p.relative_to(ROOT)}: {name}" for p in files for name in _named_in_docstrings(p) if not _exists(name)]
     assert missing == [], "docstrings that name what is not there:\n" + "\n".join(missing)
+
+
+PRIVATE_HOME = "explorer/runtime/patches.py"  # the one module that may use Streamlit's private names
+
+
+def private_streamlit_uses(path: Path) -> list[str]:
+    """Where ``path`` imports from inside the ``streamlit`` package (``streamlit.runtime``, ``from streamlit
+    import string_util``) or reads a private attribute of it (``st._event``): what the public API does not give.
+    ``import streamlit as st`` is public."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        what = None
+        if isinstance(node, ast.Import):
+            what = ", ".join(a.name for a in node.names if a.name.startswith("streamlit.")) or None
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "streamlit":
+            what = f"from {node.module} import {', '.join(a.name for a in node.names)}"
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("st", "streamlit")
+        ):
+            what = f"{node.value.id}.{node.attr}"
+        if what:
+            found.append(f"line {node.lineno}: {what}")
+    return found
+
+
+def test_streamlits_private_names_are_used_in_one_module_only():
+    files = [p for d in ("explorer", "pages") for p in (ROOT / d).rglob("*.py")]
+    files += [ROOT / "streamlit_app.py", ROOT / "explorer_app.py"]
+    outside = {
+        str(p.relative_to(ROOT)): uses
+        for p in files
+        if str(p.relative_to(ROOT)) != PRIVATE_HOME and (uses := private_streamlit_uses(p))
+    }
+    assert not outside, f"Streamlit's private names outside {PRIVATE_HOME}: {outside}"
+    assert private_streamlit_uses(ROOT / PRIVATE_HOME), "the check finds nothing where the private names are"

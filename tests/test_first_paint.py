@@ -8,6 +8,7 @@ import sys
 import threading
 
 import pytest
+import streamlit as st
 from apptest_support import ROOT, app
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -239,12 +240,10 @@ def _answer(route, *, path: str, query: str = "", method: str = "GET"):
 
 
 def test_without_the_chunks_or_under_a_base_url_streamlit_answers_the_pages(monkeypatch):
-    from streamlit import config
-
     monkeypatch.setattr(first_paint, "first_page_chunks", lambda: ())
     assert server.page_routes(["tokens"]) == []
     monkeypatch.undo()
-    monkeypatch.setattr(config, "get_option", lambda name: "/explorer/" if name == "server.baseUrlPath" else None)
+    monkeypatch.setattr(st, "get_option", lambda name: "/explorer/" if name == "server.baseUrlPath" else None)
     assert server.page_routes(["tokens"]) == []
 
 

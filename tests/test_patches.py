@@ -36,3 +36,21 @@ def test_the_private_names_the_patches_use_are_still_there():
     assert hasattr(Cache, "compute_value_lock") and hasattr(PagesManager, "uses_pages_directory")
     assert Cache.compute_value_lock is patches._compute_value_lock  # applied on import
     assert "self._can_be_called" in inspect.getsource(type(st.Page("pages/tokens.py")).run)  # run_page sets it
+
+
+def test_the_private_names_the_run_and_session_reads_use_are_still_there():
+    """``in_a_run``, ``session_id``, ``current_fragment_id``, ``rerun_session``, ``event_container`` and
+    ``warm_emoji_list`` read these; the browser test ``test_room`` also wakes a real session through them."""
+    from streamlit import string_util
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+    assert get_script_run_ctx() is None and not patches.in_a_run() and patches.session_id() is None
+    assert callable(ThreadState.get) and patches.current_fragment_id() is None
+    assert "self._session_mgr" in inspect.getsource(Runtime.__init__)
+    for name in ("_client_state", "_call_soon_on_event_loop", "has_fragment", "request_rerun"):
+        assert name in inspect.getsource(AppSession), name
+    assert patches.event_container() is not None and callable(string_util.is_emoji)
+    assert not patches.session_active("no such session")

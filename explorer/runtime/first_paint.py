@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from explorer.runtime import patches
 
 # Streamlit's browser code for the elements every page draws, which it fetches only when the first such
 # element arrives: charts (Plotly, 4.7 MB), HTML in Markdown, the sidebar's widgets, the stepper's
@@ -53,10 +54,9 @@ def page_routes(pages: list[str], on_torch_page: Callable[[], object]) -> list:
     imported after the first run)."""
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
-    from streamlit import config
 
     chunks = first_page_chunks()
-    if not chunks or config.get_option("server.baseUrlPath").strip("/"):
+    if not chunks or st.get_option("server.baseUrlPath").strip("/"):
         return []
     _paint_route.set()
     index = (STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
@@ -106,8 +106,8 @@ def preload_browser_code() -> None:
     on the page. The chunks sit beside Streamlit's own ``index.*.js``, whose URL already holds any
     ``server.baseUrlPath``. Without the chunks or the container (another Streamlit) it does nothing.
     """
-    chunks, events = first_page_chunks(), getattr(st, "_event", None)
-    if not chunks or events is None or get_script_run_ctx() is None:
+    chunks, events = first_page_chunks(), patches.event_container()
+    if not chunks or events is None or not patches.in_a_run():
         return
     tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if _paint_route.is_set() and not painted.is_set() else ""
     events.html(

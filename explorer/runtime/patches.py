@@ -5,6 +5,13 @@
 * ``ensure_entrypoint``: ``PagesManager.uses_pages_directory`` is turned off, so a deep link runs the app script.
 * ``run_page``: ``Page._can_be_called`` is set again, so a fragment rerun can run the page.
 
+And every read of Streamlit's state that no public call gives, so that no other module imports a private name:
+
+* ``in_a_run``, ``session_id``, ``current_fragment_id``: the script run the calling code is in, if any;
+* ``session_active``, ``rerun_session``: another session, by id (the live room's wake-up);
+* ``event_container``: where ``st.toast`` draws, for a script that takes no room on the page;
+* ``warm_emoji_list``: Streamlit's emoji list loaded before a first page needs it.
+
 Each relies on a private name that a new Streamlit may move. ``STREAMLIT_VERSION`` is the version they were
 written and tested for; ``check_version`` (run by ``tests/test_patches.py``) fails, saying what to re-check,
 when the installed Streamlit's minor version differs.
@@ -38,7 +45,9 @@ def check_version(installed: str = st.__version__) -> None:
         raise RuntimeError(
             f"explorer/runtime/patches.py was written for Streamlit {STREAMLIT_VERSION} and Streamlit {installed} "
             "is installed: re-check Cache.compute_value_lock and Cache._value_locks, the widget Serde classes' "
-            "deserialize, PagesManager.uses_pages_directory and Page._can_be_called, then update STREAMLIT_VERSION."
+            "deserialize, PagesManager.uses_pages_directory and Page._can_be_called, get_script_run_ctx, "
+            "ThreadState, the runtime's _session_mgr, AppSession._client_state, st._event and string_util, then update "
+            "STREAMLIT_VERSION."
         )
 
 
@@ -176,3 +185,78 @@ def run_page(page) -> None:
 
 
 bound_streamlit_cache_locks()  # on import, as every cache may be created after it
+
+
+# Streamlit's run and session state, read where no public call gives it.
+
+
+def in_a_run() -> bool:
+    """The calling code runs in a script run (a page), not in a test, a tool or a server thread."""
+    return get_script_run_ctx() is not None
+
+
+def session_id() -> str | None:
+    """The id of the session whose script run the calling code is in; None outside a run."""
+    ctx = get_script_run_ctx()
+    return None if ctx is None else ctx.session_id
+
+
+def current_fragment_id() -> str | None:
+    """The id of the fragment the calling code runs in (Streamlit keeps it in a private per-thread state)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        return ThreadState.get().fragment_id
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+
+
+def _session(session_id: str):
+    """The session's ``AppSession`` while its browser is connected (the browser test ``test_room`` fails if
+    these names change)."""
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return None
+    sessions = getattr(runtime.get_instance(), "_session_mgr", None)  # None in a test's stand-in runtime
+    info = None if sessions is None else sessions.get_active_session_info(session_id)
+    return None if info is None else info.session
+
+
+def session_active(session_id: str) -> bool:
+    return _session(session_id) is not None
+
+
+def rerun_session(session_id: str, fragment_id: str = "") -> None:
+    """Rerun a Streamlit session from another thread, as a changed source file does with ``runOnSave``: on
+    the server's event loop, with the client state of the session's last run (its page and query string; its
+    widget values are kept in its session state). With ``fragment_id``, only that fragment reruns, if the
+    session still has it."""
+    session = _session(session_id)
+    if session is None:
+        return
+
+    def rerun() -> None:
+        from streamlit.proto.ClientState_pb2 import ClientState
+
+        if not session._client_state.page_script_hash:  # its first run has not ended: it reads the room itself
+            return  # (a rerun now would replace that run by one without the link's parameters)
+        state = ClientState()
+        state.CopyFrom(session._client_state)
+        state.fragment_id = fragment_id if fragment_id and session.has_fragment(fragment_id) else ""
+        session.request_rerun(state)
+
+    session._call_soon_on_event_loop(rerun)
+
+
+def event_container():
+    """The container where ``st.toast`` draws (``st._event``), or None in another Streamlit: a script put there
+    takes no room on the page."""
+    return getattr(st, "_event", None)
+
+
+def warm_emoji_list() -> None:
+    """Load Streamlit's emoji list (``st.set_page_config``'s icon reads it) once, before a first page waits on it."""
+    from streamlit import string_util
+
+    string_util.is_emoji("🔍")

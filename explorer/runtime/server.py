@@ -20,11 +20,9 @@ import sys
 import threading
 from collections.abc import Iterator
 
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-
 import attention
 from explorer.figures.layout import pandas_settled
-from explorer.runtime import first_paint
+from explorer.runtime import first_paint, patches
 
 # Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
 # converts a DataFrame with pyarrow). The first page needs neither.
@@ -151,12 +149,11 @@ def _warm_first_run() -> None:
     import numpy as np
     import plotly.graph_objects as go
     import plotly.io as pio
-    from streamlit import string_util
 
     from attention.tokens import load_bpe
 
     load_bpe()
-    string_util.is_emoji("🔍")
+    patches.warm_emoji_list()
     first_paint.first_page_chunks()
     pandas_settled()  # a link that needs torch may have started the later imports, pandas among them
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
@@ -199,7 +196,7 @@ def configure_server() -> None:
       turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
     """
     first_paint.preload_browser_code()
-    in_a_run = get_script_run_ctx() is not None
+    in_a_run = patches.in_a_run()
     if _warming.is_set() and in_a_run:
         return
     if _first_run_ready is not None:

@@ -12,8 +12,8 @@ import re
 import secrets
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from explorer.runtime import patches
 from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store, wakener
 from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.session.links import initial_param
@@ -51,8 +51,7 @@ def following() -> bool:
 
 
 def session_id() -> str | None:
-    ctx = get_script_run_ctx()
-    return None if ctx is None else ctx.session_id
+    return patches.session_id()
 
 
 def leave(message: str) -> None:

@@ -19,8 +19,8 @@ import streamlit as st
 
 from explorer import figures
 from explorer.page_text.questions import Question
+from explorer.runtime.patches import current_fragment_id
 from explorer.runtime.rooms.store import IDLE_SECONDS
-from explorer.runtime.rooms.wake import current_fragment_id
 from explorer.session import live, room
 from explorer.session.notices import notice
 from explorer.session.state import presenter

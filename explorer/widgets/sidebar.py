@@ -5,12 +5,11 @@ edit ``session``'s settings; this module only draws them."""
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
 from explorer.models.choice import NAMES, effective, gpt2_checkpoint, model
 from explorer.parsing import parse_range, quoted
-from explorer.runtime.patches import unreadable_notices
+from explorer.runtime.patches import session_id, unreadable_notices
 from explorer.session.links import LINK_SLOT, initial_param, page_param
 from explorer.session.notices import notice
 from explorer.session.state import (
@@ -46,8 +45,7 @@ def sidebar() -> Settings:
     state.pop(SET_HERE, None)  # this run draws the settings a page's button set
     if not refill_widgets() and not widgets_valid():
         on_change_of()
-    ctx = get_script_run_ctx()
-    unreadable = unreadable_notices(ctx.session_id if ctx else None)
+    unreadable = unreadable_notices(session_id())
     with st.sidebar:
         st.session_state[ROOM_SLOT] = st.container(key="room_panel", gap="xsmall")  # seen unscrolled
         st.toggle(

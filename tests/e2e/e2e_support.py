@@ -18,6 +18,7 @@ import ast
 import html
 import re
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,6 +267,8 @@ class Events:
     asking: bool = False  # a request is out and no run has started since
     started_after_asking: bool = False  # a run started after the last request, and has not finished yet
     drawn: list[tuple[str, str]] = field(default_factory=list)  # (where, kind) of each element sent since cleared
+    # The last messages each way, for a record when something goes wrong: (seconds, "sent" or "got", what).
+    log: deque = field(default_factory=lambda: deque(maxlen=60))
 
     def clear(self) -> None:
         self.dialogs.clear()
@@ -309,6 +312,10 @@ def watch(page) -> Events:
         message = _decoded(payload, ForwardMsg)
         if message is None:
             return
+        kind = message.WhichOneof("type")
+        if kind != "delta":
+            detail = f" {message.script_finished}" if kind == "script_finished" else ""
+            events.log.append((round(time.monotonic(), 3), "got", kind + detail))
         if message.WhichOneof("type") == "new_session" and events.asking:
             events.asking, events.started_after_asking = False, True
         elif message.WhichOneof("type") == "script_finished" and message.script_finished != CUT_SHORT:
@@ -325,6 +332,10 @@ def watch(page) -> Events:
         if message is None:
             return
         if message.WhichOneof("type") == "rerun_script":
+            rerun = message.rerun_script
+            pressed = [w.id.rsplit("-", 1)[-1] for w in rerun.widget_states.widgets if w.trigger_value]
+            what = f"rerun fragment={rerun.fragment_id or '-'} pressed={pressed} page={rerun.page_script_hash[:8]}"
+            events.log.append((round(time.monotonic(), 3), "sent", what))
             events.requests += 1
             events.fragment_requests += bool(message.rerun_script.fragment_id)
             events.asking, events.started_after_asking = True, False

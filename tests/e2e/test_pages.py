@@ -75,6 +75,7 @@ def walk(app_page, reference, spec, inputs: Inputs, label: str, seen: set[str]) 
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             with (ARTIFACTS / "next_not_moved.txt").open("a") as record:
                 record.write(f"{where}: requests {events.requests}, answered {events.answered}, runs {events.runs}\n")
+                record.writelines(f"  {at} {way} {what}\n" for at, way, what in events.log)
             app_page.screenshot(f"{spec.stem}-{label}-step{step}-next-not-moved")
             app_page.next()
         assert app_page.step() == (step + 1, total), f"{where}: Next did not move one step"

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from explorer.runtime.patches import rerun_session, session_active
 from explorer.runtime.queue import TurnQueue
 from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore, Snapshot
 
@@ -151,51 +152,3 @@ class Wakener:
                 self.beat()
             except Exception:  # never let the thread die: the next round tries again
                 _LOG.exception("rooms: a heartbeat round failed")
-
-
-def _session(session_id: str):
-    """The session's ``AppSession`` while its browser is connected. Streamlit has no public call for this;
-    these private names are Streamlit 1.67's, and the browser test ``test_room`` fails if they change."""
-    from streamlit import runtime
-
-    if not runtime.exists():
-        return None
-    sessions = getattr(runtime.get_instance(), "_session_mgr", None)  # None in a test's stand-in runtime
-    info = None if sessions is None else sessions.get_active_session_info(session_id)
-    return None if info is None else info.session
-
-
-def current_fragment_id() -> str | None:
-    """The id of the fragment the calling code runs in (Streamlit keeps it in a private per-thread state)."""
-    try:
-        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
-
-        return ThreadState.get().fragment_id
-    except (ImportError, AttributeError, RuntimeError):
-        return None
-
-
-def session_active(session_id: str) -> bool:
-    return _session(session_id) is not None
-
-
-def rerun_session(session_id: str, fragment_id: str = "") -> None:
-    """Rerun a Streamlit session from another thread, as a changed source file does with ``runOnSave``: on
-    the server's event loop, with the client state of the session's last run (its page and query string; its
-    widget values are kept in its session state). With ``fragment_id``, only that fragment reruns, if the
-    session still has it."""
-    session = _session(session_id)
-    if session is None:
-        return
-
-    def rerun() -> None:
-        from streamlit.proto.ClientState_pb2 import ClientState
-
-        if not session._client_state.page_script_hash:  # its first run has not ended: it reads the room itself
-            return  # (a rerun now would replace that run by one without the link's parameters)
-        state = ClientState()
-        state.CopyFrom(session._client_state)
-        state.fragment_id = fragment_id if fragment_id and session.has_fragment(fragment_id) else ""
-        session.request_rerun(state)
-
-    session._call_soon_on_event_loop(rerun)
