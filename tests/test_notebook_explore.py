@@ -293,3 +293,39 @@ def test_the_packages_own_classes_in_training_are_read_through_their_steps(cls, 
         weights = explored.weights[0, 0]
         kept = dropped != 0
         assert torch.allclose(dropped[kept], weights[kept] * 2, rtol=0, atol=explored.bounds["dropped_weights"])
+
+
+def test_a_mask_buffer_that_is_not_the_books_is_flagged_at_the_mask():
+    module, x = build("CausalAttention")
+    with torch.no_grad():
+        module.mask.copy_(torch.tril(torch.ones(6, 6)))  # a reader's tril for triu
+    stages = {stage.key: stage for stage in Exploration(module, x).stages()}
+    assert stages["scores"].warning == ""
+    assert (
+        "Your mask buffer is not the book's" in stages["mask"].warning and "row 1, column 1" in stages["mask"].warning
+    )
+
+
+def test_a_wrappers_per_head_steps_name_the_head_and_show_the_heads_forward():
+    module, x = build("MultiHeadAttentionWrapper")
+    widget = explore(module, x)
+    widget.head_picker.value = 1
+    widget.select("keys", 2, 1)
+    assert "column 1 of heads[1].W_key.weight.T" in widget.explanation
+    widget.go("mask")
+    assert widget.code_box.titles == ("Your heads' forward (each head's CausalAttention)",)
+    assert "masked_fill" in widget.code.value and "No line of your forward" not in widget.code.value
+    widget.go("heads")
+    assert widget.code_box.titles == ("Your forward",) and "torch.cat" in widget.code.value
+
+
+def test_multihead_cells_name_the_head_in_the_index():
+    module, x = build("MultiHeadAttention")
+    widget = explore(module, x)
+    widget.head_picker.value = 1
+    widget.go("weights")
+    widget.select("attn_weights", 2, 1)
+    assert widget.explanation.startswith("attn_weights[0, 1, 2, 1] is the attention weight α_32")
+    widget.go("context")
+    widget.select("context", 2, 0)
+    assert widget.explanation.startswith("(attn_weights @ values)[0, 1, 2, 0] is entry")

@@ -94,7 +94,11 @@ def prepare_inputs(inputs, tokens: Sequence[str] | None, d_in: int, batched: boo
             found = tokenize(inputs)
             x, pieces = embed_tokens(found.ids, d_in, seed=EMBEDDING_SEED), found.pieces
         x = x.unsqueeze(0)
-        labels = [tuple(tokens) if tokens is not None else pieces]
+        if tokens is not None and (isinstance(tokens, str) or len(tokens) != len(pieces)):
+            raise ExploreError(
+                f"The sentence is {len(pieces)} GPT-2 tokens: tokens must be a list of {len(pieces)} labels."
+            )
+        labels = [tuple(str(t) for t in tokens) if tokens is not None else pieces]
     elif isinstance(inputs, torch.Tensor):
         if not inputs.is_floating_point():
             raise ExploreError(f"inputs must hold floats (embeddings), not {inputs.dtype}: try inputs.float().")
@@ -105,8 +109,9 @@ def prepare_inputs(inputs, tokens: Sequence[str] | None, d_in: int, batched: boo
             )
         x = inputs.detach() if inputs.dim() == 3 else inputs.detach().unsqueeze(0)
         count = x.shape[1]
-        if tokens is None:
-            shown = BOOK_TOKENS if count == len(BOOK_TOKENS) else tuple(f"x^({i + 1})" for i in range(count))
+        if tokens is None:  # the book's words for the book's six vectors, else x^(1), x^(2), ...
+            book = all(torch.equal(sentence.float(), BOOK_INPUTS) for sentence in x) if x.shape[1:] == (6, 3) else False
+            shown = BOOK_TOKENS if book else tuple(f"x^({i + 1})" for i in range(count))
         elif isinstance(tokens, str) or len(tokens) != count:
             raise ExploreError(f"tokens must be a list of {count} labels, one per row of inputs.")
         else:
@@ -298,8 +303,20 @@ class Exploration:
 
     # The stages, one method each, in the chapter's order.
 
-    def _notation(self, name: str, item: int, **kwargs) -> Notation:
-        return Notation(name, item=item if self.batch_size > 1 else None, **kwargs)
+    def _notation(self, name: str, item: int, head: int | None = None, **kwargs) -> Notation:
+        """How the cell's index reads in the reader's tensor: (item, head, row, col) for MultiHeadAttention's
+        per-head tensors, (item, row, col) for a batch, (row, col) for v1 and v2's one sentence."""
+        if not self.sizes.batched:
+            return Notation(name, **kwargs)
+        at = f"{item}, {head}" if head is not None and self.sizes.kind == MULTIHEAD else item
+        return Notation(name, item=at, **kwargs)
+
+    def _context_notation(self, item: int, head: int) -> Notation:
+        """A head's context vectors: MultiHeadAttention's are ``(attn_weights @ values)[item, head]`` before the
+        heads are merged; the other modules' are their ``context_vec``."""
+        if self.sizes.kind == MULTIHEAD:
+            return Notation("attn_weights @ values", right="v", item=f"{item}, {head}")
+        return self._notation("context_vec", item, right="v")
 
     def _projections(self, item: int, head: int) -> Stage:
         pieces, x = self.labels[item], self.seen_x(item)
@@ -313,6 +330,8 @@ class Exploration:
                 matrix = self.seen[stage][item, head].numpy()
             code = f"{stage} = x @ self.{name}" if self.sizes.kind == V1 else f"{stage} = self.{name}(x)"
             matrix_name = name if self.sizes.kind == V1 else f"{name}.weight.T"  # nn.Linear keeps (d_out, d_in)
+            if self.sizes.kind == WRAPPER:  # each head is its own CausalAttention
+                matrix_name = f"heads[{head}].{matrix_name}"
             notation = self._notation(stage, item, left=letter, weight_matrix=matrix_name)
             found = cells.projections(
                 x.numpy(),
@@ -333,10 +352,14 @@ class Exploration:
                     letter,
                     f"{letter}^(i) = x^(i) {name}",
                     row_title="token",
-                    col_title="dimension",
+                    col_title="dimension (Python's index)",
                 )
             )
-        heads = " All heads' columns at once: head h has head_dim of them." if multi else ""
+        heads = (
+            " The book projects all heads at once: head 1 takes the first head_dim columns, head 2 the next, and so on."
+            if multi
+            else ""
+        )
         text = (
             f"Each token's {term('embedding')} x^(i) is multiplied by the trainable "
             f"{term('weight_matrices', 'weight matrices')} W_query, W_key and W_value: "
@@ -354,7 +377,7 @@ class Exploration:
         pieces = self.labels[item]
         q, k = self._queries_keys(item, head)
         found = cells.scores(
-            q, k, pieces, code="attn_scores = queries @ keys", notation=self._notation("attn_scores", item)
+            q, k, pieces, code="attn_scores = queries @ keys", notation=self._notation("attn_scores", item, head)
         )
         panel = Panel(
             "attn_scores",
@@ -367,8 +390,8 @@ class Exploration:
         )
         text = (
             f"The {term('attention_scores', 'attention score')} ω_ij is the {term('dot_product', 'dot product')} of "
-            "query q^(i) with key k^(j): one row per query, one column per key. Hooks cannot see a matrix product, "
-            "so these come from your queries and keys."
+            "query q^(i) with key k^(j): one row per query, one column per key. explore cannot see the `@` in "
+            "your forward, so it computes these from your queries and keys."
         )
         return Stage("scores", "Attention scores", text, (panel,), ("attn_scores = ",))
 
@@ -376,7 +399,7 @@ class Exploration:
         pieces = self.labels[item]
         q, k = self._queries_keys(item, head)
         found = cells.masked_scores(
-            cells.scores(q, k, pieces, code="masked_fill", notation=self._notation("attn_scores", item)),
+            cells.scores(q, k, pieces, code="masked_fill", notation=self._notation("attn_scores", item, head)),
             self.head_mask(head),
         )
         shown = self.scores[item, head].masked_fill(torch.as_tensor(self.head_mask(head)), -math.inf).numpy()
@@ -391,10 +414,23 @@ class Exploration:
             masked=self.head_mask(head),
         )
         text = (
-            f"The {term('causal_mask', 'causal mask')} hides each query's future keys: the mask buffer holds 1 above "
-            "the diagonal, and `masked_fill` puts −∞ there, so the softmax gives those keys 0."
+            f"The {term('causal_mask', 'causal mask')} hides each query's future keys. The book's mask buffer holds "
+            "1 above the diagonal, and `masked_fill` puts −∞ there, so the softmax gives those keys 0. These come "
+            "from your queries, keys and mask buffer."
         )
-        return Stage("mask", "Causal mask", text, (panel,), ("masked_fill",))
+        T = len(pieces)
+        book = torch.ones(T, T).triu(1).bool().numpy()
+        differs = np.argwhere(self.head_mask(head) != book)
+        warning = ""
+        if len(differs):
+            row, col = differs[0]
+            hides = bool(self.head_mask(head)[row, col])
+            warning = (
+                "Your mask buffer is not the book's `torch.triu(torch.ones(context_length, context_length), "
+                f"diagonal=1)`: at row {row + 1}, column {col + 1} it {'hides' if hides else 'keeps'} the key, "
+                f"and the book's {'keeps' if hides else 'hides'} it. Run check(module)."
+            )
+        return Stage("mask", "Causal mask", text, (panel,), ("masked_fill",), warning)
 
     def _weights(self, item: int, head: int) -> Stage:
         pieces = self.labels[item]
@@ -404,7 +440,7 @@ class Exploration:
             pieces,
             masked=masked,
             code="attn_weights = torch.softmax(",
-            notation=self._notation("attn_weights", item, scaled=True),
+            notation=self._notation("attn_weights", item, head, scaled=True),
         )
         panel = Panel(
             "attn_weights",
@@ -417,11 +453,12 @@ class Exploration:
             masked=masked,
         )
         d_k = self.head_dim
-        seen = (
-            ""
-            if "attn_weights" in self.seen
-            else " Your forward passed no weights through self.dropout, so they are computed here."
-        )
+        if "attn_weights" in self.seen:
+            seen = ""
+        elif self.sizes.kind in (V1, "SelfAttention_v2"):
+            seen = " SelfAttention_v1 and _v2 have no dropout, so explore computes these from your queries and keys."
+        else:
+            seen = " Your forward passed no weights through self.dropout, so explore computes them here."
         text = (
             f"The {term('softmax')} turns each row of scores, divided by √{term('d_k')} = √{d_k}, into "
             f"{term('attention_weights', 'attention weights')} α_ij, each 0 or more, that sum to 1 along the row.{seen}"
@@ -450,7 +487,7 @@ class Exploration:
             p,
             pieces,
             code="self.dropout(",
-            notation=self._notation("attn_weights", item),
+            notation=self._notation("attn_weights", item, head),
         )
         panel = Panel(
             "dropped_weights",
@@ -492,7 +529,7 @@ class Exploration:
             pieces,
             _dims(values.shape[1]),
             code="context_vec = ",
-            notation=self._notation("context_vec", item, right="v"),
+            notation=self._context_notation(item, head),
         )
         hd = self.head_dim  # your own numbers: this head's columns of the concatenated context vectors
         shown = self.context[item][:, head * hd : (head + 1) * hd]
@@ -505,11 +542,12 @@ class Exploration:
             "entry",
             "the weighted sum of the value vectors",
             row_title="query",
-            col_title="dimension",
+            col_title="dimension (Python's index)",
         )
         text = (
             f"Each {term('context_vector', 'context vector')} z^(i) is the sum of the value vectors v^(j), "
-            "each times its weight α_ij: `context_vec = attn_weights @ values`."
+            f"each times its weight α_ij{' after dropout' if self.dropped is not None else ''}: "
+            "`context_vec = attn_weights @ values`."
         )
         warning = self._differs(
             shown, self.context_heads[item, head], "context vectors", "attn_weights @ values", "context"
@@ -543,18 +581,24 @@ class Exploration:
             "signed",
             found,
             "entry",
-            "head h's column c is column h · head_dim + c",
+            "each head's columns follow the columns of the heads before it",
             row_title="query",
-            col_title="dimension",
+            col_title="dimension (Python's index)",
         )
         how = (
             "`torch.cat` joins each head's context vectors"
             if self.sizes.kind == WRAPPER
             else "`transpose(1, 2)` then `view` lays each token's heads side by side"
         )
+        width, total = self.head_dim, self.num_heads * self.head_dim
+        size = (
+            f"{self.num_heads} heads of d_out = {width} columns make num_heads × d_out = {total}"
+            if self.sizes.kind == WRAPPER
+            else f"{self.num_heads} heads of head_dim = {width} columns make d_out = {total}"
+        )
         text = (
-            f"{how}: {self.num_heads} heads of head_dim = {self.head_dim} columns make d_out = "
-            f"{self.num_heads * self.head_dim}. Head h's column c becomes column h · head_dim + c."
+            f"{how}: {size}. Head 1's columns come first, then head 2's, and so on: head h's columns start at "
+            f"Python's column (h − 1) · {width}."
         )
         return Stage(
             "heads",
@@ -609,11 +653,11 @@ class Exploration:
             "entry",
             "every head's columns, mixed by out_proj",
             row_title="query",
-            col_title="dimension",
+            col_title="dimension (Python's index)",
         )
         text = (
-            "`out_proj`, a trainable d_out × d_out linear layer, mixes the heads: each output entry adds up every "
-            "head's columns times one row of its weight matrix."
+            "`out_proj`, a trainable d_out × d_out linear layer, mixes the heads: output entry c of token i is "
+            "row i of `context_vec` times row c of `out_proj.weight`, plus `out_proj.bias[c]`."
         )
         expected = torch.as_tensor(context) @ torch.as_tensor(weight).T + (0 if bias is None else torch.as_tensor(bias))
         return Stage(

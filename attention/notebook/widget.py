@@ -65,7 +65,7 @@ def definitions(keys: list[str]) -> str:
 
 
 def forward_source(module) -> list[str]:
-    """The lines of ``type(module).forward``, or of the heads' forward for the wrapper's stages too."""
+    """The lines of ``type(module).forward``; none when inspect cannot read them back."""
     try:
         return inspect.getsource(type(module).forward).splitlines()
     except (OSError, TypeError):  # defined where inspect cannot read it back
@@ -107,6 +107,8 @@ class Explorer(widgets.VBox):
         self.code.add_class("ae-code")
         self.code_box = widgets.Accordion(children=[self.code], titles=("Your forward",))
         self._lines = forward_source(data.module)
+        wrapper = sizes.kind == "MultiHeadAttentionWrapper"  # its heads' forward makes every step but the last
+        self._head_lines = forward_source(data.module.heads[0]) if wrapper else self._lines
         title = widgets.HTML(
             f"{STYLE}<b>Your {html.escape(type(data.module).__name__)}</b>, read as the book's {sizes.kind}: "
             f"d_in = {sizes.d_in}, d_out = {sizes.d_out}"
@@ -247,16 +249,16 @@ class Explorer(widgets.VBox):
         return clicked
 
     def _code(self, stage: Stage) -> str:
-        if not self._lines:
+        own = stage.key == "heads" or self._head_lines is self._lines
+        self.code_box.titles = ("Your forward" if own else "Your heads' forward (each head's CausalAttention)",)
+        lines = self._lines if own else self._head_lines
+        if not lines:
             return "<i>The forward's source cannot be read back (defined outside a file).</i>"
         shown = []
-        for line in self._lines:
+        for line in lines:
             text = html.escape(line)
             marked = any(pattern in line for pattern in stage.code)
             shown.append(f'<span class="ae-mark">{text}</span>' if marked else text)
-        note = (
-            ""
-            if any(p in "\n".join(self._lines) for p in stage.code)
-            else ("<i>No line of your forward reads as the book's for this step.</i>")
-        )
+        found = any(pattern in "\n".join(lines) for pattern in stage.code)
+        note = "" if found else "<i>No line of your forward reads as the book's for this step.</i>"
         return f"<pre>{chr(10).join(shown)}</pre>{note}"

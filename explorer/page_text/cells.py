@@ -39,7 +39,7 @@ class Notation:
     scaled: bool = False
     weight_matrix: str = ""
     tokens: bool = True
-    item: int | None = None  # a batch item: its cells are written ``attn_weights[item, i, j]``
+    item: int | str | None = None  # a batch item (or "item, head"): cells read ``attn_weights[item, i, j]``
 
     @functools.cached_property
     def name(self) -> str:

@@ -80,8 +80,9 @@ TERMS: dict[str, Term] = {
     ),
     "num_heads": Term(
         "num_heads",
-        "How many attention heads run side by side. Each head has its own projections, so it can attend to "
-        "different relations between the tokens. GPT-2 small has 12 heads in each of its 12 layers.",
+        "How many attention heads run side by side. Each head has its own projections (in `MultiHeadAttention`, "
+        "its own head_dim columns of W_query, W_key and W_value), so it can attend to different relations between "
+        "the tokens. GPT-2 small has 12 heads in each of its 12 layers.",
         code=True,
     ),
     "context_length": Term(
@@ -113,12 +114,13 @@ TERMS: dict[str, Term] = {
     ),
     "attention_weights": Term(
         "attention weights",
-        "The attention scores after the softmax: each is 0 or more and each row sums to 1. `attn_weights_2[j]` is "
-        "how much the token j + 1 counts in x^(2)'s context vector. Computed for each input, never trained.",
+        "The attention scores after the softmax: each is 0 or more and each row sums to 1. `attn_weights_2[j]` "
+        "(Python's j) is how much x^(j+1) counts in x^(2)'s context vector. Computed for each input, never trained.",
     ),
     "context_vector": Term(
         "context vector",
-        "One token's output: the values (the inputs, in simplified attention) summed with its attention weights. "
+        "One token's output: the values (the inputs, in simplified attention) weighted by its attention weights "
+        "and added up. "
         "It is an enriched embedding that carries what the token attends to; `context_vec_2` is x^(2)'s.",
     ),
     "dot_product": Term(

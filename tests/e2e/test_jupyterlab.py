@@ -144,7 +144,9 @@ def test_a_reader_steps_through_their_own_modules_and_clicks_a_cell_of_every_ste
                     "([el, value]) => el.innerText.includes(value)", arg=[explanation.element_handle(), f"= {shown}"]
                 )
                 text = explanation.inner_text()
-                assert f"[0, {ROW}, {col}]" in text, (name, step, text)  # which cell: batch item 1, Python's indices
+                per_head = name == "MultiHeadAttention" and step in ("scores", "mask", "weights", "context")
+                index = f"[0, 0, {ROW}, {col}]" if per_head else f"[0, {ROW}, {col}]"  # item 1 (and head 1), Python's
+                assert index in text, (name, step, text)
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 explorer.screenshot(path=SHOTS / f"{name}-step{k + 1}-{step}.png")  # to look at, in artifacts/
                 if step == "weights" and name == "CausalAttention":
