@@ -135,4 +135,5 @@ def test_the_package_works_without_the_notebook_extra_and_explore_with_it(fresh,
     assert "ImportError: explore() needs ipywidgets, anywidget" in without and "[notebook]" in without
     pip(python, ".[notebook]", cwd=app_dir)
     with_extra = run()
-    assert "explained: attn_weights[1, 0] is the attention weight" in with_extra, with_extra
+    # a CausalAttention takes a batch: the sentence is batch item 0 of a batch of one
+    assert "explained: attn_weights[0, 1, 0] is the attention weight" in with_extra, with_extra
