@@ -15,6 +15,7 @@ a machine without it gives a one-line skip instead of an import error.
 from __future__ import annotations
 
 import ast
+import contextlib
 import html
 import re
 import time
@@ -444,6 +445,17 @@ class AppPage:
         assert self.has_stepper(), "the page has no stepper (Previous, Step k of n, Next)"
         found = re.match(r"Step (\d+) of (\d+)", self._step_label().inner_text())
         return int(found[1]), int(found[2])
+
+    def wait_for_step(self, number: int, timeout_ms: int = TIMEOUT_MS) -> tuple[int, int]:
+        """Wait until the stepper shows step ``number``; return (step, number of steps). The run that moved it
+        can have ended before the browser drew it: its ``script_finished`` arrives on the websocket before the
+        page has rendered the run's elements (seen in CI: a step with a table showed the old step for a moment)."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        wanted = self._step_label().filter(has_text=re.compile(rf"^Step {number} of \d+$"))
+        with contextlib.suppress(PlaywrightTimeout):  # the caller's assertion on ``step()`` says what it shows instead
+            wanted.wait_for(timeout=timeout_ms)
+        return self.step()
 
     def step_name(self) -> str:
         """The current step's name, as the stepper shows it after "Step k of n · "."""
