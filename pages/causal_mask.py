@@ -18,21 +18,28 @@ st.title("Causal mask")
 widgets.weights_caption(settings)
 seed = views.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
 data = widgets.guard(views.mask_view, run, seed)
-steps, pieces, mask = data.steps, data.pieces, data.steps.mask
+pieces, mask = data.pieces, data.steps.mask
 cells = views.page_cells.causal(data)  # what each heatmap's cells are, for the cell panel
 num_tokens = len(pieces)
-STEPS = ["Unmasked weights", "The mask", "× mask, ÷ row sums", "Scores with −∞", "Two routes, same weights"]
-step = widgets.stepper("causal_mask", [*STEPS, "Context vectors"])
-style = widgets.style()
-if num_tokens <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
-    style = replace(style, max_height=min(style.max_height, 400 if step in (2, 4) else 470))
+steps = widgets.Steps("causal_mask")
 
 
-def draw(z, title, name, narrow=False, **options):
+def style(compact: bool = False):
+    """The page's heatmap style; small matrices fit under the stepper at 1280×720 (``compact``: two side by side
+    under a longer text)."""
+    shown = widgets.style()
+    if num_tokens > figures.TEXT_CELL_LIMIT:
+        return shown
+    return replace(shown, max_height=min(shown.max_height, 400 if compact else 470))
+
+
+def draw(z, title, name, narrow=False, compact=False, **options):
     """A query × key heatmap of this sentence; ``narrow`` ones lose their cell text beyond 8 tokens."""
     options.setdefault("value_name", "attention weight")
     cell_text = not (narrow and num_tokens > 8)
-    options.update(title=title, style=style, cell_text=cell_text, explain=cells.get(name))
+    options.update(title=title, style=style(compact), cell_text=cell_text)
+    if "explain" not in options:  # a chart without cells to explain says explain=None
+        options["explain"] = cells[name]
     widgets.draw(figures.heatmap, name, z, pieces, pieces, **options)
 
 
@@ -40,12 +47,58 @@ def pair(*panels):
     """Two (matrix, title, name, masked) heatmaps side by side."""
     for column, (z, title, name, hidden) in zip(st.columns(2), panels, strict=True):
         with column:
-            draw(z, title, name, narrow=True, masked=hidden)
+            draw(z, title, name, narrow=True, compact=True, masked=hidden)
+
+
+def text_and_plot():
+    """A column of words beside a wider one for the chart."""
+    return st.columns([1, 2], gap="medium")
 
 
 row = min(1, num_tokens - 1)  # the book's example row: query 2
 tril_route = (data.weights_renormalized, "masked_simple_norm = masked_simple / row_sums", "tril-route", mask)
-if step == 2:
+
+
+@steps.add("Unmasked weights")
+def unmasked_weights():
+    text, plot = text_and_plot()
+    future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
+    text.markdown(notes.unmasked_text(seed, future_share, trained_head=choice.head_name(settings)))
+    widgets.book_caption(settings, "causal", where=text)
+    with plot:
+        draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
+    with text:
+        widgets.explain_cell()
+        widgets.show_code(attention.compare_masking)
+
+
+@steps.add("The mask")
+def the_mask():
+    text, plot = text_and_plot()
+    rows = data.mask_buffer_shape[0]
+    book = views.is_book(settings, "causal")  # the book builds its mask for its six tokens
+    text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum()), book))
+    widgets.book_caption(settings, "causal", where=text)
+    if data.truncated_from:
+        text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
+    options = dict(value_name="mask", decimals=0, kind="mask")
+    buffer, simple = plot.columns(2)
+    with buffer:
+        title = f"mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
+        draw(mask.astype(float), title, "causal-mask", narrow=True, meaning="1: a future key", explain=None, **options)
+    with simple:
+        title = "mask_simple = torch.tril(ones)"
+        names = notes.TRIL_LEGEND  # the same two colours, named for what 0 and 1 mean in this mask
+        shown = dict(title=title, style=style(), legend_names=names, cell_text=num_tokens <= 8, **options)
+        widgets.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **shown)
+    with text:
+        question = questions.masked_second_row(data.unmasked_weights, data.weights_renormalized, pieces)
+        widgets.ask(question, settings)  # the next step shows it
+        widgets.show_code(attention.causal_mask, attention.CausalAttention.__init__)
+
+
+@steps.add("× mask, ÷ row sums")
+def zero_and_renormalize():
     st.markdown(
         "The book's first route masks the *ordinary* weights: `masked_simple = attn_weights * mask_simple` zeroes "
         "the future (left). Then `masked_simple_norm = masked_simple / row_sums`, with `row_sums = "
@@ -57,47 +110,11 @@ if step == 2:
     pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None), tril_route)
     widgets.explain_cell()
     widgets.show_code(attention.mask_by_renormalizing)
-elif step == 4:
-    weights = steps.attn_weights[0, 0]
-    worst = float(np.abs(weights.sum(axis=1) - 1).max())
-    st.markdown(notes.two_routes_text(worst, weights[0, 0], data.max_abs_difference))
-    widgets.book_caption(settings, "causal")
-    pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
-    widgets.explain_cell()
-    widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
-else:
-    text, plot = st.columns([1, 2], gap="medium")
-if step == 0:
-    future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
-    text.markdown(notes.unmasked_text(seed, future_share, trained_head=choice.head_name(settings)))
-    widgets.book_caption(settings, "causal", where=text)
-    with plot:
-        draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
-    with text:
-        widgets.explain_cell()
-        widgets.show_code(attention.compare_masking)
-elif step == 1:
-    rows = data.mask_buffer_shape[0]
-    book = views.is_book(settings, "causal")  # the book builds its mask for its six tokens
-    text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum()), book))
-    widgets.book_caption(settings, "causal", where=text)
-    if data.truncated_from:
-        text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
-    options = dict(value_name="mask", decimals=0, kind="mask")
-    buffer, simple = plot.columns(2)
-    with buffer:
-        title = f"mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-        draw(mask.astype(float), title, "causal-mask", narrow=True, meaning="1: a future key", **options)
-    with simple:
-        title = "mask_simple = torch.tril(ones)"
-        names = notes.TRIL_LEGEND  # the same two colours, named for what 0 and 1 mean in this mask
-        simple = dict(title=title, style=style, legend_names=names, cell_text=num_tokens <= 8, **options)
-        widgets.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **simple)
-    with text:
-        question = questions.masked_second_row(data.unmasked_weights, data.weights_renormalized, pieces)
-        widgets.ask(question, settings)  # step 3 shows it
-        widgets.show_code(attention.causal_mask, attention.CausalAttention.__init__)
-elif step == 3:
+
+
+@steps.add("Scores with −∞")
+def scores_with_minus_infinity():
+    text, plot = text_and_plot()
     text.markdown(
         "The −∞ route instead masks the scores: `attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future "
         "scores to **−∞** (gray cells), with `mask = torch.triu(torch.ones(...), diagonal=1)`. The division by √d_k "
@@ -111,8 +128,23 @@ elif step == 3:
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)
-elif step == 5:
-    output = steps.output[0]
+
+
+@steps.add("Two routes, same weights")
+def two_routes():
+    weights = data.steps.attn_weights[0, 0]
+    worst = float(np.abs(weights.sum(axis=1) - 1).max())
+    st.markdown(notes.two_routes_text(worst, weights[0, 0], data.max_abs_difference))
+    widgets.book_caption(settings, "causal")
+    pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
+    widgets.explain_cell()
+    widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
+
+
+@steps.add("Context vectors")
+def context_vectors():
+    text, plot = text_and_plot()
+    output = data.steps.output[0]
     text.markdown(
         "`context_vec = attn_weights @ values`: each token's context vector mixes only its own and earlier "
         f"tokens' values. First row: {first_values(output)}."
@@ -127,8 +159,11 @@ elif step == 5:
     with plot:
         title = f"context_vec, shape ({num_tokens}, {output.shape[1]})"
         widgets.token_vectors(
-            "causal-context", output, pieces, title=title, style=style, explain=cells["causal-context"]
+            "causal-context", output, pieces, title=title, style=style(), explain=cells["causal-context"]
         )
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention)
+
+
+steps.show()

@@ -48,7 +48,7 @@ def view_link(
     what the page recorded (``page_param``: a query token, a head, a cell) and presenter mode."""
     params = dict(to_query_params(settings))  # a copy: the cached dict is shared
     if step is not None:
-        params["step"] = str(step[1] + 1)
+        params["step"] = step[3] if len(step) > 3 else str(step[1] + 1)  # the step's name
     params.update(page_params)
     if presenter:
         params["present"] = "1"

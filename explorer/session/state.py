@@ -105,10 +105,11 @@ def set_settings(**changes) -> None:
 
 
 RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
-RUN_STEP = "run_step"  # (page, step index, step title): the step this run shows, for file names and the link
+RUN_STEP = "run_step"  # (page, step index, step title, step slug): the step this run shows, for file names and the link
 RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions named, for the step's JSON export
 RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.cells``)
 CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
+CELL_PANELS_SHOWN = "cell_panels_shown"  # how many of RUN_CELLS the cell panel had when drawn (``Steps.show``)
 
 
 def begin_run() -> Run | None:
@@ -119,7 +120,7 @@ def begin_run() -> Run | None:
     if state.pop(SET_HERE, False):
         return None
     state[RUN_FIGURES] = []
-    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE):
+    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE, CELL_PANELS_SHOWN):
         state.pop(key, None)
     return current_run()
 

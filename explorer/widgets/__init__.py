@@ -17,10 +17,11 @@ from explorer.widgets.models import show_alignment, show_bottleneck, show_summar
 from explorer.widgets.questions import ask
 from explorer.widgets.room import app_pages, follow_in_page, follow_teacher, page_shown, room_controls, room_turn
 from explorer.widgets.sidebar import sidebar
-from explorer.widgets.stepper import stepper
+from explorer.widgets.stepper import Steps, stepper
 
 __all__ = [
     "Panel",
+    "Steps",
     "app_pages",
     "ask",
     "book_caption",

@@ -35,7 +35,7 @@ from explorer import figures
 from explorer.parsing import parse_cell, quoted
 from explorer.session.links import initial_param, page_param
 from explorer.session.notices import notice
-from explorer.session.state import CELL_CODE, RUN_CELLS, RUN_STEP
+from explorer.session.state import CELL_CODE, CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP
 from explorer.widgets.drawn import Drawn, EncodedFigure
 
 # On a touch screen plotly.js selects a tapped point from the last hover (``selectOnClick`` reads
@@ -201,6 +201,7 @@ def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> No
 def explain_cell(where=None) -> None:
     """The step's cell picker and the explanation of its selected cell, in ``where`` (default: the page)."""
     panels = dict(st.session_state.get(RUN_CELLS, []))
+    st.session_state[CELL_PANELS_SHOWN] = len(st.session_state.get(RUN_CELLS, []))  # checked by ``Steps.show``
     if not panels:
         return
     key = step_key(st.session_state.get(RUN_STEP, NO_STEP))

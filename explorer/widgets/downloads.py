@@ -32,9 +32,9 @@ def export_name(quantity: str) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def file_stem(step: tuple[str, int, str], quantity: str) -> str:
-    """``export_name`` for the step ``(page, index, title)``."""
-    page, index, _ = step
+def file_stem(step: tuple, quantity: str) -> str:
+    """``export_name`` for the step ``(page, index, title, slug)``."""
+    page, index = step[0], step[1]
     parts = [page, f"step{index + 1}" if page else "", quantity.replace("-", "_")]
     return "-".join(p for p in parts if p)
 
@@ -113,6 +113,7 @@ def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], d
     return {
         "page": page_title,
         "step": step[1] + 1,
+        "step_name": step[3] if len(step) > 3 else str(step[1] + 1),
         "step_title": step[2],
         "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
         "tokenizer": tokenizer_name(run),

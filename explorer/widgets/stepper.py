@@ -1,11 +1,25 @@
-"""The stepper: Previous and Next (the ← and → keys, and a presentation clicker's PageUp and PageDown),
-the step's title and progress, and the step number kept in the URL. A student who follows a live room gets the
-title and progress alone: the teacher moves their steps."""
+"""A page's steps and the stepper: Previous and Next (the ← and → keys, and a presentation clicker's PageUp and
+PageDown), the step's title and progress, and the step's name kept in the URL. A student who follows a live room
+gets the title and progress alone: the teacher moves their steps.
+
+A page writes one function per step, named for what it shows, and adds it to its ``Steps`` in order::
+
+    steps = widgets.Steps("dropout")
+
+    @steps.add("One dropout draw")
+    def one_draw():
+        ...
+
+    steps.show()  # the stepper, then the chosen step's function
+
+The URL names the step by its function (``?step=one-draw``); a link made before steps had names
+(``?step=2``) opens the step at that position."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -13,7 +27,7 @@ from explorer.parsing import parse_position, quoted
 from explorer.session import room
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
-from explorer.session.state import RUN_STEP
+from explorer.session.state import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
 # tree, so screen readers do not read them; their keyboard shortcuts still work.
@@ -22,8 +36,72 @@ CLICKER_CSS = """<style>
 </style>"""
 
 
-def stepper(page: str, steps: Sequence[str]) -> int:
-    """Previous / Next buttons and a step indicator; returns the step index.
+@dataclass(frozen=True)
+class Step:
+    """One step of a page: its title in the stepper and the function that draws it."""
+
+    title: str
+    show: Callable[[], None]
+
+    @property
+    def slug(self) -> str:
+        """The step's name in the URL: its function's name with hyphens (``one_draw`` → ``one-draw``)."""
+        return self.show.__name__.strip("_").replace("_", "-")
+
+
+class Steps:
+    """A page's steps in the order the page adds them (``add``); ``show`` draws the stepper and runs the step
+    the learner is on."""
+
+    def __init__(self, page: str):
+        self.page = page
+        self.steps: list[Step] = []
+
+    def add(self, title: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+        """A decorator: the function is the page's next step, titled ``title``."""
+
+        def added(show: Callable[[], None]) -> Callable[[], None]:
+            step = Step(title, show)
+            if any(s.slug == step.slug for s in self.steps):
+                raise ValueError(f"{self.page} has two steps named {step.slug}")
+            self.steps.append(step)
+            return show
+
+        return added
+
+    @property
+    def slugs(self) -> tuple[str, ...]:
+        return tuple(s.slug for s in self.steps)
+
+    def show(self) -> Step:
+        """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
+        show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
+        index = stepper(self.page, [s.title for s in self.steps], self.slugs)
+        step = self.steps[index]
+        step.show()
+        drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
+        if drawn != shown:
+            raise RuntimeError(
+                f"{self.page}'s step {step.slug} drew {drawn} explainable charts, but its cell panel "
+                f"(widgets.explain_cell) came after {shown} of them"
+            )
+        return step
+
+
+def step_index(linked: str | None, slugs: Sequence[str] | None, count: int) -> int | None:
+    """The step a link names: a step's name (``slugs``) or, as links made before steps had names, its
+    position counted from 1 (clamped to the page's steps); None when it names neither."""
+    if linked is None:
+        return None
+    if slugs and linked in slugs:
+        return slugs.index(linked)
+    number = parse_position(linked)
+    return None if number is None else min(max(number - 1, 0), count - 1)
+
+
+def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None) -> int:
+    """Previous / Next buttons and a step indicator; returns the step index. ``slugs`` name the steps in
+    the URL (default: their numbers from 1).
 
     The ← and → keys press Previous and Next; PageUp and PageDown, which
     presentation clickers send, do the same.
@@ -31,10 +109,11 @@ def stepper(page: str, steps: Sequence[str]) -> int:
     key = f"step:{page}"
     if key not in st.session_state:
         linked = initial_param("step", page, key)
-        start = (parse_position(linked) or 1) - 1
-        if linked is not None and parse_position(linked) is None:
-            notice(f"step={quoted(linked)} in the link is not a step number; starting at step 1.")
-        st.session_state[key] = min(max(start, 0), len(steps) - 1)
+        start = step_index(linked, slugs, len(steps))
+        if linked is not None and start is None:
+            named = f"{', '.join(slugs)} or a number" if slugs else "a step number"
+            notice(f"step={quoted(linked)} in the link is not a step of this page ({named}); starting at step 1.")
+        st.session_state[key] = start or 0
     st.session_state[key] = min(max(st.session_state[key], 0), len(steps) - 1)
 
     def move(delta: int) -> None:
@@ -49,7 +128,8 @@ def stepper(page: str, steps: Sequence[str]) -> int:
         unsafe_allow_html=True,
     )
     middle.progress((index + 1) / len(steps))
-    st.session_state[RUN_STEP] = (page, index, steps[index])  # the link's step (``finish_run``) and file names
+    slug = slugs[index] if slugs else str(index + 1)
+    st.session_state[RUN_STEP] = (page, index, steps[index], slug)  # the link's step (``finish_run``), file names
     return index
 
 
