@@ -40,15 +40,17 @@ padding = [num_tokens - length for length in lengths]
 for index, cut in enumerate(data.truncated_from):
     widgets.truncation_notice(cut, settings.context_length, subject=f"Sentence {index + 1}")
 
-step = widgets.stepper("batches", ["Stack into a batch", "One mask slice", "Each item's weights", "Context vectors"])
 item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
 DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension"}
 p = settings.dropout if dropout_on else None
 cells = {**views.page_cells.batch(data, 0, p), **views.page_cells.batch(data, 1, p)}  # for the cell panel
+steps = widgets.Steps("batches")
 
 
 def side_by_side(matrices, title, name, **options):
-    """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k"."""
+    """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k".
+    Charts without cells to explain say ``explain=None``."""
+    explained = options.pop("explain", True) is not None
     inferred = "signed" if options.get("diverging") else figures.infer_kind(matrices, options.get("value_name", ""))
     kind = options.setdefault("kind", inferred)
     options.update(value_range=figures.shared_range(matrices, kind=kind))
@@ -57,13 +59,14 @@ def side_by_side(matrices, title, name, **options):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
             item = f"{item_names[i]} · {title}"
-            explain = cells.get(f"{name}-{i}")
+            explain = cells[f"{name}-{i}"] if explained else None
             widgets.draw(
                 figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, explain=explain, **options
             )
 
 
-if step == 0:
+@steps.add("Stack into a batch")
+def stack_into_batch():
     st.markdown(
         "`CausalAttention` takes a **batch**: b sentences of equal length stacked into one (b, num_tokens, d_in) "
         "tensor. The book stacks two copies of its input, `batch = torch.stack((inputs, inputs))`, shape "
@@ -71,9 +74,13 @@ if step == 0:
     )
     if any(padding):
         st.info(notes.padding_text(lengths, num_tokens, padding), icon=":material/space_bar:")
-    side_by_side(data.inputs, f"({num_tokens}, {d_in})", "batch-inputs", value_name="embedding", **DIMENSIONS)
+    title = f"({num_tokens}, {d_in})"
+    side_by_side(data.inputs, title, "batch-inputs", value_name="embedding", explain=None, **DIMENSIONS)
     widgets.show_code(views.batch_view, attention.token_vector)
-elif step == 1:
+
+
+@steps.add("One mask slice")
+def mask_slice():
     st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens, book=settings.source == BOOK))
     positions = [str(i + 1) for i in range(num_tokens)]  # tokens counted from 1, as the book counts them
     axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
@@ -83,7 +90,10 @@ elif step == 1:
     widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
     widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)
-elif step == 2:
+
+
+@steps.add("Each item's weights")
+def item_weights():
     st.markdown(notes.weights_text(b, num_tokens, data.output.shape[-1], second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
     side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
@@ -91,7 +101,10 @@ elif step == 2:
         st.markdown(notes.transpose_text(b, num_tokens, data.output.shape[-1]))
     widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)
-else:
+
+
+@steps.add("Context vectors")
+def context_vectors():
     output = data.output
     d_out = output.shape[-1]
     st.markdown(notes.context_text(data, first_values(output[0]), any(padding)))
@@ -104,3 +117,6 @@ else:
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", **options)
     widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)
+
+
+steps.show()

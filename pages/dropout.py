@@ -34,40 +34,60 @@ if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepp
     pair_style = replace(style, max_height=min(style.max_height, 330))
 
 widgets.dropout_setting(settings, used, active)
-step = widgets.stepper(
-    "dropout",
-    ["The book's demo on ones", "One dropout draw", "Survivors × 1/(1−p)", "Row sums", "Many draws", "Mean vs weights"],
-)
-text, plot = st.columns([1, 2], gap="medium")
-if step >= 4:
-    text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
+steps = widgets.Steps("dropout")
 
 
-def draw(builder, name, *args, **options):
+def columns(slider: bool = False):
+    """A column of words beside a wider one for the chart; ``slider``: the draws slider heads the words."""
+    text, plot = st.columns([1, 2], gap="medium")
+    if slider:
+        text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
+    return text, plot
+
+
+def draw(plot, builder, name, *args, **options):
     """A figure in the plot column, in this page's style."""
     with plot:
         widgets.draw(builder, name, *args, style=style, **options)
 
 
-if step == 0:
+def average_note(note) -> None:
+    """What averaging many draws gives, and where the slider stops for a long text."""
+    note.markdown(notes.average_text(data, settings.seed))
+    if data.max_samples < attention.dropout.MAX_DROPOUT_SAMPLES:
+        note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
+
+
+@steps.add("The book's demo on ones")
+def demo_on_ones():
+    text, plot = columns()
     ones, labels = data.ones_demo, [str(k + 1) for k in range(6)]  # rows and columns counted from 1
     text.markdown(notes.ones_text(ones))
     widgets.book_caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
-    draw(figures.heatmap, "dropout-ones", ones, labels, labels, title=title, value_name="entry", **plain)
+    draw(plot, figures.heatmap, "dropout-ones", ones, labels, labels, title=title, value_name="entry", **plain)
     with text:
         widgets.show_code(attention.apply_dropout, attention.dropout_keep_mask)
-elif step == 1:
+
+
+@steps.add("One dropout draw")
+def one_draw():
+    text, plot = columns()
     text.markdown(notes.draw_text(data, settings.seed, p))
     widgets.book_caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
     explain = views.page_cells.dropout(data, p)
-    draw(figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, title=title, masked=mask, explain=explain)
+    options = dict(title=title, masked=mask, explain=explain)
+    draw(plot, figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, **options)
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)
-elif step == 2:
+
+
+@steps.add("Survivors × 1/(1−p)")
+def survivors():
+    text, plot = columns()
     query, key = notes.example_cell(data)
     text.markdown(notes.survivors_text(data))
     if (keep & ~mask).any():
@@ -76,34 +96,45 @@ elif step == 2:
         text.warning("This draw dropped every weight.")
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
-    draw(figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
-elif step == 3:
+    draw(plot, figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
+
+
+@steps.add("Row sums")
+def row_sums():
+    text, plot = columns()
     text.markdown(notes.row_sums_text(data))
     with text:  # the next steps average many draws
         query = len(pieces) - 1
         widgets.ask(questions.dropout_average_sum(data.row_sums, pieces, query, p, active), used)
     bars = {"row sum after dropout": data.row_sums, "before dropout": weights.sum(axis=1)}
     title = "Row sums of attn_weights"
-    draw(figures.bars, "dropout-row-sums", bars, pieces, title=title, value_name="row sum")
-else:
-    errors, counts = data.max_abs_error, data.num_samples
-    note = text if step == 4 else plot  # step 6: the note sits beside the slider, the heatmaps below
-    note.markdown(notes.average_text(data, settings.seed))
-    if data.max_samples < attention.dropout.MAX_DROPOUT_SAMPLES:
-        note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
-    if step == 4:
-        series = {"max |mean − attn_weights|": errors}
-        options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True}
-        draw(figures.lines, "dropout-convergence", counts, series, title="Average of many draws", **options)
-        with text:
-            widgets.show_code(attention.dropout_average)
-    else:
-        views = (
-            (data.mean_weights, f"Mean of {counts[-1]:,} draws", "dropout-mean"),
-            (weights, "attn_weights without dropout", "dropout-undropped"),
-        )
-        for column, (matrix, title, name) in zip(st.columns(2), views, strict=True):
-            with column:
-                options = dict(title=title, value_name="attention weight", masked=mask, kind="weights")
-                options.update(style=pair_style, cell_text=len(pieces) <= 8)
-                widgets.draw(figures.heatmap, name, matrix, pieces, pieces, **options)
+    draw(plot, figures.bars, "dropout-row-sums", bars, pieces, title=title, value_name="row sum")
+
+
+@steps.add("Many draws")
+def many_draws():
+    text, plot = columns(slider=True)
+    average_note(text)
+    series = {"max |mean − attn_weights|": data.max_abs_error}
+    options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True}
+    draw(plot, figures.lines, "dropout-convergence", data.num_samples, series, title="Average of many draws", **options)
+    with text:
+        widgets.show_code(attention.dropout_average)
+
+
+@steps.add("Mean vs weights")
+def mean_vs_weights():
+    _, plot = columns(slider=True)
+    average_note(plot)  # the note sits beside the slider, the heatmaps below
+    panels = (
+        (data.mean_weights, f"Mean of {data.num_samples[-1]:,} draws", "dropout-mean"),
+        (weights, "attn_weights without dropout", "dropout-undropped"),
+    )
+    for column, (matrix, title, name) in zip(st.columns(2), panels, strict=True):
+        with column:
+            options = dict(title=title, value_name="attention weight", masked=mask, kind="weights")
+            options.update(style=pair_style, cell_text=len(pieces) <= 8)
+            widgets.draw(figures.heatmap, name, matrix, pieces, pieces, **options)
+
+
+steps.show()

@@ -9,6 +9,7 @@ import streamlit as st
 import attention
 from explorer import figures, session, widgets
 from explorer.page_text import generate as notes
+from explorer.session import keys
 from explorer.views import generation as views
 from explorer.views.page_cells_rnn import cached_keys, recorded_weights, window_mask
 
@@ -37,8 +38,8 @@ with st.popover(notes.settings_label(options), icon=":material/tune:", width="st
     )
 data = widgets.guard(views.generation, settings, options)
 n_new, pieces, prompt_tokens = data.new_tokens, data.pieces, data.prompt_tokens
-step = widgets.stepper("generate", notes.STEPS)
 style = widgets.style()
+steps = widgets.Steps("generate")
 
 
 def picker(column, label: str, key: str, name: str, count: int, first: int) -> int:
@@ -51,64 +52,80 @@ def picker(column, label: str, key: str, name: str, count: int, first: int) -> i
     return index
 
 
-if step == 0:
-    st.markdown(notes.intro_text(data))
-    st.markdown(notes.generated_markdown(data))
-    st.caption(notes.PROMPT_CAPTION)
-    widgets.show_code(attention.generate, attention.generation.choose_token)
-elif step in (1, 2):
+def chosen_token() -> tuple[int, int, int, int]:
+    """The new token, layer and head picked above the chart (kept across steps and in the link), and the keys
+    the query of that token sees."""
     left, middle, right = st.columns([3, 1, 1])
     k = picker(left, "New token", "generate:token", "token", n_new, 1)
     layer = picker(middle, "Layer", "generate:layer", "gen_layer", data.num_layers, 1)
     head = picker(right, "Head", "generate:head", "head", data.num_heads, 1)  # heads count from 1, as layers
-    seen = prompt_tokens + k  # the keys the query of step k sees
-    if step == 1:
-        st.markdown(notes.token_text(data, k, layer, head))
-        rows = data.attn_rows[: k + 1, layer, head, :seen]
-        row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
-        title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
-        shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
-        explain = recorded_weights(
-            rows,
-            row_labels,
-            pieces[:seen],
-            layer=layer,
-            head=head,
-            first_query=prompt_tokens - 1,
-            model=data.model_name,
-        )
-        weights = widgets.panel(
-            "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown
-        )
-        names = data.top_pieces[k]
-        chosen = data.ids[seen]
-        highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
-        title = f"The 10 likeliest next tokens; picked “{figures.visible_token(pieces[seen])}”"
-        probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
-                              highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
-        widgets.side_by_side(weights, probs)
-        widgets.explain_cell()
-        widgets.show_code(attention.GPTWithCache.step)
-    else:
-        check = widgets.guard(views.cache_check, settings, options)  # computed for this step alone
-        st.markdown(notes.cache_text(data, check, k))
-        keys, again = check.cache_keys[layer, head, :seen], check.recomputed_keys[layer, head, :seen]
-        span = figures.shared_range(keys, again, kind="signed")
-        dims = [f"dim {d}" for d in range(data.head_dim)]
-        shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
-        shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
-        explain = cached_keys(check, layer, head, pieces[:seen])
-        title = f"cached keys, layer {layer + 1}, head {head + 1}: {seen} rows"
-        grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title,
-                              explain=explain["cached-keys"], **shown)  # fmt: skip
-        title = f"keys recomputed from the whole text: {seen} rows"
-        full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title,
-                             explain=explain["recomputed-keys"], **shown)  # fmt: skip
-        widgets.side_by_side(grown, full)
-        st.markdown(notes.WHY_EQUAL)
-        widgets.explain_cell()
-        widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
-elif step == 3:
+    return k, layer, head, prompt_tokens + k  # the keys the query of step k sees
+
+
+@steps.add("Prompt and settings")
+def prompt_and_settings():
+    st.markdown(notes.intro_text(data))
+    st.markdown(notes.generated_markdown(data))
+    st.caption(notes.PROMPT_CAPTION)
+    widgets.show_code(attention.generate, attention.generation.choose_token)
+
+
+@steps.add("Token by token")
+def token_by_token():
+    k, layer, head, seen = chosen_token()
+    st.markdown(notes.token_text(data, k, layer, head))
+    rows = data.attn_rows[: k + 1, layer, head, :seen]
+    row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
+    title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
+    shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
+    explain = recorded_weights(
+        rows,
+        row_labels,
+        pieces[:seen],
+        layer=layer,
+        head=head,
+        first_query=prompt_tokens - 1,
+        model=data.model_name,
+    )
+    weights = widgets.panel(
+        "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown
+    )
+    names = data.top_pieces[k]
+    chosen = data.ids[seen]
+    highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
+    title = f"The 10 likeliest next tokens; picked “{figures.visible_token(pieces[seen])}”"
+    probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
+                          highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
+    widgets.side_by_side(weights, probs)
+    widgets.explain_cell()
+    widgets.show_code(attention.GPTWithCache.step)
+
+
+@steps.add("The KV cache grows")
+def kv_cache():
+    k, layer, head, seen = chosen_token()
+    check = widgets.guard(views.cache_check, settings, options)  # computed for this step alone
+    st.markdown(notes.cache_text(data, check, k))
+    keys, again = check.cache_keys[layer, head, :seen], check.recomputed_keys[layer, head, :seen]
+    span = figures.shared_range(keys, again, kind="signed")
+    dims = [f"dim {d}" for d in range(data.head_dim)]
+    shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
+    shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
+    explain = cached_keys(check, layer, head, pieces[:seen])
+    title = f"cached keys, layer {layer + 1}, head {head + 1}: {seen} rows"
+    grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title,
+                          explain=explain["cached-keys"], **shown)  # fmt: skip
+    title = f"keys recomputed from the whole text: {seen} rows"
+    full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title,
+                         explain=explain["recomputed-keys"], **shown)  # fmt: skip
+    widgets.side_by_side(grown, full)
+    st.markdown(notes.WHY_EQUAL)
+    widgets.explain_cell()
+    widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
+
+
+@steps.add("Cost per new token")
+def cost_per_token():
     st.markdown(notes.cost_text(data))
     every = np.log(np.asarray(data.text_lengths, dtype=float))
     wanted = np.linspace(every[0], every[-1], 6)  # six lengths evenly apart on the log axis: their ticks never meet
@@ -124,8 +141,8 @@ elif step == 3:
     with right:
         if st.button("Time one new token", icon=":material/timer:", type="primary", key="generate_time"):
             with widgets.progress("Timing…") as report:
-                st.session_state["generate:times"] = widgets.guard(views.timed, settings, on_progress=report)
-        times = st.session_state.get("generate:times")
+                st.session_state[keys.GENERATE_TIMES] = widgets.guard(views.timed, settings, on_progress=report)
+        times = st.session_state.get(keys.GENERATE_TIMES)
         if times is None:
             st.info("Press **Time one new token** to measure both ways on this server.", icon=":material/timer:")
         else:
@@ -136,11 +153,17 @@ elif step == 3:
             drawn = figures.measured_lines(list(times.lengths), series, title="Measured time per new token", **axes)
             widgets.chart(drawn, "time-per-token", key="time-per-token")
     widgets.show_code(attention.kv_cache_costs.macs_per_new_token, attention.measure_token_times)
-elif step == 4:
+
+
+@steps.add("Smaller caches")
+def smaller_caches():
     st.markdown(notes.memory_text(data) + "\n\n" + notes.FORMULA)
     widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
     widgets.show_code(attention.GroupedQueryAttention.steps, attention.kv_cache_costs.cache_bytes_per_token)
-else:
+
+
+@steps.add("Sliding window")
+def sliding_window():
     num_tokens = prompt_tokens
     kept = session.kept_widget("generate:window", "w_gen_window", min(3, num_tokens))
     slider, text = st.columns([1, 3])  # side by side, so that the masks fit 1280×720 under them
@@ -157,3 +180,6 @@ else:
     widgets.side_by_side(plain, windowed)
     widgets.explain_cell()
     widgets.show_code(attention.sliding_window_mask)
+
+
+steps.show()

@@ -35,14 +35,20 @@ mistake = attention.MISTAKES[name]
 with st.spinner("Running the package's code and the mistake…"):
     data = widgets.guard(mistake_view, run, name)
 widgets.truncation_notice(data.truncated_from, settings.context_length)
-steps = ["The changed line", "Right beside wrong", "What it costs"]
-step = widgets.stepper("mistakes", steps + (["Against d_k"] if name in SCALING_MISTAKES else []))
-widgets.page_stylesheet("mistakes")  # its tables, choice and code read from the back of the room
-if name == "dropout_without_rescale":
-    book_p = " (the sidebar's p is 0, so the book's 0.5)" if settings.dropout == 0 else ""
-    st.caption(f"Dropout here uses p = {data.dropout:.2f}{book_p}, in training mode, one seeded draw.")
+steps = widgets.Steps("mistakes")
 
-if step == 0:
+
+def above_the_step():
+    """What every step shows under the stepper: the presenter's stylesheet and, for the dropout mistake, its p."""
+    widgets.page_stylesheet("mistakes")  # its tables, choice and code read from the back of the room
+    if name == "dropout_without_rescale":
+        book_p = " (the sidebar's p is 0, so the book's 0.5)" if settings.dropout == 0 else ""
+        st.caption(f"Dropout here uses p = {data.dropout:.2f}{book_p}, in training mode, one seeded draw.")
+
+
+@steps.add("The changed line")
+def changed_line():
+    above_the_step()
     st.markdown(f"**{mistake.title}.** {mistake.why}")
     if notes.scaling_changes_nothing(name, data.head_dim):
         st.info(notes.head_dim_note(data.head_dim), icon=":material/info:")
@@ -51,7 +57,11 @@ if step == 0:
     st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
     if question := notes.mistake_question(data):  # answered from this mistake's own numbers
         show_question(question, context=(settings.key(), name))
-elif step == 1:
+
+
+@steps.add("Right beside wrong")
+def right_beside_wrong():
+    above_the_step()
     st.markdown(notes.panels_text(data.weight_limit))
     widgets.draw(
         drawn.right_and_wrong,
@@ -73,13 +83,26 @@ elif step == 1:
             icon=":material/error:",
         )
     st.markdown(notes.difference_text(name, data.head_dim, data.max_weight_difference))
-elif step == 2:
+
+
+@steps.add("What it costs")
+def what_it_costs():
+    above_the_step()
     st.markdown("\n".join(f"- {m.sentence}" for m in data.measures))
     st.table(pd.DataFrame(drawn.measure_rows(data.measures)).set_index("measured"))
-else:
+
+
+def against_d_k():
+    above_the_step()
     st.markdown(notes.curve_text(data.curve.num_keys, data.head_dim))
     for column, stat in zip(st.columns(2), ("max_weight", "param_grad"), strict=True):
         with column:
             options = dict(stat=stat, wrong_name=SCALING_MISTAKES[name], head_dim=data.head_dim)
             widgets.draw(drawn.saturation, f"saturation-{stat}", data.curve, **options)
+
+
+if name in SCALING_MISTAKES:  # a mistake in the scaling: its cost as d_k grows
+    steps.add("Against d_k")(against_d_k)
+
+steps.show()
 widgets.show_code(*changed_step(name), title="Show the code: the package's step, then the mistaken one")

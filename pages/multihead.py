@@ -27,10 +27,8 @@ head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 p = settings.dropout if dropout_on else 0.0  # the cell panel's dropout rate
-steps = ["Several heads", "One head", "Concatenate", "Split into heads", "All heads at once", "Merge, out_proj"]
 is_trained = settings.weights != RANDOM
-trained = ["What each head looks at", "Every layer and head"] if is_trained else []
-step = widgets.stepper("multihead", [*steps, "Same weight matrices, same output", *trained])
+steps = widgets.Steps("multihead")
 
 
 def head_control(label: str, key: str, options, scale: int, format_func) -> None:
@@ -53,11 +51,15 @@ def heads_grid(weights, title: str, name: str) -> None:
     widgets.explain_cell()
 
 
-if step == 0:
+@steps.add("Several heads")
+def several_heads():
     st.markdown(notes.several_heads_text(num_heads, trained=is_trained))
     heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
     widgets.show_code(attention.MultiHeadAttentionWrapper)
-elif step == 1:
+
+
+@steps.add("One head")
+def one_head():
     if num_heads > 1:
         names = (lambda k: f"head {k + 1}") if num_heads <= 8 else (lambda k: str(k + 1))
         head_control("Head to inspect", "head", range(num_heads), 1, names)
@@ -79,7 +81,10 @@ elif step == 1:
     sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat
     widgets.show_code(attention.CausalAttention.steps)
-elif step == 2:
+
+
+@steps.add("Concatenate")
+def concatenate():
     output = data.wrapper_output
     shown = range(num_heads) if num_tokens * num_heads * d_out <= notes.GRID_CELLS else group
     st.markdown(notes.concatenate_text(num_heads, num_tokens, d_out, first_values(output), trained=is_trained))
@@ -93,12 +98,18 @@ elif step == 2:
     widgets.token_vectors("wrapper-output", z, pieces, cols, title=title, explain=merged)
     widgets.explain_cell()
     widgets.show_code(attention.MultiHeadAttentionWrapper.forward)
-elif step == 3:
+
+
+@steps.add("Split into heads")
+def split_into_heads():
     st.markdown(notes.split_text(mha_d_out, num_heads, head_dim))
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
     widgets.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
     widgets.show_code(attention.MultiHeadAttention.steps)
-elif step == 4:
+
+
+@steps.add("All heads at once")
+def all_heads_at_once():
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
     with st.expander("Section 3.6.2's check: one batched matmul equals each head's own product"):
@@ -106,7 +117,10 @@ elif step == 4:
         st.markdown(notes.heads_product_text(check))
         st.code(notes.heads_product_code(check), language="python", wrap_lines=True)
     widgets.show_code(attention.MultiHeadAttention.steps, attention.heads_product)
-elif step == 5:
+
+
+@steps.add("Merge, out_proj")
+def merge_and_out_proj():
     context, output = data.efficient_context, data.efficient_output
     width = data.wrapper_output.shape[1]
     st.markdown(notes.merge_text(mha_d_out, num_heads, head_dim, width, first_values(output)))
@@ -126,7 +140,10 @@ elif step == 5:
     widgets.explain_cell()
     st.markdown(notes.gpt_text())
     widgets.show_code(attention.MultiHeadAttention.steps)
-elif step == 6:
+
+
+@steps.add("Same weight matrices, same output")
+def same_output():
     difference = data.wrapper_vs_efficient_max_difference
     st.markdown(notes.same_output_text(d_out, head_dim, data.shared_d_out, trained=is_trained))
     if difference is None:
@@ -139,7 +156,18 @@ elif step == 6:
     if not is_trained:
         st.caption(notes.RANDOM_NOTE)
     widgets.show_code(attention.multihead_from_wrapper)
-elif step == 7:
+
+
+def what_heads_look_at():
     widgets.show_summaries(settings)
-else:
+
+
+def every_head():
     widgets.show_every_head(settings)
+
+
+if is_trained:  # a model's weights: what its heads look at, and every layer's heads
+    steps.add("What each head looks at")(what_heads_look_at)
+    steps.add("Every layer and head")(every_head)
+
+steps.show()

@@ -19,21 +19,22 @@ widgets.weights_caption(settings)
 pieces = widgets.guard(run.ready).pieces
 v2_seed = views.module_seed(settings, "v2")  # the book builds SelfAttention_v2 after seed 789
 view = widgets.guard(views.qkv_view, run, v2_seed)
-steps = view.steps
-titles = ["W_query, W_key, W_value", "Queries, keys, values", "Scores, then ÷ √d_k", "Weights and context vectors"]
-step = widgets.stepper("qkv", [*titles, "Why scale: saturation", "Why scale: gradients", "SelfAttention_v1 = v2"])
-example, d_k = min(1, len(pieces) - 1), steps.keys.shape[-1]
+trace = view.steps  # SelfAttention_v1's tensors, one per step of its forward
+example, d_k = min(1, len(pieces) - 1), trace.keys.shape[-1]
 cells = views.page_cells.qkv(view, pieces)  # what each heatmap's cells are, for the cell panel
+steps = widgets.Steps("qkv")
 
 
 def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
-    """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns."""
+    """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns; a matrix
+    without cells to explain says explain=None."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
     options = {"diverging": True, "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)
-    return widgets.panel(name, figures.heatmap, z, rows, cols, explain=cells.get(name), **options)
+    explain = options.pop("explain") if "explain" in options else cells[name]
+    return widgets.panel(name, figures.heatmap, z, rows, cols, explain=explain, **options)
 
 
 def lab_lines(name: str, title: str, lab) -> widgets.Panel:
@@ -42,24 +43,40 @@ def lab_lines(name: str, title: str, lab) -> widgets.Panel:
     return widgets.panel(name, figures.lines, D_KS, notes.lab_series(lab, name), **options)
 
 
-if step == 0:
+def lab_controls():
+    """The lab's two controls, side by side, and its measurements for them: (the lab, the keys per row)."""
+    left, right = st.columns(2)
+    kept, label = session.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0), "Temperature (divides every score)"
+    temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
+    num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
+    return widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed), num_keys
+
+
+@steps.add("W_query, W_key, W_value")
+def projection_weights():
     st.markdown(notes.projections_text(choice.origin(settings), settings.seed))
-    dims = [f"in {i}" for i in range(steps.inputs.shape[1])]
-    w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
+    dims = [f"in {i}" for i in range(trace.inputs.shape[1])]
+    w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False, "explain": None}
     widgets.side_by_side(*(matrix(w, getattr(view, w), **w_options) for w in ("W_query", "W_key", "W_value")))
     widgets.show_code(attention.SelfAttention_v1)
-elif step == 1:
+
+
+@steps.add("Queries, keys, values")
+def queries_keys_values():
     st.markdown(
         "`queries = x @ W_query`, `keys = x @ W_key`, `values = x @ W_value`: each token gets a "
         f"{term('query_key_value', 'query, a key and a value')}. The query is what it looks for, the key what it "
         "offers to be found by, the value what it passes on."
-        + notes.example_rows(steps, example, query="queries", key="keys", value="values")
+        + notes.example_rows(trace, example, query="queries", key="keys", value="values")
     )
-    widgets.side_by_side(*(matrix(n, getattr(steps, n)) for n in ("queries", "keys", "values")))
+    widgets.side_by_side(*(matrix(n, getattr(trace, n)) for n in ("queries", "keys", "values")))
     widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
     widgets.show_code(attention.SelfAttention_v1.steps)
-elif step == 2:
+
+
+@steps.add("Scores, then ÷ √d_k")
+def scaled_scores():
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
         f"√{term('d_k')}, where d_k = `keys.shape[-1]` = d_out = {d_k}: √{d_k} = {math.sqrt(d_k):.4f}. "
@@ -67,57 +84,70 @@ elif step == 2:
         "(steps 5 and 6 show why this matters). "
         "Because of this division, the book, after Vaswani et al. (2017), calls the mechanism "
         f"**{term('scaled_dot_product')}**."
-        + notes.example_rows(steps, example, attn_scores="attn_scores", **{"attn_scores / √d_k": "scaled_scores"})
+        + notes.example_rows(trace, example, attn_scores="attn_scores", **{"attn_scores / √d_k": "scaled_scores"})
     )
     scaled_title = f"attn_scores / √{d_k}"
-    shared = dict(keys=True, row_title="query", value_range=figures.shared_range(steps.attn_scores, kind="signed"))
+    shared = dict(keys=True, row_title="query", value_range=figures.shared_range(trace.attn_scores, kind="signed"))
     widgets.side_by_side(  # one colour scale: the scaled scores' paler colours are the point of ÷ √d_k
-        matrix("attn_scores", steps.attn_scores, **shared),
-        matrix("scaled_scores", steps.scaled_scores, title=scaled_title, **shared),
+        matrix("attn_scores", trace.attn_scores, **shared),
+        matrix("scaled_scores", trace.scaled_scores, title=scaled_title, **shared),
     )
     widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
-    row = (steps.attn_scores[example], steps.attn_weights[example], d_k, example)
-    widgets.ask(questions.scaling_direction(*row), settings)  # step 4 shows the weights
+    row = (trace.attn_scores[example], trace.attn_weights[example], d_k, example)
+    widgets.ask(questions.scaling_direction(*row), settings)  # the next step shows the weights
     widgets.show_code(attention.SelfAttention_v1.steps)
-elif step == 3:
+
+
+@steps.add("Weights and context vectors")
+def weights_and_context():
     st.markdown(
         "`attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)` turns each row into attention weights that "
         "sum to 1. `context_vec = attn_weights @ values` mixes the values into one context vector per token, "
-        "d_out numbers each." + notes.example_rows(steps, example, attn_weights="attn_weights", context_vec="output")
+        "d_out numbers each." + notes.example_rows(trace, example, attn_weights="attn_weights", context_vec="output")
     )
     widgets.side_by_side(
-        matrix("attn_weights", steps.attn_weights, keys=True, row_title="query", kind="weights"),
-        matrix("output", steps.output, title="context_vec = attn_weights @ values"),
+        matrix("attn_weights", trace.attn_weights, keys=True, row_title="query", kind="weights"),
+        matrix("output", trace.output, title="context_vec = attn_weights @ values"),
     )
     widgets.explain_cell()
     widgets.book_caption(settings, "v1")
     widgets.show_code(attention.SelfAttention_v1.steps)
-elif step in (4, 5):
-    left, right = st.columns(2)
-    kept, label = session.kept_widget("qkv:temperature", "w_qkv_temperature", 1.0), "Temperature (divides every score)"
-    temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
-    num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget("qkv:num_keys", "w_qkv_num_keys", 8))
-    lab = widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed)
-    if step == 4:
-        st.markdown(notes.saturation_text(lab, num_keys))
-        widgets.side_by_side(
-            lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
-        )
-    else:
-        st.markdown(notes.gradients_text(lab))
-        one_row = {notes.UNSCALED: lab.example_unscaled, notes.SCALED: lab.example_scaled}
-        keys = [f"k{j + 1}" for j in range(num_keys)]
-        options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2, extra_height=70)
-        row = widgets.panel("example_row", figures.bars, one_row, keys, **options)
-        widgets.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
+
+
+@steps.add("Why scale: saturation")
+def saturation():
+    lab, num_keys = lab_controls()
+    st.markdown(notes.saturation_text(lab, num_keys))
+    widgets.side_by_side(
+        lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
+    )
     widgets.show_code(attention.scaling_lab)
-else:
+
+
+@steps.add("Why scale: gradients")
+def gradients():
+    lab, num_keys = lab_controls()
+    st.markdown(notes.gradients_text(lab))
+    one_row = {notes.UNSCALED: lab.example_unscaled, notes.SCALED: lab.example_scaled}
+    keys = [f"k{j + 1}" for j in range(num_keys)]
+    options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2, extra_height=70)
+    row = widgets.panel("example_row", figures.bars, one_row, keys, **options)
+    widgets.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
+    widgets.show_code(attention.scaling_lab)
+
+
+@steps.add("SelfAttention_v1 = v2")
+def v1_equals_v2():
     st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference, trained_head=choice.head_name(settings)))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
+    shared.update(explain=None)
     widgets.side_by_side(
         matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),
         matrix("v2_output", view.v2_output, title="SelfAttention_v2", **shared),
     )
     widgets.book_caption(settings, "v2")
     widgets.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)
+
+
+steps.show()

@@ -25,13 +25,14 @@ picker.selectbox(
 )
 widgets.weights_caption(settings)
 view = widgets.guard(views.simplified_view, run, query)
-steps = ["Scores of one query", "Scores → weights", "Why torch.softmax", "The context vector"]
-step = widgets.stepper("simplified", [*steps, "All scores and weights at once", "All context vectors at once"])
 inputs, scores, n = view.inputs, view.attn_scores[query], query + 1  # the book's x^(n) is inputs[n - 1]
 cells = views.page_cells.simplified(view, pieces)  # what each heatmap's cells are, for the cell panel
 other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(2)"]  # the book follows inputs[1]
+steps = widgets.Steps("simplified")
 
-if step == 0:
+
+@steps.add("Scores of one query")
+def one_query_scores():
     st.markdown(
         f"The **{term('attention_scores', 'attention scores')}** of the query x^({n}) (`inputs[{query}]`: Python "
         f"counts from 0) are its {term('dot_product', 'dot products')} with every input x^(j): multiply entry by "
@@ -55,7 +56,10 @@ if step == 0:
             widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
             st.markdown(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
     widgets.show_code(attention.simplified_attention)
-elif step == 1:
+
+
+@steps.add("Scores → weights")
+def scores_to_weights():
     st.markdown(
         f"The {term('attention_weights', 'attention weights')} `attn_weights_{n}` normalize the scores so they sum "
         "to 1. Dividing by the row's sum does that, but a negative score would give a negative weight. "
@@ -69,7 +73,10 @@ elif step == 1:
     title = f"attn_weights_{n}, three ways"
     widgets.draw(figures.bars, "normalizations", series, pieces, title=title, value_name="attention weight")
     widgets.show_code(attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
-elif step == 2:
+
+
+@steps.add("Why torch.softmax")
+def why_torch_softmax():
     broken = int(pd.isna(view.overflow_naive).sum())
     outcome = "no score passes 88.7 here, so it survives. "
     if broken:
@@ -88,7 +95,10 @@ elif step == 2:
         widgets.draw(figures.bars, "overflow", series, pieces, **options)
     widgets.table(table, where=right, hide_index=True, height=min(35 * (len(pieces) + 1) + 3, 380))
     widgets.show_code(attention.overflow_demo, attention.softmax_naive)
-elif step == 3:
+
+
+@steps.add("The context vector")
+def context_vector():
     st.markdown(
         f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of "
         "all inputs, each multiplied by its attention weight. It is an enriched embedding of x^"
@@ -108,7 +118,10 @@ elif step == 3:
         figures.stacked_contributions, "context-vector", view.contributions, pieces, title=title, key="contributions"
     )
     widgets.show_code(attention.context_contributions)
-elif step == 4:
+
+
+@steps.add("All scores and weights at once")
+def all_scores_and_weights():
     st.markdown(
         "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products, and "
         "`attn_weights = torch.softmax(attn_scores, dim=-1)` normalizes each row. Row i is the query x^(i), "
@@ -126,7 +139,10 @@ elif step == 4:
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
     widgets.explain_cell()
     widgets.show_code(attention.simplified_attention)
-else:
+
+
+@steps.add("All context vectors at once")
+def all_context_vectors():
     difference = view.loop_max_difference
     st.markdown(
         "`all_context_vecs = attn_weights @ inputs` gives every context vector in one matrix product. "
@@ -146,3 +162,6 @@ else:
     )
     widgets.explain_cell()
     widgets.show_code(attention.simplified_attention, attention.attention_loop)
+
+
+steps.show()

@@ -44,7 +44,7 @@ if run.button("Run the comparison", icon=":material/play_arrow:", type="primary"
         sizes = (tuple(sorted(choice[0])), *choice[1:])
         st.session_state[RESULT] = widgets.guard(timing.speed_view, *sizes, on_progress=report)
 data = st.session_state.get(RESULT)
-step = widgets.stepper("speed", ["What we compare", "Time against T", "Memory against T", "Why"])
+steps = widgets.Steps("speed")
 
 
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
@@ -53,7 +53,17 @@ def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
     widgets.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
 
 
-if step == 0:
+def measurement_shown() -> bool:
+    """The measurement's budget note; before any measurement, a prompt to run one instead (and False)."""
+    if not data:
+        st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
+        return False
+    st.caption(timing.budget_note(data))
+    return True
+
+
+@steps.add("What we compare")
+def implementations():
     st.markdown(
         "Seven ways to run **the same** `MultiHeadAttention` parameters (seed 123, eval mode): each gives the same "
         "output, but they keep different tensors in memory. Pick the sizes above and press **Run the comparison**."
@@ -66,21 +76,35 @@ if step == 0:
         st.markdown(f"Measured: every output equals `{REFERENCE}`'s to within {worst:.1e} (largest |difference|).")
     st.caption(NO_GPU)
     widgets.show_code(*(impl.build for impl in attention.IMPLEMENTATIONS.values()))
-elif not data:
-    st.info("Press **Run the comparison** to measure at the sizes above.", icon=":material/speed:")
-else:
-    st.caption(timing.budget_note(data))
-    if step == 1:
-        st.markdown(notes.time_text(data))
-        chart(data.time_ms, "Median time of one call", "ms", "speed-time")
-        widgets.show_code(speed.measure, speed.call_seconds)
-    elif step == 2:
-        st.markdown(notes.memory_text(data))
-        series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
-        chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
-        widgets.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
-    elif step == 3:
-        st.markdown(notes.why_text(data))
-        rows, columns = notes.why_rows(data)
-        widgets.table(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
-        widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
+
+
+@steps.add("Time against T")
+def time():
+    if not measurement_shown():
+        return
+    st.markdown(notes.time_text(data))
+    chart(data.time_ms, "Median time of one call", "ms", "speed-time")
+    widgets.show_code(speed.measure, speed.call_seconds)
+
+
+@steps.add("Memory against T")
+def memory():
+    if not measurement_shown():
+        return
+    st.markdown(notes.memory_text(data))
+    series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
+    chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
+    widgets.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
+
+
+@steps.add("Why")
+def why():
+    if not measurement_shown():
+        return
+    st.markdown(notes.why_text(data))
+    rows, columns = notes.why_rows(data)
+    widgets.table(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
+    widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
+
+
+steps.show()

@@ -17,10 +17,12 @@ widgets.truncation_notice(data.truncated_from, settings.context_length)
 if not data.tokenizer.startswith("GPT-2"):
     st.warning(f"Tokenizer: {data.tokenizer}. Token ids are not GPT-2's.", icon=":material/wifi_off:")
 
-step = widgets.stepper("tokens", ["Text → token ids", "Token ids → embedding vectors"])
 labels = [figures.visible_token(p) for p in data.pieces]
+steps = widgets.Steps("tokens")
 
-if step == 0:
+
+@steps.add("Text → token ids")
+def token_ids():
     st.markdown(
         f"GPT-2 splits text into **{term('token', 'tokens')}** with byte-pair encoding: common words are one token, "
         "rare words several. A leading space belongs to the token (shown as ␣). Each token has an **id**, its row "
@@ -31,7 +33,10 @@ if step == 0:
     widgets.table(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
     st.caption(f"{len(data.ids)} tokens · tokenizer: {data.tokenizer}")
     widgets.show_code(attention.tokenize)
-else:
+
+
+@steps.add("Token ids → embedding vectors")
+def embeddings():
     if settings.weights != "random":
         st.markdown(choice.input_text(settings))
     elif settings.source == "book":
@@ -64,3 +69,6 @@ else:
     )
     widgets.explain_cell()
     widgets.show_code(attention.embed_tokens, attention.token_vector)
+
+
+steps.show()

@@ -7,22 +7,34 @@ import streamlit as st
 import attention
 from explorer import figures, session, views, widgets
 from explorer.page_text import why_attention as notes
+from explorer.session import keys
 from explorer.views import page_cells_rnn as cells
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Why attention")
 run = widgets.outside_model()  # the RNN is no part of the GPT: the sidebar's Weights skip it
 settings, data = run.settings, widgets.guard(run.ready)
-hidden_size = st.session_state.setdefault("why_hidden", views.WHY_HIDDEN_SIZE)
+hidden_size = st.session_state.setdefault(keys.WHY_HIDDEN, views.WHY_HIDDEN_SIZE)
 view = widgets.guard(views.why_view, run, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
 
-step = widgets.stepper("why_attention", notes.STEPS)
 steps_dims = [f"h{k}" for k in range(hidden_size)]
-if step not in (4, 5):  # the two trained steps say what they were trained on
+steps = widgets.Steps("why_attention")
+
+
+def keep_hidden_size() -> None:
+    """The slider's hidden_size, kept while another step is shown (its widget is not drawn there)."""
+    st.session_state[keys.WHY_HIDDEN] = st.session_state["w_why_hidden"]
+
+
+def untrained_note() -> None:
+    """Under the stepper on every step but the two trained ones, which say what they were trained on."""
     st.caption(attention.UNTRAINED_NOTE)
 
-if step == 0:
+
+@steps.add("The encoder reads")
+def encoder_reads():
+    untrained_note()
     text, control = st.columns([3, 1])
     text.markdown(notes.encoder_text(hidden_size))
     control.slider(
@@ -31,7 +43,7 @@ if step == 0:
         attention.constants.MAX_HIDDEN_SIZE,
         value=hidden_size,
         key="w_why_hidden",
-        on_change=lambda: st.session_state.update(why_hidden=st.session_state["w_why_hidden"]),
+        on_change=keep_hidden_size,
         help="Size of the GRU's hidden state, in numbers (bounded for a shared server).",
     )
     title = "encoder_states: the hidden state after each token"
@@ -42,14 +54,22 @@ if step == 0:
         "encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options, explain=explain
     )
     widgets.explain_cell()
-elif step == 1:
+
+
+@steps.add("One vector for everything")
+def one_vector():
+    untrained_note()
     share = view.final_state_share
     st.markdown(notes.fading_text(hidden_size, share))
     series = {"share of the final state's dependence": share}
     options = dict(title="Influence of each token on the final state", value_name="share")
     options.update(meaning="norm of ∂final_state/∂x^(j), as a share of all tokens")
     widgets.draw(figures.bars, "final-state-influence", series, pieces, **options)
-elif step == 2:
+
+
+@steps.add("Bahdanau looks back")
+def bahdanau_looks_back():
+    untrained_note()
     weights = view.bahdanau_weights
     st.markdown(notes.bahdanau_text(weights.max(), num_tokens))
     options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
@@ -59,18 +79,32 @@ elif step == 2:
     options.update(explain=cells.bahdanau(data.inputs, settings.seed, hidden_size, decoder_steps, pieces))
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
     widgets.explain_cell()
-elif step == 3:
+
+
+@steps.add("What each one sees")
+def what_each_sees():
+    untrained_note()
     final, context = view.final_state_share, view.attention_context_share
     st.markdown(notes.context_text(final, context, num_tokens))
     series = {"final state": final, "attention context": context}
     title = "Each token's share: final state vs attention context"
     widgets.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
-elif step == 4:
+
+
+@steps.add("Trained: the right word")
+def trained_alignment():
     widgets.show_alignment(pieces, data.ids)
     widgets.explain_cell()
-elif step == 5:
+
+
+@steps.add("Trained: the bottleneck in numbers")
+def trained_bottleneck():
     widgets.show_bottleneck()
-else:
+
+
+@steps.add("To self-attention")
+def to_self_attention():
+    untrained_note()
     st.markdown(notes.self_attention_text(view.additive_num_parameters))
     panels = (
         ("dot-product-weights", view.dot_product_weights, "dot product: softmax(x·xᵀ)"),
@@ -83,4 +117,7 @@ else:
             widgets.draw(figures.heatmap, name, weights, pieces, pieces, **options)
     widgets.explain_cell()
     st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
-widgets.show_code("attention.encoder_decoder", "attention.gru_step", "attention.additive_scores")
+
+
+steps.show()
+widgets.show_code("attention.encoder_decoder", "attention.gru_step", "attention.additive_scores")  # under every step

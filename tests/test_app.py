@@ -45,7 +45,8 @@ def test_settings_persist_across_pages():
 
 def test_deep_link_restores_settings_and_step():
     at = app(
-        TOKENS, query_params={"input": "text", "text": "Hello <b>world</b>", "d_in": "5", "seed": "9", "step": "2"}
+        TOKENS,
+        query_params={"input": "text", "text": "Hello <b>world</b>", "d_in": "5", "seed": "9", "step": "embeddings"},
     )
     assert not at.exception
     assert at.text_input(key="w_text").value == "Hello <b>world</b>"
@@ -63,7 +64,7 @@ def test_share_link_reproduces_the_view():
     next_step(at)
     link = share_link(at)
     params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
-    assert params["text"] == "The cat sat & the dog ran" and params["seed"] == "42" and params["step"] == "2"
+    assert params["text"] == "The cat sat & the dog ran" and params["seed"] == "42" and params["step"] == "embeddings"
     fresh = app(TOKENS, query_params=params)
     assert not fresh.exception
     original = decode(figure_specs(at)[0]["data"][0]["z"])
@@ -80,7 +81,7 @@ def test_hostile_query_parameters_fall_back_with_a_visible_notice():
 
 
 def test_presenter_mode_from_the_link():
-    at = app(TOKENS, query_params={"present": "1", "step": "2"})
+    at = app(TOKENS, query_params={"present": "1", "step": "embeddings"})
     assert at.toggle(key="presenter").value is True
     layout = figure_specs(at)[0]["layout"]
     assert layout["yaxis"]["tickfont"]["size"] >= 18
@@ -92,10 +93,11 @@ def test_a_phone_gets_charts_with_16_px_text(monkeypatch):
     from explorer.session import state
 
     monkeypatch.setattr(state, "on_a_phone", lambda: True)  # what a phone's User-Agent makes it say
-    layout = figure_specs(app(TOKENS, query_params={"step": "2"}))[0]["layout"]
+    layout = figure_specs(app(TOKENS, query_params={"step": "embeddings"}))[0]["layout"]
     assert layout["yaxis"]["tickfont"]["size"] == 16 and layout["title"]["font"]["size"] == 18
     monkeypatch.setattr(state, "on_a_phone", lambda: False)
-    assert figure_specs(app(TOKENS, query_params={"step": "2"}))[0]["layout"]["yaxis"]["tickfont"]["size"] == 12
+    layout = figure_specs(app(TOKENS, query_params={"step": "embeddings"}))[0]["layout"]
+    assert layout["yaxis"]["tickfont"]["size"] == 12
 
 
 def test_empty_sentence_gets_a_prompt_and_keeps_the_text():
@@ -116,7 +118,7 @@ def test_long_text_is_truncated_with_a_notice():
 
 
 def test_each_step_offers_json_and_heatmaps_offer_csv():
-    at = app(TOKENS, query_params={"step": "2"})
+    at = app(TOKENS, query_params={"step": "embeddings"})
     labels = [b.label for b in at.get("download_button")]
     assert "CSV" in labels and "Download this step's numbers (JSON)" in labels
 

@@ -43,8 +43,14 @@ def test_the_page_shows_the_notation_and_one_anchored_heading_per_term():
 
 @pytest.mark.parametrize("page", ["why_attention", "tokens", "simplified", "qkv", "causal_mask"])
 def test_a_page_links_the_glossary_and_only_to_terms_it_has(page):
-    query = {"step": "2"} if page != "tokens" else {"step": "1"}
-    at = app(f"pages/{page}.py", query_params=query)
+    steps = {
+        "why_attention": "one-vector",
+        "tokens": "token-ids",
+        "simplified": "scores-to-weights",
+        "qkv": "queries-keys-values",
+        "causal_mask": "the-mask",
+    }
+    at = app(f"pages/{page}.py", query_params={"step": steps.get(page, "2")})  # the second step; Tokens' first
     keys = LINK.findall(markdown(at))
     assert keys, f"{page} links no term"
     assert set(keys) <= set(TERMS)

@@ -59,7 +59,7 @@ def test_every_step_shows_the_books_batch():
 
 
 def test_a_second_sentence_is_padded_at_the_end_and_changes_nothing():
-    at = app(PAGE, query_params={"input": "text", "text": "The cat sat on the mat", "step": "4"})
+    at = app(PAGE, query_params={"input": "text", "text": "The cat sat on the mat", "step": "context-vectors"})
     at.text_input(key="second_text").input("Hello world").run()
     assert not at.exception
     text = markdown(at)
@@ -89,7 +89,7 @@ def test_a_second_sentence_is_padded_at_the_end_and_changes_nothing():
 
 
 def test_the_second_sentence_comes_from_a_link_and_is_escaped():
-    at = app(PAGE, query_params={"input": "text", "text": "Hi there", "second": HOSTILE, "step": "3"})
+    at = app(PAGE, query_params={"input": "text", "text": "Hi there", "second": HOSTILE, "step": "item-weights"})
     assert not at.exception
     assert at.text_input(key="second_text").value == HOSTILE
     assert at.query_params["second"] == HOSTILE  # the page keeps it in the link
@@ -99,7 +99,7 @@ def test_the_second_sentence_comes_from_a_link_and_is_escaped():
 
 
 def test_changing_the_seed_updates_the_weights_and_outputs():
-    at = app(PAGE, query_params={"step": "4"})
+    at = app(PAGE, query_params={"step": "context-vectors"})
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     batch = torch.stack((attention.BOOK_INPUTS, attention.BOOK_INPUTS))
@@ -110,7 +110,7 @@ def test_changing_the_seed_updates_the_weights_and_outputs():
 
 
 def test_training_mode_says_why_the_comparison_is_skipped():
-    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "4"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "context-vectors"})
     assert not at.exception
     assert "comparison with each sentence alone is skipped" in markdown(at)
     previous_step(at)
@@ -125,7 +125,7 @@ def test_the_weights_step_says_why_transpose_1_2_and_not_T():
     assert reversed_keys.shape == (2, 6, 2) and torch.equal(reversed_keys, keys.permute(2, 1, 0))
     assert torch.equal(reversed_keys[0], keys[..., 0].T)  # keys.T[0]: every item's first key dimension
     assert keys.transpose(1, 2).shape == (2, 2, 6) and torch.equal(keys.transpose(1, 2)[0], keys[0].T)
-    at = app(PAGE, query_params={"step": "3"})
+    at = app(PAGE, query_params={"step": "item-weights"})
     assert not at.exception
     text = markdown(at)
     assert "(b, num_tokens, d_out) = (2, 6, 2) becomes (2, 2, 6), each item's keys transposed" in text

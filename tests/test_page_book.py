@@ -102,7 +102,7 @@ def test_a_changed_setting_says_the_numbers_are_no_longer_the_books(page):
 
 
 def test_changing_the_seed_in_the_sidebar_leaves_the_book():
-    at = app("pages/causal_mask.py", query_params={"step": "3"})
+    at = app("pages/causal_mask.py", query_params={"step": "zero-and-renormalize"})
     assert THE_BOOKS in captions(at)
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
@@ -112,7 +112,7 @@ def test_changing_the_seed_in_the_sidebar_leaves_the_book():
 
 
 def test_the_dropout_page_opens_in_the_books_setting_and_follows_a_changed_sidebar():
-    at = app("pages/dropout.py", query_params={"step": "2"})
+    at = app("pages/dropout.py", query_params={"step": "one-draw"})
     assert not at.exception
     text = markdown(at)
     assert "The book's setting: **training mode** · dropout p = **0.50** · seed **123**" in text

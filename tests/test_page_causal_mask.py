@@ -70,7 +70,7 @@ def test_every_step_matches_causal_attention_and_the_book():
 
 
 def test_changing_the_seed_updates_the_figures():
-    at = app(PAGE, query_params={"step": "6"})
+    at = app(PAGE, query_params={"step": "context-vectors"})
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     expected = causal_trace(attention.BOOK_INPUTS, seed=7).output[0].numpy()
@@ -78,7 +78,7 @@ def test_changing_the_seed_updates_the_figures():
 
 
 def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
-    at = app(PAGE, query_params={"input": "text", "text": "Hello", "step": "5"})
+    at = app(PAGE, query_params={"input": "text", "text": "Hello", "step": "two-routes"})
     at.text_input(key="w_text").input(HOSTILE).run()
     assert not at.exception
     tokenized = attention.tokenize(HOSTILE)
@@ -95,14 +95,14 @@ def test_a_typed_sentence_is_masked_and_its_labels_are_escaped():
 
 
 def test_dropout_in_the_sidebar_leaves_this_page_in_eval_mode():
-    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "6"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "context-vectors"})
     assert not at.exception
     np.testing.assert_array_equal(zs(at)[0], causal_trace(attention.BOOK_INPUTS).output[0].numpy())
     assert "eval mode" in captions(at)
 
 
 def test_the_mask_step_names_the_sidebars_buffer_once_the_numbers_are_not_the_books():
-    at = app(PAGE, query_params={"input": "text", "text": "one two three four", "step": "2"})
+    at = app(PAGE, query_params={"input": "text", "text": "one two three four", "step": "the-mask"})
     assert not at.exception
     assert "(/glossary#context_length) = 1,024, so it is (1024, 1024)" in markdown(at)
     assert "[buffer](/glossary#buffer)" in markdown(at)

@@ -112,7 +112,7 @@ def test_the_line_that_made_the_matrix_is_marked_in_the_code(page, step, line):
 
 
 def test_a_link_opens_the_cell_and_a_new_sentence_starts_afresh():
-    at = app("pages/causal_mask.py", query_params={"step": "1", "cell": "2,1"})
+    at = app("pages/causal_mask.py", query_params={"step": "unmasked-weights", "cell": "2,1"})
     assert not at.exception
     assert picker(at, "row").value == 1 and picker(at, "col").value == 0
     assert "α_21" in "\n".join(m.value for m in at.main.markdown)
@@ -131,7 +131,7 @@ def test_a_link_opens_the_cell_and_a_new_sentence_starts_afresh():
     ],
 )
 def test_a_bad_cell_in_the_link_gets_a_notice_not_a_traceback(raw, says):
-    at = app("pages/causal_mask.py", query_params={"step": "1", "cell": raw})
+    at = app("pages/causal_mask.py", query_params={"step": "unmasked-weights", "cell": raw})
     assert not at.exception
     notices = "\n".join(i.value for i in at.info).replace("\\", "")  # drawn escaped (``parsing.literal``)
     assert (says in notices) if says else "cell=" in notices

@@ -60,7 +60,7 @@ def test_the_book_setting_drops_weights_like_nn_dropout_and_the_button_returns_t
     torch.manual_seed(123)
     expected = torch.nn.Dropout(0.5)(weights).numpy()  # the book's way: a training-mode Dropout module
     kept = expected != 0
-    at = app(PAGE, query_params={"step": "2", "p": "0.3", "mode": "train"})
+    at = app(PAGE, query_params={"step": "one-draw", "p": "0.3", "mode": "train"})
     assert "Sidebar: **training mode** · dropout p = **0.30**" in markdown(at)
     at.button(key="book_dropout").click().run()
     assert not at.exception
@@ -94,7 +94,7 @@ def test_the_book_setting_drops_weights_like_nn_dropout_and_the_button_returns_t
 
 def test_many_draws_converge_and_the_slider_is_kept_between_steps():
     weights = causal_weights()
-    at = app(PAGE, query_params={"step": "5"})  # the book's setting
+    at = app(PAGE, query_params={"step": "many-draws"})  # the book's setting
     assert not at.exception
     at.slider(key="dropout_samples").set_value(64).run()
     average = attention.dropout_average(weights, 0.5, num_samples=64, seed=123)
@@ -114,7 +114,7 @@ def test_many_draws_converge_and_the_slider_is_kept_between_steps():
 
 
 def test_changing_the_seed_changes_the_weights_and_the_draw():
-    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "2"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": "train", "step": "one-draw"})
     at.number_input(key="w_seed").set_value(7).run()
     assert not at.exception
     expected = attention.apply_dropout(causal_weights(seed=7), 0.5, seed=7).dropped_weights.numpy()
@@ -124,7 +124,7 @@ def test_changing_the_seed_changes_the_weights_and_the_draw():
 
 
 def test_hostile_text_is_shown_literally():
-    at = app(PAGE, query_params={"input": "text", "text": HOSTILE, "p": "0.5", "mode": "train", "step": "3"})
+    at = app(PAGE, query_params={"input": "text", "text": HOSTILE, "p": "0.5", "mode": "train", "step": "survivors"})
     assert not at.exception
     ids = attention.tokenize(HOSTILE).ids
     assert figure_specs(at)[0]["data"][0]["x"] is not None
@@ -144,7 +144,7 @@ def test_long_inputs_average_fewer_draws():
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_the_draw_step_says_where_dropout_can_go(mode):
-    at = app(PAGE, query_params={"p": "0.5", "mode": mode, "step": "2"})
+    at = app(PAGE, query_params={"p": "0.5", "mode": mode, "step": "one-draw"})
     assert not at.exception
     text = markdown(at)
     assert "two places: to the [attention weights](/glossary#" in text

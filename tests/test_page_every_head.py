@@ -35,7 +35,7 @@ def row_bounds(model, num_layers: int) -> np.ndarray:
 
 
 def open_grid(query: dict, *, timeout: float = 120):
-    at = app("pages/multihead.py", query_params={"step": "9", **query}, timeout=timeout)
+    at = app("pages/multihead.py", query_params={"step": "every-head", **query}, timeout=timeout)
     assert not at.exception, [e.message for e in at.exception]
     return at
 
@@ -85,7 +85,7 @@ def test_a_long_sentence_shows_its_first_tokens_and_says_so():
 
 
 def test_random_weights_have_no_grid_step_and_say_why():
-    at = app("pages/multihead.py", query_params={"step": "7"})
+    at = app("pages/multihead.py", query_params={"step": "same-output"})
     assert at.button(key="next:multihead").disabled
     assert "two more steps show" in captions(at) and "learned nothing" in captions(at)
     assert not [s for s in figure_specs(at) if s["layout"]["title"]["text"].startswith(GRID)]

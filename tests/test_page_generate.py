@@ -63,7 +63,7 @@ def test_token_by_token_shows_the_packages_row_and_probabilities(expected, bound
 
 
 def test_timing_runs_both_ways_in_one_measurement():
-    at = app(PAGE, query_params={"step": "4"})
+    at = app(PAGE, query_params={"step": "cost-per-token"})
     at.button(key="generate_time").click().run()
     assert not at.exception
     assert "side by side in one run" in markdown(at)

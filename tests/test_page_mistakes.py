@@ -76,7 +76,7 @@ def test_every_mistake_shows_the_packages_numbers(name, text):
 
 
 def test_the_book_preset_numbers_the_page_claims():
-    at = app(PAGE, query_params={"mistake": "fill_zero", "step": "3"})
+    at = app(PAGE, query_params={"mistake": "fill_zero", "step": "what-it-costs"})
     assert not at.exception
     table = at.table[0].value
     assert table.loc["First token's weight on later tokens", "wrong"] == "0.8032"
@@ -88,7 +88,7 @@ def test_the_book_preset_numbers_the_page_claims():
 
 
 def test_the_mistake_and_step_live_in_the_link_and_a_bad_one_falls_back():
-    at = app(PAGE, query_params={"mistake": "softmax_wrong_dim", "step": "2"})
+    at = app(PAGE, query_params={"mistake": "softmax_wrong_dim", "step": "right-beside-wrong"})
     assert not at.exception
     assert at.selectbox(key="w_mistake").value == "softmax_wrong_dim"
     assert "Step 2 of 3" in markdown(at)
@@ -186,7 +186,7 @@ def test_the_panels_say_they_are_the_same_exactly_when_the_weights_are():
     assert "shows in the weights" in difference_text("fill_zero", 1, 0.8)
     assert "shows in the weights" in difference_text("tril_mask", 1, float("nan"))  # no cell a number in both
     for name, same in (("no_scaling", True), ("divide_by_d_k", True), ("fill_zero", False)):
-        at = app(PAGE, query_params={"mistake": name, "step": "2"})
+        at = app(PAGE, query_params={"mistake": name, "step": "right-beside-wrong"})
         assert not at.exception
         assert reference(name, None).right_weights.equal(reference(name, None).wrong_weights) == same
         text = markdown(at)

@@ -100,7 +100,7 @@ def test_every_step_with_the_books_numbers():
 
 def test_the_inspected_head_comes_from_the_link_and_the_control():
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), attention.BOOK_INPUTS)
-    at = app(PAGE, query_params={"head": "1", "step": "2"})
+    at = app(PAGE, query_params={"head": "1", "step": "one-head"})
     assert not at.exception
     assert titles(at)[0] == "head 2: attn_weights"  # heads[1], the second head
     assert_weights(traces(figure_specs(at)[0])[0], wrapper.attn_weights[0, 1].numpy())
@@ -145,7 +145,7 @@ def test_a_typed_sentence_and_a_new_seed_update_every_figure():
 
 
 def test_the_agreement_check_explains_when_it_is_skipped():
-    at = app(PAGE, query_params={"heads": "16", "d_out": "512", "step": "7"})
+    at = app(PAGE, query_params={"heads": "16", "d_out": "512", "step": "same-output"})
     assert not at.exception
     assert not figure_specs(at)
     assert "Skipped" in "\n".join(i.value for i in at.info)
@@ -153,7 +153,7 @@ def test_the_agreement_check_explains_when_it_is_skipped():
 
 def test_the_words_match_the_shapes_at_the_defaults():
     """Defaults: the wrapper's heads have d_out = 2 (÷ √2), the fused module's head_dim = 1 (÷ √1)."""
-    at = app(PAGE, query_params={"step": "3"})
+    at = app(PAGE, query_params={"step": "concatenate"})
     assert "(1, 6, 4) for one sentence" in markdown(at) and "torch.Size([2, 6, 4])" in markdown(at)
     next_step(at)
     next_step(at)
@@ -171,7 +171,7 @@ def test_the_words_match_the_shapes_at_the_defaults():
 
 def test_the_all_heads_step_shows_section_3_6_2s_check_with_the_packages_numbers():
     check = attention.heads_product()
-    at = app(PAGE, query_params={"step": "5"})
+    at = app(PAGE, query_params={"step": "all-heads-at-once"})
     assert not at.exception
     assert "(b, num_heads, num_tokens, head_dim) = (1, 2, 3, 4)" in markdown(at)
     assert f"max |difference| = {check.max_difference:.3g}" in markdown(at)

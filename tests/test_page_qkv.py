@@ -142,7 +142,7 @@ def test_hostile_text_is_shown_literally():
 
 
 def test_the_scaling_step_names_scaled_dot_product_attention():
-    at = app(PAGE, query_params={"step": "3"})
+    at = app(PAGE, query_params={"step": "scaled-scores"})
     assert not at.exception
     text = markdown(at)
     assert "Vaswani et al. (2017)" in text and "**[scaled dot-product attention](/glossary#" in text

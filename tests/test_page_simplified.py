@@ -111,7 +111,7 @@ def test_the_question_is_asked_before_the_scores_that_answer_it():
 
 
 def test_a_link_opens_its_query_and_step():
-    at = app(PAGE, query_params={"query": "3", "step": "2"})
+    at = app(PAGE, query_params={"query": "3", "step": "scores-to-weights"})
     assert not at.exception
     assert at.selectbox(key="w_simplified_query").value == 3
     (spec,) = figure_specs(at)
@@ -154,7 +154,7 @@ def test_hostile_text_is_shown_literally():
 
 def test_a_long_sentence_stacks_the_largest_contributions_and_groups_the_rest():
     text = " ".join(f"word{i}" for i in range(40))
-    at = app(PAGE, query_params={"step": "4"})
+    at = app(PAGE, query_params={"step": "context-vector"})
     type_sentence(at, text)
     assert not at.exception
     num_tokens = len(attention.tokenize(text).ids)

@@ -42,7 +42,7 @@ def test_every_step_runs_and_draws_with_trained_weights(page, sentence):
 
 
 def test_tokens_show_the_layers_64_wide_input():
-    at = app("pages/tokens.py", query_params={"weights": "trained", "step": "2"})
+    at = app("pages/tokens.py", query_params={"weights": "trained", "step": "embeddings"})
     assert figure_specs(at)[0]["layout"]["title"]["text"] == "Input embeddings, shape (6, 64)"
     assert "what the model feeds layer 1" in markdown(at)
 
@@ -58,7 +58,8 @@ def test_sizes_the_model_fixes_are_disabled_in_the_sidebar():
 
 @pytest.mark.parametrize("sentence", SENTENCES)
 def test_multihead_summaries_differ_between_heads(sentence):
-    at = app("pages/multihead.py", query_params={"weights": "trained", "step": "8", **SENTENCES[sentence]})
+    query = {"weights": "trained", "step": "what-heads-look-at", **SENTENCES[sentence]}
+    at = app("pages/multihead.py", query_params=query)
     assert not at.exception
     spec = next(s for s in figure_specs(at) if s["layout"]["title"]["text"].startswith("What each head"))
     bars = np.stack([decode(trace["y"]) for trace in spec["data"]])  # (3 measures, 4 heads)

@@ -84,7 +84,7 @@ def test_hidden_size_and_seed_change_the_numbers_and_persist_across_steps():
 
 def test_a_typed_sentence_and_hostile_text():
     text = "<b>x</b> **y** [z](javascript:alert(1)) the cat sat on the mat"
-    at = app(PAGE, query_params={"input": "text", "text": text, "d_in": "8", "step": "2"})
+    at = app(PAGE, query_params={"input": "text", "text": text, "d_in": "8", "step": "one-vector"})
     assert not at.exception
     ids = attention.tokenize(text).ids
     inputs = attention.embed_tokens(ids, 8, 123)

@@ -16,9 +16,9 @@ def step(page: str, number: int, **query):
 
 
 def test_generate_names_the_small_gpt_in_its_intro_and_its_cell_panel():
-    at = step("generate", 1)
+    at = step("generate", "prompt-and-settings")
     assert "**The small GPT trained on The Verdict** (4 layers" in markdown(at)
-    at = step("generate", 2)
+    at = step("generate", "token-by-token")
     picker(at, "row").select_index(0).run()
     picker(at, "col").select_index(1).run()
     assert not at.exception
@@ -28,13 +28,13 @@ def test_generate_names_the_small_gpt_in_its_intro_and_its_cell_panel():
 
 
 def test_generate_says_the_cache_keeps_keys_and_values_not_queries():
-    words = markdown(step("generate", 3))
+    words = markdown(step("generate", "kv-cache"))
     assert "appends only the new token's key and value to the cache" in words
     assert "query, key and value." not in words
 
 
 def test_the_causal_attention_code_panel_names_how_steps_differs_from_the_books_forward():
-    at = app("pages/batches.py", query_params={"step": "3"}, timeout=60)
+    at = app("pages/batches.py", query_params={"step": "item-weights"}, timeout=60)
     at.session_state[code.code_panel_key()] = True
     at.run()
     note = next(c.value for c in at.caption if c.value.startswith("`attention.causal.CausalAttention.steps`"))
@@ -45,13 +45,13 @@ def test_the_causal_attention_code_panel_names_how_steps_differs_from_the_books_
 
 
 def test_the_scaling_lab_says_its_entries_have_mean_0_and_variance_1():
-    words = markdown(step("qkv", 5))
+    words = markdown(step("qkv", "saturation"))
     assert "mean 0 and variance 1" in words and "`torch.rand` weight matrices" in words
     assert "(nats)" not in words
 
 
 def test_the_sink_note_is_a_common_explanation_with_trained_weights():
-    at = step("multihead", 8, weights="trained")
+    at = step("multihead", "what-heads-look-at", weights="trained")
     note = captions(at)
     assert "Why the first token? A common explanation:" in note
     assert "parks its weight there" not in note
@@ -59,7 +59,7 @@ def test_the_sink_note_is_a_common_explanation_with_trained_weights():
     assert len(ratios) == 4 and f"value vector is {min(ratios):.2f} to {max(ratios):.2f} times the mean" in note
 
 
-@pytest.mark.parametrize(("page", "number"), [("simplified", 4), ("dropout", 1)])
+@pytest.mark.parametrize(("page", "number"), [("simplified", "context-vector"), ("dropout", 1)])
 def test_legends_and_tick_labels_count_from_1(page, number):
     (spec,) = figure_specs(step(page, number))
     if page == "simplified":  # the stacked context vector's legend: "1: Your", not "0: Your"
@@ -70,5 +70,5 @@ def test_legends_and_tick_labels_count_from_1(page, number):
 
 
 def test_why_attention_names_the_page_it_points_to():
-    words = markdown(step("why_attention", 7))
+    words = markdown(step("why_attention", "to-self-attention"))
     assert "as on the Simplified attention page (section 3.3)" in words and "next page" not in words

@@ -211,12 +211,13 @@ def tie_page() -> None:
 # The questions on the chapter's pages, answered wrong and then right through the whole app.
 
 PAGES = {  # page → (the step that asks, a wrong answer, the right one on the book's example)
-    "simplified": (1, "x^(1) “Your”", "x^(2) “journey”"),  # the book's weights of x^(2): largest 0.2379, on itself
-    "qkv": (3, "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
-    "causal_mask": (2, 1.0, 0.55),  # the book's row 2 renormalized: 0.5517 : 0.4483 (not 1, the first row's)
+    # the book's weights of x^(2): largest 0.2379, on itself
+    "simplified": ("one-query-scores", "x^(1) “Your”", "x^(2) “journey”"),
+    "qkv": ("scaled-scores", "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
+    "causal_mask": ("the-mask", 1.0, 0.55),  # the book's row 2 renormalized: 0.5517 : 0.4483 (not 1, the first row's)
     "dropout": (4, 0.5, 1.0),  # the 1/(1 − p) scaling keeps each weight's average: a row averages 1
     "batches": (2, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
-    "multihead": (2, 2, 4),  # the wrapper concatenates 2 heads of d_out = 2
+    "multihead": ("one-head", 2, 4),  # the wrapper concatenates 2 heads of d_out = 2
 }
 
 
@@ -243,7 +244,7 @@ def test_each_pages_question_says_wrong_then_right(page):
 def test_the_dropout_question_is_answered_by_the_average_of_many_draws():
     from apptest_support import app
 
-    at = app("pages/dropout.py", query_params={"step": "4"})
+    at = app("pages/dropout.py", query_params={"step": "row-sums"})
     answer(at, 1.0)
     assert at.success
     at.button(key="next:dropout").click().run()
@@ -256,12 +257,12 @@ def test_no_answer_is_written_before_its_question():
     from explorer.page_text import batches
 
     assert "mask" not in batches.padding_text((3, 7), 7, [4, 0])  # step 1, before the question on step 2
-    at = app("pages/batches.py", query_params={"step": "2"})
+    at = app("pages/batches.py", query_params={"step": "mask-slice"})
     type_sentence(at, "A short one.")
     at.text_input(key="second_text").set_value("A much longer second sentence, padded to nothing.").run()
     assert not at.exception
     above = markdown(at).split("Predict, then reveal")[0]
     assert "padding" not in above.split("`self.mask`")[1]  # the mask's text says nothing of the padding
-    causal = app("pages/causal_mask.py", query_params={"step": "2"})
+    causal = app("pages/causal_mask.py", query_params={"step": "the-mask"})
     above = markdown(causal).split("Predict, then reveal")[0]
     assert "see only itself" not in above

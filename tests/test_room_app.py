@@ -66,7 +66,7 @@ def test_the_teacher_opens_a_room_with_its_code_link_and_qr_code():
     (shown,) = image.proto.imgs
     link = f"http://localhost:8501/?room={code}"
     assert f"<{link}>" in sidebar and link in shown.alt and teacher.session_state["room_token"] not in sidebar
-    assert room_store().snapshot(code).position == {"page": "causal_mask", "params": {"step": "1"}}
+    assert room_store().snapshot(code).position == {"page": "causal_mask", "params": {"step": "unmasked-weights"}}
 
 
 def test_the_join_dialog_shows_the_link_exactly():
@@ -109,7 +109,7 @@ def test_a_student_who_follows_sees_the_teachers_pages_on_the_live_room_page():
     student.run()
     assert on_page(student, "live") and student.title[0].value == "Multi-head attention"
     assert step_of(student, "multihead") == 2 and "/multihead?" in view_link(student)
-    assert student.query_params["room"] == code and student.query_params["step"] == "2"
+    assert student.query_params["room"] == code and student.query_params["step"] == "one-head"
 
 
 def test_the_live_room_page_without_a_room_says_how_to_join():
@@ -139,7 +139,7 @@ def test_on_my_own_stops_following_and_follow_jumps_back_in_one_click():
 def test_a_student_who_returns_is_back_on_the_teachers_step():
     teacher, code = open_room()
     next_step(next_step(teacher))
-    again = join(code, step="1")  # the address bar as the student left it
+    again = join(code, step="unmasked-weights")  # the address bar as the student left it
     assert step_of(again) == 3
 
 
@@ -180,7 +180,7 @@ def test_a_student_can_neither_move_the_room_nor_reveal_for_it():
     assert "The answer" in "\n".join(i.value for i in student.info)  # revealed on this student's screen only
     next_step(student)
     snapshot = room_store().snapshot(code)
-    assert snapshot.position["params"]["step"] == "2" and not snapshot.revealed
+    assert snapshot.position["params"]["step"] == "the-mask" and not snapshot.revealed
     assert "room_token" not in student.session_state
 
 
@@ -313,7 +313,8 @@ def test_a_new_presenter_session_takes_back_the_room_its_browser_kept(monkeypatc
     student = join(code)
     saved = f"{code}.{first.session_state['room_token']}"
     monkeypatch.setattr(room, "saved_teacher", lambda: saved)
-    again = app("pages/causal_mask.py", query_params={"present": "1", "step": "3"})  # the reloaded or moved tab
+    reloaded = {"present": "1", "step": "zero-and-renormalize"}  # the reloaded or moved tab
+    again = app("pages/causal_mask.py", query_params=reloaded)
     assert again.session_state["room_code"] == code and not cookie_scripts(again)
     assert f"Room <b>{code}</b>" in markdown(again.sidebar)
     # Said in the room's panel, not in a toast, which lay over the stepper's Next for seconds.
@@ -420,7 +421,7 @@ def test_a_teacher_who_takes_the_room_back_sees_the_answer_revealed_as_the_stude
     student.run()
     assert "Right" in "\n".join(s.value for s in student.success)
     monkeypatch.setattr(room, "saved_teacher", lambda: f"{code}.{first.session_state['room_token']}")
-    again = app("pages/causal_mask.py", query_params={"present": "1", "step": "2"})  # after a failover
+    again = app("pages/causal_mask.py", query_params={"present": "1", "step": "the-mask"})  # after a failover
     assert again.session_state["room_code"] == code
     assert not [b for b in again.button if b.label == "Reveal"]
     assert any("The answer" in i.value for i in again.info)

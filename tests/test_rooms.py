@@ -95,7 +95,7 @@ def test_the_teacher_moves_the_room_and_students_read_it(store_and_clock):
     store, _ = store_and_clock
     code, token = store.create()
     assert store.snapshot(code).position is None
-    position = {"page": "causal_mask", "params": {"step": "3", "text": "Your journey"}}
+    position = {"page": "causal_mask", "params": {"step": "zero-and-renormalize", "text": "Your journey"}}
     version = store.publish(code, token, position)
     assert store.version(code) == version == store.snapshot(code).version
     assert store.snapshot(code).position == position
@@ -391,7 +391,7 @@ def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whol
     wakener.page_fragment("s1", "page-fragment")
     wakener.enrol("s2", code, "bob", True, "dropout")
     wakener.page_fragment("s2", "page-fragment")
-    store.publish(code, token, {"page": "causal_mask", "params": {"step": "3"}})
+    store.publish(code, token, {"page": "causal_mask", "params": {"step": "zero-and-renormalize"}})
     assert sorted(woken) == [("s1", "page-fragment"), ("s2", "")]  # bob must switch pages: the whole app
     wakener.enrol("s1", code, "alice", True, "dropout")  # alice's page changed: its fragment is not known yet
     woken.clear()
@@ -488,10 +488,10 @@ def test_a_move_reads_the_room_once_for_the_class_and_each_woken_run_takes_that_
         wakener.enrol(f"s{n}", code, f"student{n}", True, "live")
     wakener.enrol("away", code, "eve", False, "dropout")  # exploring: not woken, nothing delivered
     Counting.reads = 0
-    version = store.publish(code, token, {"page": "dropout", "params": {"step": "2"}})
+    version = store.publish(code, token, {"page": "dropout", "params": {"step": "one-draw"}})
     assert Counting.reads == 1  # one read for thirty students
     delivered = wakener.delivered("s0", code)
-    assert delivered.version == version and delivered.position["params"] == {"step": "2"}
+    assert delivered.version == version and delivered.position["params"] == {"step": "one-draw"}
     assert wakener.delivered("s0", code) is None  # taken once: a later run of its own reads the store
     assert wakener.delivered("away", code) is None
     wakener.enrol("s1", other, "student1", True, "live")  # s1 joined another room meanwhile

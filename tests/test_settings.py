@@ -271,7 +271,8 @@ def test_crafted_page_state_gives_a_notice_not_an_exception(page, key, value):
     """What a page keeps in plain state comes from its widgets' callbacks, so a crafted message can set it too."""
     from apptest_support import app
 
-    at = app(f"pages/{page}.py", query_params={"step": "5" if page == "qkv" else "2"})
+    step = {"qkv": "saturation", "simplified": "scores-to-weights", "dropout": "one-draw"}.get(page, "2")
+    at = app(f"pages/{page}.py", query_params={"step": step})
     at.session_state[key] = value
     at.run()
     assert not at.exception, at.exception

@@ -167,9 +167,21 @@ def test_st_plotly_chart_gets_the_same_figure_from_the_json():
 
 
 SIDE_BY_SIDE_VIEWS = [
-    ("pages/qkv.py", str(step))
-    for step in range(1, 8)  # every Q, K, V step draws its figures side by side
-] + [("pages/tokens.py", "2"), ("pages/causal_mask.py", "2"), ("pages/why_attention.py", "6")]
+    ("pages/qkv.py", step)  # every Q, K, V step draws its figures side by side
+    for step in (
+        "projection-weights",
+        "queries-keys-values",
+        "scaled-scores",
+        "weights-and-context",
+        "saturation",
+        "gradients",
+        "v1-equals-v2",
+    )
+] + [
+    ("pages/tokens.py", "embeddings"),
+    ("pages/causal_mask.py", "the-mask"),
+    ("pages/why_attention.py", "trained-bottleneck"),
+]
 
 
 @pytest.mark.parametrize(("page", "step"), SIDE_BY_SIDE_VIEWS)
@@ -207,7 +219,7 @@ def test_a_rerun_draws_its_charts_again_without_digesting_them(monkeypatch):
     step's JSON export. A new sentence draws anew."""
     from apptest_support import next_step, previous_step, type_sentence
 
-    from explorer.session.state import RUN_FIGURES
+    from explorer.session.keys import RUN_FIGURES
     from explorer.widgets import charts
 
     at = app("pages/causal_mask.py")

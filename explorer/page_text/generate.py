@@ -6,14 +6,6 @@ from __future__ import annotations
 from explorer.page_text.questions import quote as quoted_token
 from explorer.parsing import literal
 
-STEPS = [
-    "Prompt and settings",
-    "Token by token",
-    "The KV cache grows",
-    "Cost per new token",
-    "Smaller caches",
-    "Sliding window",
-]
 WINDOW_LEGEND = {
     "False (0): visible": "0: visible",
     "True (1): masked, a future key": "1: masked (future, or too far back)",

@@ -1,18 +1,8 @@
-"""The Why attention page's step titles and the text that quotes this run's RNN numbers."""
+"""The Why attention page's text that quotes this run's RNN numbers."""
 
 from __future__ import annotations
 
 from .glossary import term
-
-STEPS = [
-    "The encoder reads",
-    "One vector for everything",
-    "Bahdanau looks back",
-    "What each one sees",
-    "Trained: the right word",
-    "Trained: the bottleneck in numbers",
-    "To self-attention",
-]
 
 
 def encoder_text(hidden_size: int) -> str:

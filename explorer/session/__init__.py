@@ -6,12 +6,10 @@ It may import ``views``, ``models``, ``runtime`` and the bottom modules, never `
 
 from explorer.runtime.patches import ensure_entrypoint
 from explorer.session.kept import kept_index, kept_widget, whole_state
+from explorer.session.keys import RUN_FIGURES, RUN_SECTIONS, RUN_STEP
 from explorer.session.links import initial_param, page_param, view_link
 from explorer.session.notices import notice
 from explorer.session.state import (
-    RUN_FIGURES,
-    RUN_SECTIONS,
-    RUN_STEP,
     begin_run,
     chosen,
     current,

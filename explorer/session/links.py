@@ -9,10 +9,8 @@ import urllib.parse
 
 import streamlit as st
 
+from explorer.session.keys import INITIAL_PARAMS, INITIAL_PARAMS_USED, LINK_PAGE, LINKED_KEYS, PAGE_PARAMS
 from explorer.settings import Settings, to_query_params
-
-PAGE_PARAMS = "page_params"
-LINK_SLOT = "link_slot"  # query parameters a page adds for this run (step, query token, head)
 
 
 def page_param(name: str, value) -> None:
@@ -20,18 +18,15 @@ def page_param(name: str, value) -> None:
     st.session_state.setdefault(PAGE_PARAMS, {})[name] = str(value)
 
 
-LINKED_KEYS = "linked_keys"  # the state keys a link started (a step, a query token): a new link starts them again
-
-
 def initial_param(name: str, page: str, key: str | None = None) -> str | None:
     """A page parameter from the link that opened this session, used once by ``page``; ``key`` is the state key
     the page starts from it, which a link opened later (``state.open_link``) starts again."""
     if key is not None:
         st.session_state.setdefault(LINKED_KEYS, set()).add(key)
-    used = st.session_state.setdefault("initial_params_used", set())
-    params = st.session_state.get("initial_params", {})
+    used = st.session_state.setdefault(INITIAL_PARAMS_USED, set())
+    params = st.session_state.get(INITIAL_PARAMS, {})
     if page != "any":  # "any": a parameter that belongs to no page in particular
-        link_page = st.session_state.setdefault("link_page", page)  # the page the link opened
+        link_page = st.session_state.setdefault(LINK_PAGE, page)  # the page the link opened
         if page != link_page:
             return None
     if (page, name) in used or name not in params:

@@ -10,11 +10,9 @@ from collections.abc import Collection
 import streamlit as st
 
 from explorer.runtime.rooms import LIVE, RoomFullError, RoomGoneError, room_store, wakener
+from explorer.session.keys import APPLIED, SEEN, STUDENT
 from explorer.session.room import (
-    APPLIED,
     HIDDEN_PARAMS,
-    SEEN,
-    STUDENT,
     code,
     following,
     is_student,

@@ -16,20 +16,26 @@ import streamlit as st
 from explorer.runtime import patches
 from explorer.runtime.rooms import RoomFullError, RoomGoneError, normal_code, room_store, wakener
 from explorer.runtime.rooms.store import IDLE_SECONDS
+from explorer.session.keys import (
+    APPLIED,
+    CODE,
+    COOKIE_HELD,
+    FOLLOWING,
+    MESSAGE,
+    PUBLISHED,
+    ROOM_COOKIE_READ,
+    ROOM_LINK_READ,
+    SEEN,
+    STUDENT,
+    TOKEN,
+    VOTER_HELD,
+)
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
 
-CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"
-FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
-SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)
-APPLIED = "room_applied"  # the teacher's position this student last moved to
-PUBLISHED = "room_published"  # the position this teacher last published
-MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed
 TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back
-COOKIE_HELD = "room_cookie_held"  # what this session believes the teacher's browser holds in that cookie
 VOTER_COOKIE = "explorer_voter"  # a student's anonymous id in their browser: a reload or a new tab votes as them
 VOTER_SECONDS = 24 * 3600  # how long the browser keeps it; it moves nothing and reveals nothing
-VOTER_HELD = "room_voter_held"  # the id the student's browser sent when this session connected
 _VOTER_ID = re.compile(r"[0-9a-f]{16}")  # what ``secrets.token_hex(8)`` makes; anything else is ignored
 HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
 
@@ -82,9 +88,9 @@ def close_room() -> None:
 
 def join_from_link() -> None:
     """Join the room the link names (``?room=CODE``), once per session."""
-    if st.session_state.get("room_link_read"):
+    if st.session_state.get(ROOM_LINK_READ):
         return
-    st.session_state["room_link_read"] = True
+    st.session_state[ROOM_LINK_READ] = True
     linked = initial_param("room", "any")
     if linked is None:
         return
@@ -127,9 +133,9 @@ def resume_teacher(presenting: bool) -> bool:
     """Once per session, in presenter mode and without a room in the link: take back the room whose token the
     browser kept, after the app's process restarted or the tab was reloaded. Returns True when it did."""
     state = st.session_state
-    if state.get("room_cookie_read"):
+    if state.get(ROOM_COOKIE_READ):
         return False
-    state["room_cookie_read"] = True
+    state[ROOM_COOKIE_READ] = True
     saved = saved_teacher()
     state[COOKIE_HELD] = saved
     if not saved or code() is not None or not presenting:

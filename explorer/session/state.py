@@ -16,7 +16,24 @@ import streamlit as st
 
 from explorer.models.choice import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
-from explorer.session.links import LINKED_KEYS
+from explorer.session.keys import (
+    CELL_CODE,
+    CELL_PANELS_SHOWN,
+    INITIAL_PARAMS,
+    INITIAL_PARAMS_USED,
+    LINK_PAGE,
+    LINKED_KEYS,
+    PHONE,
+    PRESENTER,
+    RUN_CELLS,
+    RUN_FIGURES,
+    RUN_KEY,
+    RUN_SECTIONS,
+    RUN_STEP,
+    SET_HERE,
+    SETTINGS,
+    SETTINGS_NOTICES,
+)
 from explorer.settings import BOOK, TEXT, WEIGHTS, Settings, from_query_params, validate
 from explorer.views.run import Run
 
@@ -43,7 +60,6 @@ _KINDS = {  # Settings field -> the check a widget's value must pass before it i
 }
 FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
 _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
-SET_HERE = "settings_set_by_page"  # a page's button changed the settings; the sidebar has not drawn them yet
 
 
 def refill_widgets() -> bool:
@@ -90,8 +106,8 @@ def _fitted(settings: Settings, notices: list[str]) -> tuple[Settings, list[str]
 def on_change_of(field: str = "") -> None:
     settings, notices = _fitted(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
     _to_widgets(settings)
-    st.session_state["settings"] = settings
-    st.session_state["settings_notices"] = notices
+    st.session_state[SETTINGS] = settings
+    st.session_state[SETTINGS_NOTICES] = notices
 
 
 def set_settings(**changes) -> None:
@@ -99,17 +115,9 @@ def set_settings(**changes) -> None:
     app's (``begin_run`` returns None), so the sidebar shows them."""
     settings, notices = _fitted(*validate(replace(chosen(), **changes)))
     _to_widgets(settings)
-    st.session_state["settings"] = settings
-    st.session_state["settings_notices"] = notices
+    st.session_state[SETTINGS] = settings
+    st.session_state[SETTINGS_NOTICES] = notices
     st.session_state[SET_HERE] = True
-
-
-RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
-RUN_STEP = "run_step"  # (page, step index, step title, step slug): the step this run shows, for file names and the link
-RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions named, for the step's JSON export
-RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.cells``)
-CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
-CELL_PANELS_SHOWN = "cell_panels_shown"  # how many of RUN_CELLS the cell panel had when drawn (``Steps.show``)
 
 
 def begin_run() -> Run | None:
@@ -127,10 +135,7 @@ def begin_run() -> Run | None:
 
 def chosen() -> Settings:
     """The settings as the sidebar and the link hold them."""
-    return st.session_state.get("settings", Settings())
-
-
-RUN_KEY = "run"  # (the chosen settings, their Run): made once per change of the settings
+    return st.session_state.get(SETTINGS, Settings())
 
 
 def current_run() -> Run:
@@ -139,7 +144,7 @@ def current_run() -> Run:
     rerun) prepares nothing again. Pages call this first: a session's first run also makes sure the app
     script runs around the page (``ensure_entrypoint``)."""
     state = st.session_state
-    chosen_now = state.get("settings") or Settings()
+    chosen_now = state.get(SETTINGS) or Settings()
     kept = state.get(RUN_KEY)
     if kept is None or kept[0] is not chosen_now:
         ensure_entrypoint()
@@ -156,12 +161,12 @@ def start_session() -> None:
     """Read the URL once per session into the settings and the pages' initial state."""
     tolerate_crafted_widgets()
     state = st.session_state
-    if "settings" in state:
+    if SETTINGS in state:
         return
     params = st.query_params.to_dict()
     open_link(params)
-    state["presenter"] = params.get("present", "").lower() in ("1", "true", "yes", "on")
-    state["phone"] = on_a_phone()
+    state[PRESENTER] = params.get("present", "").lower() in ("1", "true", "yes", "on")
+    state[PHONE] = on_a_phone()
 
 
 def on_a_phone() -> bool:
@@ -176,17 +181,17 @@ def open_link(params: dict[str, str]) -> None:
     step, the query token, the head) started again from it. Call it before the sidebar's widgets are drawn."""
     state = st.session_state
     settings, notices = _fitted(*from_query_params(params))
-    state["settings"] = settings
-    state["settings_notices"] = notices
-    state["initial_params"] = dict(params)
+    state[SETTINGS] = settings
+    state[SETTINGS_NOTICES] = notices
+    state[INITIAL_PARAMS] = dict(params)
     for key in state.pop(LINKED_KEYS, set()):
         state.pop(key, None)
-    state.pop("initial_params_used", None)
-    state.pop("link_page", None)
+    state.pop(INITIAL_PARAMS_USED, None)
+    state.pop(LINK_PAGE, None)
     _to_widgets(settings)
 
 
 def presenter() -> bool:
     """Presenter mode: large fonts, reduced chrome, for a projector (``?present=1``)."""
     start_session()
-    return bool(st.session_state.get("presenter"))
+    return bool(st.session_state.get(PRESENTER))

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 
 import streamlit as st
 
+from explorer.session.keys import PRESENTER
+
 
 @contextlib.contextmanager
 def progress(text: str, *, every_s: float = 0.25) -> Iterator[Callable[[int, int, str], None]]:
@@ -46,7 +48,7 @@ def table(data, *, where=None, **options) -> None:
     """A table: an interactive ``st.dataframe``, or in presenter mode an HTML table whose text is at least
     18 px (a dataframe draws on a canvas at a fixed small size). ``options`` go to ``st.dataframe``."""
     where = where or st
-    if not st.session_state.get("presenter"):
+    if not st.session_state.get(PRESENTER):
         where.dataframe(data, **options)
         return
     where.table(data.style.hide(axis="index") if options.get("hide_index") else data)

@@ -9,7 +9,8 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer.models.choice import describe
-from explorer.session.state import RUN_SECTIONS, chosen, current_run, set_settings
+from explorer.session.keys import RUN_SECTIONS
+from explorer.session.state import chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings
 from explorer.views.book import BOOK_DROPOUT, TITLES, departures, note_of
 from explorer.views.run import Run

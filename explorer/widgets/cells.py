@@ -33,9 +33,9 @@ import streamlit as st
 
 from explorer import figures
 from explorer.parsing import parse_cell, quoted
+from explorer.session.keys import CELL_CODE, CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, cell_key
 from explorer.session.links import initial_param, page_param
 from explorer.session.notices import notice
-from explorer.session.state import CELL_CODE, CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP
 from explorer.widgets.drawn import Drawn, EncodedFigure
 
 # On a touch screen plotly.js selects a tapped point from the last hover (``selectOnClick`` reads
@@ -65,7 +65,7 @@ UNREAD = object()  # a step's selection not read yet (from the link, by ``select
 @functools.lru_cache(maxsize=256)
 def step_key(step: tuple[str, int, str]) -> str:
     """The session-state key of the selection of ``step`` (RUN_STEP: page, index, title)."""
-    return f"cell:{step[0]}:{step[1]}"
+    return cell_key(step[0], step[1])
 
 
 def _step_key() -> str:

@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import figures
-from explorer.session.state import RUN_CELLS, RUN_FIGURES, RUN_STEP
+from explorer.session.keys import PHONE, PRESENTER, RUN_CELLS, RUN_FIGURES, RUN_STEP, SHOWN, TOKEN_WINDOW
 from explorer.widgets.cells import NO_STEP, UNREAD, chart_args, picked, step_key
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 from explorer.widgets.drawn import Drawn, prepare, shared
@@ -22,9 +22,9 @@ def style() -> figures.FigureStyle:
     """The figure style for this session: presenter mode makes everything larger, a phone its text at least
     16 px, and the sidebar's token window narrows token axes to the tokens chosen there."""
     state = st.session_state
-    base = figures.PHONE if state.get("phone") else figures.DEFAULT_STYLE
-    base = figures.PRESENTER if state.get("presenter") else base
-    window = st.session_state.get("token_window")
+    base = figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
+    base = figures.PRESENTER if state.get(PRESENTER) else base
+    window = st.session_state.get(TOKEN_WINDOW)
     return dataclasses.replace(base, token_window=window) if window else base
 
 
@@ -65,7 +65,6 @@ class Shown:
     record: dict
 
 
-SHOWN = "charts_shown"  # this session's last drawing of each chart key (``Shown``)
 SHOWN_ENTRIES = 32  # charts a session keeps: a page's steps draw up to about 20
 PLAIN = (str, int, float, bool, type(None), range, figures.FigureStyle)  # compared by value; anything else by identity
 

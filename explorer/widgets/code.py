@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from explorer.session.state import CELL_CODE
+from explorer.session.keys import CELL_CODE
 
 STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``, and each way the two differ
     ": the book's `forward` in the book's names, with an input check (`check_batch`) first. It returns every "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from explorer.session.keys import PRESENTER
+
 # Presenter mode: every text in the main area at least 18 px (code 16 px), less chrome. 1.125rem is 18 px. Of
 # Streamlit's header only the button that opens the sidebar stays: the presenter's room is there.
 PRESENTER_CSS = """
@@ -107,7 +109,7 @@ PAGE_PRESENTER_CSS = {
 
 def page_stylesheet(page: str) -> None:
     """``page``'s own presenter rules (``PAGE_PRESENTER_CSS``), in presenter mode only."""
-    if st.session_state.get("presenter") and page in PAGE_PRESENTER_CSS:
+    if st.session_state.get(PRESENTER) and page in PAGE_PRESENTER_CSS:
         st.html(PAGE_PRESENTER_CSS[page])
 
 

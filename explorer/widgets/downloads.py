@@ -14,8 +14,9 @@ import streamlit as st
 
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
 from explorer.session import room
-from explorer.session.links import LINK_SLOT, PAGE_PARAMS, view_link
-from explorer.session.state import RUN_FIGURES, RUN_SECTIONS, RUN_STEP, chosen
+from explorer.session.keys import LINK_SLOT, PAGE_PARAMS, PRESENTER, RUN_FIGURES, RUN_SECTIONS, RUN_STEP, SETTINGS
+from explorer.session.links import view_link
+from explorer.session.state import chosen
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT
 from explorer.views.book import is_book
 from explorer.views.run import Run
@@ -90,9 +91,9 @@ def finish_run(page_title: str, run: Run, url_path: str) -> None:
             icon=":material/data_object:",
             key="step_json",
         )
-    settings = state.get("settings") or chosen()  # ``chosen``, not entered at each run
+    settings = state.get(SETTINGS) or chosen()  # ``chosen``, not entered at each run
     page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
-    params, link = view_link(settings, step, page_params, bool(state.get("presenter")), st.context.url, url_path)
+    params, link = view_link(settings, step, page_params, bool(state.get(PRESENTER)), st.context.url, url_path)
     room.publish(url_path, params)  # a teacher's live room follows this view
     address = room.address(params)  # a student's keeps the room, to join it again on reload
     if st.query_params.to_dict() != address:

@@ -9,6 +9,7 @@ import streamlit as st
 from explorer.figures.head_grid import every_head_grid, labels_fit
 from explorer.models.heads import every_head
 from explorer.page_text import head_grid as words
+from explorer.session.keys import PHONE
 from explorer.session.state import set_settings
 from explorer.settings import TRAINED, Settings
 from explorer.widgets.charts import draw, style
@@ -40,7 +41,7 @@ def show_every_head(settings: Settings) -> None:
     suffix = f":{layer}:{head}"  # new widgets once the settings change, so each starts from them
     labels, details = words.head_labels(found.summaries)
     title = words.grid_title(num_layers, num_heads)
-    hidden = num_heads > words.SHORT_ABOVE or st.session_state.get("phone")  # on a phone they would be 9 px
+    hidden = num_heads > words.SHORT_ABOVE or st.session_state.get(PHONE)  # on a phone they would be 9 px
     key = CHART_KEY + ("_wide" if hidden else "") + suffix  # css.py: a phone hides these (hover has them)
     options = dict(title=title, current=(layer, head), key=key, on_select=on_pick(key, open_head))
     draw(every_head_grid, "every-head", found.weights, labels, details, found.pieces, **options)

@@ -21,6 +21,7 @@ import streamlit as st
 from explorer.page_text.questions import Question
 from explorer.parsing import literal
 from explorer.session import room
+from explorer.session.keys import PRESENTER, question_keys
 from explorer.widgets.room import vote_chart
 
 
@@ -38,8 +39,8 @@ def show_question(question: Question, *, context: object = None, presenter: bool
     teacher's reveal is read from the room, so a session that took the room back shows what the students see.
     """
     key = state_key(question, context)
-    answer_key, revealed_key, widget = f"{key}_answer", f"{key}_revealed", f"{key}_widget"
-    presenter = bool(st.session_state.get("presenter")) if presenter is None else presenter
+    answer_key, revealed_key, widget = question_keys(key)
+    presenter = bool(st.session_state.get(PRESENTER)) if presenter is None else presenter
     teachers = room.revealed_here(key)  # None unless this is a student following a teacher
     room_wide = room.revealed_by_teacher(key)  # None unless this is the room's teacher: the room's word
     revealed = bool(st.session_state.get(revealed_key)) if teachers is None else teachers
@@ -78,9 +79,10 @@ def show_question(question: Question, *, context: object = None, presenter: bool
 
 def _reveal(key: str, on: bool) -> None:
     """Reveal the answer under ``key`` (or ask again); a teacher's reveal is the whole room's."""
-    st.session_state[f"{key}_revealed"] = on
+    answer_key, revealed_key, _ = question_keys(key)
+    st.session_state[revealed_key] = on
     if not on:
-        st.session_state[f"{key}_answer"] = None
+        st.session_state[answer_key] = None
     room.reveal(key, on)
 
 

@@ -22,13 +22,12 @@ from explorer.page_text.questions import Question
 from explorer.runtime.patches import current_fragment_id
 from explorer.runtime.rooms.store import IDLE_SECONDS
 from explorer.session import live, room
+from explorer.session.keys import MESSAGE, RESUMED, ROOM_SLOT
 from explorer.session.notices import notice
 from explorer.session.state import presenter
 from explorer.widgets.charts import style as chart_style
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
-ROOM_SLOT = "room_slot"  # the sidebar's first container: a presenter's room, under the pages
-RESUMED = "room_resumed"  # this session took back its browser's room: said once, in the room's panel
 
 
 def room_turn():
@@ -89,11 +88,11 @@ def follow_in_page(url_path: str) -> Iterator[None]:
 def room_controls() -> None:
     """The live room, between the sidebar and the page: a student's bar, or a presenter's room in
     the sidebar."""
-    message = st.session_state.get(room.MESSAGE)
+    message = st.session_state.get(MESSAGE)
     if message:
         text, button = st.columns([4, 1], vertical_alignment="center")
         notice(message, where=text)
-        button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(room.MESSAGE, None))
+        button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(MESSAGE, None))
     if room.is_student():
         student_bar()
     elif room.is_teacher() or presenter():

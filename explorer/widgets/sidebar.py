@@ -10,11 +10,19 @@ from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
 from explorer.models.choice import NAMES, effective, gpt2_checkpoint, model
 from explorer.parsing import parse_range, quoted
 from explorer.runtime.patches import session_id, unreadable_notices
-from explorer.session.links import LINK_SLOT, initial_param, page_param
+from explorer.session.keys import (
+    LINK_SLOT,
+    ROOM_SLOT,
+    SET_HERE,
+    SETTINGS,
+    SETTINGS_NOTICES,
+    TOKEN_WINDOW,
+    WINDOW_TOKENS,
+)
+from explorer.session.links import initial_param, page_param
 from explorer.session.notices import notice
 from explorer.session.state import (
     FIXED_BY_MODEL,
-    SET_HERE,
     WIDGETS,
     current_run,
     on_change_of,
@@ -26,7 +34,6 @@ from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Setting
 from explorer.views.run import Run
 from explorer.widgets.cells import TOUCH_HOVER
 from explorer.widgets.css import SCROLL_REGIONS
-from explorer.widgets.room import ROOM_SLOT
 
 _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
     ("d_in", "d_in"),
@@ -55,7 +62,7 @@ def sidebar() -> Settings:
         )
         st.session_state[LINK_SLOT] = st.container()
         book_label = "The book's example (6 tokens, 3-d)"
-        if state["settings"].weights != RANDOM:  # a model reads the sentence's tokens, not the book's vectors
+        if state[SETTINGS].weights != RANDOM:  # a model reads the sentence's tokens, not the book's vectors
             book_label = "The book's sentence (6 tokens)"
         st.radio(
             "Input",
@@ -97,7 +104,7 @@ def sidebar() -> Settings:
             help="In training mode dropout zeroes each attention weight with probability p (none when p = 0) and "
             "scales the rest by 1 / (1 − p). In eval mode it does nothing.",
         )
-        for text in [*unreadable, *state.get("settings_notices", [])]:
+        for text in [*unreadable, *state.get(SETTINGS_NOTICES, [])]:
             notice(text)
         st.segmented_control(
             "Figure download format",
@@ -129,7 +136,7 @@ def _weights_controls() -> bool:
         "on The Verdict, on the input the model feeds that layer. GPT-2: the checkpoint the server's operator "
         f"named in {CHECKPOINT_VARIABLE}. " + ("" if checkpoint.ok else checkpoint.message),
     )
-    settings = effective(st.session_state["settings"])
+    settings = effective(st.session_state[SETTINGS])
     found = model(settings.weights)
     cfg = found.cfg if found is not None else VERDICT_CONFIG
     layer, head = st.columns(2)
@@ -160,19 +167,19 @@ def token_window_control(run: Run) -> None:
 
     Without it, a long sentence is drawn whole as block means (see ``figures.fit_matrix``).
     """
-    st.session_state.pop("token_window", None)
+    st.session_state.pop(TOKEN_WINDOW, None)
     num_tokens = run.num_tokens
     if num_tokens <= WINDOW_THRESHOLD:
         return
     window = st.session_state.get(WINDOW_KEY)  # a crafted message can put anything here
     valid = isinstance(window, tuple | list) and len(window) == 2 and all(type(v) is int for v in window)
-    if not valid or st.session_state.get("window_tokens") != num_tokens:
+    if not valid or st.session_state.get(WINDOW_TOKENS) != num_tokens:
         linked = initial_param("win", "any")
         start, stop = parse_range(linked, num_tokens) or (0, num_tokens)
         if linked is not None and parse_range(linked, num_tokens) is None:
             notice(f"win={quoted(linked)} in the link is not a token range such as 0-40; showing all.")
         st.session_state[WINDOW_KEY] = (start, max(stop, start + 1))
-        st.session_state["window_tokens"] = num_tokens
+        st.session_state[WINDOW_TOKENS] = num_tokens
     with st.sidebar:
         start, stop = st.slider(
             "Tokens shown in heatmaps",
@@ -184,5 +191,5 @@ def token_window_control(run: Run) -> None:
             "shows tokens 1 to 40.",
         )
     if (start, stop) != (0, num_tokens):
-        st.session_state["token_window"] = (start, max(stop, start + 1))
+        st.session_state[TOKEN_WINDOW] = (start, max(stop, start + 1))
         page_param("win", f"{start}-{stop}")

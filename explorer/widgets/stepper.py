@@ -25,9 +25,9 @@ import streamlit as st
 
 from explorer.parsing import parse_position, quoted
 from explorer.session import room
+from explorer.session.keys import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, step_key
 from explorer.session.links import initial_param
 from explorer.session.notices import notice
-from explorer.session.state import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
 # tree, so screen readers do not read them; their keyboard shortcuts still work.
@@ -106,7 +106,7 @@ def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None)
     The ← and → keys press Previous and Next; PageUp and PageDown, which
     presentation clickers send, do the same.
     """
-    key = f"step:{page}"
+    key = step_key(page)
     if key not in st.session_state:
         linked = initial_param("step", page, key)
         start = step_index(linked, slugs, len(steps))

@@ -114,7 +114,7 @@ def test_a_live_room_passes_axe_for_teacher_and_phone_and_its_controls_are_tappa
     student_context = browser.new_context(viewport=VIEWS["phone"][0], user_agent=PHONE_AGENT)
     try:
         teacher = teacher_context.new_page()
-        teacher.goto(f"{server}/causal_mask?present=1&step=2", timeout=TIMEOUT_MS)
+        teacher.goto(f"{server}/causal_mask?present=1&step=the-mask", timeout=TIMEOUT_MS)
         teacher.wait_for_function(SETTLED, timeout=TIMEOUT_MS, polling=200)
         teacher.locator('[data-testid="stExpandSidebarButton"]').dispatch_event("click")
         teacher.get_by_role("button", name="Open a room").click()

@@ -90,13 +90,13 @@ def qkv_query(row, col):
 
 # (page, step from 1, heatmap title pattern, row, col, the package's derivation)
 CLICKS = [
-    ("simplified", 5, r"^attn_scores$", 1, 0, simplified_score),
-    ("causal_mask", 1, r"^attn_weights without a mask$", 3, 2, unmasked_weight),
-    ("causal_mask", 5, r"^attn_weights = softmax", 4, 1, causal_weight),
-    ("causal_mask", 6, r"^context_vec, shape", 2, 1, causal_context),
-    ("dropout", 2, r"^attn_weights after dropout$", 3, 0, dropped_weight),
-    ("dropout", 2, r"^attn_weights after dropout$", 5, 2, dropped_weight),
-    ("qkv", 2, r"^queries$", 1, 0, qkv_query),
+    ("simplified", "all-scores-and-weights", r"^attn_scores$", 1, 0, simplified_score),
+    ("causal_mask", "unmasked-weights", r"^attn_weights without a mask$", 3, 2, unmasked_weight),
+    ("causal_mask", "two-routes", r"^attn_weights = softmax", 4, 1, causal_weight),
+    ("causal_mask", "context-vectors", r"^context_vec, shape", 2, 1, causal_context),
+    ("dropout", "one-draw", r"^attn_weights after dropout$", 3, 0, dropped_weight),
+    ("dropout", "one-draw", r"^attn_weights after dropout$", 5, 2, dropped_weight),
+    ("qkv", "queries-keys-values", r"^queries$", 1, 0, qkv_query),
 ]
 
 
@@ -132,7 +132,7 @@ def test_a_click_on_a_cell_explains_it_with_the_packages_numbers(app_page, page,
 
 
 def test_hovering_a_cell_still_says_its_value(app_page):
-    app_page.goto("causal_mask", "step=1")
+    app_page.goto("causal_mask", "step=unmasked-weights")
     x, y = app_page.page.evaluate(CELL_CENTRE, [r"^attn_weights without a mask$", 1, 0])
     app_page.page.mouse.move(x + 4, y + 4)
     hover = app_page.page.locator(".hoverlayer .hovertext")
@@ -149,7 +149,7 @@ def test_one_tap_on_a_phone_explains_the_cell_and_the_panel_fits(server, browser
 
         page = context.new_page()
         tab = AppPage(page, server, watch(page))
-        tab.goto("causal_mask", "step=5")
+        tab.goto("causal_mask", "step=two-routes")
         click_cell(tab, r"^attn_weights = softmax", 2, 1, tap=True)
         check_panel(tab, r"^attn_weights = softmax", 2, 1, causal_weight)
         widths = page.evaluate(
@@ -165,7 +165,7 @@ def test_one_tap_on_a_phone_explains_the_cell_and_the_panel_fits(server, browser
 def test_the_keyboard_alone_picks_a_cell_on_the_causal_mask_page(server, browser):
     context, tab = open_page(browser, server)
     try:
-        tab.goto("causal_mask", "step=1")
+        tab.goto("causal_mask", "step=unmasked-weights")
         for what, option in (("row", "3: "), ("col", "2: ")):  # query 3, key 2 (options counted from 1)
             box = tab.page.locator(f'{PANEL} [class*="st-key-w_cell"][class*="{what}"] input')
             box.focus()  # as Tab would: no pointer
@@ -182,7 +182,7 @@ def test_the_keyboard_alone_picks_a_cell_on_the_causal_mask_page(server, browser
 def test_hovering_a_large_matrix_counts_queries_and_keys_from_1(app_page):
     """Above 16 tokens a heatmap's hover numbers its cells instead of naming them: query 2, key 1, not #1, #0."""
     sentence = " ".join(f"word{k}" for k in range(20))
-    app_page.goto("simplified", f"step=5&input=text&text={sentence.replace(' ', '+')}")
+    app_page.goto("simplified", f"step=all-scores-and-weights&input=text&text={sentence.replace(' ', '+')}")
     x, y = app_page.page.evaluate(CELL_CENTRE, [r"^attn_scores$", 1, 0])
     app_page.page.mouse.move(x + 2, y + 2)
     hover = app_page.page.locator(".hoverlayer .hovertext")

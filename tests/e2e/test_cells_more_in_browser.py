@@ -61,7 +61,7 @@ def cell(app_page, plot: int, trace: int, row: int, col: int) -> float:
 
 @pytest.mark.parametrize(("title", "plot", "row", "col"), [("heads merged", 0, 3, 1), ("out_proj", 1, 4, 0)])
 def test_a_click_on_the_merged_heads_explains_the_cell(app_page, title, plot, row, col):
-    app_page.goto("multihead", "step=6")
+    app_page.goto("multihead", "step=merge-and-out-proj")
     assert re.search(title, app_page.plots()[plot].title)
     sums = click_cell(app_page, plot, 0, row, col)
     assert last_number(sums[-1]) == pytest.approx(cell(app_page, plot, 0, row, col), abs=1e-4)
@@ -69,7 +69,7 @@ def test_a_click_on_the_merged_heads_explains_the_cell(app_page, title, plot, ro
 
 
 def test_a_click_on_a_bahdanau_weight_explains_it(app_page):
-    app_page.goto("", "step=3")  # Why attention is the default page
+    app_page.goto("", "step=bahdanau-looks-back")  # Why attention is the default page
     assert app_page.plots()[0].title.startswith("bahdanau_weights")
     sums = click_cell(app_page, 0, 0, 4, 2)
     assert last_number(sums[-1]) == pytest.approx(cell(app_page, 0, 0, 4, 2), abs=1e-4)
@@ -77,7 +77,7 @@ def test_a_click_on_a_bahdanau_weight_explains_it(app_page):
 
 
 def test_a_click_on_the_wrong_panel_explains_both_versions_of_the_cell(app_page):
-    app_page.goto("mistakes", "step=2")
+    app_page.goto("mistakes", "step=right-beside-wrong")
     right, wrong = click_cell(app_page, 0, 1, 3, 1)  # the wrong panel's cell: both are explained
     assert last_number(right) == pytest.approx(cell(app_page, 0, 0, 3, 1), abs=1e-4)
     assert last_number(wrong) == pytest.approx(cell(app_page, 0, 1, 3, 1), abs=1e-4)

@@ -17,7 +17,7 @@ from benchmarks.launch import AppServer
 
 pytestmark = pytest.mark.browser
 
-QUERY = urllib.parse.urlencode({"weights": "trained", "step": "9", "input": "text", "text": SENTENCE_30})
+QUERY = urllib.parse.urlencode({"weights": "trained", "step": "every-head", "input": "text", "text": SENTENCE_30})
 GRID = "attn_weights: 4 layers × 4 heads"
 
 LOWER_LEFT = """(k) => {
@@ -184,7 +184,7 @@ def gpt2_page(browser, gpt2_server):
 
 
 def test_gpt2s_12_by_12_grid_fits_a_projector_in_presenter_mode(gpt2_page):
-    query = urllib.parse.urlencode({"weights": "gpt2", "step": "9", "input": "text", "text": SENTENCE_30})
+    query = urllib.parse.urlencode({"weights": "gpt2", "step": "every-head", "input": "text", "text": SENTENCE_30})
     gpt2_page.goto("multihead", query + "&present=1")
     assert gpt2_page.step() == (9, 9)
     measured = measure(gpt2_page)

@@ -24,10 +24,10 @@ def test_next_reruns_only_the_page(app_page):
     assert ("main", "plotly_chart") in app_page.events.drawn, "the step's figures are drawn"
     sidebar = {kind for where, kind in app_page.events.drawn if where == "sidebar"}
     assert not SIDEBAR_WIDGETS & sidebar, f"the sidebar's settings were drawn again: {sorted(sidebar)}"
-    assert re.search(r"[?&]step=2\b", app_page.page.url), app_page.page.url
+    assert re.search(r"[?&]step=the-mask\b", app_page.page.url), app_page.page.url
     app_page.page.get_by_text("Copy link to this view").click()
     link = app_page.page.locator('[data-testid="stPopoverBody"] code').first.inner_text()
-    assert re.search(r"/causal_mask\?.*step=2\b", link), link
+    assert re.search(r"/causal_mask\?.*step=the-mask\b", link), link
 
 
 def test_a_page_button_that_changes_settings_redraws_the_sidebar(app_page):

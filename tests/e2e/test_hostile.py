@@ -50,7 +50,7 @@ def tab(server, browser):
     """One tab for the module, on the Tokens page's embedding step with "My own sentence" selected."""
     context, app_page = open_page(browser, server)
     try:
-        app_page.goto(TOKENS_PAGE.url_path, "step=2")
+        app_page.goto(TOKENS_PAGE.url_path, "step=embeddings")
         app_page.choose_own_sentence()
         yield app_page
     finally:

@@ -317,13 +317,13 @@ def run_lesson(cluster, cookies, tab, check) -> None:
         times[name] = took
         print(f"{name}: seconds from the teacher's click to each student: {took}")
 
-    on_step_2 = {"step": "2"}
+    on_step_2 = {"step": "the-mask"}
     reaches_all("Next", teacher.next, on_step_2, [2, "Causal mask", None])
     screenshots("next")
 
     nav = sidebar.locator('[data-testid="stSidebarNav"] a')
     switch = nav.filter(has_text="Simplified").click
-    reaches_all("page switch", switch, {"step": "1"}, [1, "Simplified attention", None])
+    reaches_all("page switch", switch, {"step": "one-query-scores"}, [1, "Simplified attention", None])
     screenshots("page-switch")
 
     teacher.choose_own_sentence()  # itself a move: the sidebar's source; wait until every student has it
@@ -454,7 +454,8 @@ def run_lesson(cluster, cookies, tab, check) -> None:
         "after the failover the teacher's question offers Reveal again",
     )
 
-    reaches_all("Next after the kill", teacher.next, on_step_2, [2, "Simplified attention", SENTENCE])
+    next_on_simplified = {"step": "scores-to-weights"}
+    reaches_all("Next after the kill", teacher.next, next_on_simplified, [2, "Simplified attention", SENTENCE])
     screenshots("next-after-kill")
 
     deadline = time.monotonic() + RESTART_SECONDS

@@ -47,7 +47,7 @@ def drawn_panels(app_page) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_every_mistake_is_selectable_and_draws_the_packages_weights(app_page):
-    app_page.goto("mistakes", "step=2")
+    app_page.goto("mistakes", "step=right-beside-wrong")
     assert app_page.step() == (2, 3)
     for name, mistake in attention.MISTAKES.items():
         if name != "fill_zero":  # the first one is already chosen
@@ -63,7 +63,7 @@ def test_every_mistake_is_selectable_and_draws_the_packages_weights(app_page):
         eventually(same)
         if name in ("tril_mask", "fill_zero"):
             app_page.screenshot(f"mistakes-{name}-step2")
-    assert "mistake=merge_without_transpose" in app_page.page.url and "step=2" in app_page.page.url
+    assert "mistake=merge_without_transpose" in app_page.page.url and "step=right-beside-wrong" in app_page.page.url
 
 
 def test_a_typed_sentence_and_the_prediction(app_page):
@@ -90,7 +90,7 @@ def figure_bottom(app_page) -> float:
 
 
 def test_presenter_mode_fits_the_weights_on_a_projector(app_page):
-    app_page.goto("mistakes", "mistake=tril_mask&step=2&present=1")
+    app_page.goto("mistakes", "mistake=tril_mask&step=right-beside-wrong&present=1")
     assert figure_bottom(app_page) <= 720, f"the figure ends at {figure_bottom(app_page):.0f} px"
     sizes = app_page.page.evaluate(
         """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')]
@@ -98,7 +98,8 @@ def test_presenter_mode_fits_the_weights_on_a_projector(app_page):
     )
     assert sizes and min(sizes) >= 18, sizes
     app_page.screenshot("mistakes-tril_mask-presenter-step2")
-    app_page.goto("mistakes", f"mistake=tril_mask&step=2&present=1&input=text&text={quote(THIRTY)}")  # no sidebar
+    thirty = f"mistake=tril_mask&step=right-beside-wrong&present=1&input=text&text={quote(THIRTY)}"
+    app_page.goto("mistakes", thirty)  # no sidebar
     assert len(attention.tokenize(THIRTY).ids) == 30
     assert figure_bottom(app_page) <= 720, f"with 30 tokens the figure ends at {figure_bottom(app_page):.0f} px"
     app_page.screenshot("mistakes-tril_mask-presenter-30-tokens")

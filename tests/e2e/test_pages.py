@@ -111,7 +111,7 @@ def test_page_with_a_typed_sentence(app_page, spec):
 
 def test_tokens_page_shows_the_books_embeddings_then_the_sentence(app_page):
     """The Tokens page's input matrix is ``BOOK_INPUTS``, then ``embed_tokens`` of the typed sentence."""
-    app_page.goto(TOKENS.url_path, "step=2")
+    app_page.goto(TOKENS.url_path, "step=embeddings")
     (heatmap,) = [t for p in app_page.plots() for t in p.heatmaps()]
     np.testing.assert_array_equal(heatmap["z"], attention.BOOK_INPUTS.numpy())
     assert app_page.tick_labels("y")[0] == list(attention.BOOK_TOKENS)

@@ -195,14 +195,14 @@ def test_a_room_carries_the_teachers_moves_votes_and_reveals(room_app):
         return {"delivered": delivered, "shown": [round(seen_at(student, name) - clicked, 2) for student in students]}
 
     sentence = "The cat sat on the mat"
-    on_step_2 = {"step": "2", "text": sentence, "input": "text"}
-    moves = {"Next": reaches_all("next", teacher.next, {"step": "2"}, [2, "Causal mask", None])}
+    on_step_2 = {"step": "the-mask", "text": sentence, "input": "text"}
+    moves = {"Next": reaches_all("next", teacher.next, {"step": "the-mask"}, [2, "Causal mask", None])}
     teacher.choose_own_sentence()
     type_it = lambda: teacher.type_sentence(sentence, wait=False)  # noqa: E731
     moves["new sentence"] = reaches_all("sentence", type_it, on_step_2, [2, "Causal mask", sentence])
     nav = sidebar.locator('[data-testid="stSidebarNav"] a')
     moves["page switch"] = reaches_all(
-        "switch", nav.filter(has_text="Dropout").click, {**on_step_2, "step": "1"}, [1, "Dropout", sentence]
+        "switch", nav.filter(has_text="Dropout").click, {**on_step_2, "step": "demo-on-ones"}, [1, "Dropout", sentence]
     )
     moves["return to a page"] = reaches_all(  # the teacher's page kept its step
         "return", nav.filter(has_text="Causal mask").click, on_step_2, [2, "Causal mask", sentence]

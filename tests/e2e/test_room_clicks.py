@@ -78,7 +78,7 @@ def button(app_page, where: str, name: str):
 
 @pytest.mark.parametrize("phone", [False, True], ids=["laptop 1280x720", "phone 390x844"])
 def test_every_room_button_takes_a_click_at_its_centre(open_app, phone):
-    teacher = open_app(phone=phone).goto("causal_mask", "present=1&step=2")  # a step with a question
+    teacher = open_app(phone=phone).goto("causal_mask", "present=1&step=the-mask")  # a step with a question
     panel = teacher.page.locator(".st-key-room_panel")
 
     sidebar(teacher, True)  # presenter mode keeps the one button of Streamlit's header that opens it

@@ -21,7 +21,7 @@ def main_text(app_page) -> str:
 
 
 def test_multihead_with_trained_weights_draws_the_layers_heads_and_their_summaries(app_page):
-    app_page.goto("multihead", "weights=trained&step=8")
+    app_page.goto("multihead", "weights=trained&step=what-heads-look-at")
     app_page.assert_no_exception()
     assert CAPTION in main_text(app_page)
     assert app_page.step() == (8, 9)  # then "Every layer and head"

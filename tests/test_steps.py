@@ -1,0 +1,136 @@
+"""A page's steps (``widgets.Steps``): one function per step, named in the URL by its function; links made
+when steps were numbers still open the same step; a step that draws explainable charts shows the cell panel."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from apptest_support import app, function_app, next_step
+
+from explorer.widgets.stepper import step_index
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "pages").glob("*.py"))
+SLUG = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+CAUSAL = "pages/causal_mask.py"
+
+
+def added_steps(path: Path) -> list[tuple[str, str]]:
+    """(title, function name) of every step a page adds, in the order its source adds them: as a decorator
+    ``@steps.add(title)`` or a call ``steps.add(title)(function)``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        calls = []
+        if isinstance(node, ast.FunctionDef):
+            calls = [(d, node.name) for d in node.decorator_list if isinstance(d, ast.Call)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and node.args:
+            target = node.args[0]
+            calls = [(node.func, target.id if isinstance(target, ast.Name) else "?")]
+        for call, name in calls:
+            func = call.func
+            adds = isinstance(func, ast.Attribute) and func.attr == "add" and isinstance(func.value, ast.Name)
+            if adds and func.value.id == "steps":
+                found.append((ast.literal_eval(call.args[0]) if call.args else "?", name, node.lineno))
+    return [(title, name) for title, name, _ in sorted(found, key=lambda f: f[2])]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_a_page_with_steps_writes_each_as_a_function_named_for_what_it_shows(path):
+    source = path.read_text(encoding="utf-8")
+    assert "widgets.stepper(" not in source, "a page adds its steps to widgets.Steps, not numbers to the stepper"
+    assert not re.search(r"\bstep (==|in|not in|[<>]=?) ", source), "no step numbers: a step is a function"
+    assert "cells.get(" not in source, "a chart's explanation is looked up with [name], which fails on a typo"
+    steps = added_steps(path)
+    if "widgets.Steps(" not in source:
+        assert not steps
+        return
+    names = [name.strip("_").replace("_", "-") for _, name in steps]
+    assert steps and len(set(names)) == len(names), names
+    assert all(SLUG.fullmatch(n) for n in names), names
+    assert source.rstrip().endswith("steps.show()") or "steps.show()" in source
+
+
+def test_a_link_names_a_step_by_name_or_by_its_old_number():
+    slugs = ("one-draw", "row-sums", "many-draws")
+    assert step_index("row-sums", slugs, 3) == 1
+    assert step_index("2", slugs, 3) == 1  # a link made when steps were numbers, counted from 1
+    assert step_index("9", slugs, 3) == 2 and step_index("0", slugs, 3) == 0  # clamped to the page's steps
+    assert step_index("Row-Sums", slugs, 3) is None and step_index("", slugs, 3) is None
+    assert step_index(None, slugs, 3) is None
+
+
+def shown_step(at) -> str:
+    """The stepper's "Step k of n · title" line."""
+    (line,) = [m.value for m in at.markdown if "Step " in m.value and " of " in m.value]
+    return re.sub(r"<[^>]+>", "", line)
+
+
+def link_params(at) -> dict[str, str]:
+    (link,) = [c.value for c in at.code if c.value.startswith("http")]
+    return {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+
+
+def test_an_old_numbered_link_opens_the_same_step_and_its_link_then_names_it():
+    at = app(CAUSAL, query_params={"step": "3"})
+    assert not at.exception
+    assert shown_step(at) == "Step 3 of 6 · × mask, ÷ row sums"
+    assert link_params(at)["step"] == "zero-and-renormalize"
+
+
+def test_a_named_link_opens_its_step_and_next_names_the_next():
+    at = app(CAUSAL, query_params={"step": "scores-with-minus-infinity"})
+    assert shown_step(at) == "Step 4 of 6 · Scores with −∞"
+    next_step(at)
+    assert shown_step(at) == "Step 5 of 6 · Two routes, same weights"
+    assert link_params(at)["step"] == "two-routes"
+    fresh = app(CAUSAL, query_params=link_params(at))  # the link opens what it was made from
+    assert shown_step(fresh) == "Step 5 of 6 · Two routes, same weights"
+
+
+def test_a_link_to_a_step_the_page_does_not_have_says_which_it_has():
+    at = app(CAUSAL, query_params={"step": "<b>nope</b>"})
+    assert not at.exception
+    assert shown_step(at).startswith("Step 1 of 6")
+    (info,) = [i.value.replace("\\", "") for i in at.info if "in the link is not a step" in i.value]
+    assert "unmasked-weights" in info and "context-vectors" in info and "<b>" in info  # quoted as typed
+
+
+def one_step_page(panel: bool):
+    """A page of one step that draws a chart whose cells explain themselves, with or without the cell panel."""
+    import numpy as np
+
+    from explorer import cells, figures, widgets
+    from explorer.page_text.cells import Notation
+
+    scores = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
+    steps = widgets.Steps("steps_test")
+
+    @steps.add("Weights")
+    def weights():
+        explain = cells.weights(scores, ("a", "b"), code="attn_weights = ", notation=Notation("attn_weights"))
+        widgets.draw(figures.heatmap, "weights", scores, ("a", "b"), ("a", "b"), title="w", explain=explain)
+        if panel:
+            widgets.explain_cell()
+
+    try:
+        steps.show()
+    except RuntimeError as error:  # shown as a traceback in the app; here its words, which the app redacts
+        import streamlit as st
+
+        st.error(str(error))
+
+
+@pytest.mark.parametrize("panel", [True, False])
+def test_a_step_that_draws_cells_to_explain_must_show_the_cell_panel(panel):
+    at = function_app(one_step_page, panel=panel)
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    if panel:
+        assert not errors
+        assert [s.label for s in at.selectbox] == ["Query", "Key"]
+    else:
+        assert len(errors) == 1 and "cell panel" in errors[0] and "weights" in errors[0], errors
