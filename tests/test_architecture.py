@@ -109,15 +109,6 @@ def test_no_import_cycle(package):
     assert not cycle, "import cycles: " + "; ".join(cycle)
 
 
-def test_no_explorer_file_over_300_lines():
-    long = {
-        str(p.relative_to(ROOT)): n
-        for p in (ROOT / "explorer").rglob("*.py")
-        if (n := len(p.read_text().splitlines())) > 300
-    }
-    assert not long, f"files over 300 lines: {long}"
-
-
 def test_the_readmes_project_layout_names_every_part_of_the_explorer():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     layout = readme.split("## Project layout", 1)[1].split("```")[1]
@@ -203,3 +194,51 @@ def test_streamlits_private_names_are_used_in_one_module_only():
     }
     assert not outside, f"Streamlit's private names outside {PRIVATE_HOME}: {outside}"
     assert private_streamlit_uses(ROOT / PRIVATE_HOME), "the check finds nothing where the private names are"
+
+
+APP_FILES = [p for d in ("explorer", "pages") for p in sorted((ROOT / d).rglob("*.py"))]
+APP_FILES += [ROOT / "streamlit_app.py", ROOT / "explorer_app.py"]
+KEYS_HOME = "explorer/session/keys.py"
+STATE = r"(?:st\.session_state|\bstate)"
+LITERAL_KEY = re.compile(  # state["k"], state.get("k"), .setdefault/.pop, f-strings too, and "k" in state
+    rf"{STATE}(?:\.(?:get|setdefault|pop)\(|\[)\s*(f?\"[^\"]*\")|(f?\"[^\"]*\") (?:not )?in {STATE}\b"
+)
+STATE_KWARGS = re.compile(rf"{STATE}\.update\((\w+)=")
+
+
+def literal_session_keys(path: Path) -> list[str]:
+    """Session-state keys written as strings in ``path`` that are not a widget's own key there (``key="…"``
+    or the sidebar's ``w_`` keys)."""
+    source = path.read_text(encoding="utf-8")
+    widget_keys = set(re.findall(r"\bkey=(f?\"[^\"]*\")", source))
+    found = []
+    for match in LITERAL_KEY.finditer(source):
+        literal = match[1] or match[2]
+        if literal in widget_keys or literal.lstrip("f").startswith('"w_'):
+            continue
+        found.append(f"line {source.count(chr(10), 0, match.start()) + 1}: {literal}")
+    found += [f"update({name}=…)" for name in STATE_KWARGS.findall(source)]
+    return found
+
+
+def test_the_sessions_keys_are_declared_in_one_module():
+    outside = {
+        str(p.relative_to(ROOT)): found
+        for p in APP_FILES
+        if str(p.relative_to(ROOT)) != KEYS_HOME and (found := literal_session_keys(p))
+    }
+    assert not outside, f"session keys written as strings outside {KEYS_HOME}: {outside}"
+
+
+def test_the_key_check_finds_a_key_written_as_a_string(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text(
+        'st.session_state["why_hidden"] = 4\nif "room_seen" in state:\n    state.get(f"cell:{page}")\n'
+        'st.session_state.update(speed=1)\nst.number_input("d", key="speed_d")\nst.session_state["speed_d"]\n'
+    )
+    assert literal_session_keys(page) == [
+        'line 1: "why_hidden"',
+        'line 2: "room_seen"',
+        'line 3: f"cell:{page}"',
+        "update(speed=…)",
+    ]
