@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from apptest_support import app, function_app, next_step
 
-from explorer.widgets.stepper import step_index
+from explorer.widgets.stepper import NUMBERED, step_index
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "pages").glob("*.py"))
@@ -61,6 +61,25 @@ def test_a_link_names_a_step_by_name_or_by_its_old_number():
     assert step_index("9", slugs, 3) == 2 and step_index("0", slugs, 3) == 0  # clamped to the page's steps
     assert step_index("Row-Sums", slugs, 3) is None and step_index("", slugs, 3) is None
     assert step_index(None, slugs, 3) is None
+
+
+def test_an_old_number_opens_the_step_it_opened_then_after_a_step_is_inserted():
+    then = ("one-draw", "row-sums", "many-draws")
+    now = ("one-draw", "keep-mask", "row-sums", "many-draws")  # a step added since, second
+    assert [step_index(str(n), now, 4, then) for n in (1, 2, 3)] == [0, 2, 3]
+    assert step_index("4", now, 4, then) == 3  # past what was numbered: the position, clamped
+    assert step_index("3", ("one-draw", "row-sums"), 2, then) == 1  # a step not shown here: the position
+
+
+@pytest.mark.parametrize("page", sorted(NUMBERED))
+def test_every_step_an_old_number_opened_is_still_a_step_of_its_page(page):
+    slugs = [name.strip("_").replace("_", "-") for _, name in added_steps(ROOT / "pages" / f"{page}.py")]
+    assert set(NUMBERED[page]) <= set(slugs), set(NUMBERED[page]) - set(slugs)
+
+
+def test_every_page_with_steps_has_its_old_numbers_recorded():
+    stepped = {p.stem for p in PAGES if "widgets.Steps(" in p.read_text(encoding="utf-8")}
+    assert stepped == set(NUMBERED)
 
 
 def shown_step(at) -> str:

@@ -13,7 +13,7 @@ A page writes one function per step, named for what it shows, and adds it to its
     steps.show()  # the stepper, then the chosen step's function
 
 The URL names the step by its function (``?step=one-draw``); a link made before steps had names
-(``?step=2``) opens the step at that position."""
+(``?step=2``) opens the step it opened then (``NUMBERED``)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,71 @@ from explorer.session.notices import notice
 CLICKER_CSS = """<style>
 [class*="st-key-clicker_"] {display: none;}
 </style>"""
+
+
+# Links made before steps had names said ?step=N. These are the steps each N opened then (2026-12), so such a
+# link opens the same step after steps are added or moved. Never change them; a renamed step needs its old
+# name here too (``tests/test_steps.py`` checks that each is still a step of its page).
+NUMBERED = {
+    "tokens": ("token-ids", "embeddings"),
+    "simplified": (
+        "one-query-scores",
+        "scores-to-weights",
+        "why-torch-softmax",
+        "context-vector",
+        "all-scores-and-weights",
+        "all-context-vectors",
+    ),
+    "qkv": (
+        "projection-weights",
+        "queries-keys-values",
+        "scaled-scores",
+        "weights-and-context",
+        "saturation",
+        "gradients",
+        "v1-equals-v2",
+    ),
+    "causal_mask": (
+        "unmasked-weights",
+        "the-mask",
+        "zero-and-renormalize",
+        "scores-with-minus-infinity",
+        "two-routes",
+        "context-vectors",
+    ),
+    "dropout": ("demo-on-ones", "one-draw", "survivors", "row-sums", "many-draws", "mean-vs-weights"),
+    "batches": ("stack-into-batch", "mask-slice", "item-weights", "context-vectors"),
+    "multihead": (
+        "several-heads",
+        "one-head",
+        "concatenate",
+        "split-into-heads",
+        "all-heads-at-once",
+        "merge-and-out-proj",
+        "same-output",
+        "what-heads-look-at",
+        "every-head",
+    ),
+    "mistakes": ("changed-line", "right-beside-wrong", "what-it-costs", "against-d-k"),
+    "why_attention": (
+        "encoder-reads",
+        "one-vector",
+        "bahdanau-looks-back",
+        "what-each-sees",
+        "trained-alignment",
+        "trained-bottleneck",
+        "to-self-attention",
+    ),
+    "generate": (
+        "prompt-and-settings",
+        "token-by-token",
+        "kv-cache",
+        "cost-per-token",
+        "smaller-caches",
+        "sliding-window",
+    ),
+    "speed": ("implementations", "time", "memory", "why"),
+}
 
 
 @dataclass(frozen=True)
@@ -76,7 +141,7 @@ class Steps:
     def show(self) -> Step:
         """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
         show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
-        index = stepper(self.page, [s.title for s in self.steps], self.slugs)
+        index = stepper(self.page, [s.title for s in self.steps], self.slugs, NUMBERED.get(self.page, ()))
         step = self.steps[index]
         step.show()
         drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
@@ -88,20 +153,25 @@ class Steps:
         return step
 
 
-def step_index(linked: str | None, slugs: Sequence[str] | None, count: int) -> int | None:
-    """The step a link names: a step's name (``slugs``) or, as links made before steps had names, its
-    position counted from 1 (clamped to the page's steps); None when it names neither."""
+def step_index(linked: str | None, slugs: Sequence[str] | None, count: int, numbered: Sequence[str] = ()) -> int | None:
+    """The step a link names: a step's name (``slugs``) or, as links made before steps had names, a number
+    counted from 1: the step ``numbered`` says it opened then, else that position (clamped to the page's
+    steps). None when it names neither."""
     if linked is None:
         return None
     if slugs and linked in slugs:
         return slugs.index(linked)
     number = parse_position(linked)
-    return None if number is None else min(max(number - 1, 0), count - 1)
+    if number is None:
+        return None
+    if slugs and 1 <= number <= len(numbered) and numbered[number - 1] in slugs:
+        return slugs.index(numbered[number - 1])
+    return min(max(number - 1, 0), count - 1)
 
 
-def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None) -> int:
+def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None, numbered: Sequence[str] = ()) -> int:
     """Previous / Next buttons and a step indicator; returns the step index. ``slugs`` name the steps in
-    the URL (default: their numbers from 1).
+    the URL (default: their numbers from 1); ``numbered``: the steps old numbered links opened (``NUMBERED``).
 
     The ← and → keys press Previous and Next; PageUp and PageDown, which
     presentation clickers send, do the same.
@@ -109,7 +179,7 @@ def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None)
     key = step_key(page)
     if key not in st.session_state:
         linked = initial_param("step", page, key)
-        start = step_index(linked, slugs, len(steps))
+        start = step_index(linked, slugs, len(steps), numbered)
         if linked is not None and start is None:
             named = f"{', '.join(slugs)} or a number" if slugs else "a step number"
             notice(f"step={quoted(linked)} in the link is not a step of this page ({named}); starting at step 1.")
