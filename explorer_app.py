@@ -30,7 +30,7 @@ def run() -> None:
     """One run of the app: the server's tuning, the page setup, the navigation, the sidebar and the page."""
     configure_server()  # first: the browser fetches the charts' code while this run draws; torch comes later
 
-    from explorer import session, views, widgets
+    from explorer import room, session, views, widgets
 
     st.set_page_config(
         page_title="Attention Explorer",
@@ -38,30 +38,31 @@ def run() -> None:
         layout="wide",
         initial_sidebar_state="collapsed" if session.presenter() else "auto",
     )
-    pages = widgets.app_pages(PAGES, LIVE)  # the Live room page is listed for a student in a room alone
+    pages = room.app_pages(PAGES, LIVE)  # the Live room page is listed for a student in a room alone
     navigation = st.navigation(pages)
     by_path = {page.url_path: page for page in pages}
 
     @st.fragment
     def show_page() -> None:
-        """The page, its downloads, its link and the URL. A click inside the page (Next, Previous, a query
-        or a head) reruns only this, not the sidebar; a page's button that changes the settings reruns all.
-        On the Live room page it draws the teacher's page, so that a teacher's move to another page reruns
-        only this too."""
-        with widgets.follow_in_page(navigation.url_path):  # a teacher's move within the page reruns only this
+        """The page, its downloads, its link and the URL, and a live room's teacher publishes where they are.
+        A click inside the page (Next, Previous, a query or a head) reruns only this, not the sidebar; a page's
+        button that changes the settings reruns all. On the Live room page it draws the teacher's page, so that
+        a teacher's move to another page reruns only this too."""
+        with room.follow_in_page(navigation.url_path):  # a teacher's move within the page reruns only this
             current = session.begin_run()
             if current is None:  # a page's button changed the settings: the sidebar must show them
                 st.rerun(scope="app")
-            page = widgets.page_shown(navigation, by_path)  # the Live room shows the teacher's page
+            page = room.page_shown(navigation, by_path)  # the Live room shows the teacher's page
             with views.page_turn(current, page.url_path):  # heavy pages take turns; light ones never wait
                 widgets.run_page(page)
-            widgets.finish_run(page.title, current, page.url_path)
+            params = widgets.finish_run(page.title, current, page.url_path, address=room.address)
+            room.publish(page.url_path, params)  # the run's end: a teacher's live room follows this view
 
-    widgets.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
-    with widgets.room_turn():  # a run the live room woke waits for its turn (runtime.rooms.wake)
+    room.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
+    with room.turn():  # a run the live room woke waits for its turn (explorer/room/wake.py)
         widgets.sidebar()
         widgets.stylesheet(presenter=session.presenter())
-        widgets.room_controls()  # a live room, if any
+        room.controls()  # a live room, if any
         show_page()
 
 

@@ -7,8 +7,11 @@ in a cycle). From the top:
 
 * ``pages/`` (outside this package) and ``explorer_app.py``: each page reads its ``Run``, calls a view,
   and draws it with widgets and figures.
-* ``widgets``: Streamlit's pieces: the sidebar, the stepper, charts with their downloads, the code panel,
-  questions, captions, the one stylesheet.
+* ``widgets`` and ``room``, one layer. ``widgets``: Streamlit's pieces: the sidebar, the stepper, charts with
+  their downloads, the code panel, questions, captions, the one stylesheet. ``room``: the live room whole: its
+  store (in memory, or Redis across processes), the wake-up of following students, a session's part in a room
+  (joining, the teacher's publication, a student's arrival, votes) and the room on screen. The stepper and the
+  questions ask the room; the room's vote chart takes the charts' style.
 * ``session``: one visitor's settings in session state and the URL, the ``Run`` made from them, the state a
   page keeps, the link.
 * ``views``: what a page computes (``views.run.Run``, budgeted once), as frozen results shared by sessions.

@@ -1,10 +1,13 @@
-"""What a heatmap's cells are, for the cell panel (issue 25): each constructor here takes a view's arrays
-and returns ``Cells``, which maps a cell (row, col) to its ``attention.derivations.Derivation`` and its
-words (``page_text.cells``). Nothing is computed or copied until a cell is asked for: one cell's sum costs
-microseconds, and the view it reads stays cached (``page_cells.once_per_view`` keeps a view's ``Cells``).
+"""A heatmap's cells, their numbers and their words: the cell panel's (issue 25) and ``attention.notebook.explore``'s.
 
-``rows`` and ``cols`` name what a row and a column are ("query", "key", "token", "dim"): a selection on one
-panel of a step marks the rows and columns of the same name on the step's other panels.
+A page makes a chart's ``Cells`` in the step that draws it, with a constructor below, and passes it as
+``explain=``. ``Cells`` maps a cell (row, col), counted from 0, to its ``attention.derivations.Derivation`` and
+writes it out in the book's notation: what the cell is (x^(i) counted from 1, Python's index beside it), then
+the sum with the numbers on screen. Nothing is computed until a cell is asked for. ``rows`` and ``cols`` name
+what a row and a column are ("query", "key", "dim"): a selection marks the same names on the step's other panels.
+
+In reading order: ``Notation`` and the shared wording; ``Cells``; then each kind's words beside its constructor:
+the chapter's matrices, Multi-head's and Break it's, then Why attention's, Tokens' and Generate's.
 """
 
 from __future__ import annotations
@@ -13,15 +16,132 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import attention
 from explorer.figures.labels import visible_token
-from explorer.page_text.cells import Notation, explain
+from explorer.page_text.generate import sentence_start
+from explorer.page_text.glossary import term
+from explorer.parsing import literal
 
+if TYPE_CHECKING:
+    from attention.derivations import Derivation
+
+DOT_TERMS = 8  # terms of a dot product written out; the rest are counted
+ROW_TERMS = 12  # keys of a softmax row or a weighted sum written out
 TOKEN_AXES = ("query", "key", "token")  # a picker lists these as tokens counted from 1; others by their names
+
+
+# The book's notation, and the wording every kind of cell shares.
+
+
+@dataclass(frozen=True)
+class Notation:
+    """How the book writes a matrix's cells.
+
+    ``matrix`` is its name in the code (``attn_scores``); ``left`` and ``right`` are the letters of the
+    vectors a score multiplies (q and k, or x and x), or of a context entry's values (v, or x);
+    ``scaled`` says a weight's scores were divided by √d_k; ``weight_matrix`` names a projection's
+    matrix (``W_query``) and ``left`` its output's letter (q); ``tokens`` says the rows are tokens."""
+
+    matrix: str
+    left: str = "q"
+    right: str = "k"
+    scaled: bool = False
+    weight_matrix: str = ""
+    tokens: bool = True
+    item: int | str | None = None  # a batch item (or "item, head"): cells read ``attn_weights[item, i, j]``
+
+    @functools.cached_property
+    def name(self) -> str:
+        """The matrix as a picker lists it: ``attn_weights``, or ``attn_weights[1]`` for a batch item."""
+        return self.matrix if self.item is None else f"{self.matrix}[{self.item}]"
+
+
+def sub(i: int, j: int) -> str:
+    """The book's subscript of row ``i``, column ``j`` (from 0): ω_21, or ω_(12,3) when one has two digits."""
+    a, b = i + 1, j + 1
+    return f"{a}{b}" if a < 10 and b < 10 else f"({a},{b})"
+
+
+def number(value: float) -> str:
+    """4 decimals, as the book prints, with a real minus sign (none on a value that rounds to 0)."""
+    text = f"{value:.4f}"
+    return (text[1:] if text.startswith("-") and float(text) == 0 else text).replace("-", "−")
+
+
+def factor(value: float) -> str:
+    """``number``, in brackets when negative: a factor of a product."""
+    text = number(value)
+    return f"({text})" if text.startswith("−") else text
+
+
+def dims(count: int, prefix: str = "dim") -> tuple[str, ...]:
+    """The column labels of a matrix of vectors: "dim 0", "dim 1", … (Python's index)."""
+    return tuple(f"{prefix} {k}" for k in range(count))
+
+
+def _token(piece: str) -> str:
+    return "“" + literal(visible_token(piece)) + "”"
+
+
+def _sum(parts: Sequence[str], count: int, shown: int, unit: str) -> str:
+    """``parts`` joined by " + ", the first ``shown`` of them, then how many there are in all."""
+    written = " + ".join(parts[:shown])
+    return written + (f" + … ({count} {unit} in all)" if count > shown else "")
+
+
+def _products(derivation: Derivation, shown: int) -> list[str]:
+    return ["·".join(factor(f) for f in t.factors) for t in derivation.terms[:shown]]
+
+
+def _dot(d: Derivation) -> str:
+    """A dot product's first ``DOT_TERMS`` products, then how many terms there are in all."""
+    return _sum(_products(d, DOT_TERMS), len(d.terms), DOT_TERMS, "terms")
+
+
+def _terms(d: Derivation, shown: int) -> str:
+    """The first ``shown`` products, then how many there are in all."""
+    return " + ".join(_products(d, shown)) + (f" + … ({len(d.terms)} in all)" if len(d.terms) > shown else "")
+
+
+def _softmax_lines(d: Derivation, keys: Sequence[str], letter: str) -> list[str]:
+    """A softmax row's exps, one line per key, then the cell's share: α = exp(this) / Σ exp."""
+    shift = d.details["subtract_max"] and d.details["row_max"] != 0  # as torch.softmax does: the same weights
+    minus = f" − {factor(d.details['row_max'])}" if shift else ""
+    lines = [
+        f"key {t.index + 1} {visible_token(keys[t.index])}: exp({number(t.factors[0])}{minus}) = {number(t.value)}"
+        for t in d.terms[:ROW_TERMS]
+    ]
+    if shift:
+        lines.insert(0, f"(the row's largest score, {number(d.details['row_max'])}, is subtracted first)")
+    if len(d.terms) > ROW_TERMS:
+        lines.append(f"… ({len(d.terms)} keys in all)")
+    lines.append(
+        f"{letter}_{sub(d.row, d.col)} = {number(d.terms[d.col].value)} / {number(d.total)} = {number(d.value)}"
+    )
+    return lines
+
+
+# A heatmap's cells.
+
+
+@functools.lru_cache(maxsize=64)  # a 1,024-token picker's labels are made once, not at every run that shows them
+def picker_options(
+    rows: str, row_labels: tuple[str, ...], cols: str, col_labels: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The picker's rows and columns as it lists them: a token counted from 1, as the book counts ("2: Your"),
+    or a name ("dim 0")."""
+    return tuple(
+        tuple(
+            f"{k + 1}: {visible_token(label)}" if what in TOKEN_AXES else str(label) for k, label in enumerate(labels)
+        )
+        for what, labels in ((rows, row_labels), (cols, col_labels))
+    )
 
 
 @dataclass(frozen=True)
@@ -29,7 +149,7 @@ class Cells:
     """A heatmap's cells explained: ``derive(row, col)`` gives the ``Derivation`` of a cell, counted from 0.
 
     ``code`` is the line that made the matrix, as "Show the code" prints it (a part of that line is
-    enough); ``keys`` are the tokens a softmax row or a weighted sum runs over."""
+    enough, found in one line only); ``keys`` are the tokens a softmax row or a weighted sum runs over."""
 
     derive: Callable
     notation: Notation
@@ -39,37 +159,154 @@ class Cells:
     rows: str = "query"
     cols: str = "key"
     keys: tuple[str, ...] = ()
-    words: Callable = explain  # writes a derivation out: ``page_text.cells.explain``, or a kind's own
+    words: Callable | None = None  # writes a derivation out: a kind's own (``explain_merged``, …); None: ``explain``
 
     @property
     def shape(self) -> tuple[int, int]:
         return len(self.row_labels), len(self.col_labels)
 
-    @functools.cached_property
+    @property
     def options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The picker's rows and columns as it lists them: a token counted from 1, as the book counts ("2: Your"),
-        or a name ("dim 0"). Made once: a page's rerun lists the same ones."""
-        return tuple(
-            tuple(
-                f"{k + 1}: {visible_token(label)}" if what in TOKEN_AXES else str(label)
-                for k, label in enumerate(labels)
-            )
-            for what, labels in ((self.rows, self.row_labels), (self.cols, self.col_labels))
-        )
+        """The picker's labels (``picker_options``)."""
+        return picker_options(self.rows, self.row_labels, self.cols, self.col_labels)
 
     def derivation(self, row: int, col: int):
         return self.derive(row, col)
 
     def explain(self, row: int, col: int) -> tuple[str, str]:
-        """The words and the sum of cell (``row``, ``col``) (``page_text.cells.explain`` unless ``words``): the
-        sum is one text, or (heading, text) pairs to show side by side."""
+        """The words and the sum of cell (``row``, ``col``) (``explain`` unless ``words``): the sum is one text,
+        or (heading, text) pairs to show side by side."""
         keys = self.keys or self.col_labels
-        return self.words(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
+        written = self.words or explain
+        return written(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
 
 
 def _row(matrix, row: int) -> np.ndarray:
     """A writable copy of one row (a view's arrays are read-only; torch warns on those)."""
     return np.array(matrix[row], dtype=np.float64)
+
+
+# The chapter's matrices: scores, weights, the masks' two routes, dropout, context vectors, projections.
+
+
+def explain(derivation: Derivation, notation: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """The words and the sum for ``derivation``: (Markdown, plain text for a code block).
+
+    ``row_label`` and ``col_label`` are the cell's row and column (token pieces or names such as "dim 0");
+    ``keys`` are the row's key tokens, which a softmax row or a weighted sum runs over. Every kind's own
+    words (``explain_merged``, …) take the same arguments, so a ``Cells`` can take any as its ``words``."""
+    d, n = derivation, notation
+    i, j = d.row + 1, d.col + 1
+    matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
+    where = f"`{matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
+    query = f"x^({i}) {_token(row_label)}" if n.tokens else literal(row_label)
+    key = f"key x^({j}) {_token(col_label)}"
+    kind = d.kind
+    if kind in ("score", "scaled_score"):
+        dims, omega = d.details["d"], f"ω_{sub(d.row, d.col)}"
+        score = f"the {term('attention_scores', 'attention score')} {omega} of query {query} with {key}"
+        if kind == "scaled_score":
+            what = f"is {omega}/√{term('d_k')}: {score}, divided by √d_k. The score {omega} is"
+        else:
+            what = f"is {score}. It is"
+        words = (
+            f"{where} (Python counts from 0) {what} the {term('dot_product', 'dot product')} "
+            f"{n.left}^({i})·{n.right}^({j}): multiply their {dims} entries pairwise, then add."
+        )
+        sum_text = f"ω_{sub(d.row, d.col)} = " + _sum(_products(d, DOT_TERMS), dims, DOT_TERMS, "terms")
+        lines = [f"{sum_text} = {number(d.total)}"]
+        if d.details.get("masked"):
+            words += f" Key {j} comes after query {i}, so `masked_fill` replaces the score by −∞."
+            lines.append(f"masked: ω_{sub(d.row, d.col)} → −∞")
+        if kind == "scaled_score":
+            d_k = d.details["d_k"]
+            words += f" Here d_k = `keys.shape[-1]` = {d_k}."
+            lines.append(f"ω_{sub(d.row, d.col)} / √{d_k} = {number(d.total)} / {d.details['sqrt_d_k']:.4f}")
+            lines[-1] += f" = {number(d.value)}"
+        return words, "\n".join(lines)
+    if kind == "weight":
+        return _weight(d, n, where, query, key, keys)
+    if kind == "dropped_weight":
+        p, scale = d.details["p"], d.details["scale"]
+        weight = d.terms[0].factors[0]
+        fate = "kept" if d.details["kept"] else "dropped"
+        words = (
+            f"{where}: the causal weight α_{sub(d.row, d.col)} of query {query} and {key}, "
+            f"{fate} by this {term('dropout')} draw. Survivors are scaled by 1/(1 − p), so each row's expected sum "
+            "stays 1."
+        )
+        if d.details["kept"]:
+            return words, f"{number(weight)} × 1/(1 − {p:g}) = {number(weight)} × {scale:.4f} = {number(d.value)}"
+        return words, f"{number(weight)} dropped: × 0 = 0"
+    if kind == "masked_weight":
+        weight, keep = d.terms[0].factors
+        words = (
+            f"{where} is the unmasked weight α_{sub(d.row, d.col)} of query {query} and {key}, "
+            f"times `mask_simple[{d.row}, {d.col}]`: 1 for a key at or before the query, 0 for a future key."
+        )
+        return words, f"{number(weight)} × {keep:g} = {number(d.value)}"
+    if kind == "renormalized":
+        words = (
+            f"{where}: the masked weight of query {query} and {key} divided by its row's sum "
+            f"`row_sums[{d.row}]`, so the row sums to 1 again."
+        )
+        parts = [number(t.value) for t in d.terms]
+        total = _sum(parts, len(parts), ROW_TERMS, "keys")
+        return words, f"{number(d.terms[d.col].value)} / ({total}) = {number(d.terms[d.col].value)} / " + (
+            f"{number(d.total)} = {number(d.value)}"
+        )
+    if kind in ("context", "projection"):
+        return _weighted(d, n, where, query, col_label)
+    raise ValueError(f"no words for a {kind!r} cell")
+
+
+def _weight(d: Derivation, n: Notation, where: str, query: str, key: str, keys: Sequence[str]):
+    """A softmax weight: its exp over the row's sum of exps, the row's terms listed."""
+    s = "ω" + ("/√d_k" if n.scaled else "")
+    shift = d.details["subtract_max"] and d.details["row_max"] != 0
+    words = (
+        f"{where} is the {term('attention_weights', 'attention weight')} α_{sub(d.row, d.col)} of query {query} on "
+        f"{key}: the {term('softmax')} of row {d.row + 1}'s scores {s}, exp of this one over the "
+        "sum of the row's exps."
+    )
+    if any(t.masked for t in d.terms):
+        words += " A masked key's score is −∞, and exp(−∞) = 0."
+    if shift:
+        words += (
+            f" The row's largest score, {number(d.details['row_max'])}, is subtracted first, as `torch.softmax` does."
+        )
+    minus = f" − {factor(d.details['row_max'])}" if shift else ""
+    lines = []
+    for t in d.terms[:ROW_TERMS]:
+        what = "exp(−∞) = 0" if t.masked else f"exp({number(t.factors[0])}{minus}) = {number(t.value)}"
+        lines.append(f"key {t.index + 1} {visible_token(keys[t.index])}: {what}")
+    if len(d.terms) > ROW_TERMS:
+        lines.append(f"… ({len(d.terms)} keys in all)")
+    mine = d.terms[d.col]
+    lines.append(f"α_{sub(d.row, d.col)} = {number(mine.value)} / {number(d.total)} = {number(d.value)}")
+    return words, "\n".join(lines)
+
+
+def _weighted(d: Derivation, n: Notation, where: str, query: str, col_label: str):
+    """A context-vector entry Σ_j α_ij · v^(j)[c], or a projection's x^(i) · W[:, c] (+ b)."""
+    c = literal(col_label)
+    if d.kind == "context":
+        words = (
+            f"{where} is entry {c} of the {term('context_vector', 'context vector')} z^({d.row + 1}) of query "
+            f"{query}: every token's {n.right}^(j) entry {c}, times the weight α_{d.row + 1}j, added up."
+        )
+        parts = _products(d, ROW_TERMS)
+        line = f"z^({d.row + 1})[{d.col}] = " + _sum(parts, len(d.terms), ROW_TERMS, "tokens")
+        return words, f"{line} = {number(d.value)}"
+    bias = d.details.get("bias")
+    words = (
+        f"{where} is entry {c} of {n.left}^({d.row + 1}), the projection of {query}: its {d.details['d']} entries "
+        f"times column {d.col} of `{n.weight_matrix}`, added up" + (", plus the bias." if bias is not None else ".")
+    )
+    line = f"{n.left}^({d.row + 1})[{d.col}] = " + _sum(_products(d, DOT_TERMS), d.details["d"], DOT_TERMS, "terms")
+    if bias is not None:
+        line += f" + {factor(bias)}"
+    return words, f"{line} = {number(d.value)}"
 
 
 def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
@@ -82,6 +319,18 @@ def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notatio
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
 
+def masked_scores(found: Cells, mask) -> Cells:
+    """Scores with −∞ above the diagonal: a future key's dot product is computed, then replaced by −∞."""
+
+    def derive(row: int, col: int):
+        derivation = found.derive(row, col)
+        if not mask[row, col]:
+            return derivation
+        return dataclasses.replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
+
+    return dataclasses.replace(found, derive=derive)
+
+
 def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notation, masked=None) -> Cells:
     """α_ij, the softmax of row i of the (already scaled) ``scores_matrix`` (T, T); ``masked`` (T, T), True =
     a future key."""
@@ -89,16 +338,6 @@ def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notati
     def derive(row: int, col: int):
         hidden = None if masked is None else np.array(masked[row], dtype=bool)
         return attention.derivations.weight(_row(scores_matrix, row), col, row=row, masked=hidden, subtract_max=False)
-
-    return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
-
-
-def dropped(weights_matrix, keep, p: float, pieces: Sequence[str], *, code: str, notation: Notation) -> Cells:
-    """A weight after one dropout draw: kept ones × 1/(1 − p), the others 0."""
-
-    def derive(row: int, col: int):
-        kept = bool(keep[row, col])
-        return attention.derivations.dropped_weight(float(weights_matrix[row, col]), kept, p, row=row, col=col)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -119,6 +358,16 @@ def renormalized(masked_matrix, mask, pieces: Sequence[str], *, code: str, notat
     def derive(row: int, col: int):
         hidden = np.array(mask[row], dtype=bool)
         return attention.derivations.renormalized(_row(masked_matrix, row), col, row=row, masked=hidden)
+
+    return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
+
+
+def dropped(weights_matrix, keep, p: float, pieces: Sequence[str], *, code: str, notation: Notation) -> Cells:
+    """A weight after one dropout draw: kept ones × 1/(1 − p), the others 0."""
+
+    def derive(row: int, col: int):
+        kept = bool(keep[row, col])
+        return attention.derivations.dropped_weight(float(weights_matrix[row, col]), kept, p, row=row, col=col)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -147,13 +396,491 @@ def projections(
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), rows="query", cols="dim")
 
 
-def masked_scores(found: Cells, mask) -> Cells:
-    """Scores with −∞ above the diagonal: a future key's dot product is computed, then replaced by −∞."""
+# Multi-head attention (section 3.6): a head's weight, the heads merged, out_proj's mix of them.
+
+
+def explain_head_weight(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A cell of a grid of heads: the weight (or dropped weight) of head ``details["head"]``, written as
+    ``attn_weights[h, i, j]``; the column's token is the key's (``keys[j]``), not the grid's label."""
+    head = d.details["head"]
+    words, sums = explain(d, replace(n, item=head), row_label, keys[d.col], keys)
+    return f"Head {head + 1} of {d.details['num_heads']}. " + words, sums
+
+
+def _head_weight(scores, keep, p: float, head: int, row: int, col: int):
+    """Head ``head``'s weight α_ij from its (scaled, −∞ where masked) scores, then dropout's draw if any."""
+    found = attention.derivations.weight(
+        np.array(scores[head, row], dtype=np.float64), col, row=row, subtract_max=False
+    )
+    if keep is not None:
+        found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
+    return dataclasses.replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
+
+
+def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, notation: Notation) -> Cells:
+    """The heads ``shown`` of (num_heads, T, T) scaled scores (−∞ where masked), after dropout's ``keep``
+    (None: no dropout) with rate ``p``, as a grid: panel k's key j is column k · T + j (``figures.pick_layer``)."""
+    count = len(pieces)
 
     def derive(row: int, col: int):
-        derivation = found.derive(row, col)
-        if not mask[row, col]:
-            return derivation
-        return dataclasses.replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
+        return _head_weight(scores, keep, p, shown.start + col // count, row, col % count)
 
-    return dataclasses.replace(found, derive=derive)
+    labels = tuple(f"head {h + 1} · key {j + 1}: {pieces[j]}" for h in shown for j in range(count))
+    return Cells(derive, notation, code, tuple(pieces), labels, cols="head · key", keys=tuple(pieces),
+                 words=explain_head_weight)  # fmt: skip
+
+
+def _at(n: Notation, d: Derivation) -> str:
+    """The cell's index as the code writes it: ``row, col``, or ``item, row, col`` for a batch item."""
+    return f"{d.row}, {d.col}" if n.item is None else f"{n.item}, {d.row}, {d.col}"
+
+
+def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A column of the heads side by side (``merge``): which head and column it came from, then that
+    head's weighted sum Σ_j α_ij · v^(j)[c']."""
+    h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
+    i, columns = d.row + 1, "1 column" if head_dim == 1 else f"{head_dim} columns"
+    words = (
+        f"`{n.matrix}[{_at(n, d)}]` (Python counts from 0) belongs to head {h + 1}. The "
+        f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so column "
+        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. It is entry {c} of head {h + 1}'s "
+        f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
+        f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
+    )
+    line = f"head {h + 1}: z^({i})[{c}] = {_terms(d, ROW_TERMS)} = {number(d.value)}"
+    return words, f"column {d.col} = head {h + 1}, its column {c}\n{line}"
+
+
+def merged(weights, values, pieces, cols, *, first: int = 0, code: str, notation: Notation) -> Cells:
+    """The heads' context vectors side by side, from (num_heads, T, T) weights and (num_heads, T, head_dim)
+    values, from column ``first`` on (a page may show some heads)."""
+
+    def derive(row: int, col: int):
+        return attention.derivations.merge(np.array(weights), np.array(values), row, first + col)  # writable copies
+
+    return Cells(derive, notation, code, tuple(pieces), tuple(cols), cols="dim", keys=tuple(pieces),
+                 words=explain_merged)  # fmt: skip
+
+
+def explain_mixed(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """``out_proj``'s output: every merged column times a row of ``out_proj.weight``, grouped by head, each
+    head's subtotal, then the bias: here the heads mix."""
+    i, heads, head_dim = d.row + 1, d.details["num_heads"], d.details["head_dim"]
+    words = (
+        f"`output[{_at(n, d)}]` is `out_proj` applied to query x^({i}) {_token(row_label)}'s merged "
+        f"context vector: each of its {len(d.terms)} entries times `out_proj.weight[{d.col}, k]`, added up, plus "
+        f"the bias. This is the mix: before `out_proj` each column came from one head, and now all "
+        f"{heads} heads add to one number."
+    )
+    lines = []
+    for h, subtotal in enumerate(d.details["head_totals"]):
+        own = replace(d, terms=tuple(t for t in d.terms if t.head == h))
+        span = f"column {h}" if head_dim == 1 else f"columns {h * head_dim}–{(h + 1) * head_dim - 1}"
+        lines.append(f"head {h + 1} ({span}): ")
+        lines[-1] += f"{_terms(own, DOT_TERMS)} = {number(subtotal)}"
+    totals = " + ".join(factor(t) for t in d.details["head_totals"])
+    lines.append(f"output = {totals} + bias {factor(d.details['bias'])} = {number(d.value)}")
+    return words, "\n".join(lines)
+
+
+def out_proj(context, out_weight, bias, pieces, cols, *, num_heads: int, code: str, notation: Notation) -> Cells:
+    """``self.out_proj(context_vec)`` from the (T, d_out) merged context vectors, ``out_proj.weight`` (d_out, d_out)
+    and its bias (None: none): each entry's terms grouped by head."""
+
+    def derive(row: int, col: int):
+        row_in, weight = np.array(context[row], dtype=np.float64), np.array(out_weight, dtype=np.float64)
+        b = None if bias is None else np.array(bias, dtype=np.float64)
+        return attention.derivations.out_projection(row_in, weight, col, num_heads=num_heads, bias=b, row=row)
+
+    return Cells(derive, notation, code, tuple(pieces), tuple(cols), cols="dim", keys=tuple(pieces),
+                 words=explain_mixed)  # fmt: skip
+
+
+# Break it: a mistake's cell beside the right one.
+
+CHANGED = {
+    "fill_zero": "the hidden keys' scores are 0, not −∞, so their exps are not 0",
+    "tril_mask": "the mask marks other keys than the future ones",
+    "diagonal_0": "the mask hides each query's own key too",
+    "no_scaling": "the score is not divided by √d_k",
+    "divide_by_d_k": "the score is divided by d_k, not √d_k",
+    "view_without_transpose": "the head's rows hold numbers of other tokens",
+    "mask_after_softmax": "the softmax runs before the mask, so the row's sum counts future keys",
+    "softmax_wrong_dim": "the softmax runs down the column (over queries), not along the row",
+    "dropout_without_rescale": "the kept weight is not scaled by 1/(1 − p)",
+    "merge_without_transpose": "nothing yet: the changed line comes after the weights",
+}
+
+
+def _keys(indices) -> str:
+    """Keys counted from 1, a run of them as "5–30"."""
+    keys = [k + 1 for k in indices]
+    consecutive = len(keys) > 2 and keys == list(range(keys[0], keys[-1] + 1))
+    return f"{keys[0]}–{keys[-1]}" if consecutive else ", ".join(map(str, keys))
+
+
+def _side(d: Derivation, divisor_name: str) -> str:
+    """One version of a mistake's cell: its score, the softmax row's exps, the weight (and dropout)."""
+    if d.kind == "dropped_weight":
+        found, p = d.details["weight"], d.details["p"]
+        scale = "× 1/(1 − p)" if d.details.get("rescaled", True) else "× 1 (not rescaled)"
+        fate = f"kept {scale}" if d.details["kept"] else "dropped: × 0"
+        return _side(found, divisor_name) + f"\ndropout (p = {p:g}): {fate} → {number(d.value)}"
+    score = d.details["score"]
+    i, j = d.row + 1, d.col + 1
+    lines = [
+        f"ω_{sub(d.row, d.col)} = {_terms(score, DOT_TERMS)} = {number(score.total)}",
+        f"ω / {divisor_name} = {number(score.total)} / {d.details['divisor']:.4f} = {number(score.value)}",
+    ]
+    if "query_token" in d.details:  # view without transpose: a head's row starts in another token's numbers
+        lines.insert(0, f"query row {i} starts in token {d.details['query_token'] + 1}'s numbers, key row {j} in token "
+                     f"{d.details['key_token'] + 1}'s")  # fmt: skip
+    if d.details.get("filled_with_0"):
+        lines.append("hidden keys' scores set to 0: " + _keys(d.details["filled_with_0"]))
+    if d.details.get("all_masked"):
+        return "\n".join([*lines, "every score of the row is −∞: 0/0 = NaN"])
+    over = "queries" if d.details.get("dim") == -2 else "keys"
+    exps = [("0" if t.masked else number(t.value)) for t in d.terms[:ROW_TERMS]]
+    more = f" + … ({len(d.terms)})" if len(d.terms) > ROW_TERMS else ""
+    shift = f" − {factor(d.details['row_max'])}" if d.details.get("row_max") else ""
+    lines.append(f"exp(score{shift}) over the {over}: {' + '.join(exps)}{more} = {number(d.total)}")
+    if d.details.get("zeroed_after_softmax"):
+        before = d.details["before_zeroing"]
+        lines.append(f"α_{sub(d.row, d.col)} before the mask = {number(before)}; a future key's is set to 0")
+    mine = d.terms[d.row if over == "queries" else d.col]
+    lines.append(f"α_{sub(d.row, d.col)} = {number(mine.value)} / {number(d.total)} → {number(d.value)}")
+    return "\n".join(lines)
+
+
+def explain_mistake(pair, n: Notation, row_label: str, col_label: str, keys: Sequence[str], *, name="", title=""):
+    """A Break it cell, right beside wrong: the same steps twice, so the changed line shows in the numbers."""
+    right, wrong = pair
+    i, j = right.row + 1, right.col + 1
+    words = (
+        f"`attn_weights[0, 0, {right.row}, {right.col}]` is head 1's {term('attention_weights', 'attention weight')} "
+        f"α_{sub(right.row, right.col)} of query x^({i}) {_token(row_label)} on key x^({j}) {_token(col_label)}. "
+        f"Left, the package's code works it out; right, the mistake “{literal(title)}” does. "
+        f"The changed line: {CHANGED.get(name, 'one line of the forward pass')}."
+    )
+    divisor = {"no_scaling": "1", "divide_by_d_k": "d_k"}.get(name, "√d_k")
+    sides = (("**Right**", _side(right, "√d_k")), ("**Wrong**", _side(wrong, divisor)))
+    return words, sides
+
+
+def mistake(cell_inputs, name: str, pieces, *, code: str, notation: Notation) -> Cells:
+    """The right and the wrong weights of ``attention.MISTAKES[name]`` from its view's ``cell_inputs`` (the run,
+    the module, the input): a cell is the pair (right, wrong), written side by side."""
+    result, mha, x = cell_inputs
+
+    def derive(row: int, col: int):
+        return attention.derivations.mistake_cell(result, mha, x, row, col)
+
+    written = partial(explain_mistake, name=name, title=attention.MISTAKES[name].title)
+    return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=written)
+
+
+# Why attention (sections 3.1–3.2): a GRU encoder state, a Bahdanau weight, the dot-product and additive contrast.
+# The encoder–decoder's trace is no part of Why attention's view (a first visit's view is stored): ``parts`` runs
+# it when a first cell is asked for (``views.seq2seq_parts``, cached), never at a page's run.
+
+
+def explain_gru(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """An encoder state's entry: the GRU step h_t[k] = (1 − z)·n + z·h_{t−1}[k], its gates at unit k."""
+    t, k, g = d.row + 1, d.col, d.details
+    before = "zeros (nothing read yet)" if d.row == 0 else f"h_{t - 1}, the state after token {t - 1}"
+    words = (
+        f"`encoder_states[{d.row}, {k}]` is unit {k} of h_{t}, the GRU's {term('hidden_state', 'hidden state')} "
+        f"after reading token x^({t}) {_token(row_label)}. It starts from {before}. The update "
+        f"{term('gates', 'gate')} z decides how much of the old state to keep; the candidate n is what the new "
+        "token suggests."
+    )
+    lines = [
+        f"r = σ(W_ir x + b_ir + W_hr h + b_hr)[{k}] = {g['r']:.4f}  (reset gate)",
+        f"z = σ(W_iz x + b_iz + W_hz h + b_hz)[{k}] = {g['z']:.4f}  (update gate)",
+        f"n = tanh({number(g['input_n'])} + {g['r']:.4f}·{factor(g['hidden_n'])}) = {number(g['n'])}  (candidate)",
+        f"h_{t}[{k}] = (1 − z)·n + z·h_{t - 1}[{k}] = {factor(1 - g['z'])}·{factor(g['n'])} + "
+        f"{factor(g['z'])}·{factor(g['h_prev'])} = {number(d.terms[0].value)} + {number(d.terms[1].value)} "
+        f"= {number(d.value)}",
+    ]
+    return words, "\n".join(lines)
+
+
+def encoder_states(parts: Callable, pieces, dims, *, code: str, notation: Notation) -> Cells:
+    """``encoder_states``: token rows, hidden units as columns; each a GRU step of the encoder–decoder whose
+    (trace, weights) ``parts()`` returns."""
+
+    def derive(row: int, col: int):
+        return attention.derivations.encoder_state(*parts(), row, col)
+
+    return Cells(derive, notation, code, tuple(pieces), tuple(dims), rows="token", cols="unit", words=explain_gru)
+
+
+def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A Bahdanau weight α_ij: the softmax over the encoder tokens of the additive scores e_ij, in the
+    untrained encoder–decoder, or (``details["model"]``) in the reversal model's alignment."""
+    i, j, e = d.row + 1, d.col + 1, d.details["score"]
+    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_dot(e)} = {number(e.value)}"
+    if "model" in d.details:
+        words = (
+            f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
+            f"{_token(row_label)}, reads input token x^({j}) {_token(keys[d.col])}. It is the {term('softmax')} over "
+            f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
+            f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
+        )
+        return words, "\n".join([score, *_softmax_lines(d, keys, "α")])
+    state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
+    words = (
+        f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
+        f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
+        f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
+        f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
+    )
+    return words, "\n".join([score, *_softmax_lines(d, keys, "α")])
+
+
+def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -> Cells:
+    """``bahdanau_weights`` of the encoder–decoder whose (trace, weights) ``parts()`` returns: decoder steps as
+    rows, encoder tokens as columns."""
+
+    def derive(row: int, col: int):
+        trace, weights = parts()
+        found = attention.derivations.bahdanau_weight(trace, row, col)
+        score = attention.derivations.bahdanau_score(trace, weights, row, col)
+        return dataclasses.replace(found, details={**found.details, "score": score})
+
+    return Cells(derive, notation, code, tuple(steps), tuple(pieces), rows="step", cols="key",
+                 words=explain_bahdanau)  # fmt: skip
+
+
+def reversal(ids, written, pieces, *, code: str, notation: Notation) -> Cells:
+    """The untrained and the trained reversal model's Bahdanau weights side by side, on token ``ids``: rows
+    are the output steps (the token each must ``written``), panel k's input j is column k · T + j."""
+    count = len(pieces)
+
+    def derive(row: int, col: int):
+        trained = col >= count
+        model = attention.load_reversal(True) if trained else attention.reversal.untrained_reversal()
+        found = attention.derivations.reversal_weight(model, list(ids), row, col % count)
+        return dataclasses.replace(found, details={**found.details, "model": "trained" if trained else "untrained"})
+
+    labels = tuple(f"{name} · input {j + 1}: {pieces[j]}" for name in ("untrained", "trained") for j in range(count))
+    return Cells(derive, notation, code, tuple(written), labels, rows="step", cols="model · input",
+                 keys=tuple(pieces), words=explain_bahdanau)  # fmt: skip
+
+
+def explain_contrast(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """The contrast's weights: the same softmax over ω_ij = x^(i)·x^(j), or over an additive score."""
+    i, j, s = d.row + 1, d.col + 1, d.details["score"]
+    where = f"The weight α_{sub(d.row, d.col)} of query x^({i}) {_token(row_label)} on key x^({j}) {_token(col_label)}"
+    if s.kind == "additive_score":
+        words = (
+            f"{where}, softmax of an additive score: v_aᵀ tanh(W_a x^({i}) + U_a x^({j})), with untrained W_a, U_a "
+            f"and v_a of {s.details['attention_size']} rows. The score is a sum over those rows, not over x's entries."
+        )
+        score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a x^({i}) + U_a x^({j}))[k] = {_dot(s)}"
+    else:
+        words = (
+            f"{where}, softmax of a {term('dot_product', 'dot product')}: ω_{sub(d.row, d.col)} = x^({i})·x^({j}), "
+            "as in section 3.3, no parameters at all."
+        )
+        score = f"ω_{sub(d.row, d.col)} = x^({i})·x^({j}) = {_dot(s)}"
+    return words, "\n".join([f"{score} = {number(s.value)}", *_softmax_lines(d, keys, "α")])
+
+
+def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: Notation) -> Cells:
+    """The self-attention contrast: softmax of x·xᵀ, or of the additive scores of ``contrast_weights``."""
+    x = np.array(inputs, dtype=np.float64)
+
+    def score(row: int, col: int):
+        if additive:
+            return attention.derivations.contrast_score(x, row, col, seed=seed)
+        return attention.derivations.score(x, x, row, col)
+
+    def derive(row: int, col: int):
+        row_scores = [score(row, j).value for j in range(len(pieces))]
+        found = attention.derivations.weight(row_scores, col, row=row, subtract_max=False)
+        return dataclasses.replace(found, details={**found.details, "score": score(row, col)})
+
+    return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_contrast)
+
+
+# Tokens & embeddings: an input embedding's number, which no arithmetic made.
+
+
+def explain_embedding(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """An input embedding's number: read from a table, made by no sum."""
+    where, source = d.details["where"], d.details["source"]
+    words = (
+        f"`inputs[{d.row}, {d.col}]`, entry {d.col} of x^({d.row + 1}), the {term('embedding')} of token "
+        f"{_token(row_label)} (id {d.details['id']}). No arithmetic made it: it is {source}."
+    )
+    return words, f"x^({d.row + 1})[{d.col}] = {where} = {number(d.value)}"
+
+
+def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) -> Cells:
+    """The input matrix under ``settings`` (``explorer.settings.Settings``): a number of a table (the book's
+    vectors, a seeded draw, or what a model feeds its layer), no sum."""
+    cols = dims(np.shape(inputs)[1])
+
+    def derive(row: int, col: int):
+        value, token = float(inputs[row, col]), int(ids[row])
+        if settings.weights != "random":
+            where = f"layer {settings.layer}'s input"
+            source = (
+                f"what the trained model feeds layer {settings.layer}: row {token} of its token embedding plus "
+                f"position {row}'s row, through the blocks below and `norm1`, not written out here"
+            )
+        elif settings.source == "book":
+            where, source = f"inputs[{row}][{col}]", "one of the book's six hand-picked vectors, as section 3.3 prints"
+        else:
+            where = f"token_vector({token}, d_in={len(cols)}, seed={settings.seed})[{col}]"
+            source = f"a random number drawn by a generator seeded by (seed {settings.seed}, id {token})"
+        found = attention.derivations.Term(0, (value,), value)
+        details = {"where": where, "source": source, "id": token}
+        return attention.derivations.Derivation("parameter", row, col, (found,), value, value, details)
+
+    return Cells(derive, notation, code, tuple(pieces), cols, rows="token", cols="dim", words=explain_embedding)
+
+
+# Generate: a trained model's recorded weights, a key the KV cache kept, a causal or sliding-window mask.
+
+
+def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A trained model's weight as generation recorded it: which model made it (``details["model"]``), where
+    it came from, and its row's sum."""
+    g, j = d.details, d.col + 1
+    if d.col >= g["seen"]:
+        words = f"Key x^({j}) {_token(col_label)} comes after this query, so the causal mask hides it: no weight."
+        return words, f"key {j}: masked"
+    model = sentence_start(g["model"])
+    words = (
+        f"Layer {g['layer'] + 1}, head {g['head'] + 1}: the {term('attention_weights', 'attention weight')} of the "
+        f"query at token {g['query'] + 1} {_token(g['piece'])} on key x^({j}) {_token(col_label)}. {model} "
+        f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each "
+        "step's weights, not its scores, so here is the row they share: it adds up to 1."
+    )
+    parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + (
+        [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
+    )
+    return words, f"row: {' + '.join(parts)} = {number(d.total)}\nα_{sub(g['query'], d.col)} = {number(d.value)}"
+
+
+def recorded_weights(
+    rows, row_labels, pieces, *, layer: int, head: int, first_query: int, model: str, code: str, notation: Notation
+) -> Cells:
+    """Generate's query rows: the weights of ``model`` (``GenerationView.model_name``: the small GPT, or GPT-2)
+    as its step recorded them (no scores were kept), so a cell shows its row, which adds up to 1, and says
+    where it came from; NaN marks a key not yet seen."""
+
+    def derive(row: int, col: int):
+        seen = ~np.isnan(rows[row])
+        terms = tuple(attention.derivations.Term(j, (float(w),), float(w)) for j, w in enumerate(rows[row][seen]))
+        details = {"layer": layer, "head": head, "query": first_query + row, "seen": int(seen.sum())}
+        details["model"] = model
+        details["piece"] = row_labels[row]
+        value = float(rows[row, col])
+        return attention.derivations.Derivation(
+            "recorded", row, col, terms, sum(t.value for t in terms), value, details
+        )
+
+    queries = tuple(f"{first_query + r + 1}: {visible_token(p)}" for r, p in enumerate(row_labels))  # token numbers
+    return Cells(derive, notation, code, queries, tuple(pieces), rows="query token", words=explain_recorded)
+
+
+def _agreement(difference: float) -> str:
+    if difference == 0:
+        return "The two are the same float32 number."
+    if difference < 5e-5:
+        return f"They differ by {difference:.1e}, far below the 4 decimals shown: float32 rounding, not another key."
+    return f"They differ by {difference:.1e}, more than rounding: the cache does not hold the recomputed key."
+
+
+def explain_cached_key(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A key's entry as the KV cache kept it, beside the same entry recomputed from the whole text: why they agree."""
+    g, j, c, layer = d.details, d.row + 1, d.col, d.details["layer"] + 1
+    index = f"0, {g['head']}, {d.row}, {c}"
+    if g["shown"] == "cached":
+        where = f"`cache.keys[{index}]`"
+        kept = (
+            "The KV cache keeps every token's keys and values between steps (`torch.cat` appends each new "
+            f"token's), and has held this one since token {j} was read."
+        )
+    else:
+        where = f"`keys[{index}]`"
+        kept = "Here it is made again in one pass over the whole text, without the cache; the cached panel kept it."
+    mask = term("causal_mask")
+    if layer == 1:
+        why = (
+            f"In layer 1 that row is made from token {j}'s embedding and position alone; in later layers the "
+            f"{mask} keeps later tokens out of it."
+        )
+    else:
+        before = "token 1" if j == 1 else f"tokens 1 to {j}"
+        why = f"That row comes from the layers below, where the {mask} let token {j} see only {before}."
+    words = (
+        f"{where} (Python counts from 0): entry {c} of k^({j}), the {term('query_key_value', 'key')} of token {j} "
+        f"{_token(row_label)} (index {d.row}) in layer {layer}, head {g['head'] + 1}. {kept} Both come from "
+        f"`keys = self.W_key(x)` on x^({j}), token {j}'s own row of the layer's input. {why} So tokens added "
+        f"later never change it: that is why caching works. {_agreement(d.total)}"
+    )
+    lines = [f"recomputed k^({j})[{c}] = {number(g['recomputed'])}  (one pass over the whole text)"]
+    lines.append(f"cached     k^({j})[{c}] = {number(g['cached'])}  (kept since token {j} was read)")
+    if g["shown"] == "recomputed":  # this panel's number last
+        lines.reverse()
+    difference = "0" if d.total == 0 else f"{d.total:.1e}"
+    return words, "\n".join([*lines, f"|cached − recomputed| = {difference}"])
+
+
+def cached_keys(
+    cache_keys, recomputed_keys, layer: int, head: int, pieces, *, shown: str, code: str, notation: Notation
+) -> Cells:
+    """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes
+    it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.generation.CacheCheck``'s). Rows
+    are tokens, columns the head's dimensions, named alike on both panels."""
+
+    def derive(row: int, col: int):
+        found = attention.derivations.cache_entry
+        return found(cache_keys, recomputed_keys, layer, head, row, col, shown=shown)
+
+    return Cells(derive, notation, code, tuple(pieces), dims(cache_keys.shape[-1]), rows="token", cols="dim",
+                 words=explain_cached_key)  # fmt: skip
+
+
+def explain_window_mask(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
+    """A causal or sliding-window mask's entry: 1 (masked) or 0 (visible), and the rule that decided it."""
+    i, j, g = d.row + 1, d.col + 1, d.details
+    w, size = g["window"], len(keys)
+    call = f"sliding_window_mask({size}, {w})"
+    words = [
+        f"`{call}[{d.row}, {d.col}]` (Python counts from 0): may query x^({i}) {_token(row_label)} look at key "
+        f"x^({j}) {_token(col_label)}?",
+        f"The {term('causal_mask')} hides a future key, j > i: "
+        + (f"{j} > {i}, so this key is hidden." if g["future"] else f"{j} ≤ {i}, so it is not in the future."),
+    ]
+    lines = [f"mask = {call}", f"future key?     j > i: {j} > {i} → {'yes' if g['future'] else 'no'}"]
+    if w is not None:
+        back = f"i − j = {i} − {j} = {g['back']}".replace("-", "−")
+        words.append(
+            f"A sliding window of w = {w} also hides keys w or more tokens back, i − j ≥ w: here {back}"
+            + (f" ≥ {w}, too far back." if g["too_far"] else f" < {w}.")
+        )
+        lines.append(f"w or more back? i − j ≥ w: {i} − {j} = {g['back']} ≥ {w} → {'yes' if g['too_far'] else 'no'}")
+    if d.value:
+        words.append(
+            f"So the entry is 1, masked: `masked_fill` makes the score −∞, and its "
+            f"{term('attention_weights', 'attention weight')} is 0."
+        )
+    else:
+        words.append("So the entry is 0, visible: the query's softmax weighs this key.")
+    lines.append(f"mask[{d.row}, {d.col}] = {d.value:.0f}  " + ("(masked: score → −∞)" if d.value else "(visible)"))
+    return " ".join(words), "\n".join(lines).replace("= -", "= −")
+
+
+def window_mask(num_tokens: int, window: int | None, pieces, *, code: str, notation: Notation) -> Cells:
+    """Generate's masks: the causal mask (``window`` None) or the sliding window's, from
+    ``attention.sliding_window_mask``; queries as rows, keys as columns."""
+
+    def derive(row: int, col: int):
+        return attention.derivations.window_mask_entry(num_tokens, window, row, col)
+
+    return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_window_mask)

@@ -5,7 +5,8 @@ from dataclasses import replace
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.page_text import batches as notes
 from explorer.page_text import questions
 from explorer.page_text.format import first_values
@@ -43,14 +44,12 @@ for index, cut in enumerate(data.truncated_from):
 item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
 DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension"}
 p = settings.dropout if dropout_on else None
-cells = {**views.page_cells.batch(data, 0, p), **views.page_cells.batch(data, 1, p)}  # for the cell panel
 steps = widgets.Steps("batches")
 
 
-def side_by_side(matrices, title, name, **options):
+def side_by_side(matrices, title, name, explain, **options):
     """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k".
-    Charts without cells to explain say ``explain=None``."""
-    explained = options.pop("explain", True) is not None
+    ``explain(i)`` makes item i's cells (None: charts without cells to explain)."""
     inferred = "signed" if options.get("diverging") else figures.infer_kind(matrices, options.get("value_name", ""))
     kind = options.setdefault("kind", inferred)
     options.update(value_range=figures.shared_range(matrices, kind=kind))
@@ -59,9 +58,9 @@ def side_by_side(matrices, title, name, **options):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
             item = f"{item_names[i]} · {title}"
-            explain = cells[f"{name}-{i}"] if explained else None
+            explained = None if explain is None else explain(i)
             widgets.draw(
-                figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, explain=explain, **options
+                figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, explain=explained, **options
             )
 
 
@@ -75,7 +74,7 @@ def stack_into_batch():
     if any(padding):
         st.info(notes.padding_text(lengths, num_tokens, padding), icon=":material/space_bar:")
     title = f"({num_tokens}, {d_in})"
-    side_by_side(data.inputs, title, "batch-inputs", value_name="embedding", explain=None, **DIMENSIONS)
+    side_by_side(data.inputs, title, "batch-inputs", None, value_name="embedding", **DIMENSIONS)
     widgets.show_code(views.batch_view, attention.token_vector)
 
 
@@ -96,7 +95,18 @@ def mask_slice():
 def item_weights():
     st.markdown(notes.weights_text(b, num_tokens, data.output.shape[-1], second_text is None, any(padding), p))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
-    side_by_side(data.weights, title, "batch-weights", masked=mask, value_name="attention weight")
+
+    def explain(item: int) -> cells.Cells:
+        """Item ``item``'s weights, after dropout when it is on."""
+        if dropout_on:
+            code, notation = "dropped_weights, dropout_mask = drop_with_mask(", Notation("dropped_weights", item=item)
+            return cells.dropped(
+                data.attn_weights[item], data.keep[item], p, pieces[item], code=code, notation=notation
+            )
+        code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True, item=item)
+        return cells.weights(data.scaled_scores[item], pieces[item], masked=mask, code=code, notation=notation)
+
+    side_by_side(data.weights, title, "batch-weights", explain, masked=mask, value_name="attention weight")
     with st.expander(notes.TRANSPOSE_QUESTION):  # under the charts, so that they fit a projector under the stepper
         st.markdown(notes.transpose_text(b, num_tokens, data.output.shape[-1]))
     widgets.explain_cell()
@@ -114,7 +124,14 @@ def context_vectors():
         widgets.style(), max_height=min(widgets.style().max_height, 310)
     )  # under the text, on a 720 px screen
     options = dict(diverging=True, decimals=decimals, style=short, **DIMENSIONS)
-    side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", **options)
+
+    def explain(item: int) -> cells.Cells:
+        """Item ``item``'s context vectors."""
+        code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v", item=item)
+        columns = cells.dims(data.values.shape[-1])
+        return cells.context(data.weights[item], data.values[item], pieces[item], columns, code=code, notation=notation)
+
+    side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", explain, **options)
     widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)
 

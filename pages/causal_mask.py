@@ -6,7 +6,8 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.models import choice
 from explorer.page_text import causal_mask as notes
 from explorer.page_text import questions
@@ -19,7 +20,6 @@ widgets.weights_caption(settings)
 seed = views.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
 data = widgets.guard(views.mask_view, run, seed)
 pieces, mask = data.pieces, data.steps.mask
-cells = views.page_cells.causal(data)  # what each heatmap's cells are, for the cell panel
 num_tokens = len(pieces)
 steps = widgets.Steps("causal_mask")
 
@@ -33,21 +33,20 @@ def style(compact: bool = False):
     return replace(shown, max_height=min(shown.max_height, 400 if compact else 470))
 
 
-def draw(z, title, name, narrow=False, compact=False, **options):
-    """A query × key heatmap of this sentence; ``narrow`` ones lose their cell text beyond 8 tokens."""
+def draw(z, title, name, explain, narrow=False, compact=False, **options):
+    """A query × key heatmap of this sentence, its cells explained by ``explain`` (None: a chart without cells to
+    explain); ``narrow`` ones lose their cell text beyond 8 tokens."""
     options.setdefault("value_name", "attention weight")
     cell_text = not (narrow and num_tokens > 8)
     options.update(title=title, style=style(compact), cell_text=cell_text)
-    if "explain" not in options:  # a chart without cells to explain says explain=None
-        options["explain"] = cells[name]
-    widgets.draw(figures.heatmap, name, z, pieces, pieces, **options)
+    widgets.draw(figures.heatmap, name, z, pieces, pieces, explain=explain, **options)
 
 
 def pair(*panels):
-    """Two (matrix, title, name, masked) heatmaps side by side."""
-    for column, (z, title, name, hidden) in zip(st.columns(2), panels, strict=True):
+    """Two (matrix, title, name, masked, cells) heatmaps side by side."""
+    for column, (z, title, name, hidden, explain) in zip(st.columns(2), panels, strict=True):
         with column:
-            draw(z, title, name, narrow=True, compact=True, masked=hidden)
+            draw(z, title, name, explain, narrow=True, compact=True, masked=hidden)
 
 
 def text_and_plot():
@@ -56,7 +55,14 @@ def text_and_plot():
 
 
 row = min(1, num_tokens - 1)  # the book's example row: query 2
-tril_route = (data.weights_renormalized, "masked_simple_norm = masked_simple / row_sums", "tril-route", mask)
+first = data.steps.first_head()  # the one sentence's one head, (T, ·) arrays
+
+
+def tril_route():
+    """The book's first route's result, which two steps show: (matrix, title, name, masked, cells)."""
+    code, notation = "return masked_simple / masked_simple.sum(", Notation("masked_simple_norm")
+    explain = cells.renormalized(data.masked_simple, data.mask, pieces, code=code, notation=notation)
+    return data.weights_renormalized, "masked_simple_norm = masked_simple / row_sums", "tril-route", mask, explain
 
 
 @steps.add("Unmasked weights")
@@ -65,8 +71,10 @@ def unmasked_weights():
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
     text.markdown(notes.unmasked_text(seed, future_share, trained_head=choice.head_name(settings)))
     widgets.book_caption(settings, "causal", where=text)
+    code, notation = "unmasked_weights = torch.softmax(", Notation("attn_weights", scaled=True)
+    explain = cells.weights(first.scaled_scores, pieces, code=code, notation=notation)
     with plot:
-        draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights")
+        draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights", explain)
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.compare_masking)
@@ -85,7 +93,7 @@ def the_mask():
     buffer, simple = plot.columns(2)
     with buffer:
         title = f"mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-        draw(mask.astype(float), title, "causal-mask", narrow=True, meaning="1: a future key", explain=None, **options)
+        draw(mask.astype(float), title, "causal-mask", None, narrow=True, meaning="1: a future key", **options)
     with simple:
         title = "mask_simple = torch.tril(ones)"
         names = notes.TRIL_LEGEND  # the same two colours, named for what 0 and 1 mean in this mask
@@ -107,7 +115,9 @@ def zero_and_renormalize():
         + first_values(data.weights_renormalized[row:], 2)
     )
     widgets.book_caption(settings, "causal")
-    pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None), tril_route)
+    code, notation = "masked_simple = attn_weights * mask_simple", Notation("masked_simple")
+    explain = cells.masked_weights(data.unmasked_weights, data.mask_simple, pieces, code=code, notation=notation)
+    pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None, explain), tril_route())
     widgets.explain_cell()
     widgets.show_code(attention.mask_by_renormalizing)
 
@@ -122,9 +132,12 @@ def scores_with_minus_infinity():
         "numerator; exp(−∞) = **0**, so a masked key gets exactly nothing."
     )
     widgets.book_caption(settings, "causal", where=text)
+    code, notation = "attn_scores.masked_fill_(", Notation("masked")
+    found = cells.scores(first.queries, first.keys, pieces, code=code, notation=notation)
     with plot:
         title = "masked = attn_scores, −∞ where masked"
-        draw(data.masked_scores, title, "masked-scores", value_name="score", diverging=True, masked=mask)
+        explain = cells.masked_scores(found, data.mask)
+        draw(data.masked_scores, title, "masked-scores", explain, value_name="score", diverging=True, masked=mask)
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)
@@ -132,11 +145,13 @@ def scores_with_minus_infinity():
 
 @steps.add("Two routes, same weights")
 def two_routes():
-    weights = data.steps.attn_weights[0, 0]
-    worst = float(np.abs(weights.sum(axis=1) - 1).max())
-    st.markdown(notes.two_routes_text(worst, weights[0, 0], data.max_abs_difference))
+    attn_weights = data.steps.attn_weights[0, 0]
+    worst = float(np.abs(attn_weights.sum(axis=1) - 1).max())
+    st.markdown(notes.two_routes_text(worst, attn_weights[0, 0], data.max_abs_difference))
     widgets.book_caption(settings, "causal")
-    pair(tril_route, (weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask))
+    code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
+    explain = cells.weights(first.scaled_scores, pieces, masked=data.mask, code=code, notation=notation)
+    pair(tril_route(), (attn_weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask, explain))
     widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
 
@@ -156,11 +171,12 @@ def context_vectors():
     )
     if settings.training and settings.dropout > 0:
         text.caption("Dropout is on in the sidebar; this page shows eval mode (no dropout). See the Dropout page.")
+    code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v")
+    columns = cells.dims(first.values.shape[1])
+    explain = cells.context(first.attn_weights, first.values, pieces, columns, code=code, notation=notation)
     with plot:
         title = f"context_vec, shape ({num_tokens}, {output.shape[1]})"
-        widgets.token_vectors(
-            "causal-context", output, pieces, title=title, style=style(), explain=cells["causal-context"]
-        )
+        widgets.token_vectors("causal-context", output, pieces, title=title, style=style(), explain=explain)
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention)

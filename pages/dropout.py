@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.page_text import dropout as notes
 from explorer.page_text import questions
 from explorer.settings import DEFAULTS
@@ -77,7 +78,9 @@ def one_draw():
     text.markdown(notes.draw_text(data, settings.seed, p))
     widgets.book_caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
-    explain = views.page_cells.dropout(data, p)
+    code, notation = "dropped_weights, dropout_mask = drop_with_mask(", Notation("dropped_weights")
+    rate = p if active else 0.0  # dropout off: nothing is dropped
+    explain = cells.dropped(weights, keep, rate, pieces, code=code, notation=notation)
     options = dict(title=title, masked=mask, explain=explain)
     draw(plot, figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, **options)
     with text:

@@ -7,11 +7,11 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, widgets
+from explorer import cells, figures, session, widgets
+from explorer.cells import Notation
 from explorer.page_text import generate as notes
 from explorer.session import keys
 from explorer.views import generation as views
-from explorer.views.page_cells_rnn import cached_keys, recorded_weights, window_mask
 
 run = session.current_run()
 settings = run.settings
@@ -78,15 +78,9 @@ def token_by_token():
     row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
     title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
     shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
-    explain = recorded_weights(
-        rows,
-        row_labels,
-        pieces[:seen],
-        layer=layer,
-        head=head,
-        first_query=prompt_tokens - 1,
-        model=data.model_name,
-    )
+    code, notation = "attn_rows.append(steps.attn_weights[:, :, -1, :])", Notation("attn_weights")
+    recorded = dict(layer=layer, head=head, first_query=prompt_tokens - 1, model=data.model_name)
+    explain = cells.recorded_weights(rows, row_labels, pieces[:seen], **recorded, code=code, notation=notation)
     weights = widgets.panel(
         "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown
     )
@@ -111,13 +105,16 @@ def kv_cache():
     dims = [f"dim {d}" for d in range(data.head_dim)]
     shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
     shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
-    explain = cached_keys(check, layer, head, pieces[:seen])
+    made = (check.cache_keys, check.recomputed_keys, layer, head, pieces[:seen])
+    code = "keys = self.W_key(x)"  # CachedMultiHeadAttention.steps: every key, cached or recomputed
+    explain = cells.cached_keys(*made, shown="cached", code=code, notation=Notation("cached keys"))
     title = f"cached keys, layer {layer + 1}, head {head + 1}: {seen} rows"
-    grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title,
-                          explain=explain["cached-keys"], **shown)  # fmt: skip
+    grown = widgets.panel("cached-keys", figures.heatmap, keys, pieces[:seen], dims, title=title, explain=explain,
+                          **shown)  # fmt: skip
+    explain = cells.cached_keys(*made, shown="recomputed", code=code, notation=Notation("recomputed keys"))
     title = f"keys recomputed from the whole text: {seen} rows"
-    full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title,
-                         explain=explain["recomputed-keys"], **shown)  # fmt: skip
+    full = widgets.panel("recomputed-keys", figures.heatmap, again, pieces[:seen], dims, title=title, explain=explain,
+                         **shown)  # fmt: skip
     widgets.side_by_side(grown, full)
     st.markdown(notes.WHY_EQUAL)
     widgets.explain_cell()
@@ -173,10 +170,14 @@ def sliding_window():
     mask = dict(kind="mask", value_name="mask", decimals=0, meaning="1: masked", legend_names=notes.WINDOW_LEGEND)
     prompt = pieces[:num_tokens]
     title = f"sliding window of {window}"
+    rule = cells.window_mask(num_tokens, None, prompt, code="future = key_pos > query_pos",
+                             notation=Notation("causal mask"))  # fmt: skip
     plain = widgets.panel("causal-mask", figures.heatmap, causal.astype(float), prompt, prompt, title="causal mask",
-                          explain=window_mask(num_tokens, None, prompt), **mask)  # fmt: skip
+                          explain=rule, **mask)  # fmt: skip
+    rule = cells.window_mask(num_tokens, window, prompt, code="return future | (key_pos <= query_pos - window)",
+                             notation=Notation(title))  # fmt: skip
     windowed = widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title,
-                             explain=window_mask(num_tokens, window, prompt), **mask)  # fmt: skip
+                             explain=rule, **mask)  # fmt: skip
     widgets.side_by_side(plain, windowed)
     widgets.explain_cell()
     widgets.show_code(attention.sliding_window_mask)

@@ -6,8 +6,7 @@ there is nothing to follow: no room, or a room whose teacher has not shown a pag
 
 import streamlit as st
 
-from explorer import session
-from explorer.session import room
+from explorer import room, session
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Live room")

@@ -4,11 +4,11 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import session, widgets
+from explorer import cells, session, widgets
+from explorer.cells import Notation
 from explorer.figures import mistakes as drawn
 from explorer.page_text import mistakes as notes
 from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
-from explorer.views.page_cells_heads import mistake as mistake_cells
 from explorer.widgets.questions import show_question
 
 MISTAKE = "mistakes:mistake"
@@ -63,6 +63,8 @@ def changed_line():
 def right_beside_wrong():
     above_the_step()
     st.markdown(notes.panels_text(data.weight_limit))
+    code = mistake.wrong_code.strip().splitlines()[0]  # the changed line
+    explain = cells.mistake(data.cell_inputs, name, data.pieces, code=code, notation=Notation("attn_weights"))
     widgets.draw(
         drawn.right_and_wrong,
         "mistake-weights",
@@ -72,7 +74,7 @@ def right_beside_wrong():
         future=data.future,
         title=f"attn_weights, head 1: {mistake.title}",
         zmax=data.weight_limit,
-        explain=mistake_cells(data, data.pieces),
+        explain=explain,
     )
     widgets.explain_cell()
     if rows := int(data.nan_rows.sum()):

@@ -4,13 +4,13 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.page_text import multihead as notes
 from explorer.page_text import questions
 from explorer.page_text.format import first_values
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.settings import RANDOM
-from explorer.views import page_cells_heads as cells
 
 run = session.current_run()
 settings = run.settings
@@ -38,7 +38,13 @@ def head_control(label: str, key: str, options, scale: int, format_func) -> None
     st.segmented_control(label, options, key=key, required=True, on_change=update, format_func=format_func)
 
 
-def heads_grid(weights, title: str, name: str) -> None:
+def head_weights(scores, keep, shown: range) -> cells.Cells:
+    """The weights of the heads ``shown``, from a module's (scaled, −∞ where masked) scores and dropout's draw."""
+    code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
+    return cells.head_weights(scores, keep, p, shown, pieces, code=code, notation=notation)
+
+
+def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
     """The heads of ``group`` in one row on one colour scale, with a control to page through the heads."""
     if num_heads > group_size:
         spans = notes.group_spans(num_heads, group_size)
@@ -46,7 +52,7 @@ def heads_grid(weights, title: str, name: str) -> None:
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(cell_text=len(group) * num_tokens <= 12)
-    layout.update(explain=cells.heads_of(data, name.split("-")[0], p, group, pieces))  # wrapper- or efficient-
+    layout.update(explain=explain)
     widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
     widgets.explain_cell()
 
@@ -54,7 +60,8 @@ def heads_grid(weights, title: str, name: str) -> None:
 @steps.add("Several heads")
 def several_heads():
     st.markdown(notes.several_heads_text(num_heads, trained=is_trained))
-    heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads")
+    explain = head_weights(data.wrapper_scores, data.wrapper_keep, group)
+    heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads", explain)
     widgets.show_code(attention.MultiHeadAttentionWrapper)
 
 
@@ -64,19 +71,20 @@ def one_head():
         names = (lambda k: f"head {k + 1}") if num_heads <= 8 else (lambda k: str(k + 1))
         head_control("Head to inspect", "head", range(num_heads), 1, names)
     st.markdown(notes.one_head_text(head, num_tokens, d_out))
-    explained = cells.one_head(data, head, p, pieces, notes.labels(d_out))
     left, right = st.columns([3, 2])
     with left:
         options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
         options.update(kind="weights")
         weights = data.wrapper_weights[head]
-        options.update(cell_text=num_tokens <= 10, explain=explained["head-weights"])
+        explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1))
+        options.update(cell_text=num_tokens <= 10, explain=explain)
         widgets.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options)
     with right:
-        context, title = data.wrapper_head_context[head], f"head {head + 1}: context_vec"
-        widgets.token_vectors(
-            "head-context", context, pieces, notes.labels(d_out), title=title, explain=explained["head-context"]
-        )
+        context, title, cols = data.wrapper_head_context[head], f"head {head + 1}: context_vec", notes.labels(d_out)
+        code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v")
+        values = data.wrapper_values[head]
+        explain = cells.context(data.wrapper_weights[head], values, pieces, cols, code=code, notation=notation)
+        widgets.token_vectors("head-context", context, pieces, cols, title=title, explain=explain)
     widgets.explain_cell()
     sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat
@@ -93,7 +101,8 @@ def concatenate():
     z = output[:, shown.start * d_out : shown.stop * d_out]
     title = f"context_vecs, shape ({num_tokens}, {num_heads * d_out}){part}"
     cols = notes.labels(d_out, shown)
-    options = dict(first=shown.start * d_out, code=cells.CAT_CODE)
+    code = "return torch.cat([head(x) for head in self.heads], dim=-1)"  # the wrapper's merge
+    options = dict(first=shown.start * d_out, code=code, notation=Notation("context_vec"))
     merged = cells.merged(data.wrapper_weights, data.wrapper_values, pieces, cols, **options)
     widgets.token_vectors("wrapper-output", z, pieces, cols, title=title, explain=merged)
     widgets.explain_cell()
@@ -111,7 +120,8 @@ def split_into_heads():
 @steps.add("All heads at once")
 def all_heads_at_once():
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
-    heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads")
+    explain = head_weights(data.efficient_scores, data.efficient_keep, group)
+    heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads", explain)
     with st.expander("Section 3.6.2's check: one batched matmul equals each head's own product"):
         check = views.heads_product_view()
         st.markdown(notes.heads_product_text(check))
@@ -129,14 +139,16 @@ def merge_and_out_proj():
     with left:
         cols = notes.labels(head_dim, range(num_heads))
         title = f"heads merged ({num_tokens}, {mha_d_out})"
-        merged = cells.merged(data.efficient_weights, data.efficient_values, pieces, cols, code=cells.VIEW_CODE)
+        code, notation = "context_vec = context_vec.contiguous().view(", Notation("context_vec")  # the heads merged
+        merged = cells.merged(data.efficient_weights, data.efficient_values, pieces, cols, code=code, notation=notation)
         widgets.token_vectors("efficient-context", context, pieces, cols, title=title, explain=merged)
     with right:
         title = f"out_proj → output ({num_tokens}, {mha_d_out})"
-        out = notes.labels(mha_d_out)
-        widgets.token_vectors(
-            "efficient-output", output, pieces, out, title=title, explain=cells.out_proj(data, pieces, out)
-        )
+        out, heads = notes.labels(mha_d_out), data.efficient_values.shape[0]
+        code, notation = "output = self.out_proj(context_vec)", Notation("output")
+        mixed = cells.out_proj(context, data.out_weight, data.out_bias, pieces, out, num_heads=heads, code=code,
+                               notation=notation)  # fmt: skip
+        widgets.token_vectors("efficient-output", output, pieces, out, title=title, explain=mixed)
     widgets.explain_cell()
     st.markdown(notes.gpt_text())
     widgets.show_code(attention.MultiHeadAttention.steps)

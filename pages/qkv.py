@@ -5,7 +5,8 @@ import math
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.models import choice
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
@@ -21,19 +22,17 @@ v2_seed = views.module_seed(settings, "v2")  # the book builds SelfAttention_v2 
 view = widgets.guard(views.qkv_view, run, v2_seed)
 trace = view.steps  # SelfAttention_v1's tensors, one per step of its forward
 example, d_k = min(1, len(pieces) - 1), trace.keys.shape[-1]
-cells = views.page_cells.qkv(view, pieces)  # what each heatmap's cells are, for the cell panel
 steps = widgets.Steps("qkv")
 
 
-def matrix(name: str, z, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
-    """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns; a matrix
-    without cells to explain says explain=None."""
+def matrix(name: str, z, explain, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
+    """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns, its cells
+    explained by ``explain`` (None: a matrix without cells to explain)."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
     options = {"diverging": True, "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)
-    explain = options.pop("explain") if "explain" in options else cells[name]
     return widgets.panel(name, figures.heatmap, z, rows, cols, explain=explain, **options)
 
 
@@ -56,8 +55,8 @@ def lab_controls():
 def projection_weights():
     st.markdown(notes.projections_text(choice.origin(settings), settings.seed))
     dims = [f"in {i}" for i in range(trace.inputs.shape[1])]
-    w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False, "explain": None}
-    widgets.side_by_side(*(matrix(w, getattr(view, w), **w_options) for w in ("W_query", "W_key", "W_value")))
+    w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
+    widgets.side_by_side(*(matrix(w, getattr(view, w), None, **w_options) for w in ("W_query", "W_key", "W_value")))
     widgets.show_code(attention.SelfAttention_v1)
 
 
@@ -69,7 +68,12 @@ def queries_keys_values():
         "offers to be found by, the value what it passes on."
         + notes.example_rows(trace, example, query="queries", key="keys", value="values")
     )
-    widgets.side_by_side(*(matrix(n, getattr(trace, n)) for n in ("queries", "keys", "values")))
+    out, panels = cells.dims(trace.queries.shape[1], "out"), []
+    for name, weight in (("queries", "W_query"), ("keys", "W_key"), ("values", "W_value")):
+        code, notation = f"{name} = x @ self.{weight}", Notation(name, left=name[0], weight_matrix=weight)
+        explain = cells.projections(trace.inputs, getattr(view, weight), pieces, out, code=code, notation=notation)
+        panels.append(matrix(name, getattr(trace, name), explain))
+    widgets.side_by_side(*panels)
     widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
     widgets.show_code(attention.SelfAttention_v1.steps)
@@ -88,9 +92,13 @@ def scaled_scores():
     )
     scaled_title = f"attn_scores / √{d_k}"
     shared = dict(keys=True, row_title="query", value_range=figures.shared_range(trace.attn_scores, kind="signed"))
+    code, notation = "attn_scores = queries @ keys.T", Notation("attn_scores")
+    scores = cells.scores(trace.queries, trace.keys, pieces, code=code, notation=notation)
+    code, notation = "torch.softmax(attn_scores / keys.shape[-1] ** 0.5", Notation(scaled_title)
+    scaled = cells.scores(trace.queries, trace.keys, pieces, scaled=True, code=code, notation=notation)
     widgets.side_by_side(  # one colour scale: the scaled scores' paler colours are the point of ÷ √d_k
-        matrix("attn_scores", trace.attn_scores, **shared),
-        matrix("scaled_scores", trace.scaled_scores, title=scaled_title, **shared),
+        matrix("attn_scores", trace.attn_scores, scores, **shared),
+        matrix("scaled_scores", trace.scaled_scores, scaled, title=scaled_title, **shared),
     )
     widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
@@ -106,9 +114,14 @@ def weights_and_context():
         "sum to 1. `context_vec = attn_weights @ values` mixes the values into one context vector per token, "
         "d_out numbers each." + notes.example_rows(trace, example, attn_weights="attn_weights", context_vec="output")
     )
+    code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
+    weights = cells.weights(trace.scaled_scores, pieces, code=code, notation=notation)
+    code, notation = "context_vec = attn_weights @ values", Notation("context_vec", right="v")
+    out = cells.dims(trace.queries.shape[1], "out")
+    context = cells.context(trace.attn_weights, trace.values, pieces, out, code=code, notation=notation)
     widgets.side_by_side(
-        matrix("attn_weights", trace.attn_weights, keys=True, row_title="query", kind="weights"),
-        matrix("output", trace.output, title="context_vec = attn_weights @ values"),
+        matrix("attn_weights", trace.attn_weights, weights, keys=True, row_title="query", kind="weights"),
+        matrix("output", trace.output, context, title="context_vec = attn_weights @ values"),
     )
     widgets.explain_cell()
     widgets.book_caption(settings, "v1")
@@ -141,10 +154,9 @@ def gradients():
 def v1_equals_v2():
     st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference, trained_head=choice.head_name(settings)))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
-    shared.update(explain=None)
     widgets.side_by_side(
-        matrix("v1_output", view.v1_output, title="SelfAttention_v1 with v2's weights", **shared),
-        matrix("v2_output", view.v2_output, title="SelfAttention_v2", **shared),
+        matrix("v1_output", view.v1_output, None, title="SelfAttention_v1 with v2's weights", **shared),
+        matrix("v2_output", view.v2_output, None, title="SelfAttention_v2", **shared),
     )
     widgets.book_caption(settings, "v2")
     widgets.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)

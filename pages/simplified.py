@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.page_text import questions
 from explorer.page_text.glossary import term
 
@@ -26,7 +27,6 @@ picker.selectbox(
 widgets.weights_caption(settings)
 view = widgets.guard(views.simplified_view, run, query)
 inputs, scores, n = view.inputs, view.attn_scores[query], query + 1  # the book's x^(n) is inputs[n - 1]
-cells = views.page_cells.simplified(view, pieces)  # what each heatmap's cells are, for the cell panel
 other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(2)"]  # the book follows inputs[1]
 steps = widgets.Steps("simplified")
 
@@ -129,11 +129,14 @@ def all_scores_and_weights():
         f"The outlined row is x^({n}): `attn_scores_{n}` and `attn_weights_{n}`."
     )
     widgets.book_caption(settings, "simplified")
-    for column, name, options in zip(
-        st.columns(2), ("attn_scores", "attn_weights"), ({"kind": "signed"}, {"kind": "weights"}), strict=True
-    ):
+    notation = Notation("attn_scores", left="x", right="x")  # section 3.3 multiplies the inputs themselves
+    all_scores = cells.scores(inputs, inputs, pieces, code="attn_scores = inputs @ inputs.T", notation=notation)
+    code, notation = "attn_weights = torch.softmax(", Notation("attn_weights")
+    all_weights = cells.weights(view.attn_scores, pieces, code=code, notation=notation)
+    panels = (("attn_scores", {"kind": "signed"}, all_scores), ("attn_weights", {"kind": "weights"}, all_weights))
+    for column, (name, options, explain) in zip(st.columns(2), panels, strict=True):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
-        options.update(explain=cells[name])
+        options.update(explain=explain)
         options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
@@ -155,11 +158,11 @@ def all_context_vectors():
     )
     widgets.book_caption(settings, "simplified")
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
+    code, notation = "context_vecs = attn_weights @ inputs", Notation("all_context_vecs", right="x")
+    explain = cells.context(view.attn_weights, inputs, pieces, dims, code=code, notation=notation)
     options = dict(value_name="context value", diverging=True, col_title="dimension", col_tokens=False)
     options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
-    widgets.draw(
-        figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=cells["context_vecs"], **options
-    )
+    widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=explain, **options)
     widgets.explain_cell()
     widgets.show_code(attention.simplified_attention, attention.attention_loop)
 

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, widgets
+from explorer.cells import Notation
 from explorer.models import choice
 from explorer.page_text.glossary import term
 
@@ -53,6 +54,8 @@ def embeddings():
             "any sentence. Rows count tokens from 1; Python's `inputs[i - 1]` holds x^(i)."
         )
     dims = [f"dim {k}" for k in range(data.inputs.shape[1])]
+    code = "torch.rand(d_in, generator=generator)"  # token_vector's draw
+    explain = cells.embeddings(data.inputs, data.ids, data.pieces, settings, code=code, notation=Notation("inputs"))
     widgets.draw(
         figures.heatmap,
         "input-embeddings",
@@ -65,7 +68,7 @@ def embeddings():
         row_title="token",
         col_title="dimension",
         col_tokens=False,
-        explain=views.page_cells_rnn.embeddings(data.inputs, data.ids, data.pieces, settings),
+        explain=explain,
     )
     widgets.explain_cell()
     widgets.show_code(attention.embed_tokens, attention.token_vector)

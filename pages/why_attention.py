@@ -5,10 +5,10 @@ from dataclasses import replace
 import streamlit as st
 
 import attention
-from explorer import figures, session, views, widgets
+from explorer import cells, figures, session, views, widgets
+from explorer.cells import Notation
 from explorer.page_text import why_attention as notes
 from explorer.session import keys
-from explorer.views import page_cells_rnn as cells
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Why attention")
@@ -19,12 +19,19 @@ view = widgets.guard(views.why_view, run, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
 
 steps_dims = [f"h{k}" for k in range(hidden_size)]
+SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # additive_scores: Bahdanau's score
 steps = widgets.Steps("why_attention")
 
 
 def keep_hidden_size() -> None:
     """The slider's hidden_size, kept while another step is shown (its widget is not drawn there)."""
     st.session_state[keys.WHY_HIDDEN] = st.session_state["w_why_hidden"]
+
+
+def seq2seq_parts():
+    """The encoder–decoder's trace and weights, which a GRU or Bahdanau cell reads: run when a first cell is
+    asked for, never at a page's run."""
+    return views.seq2seq_parts(data.inputs, settings.seed, hidden_size)
 
 
 def untrained_note() -> None:
@@ -49,7 +56,8 @@ def encoder_reads():
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
     options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
-    explain = cells.encoder(data.inputs, settings.seed, hidden_size, pieces, steps_dims)
+    code, notation = "return (1 - z) * n + z * h", Notation("encoder_states")
+    explain = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
     widgets.token_vectors(
         "encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options, explain=explain
     )
@@ -76,7 +84,9 @@ def bahdanau_looks_back():
     options.update(row_title="decoder step", col_title="encoder token")
     options.update(meaning="how much this decoder step reads this encoder state")
     decoder_steps = [f"step {i + 1}" for i in range(weights.shape[0])]  # counted from 1, like the tokens
-    options.update(explain=cells.bahdanau(data.inputs, settings.seed, hidden_size, decoder_steps, pieces))
+    notation = Notation("bahdanau_weights")  # the softmax runs in the decoder's loop, which the page does not show
+    explain = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
+    options.update(explain=explain)
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
     widgets.explain_cell()
 
@@ -111,7 +121,10 @@ def to_self_attention():
         ("additive-weights", view.additive_weights, "additive: vᵀ tanh(W x_i + U x_j)"),
     )
     for column, (name, weights, title) in zip(st.columns(2), panels, strict=True):
-        explain = cells.contrast(data.inputs, settings.seed, pieces, additive=name.startswith("additive"))
+        additive = name.startswith("additive")
+        code = SCORE_CODE if additive else "inputs @ inputs.T"
+        notation = Notation("additive_weights" if additive else "dot_product_weights")
+        explain = cells.contrast(data.inputs, settings.seed, pieces, additive=additive, code=code, notation=notation)
         with column:
             options = dict(title=title, value_name="attention weight", explain=explain)
             widgets.draw(figures.heatmap, name, weights, pieces, pieces, **options)

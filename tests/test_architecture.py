@@ -27,7 +27,7 @@ LAYERS = (
     ("explorer.models",),
     ("explorer.views",),
     ("explorer.session",),
-    ("explorer.widgets",),
+    ("explorer.widgets", "explorer.room"),  # the live room, whole; the stepper and questions ask it
 )
 
 

@@ -1,5 +1,5 @@
-"""The cell panel's words for Multi-head, Why attention, Break it, Tokens and Generate (``page_text.cells_heads``,
-``page_text.cells_rnn``): sentences of at most 35 words, the book's notation, and the numbers the package made."""
+"""The cell panel's words for Multi-head, Why attention, Break it, Tokens and Generate (``explorer.cells``'
+``explain_…`` functions): sentences of at most 35 words, the book's notation, and the numbers the package made."""
 
 import dataclasses
 import functools
@@ -11,8 +11,8 @@ from test_cells_text import numbers, sentences
 
 import attention
 from attention import derivations
-from explorer.page_text import cells_heads, cells_rnn
-from explorer.page_text.cells import Notation, number
+from explorer import cells
+from explorer.cells import Notation, number
 
 PIECES = ("Your", " journey", " starts", " with", " one", " step")
 X = attention.BOOK_INPUTS.numpy().astype(np.float64)
@@ -52,45 +52,45 @@ def written(kind: str):
     """(words, sums) of one cell of each kind, from the package's derivation."""
     n = Notation("m")
     if kind == "merged":
-        return cells_heads.merged(derivations.merge(*heads(), ROW, 4), n, PIECES[ROW], "dim 4", PIECES)
+        return cells.explain_merged(derivations.merge(*heads(), ROW, 4), n, PIECES[ROW], "dim 4", PIECES)
     if kind == "mixed":
         weight = torch.randn(6, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
         found = derivations.out_projection(torch.arange(6.0), weight, COL, num_heads=2, bias=torch.ones(6), row=ROW)
-        return cells_heads.mixed(found, n, PIECES[ROW], "dim 1", PIECES)
+        return cells.explain_mixed(found, n, PIECES[ROW], "dim 1", PIECES)
     if kind == "head_weight":
         found = derivations.weight(heads()[0][1, ROW].log(), COL, row=ROW)
         found = dataclasses.replace(found, details={**found.details, "head": 1, "num_heads": 2})
-        return cells_heads.head_weight(found, Notation("attn_weights", scaled=True), PIECES[ROW], "head 2", PIECES)
+        return cells.explain_head_weight(found, Notation("attn_weights", scaled=True), PIECES[ROW], "head 2", PIECES)
     if kind.startswith("mistake:"):
         name = kind.split(":")[1]
         title = attention.MISTAKES[name].title
-        return cells_heads.mistake(mistake_pair(name), n, PIECES[ROW], PIECES[COL], PIECES, name=name, title=title)
+        return cells.explain_mistake(mistake_pair(name), n, PIECES[ROW], PIECES[COL], PIECES, name=name, title=title)
     if kind == "gru":
-        return cells_rnn.gru(derivations.encoder_state(*seq2seq(), ROW, COL), n, PIECES[ROW], "h1", PIECES)
+        return cells.explain_gru(derivations.encoder_state(*seq2seq(), ROW, COL), n, PIECES[ROW], "h1", PIECES)
     if kind == "bahdanau":
         trace, weights = seq2seq()
         found = derivations.bahdanau_weight(trace, ROW, COL)
         score = derivations.bahdanau_score(trace, weights, ROW, COL)
         found = dataclasses.replace(found, details={**found.details, "score": score})
-        return cells_rnn.bahdanau(found, n, "step 3", PIECES[COL], PIECES)
+        return cells.explain_bahdanau(found, n, "step 3", PIECES[COL], PIECES)
     if kind in ("dot", "additive"):
         score = derivations.contrast_score if kind == "additive" else (lambda x, i, j: derivations.score(x, x, i, j))
         found = derivations.weight([score(X, ROW, j).value for j in range(6)], COL, row=ROW)
         found = dataclasses.replace(found, details={**found.details, "score": score(X, ROW, COL)})
-        return cells_rnn.contrast(found, n, PIECES[ROW], PIECES[COL], PIECES)
+        return cells.explain_contrast(found, n, PIECES[ROW], PIECES[COL], PIECES)
     if kind in ("cached", "recomputed", "cached_layer_2"):
         cached, recomputed = cache_keys()
         layer = 1 if kind == "cached_layer_2" else 0
         found = derivations.cache_entry(cached, recomputed, layer, 1, ROW, COL, shown=kind.split("_")[0])
-        return cells_rnn.cached_key(found, n, PIECES[ROW], f"dim {COL}", PIECES)
+        return cells.explain_cached_key(found, n, PIECES[ROW], f"dim {COL}", PIECES)
     if kind in ("causal_mask", "window_mask"):
         window = None if kind == "causal_mask" else 3
         found = derivations.window_mask_entry(6, window, 5, COL)  # query 6, key 2: 4 tokens back
-        return cells_rnn.window_mask(found, n, PIECES[5], PIECES[COL], PIECES)
+        return cells.explain_window_mask(found, n, PIECES[5], PIECES[COL], PIECES)
     value = float(X[ROW, COL])
     term = derivations.Term(0, (value,), value)
     details = {"where": "inputs[2][1]", "source": "one of the book's six hand-picked vectors", "id": 4940}
-    return cells_rnn.embedding(derivations.Derivation("parameter", ROW, COL, (term,), value, value, details), n,
+    return cells.explain_embedding(derivations.Derivation("parameter", ROW, COL, (term,), value, value, details), n,
                                PIECES[ROW], "dim 1", PIECES)  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""The cell panel's words (``page_text.cells``) and the tril route's derivations: every number on the page is
+"""The cell panel's words (``explorer.cells.explain``) and the tril route's derivations: every number on the page is
 the package's own, written as the book writes it, in sentences of at most 35 words."""
 
 import re
@@ -11,7 +11,7 @@ from tolerances import summation_error
 import attention
 from attention import derivations
 from explorer import cells as view_cells
-from explorer.page_text.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
+from explorer.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
 
 PIECES = ("Your", " journey", " starts", " with", " one", " step")
 X = attention.BOOK_INPUTS.numpy()

@@ -23,6 +23,7 @@ LEARNER_FILES = sorted(
     [
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("explorer/page_text/*.py"),
+        ROOT / "explorer/cells.py",  # the cell panel's words
         *ROOT.glob("explorer/widgets/*.py"),
         *ROOT.glob("explorer/figures/*.py"),  # hovers, legends and block labels
         ROOT / "explorer/settings.py",  # the sidebar's help texts
@@ -33,7 +34,12 @@ LEARNER_FILES = sorted(
     ]
 )
 SENTENCE_FILES = sorted(
-    [*ROOT.glob("explorer/page_text/*.py"), *ROOT.glob("pages/*.py"), *ROOT.glob("attention/notebook/*.py")]
+    [
+        *ROOT.glob("explorer/page_text/*.py"),
+        ROOT / "explorer/cells.py",
+        *ROOT.glob("pages/*.py"),
+        *ROOT.glob("attention/notebook/*.py"),
+    ]
 )
 MAX_WORDS = 35
 

@@ -1,6 +1,7 @@
 """The cell panel through AppTest (issue 25): the keyboard picker selects a cell of every explainable heatmap on
 the wired pages, and the panel's result equals the drawn cell; the selection is kept per step, marked on the
-step's charts and in the code, carried by the link, and a bad link gets a notice, not a traceback."""
+step's charts and in the code (its matrix's ``Cells.code`` is in one line of the code the step shows), carried
+by the link, and a bad link gets a notice, not a traceback."""
 
 import re
 
@@ -9,6 +10,7 @@ import pytest
 from apptest_support import app, decode, figure_specs, next_step, previous_step, type_sentence
 
 from explorer import figures
+from explorer.session.keys import CELL_CODE
 from explorer.widgets import code
 
 # page -> {step (from 0): the names of its explainable panels, in the order they are drawn}
@@ -35,7 +37,7 @@ def picker(at, what: str):
 
 def panel_result(at) -> float:
     """The last number the panel's sum writes: the cell's value."""
-    sums = at.main.code[-1].value
+    sums = [c.value for c in at.main.code if c.language != "python"][-1]  # not "Show the code"'s
     return float(re.findall(r"−?\d+\.\d{4}", sums)[-1].replace("−", "-"))
 
 
@@ -43,6 +45,17 @@ def heatmaps(at) -> list[np.ndarray]:
     """The z of every pickable heatmap on the step, in drawing order."""
     specs = figure_specs(at)
     return [decode(s["data"][0]["z"]) for s in specs if any(t.get("name") == "cells" for t in s["data"])]
+
+
+def the_line_is_marked(at, shown: bool = True) -> None:
+    """The selected matrix's ``Cells.code`` is in exactly one line of the code the step shows (a part of a line
+    finds that line alone), and that line is the marked one; where the step does not show it (not ``shown``), in
+    none, and nothing is marked."""
+    wanted = at.session_state[CELL_CODE]
+    lines = [line for c in at.main.code if c.language == "python" for line in c.value.split("\n")]
+    found = [line for line in lines if wanted in line]
+    assert len(found) == int(shown), f"{wanted!r} is in {len(found)} lines of the step's code: {found}"
+    assert [line for line in lines if code.CELL_MARK.strip("# ") in line] == found
 
 
 def go_to(page: str, step: int, **query):
@@ -61,6 +74,7 @@ def test_the_picker_explains_every_heatmap_of_the_step(page, step):
     (hint,) = [c.value for c in at.main.caption if c.value.startswith("Click or tap any cell")]  # no cell yet
     # The heatmaps lie beside the panel on a laptop and below it on a phone: the hint says neither.
     assert not re.search(r"\b(above|below|beside|left|right)\b", hint), hint
+    at.session_state[code.code_panel_key()] = True  # open: the selected matrix's line is marked there
     for number, name in enumerate(names):
         if len(names) > 1:
             at.selectbox(key=f"w_cell:{page}:{step}:matrix").select_index(number).run()
@@ -71,6 +85,7 @@ def test_the_picker_explains_every_heatmap_of_the_step(page, step):
         assert panel_result(at) == pytest.approx(float(z[ROW, COL]), abs=1e-4), (page, step, name)
         shapes = [s for s in figure_specs(at)[number]["layout"].get("shapes", []) if s["line"]["width"] == 4]
         assert [(s["x0"], s["y0"]) for s in shapes] == [(COL - 0.5, ROW - 0.5)], "the chosen cell is outlined"
+        the_line_is_marked(at)
 
 
 def test_the_selection_is_kept_per_step_and_marked_on_the_other_panel():

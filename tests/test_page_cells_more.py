@@ -10,12 +10,12 @@ import pytest
 import torch
 from apptest_support import app, decode, figure_specs, next_step
 from test_derivations import grown_and_recomputed_keys
-from test_page_cells import COL, ROW, go_to, picker
+from test_page_cells import COL, ROW, go_to, picker, the_line_is_marked
 
 import attention
 from attention import derivations
 from explorer import views
-from explorer.page_text.cells import factor, number
+from explorer.cells import factor, number
 from explorer.settings import Settings
 from explorer.widgets import code
 
@@ -124,6 +124,14 @@ def expected(page: str, name: str) -> tuple:
     return ()
 
 
+# Panels whose matrix is made by code the step's "Show the code" does not show: no line is marked.
+UNSHOWN = {
+    ("multihead", 0, "wrapper-heads"),  # CausalAttention.steps' softmax; the step shows MultiHeadAttentionWrapper
+    ("why_attention", 4, "reversal-alignment"),  # the reversal model's; the page shows the untrained encoder–decoder
+    ("why_attention", 6, "dot-product-weights"),  # self_attention_contrast's x·xᵀ; the page shows additive_scores
+}
+
+
 def panel_sums(at) -> str:
     return "\n".join(c.value for c in at.main.code if c.language != "python")
 
@@ -147,6 +155,7 @@ def cell_value(sums: str) -> float:
 @pytest.mark.parametrize(("page", "step"), [(page, step) for page, steps in CASES.items() for step in steps])
 def test_the_panel_writes_the_drawn_cell_from_the_packages_terms(page, step):
     at = go_to(page, step)
+    at.session_state[code.code_panel_key()] = True  # open: the selected matrix's line is marked there
     names = CASES[page][step]
     assert len(drawn(at)) == len(names), "every explainable heatmap of the step has its points"
     for number_, name in enumerate(names):
@@ -163,11 +172,13 @@ def test_the_panel_writes_the_drawn_cell_from_the_packages_terms(page, step):
             assert derivation.value == pytest.approx(float(z[row, COL]), abs=1e-4) or derivation.kind.endswith("score")
             for text in written(derivation):
                 assert text in sums, (name, text, sums)
+        the_line_is_marked(at, shown=(page, step, name) not in UNSHOWN)
 
 
 def test_break_it_writes_the_right_and_the_wrong_cell_side_by_side():
     at = app("pages/mistakes.py")
     next_step(at)
+    at.session_state[code.code_panel_key("Show the code: the package's step, then the mistaken one")] = True
     picker(at, "row").select_index(ROW).run()
     picker(at, "col").select_index(COL).run()
     assert not at.exception
@@ -182,6 +193,7 @@ def test_break_it_writes_the_right_and_the_wrong_cell_side_by_side():
     markdown = "\n".join(m.value for m in at.main.markdown)
     assert "The changed line: the hidden keys' scores are 0, not −∞, so their exps are not 0." in markdown
     assert "hidden keys' scores set to 0: 4–6" in wrong_text and "set to 0" not in right_text
+    the_line_is_marked(at)
     outlined = [s for s in figure_specs(at)[0]["layout"]["shapes"] if s["line"].get("width") == 4]
     assert sorted((s["xref"], s["x0"], s["y0"]) for s in outlined) == [
         ("x", COL - 0.5, ROW - 0.5),

@@ -1,4 +1,4 @@
-"""The live room in the app (``session.room``, ``widgets.room``): a presenter opens a room, students who open
+"""The live room in the app (``explorer.room``): a presenter opens a room, students who open
 ``?room=CODE`` follow the teacher's page, step and sentence, vote, and see the teacher's reveals; a student can
 neither move the room nor reveal for it. Teacher and students are AppTests in one process, sharing its store."""
 
@@ -12,8 +12,8 @@ import pytest
 from apptest_support import app, captions, decode, markdown, next_step, type_sentence
 from streamlit.util import calc_hash
 
-from explorer.runtime.rooms import room_store
-from explorer.session import room
+from explorer.room import live as room
+from explorer.room import room_store
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -1,4 +1,4 @@
-"""The live room's stores (``explorer.runtime.rooms``): the same tests for memory and for Redis.
+"""The live room's stores (``explorer.room``): the same tests for memory and for Redis.
 
 The Redis store runs against a real ``redis-server`` started on a free loopback port. Without one the Redis
 tests are skipped, except in CI (``CI=true``), where .ci/run installs it and a missing one fails.
@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from explorer.runtime import rooms
-from explorer.runtime.rooms import store as store_module
-from explorer.runtime.rooms.store import MemoryRoomStore, RoomFullError, RoomGoneError
+import explorer.room as rooms
+from explorer.room import store as store_module
+from explorer.room.store import MemoryRoomStore, RoomFullError, RoomGoneError
 
 
 class Clock:
@@ -72,7 +72,7 @@ def store_and_clock(request):
     clock = Clock()
     if request.param == "memory":
         return MemoryRoomStore(clock=clock), clock
-    from explorer.runtime.rooms.redis_store import RedisRoomStore
+    from explorer.room.redis_store import RedisRoomStore
 
     url = request.getfixturevalue("redis_url")
     store = RedisRoomStore.from_url(url)
@@ -188,7 +188,7 @@ def test_a_room_is_bounded(store_and_clock, monkeypatch):
     store, _ = store_and_clock
     monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
     monkeypatch.setattr(store_module, "MAX_QUESTIONS", 2)
-    import explorer.runtime.rooms.redis_store as redis_rooms
+    import explorer.room.redis_store as redis_rooms
 
     monkeypatch.setattr(redis_rooms, "MAX_STUDENTS", 3)
     monkeypatch.setattr(redis_rooms, "MAX_QUESTIONS", 2)
@@ -226,7 +226,7 @@ def test_the_memory_store_is_shared_safely_by_threads():
 
 
 def test_the_store_is_memory_unless_a_redis_url_is_set(monkeypatch, redis_url):
-    from explorer.runtime.rooms.redis_store import RedisRoomStore
+    from explorer.room.redis_store import RedisRoomStore
 
     monkeypatch.setattr(rooms, "_STORE", [])
     monkeypatch.delenv(rooms.URL_VARIABLE, raising=False)
@@ -262,7 +262,7 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
     if isinstance(store, MemoryRoomStore):
         other = store  # one process: the store itself tells its listeners
     else:
-        from explorer.runtime.rooms.redis_store import RedisRoomStore
+        from explorer.room.redis_store import RedisRoomStore
 
         other = RedisRoomStore.from_url(_url_of(store))  # another process's store
     heard = Heard()
@@ -284,14 +284,14 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
 
 
 def subscribers(store) -> int:
-    from explorer.runtime.rooms.redis_store import CHANNEL
+    from explorer.room.redis_store import CHANNEL
 
     return store._redis.pubsub_numsub(CHANNEL)[0][1]
 
 
 def wait_subscribed(store, listeners: int) -> None:
     """Until ``listeners`` connections listen (earlier tests' stores keep theirs)."""
-    from explorer.runtime.rooms.redis_store import CHANNEL
+    from explorer.room.redis_store import CHANNEL
 
     deadline = time.monotonic() + 10
     while store._redis.pubsub_numsub(CHANNEL)[0][1] < listeners:
@@ -300,7 +300,7 @@ def wait_subscribed(store, listeners: int) -> None:
 
 
 def test_after_a_lost_connection_the_listener_says_every_room_may_have_changed(redis_url):
-    from explorer.runtime.rooms.redis_store import RedisRoomStore
+    from explorer.room.redis_store import RedisRoomStore
 
     store = RedisRoomStore.from_url(redis_url)
     store._redis.flushdb()
@@ -333,7 +333,7 @@ def test_a_failing_listener_does_not_break_the_write_or_the_others():
 
 
 def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
-    from explorer.runtime.rooms.wake import Wakener
+    from explorer.room.wake import Wakener
 
     store = MemoryRoomStore()
     woken: list[str] = []
@@ -358,7 +358,7 @@ def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
 
 
 def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
-    from explorer.runtime.rooms.wake import Wakener
+    from explorer.room.wake import Wakener
 
     clock = Clock()
     store = MemoryRoomStore(clock=clock)
@@ -381,7 +381,7 @@ def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
 
 
 def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whole_app():
-    from explorer.runtime.rooms.wake import Wakener
+    from explorer.room.wake import Wakener
 
     store = MemoryRoomStore()
     woken: list[tuple[str, str]] = []
@@ -400,7 +400,7 @@ def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whol
 
 
 def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_switches_pages():
-    from explorer.runtime.rooms.wake import LIVE_PAGE, Wakener
+    from explorer.room.wake import LIVE_PAGE, Wakener
 
     store = MemoryRoomStore()
     woken: list[tuple[str, str]] = []
@@ -428,13 +428,13 @@ def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_s
     ],
 )
 def test_a_move_needs_the_whole_app_only_when_the_sidebar_shows_something_else(old, new, needs_the_app):
-    from explorer.session.live import sidebar_differs
+    from explorer.room.live import sidebar_differs
 
     assert sidebar_differs(old, new) is needs_the_app
 
 
 def test_woken_runs_take_turns_and_other_runs_do_not_wait():
-    from explorer.runtime.rooms.wake import Wakener
+    from explorer.room.wake import Wakener
 
     store = MemoryRoomStore()
     wakener = Wakener(store, rerun=lambda session, fragment: None, active=bool)
@@ -471,7 +471,7 @@ def test_woken_runs_take_turns_and_other_runs_do_not_wait():
 
 
 def test_a_move_reads_the_room_once_for_the_class_and_each_woken_run_takes_that_read():
-    from explorer.runtime.rooms.wake import Wakener
+    from explorer.room.wake import Wakener
 
     class Counting(MemoryRoomStore):
         reads = 0

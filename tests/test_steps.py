@@ -123,7 +123,7 @@ def one_step_page(panel: bool):
     import numpy as np
 
     from explorer import cells, figures, widgets
-    from explorer.page_text.cells import Notation
+    from explorer.cells import Notation
 
     scores = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
     steps = widgets.Steps("steps_test")

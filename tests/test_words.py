@@ -11,8 +11,9 @@ import torch
 
 import attention
 from attention import derivations
-from explorer.page_text import cells_heads, cells_rnn, generate, multihead, qkv
-from explorer.page_text.cells import Notation, explain
+from explorer import cells
+from explorer.cells import Notation, explain
+from explorer.page_text import generate, multihead, qkv
 from explorer.widgets import code
 
 X = attention.BOOK_INPUTS.numpy().astype(np.float64)
@@ -73,7 +74,7 @@ def test_a_recorded_weight_names_the_model_that_made_it(model, named):
     details = {"layer": 0, "head": 1, "query": 5, "seen": 6, "piece": " step", "model": model}
     terms = tuple(derivations.Term(j, (w,), w) for j, w in enumerate([0.5, 0.5]))
     found = derivations.Derivation("recorded", 0, 1, terms, 1.0, 0.5, details)
-    words, _ = cells_rnn.recorded(found, Notation("attn_weights"), " step", " journey", [])
+    words, _ = cells.explain_recorded(found, Notation("attn_weights"), " step", " journey", [])
     assert f"{named} made it" in words
     assert ("GPT-2 made it" in words) == (model == "GPT-2")
 
@@ -99,7 +100,7 @@ def test_a_merged_column_counts_heads_from_1_in_its_formula():
     weights = np.full((2, 3, 3), 1 / 3)
     values = np.arange(2 * 3 * 2, dtype=np.float64).reshape(2, 3, 2)
     found = derivations.merge(weights, values, 1, 3)  # column 3: head 2's column 1
-    words, _ = cells_heads.merged(found, Notation("context_vec"), " journey", "x", ["a", "b", "c"])
+    words, _ = cells.explain_merged(found, Notation("context_vec"), " journey", "x", ["a", "b", "c"])
     assert "belongs to head 2" in words and "column 3 = (head 2 − 1) · 2 + 1" in words
 
 

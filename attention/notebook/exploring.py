@@ -24,12 +24,9 @@ import torch
 from torch import nn
 
 from explorer import cells
-from explorer.cells import Cells
-from explorer.page_text import cells_heads
-from explorer.page_text.cells import Notation
+from explorer.cells import Cells, Notation
 from explorer.page_text.glossary import term
 
-from .. import derivations
 from ..causal import CausalAttention
 from ..constants import BOOK_SENTENCE, BOOK_TOKENS
 from ..embeddings import BOOK_INPUTS, embed_tokens
@@ -559,21 +556,8 @@ class Exploration:
         after = self.dropped if self.dropped is not None else self.weights
         weights, values = after[item].numpy(), self.seen["values"][item].numpy()
         columns = _dims(self.context.shape[-1])
-
-        def derive(row: int, col: int):
-            return derivations.merge(np.array(weights), np.array(values), row, col)
-
         code = "torch.cat(" if self.sizes.kind == WRAPPER else ".view("
-        found = Cells(
-            derive,
-            self._notation("context_vec", item),
-            code,
-            tuple(pieces),
-            columns,
-            cols="dim",
-            keys=tuple(pieces),
-            words=cells_heads.merged,
-        )
+        found = cells.merged(weights, values, pieces, columns, code=code, notation=self._notation("context_vec", item))
         panel = Panel(
             "concatenated",
             "heads' context vectors, side by side",
@@ -621,27 +605,15 @@ class Exploration:
         weight = out.weight.detach().double().cpu().numpy()
         bias = None if out.bias is None else out.bias.detach().double().cpu().numpy()
         context = self.context[item].numpy()
-        heads = self.num_heads
-
-        def derive(row: int, col: int):
-            return derivations.out_projection(
-                np.array(context[row]),
-                np.array(weight),
-                col,
-                num_heads=heads,
-                bias=None if bias is None else np.array(bias),
-                row=row,
-            )
-
-        found = Cells(
-            derive,
-            self._notation("context_vec", item),
-            "self.out_proj(",
-            tuple(pieces),
+        found = cells.out_proj(
+            context,
+            weight,
+            bias,
+            pieces,
             _dims(weight.shape[0]),
-            cols="dim",
-            keys=tuple(pieces),
-            words=cells_heads.mixed,
+            num_heads=self.num_heads,
+            code="self.out_proj(",
+            notation=self._notation("context_vec", item),
         )
         output = self.seen["output"][item].numpy()
         panel = Panel(

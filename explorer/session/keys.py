@@ -50,7 +50,7 @@ WHY_HIDDEN = "why_hidden"  # Why attention's hidden_size: the slider's value, ke
 GENERATE_TIMES = "generate:times"  # Generate's timing of one new token both ways, until the next press
 
 
-# The live room (``session.room``, ``session.live``, ``widgets.room``)
+# The live room (``explorer.room``: ``live.py``, ``panel.py``)
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"  # the room joined; a teacher's token; a student's id
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
 SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)

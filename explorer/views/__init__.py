@@ -9,7 +9,6 @@ modules, so the first page's run imports no torch.
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 """
 
-from explorer.views import page_cells, page_cells_heads, page_cells_rnn
 from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
 from explorer.views.chapter import (
     WHY_HIDDEN_SIZE,
@@ -17,6 +16,7 @@ from explorer.views.chapter import (
     module_trace,
     qkv_view,
     scaling_view,
+    seq2seq_parts,
     simplified_view,
     why_view,
 )
@@ -41,13 +41,11 @@ __all__ = [
     "module_trace",
     "multihead_view",
     "note",
-    "page_cells",
-    "page_cells_heads",
-    "page_cells_rnn",
     "page_turn",
     "qkv_view",
     "reversal_view",
     "scaling_view",
+    "seq2seq_parts",
     "simplified_view",
     "why_view",
 ]

@@ -14,7 +14,7 @@ import attention
 from explorer.models.first_view import stored_why_view
 from explorer.models.modules import module_for
 from explorer.results import QkvView, ScalingView, SimplifiedView, TraceArrays, WhyView, from_tensors
-from explorer.runtime.caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES
+from explorer.runtime.caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
 from explorer.views.run import Run, budgeted, run_view
 
@@ -125,3 +125,19 @@ def computed_why_view(inputs: np.ndarray, seed: int, hidden_size: int) -> WhyVie
     run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=seed)
     contrast = attention.self_attention_contrast(inputs, seed=seed)
     return from_tensors(WhyView, run, contrast)
+
+
+def seq2seq_parts(inputs: np.ndarray, seed: int, hidden_size: int):
+    """The trace and weights of ``attention.encoder_decoder`` on ``inputs`` (num_tokens, d_in), as ``why_view``
+    ran it: what a GRU or Bahdanau cell of Why attention reads (``explorer.cells.encoder_states``). The view
+    keeps no decoder states (a first visit's is stored), so this runs once per sentence, when a first cell is
+    asked for, never at a page's run."""
+    x = np.ascontiguousarray(inputs, dtype=np.float32)
+    return _seq2seq_parts(x.tobytes(), x.shape, seed, hidden_size)
+
+
+@shared_view(max_entries=CACHE_ENTRIES)
+def _seq2seq_parts(inputs: bytes, shape: tuple[int, int], seed: int, hidden_size: int):
+    x = torch.tensor(np.frombuffer(inputs, dtype=np.float32).reshape(shape))  # (num_tokens, d_in)
+    trace = attention.encoder_decoder(x, hidden_size=hidden_size, seed=seed)
+    return trace, attention.seq2seq_weights(shape[1], hidden_size, None, seed)

@@ -1,7 +1,8 @@
 """The widgets layer: the Streamlit pieces pages are made of (sidebar, stepper, charts with their
 downloads, the code panel, questions, captions, the stylesheet) and friendly handling of bad input.
 
-It may import ``session``, ``views``, ``models``, ``runtime`` and the bottom modules, never pages.
+It may import ``room`` (its own layer), ``session``, ``views``, ``models``, ``runtime`` and the bottom modules,
+never pages.
 """
 
 from explorer.runtime.patches import run_page
@@ -15,14 +16,12 @@ from explorer.widgets.downloads import finish_run
 from explorer.widgets.every_head import show_every_head
 from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
 from explorer.widgets.questions import ask
-from explorer.widgets.room import app_pages, follow_in_page, follow_teacher, page_shown, room_controls, room_turn
 from explorer.widgets.sidebar import sidebar
 from explorer.widgets.stepper import Steps, stepper
 
 __all__ = [
     "Panel",
     "Steps",
-    "app_pages",
     "ask",
     "book_caption",
     "chart",
@@ -31,16 +30,11 @@ __all__ = [
     "dropout_setting",
     "explain_cell",
     "finish_run",
-    "follow_in_page",
-    "follow_teacher",
     "guard",
     "outside_model",
-    "page_shown",
     "page_stylesheet",
     "panel",
     "progress",
-    "room_controls",
-    "room_turn",
     "run_page",
     "show_alignment",
     "show_bottleneck",

@@ -1,7 +1,7 @@
 """Every number explains itself (issue 25): click, tap or pick a heatmap's cell, and a panel says how it was made.
 
 How a page opts in. Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, a
-``explorer.cells.Cells`` made from the view's arrays (``explorer.cells.scores``, ``weights``, ``dropped``,
+``explorer.cells.Cells`` made in the step from the view's arrays (``explorer.cells.scores``, ``weights``, ``dropped``,
 ``masked_weights``, ``renormalized``, ``context``, ``projections``). Then call ``explain_cell(where)`` once
 on the step, where the panel should go (under the charts, or in a text column beside them)::
 
@@ -19,8 +19,8 @@ other panels share with it by name (``Cells.rows``, ``Cells.cols``: "query", "ke
 The selected matrix's ``Cells.code`` line is marked in "Show the code" (``code.show_code``), and the
 link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for the step's p-th panel).
 
-A new kind of cell: a function in ``attention.derivations`` that returns a ``Derivation``, its words in
-``page_text.cells.explain``, and a constructor in ``explorer.cells``.
+A new kind of cell: a function in ``attention.derivations`` that returns a ``Derivation``, then its words and
+its constructor, side by side, in ``explorer.cells``.
 """
 
 from __future__ import annotations

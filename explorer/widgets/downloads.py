@@ -9,11 +9,11 @@ The buttons live here; the text they hold is made by ``figures.tables``, only wh
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import streamlit as st
 
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
-from explorer.session import room
 from explorer.session.keys import LINK_SLOT, PAGE_PARAMS, PRESENTER, RUN_FIGURES, RUN_SECTIONS, RUN_STEP, SETTINGS
 from explorer.session.links import view_link
 from explorer.session.state import chosen
@@ -73,10 +73,13 @@ def tokenizer_name(run: Run) -> str:
     return "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer
 
 
-def finish_run(page_title: str, run: Run, url_path: str) -> None:
+def finish_run(
+    page_title: str, run: Run, url_path: str, address: Callable[[dict[str, str]], dict[str, str]] = dict
+) -> dict[str, str]:
     """After the page: a "download this step's numbers" JSON button for everything drawn in this run, then the
     view written into the URL (the address bar is a deep link) and offered as "Copy link to this view" in the
-    sidebar slot ``widgets.sidebar`` reserved."""
+    sidebar slot ``widgets.sidebar`` reserved. ``address`` makes the address bar's parameters from the view's
+    (a student in a live room keeps the room there). Returns the view's parameters."""
     state = st.session_state
     drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
     if drawn:
@@ -94,10 +97,9 @@ def finish_run(page_title: str, run: Run, url_path: str) -> None:
     settings = state.get(SETTINGS) or chosen()  # ``chosen``, not entered at each run
     page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
     params, link = view_link(settings, step, page_params, bool(state.get(PRESENTER)), st.context.url, url_path)
-    room.publish(url_path, params)  # a teacher's live room follows this view
-    address = room.address(params)  # a student's keeps the room, to join it again on reload
-    if st.query_params.to_dict() != address:
-        st.query_params.from_dict(address)
+    shown = address(params)
+    if st.query_params.to_dict() != shown:
+        st.query_params.from_dict(shown)
     with (state.get(LINK_SLOT) or st.sidebar).popover(
         "Copy link to this view", icon=":material/link:", width="stretch"
     ):
@@ -105,6 +107,7 @@ def finish_run(page_title: str, run: Run, url_path: str) -> None:
         st.code(link, language=None, wrap_lines=True)
         if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
             st.warning(f"Sentences over {MAX_URL_TEXT_CHARS:,} characters are not put in links.")
+    return params
 
 
 def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], drawn: list[dict]) -> dict:

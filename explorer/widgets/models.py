@@ -6,11 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 import attention
-from explorer import figures
+from explorer import cells, figures
+from explorer.cells import Notation
 from explorer.models.heads import summaries
 from explorer.page_text.glossary import term
 from explorer.settings import Settings
-from explorer.views import page_cells_rnn
 from explorer.views.reversal import reversal_view
 from explorer.widgets.basics import table
 from explorer.widgets.charts import draw
@@ -90,6 +90,8 @@ def show_alignment(pieces, ids) -> None:
         f"{count} symbols right."
     )
     written = [pieces[count - 1 - i] for i in range(count)]  # row i: the token output step i must write
+    code, notation = "weights = torch.softmax(", Notation("alignment")
+    explain = cells.reversal(ids, written, list(pieces), code=code, notation=notation)
     draw(
         figures.heatmap_grid,
         "reversal-alignment",
@@ -100,7 +102,7 @@ def show_alignment(pieces, ids) -> None:
         title="Bahdanau weights: rows write the sentence backwards, columns are the input",
         columns=2,
         max_row_height=480,
-        explain=page_cells_rnn.reversal(ids, written, list(pieces)),
+        explain=explain,
     )
     st.caption(attention.TRAINED_NOTE)
 

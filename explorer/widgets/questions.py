@@ -18,11 +18,10 @@ import zlib
 
 import streamlit as st
 
+from explorer import room
 from explorer.page_text.questions import Question
 from explorer.parsing import literal
-from explorer.session import room
 from explorer.session.keys import PRESENTER, question_keys
-from explorer.widgets.room import vote_chart
 
 
 def state_key(question: Question, context: object = None) -> str:
@@ -34,7 +33,7 @@ def show_question(question: Question, *, context: object = None, presenter: bool
     """Draw the question, its answer box (not in presenter mode) and Reveal; returns whether it is revealed.
 
     ``context`` is whatever the answer depends on (the settings, the query
-    token): a change of it asks the question afresh. In a live room (``session.room``) a student's answer is
+    token): a change of it asks the question afresh. In a live room (``explorer.room``) a student's answer is
     their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's. The
     teacher's reveal is read from the room, so a session that took the room back shows what the students see.
     """
@@ -55,7 +54,7 @@ def show_question(question: Question, *, context: object = None, presenter: bool
         else:
             _answer_box(question, answer_key, widget, disabled=revealed, vote_as=key)
         if room.is_teacher():
-            vote_chart(question, key)
+            room.vote_chart(question, key)
         given = st.session_state.get(answer_key)
         if not revealed:
             if teachers is not None:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from explorer import room
 from explorer.parsing import parse_position, quoted
-from explorer.session import room
 from explorer.session.keys import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, step_key
 from explorer.session.links import initial_param
 from explorer.session.notices import notice

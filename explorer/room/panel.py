@@ -1,27 +1,21 @@
 """The live room on screen: a presenter opens a room in the sidebar and shows its code, link and QR code; a
 student who opened ``?room=CODE`` sees a bar above the page that follows the teacher or lets them explore; the
-teacher sees the class's votes on a question as they come in.
-
-Students do not poll: the process reruns a following student's session when the teacher moves or reveals
-(``runtime.rooms.wake``). The state behind all this lives in ``session.room``."""
+teacher sees the class's votes on a question as they come in. The state behind all this is ``explorer.room.live``'s.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import functools
 import io
 import json
 import urllib.parse
-from collections.abc import Iterator
 
 import streamlit as st
 
 from explorer import figures
 from explorer.page_text.questions import Question
-from explorer.runtime.patches import current_fragment_id
-from explorer.runtime.rooms.store import IDLE_SECONDS
-from explorer.session import live, room
+from explorer.room import live
+from explorer.room.store import IDLE_SECONDS
 from explorer.session.keys import MESSAGE, RESUMED, ROOM_SLOT
 from explorer.session.notices import notice
 from explorer.session.state import presenter
@@ -30,62 +24,7 @@ from explorer.widgets.charts import style as chart_style
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
 
-def room_turn():
-    """Around the whole app's run: a run the room woke takes its turn (``runtime.rooms.wake``)."""
-    return room.turn()
-
-
-def app_pages(chapter: tuple, live: tuple) -> list:
-    """The ``st.Page`` of each of the ``chapter``'s (script, title, icon, options), and the ``live`` room's page,
-    listed in the navigation only for a student in a room (a link reaches it in any case). Joins the room the
-    link names first. Each run gets copies of pages made once: making one checks its file on disk."""
-    room.join_from_link()
-    key = (id(chapter), id(live), room.is_student())
-    if key not in _PROTOTYPES:
-        listed = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in chapter]
-        script, name, symbol, more = live
-        shown = "visible" if key[2] else "hidden"
-        live_page = st.Page(script, title=name, icon=symbol, visibility=shown, **more)
-        _PROTOTYPES[key] = (live_page, *listed) if key[2] else (*listed, live_page)  # first: never under "View more"
-    return [copy.copy(page) for page in _PROTOTYPES[key]]  # a page's "may run" flag is each run's own
-
-
-_PROTOTYPES: dict[tuple, tuple] = {}  # (the chapter's id, the live page's id, a student's?) -> its pages
-
-
-def page_shown(navigation, pages: dict):
-    """The page the page's fragment draws: the teacher's on the Live room page, when a student follows there;
-    else the one ``st.navigation`` returned. ``pages`` maps each page's URL path to its ``st.Page``."""
-    shown = live.live_page() if navigation.url_path == live.LIVE else None
-    return pages[shown] if shown in pages and shown != live.LIVE else navigation
-
-
-def follow_teacher(pages: dict, url_path: str) -> None:
-    """Before the sidebar's widgets: take a student who follows the room to the Live room page, which shows the
-    teacher's page and link, and one who stops following to the page it showed. ``pages`` maps each page's URL
-    path to its ``st.Page``; ``url_path`` is this run's."""
-    if room.resume_teacher(presenter()):
-        st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
-    move = live.arrive(url_path, pages)
-    if move is not None:
-        room.keep_turn()
-        page, params = move
-        st.switch_page(pages[page], query_params=room.address(params))
-
-
-@contextlib.contextmanager
-def follow_in_page(url_path: str) -> Iterator[None]:
-    """Around the page's fragment: a student whose page alone was rerun for a move makes it here (or reruns the
-    whole app when the move needs the sidebar or another page), and a run the room woke takes its turn."""
-    room.page_fragment(current_fragment_id())
-    with room.turn():
-        if live.arrive_in_page(url_path):
-            room.keep_turn()
-            st.rerun(scope="app")
-        yield
-
-
-def room_controls() -> None:
+def controls() -> None:
     """The live room, between the sidebar and the page: a student's bar, or a presenter's room in
     the sidebar."""
     message = st.session_state.get(MESSAGE)
@@ -93,9 +32,9 @@ def room_controls() -> None:
         text, button = st.columns([4, 1], vertical_alignment="center")
         notice(message, where=text)
         button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(MESSAGE, None))
-    if room.is_student():
+    if live.is_student():
         student_bar()
-    elif room.is_teacher() or presenter():
+    elif live.is_teacher() or presenter():
         with st.session_state.get(ROOM_SLOT) or st.sidebar:
             teacher_panel()
 
@@ -105,13 +44,13 @@ def student_bar() -> None:
     text, button = st.columns([4, 1], vertical_alignment="center")
     with text:
         remember_voter()
-    if room.following():
-        text.caption(f"Room **{room.code()}** · following the teacher: their page and step come to you.")
-        button.button("On my own", key="room_alone", on_click=room.follow, args=(False,), width="stretch")
+    if live.following():
+        text.caption(f"Room **{live.code()}** · following the teacher: their page and step come to you.")
+        button.button("On my own", key="room_alone", on_click=live.follow, args=(False,), width="stretch")
     else:
-        text.caption(f"Room **{room.code()}** · on your own: the teacher's moves wait for you.")
+        text.caption(f"Room **{live.code()}** · on your own: the teacher's moves wait for you.")
         button.button(
-            "Follow the teacher", key="room_follow", on_click=room.follow, args=(True,), type="primary", width="stretch"
+            "Follow the teacher", key="room_follow", on_click=live.follow, args=(True,), type="primary", width="stretch"
         )
 
 
@@ -136,24 +75,24 @@ def teacher_panel() -> None:
     """In presenter mode: "Open a room", or the open room's code, its buttons and counts, then its link and QR
     code, which may lie below the screen's edge: a 1280×720 screen shows every button without scrolling."""
     remember_room()
-    if not room.is_teacher():
+    if not live.is_teacher():
         st.button(
             "Open a room",
             key="room_open",
             icon=":material/groups:",
-            on_click=room.open_room,
+            on_click=live.open_room,
             width="stretch",
             help="Students who join follow your page, step and settings, and vote on the questions.",
         )
         return
-    code, link = room.code(), join_link(room.code())
+    code, link = live.code(), join_link(live.code())
     st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{code}</b></div>", unsafe_allow_html=True)
     if st.session_state.pop(RESUMED, False):
         st.caption(f"You are back in room {code}: its students and votes were kept.")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(code, link)
     teacher_counts()
-    st.button("Close the room", key="room_close", type="tertiary", on_click=room.close_room)
+    st.button("Close the room", key="room_close", type="tertiary", on_click=live.close_room)
     st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
     st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
 
@@ -161,17 +100,17 @@ def teacher_panel() -> None:
 def remember_room() -> None:
     """Keep the room's code and token in the teacher's browser (a cookie only this site reads), so that the tab
     takes the room back when the app's process restarts; forget them when the room closes."""
-    due = room.cookie_due()
+    due = live.cookie_due()
     if due is False:
         return
-    write_cookie(room.TEACHER_COOKIE, due or "", IDLE_SECONDS if due else 0)
+    write_cookie(live.TEACHER_COOKIE, due or "", IDLE_SECONDS if due else 0)
 
 
 def remember_voter() -> None:
     """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student."""
-    due = room.voter_cookie_due()
+    due = live.voter_cookie_due()
     if due is not None:
-        write_cookie(room.VOTER_COOKIE, due, room.VOTER_SECONDS)
+        write_cookie(live.VOTER_COOKIE, due, live.VOTER_SECONDS)
 
 
 def write_cookie(name: str, value: str, max_age: int) -> None:
@@ -195,7 +134,7 @@ def join_dialog(code: str, link: str) -> None:
 
 @st.fragment(run_every=TEACHER_POLL_SECONDS)
 def teacher_counts() -> None:
-    counts = room.counts()
+    counts = live.counts()
     if counts is None:
         st.rerun(scope="app")
     st.markdown(f"**{counts[0]} following · {counts[1]} exploring**")
@@ -205,8 +144,8 @@ def vote_chart(question: Question, key: str) -> None:
     """The teacher's live count of the class's answers to ``question`` (stored under ``key``)."""
 
     @st.fragment(run_every=TEACHER_POLL_SECONDS)
-    def live() -> None:
-        counts = room.tally(key)
+    def votes() -> None:
+        counts = live.tally(key)
         if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
             values = [counts.get(str(choice), 0) for choice in question.choices]
             title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
@@ -229,4 +168,4 @@ def vote_chart(question: Question, key: str) -> None:
         figures.layout.pandas_settled()
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 
-    live()
+    votes()

@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 
-from explorer.runtime.rooms.store import (
+from explorer.room.store import (
     ACTIVE_SECONDS,
     IDLE_SECONDS,
     MAX_QUESTIONS,

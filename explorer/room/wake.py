@@ -23,9 +23,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from explorer.room.store import RoomFullError, RoomGoneError, RoomStore, Snapshot
 from explorer.runtime.patches import rerun_session, session_active
 from explorer.runtime.queue import TurnQueue
-from explorer.runtime.rooms.store import RoomFullError, RoomGoneError, RoomStore, Snapshot
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
 LIVE_PAGE = "live"  # the URL path of the page where a student who follows sees the teacher's page

@@ -1,0 +1,110 @@
+"""The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
+follow the teacher's page, step and settings, and vote on the questions.
+
+* ``store``: the room's state (a teacher's position, who follows, votes, reveals) in this process's memory;
+  ``redis_store``: the same in Redis, shared by several processes (``ATTENTION_ROOMS_URL=redis://...``).
+* ``wake``: this process's students in rooms, rerun when their room changes; nothing polls.
+* ``live``: one session in a room: joining, the teacher's publication at the end of each run, a student's
+  arrival where the teacher is, the votes. ``panel``: the room on screen, and the class's votes.
+
+``room_store()`` and ``wakener()`` are the process's one store and one register of students.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from explorer.room.store import (
+    MemoryRoomStore,
+    RoomFullError,
+    RoomGoneError,
+    RoomStore,
+    Snapshot,
+    normal_code,
+)
+from explorer.room.wake import LIVE_PAGE, Wakener
+
+URL_VARIABLE = "ATTENTION_ROOMS_URL"
+LIVE = LIVE_PAGE
+
+_STORE: list[RoomStore] = []
+_STORE_LOCK = threading.Lock()
+_WAKENER: list[Wakener] = []
+_WAKENER_LOCK = threading.Lock()
+
+
+def room_store() -> RoomStore:
+    """The process's one store: Redis when ``ATTENTION_ROOMS_URL`` names one, else memory."""
+    with _STORE_LOCK:
+        if not _STORE:
+            url = os.environ.get(URL_VARIABLE, "").strip()
+            if url:
+                from explorer.room.redis_store import RedisRoomStore
+
+                _STORE.append(RedisRoomStore.from_url(url))
+            else:
+                _STORE.append(MemoryRoomStore())
+        return _STORE[0]
+
+
+def wakener() -> Wakener:
+    """The process's one register of students in rooms, listening to ``room_store()``."""
+    with _WAKENER_LOCK:
+        if not _WAKENER:
+            _WAKENER.append(Wakener(room_store()))
+        return _WAKENER[0]
+
+
+# A session's side last: ``live`` and ``panel`` use ``room_store()`` and ``wakener()`` above.
+from explorer.room.live import (  # noqa: E402
+    address,
+    app_pages,
+    code,
+    follow_in_page,
+    follow_teacher,
+    following,
+    is_student,
+    is_teacher,
+    own_vote,
+    page_shown,
+    publish,
+    reveal,
+    revealed_by_teacher,
+    revealed_here,
+    turn,
+    vote,
+)
+from explorer.room.panel import controls, vote_chart  # noqa: E402
+
+__all__ = [
+    "LIVE",
+    "URL_VARIABLE",
+    "MemoryRoomStore",
+    "RoomFullError",
+    "RoomGoneError",
+    "RoomStore",
+    "Snapshot",
+    "Wakener",
+    "address",
+    "app_pages",
+    "code",
+    "controls",
+    "follow_in_page",
+    "follow_teacher",
+    "following",
+    "is_student",
+    "is_teacher",
+    "normal_code",
+    "own_vote",
+    "page_shown",
+    "publish",
+    "reveal",
+    "revealed_by_teacher",
+    "revealed_here",
+    "room_store",
+    "turn",
+    "vote",
+    "vote_chart",
+    "wakener",
+]
