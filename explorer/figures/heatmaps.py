@@ -264,7 +264,7 @@ def heatmap_spec(
         margin["b"] = legend_height + 10
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
         margin["t"] = top
-    return data, figure_layout(title + note, style, height, margin=margin, **own), view
+    return data, figure_layout(title, style, height, margin=margin, subtitle=note, **own), view
 
 
 def without_cell_text(fig: go.Figure) -> go.Figure:

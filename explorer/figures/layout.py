@@ -156,13 +156,16 @@ def figure_layout(
     *,
     legend: dict | None = None,
     margin: dict | None = None,
+    subtitle: str = "",
     **props,
 ) -> dict:
     """The title, margins and height every figure shares, and every text size set explicitly: Streamlit's
     plotly theme sets its own smaller axis-title, legend and colour-bar sizes where a figure sets none.
 
     ``props`` are the builder's own layout (axes from ``axis``, shapes, ``plot_bgcolor`` ...); ``legend``
-    and ``margin`` are merged into the shared ones."""
+    and ``margin`` are merged into the shared ones; ``subtitle`` is a line under the title, in the ticks' size
+    (a narrow chart cuts a long title off at its right edge, so what the title must say is not added to it)."""
+    shown = {"text": plain_label(subtitle), "font": {"size": style.tick_size}} if subtitle else {}
     return {
         "title": {
             "text": plain_label(title),
@@ -173,6 +176,7 @@ def figure_layout(
             "yref": "container",
             "yanchor": "top",
             "pad": {"t": 6},
+            **({"subtitle": shown} if shown else {}),
         },
         "font": {"size": style.font_size},
         "legend": {"font": {"size": style.font_size}, **(legend or {})},

@@ -55,8 +55,8 @@ def shared_range(*matrices, kind: str) -> tuple[float, float]:
 
 
 def spread_note(values, kind: str) -> str:
-    """For weights that all lie within ``NARROW_SPREAD`` of each other, their range in words: on the
-    fixed 0–1 scale they look alike, and they are nearly alike."""
+    """For weights that all lie within ``NARROW_SPREAD`` of each other, their range in words (a line under the
+    heatmap's title): on the fixed 0–1 scale they look alike, and they are nearly alike."""
     data = np.asarray(values, dtype=np.float64)
     finite = data[np.isfinite(data)]
     if kind != WEIGHTS or finite.size < 2:
@@ -64,7 +64,7 @@ def spread_note(values, kind: str) -> str:
     low, high = float(finite.min()), float(finite.max())
     if high - low >= NARROW_SPREAD:
         return ""
-    return f" (all {low:.3f}–{high:.3f}, within {high - low:.3f})"
+    return f"all {low:.3f}–{high:.3f}, within {high - low:.3f}"
 
 
 def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show: bool = True) -> dict:
