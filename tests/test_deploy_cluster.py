@@ -294,6 +294,7 @@ def test_the_cluster_command_starts_a_killed_app_process_again_while_the_proxy_s
             os.kill(pid, 0)
 
 
+@pytest.mark.slow  # seconds: out of the quick check
 def test_a_process_that_keeps_exiting_at_start_is_started_again_later_each_time(monkeypatch):
     """No restart storm: an app process that exits at once is started again after 1 s, then 2 s, then 4 s...;
     one that ran steadily is started again at once."""

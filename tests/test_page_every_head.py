@@ -9,8 +9,9 @@ from apptest_support import app, captions, decode, figure_specs, markdown, type_
 from gpt2_checkpoints import write_gpt2
 from tolerances import rounding_bounds
 
-from attention.gpt import every_layer_weights, load_trained_gpt
-from attention.gpt2 import load_gpt2
+from attention.after_chapter.gpt2 import load_gpt2
+from attention.after_chapter.inspecting import every_layer_weights
+from attention.after_chapter.training import load_trained_gpt
 
 BOOK_IDS = [7120, 7002, 4940, 351, 530, 2239]  # "Your journey starts with one step" in GPT-2's BPE
 GRID = "attn_weights: "
@@ -101,6 +102,7 @@ def gpt2_12_by_12(tmp_path_factory):
         yield path
 
 
+@pytest.mark.slow  # seconds: out of the quick check
 def test_a_12_layer_12_head_gpt2s_grid_renders_every_head(gpt2_12_by_12):
     at = open_grid({"weights": "gpt2", "layer": "5", "layer_head": "6"})
     spec = grid_spec(at)

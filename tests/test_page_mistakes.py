@@ -178,6 +178,7 @@ def test_presenter_mode_reveals_without_an_answer_box():
     assert figure_specs(at)[0]["layout"]["font"]["size"] >= 18
 
 
+@pytest.mark.slow  # seconds: out of the quick check
 def test_the_panels_say_they_are_the_same_exactly_when_the_weights_are():
     from explorer.page_text.mistakes import difference_text
 

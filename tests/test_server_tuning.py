@@ -10,6 +10,7 @@ import threading
 
 import pandas
 import plotly.graph_objects as go
+import pytest
 import torch
 from apptest_support import ROOT, app
 
@@ -28,6 +29,7 @@ def num_threads_in_a_new_thread() -> int:
     return seen[0]
 
 
+@pytest.mark.slow  # seconds: out of the quick check
 def test_importing_the_explorer_changes_nothing_until_the_server_is_configured():
     code = (
         "import gc, torch; from explorer import session, views, widgets; from explorer.runtime import server; "
