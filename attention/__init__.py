@@ -1,8 +1,7 @@
 """Chapter 3 of *Build a Large Language Model (From Scratch)*, stage by stage, as tested torch code.
 
-Read the modules in this order; each adds a few lines to the one before:
+Read the chapter's modules in this order; each adds a few lines to the one before:
 
-0. ``bahdanau``: the RNN encoder–decoder bottleneck and Bahdanau's additive attention.
 1. ``tokens``: GPT-2 token ids with tiktoken, offline-friendly.
 2. ``embeddings``: the book's six 3-d vectors, or seeded vectors for any text.
 3. ``simplified``: scores, softmax weights and context vectors, no weights.
@@ -11,20 +10,24 @@ Read the modules in this order; each adds a few lines to the one before:
 6. ``dropout``: dropping attention weights while training.
 7. ``multihead``: the wrapper of heads and the efficient ``MultiHeadAttention``.
 8. ``tracing``: ``trace``, every intermediate of a forward pass, named in the book's words.
-9. ``fast``: the same ``MultiHeadAttention`` through PyTorch's fused kernel, when no weights are needed.
-10. ``speed``: time and peak memory of each implementation against the sequence length T.
 
-After chapter 3, trained models: ``reversal`` trains ``bahdanau``'s kind of encoder–decoder to
-reverse sentences (``trained_alignment``, ``bottleneck_curve``); ``gpt`` is chapter 4's ``GPTModel``
-built on ``MultiHeadAttention``, with a small one trained on "The Verdict"
-(``load_trained_gpt``, ``layer_input``, ``every_layer_weights``, ``head_summaries``); ``gpt2`` loads a GPT-2 checkpoint
-the server's operator names (``gpt2_from_environment``), never running pickled code.
+Before the chapter, the subpackage ``before_chapter``: ``bahdanau`` (the RNN encoder–decoder bottleneck and
+Bahdanau's additive attention) and ``reversal``, which trains that kind of encoder–decoder to reverse
+sentences (``trained_alignment``, ``bottleneck_curve``).
 
-What the chapter's module becomes: ``kv_cache`` (a ``MultiHeadAttention`` that takes and returns a
-cache of keys and values, and a sliding-window mask), ``gqa`` (grouped-query attention; one group is
-multi-query attention), ``generation`` (a GPT writing token by token, with or without the cache),
-``kv_cache_costs`` (the cache's bytes and the multiply-adds per new token, from a configuration) and
-``generation_speed`` (the time per new token measured both ways).
+After the chapter, the subpackage ``after_chapter``: ``gpt`` is chapter 4's ``GPTModel`` built on
+``MultiHeadAttention``; ``inspecting`` reads its attention layer by layer (``layer_input``,
+``every_layer_weights``, ``head_summaries``); ``training`` trains a small one on "The Verdict" and
+saves and loads it (``load_trained_gpt``); ``gpt2`` loads a GPT-2 checkpoint the server's operator
+names (``gpt2_from_environment``), never running pickled code; ``kv_cache`` (a ``MultiHeadAttention``
+that takes and returns a cache of keys and values, and a sliding-window mask), ``gqa`` (grouped-query
+attention; one group is multi-query attention) and ``generation`` (a GPT writing token by token, with
+or without the cache).
+
+Measuring, the subpackage ``measuring``: ``fast`` (the same ``MultiHeadAttention`` through PyTorch's
+fused kernel, when no weights are needed), ``speed`` (time and peak memory of each implementation
+against the sequence length T), ``costs`` (a KV cache's bytes and the multiply-adds per new
+token, from a configuration) and ``generation_speed`` (the time per new token measured both ways).
 
 ``derivations`` writes any cell of those matrices out term by term (a score as its dot product,
 a weight as its row's exps, a merged column as its head's weighted sum, a GRU state, Bahdanau's
@@ -54,7 +57,14 @@ import importlib
 # ``import attention`` costs nothing and an app can read ``constants`` before torch is imported;
 # ``from attention import X`` works as usual.
 _EXPORTS = {  # every submodule, in alphabetical order -> the names the package exports from it
-    "bahdanau": (
+    "after_chapter.generation": ("GPTWithCache", "GeneratedToken", "Generation", "generate", "random_gpt"),
+    "after_chapter.gpt": ("GPTModel",),
+    "after_chapter.gpt2": ("gpt2_from_environment", "load_gpt2"),
+    "after_chapter.gqa": ("GroupedQueryAttention",),
+    "after_chapter.inspecting": ("HeadSummary", "LayerInput", "every_layer_weights", "head_summaries", "layer_input"),
+    "after_chapter.kv_cache": ("CachedMultiHeadAttention", "CachedSteps", "KVCache", "sliding_window_mask"),
+    "after_chapter.training": ("load_gpt", "load_trained_gpt"),
+    "before_chapter.bahdanau": (
         "GRUWeights",
         "SelfAttentionContrast",
         "Seq2SeqTrace",
@@ -66,6 +76,15 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "gru_step",
         "self_attention_contrast",
         "seq2seq_weights",
+    ),
+    "before_chapter.reversal": (
+        "TRAINED_NOTE",
+        "BottleneckCurve",
+        "ReversalAlignment",
+        "ReversalSeq2Seq",
+        "bottleneck_curve",
+        "load_reversal",
+        "trained_alignment",
     ),
     "book": ("BookValues", "book_values"),
     "checks": (),
@@ -96,23 +115,10 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "dropout_keep_mask",
     ),
     "embeddings": ("BOOK_INPUTS", "embed_tokens", "token_vector"),
-    "fast": ("fast_multihead",),
-    "gpt": (
-        "GPTModel",
-        "HeadSummary",
-        "LayerInput",
-        "every_layer_weights",
-        "head_summaries",
-        "layer_input",
-        "load_gpt",
-        "load_trained_gpt",
-    ),
-    "generation": ("GPTWithCache", "GeneratedToken", "Generation", "generate", "random_gpt"),
-    "generation_speed": ("TokenTimes", "measure_token_times"),
-    "gpt2": ("gpt2_from_environment", "load_gpt2"),
-    "gqa": ("GroupedQueryAttention",),
-    "kv_cache": ("CachedMultiHeadAttention", "CachedSteps", "KVCache", "sliding_window_mask"),
-    "kv_cache_costs": ("CACHE_SHAPES", "CacheShape", "MacCount", "cache_bytes_per_token", "macs_per_new_token"),
+    "measuring.costs": ("CACHE_SHAPES", "CacheShape", "MacCount", "cache_bytes_per_token", "macs_per_new_token"),
+    "measuring.fast": ("fast_multihead",),
+    "measuring.generation_speed": ("TokenTimes", "measure_token_times"),
+    "measuring.speed": ("IMPLEMENTATIONS", "SpeedResult", "expected_attention_bytes", "measure"),
     "mistake_measures": ("Measure", "SaturationCurve"),
     "mistake_steps": (),
     "mistakes": ("MISTAKES", "Mistake", "MistakeRun", "run_mistake"),
@@ -124,15 +130,6 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "heads_product",
         "multihead_from_wrapper",
         "to_torch_multihead",
-    ),
-    "reversal": (
-        "TRAINED_NOTE",
-        "BottleneckCurve",
-        "ReversalAlignment",
-        "ReversalSeq2Seq",
-        "bottleneck_curve",
-        "load_reversal",
-        "trained_alignment",
     ),
     "seeding": (),
     "simplified": (
@@ -146,7 +143,6 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "simplified_attention",
         "softmax_naive",
     ),
-    "speed": ("IMPLEMENTATIONS", "SpeedResult", "expected_attention_bytes", "measure"),
     "tokens": ("Tokenization", "decode_pieces", "load_bpe", "tokenize"),
     "tracing": ("Trace", "build", "trace"),
     "trainable": (
@@ -158,8 +154,9 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
         "scaling_lab",
     ),
 }
-SUBMODULES = tuple(_EXPORTS)
-SUBPACKAGES = ("notebook",)  # imported on first use too; ``notebook.check`` tests a reader's own classes
+SUBMODULES = tuple(_EXPORTS)  # dotted below the package: "tracing", "after_chapter.gpt"
+# Imported on first use too: the chapter's neighbours, and ``notebook.check``, which tests a reader's own classes.
+SUBPACKAGES = ("after_chapter", "before_chapter", "measuring", "notebook")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
@@ -177,4 +174,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *SUBMODULES, *SUBPACKAGES})
+    return sorted({*globals(), *__all__, *(m for m in SUBMODULES if "." not in m), *SUBPACKAGES})

@@ -31,7 +31,7 @@ from .checks import MAX_CONTEXT_LENGTH, check_batch, check_sizes
 from .dropout import drop_with_mask
 from .trainable import AttentionSteps
 
-_REEXPORTED = (MAX_CONTEXT_LENGTH,)  # still imported from here by attention/speed.py
+_REEXPORTED = (MAX_CONTEXT_LENGTH,)  # still imported from here by attention/measuring/speed.py
 
 
 def causal_mask(num_tokens: int) -> torch.Tensor:

@@ -4,7 +4,7 @@ a few limits and notes.
 An app reads these before it has imported torch: the explorer draws its sidebar and first page while
 torch is still loading (``explorer/runtime/server.py``). Each module that uses one imports it from here, and
 the package exports them under the same names as before (``attention.BOOK_SENTENCE``,
-``attention.gpt.VERDICT_CONFIG``, ``attention.bahdanau.MAX_HIDDEN_SIZE``, ...).
+``attention.after_chapter.gpt.VERDICT_CONFIG``, ``attention.before_chapter.bahdanau.MAX_HIDDEN_SIZE``, ...).
 """
 
 from __future__ import annotations

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from .bahdanau import additive_scores, contrast_weights
-from .kv_cache import check_window
+from .after_chapter.kv_cache import check_window
+from .before_chapter.bahdanau import additive_scores, contrast_weights
+from .before_chapter.reversal import ReversalSeq2Seq, reversal_symbols
 from .mistake_steps import RIGHT, Steps
 from .mistakes import MistakeRun
 from .multihead import MultiHeadAttention
-from .reversal import ReversalSeq2Seq, reversal_symbols
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
-"""The command line over ``attention.speed.measure``: the Speed page's harness at any size, as a markdown table.
+"""The command line over ``attention.measuring.speed.measure``: the Speed page's harness at any size, as a
+markdown table.
 
 Usage, from the repository root (BENCHMARKS.md's "Package" section has the GPT-2-scale comparison's five ``--only``)::
 
     python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 --only fast_multihead
 
-Without ``--only`` every implementation in ``attention.IMPLEMENTATIONS`` runs. ``attention/speed.py``'s
+Without ``--only`` every implementation in ``attention.IMPLEMENTATIONS`` runs. ``attention/measuring/speed.py``'s
 docstring says what the figures are; the load average before and after is printed with the table.
 """
 
@@ -19,7 +20,7 @@ import time
 
 import torch
 
-from attention.speed import IMPLEMENTATIONS, MIB, SpeedResult, expected_attention_bytes, measure
+from attention.measuring.speed import IMPLEMENTATIONS, MIB, SpeedResult, expected_attention_bytes, measure
 from benchmarks.meter import cpu_model, load_text
 
 SIZES = {  # name -> (batch b, sequence lengths T, d_model, num_heads)

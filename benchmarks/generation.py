@@ -1,13 +1,13 @@
-"""Time per new token with and without the KV cache, side by side in one run (``attention.generation_speed``):
+"""Time per new token with and without the KV cache, side by side in one run (``attention.measuring.generation_speed``):
 ``python -m benchmarks.generation --repeats 7 --threads 1``, the small GPT and a GPT-2-shaped random model."""
 
 import argparse
 
 import torch
 
-from attention.generation import random_gpt
-from attention.generation_speed import LENGTHS, measure_token_times
-from attention.gpt import load_trained_gpt
+from attention.after_chapter.generation import random_gpt
+from attention.after_chapter.training import load_trained_gpt
+from attention.measuring.generation_speed import LENGTHS, measure_token_times
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--repeats", type=int, default=7)

@@ -659,7 +659,9 @@ def reversal(ids, written, pieces, *, code: str, notation: Notation) -> Cells:
 
     def derive(row: int, col: int):
         trained = col >= count
-        model = attention.load_reversal(True) if trained else attention.reversal.untrained_reversal()
+        from attention.before_chapter.reversal import untrained_reversal
+
+        model = attention.load_reversal(True) if trained else untrained_reversal()
         found = attention.derivations.reversal_weight(model, list(ids), row, col % count)
         return dataclasses.replace(found, details={**found.details, "model": "trained" if trained else "untrained"})
 

@@ -7,6 +7,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
+from attention.after_chapter.generation import MAX_NEW_TOKENS, choose_token
+from attention.measuring.costs import cache_bytes_per_token, macs_per_new_token
 from explorer import cells, figures, session, widgets
 from explorer.cells import Notation
 from explorer.page_text import generate as notes
@@ -26,7 +28,7 @@ options = views.GenerationOptions(
 )
 with st.popover(notes.settings_label(options), icon=":material/tune:", width="stretch"):
     left, middle, right, last = st.columns(4)
-    left.number_input("New tokens", 1, attention.generation.MAX_NEW_TOKENS, help=notes.cap_help(views.MAX_PAGE_TOKENS),
+    left.number_input("New tokens", 1, MAX_NEW_TOKENS, help=notes.cap_help(views.MAX_PAGE_TOKENS),
                       **session.kept_widget(NEW, "w_gen_new", defaults.max_new_tokens))  # fmt: skip
     middle.slider("Temperature", 0.0, 2.0, step=0.1, help="0: greedy, always the likeliest token",
                   **session.kept_widget(TEMPERATURE, "w_gen_temperature", 0.0))  # fmt: skip
@@ -67,7 +69,7 @@ def prompt_and_settings():
     st.markdown(notes.intro_text(data))
     st.markdown(notes.generated_markdown(data))
     st.caption(notes.PROMPT_CAPTION)
-    widgets.show_code(attention.generate, attention.generation.choose_token)
+    widgets.show_code(attention.generate, choose_token)
 
 
 @steps.add("Token by token")
@@ -149,14 +151,14 @@ def cost_per_token():
             axes["y_title"] = "ms"
             drawn = figures.measured_lines(list(times.lengths), series, title="Measured time per new token", **axes)
             widgets.chart(drawn, "time-per-token", key="time-per-token")
-    widgets.show_code(attention.kv_cache_costs.macs_per_new_token, attention.measure_token_times)
+    widgets.show_code(macs_per_new_token, attention.measure_token_times)
 
 
 @steps.add("Smaller caches")
 def smaller_caches():
     st.markdown(notes.memory_text(data) + "\n\n" + notes.FORMULA)
     widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
-    widgets.show_code(attention.GroupedQueryAttention.steps, attention.kv_cache_costs.cache_bytes_per_token)
+    widgets.show_code(attention.GroupedQueryAttention.steps, cache_bytes_per_token)
 
 
 @steps.add("Sliding window")

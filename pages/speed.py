@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from attention import speed
+from attention.measuring import speed
 from explorer import figures, session, widgets
 from explorer.page_text import speed as notes
 from explorer.views import speed as timing

@@ -24,7 +24,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attention import BOOK_SENTENCE, gpt, reversal, tokenize
+from attention import BOOK_SENTENCE, tokenize
+from attention.after_chapter import training
+from attention.before_chapter import reversal
 
 REVERSAL_STEPS = 2500
 GPT_STEPS = 1000
@@ -91,20 +93,20 @@ def train_reversal(out: Path, steps: int, command: str) -> None:
 
 
 def train_gpt(out: Path, steps: int, command: str) -> None:
-    path = gpt.verdict_path()
+    path = training.verdict_path()
     if not path.is_file():
         sys.exit(f"{path} is missing: the GPT trains on the book's text, the-verdict.txt.")
-    print(f"GPT on {path.name}: {steps} steps, {gpt.VERDICT_CONFIG}", flush=True)
-    model, log = gpt.train_gpt(path.read_text(encoding="utf-8"), steps=steps, progress=_progress("gpt"))
-    gpt.save_gpt(model, out / gpt.VERDICT_WEIGHTS.name)
+    print(f"GPT on {path.name}: {steps} steps, {training.VERDICT_CONFIG}", flush=True)
+    model, log = training.train_gpt(path.read_text(encoding="utf-8"), steps=steps, progress=_progress("gpt"))
+    training.save_gpt(model, out / training.VERDICT_WEIGHTS.name)
     print(f"  train loss {log.train_loss:.3f}, val loss {log.val_loss:.3f}, val accuracy {log.val_accuracy:.3f}")
     _write_json(
-        out / gpt.VERDICT_METRICS.name,
+        out / training.VERDICT_METRICS.name,
         {
             "text": path.name,
             "config": asdict(model.cfg),
             "steps": steps,
-            "seed": gpt.VERDICT_SEED,
+            "seed": training.VERDICT_SEED,
             "story_vocab": log.story_vocab,
             "train_loss": round(log.train_loss, 4),
             "val_loss": round(log.val_loss, 4),

@@ -1,6 +1,6 @@
 """GPT-2-shaped checkpoints made up of random numbers, for what needs GPT-2's sizes without its weights (they
-cannot be downloaded here): Hugging Face's key names and layouts, as ``attention.gpt2`` reads them. The tests
-import it, and so does ``python -m benchmarks.actions grid``.
+cannot be downloaded here): Hugging Face's key names and layouts, as ``attention.after_chapter.gpt2`` reads
+them. The tests import it, and so does ``python -m benchmarks.actions grid``.
 
 ``write_gpt2(path)`` writes GPT-2 small's shape (12 layers, 12 heads of 64, width 768, 50,257 tokens, a
 context of 1,024); smaller ``vocab_size`` and ``context_length`` keep a test's file small with the same

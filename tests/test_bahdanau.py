@@ -13,7 +13,7 @@ from tolerances import matmul_error, summation_error, within
 from torch import nn
 
 from attention import BOOK_INPUTS, embed_tokens, simplified_attention
-from attention.bahdanau import (
+from attention.before_chapter.bahdanau import (
     MAX_HIDDEN_SIZE,
     MAX_NUM_TOKENS,
     QUERY_BLOCK,

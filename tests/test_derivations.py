@@ -15,7 +15,7 @@ from torch import nn
 
 import attention
 from attention import BOOK_INPUTS, MISTAKES, CausalAttention, MultiHeadAttention, SelfAttention_v1, build, trace
-from attention.bahdanau import (
+from attention.before_chapter.bahdanau import (
     GRUWeights,
     encoder_decoder,
     gru_input_part,
@@ -23,6 +23,7 @@ from attention.bahdanau import (
     self_attention_contrast,
     seq2seq_weights,
 )
+from attention.before_chapter.reversal import load_reversal, trained_alignment, untrained_reversal
 from attention.derivations import (
     Derivation,
     additive_score,
@@ -46,7 +47,6 @@ from attention.derivations import (
     window_mask_entry,
 )
 from attention.mistake_steps import merge_heads_without_transpose, split_heads_without_transpose
-from attention.reversal import load_reversal, trained_alignment, untrained_reversal
 
 CELL = 1e-4  # a GRU state's float32 cell against its float64 derivation: gates through σ, tanh (not derived)
 NUM_TOKENS = len(BOOK_INPUTS)
@@ -564,7 +564,7 @@ def test_bad_mistake_input_says_what_is_wrong(call, message):
 def grown_and_recomputed_keys() -> tuple[torch.Tensor, torch.Tensor]:
     """The small GPT's keys of the book's sentence and four greedy tokens, as the cache grew them (the prompt,
     then one token at a time) and from one pass over the whole text: each (n_layers, n_heads, T, head_dim)."""
-    gpt = attention.gpt.load_trained_gpt()
+    gpt = attention.load_trained_gpt()
     prompt = list(attention.tokenize(attention.BOOK_SENTENCE).ids)
     ids = attention.generate(gpt, prompt, 4).ids
     cached_model = attention.GPTWithCache(gpt)
@@ -580,7 +580,7 @@ def grown_and_recomputed_keys() -> tuple[torch.Tensor, torch.Tensor]:
 def cache_key_bounds() -> list[torch.Tensor]:
     """How far the grown and recomputed keys may differ by rounding: float32's summation bound, per layer
     (n_heads, T, head_dim)."""
-    gpt = attention.gpt.load_trained_gpt()
+    gpt = attention.load_trained_gpt()
     ids = attention.generate(gpt, list(attention.tokenize(attention.BOOK_SENTENCE).ids), 4).ids
     return rounding_bounds(gpt, list(ids)).keys
 

@@ -3,6 +3,7 @@ lazily and its numbers are stored), the browser is asked for the charts' code wi
 the rest are imported after the first page has painted, and the benchmark's phase breakdown reads the
 websocket's messages right."""
 
+import importlib
 import subprocess
 import sys
 import threading
@@ -42,8 +43,10 @@ def test_every_name_the_package_exports_resolves_and_trace_is_the_function():
     assert all(getattr(attention, name) is not None for name in attention.__all__)
     assert callable(attention.trace) and attention.trace.__module__ == "attention.tracing"
     assert attention.trace is attention.tracing.trace
-    assert set(attention.__all__) <= set(dir(attention)) and "bahdanau" in dir(attention)
-    assert attention.gpt.VERDICT_CONFIG is attention.VERDICT_CONFIG is attention.constants.VERDICT_CONFIG
+    assert set(attention.__all__) <= set(dir(attention)) and "after_chapter" in dir(attention)
+    assert "bahdanau" not in dir(attention)  # it lives in before_chapter
+    gpt = importlib.import_module("attention.after_chapter.gpt")
+    assert gpt.VERDICT_CONFIG is attention.VERDICT_CONFIG is attention.constants.VERDICT_CONFIG
     with pytest.raises(AttributeError):
         attention.no_such_name  # noqa: B018
 
@@ -51,11 +54,17 @@ def test_every_name_the_package_exports_resolves_and_trace_is_the_function():
 def test_the_package_lists_each_name_once_and_every_submodule():
     import attention
 
-    modules = {path.stem for path in (ROOT / "attention").glob("*.py")} - {"__init__"}
+    package = ROOT / "attention"
+    modules = {
+        ".".join(path.relative_to(package).with_suffix("").parts)
+        for path in package.rglob("*.py")
+        if path.name != "__init__.py" and path.parent.name != "notebook"
+    }
 
     assert set(attention.SUBMODULES) == modules
+    assert {name.split(".")[0] for name in modules if "." in name} == set(attention.SUBPACKAGES) - {"notebook"}
     assert len(attention.__all__) == len(set(attention.__all__))
-    assert not set(attention.__all__) & modules  # no name is also a module's name
+    assert not set(attention.__all__) & {name.split(".")[-1] for name in modules}  # no name is also a module's
 
 
 # The first run with torch's import refused: any attempt fails the run. Then torch is let in, and the

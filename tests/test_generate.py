@@ -21,8 +21,7 @@ import torch
 from tolerances import rounding_bounds
 
 from attention import BOOK_SENTENCE, tokenize
-from attention.constants import GPT2_SMALL, VERDICT_CONFIG
-from attention.generation import (
+from attention.after_chapter.generation import (
     MAX_NEW_TOKENS,
     TOP_N,
     GPTWithCache,
@@ -30,8 +29,9 @@ from attention.generation import (
     random_gpt,
     step_without_cache,
 )
-from attention.gpt import load_trained_gpt
-from attention.kv_cache_costs import cache_bytes_per_token
+from attention.after_chapter.training import load_trained_gpt
+from attention.constants import GPT2_SMALL, VERDICT_CONFIG
+from attention.measuring.costs import cache_bytes_per_token
 
 SAMPLING = {"temperature": 1.0, "top_k": 50, "seed": 7}
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from attention.after_chapter.generation import random_gpt
 from attention.constants import VERDICT_CONFIG
-from attention.generation import random_gpt
-from attention.generation_speed import measure_token_times
+from attention.measuring.generation_speed import measure_token_times
 
 TINY = replace(VERDICT_CONFIG, vocab_size=50, context_length=24, emb_dim=16, n_heads=4, n_layers=2)
 

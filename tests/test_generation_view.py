@@ -6,7 +6,7 @@ import torch
 from tolerances import rounding_bounds
 
 import attention
-from attention.kv_cache_costs import CACHE_SHAPES, macs_per_new_token
+from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from explorer.settings import GPT2, TEXT, Settings
 from explorer.views import generation as views
 
@@ -15,7 +15,7 @@ SAMPLING = views.GenerationOptions(max_new_tokens=12, temperature=1.0, top_k=20,
 
 @pytest.fixture(scope="module")
 def gpt():
-    return attention.gpt.load_trained_gpt()
+    return attention.load_trained_gpt()
 
 
 @pytest.fixture(scope="module", params=[views.GenerationOptions(max_new_tokens=12), SAMPLING], ids=["greedy", "top-k"])

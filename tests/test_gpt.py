@@ -11,22 +11,9 @@ from tolerances import summation_error
 from torch import nn
 
 from attention import MultiHeadAttention, tokenize, trace
-from attention.gpt import (
-    GELU,
-    VERDICT_CONFIG,
-    VERDICT_METRICS,
-    VERDICT_WEIGHTS,
-    GPTConfig,
-    GPTModel,
-    LayerNorm,
-    every_layer_weights,
-    first_value_ratio,
-    head_summaries,
-    layer_input,
-    load_gpt,
-    load_trained_gpt,
-    save_gpt,
-)
+from attention.after_chapter.gpt import GELU, VERDICT_CONFIG, GPTConfig, GPTModel, LayerNorm
+from attention.after_chapter.inspecting import every_layer_weights, first_value_ratio, head_summaries, layer_input
+from attention.after_chapter.training import VERDICT_METRICS, VERDICT_WEIGHTS, load_gpt, load_trained_gpt, save_gpt
 
 TINY = GPTConfig(vocab_size=60, context_length=12, emb_dim=16, n_heads=4, n_layers=3, drop_rate=0.0)
 BOOK_SENTENCE = "Your journey starts with one step"

@@ -1,7 +1,7 @@
 """The GPT-2 loader, on small checkpoints generated here in both layouts readers have.
 
 The oracle is GPT-2 computed straight from the Hugging Face tensors (Conv1D
-weights, fused ``c_attn``), written independently of ``attention.gpt``.
+weights, fused ``c_attn``), written independently of ``attention.after_chapter.gpt``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from safetensors.torch import save_file
 from tolerances import attention_inner_sizes, gpt_block_inner_sizes, rounding_bounds, summation_error, within
 
 from attention import trace
-from attention.gpt import GPTConfig, GPTModel, layer_input
-from attention.gpt2 import CHECKPOINT_VARIABLE, gpt2_from_environment, load_gpt2
+from attention.after_chapter.gpt import GPTConfig, GPTModel
+from attention.after_chapter.gpt2 import CHECKPOINT_VARIABLE, gpt2_from_environment, load_gpt2
+from attention.after_chapter.inspecting import layer_input
 
 VOCAB, CONTEXT, D, LAYERS, HEADS = 100, 16, 32, 2, 4
 IDS = [5, 17, 99, 0, 42, 42, 7, 63, 12]

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from tolerances import attention_bounds
 
 from attention import MultiHeadAttention, build
-from attention.gqa import GroupedQueryAttention
-from attention.kv_cache import sliding_window_mask
+from attention.after_chapter.gqa import GroupedQueryAttention
+from attention.after_chapter.kv_cache import sliding_window_mask
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:

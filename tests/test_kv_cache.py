@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tolerances import attention_bounds
 
 from attention import MultiHeadAttention, build, causal_mask
-from attention.kv_cache import CachedMultiHeadAttention, KVCache, sliding_window_mask
+from attention.after_chapter.kv_cache import CachedMultiHeadAttention, KVCache, sliding_window_mask
 
 
 def random_tensor(seed: int, *shape: int) -> torch.Tensor:

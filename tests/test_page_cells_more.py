@@ -14,6 +14,7 @@ from test_page_cells import COL, ROW, go_to, picker, the_line_is_marked
 
 import attention
 from attention import derivations
+from attention.before_chapter.reversal import untrained_reversal
 from explorer import views
 from explorer.cells import factor, number
 from explorer.settings import Settings
@@ -57,7 +58,7 @@ def why(name: str):
         trace, weights = seq2seq()
         return derivations.bahdanau_weight(trace, ROW, COL), derivations.bahdanau_score(trace, weights, ROW, COL)
     if name == "reversal-alignment":  # column COL of the first panel: the untrained model
-        model = attention.reversal.untrained_reversal()
+        model = untrained_reversal()
         return (derivations.reversal_weight(model, list(RUN.ready().ids), ROW, COL),)
     score = derivations.contrast_score if name.startswith("additive") else lambda x, i, j: derivations.score(x, x, i, j)
     row = [score(x, ROW, j).value for j in range(len(x))]

@@ -14,7 +14,7 @@ HOSTILE = "<b>x</b> **y** [z](javascript:alert(1))"
 @pytest.fixture(scope="module")
 def expected():
     prompt = attention.tokenize(attention.BOOK_SENTENCE).ids
-    return attention.generate(attention.gpt.load_trained_gpt(), prompt, 40)
+    return attention.generate(attention.load_trained_gpt(), prompt, 40)
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def bounds(expected):
     """float32's summation bounds for passes over the prompt and the first 4 new tokens, and over all of it:
     the page generates in its own thread, whose kernels may sum in another order."""
     ids = [*expected.prompt_ids, *(t.token_id for t in expected.tokens)]
-    model = attention.gpt.load_trained_gpt()
+    model = attention.load_trained_gpt()
     return {n: rounding_bounds(model, ids[:n]) for n in (6, 10, len(ids))}
 
 

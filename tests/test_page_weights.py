@@ -6,7 +6,7 @@ import pytest
 import torch
 from apptest_support import app, captions, decode, figure_specs, markdown
 
-from attention.gpt import GPTConfig, GPTModel
+from attention.after_chapter.gpt import GPTConfig, GPTModel
 
 TYPED = "The quick brown fox jumps over the lazy dog, and then it runs home to rest."
 PAGES = {  # page file -> stepper key

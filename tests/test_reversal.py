@@ -7,8 +7,8 @@ import torch
 from tolerances import summation_error
 
 from attention import BOOK_SENTENCE
-from attention.bahdanau import MAX_NUM_TOKENS
-from attention.reversal import (
+from attention.before_chapter.bahdanau import MAX_NUM_TOKENS
+from attention.before_chapter.reversal import (
     REVERSAL_VOCAB,
     BottleneckCurve,
     ReversalSeq2Seq,

@@ -9,7 +9,7 @@ from tolerances import attention_bounds
 
 import attention
 from attention import IMPLEMENTATIONS, MultiHeadAttention, SpeedResult, build, expected_attention_bytes, measure
-from attention.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
+from attention.measuring.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
 from benchmarks import bench_attention
 
 MIB = 2**20

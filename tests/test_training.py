@@ -8,8 +8,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from attention.gpt import GPTConfig, train_gpt
-from attention.reversal import WEIGHTS_DIR, train_reversal
+from attention.after_chapter.gpt import GPTConfig
+from attention.after_chapter.training import train_gpt
+from attention.before_chapter.reversal import WEIGHTS_DIR, train_reversal
 
 VERDICT = Path(__file__).resolve().parents[2] / "shared" / "data" / "the-verdict.txt"
 MAX_SHIPPED_BYTES = 15 * 1024 * 1024

@@ -7,7 +7,8 @@ import torch
 from tolerances import attention_bounds
 
 import attention
-from attention import gpt
+from attention.after_chapter.inspecting import layer_input
+from attention.after_chapter.training import load_trained_gpt
 from explorer.models import choice, heads, inputs, modules
 from explorer.settings import BOOK, GPT2, RANDOM, TEXT, TRAINED, Settings, from_query_params, to_query_params
 
@@ -16,12 +17,12 @@ TYPED = "The quick brown fox jumps over the lazy dog, and then it runs home to r
 
 @pytest.fixture(scope="module")
 def model():
-    return gpt.load_trained_gpt()
+    return load_trained_gpt()
 
 
 def layer_inputs(model, text: str, layer: int) -> torch.Tensor:
     ids = attention.tokenize(text).ids
-    return gpt.layer_input(model, ids, layer).inputs  # (1, T, 64)
+    return layer_input(model, ids, layer).inputs  # (1, T, 64)
 
 
 @pytest.mark.parametrize("layer", range(4))
@@ -129,8 +130,8 @@ def test_prepared_is_the_layers_input_cut_to_the_models_context():
     long_text = " ".join(["word"] * 300)
     data = inputs.prepared(Settings(source=TEXT, text=long_text, weights=TRAINED, layer=2))
     assert data.inputs.shape == (128, 64) and data.truncated_from == 300
-    model = gpt.load_trained_gpt()
-    expected = gpt.layer_input(model, data.ids, 1).inputs[0]
+    model = load_trained_gpt()
+    expected = layer_input(model, data.ids, 1).inputs[0]
     torch.testing.assert_close(torch.from_numpy(data.inputs), expected, rtol=0, atol=0)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attention.generation import step_without_cache
+from attention.after_chapter.generation import step_without_cache
 
 EPS32 = torch.finfo(torch.float32).eps  # 1.19e-7: float32's spacing at 1
 BOOK_ATOL = 5e-5  # the book prints 4 decimals: half the last digit

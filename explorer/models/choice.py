@@ -2,11 +2,11 @@
 
 Chapter 3 builds every module from ``torch.manual_seed``, so its weights are
 random and its heads look alike. With *trained* weights each chapter page shows
-one layer of the small GPT trained on "The Verdict" (``attention.gpt``): its real
+one layer of the small GPT trained on "The Verdict" (``attention.after_chapter.training``): its real
 ``W_query``/``W_key``/``W_value``, on the input the model really feeds that layer
 (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it
 shows a layer of the GPT-2 checkpoint the server's operator named in
-``ATTENTION_GPT2_CHECKPOINT`` (``attention.gpt2``).
+``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
 
 ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None
 for the chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``,
@@ -35,13 +35,13 @@ def gpt2_checkpoint() -> attention.GPT2Checkpoint:
     """The server's GPT-2, or why there is none (loaded once per file, never raises; no torch without one)."""
     if not checkpoint_named(os.environ):
         return NO_CHECKPOINT
-    return attention.gpt2.gpt2_from_environment()
+    return attention.gpt2_from_environment()
 
 
 def model(kind: str) -> attention.GPTModel | None:
     """The model behind ``kind``: None for random weights, or for GPT-2 when no checkpoint loaded."""
     if kind == TRAINED:
-        return attention.gpt.load_trained_gpt()
+        return attention.load_trained_gpt()
     if kind == GPT2:
         return gpt2_checkpoint().model
     return None

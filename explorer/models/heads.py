@@ -1,6 +1,7 @@
 """What each head of a trained layer looks at on the sentence: its share of weight on the previous and the
-first token, how spread out its rows are, and how far back it looks (``attention.gpt.head_summaries``);
-and every layer's heads at once, for the grid of all layers × heads (``every_head``)."""
+first token, how spread out its rows are, and how far back it looks
+(``attention.after_chapter.inspecting.head_summaries``); and every layer's heads at once, for the grid of all
+layers × heads (``every_head``)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from explorer.settings import RANDOM, Settings
 class HeadSummaries:
     """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
     row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back,
-    and, for one layer, the first token's value-vector length ÷ the others' (``attention.gpt.first_value_ratio``;
-    None for the grid of every layer, which keeps no values)."""
+    and, for one layer, the first token's value-vector length ÷ the others'
+    (``attention.after_chapter.inspecting.first_value_ratio``; None for the grid of every layer, which keeps no
+    values)."""
 
     previous_token: np.ndarray
     first_token: np.ndarray
@@ -55,8 +57,8 @@ GRID_CELLS = 12 * 12 * 48 * 48  # weights the grid draws at most: GPT-2 small's 
 
 
 def _head_summaries(weights) -> HeadSummaries:
-    """``attention.gpt.head_summaries`` of weights (h, T, T) as numpy arrays, each (h,)."""
-    found = attention.gpt.head_summaries(weights)
+    """``attention.after_chapter.inspecting.head_summaries`` of weights (h, T, T) as numpy arrays, each (h,)."""
+    found = attention.head_summaries(weights)
     return HeadSummaries(
         previous_token=found.previous_token.numpy(),
         first_token=found.first_token.numpy(),
@@ -73,7 +75,9 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
     if inputs.shape[1] < 2:
         return None
     traced = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs)  # weights (1, h, T, T)
-    ratio = attention.gpt.first_value_ratio(traced.values).numpy()  # (h,), from values (1, h, T, head_dim)
+    from attention.after_chapter.inspecting import first_value_ratio
+
+    ratio = first_value_ratio(traced.values).numpy()  # (h,), from values (1, h, T, head_dim)
     return dataclasses.replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
 
 
@@ -98,7 +102,7 @@ def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | N
     shown = min(len(prepared.ids), grid_tokens(found.cfg.n_layers, found.cfg.n_heads))
     if shown < 2:
         return None
-    weights = attention.gpt.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
+    weights = attention.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
     per_layer = [_head_summaries(layer) for layer in weights]
     stacked = {
         name: np.stack([getattr(one, name) for one in per_layer])  # (L, h)

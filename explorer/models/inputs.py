@@ -98,7 +98,7 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 
     context_length = found.cfg.context_length
     truncated_from = len(ids) if len(ids) > context_length else None
     ids, pieces = ids[:context_length], pieces[:context_length]
-    view = attention.gpt.layer_input(found, ids, layer - 1)
+    view = attention.layer_input(found, ids, layer - 1)
     return Prepared(
         pieces=tuple(pieces),
         ids=tuple(ids),
@@ -111,6 +111,4 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
     """What the model feeds the settings' layer for token ids ``ids``. Shapes: → (num_tokens, emb_dim)."""
     settings = fit(settings)[0]
-    return attention.gpt.layer_input(model(settings.weights), ids, settings.layer - 1).inputs[
-        0
-    ]  # (num_tokens, emb_dim)
+    return attention.layer_input(model(settings.weights), ids, settings.layer - 1).inputs[0]  # (num_tokens, emb_dim)

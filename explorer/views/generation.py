@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import attention
-from attention.kv_cache_costs import CACHE_SHAPES, macs_per_new_token
+from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.tokens import BPE_NAME
 from explorer.models.choice import model, version
 from explorer.models.inputs import bpe_encoding, tokenize_text

@@ -1,4 +1,5 @@
-"""Why attention's trained part, computed: the shipped reversal models on the user's sentence (``attention.reversal``).
+"""Why attention's trained part, computed: the shipped reversal models on the user's sentence
+(``attention.before_chapter.reversal``).
 
 ``widgets.models`` draws it."""
 

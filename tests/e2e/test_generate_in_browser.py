@@ -17,7 +17,7 @@ VIEWS = {"normal": ("", None), "presenter": ("&present=1", None), "phone": ("", 
 @pytest.fixture(scope="module")
 def expected():
     prompt = attention.tokenize(attention.BOOK_SENTENCE).ids
-    return attention.generate(attention.gpt.load_trained_gpt(), prompt, 40)
+    return attention.generate(attention.load_trained_gpt(), prompt, 40)
 
 
 def drawn(app_page) -> tuple[np.ndarray, np.ndarray]:

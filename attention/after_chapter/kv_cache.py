@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .checks import MAX_CONTEXT_LENGTH, check_batch
-from .multihead import MultiHeadAttention
+from ..checks import MAX_CONTEXT_LENGTH, check_batch
+from ..multihead import MultiHeadAttention
 
 
 def check_window(window: int | None) -> None:

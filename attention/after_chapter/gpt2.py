@@ -11,7 +11,7 @@ Chapter 5 of the book downloads GPT-2's weights and copies them into its
   by side, (d, 3d), and is split into ``W_query``, ``W_key`` and ``W_value``
   (with ``qkv_bias=True``); ``c_proj`` becomes ``out_proj``.
 * The book's own state dict (``.pth``) of its ``GPTModel``, with the same key
-  names as ``attention.gpt.GPTModel``.
+  names as ``attention.after_chapter.gpt.GPTModel``.
 
 Files are read with safetensors or ``torch.load(weights_only=True)``, which
 refuse to run code. The server's operator names the file in the
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from .constants import CHECKPOINT_VARIABLE, NO_CHECKPOINT, GPT2Checkpoint, checkpoint_named  # noqa: F401
+from ..constants import CHECKPOINT_VARIABLE, NO_CHECKPOINT, GPT2Checkpoint, checkpoint_named  # noqa: F401
 from .gpt import GPT2_SMALL, GPTConfig, GPTModel, load_state_into
 
 GPT2_HEAD_DIM = 64  # every GPT-2 size has 64-dimensional heads: 768 / 12, 1024 / 16, 1280 / 20, 1600 / 25

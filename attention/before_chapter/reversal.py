@@ -32,7 +32,7 @@ from .bahdanau import MAX_NUM_TOKENS, additive_scores
 REVERSAL_VOCAB = 16  # symbols the model reads and writes; token id → id % REVERSAL_VOCAB
 REVERSAL_LENGTHS = (4, 40)  # sentence lengths it is trained on, both ends included
 REVERSAL_SEED = 123
-WEIGHTS_DIR = Path(__file__).parent / "weights"
+WEIGHTS_DIR = Path(__file__).parents[1] / "weights"
 REVERSAL_FILES = {True: "reversal_attention.safetensors", False: "reversal_plain.safetensors"}
 REVERSAL_METRICS = "reversal_metrics.json"
 TRAINED_NOTE = (

@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from attention.after_chapter.generation import GPTWithCache, random_gpt, step_without_cache
+from attention.after_chapter.gqa import GroupedQueryAttention
 from attention.constants import GPT2_SMALL, VERDICT_CONFIG
-from attention.generation import GPTWithCache, random_gpt, step_without_cache
-from attention.gqa import GroupedQueryAttention
-from attention.kv_cache_costs import CACHE_SHAPES, cache_bytes_per_token, macs_per_new_token, shapes_for
+from attention.measuring.costs import CACHE_SHAPES, cache_bytes_per_token, macs_per_new_token, shapes_for
 
 TINY = replace(VERDICT_CONFIG, vocab_size=50, context_length=32, emb_dim=16, n_heads=4, n_layers=2)
 

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .constants import MAX_HIDDEN_SIZE, UNTRAINED_NOTE  # noqa: F401  (exported here too)
-from .embeddings import MAX_D_IN
-from .simplified import simplified_attention
-from .trainable import check_size
+from ..constants import MAX_HIDDEN_SIZE, UNTRAINED_NOTE  # noqa: F401  (exported here too)
+from ..embeddings import MAX_D_IN
+from ..simplified import simplified_attention
+from ..trainable import check_size
 
 MAX_NUM_TOKENS = 1024
 QUERY_BLOCK = 128  # queries scored per call in self_attention_contrast

@@ -1,4 +1,4 @@
-"""Stage 9, going faster: measuring what each way of computing attention costs.
+"""Measuring what each way of computing attention costs.
 
 What is new: nothing to compute; this module *measures*. ``measure`` runs one
 ``MultiHeadAttention``'s parameters through several implementations that all
@@ -54,11 +54,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .causal import causal_mask
-from .checks import MAX_CONTEXT_LENGTH, MAX_HEADS, check_size
+from ..causal import causal_mask
+from ..checks import MAX_CONTEXT_LENGTH, MAX_HEADS, check_size
+from ..multihead import MultiHeadAttention, MultiHeadAttentionWrapper, to_torch_multihead
+from ..tracing import build, trace
 from .fast import fast_multihead
-from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper, to_torch_multihead
-from .tracing import build, trace
 
 SEED = 123
 MIN_ROUND_S = 0.005  # a timing round calls a faster implementation several times
@@ -147,7 +147,7 @@ def sdpa_after_projections(mha: MultiHeadAttention) -> Call:
 
 
 def fused(mha: MultiHeadAttention) -> Call:
-    """``fast_multihead``: one stacked projection and the fused kernel (stage 9)."""
+    """``fast_multihead``: one stacked projection and the fused kernel (``fast``)."""
     return lambda x: fast_multihead(mha, x)  # (b, T, d_out)
 
 

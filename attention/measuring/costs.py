@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .constants import GPT2_SMALL, VERDICT_CONFIG, GPTConfig
+from ..constants import GPT2_SMALL, VERDICT_CONFIG, GPTConfig
 
 KV = 2  # a key and a value per head
 

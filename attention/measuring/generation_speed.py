@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .generation import GPTWithCache, step_without_cache
-from .gpt import GPTModel
+from ..after_chapter.generation import GPTWithCache, step_without_cache
+from ..after_chapter.gpt import GPTModel
 
 LENGTHS = tuple(range(10, 121, 10))
 SEED = 123

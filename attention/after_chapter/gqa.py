@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import MAX_HEADS, check_batch, check_heads, check_size, check_sizes
+from ..checks import MAX_HEADS, check_batch, check_heads, check_size, check_sizes
 from .kv_cache import CachedSteps, KVCache, check_cache, check_window, sliding_window_mask
 
 
