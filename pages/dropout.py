@@ -10,9 +10,10 @@ from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import dropout as notes
 from explorer.page_text import questions
+from explorer.session import keys
 from explorer.settings import DEFAULTS
 
-SAMPLES = "dropout_samples"  # the page's own slider: how many draws to average
+SAMPLES = keys.DROPOUT_SAMPLES  # the page's own slider: how many draws to average
 
 run = session.current_run()
 settings = run.settings

@@ -18,7 +18,7 @@ from explorer.views import generation as views
 run = session.current_run()
 settings = run.settings
 st.title("Generate")
-NEW, TEMPERATURE, TOP_K, SEED = "generate:new", "generate:temperature", "generate:top_k", "generate:seed"
+NEW, TEMPERATURE, TOP_K, SEED = keys.GENERATE_NEW, keys.GENERATE_TEMPERATURE, keys.GENERATE_TOP_K, keys.GENERATE_SEED
 defaults = views.GenerationOptions()
 options = views.GenerationOptions(
     max_new_tokens=session.whole_state(NEW, defaults.max_new_tokens),
@@ -58,9 +58,9 @@ def chosen_token() -> tuple[int, int, int, int]:
     """The new token, layer and head picked above the chart (kept across steps and in the link), and the keys
     the query of that token sees."""
     left, middle, right = st.columns([3, 1, 1])
-    k = picker(left, "New token", "generate:token", "token", n_new, 1)
-    layer = picker(middle, "Layer", "generate:layer", "gen_layer", data.num_layers, 1)
-    head = picker(right, "Head", "generate:head", "head", data.num_heads, 1)  # heads count from 1, as layers
+    k = picker(left, "New token", keys.GENERATE_TOKEN, "token", n_new, 1)
+    layer = picker(middle, "Layer", keys.GENERATE_LAYER, "gen_layer", data.num_layers, 1)
+    head = picker(right, "Head", keys.GENERATE_HEAD, "head", data.num_heads, 1)  # heads count from 1, as layers
     return k, layer, head, prompt_tokens + k  # the keys the query of step k sees
 
 
@@ -164,7 +164,7 @@ def smaller_caches():
 @steps.add("Sliding window")
 def sliding_window():
     num_tokens = prompt_tokens
-    kept = session.kept_widget("generate:window", "w_gen_window", min(3, num_tokens))
+    kept = session.kept_widget(keys.GENERATE_WINDOW, "w_gen_window", min(3, num_tokens))
     slider, text = st.columns([1, 3])  # side by side, so that the masks fit 1280×720 under them
     window = min(slider.slider("Window (tokens)", 1, max(num_tokens, 2), **kept), num_tokens)
     text.markdown(notes.window_text(window, num_tokens))

@@ -8,10 +8,11 @@ from explorer import cells, session, widgets
 from explorer.cells import Notation
 from explorer.figures import mistakes as drawn
 from explorer.page_text import mistakes as notes
+from explorer.session import keys
 from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question
 
-MISTAKE = "mistakes:mistake"
+MISTAKE = keys.MISTAKE
 NAMES = list(attention.MISTAKES)
 
 run = session.current_run()

@@ -10,6 +10,7 @@ from explorer.page_text import multihead as notes
 from explorer.page_text import questions
 from explorer.page_text.format import first_values
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
+from explorer.session import keys
 from explorer.settings import RANDOM
 
 run = session.current_run()
@@ -22,7 +23,7 @@ num_heads, num_tokens, d_out = settings.num_heads, len(pieces), settings.d_out  
 mha_d_out = data.efficient_output.shape[-1]  # d_out of MultiHeadAttention: the same, except a trained layer's
 head_dim = mha_d_out // num_heads
 widgets.truncation_notice(data.truncated_from, settings.context_length)
-HEAD = "multihead:head"
+HEAD = keys.MULTIHEAD_HEAD
 head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")

@@ -7,11 +7,12 @@ import attention
 from attention.measuring import speed
 from explorer import figures, session, widgets
 from explorer.page_text import speed as notes
+from explorer.session import keys
 from explorer.views import speed as timing
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
-RESULT = "speed:result"  # the last measurement this session asked for; reruns only redraw it
+RESULT = keys.SPEED_RESULT
 REFERENCE = notes.REFERENCE
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 

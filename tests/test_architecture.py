@@ -204,6 +204,8 @@ LITERAL_KEY = re.compile(  # state["k"], state.get("k"), .setdefault/.pop, f-str
     rf"{STATE}(?:\.(?:get|setdefault|pop)\(|\[)\s*(f?\"[^\"]*\")|(f?\"[^\"]*\") (?:not )?in {STATE}\b"
 )
 STATE_KWARGS = re.compile(rf"{STATE}\.update\((\w+)=")
+KEPT_CALL = re.compile(r"\b(?:kept_index|whole_state|kept_widget)\(\s*(f?\"[^\"]*\")")  # session.kept's keys
+PAGE_KEY_CONSTANT = re.compile(r"^[A-Z_][A-Z_0-9, ]* = (f?\"[a-z_]+:[a-z_]+\")", re.M)  # "page:name", a page's key
 
 
 def literal_session_keys(path: Path) -> list[str]:
@@ -218,6 +220,9 @@ def literal_session_keys(path: Path) -> list[str]:
             continue
         found.append(f"line {source.count(chr(10), 0, match.start()) + 1}: {literal}")
     found += [f"update({name}=…)" for name in STATE_KWARGS.findall(source)]
+    found += [f"kept under {literal}" for literal in KEPT_CALL.findall(source)]
+    if path.parent.name == "pages":  # a page's own key, "page:name" (a Redis channel elsewhere is no key)
+        found += [f"constant {literal}" for literal in PAGE_KEY_CONSTANT.findall(source)]
     return found
 
 
@@ -231,14 +236,18 @@ def test_the_sessions_keys_are_declared_in_one_module():
 
 
 def test_the_key_check_finds_a_key_written_as_a_string(tmp_path):
-    page = tmp_path / "page.py"
+    page = tmp_path / "pages" / "page.py"
+    page.parent.mkdir()
     page.write_text(
         'st.session_state["why_hidden"] = 4\nif "room_seen" in state:\n    state.get(f"cell:{page}")\n'
         'st.session_state.update(speed=1)\nst.number_input("d", key="speed_d")\nst.session_state["speed_d"]\n'
+        'HEAD = "multihead:head"\nsession.kept_index("simplified:query", "query", "simplified", default=1, count=6)\n'
     )
     assert literal_session_keys(page) == [
         'line 1: "why_hidden"',
         'line 2: "room_seen"',
         'line 3: f"cell:{page}"',
         "update(speed=…)",
+        'kept under "simplified:query"',
+        'constant "multihead:head"',
     ]

@@ -45,8 +45,22 @@ def question_keys(question: str) -> tuple[str, str, str]:
     return f"{question}_answer", f"{question}_revealed", f"{question}_widget"
 
 
-# Pages' own (besides their widgets')
-WHY_HIDDEN = "why_hidden"  # Why attention's hidden_size: the slider's value, kept while its step is not shown
+# Pages' own (besides their widgets'): what a page keeps while the widget that sets it is not drawn
+WHY_HIDDEN = "why_hidden"  # Why attention's hidden_size
+SIMPLIFIED_QUERY = "simplified:query"  # Simplified attention's query token (an index from 0)
+QKV_TEMPERATURE = "qkv:temperature"  # Q, K, V & scaling's lab: the temperature that divides every score,
+QKV_NUM_KEYS = "qkv:num_keys"  # and how many keys a row has
+MULTIHEAD_HEAD = "multihead:head"  # Multi-head attention's inspected head (an index from 0)
+DROPOUT_SAMPLES = "dropout_samples"  # Dropout's number of draws to average (also its slider's key)
+MISTAKE = "mistakes:mistake"  # Break it's chosen mistake
+SPEED_RESULT = "speed:result"  # Speed's last measurement this session asked for; reruns only redraw it
+GENERATE_NEW = "generate:new"  # Generate's settings: how many new tokens,
+GENERATE_TEMPERATURE = "generate:temperature"  # the sampling temperature (0: greedy),
+GENERATE_TOP_K = "generate:top_k"  # top-k (0: all tokens),
+GENERATE_SEED = "generate:seed"  # and the seed of the draws
+GENERATE_TOKEN, GENERATE_LAYER = "generate:token", "generate:layer"  # the new token and layer inspected
+GENERATE_HEAD = "generate:head"  # and the head (indices from 0)
+GENERATE_WINDOW = "generate:window"  # the sliding window's size, in tokens
 GENERATE_TIMES = "generate:times"  # Generate's timing of one new token both ways, until the next press
 
 
