@@ -3,13 +3,15 @@
 Usage, from the repository root (BENCHMARKS.md's "A class on one link" describes the students and scenarios)::
 
     python -m benchmarks.load class --students 1,100 --servers 1,2 --duration 120
+    python -m benchmarks.load class --students 100 --servers 2 --duration 90 --burst 15   # all press Next at once
     python -m benchmarks.load typing --students 1,30 --servers 1,2 --duration 120
     python -m benchmarks.load typing --students 30 --duration 600 --memory-log    # the soak: memory by kind
     python -m benchmarks.load room --students 1,100 --servers 2 --think 5 --page causal_mask   # a live room
 
 Students (``LessonStudent``) open ``--page`` and act with their scenario's mix (``MIXES``) until ``--duration``
-is up; in ``room`` they follow a teacher's live room, kept in Redis, and vote (``room_lesson``). Each run starts
-its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
+is up; in ``room`` they follow a teacher's live room, kept in Redis, and vote (``room_lesson``). With ``--burst S``
+the whole class also presses Next together every S seconds, as when the teacher says "now" (``burst_times``). Each
+run starts its own server(s) and appends a JSON line to ``artifacts/load/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ CLASS_SENTENCES = (
     "the attention weights change as each new word arrived.",
 )
 TYPED_WORDS = (5, 34)  # a student's own new sentence: random words, about 6-40 GPT-2 tokens, never typed before
+BURST_JITTER_S = 0.1  # in a burst, each student presses within this many seconds of the teacher's "now"
+KINDS = ("open", "next", "previous", "burst", "switch", "sentence", "generate")  # the order a summary lists them
 
 
 def pick(scenario: str, rng: random.Random) -> str:
@@ -79,6 +83,13 @@ def chapter_pages(app_pages: list[tuple[str, str]]) -> list[str]:
 def route_cookie(target, rng: random.Random) -> str | None:
     """nginx's sticky-session cookie, as nginx gives one, when ``target`` has nginx in front."""
     return f"explorer_route={rng.getrandbits(64):016x}" if target.proxied else None
+
+
+def burst_times(spread: float, duration: float, every: float) -> list[float]:
+    """The seconds after a lesson's start at which the whole class presses Next: every ``every`` seconds once the
+    students have arrived (the first at ``spread + every``), before ``duration`` is up; none when ``every`` is 0."""
+    count = int((duration - spread) // every) + 1 if every > 0 else 0
+    return [t for t in (spread + k * every for k in range(1, count + 1)) if t < duration]
 
 
 def stepper_click(buttons: dict[str, tuple[str, str, bool]], direction: int) -> tuple[str, str, int] | None:
@@ -99,10 +110,25 @@ class LessonStudent(BrowserStudent):
         super().__init__(base, cookie)
         self.rng = rng
         self.direction = 1  # a class walks forward, and back from the last step
+        self.present = False  # in the lesson: the link opened, and the connection not lost
+        self.lock = asyncio.Lock()  # one websocket, one action at a time: a burst's press waits for one in flight
 
     async def act(self, action: str, pages: list[str], typing: bool) -> Run:
         """Do ``action`` (``pick``) and wait for the page; the run's kind says what was done."""
-        run = await self._act(action, pages, typing)
+        async with self.lock:
+            return self._where(await self._act(action, pages, typing))
+
+    async def press(self, pages: list[str]) -> Run | None:
+        """Press Next (or Previous, ``stepper_click``) with the whole class, once an action in flight is done: a run
+        of kind "burst", or None when not in the lesson or on a page without a stepper."""
+        async with self.lock:
+            if not self.present or self.step is None or stepper_click(self.buttons, self.direction) is None:
+                return None
+            run = self._where(await self._act("step", pages, typing=False))
+        run.kind = "burst"
+        return run
+
+    def _where(self, run: Run) -> Run:
         run.where = f"{self.page or '/'} {self.step[0]}/{self.step[1]}" if self.step else self.page or "/"
         return run
 
@@ -262,7 +288,7 @@ async def room_lesson(target, args, n: int) -> dict:
 def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     """Latency per action kind and over every action (opening the link apart), and the throughput of the window."""
     actions = [r for r in runs if r.kind != "open"]
-    kinds = sorted({r.kind for r in runs}, key=("open", "next", "previous", "switch", "sentence", "generate").index)
+    kinds = sorted({r.kind for r in runs}, key=KINDS.index)
     finished = [r for r in actions if start <= r.sent + r.latency <= end]
     slowest = sorted((r for r in actions if r.ok), key=lambda r: -r.latency)[:SLOWEST]
     out = {"actions": summarize(actions), "by_kind": {k: summarize([r for r in runs if r.kind == k]) for k in kinds}}
@@ -270,10 +296,25 @@ def summarize_lesson(runs: list[Run], start: float, end: float) -> dict:
     return out | {"throughput_runs_per_s": len(finished) / (end - start) if end > start else float("nan")}
 
 
+def summarize_bursts(bursts: list[tuple[float, list[Run]]], start: float) -> list[dict]:
+    """Each burst, given as (the moment it was called, the runs of the students who pressed), in time order: when
+    (seconds after ``start``), how many pressed, the p50, p95 and max of their runs (the max: the slowest student's),
+    the errors, and the seconds from the call until every press had finished (jitter and actions in flight too)."""
+    out = []
+    for at, runs in sorted(bursts, key=lambda b: b[0]):
+        s, done = summarize(runs), max((r.sent + r.latency for r in runs), default=float("nan"))
+        out.append({"at_s": at - start, "students": len(runs), "p50_s": s["p50_s"], "p95_s": s["p95_s"]})
+        out[-1] |= {"max_s": s["max_s"], "errors": s["errors"], "all_done_s": done - at}
+    return out
+
+
 async def lesson(target, args, n: int):
     """``n`` students open the class's link (``args.page``, the class's first sentence) over ``args.spread``
-    seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up."""
+    seconds, then think (exponential, mean ``args.think``) and act until ``args.duration`` is up; with
+    ``args.burst``, every student on a stepper also presses Next at each of ``burst_times`` (``LessonStudent.press``),
+    within ``BURST_JITTER_S`` of it."""
     rng, typing = random.Random(args.seed), args.scenario == "typing"
+    burst_rng = random.Random(args.seed * 1000 - 1)  # the jitters, apart from the students' own draws
     pages, link = chapter_pages(target.app_pages), {"input": "text", "text": CLASS_SENTENCES[0]}
     runs: list[Run] = []
     students = [
@@ -289,24 +330,45 @@ async def lesson(target, args, n: int):
             return
         opened = await student.open(args.page, link)
         runs.append(opened)
-        while opened.ok and time.perf_counter() < end:
+        student.present = opened.ok
+        while student.present and time.perf_counter() < end:
             await asyncio.sleep(student.rng.expovariate(1 / args.think))
             if time.perf_counter() >= end:
                 break
             run = await student.act(pick(args.scenario, student.rng), pages, typing)
             runs.append(run)
-            if run.error and run.error.startswith("connection closed"):
-                break
+            student.present = not (run.error and run.error.startswith("connection closed"))
+        student.present = False
 
+    async def press_at(student: LessonStudent, when: float) -> Run | None:
+        await asyncio.sleep(max(0.0, when - time.perf_counter()))
+        run = await student.press(pages)
+        if run is not None:
+            runs.append(run)
+            if run.error and run.error.startswith("connection closed"):
+                student.present = False
+        return run
+
+    async def burst(at: float) -> None:
+        await asyncio.sleep(max(0.0, at - time.perf_counter()))
+        jitters = [burst_rng.uniform(0, BURST_JITTER_S) for _ in students]
+        pressed = await asyncio.gather(*(press_at(s, at + j) for s, j in zip(students, jitters, strict=True)))
+        bursts.append((at, [r for r in pressed if r is not None]))
+
+    bursts: list[tuple[float, list[Run]]] = []
     async with Meter(target) as meter:
         start, wall_start = time.perf_counter(), time.time()
         end = start + args.duration
-        await asyncio.gather(*(attend(s, rng.uniform(0, args.spread), end) for s in students))
+        moments = [start + t for t in burst_times(args.spread, args.duration, args.burst)]
+        await asyncio.gather(
+            *(attend(s, rng.uniform(0, args.spread), end) for s in students), *(burst(at) for at in moments)
+        )
     for s in students:
         await s.close()
     samples = read_memory_log(target.memory_log)  # none without --memory-log, and then no trends
     memory = memory_trends(samples, wall_start, wall_start + args.duration)
     out = {**summarize_lesson(runs, start, end), "server_memory": memory}
+    out |= {"bursts": summarize_bursts(bursts, start)}
     out |= {"joined": sum(1 for r in runs if r.kind == "open" and r.ok)}
     out |= {"students_per_server": dict(Counter(s.upstream or "direct" for s in students)), "pages": pages}
     return out | {**meter.report(len(runs)), "rss_samples": meter.samples[:: max(1, int(10 / meter.every))]}
@@ -341,6 +403,7 @@ async def one_lesson(args, servers: int, n: int) -> None:
     mode = f"{servers} server" + ("s behind nginx" if servers > 1 else "")
     e = {"scenario": scenario, "mode": mode, "servers": servers, "students": n, "page": args.page}
     e |= {"think_s": args.think, "spread_s": args.spread, "duration_s": args.duration, "memory_log": memory_log}
+    e |= {"burst_s": args.burst}
     e |= {"malloc_arena_max": args.arena_max, "when": time.strftime("%Y-%m-%d %H:%M:%S")}
     e |= {"command": " ".join(["python", "-m", "benchmarks.load", *sys.argv[1:]])}
     e |= {"server_command": " ".join(target.command()), "machine": machine(), **result}
@@ -357,9 +420,21 @@ async def one_lesson(args, servers: int, n: int) -> None:
     else:
         a, p95 = e["actions"], {kind: f"{s['p95_s'] * 1000:.0f}" for kind, s in e["by_kind"].items()}
         print(f"   {a['runs']} actions, p95 {a['p95_s'] * 1000:.0f} ms (by kind {p95}), {a['errors']} errors")
+        if args.burst:
+            print(f"   {len(e['bursts'])} bursts, every {args.burst:g} s:{burst_lines(e['bursts'])}")
     print(f"   server CPU {e['server_cpu_cores']:.2f} cores, load {e['loadavg_end']:.2f}", flush=True)
     if e.get("server_memory"):
         print(f"   server memory (MiB unless a count; {memory_log}):\n{memory_lines(e['server_memory'])}", flush=True)
+
+
+def burst_lines(bursts: list[dict]) -> str:
+    """``summarize_bursts``'s bursts for the printed summary, one line each."""
+    return "".join(
+        f"\n     at {b['at_s']:.0f} s, {b['students']} students: p50 {b['p50_s'] * 1000:.0f} ms, p95 "
+        f"{b['p95_s'] * 1000:.0f} ms, max {b['max_s'] * 1000:.0f} ms, all done {b['all_done_s'] * 1000:.0f} ms, "
+        f"{b['errors']} errors"
+        for b in bursts
+    )
 
 
 def numbers(text: str) -> list[int]:
@@ -378,9 +453,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--arena-max", type=int, default=2, help="MALLOC_ARENA_MAX of the app processes (0: unset)")
     parser.add_argument("--memory-log", action="store_true", help="one server: its memory by kind, and trends")
     parser.add_argument("--memory-every", type=float, default=5.0, help="seconds between --memory-log samples")
+    parser.add_argument("--burst", type=float, default=0.0, help="every this many seconds all press Next (0: off)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", default=RESULTS, help="JSON lines file the results are appended to")
     args = parser.parse_args(argv)
+    if args.burst < 0 or (args.burst and args.scenario == "room"):
+        parser.error("--burst takes seconds >= 0, and a room's students only follow the teacher")
     for n in args.students:
         for servers in args.servers:
             asyncio.run(one_lesson(args, servers, n))

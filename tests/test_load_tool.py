@@ -5,10 +5,12 @@ the messages it sends and how it reads the replies, so that a Streamlit
 upgrade that changes them fails here rather than as silently wrong figures.
 """
 
+import asyncio
 import math
 import os
 import random
 import threading
+import time
 
 import pytest
 from streamlit.proto.Alert_pb2 import Alert
@@ -174,6 +176,79 @@ def test_a_student_walks_forward_turns_at_the_last_step_and_again_at_the_first()
     assert load.stepper_click(_buttons(), -1) == ("previous", "prev:qkv", -1)
     assert load.stepper_click(_buttons(prev_disabled=True), -1) == ("next", "next:qkv", 1)
     assert load.stepper_click({"clicker_next_qkv": ("x", "", False)}, 1) is None
+
+
+def test_a_class_bursts_every_s_seconds_once_arrived_and_not_after_the_lesson_or_when_off():
+    assert load.burst_times(spread=5, duration=60, every=15) == [20, 35, 50]
+    assert load.burst_times(spread=0, duration=20, every=6) == [6, 12, 18]
+    assert load.burst_times(spread=5, duration=20, every=15) == [], "a burst at the very end is no burst"
+    assert load.burst_times(spread=5, duration=60, every=0) == []
+    assert load.burst_times(spread=30, duration=20, every=5) == []
+
+
+class _SlowStudent(load.LessonStudent):
+    """A student on step 2 of 7 whose runs take 20 ms each, counting how many are in flight at once."""
+
+    def __init__(self):
+        super().__init__("http://127.0.0.1:1", None, random.Random(0))
+        self.present, self.step, self.page = True, (2, 7), "qkv"
+        self.buttons = _buttons()
+        self.widget_ids = {key: widget_id for key, (widget_id, _, _) in self.buttons.items()}
+        self.in_flight, self.most_in_flight = 0, 0
+
+    async def send(self, kind, message, expect_text, exact=True):
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        sent = time.perf_counter()
+        await asyncio.sleep(0.02)
+        self.step, self.in_flight = (self.step[0] + 1, 7), self.in_flight - 1
+        return protocol.Run(kind, sent, latency=time.perf_counter() - sent, ok=True)
+
+
+def test_a_burst_press_waits_for_the_students_action_in_flight_and_is_a_burst_run():
+    student = _SlowStudent()
+
+    async def both():
+        own = asyncio.create_task(student.act("step", ["qkv"], typing=False))
+        await asyncio.sleep(0.005)  # the student's own Next is in flight when the class presses
+        return await asyncio.gather(own, student.press(["qkv"]))
+
+    own, pressed = asyncio.run(both())
+    assert student.most_in_flight == 1, "one websocket: one action at a time"
+    assert (own.kind, own.ok, own.where) == ("next", True, "qkv 3/7")
+    assert (pressed.kind, pressed.ok, pressed.where) == ("burst", True, "qkv 4/7"), "not stale: after the own Next"
+    assert pressed.sent >= own.sent + own.latency
+
+
+def test_a_burst_press_is_skipped_by_a_student_not_in_the_lesson_or_without_a_stepper():
+    gone, elsewhere, at_the_end = _SlowStudent(), _SlowStudent(), _SlowStudent()
+    gone.present, elsewhere.buttons = False, {}
+    at_the_end.step, at_the_end.buttons = (7, 7), _buttons(next_disabled=True)
+    assert asyncio.run(gone.press(["qkv"])) is None and asyncio.run(elsewhere.press(["qkv"])) is None
+    turned = asyncio.run(at_the_end.press(["qkv"]))
+    assert turned.kind == "burst" and turned.error == "stale: the stepper shows step (8, 7), not (6, 7)"
+    assert at_the_end.direction == -1, "at the last step the class presses Previous"
+
+
+def test_each_burst_is_summarised_by_its_slowest_student_and_its_presses_are_actions():
+    first = [_run("burst", 120.05, 0.1), _run("burst", 120.02, 0.3), _run("burst", 120.0, 0.2)]
+    second = [_run("burst", 135.01, 0.4), _run("burst", 135.09, 0.1, error="connection closed: gone")]
+    bursts = load.summarize_bursts([(135.0, second), (120.0, first)], start=100.0)
+    assert [b["at_s"] for b in bursts] == [20.0, 35.0], "in time order, from the start"
+    assert [b["students"] for b in bursts] == [3, 2]
+    assert (bursts[0]["p50_s"], bursts[0]["max_s"]) == (pytest.approx(0.2), 0.3)
+    assert bursts[0]["all_done_s"] == pytest.approx(0.32), "from the teacher's now to the last page"
+    assert (bursts[1]["max_s"], bursts[1]["errors"]) == (0.4, 1)
+    lesson = load.summarize_lesson([_run("open", 100.0, 2.0), _run("next", 103.0, 0.1), *first], start=100.0, end=160.0)
+    assert list(lesson["by_kind"]) == ["open", "next", "burst"] and lesson["by_kind"]["burst"]["p95_s"] > 0.2
+    assert lesson["actions"]["runs"] == 4, "a burst's presses are actions"
+    assert "at 20 s, 3 students: p50 200 ms, p95 290 ms, max 300 ms, all done 320 ms" in load.burst_lines(bursts)
+
+
+def test_a_burst_is_seconds_and_not_for_a_room():
+    for argv in (["room", "--burst", "5"], ["class", "--burst", "-1"]):
+        with pytest.raises(SystemExit):
+            load.main(argv)
 
 
 def _element_msg(fill, fragment_id="") -> bytes:
