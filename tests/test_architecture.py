@@ -251,3 +251,66 @@ def test_the_key_check_finds_a_key_written_as_a_string(tmp_path):
         'kept under "simplified:query"',
         'constant "multihead:head"',
     ]
+
+
+# The app memoises in two ways: ``runtime.caching.SharedCache`` (one read-only result for every session, bounded
+# by bytes: ``shared_view`` and the shared figures of ``widgets.drawn``) and ``functools.lru_cache`` for pure
+# functions of a few numbers or strings. Streamlit's caches copy (``st.cache_data``) or are unbounded in bytes.
+OTHER_MEMOS = {
+    "cache_data",
+    "cache_resource",
+    "experimental_memo",
+    "experimental_singleton",
+    "weakref",
+    "WeakValueDictionary",
+}
+SHARED_CACHE_HOMES = {"explorer/runtime/caching.py", "explorer/widgets/drawn.py"}
+MAX_CONCURRENCY_SITES = 17  # 29 when issue 36 counted them; what each is for is said where it is made
+CONCURRENCY = re.compile(r"\bthreading\.(?:Lock|RLock|Event|Condition|Semaphore|BoundedSemaphore|Thread|Timer)\(")
+
+
+def other_memos(path: Path) -> list[str]:
+    """The names of ``OTHER_MEMOS`` that ``path``'s code uses (its words may name them)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute | ast.Name):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [alias.name for alias in node.names] + [getattr(node, "module", None) or ""]
+            name = next((n for n in names if n.split(".")[-1] in OTHER_MEMOS), "")
+        else:
+            continue
+        if name.split(".")[-1] in OTHER_MEMOS:
+            found.append(f"line {node.lineno}: {name}")
+    return found
+
+
+def test_the_app_memoises_with_the_shared_cache_and_lru_cache_only():
+    found = {str(p.relative_to(ROOT)): memos for p in APP_FILES if (memos := other_memos(p))}
+    assert not found, f"another memoisation mechanism: {found}"
+    homes = {str(p.relative_to(ROOT)) for p in APP_FILES if "SharedCache(" in p.read_text()}
+    assert homes == SHARED_CACHE_HOMES
+
+
+def test_the_memo_check_finds_streamlits_caches(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text('import weakref\nimport streamlit as st\n@st.cache_data\ndef f():\n    """st.cache_resource"""\n')
+    assert other_memos(page) == ["line 1: weakref", "line 3: cache_data"]
+
+
+def concurrency_sites(path: Path) -> list[str]:
+    """Each lock, event, condition, semaphore and thread ``path`` makes, as "file:line"; a site without a reason
+    (a comment on its line or the line above) is marked "no reason"."""
+    lines = path.read_text().splitlines()
+    sites = []
+    for number, line in enumerate(lines):
+        if CONCURRENCY.search(line.split("#")[0]):
+            reason = "#" in line or lines[number - 1].strip().startswith("#")
+            sites.append(f"{path.relative_to(ROOT)}:{number + 1}" + ("" if reason else " no reason"))
+    return sites
+
+
+def test_every_lock_event_and_thread_the_app_makes_says_why():
+    sites = [site for p in APP_FILES for site in concurrency_sites(p)]
+    assert not [s for s in sites if s.endswith("no reason")], sites
+    assert len(sites) <= MAX_CONCURRENCY_SITES, sites

@@ -174,7 +174,7 @@ before = sys.getswitchinterval()
 
 async def serve():
     async with server.lifespan(None):
-        print(server._warming.is_set())  # the server starts serving while the thread prepares
+        print(server._warming)  # the server starts serving while the thread prepares
 
 
 asyncio.run(serve())
@@ -276,10 +276,10 @@ def test_every_run_asks_the_browser_for_streamlits_chart_and_widget_code_outside
 
 def test_until_a_first_page_has_painted_each_run_asks_the_browser_to_say_so(monkeypatch):
     monkeypatch.setattr(first_paint, "painted", threading.Event())
-    monkeypatch.setattr(first_paint, "_paint_route", threading.Event())
+    monkeypatch.setattr(first_paint, "paint_route", False)
     at = app()
     assert not any(first_paint.PAINTED_PATH in body for body in _event_html(at))  # no route: nothing to tell
-    first_paint._paint_route.set()  # what page_routes does when the server answers the path
+    monkeypatch.setattr(first_paint, "paint_route", True)  # what page_routes does when the server answers the path
     at.run()
     scripts = [body for body in _event_html(at) if first_paint.PAINTED_PATH in body]
     assert len(scripts) == 1 and "method: 'POST'" in scripts[0] and "__explorerPainted" in scripts[0]

@@ -9,7 +9,6 @@ import asyncio
 import math
 import os
 import random
-import threading
 import time
 
 import pytest
@@ -408,28 +407,6 @@ def test_a_process_and_its_children_are_measured():
     assert meter.process_cpu_s(pid) > 0
     assert 1 < meter.process_rss_mib(pid) < 100_000
     assert meter.process_cpu_s(2**22 + 7) == 0.0, "a process that is gone counts nothing"
-
-
-def test_runs_computing_one_key_share_its_lock_and_it_is_gone_once_none_holds_it():
-    from streamlit.runtime.caching.cache_utils import Cache
-
-    from explorer.runtime import patches
-
-    assert Cache.compute_value_lock is patches._compute_value_lock, "applied when the app imports its patches"
-
-    class FakeCache:
-        def __init__(self):
-            self._value_locks_lock = threading.Lock()
-            self._value_locks = {}
-
-    cache = FakeCache()
-    first = patches._compute_value_lock(cache, "key")
-    assert patches._compute_value_lock(cache, "key") is first, "a second run waits on the first run's lock"
-    assert patches._compute_value_lock(cache, "other") is not first
-    assert first.acquire(blocking=False) and not first.acquire(timeout=0.01) and first.locked()
-    first.release()
-    del first
-    assert "key" not in cache._value_locks and len(cache._value_locks) == 0
 
 
 def test_one_server_samples_its_memory_under_serve_py_only_when_asked(tmp_path):

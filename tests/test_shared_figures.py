@@ -213,28 +213,23 @@ def test_a_panel_counts_the_columns_its_heatmap_shows():
     assert charts.Panel("l", figures.lines, ([1, 2], {"a": [1, 2]}), {"style": window}).columns() == 0
 
 
-def test_a_rerun_draws_its_charts_again_without_digesting_them(monkeypatch):
-    """A Next click back to a step this session drew redraws its charts from the session's last drawing
-    (``charts.Shown``): nothing is fingerprinted, the view is not entered, and the charts still join the
-    step's JSON export. A new sentence draws anew."""
+def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch):
+    """A Next click back to a step this session drew finds its charts in the shared figures (``drawn.shared``)
+    and builds none, and the charts still join the step's JSON export. A new sentence builds new ones."""
     from apptest_support import next_step, previous_step, type_sentence
 
     from explorer.session.keys import RUN_FIGURES
-    from explorer.widgets import charts
 
     at = app("pages/causal_mask.py")
     at = previous_step(next_step(next_step(at)))  # steps 1, 2, 3 and back to 2: step 3's charts are drawn
     assert not at.exception
-    from explorer.views import run as runs
-
-    calls, plans = [], []
-    monkeypatch.setattr(charts, "shared", lambda *args, **options: calls.append(args) or shared(*args, **options))
-    plan = runs.plan
-    monkeypatch.setattr(runs, "plan", lambda *args: plans.append(args) or plan(*args))
+    calls = []
+    prepare = drawn.prepare
+    monkeypatch.setattr(drawn, "prepare", lambda *args, **options: calls.append(args) or prepare(*args, **options))
     before = figure_specs(at)
     at = next_step(at)  # step 3 again
     assert not at.exception
-    assert calls == [] and plans == []  # no chart digested, the view not entered (it would plan its memory)
+    assert calls == []  # no chart built: each was found by its numbers, labels and options
     assert len(at.session_state[RUN_FIGURES]) == 2  # both of step 3's heatmaps are in its JSON export
     again = previous_step(next_step(previous_step(at)))
     assert [json.dumps(s, sort_keys=True) for s in figure_specs(again)] == [
@@ -242,16 +237,4 @@ def test_a_rerun_draws_its_charts_again_without_digesting_them(monkeypatch):
     ]
     at = type_sentence(at, "A new sentence draws new charts")
     assert not at.exception
-    assert calls  # the new sentence's arrays are new: its charts are built (or found) by their contents
-
-
-def test_a_run_keeps_its_last_views_and_a_changed_run_starts_with_none():
-    from explorer.settings import Settings
-    from explorer.views.run import KEPT_VIEWS, Run, eval_mode
-
-    run = Run.of(Settings())
-    for k in range(KEPT_VIEWS + 3):
-        run.remember(("view", (k,)), k)
-    assert list(run.views) == [("view", (k,)) for k in range(3, KEPT_VIEWS + 3)]
-    assert eval_mode(run).views == {} and run.but(seed=7).views == {}
-    assert Run.of(Settings()) == run  # the views are not part of a run's identity
+    assert calls  # the new sentence's numbers are new: its charts are built

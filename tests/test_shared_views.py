@@ -79,21 +79,26 @@ def test_read_only_reaches_into_frozen_results():
         shared.by_name["head 1"] = np.zeros(3)
 
 
-def test_remembered_keeps_one_shared_result_per_key_and_forgets_the_oldest():
+def test_a_shared_views_callbacks_are_not_part_of_its_key_and_get_computes_nothing():
     calls = []
 
-    @caching.remembered(max_entries=2)
+    @caching.shared_view(max_entries=2)
     def measured(size, *, on_progress=None):
         calls.append(size)
         return {"size": np.full(2, size)}
 
-    assert measured(1) is measured(1, on_progress=print)  # the callback is not part of the key
-    measured(2), measured(3), measured(1)
-    assert calls == [1, 2, 3, 1]
-    assert not measured(3)["size"].flags.writeable
-    measured.clear()
-    measured(3)
-    assert calls == [1, 2, 3, 1, 3]
+    try:
+        assert measured.get(1) is None and calls == []
+        assert measured(1) is measured(1, on_progress=print)  # the callback is not part of the key
+        assert measured.get(1) is measured(1)
+        measured(2), measured(3), measured(1)
+        assert calls == [1, 2, 3, 1]  # two entries kept: 1 was forgotten when 3 came
+        assert not measured(3)["size"].flags.writeable
+        measured.clear()
+        measured(3)
+        assert calls == [1, 2, 3, 1, 3]
+    finally:
+        measured.clear()
 
 
 def split_heads(x, num_heads: int):

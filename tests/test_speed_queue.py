@@ -34,7 +34,7 @@ def test_a_second_visitor_waits_at_most_30_s_behind_the_first_at_the_caps():
     first = threading.Thread(target=visitor, args=("first", 768))
     first.start()
     first_running.wait(60)
-    second = threading.Thread(target=visitor, args=("second", 384))  # other sizes: no remembered result
+    second = threading.Thread(target=visitor, args=("second", 384))  # other sizes: no result measured before
     second.start()
     first.join(120)
     second.join(120)

@@ -1,5 +1,5 @@
 """The Speed page's queue and time budget: first come first served, each waiter told its place, a
-visitor who leaves gives up the place, and a remembered result skips the queue."""
+visitor who leaves gives up the place, and a result measured before skips the queue."""
 
 import threading
 import time
@@ -104,7 +104,7 @@ def test_a_waiter_who_leaves_gives_up_the_place():
     assert len(turns) == 0
 
 
-def test_a_remembered_result_is_returned_without_queueing(monkeypatch):
+def test_a_result_measured_before_is_returned_without_queueing(monkeypatch):
     view = object.__new__(SpeedView)
     monkeypatch.setattr(speed.measured, "get", lambda *sizes: view)
 

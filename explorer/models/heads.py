@@ -10,11 +10,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
 import attention
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
 from explorer.models.inputs import layer_prepared
+from explorer.runtime.caching import shared_view
 from explorer.runtime.lazy import torch
 from explorer.settings import RANDOM, Settings
 
@@ -69,9 +69,9 @@ def _head_summaries(weights) -> HeadSummaries:
     )
 
 
-@st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
+@shared_view(max_entries=MODEL_ENTRIES * 8)
 def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> HeadSummaries | None:
-    inputs = torch.from_numpy(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
+    inputs = torch.tensor(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
     if inputs.shape[1] < 2:
         return None
     traced = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs)  # weights (1, h, T, T)
@@ -95,7 +95,7 @@ def grid_tokens(num_layers: int, num_heads: int) -> int:
     return max(2, math.isqrt(GRID_CELLS // (num_layers * num_heads)))
 
 
-@st.cache_data(max_entries=MODEL_ENTRIES * 2, show_spinner=False)
+@shared_view(max_entries=MODEL_ENTRIES * 2)
 def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | None:
     prepared = layer_prepared(kind, 1, source, text, loaded)  # the sentence's tokens, cut to the model's context
     found = model(kind)

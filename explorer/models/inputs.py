@@ -7,7 +7,6 @@ read-only between sessions (``runtime.caching``). ``views.run.Run`` calls it onc
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
 import attention
 from attention import tokens as tokens_module
@@ -78,7 +77,7 @@ def prepared(settings: Settings) -> Prepared:
     return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
 
 
-@st.cache_data(max_entries=MODEL_ENTRIES * 8, show_spinner=False)
+@shared_view(max_entries=MODEL_ENTRIES * 8)
 def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 0) -> Prepared:
     """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
 

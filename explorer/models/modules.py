@@ -4,8 +4,6 @@ or holding one layer of a trained model, sliced into the chapter's classes (``he
 
 from __future__ import annotations
 
-import streamlit as st
-
 import attention
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
@@ -105,7 +103,7 @@ def layer_copy(mha: attention.MultiHeadAttention, dropout: float = 0.0) -> atten
     return copy.eval()
 
 
-@st.cache_resource(max_entries=MODEL_ENTRIES, show_spinner=False)
+@shared_view(max_entries=MODEL_ENTRIES)
 def _layer_module(name: str, kind: str, layer: int, head: int, dropout: float, loaded: int) -> torch.nn.Module:
     mha = model(kind).trf_blocks[layer - 1].att
     if name == "MultiHeadAttention":

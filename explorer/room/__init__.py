@@ -29,14 +29,13 @@ URL_VARIABLE = "ATTENTION_ROOMS_URL"
 LIVE = LIVE_PAGE
 
 _STORE: list[RoomStore] = []
-_STORE_LOCK = threading.Lock()
 _WAKENER: list[Wakener] = []
-_WAKENER_LOCK = threading.Lock()
+_MAKING = threading.Lock()  # one store and one wakener per process, whichever session's thread asks first
 
 
 def room_store() -> RoomStore:
     """The process's one store: Redis when ``ATTENTION_ROOMS_URL`` names one, else memory."""
-    with _STORE_LOCK:
+    with _MAKING:
         if not _STORE:
             url = os.environ.get(URL_VARIABLE, "").strip()
             if url:
@@ -50,9 +49,10 @@ def room_store() -> RoomStore:
 
 def wakener() -> Wakener:
     """The process's one register of students in rooms, listening to ``room_store()``."""
-    with _WAKENER_LOCK:
+    store = room_store()
+    with _MAKING:
         if not _WAKENER:
-            _WAKENER.append(Wakener(room_store()))
+            _WAKENER.append(Wakener(store))
         return _WAKENER[0]
 
 

@@ -44,7 +44,6 @@ class RedisRoomStore(RoomStore):
         self._redis = client
         self._clock = clock
         self._listen_client = listen_client or client
-        self._listening = threading.Lock()
         self._listener: threading.Thread | None = None
 
     @classmethod
@@ -57,11 +56,13 @@ class RedisRoomStore(RoomStore):
         )
 
     def on_change(self, listener) -> None:
+        """Also start hearing the other processes (once: the process's one ``Wakener`` calls this, made under
+        ``explorer.room._MAKING``)."""
         super().on_change(listener)
-        with self._listening:
-            if self._listener is None:
-                self._listener = threading.Thread(target=self._listen, name="rooms-listener", daemon=True)
-                self._listener.start()
+        if self._listener is None:
+            # Redis's subscription blocks while it waits for a message: it gets a thread of its own
+            self._listener = threading.Thread(target=self._listen, name="rooms-listener", daemon=True)
+            self._listener.start()
 
     def _listen(self) -> None:
         """Hear the other processes' moves and reveals; after a lost connection, subscribe again and say that

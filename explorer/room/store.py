@@ -163,7 +163,7 @@ class MemoryRoomStore(RoomStore):
     def __init__(self, clock=time.monotonic):
         super().__init__()
         self._rooms: dict[str, _Room] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # every session's thread reads and writes the rooms
         self._clock = clock
 
     def _room(self, code: str, token: str | None = None, *, teacher: bool = False, write: bool = True) -> _Room:

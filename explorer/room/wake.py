@@ -50,7 +50,7 @@ class Wakener:
         their own)."""
         self._store = store
         self._members: dict[str, Member] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # sessions enrol from their threads while the heartbeat reads them
         self._rerun = rerun or rerun_session
         self._active = active or session_active
         self._beating: threading.Thread | None = None
@@ -68,6 +68,7 @@ class Wakener:
             member.fragment = known.fragment if known and known.page == page else ""
             self._members[session_id] = member
             if self._beating is None:
+                # renews every enrolled student's presence in the store, whether or not the room moves
                 self._beating = threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True)
                 self._beating.start()
         if known is None or (known.code, known.student, known.following) != (code, student, following):

@@ -5,11 +5,13 @@ kept in ``SHARED``, which is bounded by bytes in all (``CACHE_BYTES``), by bytes
 (``ENTRY_BYTES``: a larger result is computed for the run that asked and not kept), by entries per
 function, and by age (``CACHE_TTL_S``). Tokenizations are shared views too (a 60,000-character paste
 is megabytes of strings); the scaling lab's small result is ``st.cache_data`` with a ttl.
-``remembered`` keeps results that are computed while a page draws progress (Streamlit would replay
-that drawing on a cache hit).
+Measurements that draw progress while they run (Speed, Generate's token times) are shared views too:
+their progress callback is not part of the key, and nothing drawn is replayed on a hit.
 
-The ``st.cache_data`` and ``st.cache_resource`` functions that remain keep a lock per key only while a
-run holds it (``patches.bound_streamlit_cache_locks``)."""
+This and ``functools.lru_cache`` (for pure functions of a few numbers or strings) are the app's only
+memoisation. Streamlit's ``st.cache_data`` pickles a result at every hit (54 ms for ``mask_view``'s 38 MiB
+at T = 1,024) and ``st.cache_resource`` bounds entries but not bytes; both keep a lock for every key
+they ever computed in Streamlit 1.67 (about 190 bytes per typed sentence; BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -77,7 +79,8 @@ class SharedCache:
         self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
         self._entries: OrderedDict[tuple, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, used)
         self._bytes = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # sessions run on their own threads
+        self._computing: dict[tuple, tuple[threading.Lock, int]] = {}  # a lock per key being computed (``computing``)
 
     def _drop(self, key: tuple) -> None:
         self._bytes -= self._entries.pop(key)[1]
@@ -116,6 +119,25 @@ class SharedCache:
             self._entries[key] = (value, size, time.monotonic())
             self._bytes += size
             return True
+
+    @contextlib.contextmanager
+    def computing(self, key: tuple):
+        """Hold ``key``'s lock while computing its value: sessions asking for it at once compute it once."""
+        with self._lock:
+            # one per key while some session computes it or waits for it; dropped by the last one out
+            lock, users = self._computing.get(key, (None, 0))
+            lock = lock or threading.Lock()  # the key's computation: one session computes, the others wait
+            self._computing[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._lock:
+                lock, users = self._computing[key]
+                if users == 1:
+                    del self._computing[key]
+                else:
+                    self._computing[key] = (lock, users - 1)
 
     def clear(self, name: str | None = None) -> None:
         """Forget every result, or those of function ``name``."""
@@ -161,79 +183,38 @@ def read_only(value):
 def shared_view(max_entries: int):
     """A cached function whose result is made ``read_only`` and shared by every session in ``SHARED``.
 
-    ``st.cache_data`` pickles a result when it stores it and unpickles a copy on every hit: 54 ms
-    for ``mask_view``'s 38 MiB at T = 1,024, paid again at every step. A shared read-only result
-    costs nothing on a hit. Sessions asking for the same key at once compute it once. A call may pass
-    ``on_miss``, a context manager factory that a computation runs in (``views.run.budgeted`` waits
-    there for a place among the heavy computations); it is not part of the key.
-    ``function.clear()`` forgets its results.
+    A shared read-only result costs nothing on a hit. Sessions asking for the same key at once compute it
+    once. Keyword arguments named ``on_…`` are callbacks and not part of the key: ``on_miss``, a context
+    manager factory that a computation runs in (``views.run.budgeted`` waits there for a place among the
+    heavy computations), or ``on_progress``, which a measurement calls as it goes.
+    ``function.clear()`` forgets its results; ``function.get(*args)`` looks one up without computing.
     """
 
     def decorate(function):
         name = f"{function.__module__}.{function.__qualname__}"
-        computing: dict[tuple, threading.Lock] = {}
-        computing_lock = threading.Lock()
+
+        def key_of(args, kwargs) -> tuple:
+            return (name, args, tuple(sorted((k, v) for k, v in kwargs.items() if not k.startswith("on_"))))
 
         @functools.wraps(function)
         def cached(*args, on_miss=None, **kwargs):
-            key = (name, args, tuple(sorted(kwargs.items())))
+            key = key_of(args, kwargs)
             value = SHARED.get(key, MISSING)
             if value is not MISSING:
                 return value
-            with computing_lock:
-                lock = computing.setdefault(key, threading.Lock())
-            try:
-                with lock:
-                    value = SHARED.get(key, MISSING)
-                    if value is MISSING:
-                        with on_miss() if on_miss else contextlib.nullcontext():
-                            value = read_only(function(*args, **kwargs))
-                        SHARED.put(key, value, max_entries)
-            finally:
-                with computing_lock:
-                    computing.pop(key, None)
+            with SHARED.computing(key):
+                value = SHARED.get(key, MISSING)
+                if value is MISSING:
+                    with on_miss() if on_miss else contextlib.nullcontext():
+                        value = read_only(function(*args, **kwargs))
+                    SHARED.put(key, value, max_entries)
             return value
 
+        def get(*args, **kwargs):
+            """The shared result for these arguments, or None; computes nothing."""
+            return SHARED.get(key_of(args, kwargs))
+
         cached.clear = lambda: SHARED.clear(name)
-        return cached
-
-    return decorate
-
-
-def remembered(max_entries: int):
-    """Keep a function's last ``max_entries`` results, keyed by its positional arguments,
-    shared by every session and made ``read_only``.
-
-    Keyword arguments are not part of the key: they carry a progress callback. Unlike
-    ``st.cache_data``, nothing drawn while computing is recorded and replayed on a hit.
-    ``function.clear()`` forgets every result; ``function.get(*args)`` looks one up without computing.
-    """
-
-    def decorate(function):
-        results: OrderedDict[tuple, object] = OrderedDict()
-        lock = threading.Lock()
-
-        @functools.wraps(function)
-        def cached(*args, **kwargs):
-            with lock:
-                if args in results:
-                    results.move_to_end(args)
-                    return results[args]
-            result = read_only(function(*args, **kwargs))
-            if size_of(result) > ENTRY_BYTES:
-                return result
-            with lock:
-                results[args] = result
-                while len(results) > max_entries:
-                    results.popitem(last=False)
-            return result
-
-        def get(*args):
-            """The remembered result for these arguments, or None; computes nothing."""
-            with lock:
-                return results.get(args)
-
-        cached.clear = results.clear
         cached.get = get
         return cached
 

@@ -38,7 +38,7 @@ FIRST_PAGE_CHUNKS = (
 STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
 PAINTED_PATH = "/api/explorer/painted"
 painted = threading.Event()  # a browser's first page has painted (or nothing waits for one any more)
-_paint_route = threading.Event()  # the server answers PAINTED_PATH (``page_routes``)
+paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
 
 
 def page_routes(pages: list[str], on_torch_page: Callable[[], object]) -> list:
@@ -52,13 +52,14 @@ def page_routes(pages: list[str], on_torch_page: Callable[[], object]) -> list:
     needs torch (``needs_torch``) starts torch's import as its page is asked for, so that the import runs
     while the browser loads. With a ``server.baseUrlPath`` there are none: Streamlit answers (and torch is
     imported after the first run)."""
+    global paint_route
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
 
     chunks = first_page_chunks()
     if not chunks or st.get_option("server.baseUrlPath").strip("/"):
         return []
-    _paint_route.set()
+    paint_route = True
     index = (STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
     links = "".join(
         f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks
@@ -109,7 +110,7 @@ def preload_browser_code() -> None:
     chunks, events = first_page_chunks(), patches.event_container()
     if not chunks or events is None or not patches.in_a_run():
         return
-    tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if _paint_route.is_set() and not painted.is_set() else ""
+    tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if paint_route and not painted.is_set() else ""
     events.html(
         "<script>(() => {"
         "const index = document.querySelector('script[src*=\"/static/js/index.\"]');"

@@ -1,6 +1,5 @@
 """Every change this app makes to Streamlit's internals, in one place, for the Streamlit it was written for.
 
-* ``bound_streamlit_cache_locks``: ``Cache.compute_value_lock`` keeps a lock only while a run holds it.
 * ``tolerate_crafted_widgets``: eight widget deserializers read a value they cannot parse as "not sent".
 * ``ensure_entrypoint``: ``PagesManager.uses_pages_directory`` is turned off, so a deep link runs the app script.
 * ``run_page``: ``Page._can_be_called`` is set again, so a fragment rerun can run the page.
@@ -20,7 +19,6 @@ when the installed Streamlit's minor version differs.
 from __future__ import annotations
 
 import threading
-import weakref
 
 import streamlit as st
 from streamlit.elements.widgets import (
@@ -44,69 +42,15 @@ def check_version(installed: str = st.__version__) -> None:
     if ".".join(installed.split(".")[:2]) != STREAMLIT_VERSION:
         raise RuntimeError(
             f"explorer/runtime/patches.py was written for Streamlit {STREAMLIT_VERSION} and Streamlit {installed} "
-            "is installed: re-check Cache.compute_value_lock and Cache._value_locks, the widget Serde classes' "
+            "is installed: re-check the widget Serde classes' "
             "deserialize, PagesManager.uses_pages_directory and Page._can_be_called, get_script_run_ctx, "
             "ThreadState, the runtime's _session_mgr, AppSession._client_state, st._event and string_util, then update "
             "STREAMLIT_VERSION."
         )
 
 
-class KeyLock:
-    """A ``threading.Lock`` that can be weakly referenced, so that a table of locks keeps only those in use."""
-
-    __slots__ = ("__weakref__", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        return self._lock.acquire(blocking, timeout)
-
-    def release(self) -> None:
-        self._lock.release()
-
-    def locked(self) -> bool:
-        return self._lock.locked()
-
-    def __enter__(self) -> bool:
-        return self._lock.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self._lock.release()
-
-
-def _compute_value_lock(cache, value_key: str) -> KeyLock:
-    """``Cache.compute_value_lock`` whose table holds each key's lock only while some run holds the lock.
-
-    Runs computing or waiting for the same key at once still share one lock: each keeps a reference to it
-    until it is done; after that the lock and its key leave the table.
-    """
-    with cache._value_locks_lock:
-        if not isinstance(cache._value_locks, weakref.WeakValueDictionary):
-            cache._value_locks = weakref.WeakValueDictionary()
-        lock = cache._value_locks.get(value_key)
-        if lock is None:
-            lock = cache._value_locks[value_key] = KeyLock()
-        return lock
-
-
-def bound_streamlit_cache_locks() -> None:
-    """Keep Streamlit's cached functions from holding a lock for every key they ever computed.
-
-    Streamlit 1.67's ``Cache.compute_value_lock`` fills ``Cache._value_locks``, a ``defaultdict(threading.Lock)``,
-    with one lock per distinct key and never removes one, however small ``max_entries`` is: with a typed
-    sentence in the key, the server grows by about 190 bytes for every sentence ever typed
-    (reproduced by a benchmark retired since, at commit e1b2501; BENCHMARKS.md). Replaces that
-    method, once, for every cache.
-    """
-    from streamlit.runtime.caching.cache_utils import Cache
-
-    if Cache.compute_value_lock is not _compute_value_lock:
-        Cache.compute_value_lock = _compute_value_lock
-
-
 _UNREADABLE: dict[str, list[str]] = {}  # session id -> notices about widget values Streamlit could not read
-_UNREADABLE_LOCK = threading.Lock()
+_UNREADABLE_LOCK = threading.Lock()  # sessions' script threads record notices side by side
 
 
 def _record_unreadable(ui_value) -> None:
@@ -182,9 +126,6 @@ def run_page(page) -> None:
     ``Page.run`` allows one call per run of the entry script, and a fragment rerun does not run that script."""
     page._can_be_called = True  # Streamlit's own guard, which is set again at its first call
     page.run()
-
-
-bound_streamlit_cache_locks()  # on import, as every cache may be created after it
 
 
 # Streamlit's run and session state, read where no public call gives it.

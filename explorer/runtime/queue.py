@@ -22,7 +22,7 @@ class TurnQueue:
 
     def __init__(self, slots: int = 1) -> None:
         self.slots = slots
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # holders and waiters are sessions' threads
         self._queue: collections.deque[tuple[int, threading.Event]] = collections.deque()  # holders, then waiters
         self._tickets = itertools.count()
 
@@ -31,7 +31,7 @@ class TurnQueue:
         """Wait for a place, calling ``on_wait(ahead)`` every ``poll_s`` seconds meanwhile (``ahead``: holders
         and waiters before this one). If ``on_wait`` raises (a visitor who reruns or leaves), the ticket is
         given up."""
-        place = (next(self._tickets), threading.Event())
+        place = (next(self._tickets), threading.Event())  # set when this waiter may go in: only it wakes
         with self._lock:
             self._queue.append(place)
         try:

@@ -44,13 +44,18 @@ IMPORT_SWITCH_INTERVAL_S = 0.0005
 # The browser tells the server when the first page has painted (``PAINTED_PATH``); torch is imported then, or
 # this long after the first run if no browser says so (a page without a chart, another client).
 PAINT_WAIT_S = 4.0
+# What has been started once per process; read and changed under ``_ONCE``.
 _first_run_ready: threading.Thread | None = None
 _app_import: threading.Thread | None = None
-_configured = threading.Event()
-warmed = threading.Event()  # set once torch and the later modules are imported and the heap frozen
-_warming = threading.Event()  # set by the first configure_server, which starts the warm-up
-_configure_lock = threading.Lock()
-_warm_lock = threading.Lock()
+_tuned = False  # ``_tune`` has run
+_warming = False  # the first configure_server has started the warm-up
+_warm_up_started = False  # ``warm_up`` has begun
+_switches_users = 0
+_switches_saved = 0.0
+# Sessions run on their own threads, and the imports run on others: what starts once is decided under this.
+_ONCE = threading.Lock()
+# Set once torch and the later modules are imported and the heap frozen; a second ``warm_up`` waits for it.
+warmed = threading.Event()
 
 
 @functools.cache
@@ -83,16 +88,12 @@ async def lifespan(app):
 def start_preparing_first_run() -> None:
     """Run ``prepare_first_run`` in a thread, once per process (not if the server is already configured)."""
     global _first_run_ready
-    with _configure_lock:
-        if _first_run_ready is not None or _warming.is_set():
+    with _ONCE:
+        if _first_run_ready is not None or _warming:
             return
+        # the imports run while the server answers the browser's first requests
         _first_run_ready = threading.Thread(target=prepare_first_run, name="explorer-first-run", daemon=True)
     _first_run_ready.start()
-
-
-_switches_lock = threading.Lock()
-_switches_users = 0
-_switches_saved = 0.0
 
 
 @contextlib.contextmanager
@@ -101,7 +102,7 @@ def _quick_switches() -> Iterator[None]:
     and running pages wait less behind a background import. Threads may overlap: the last one out puts
     the interval back."""
     global _switches_users, _switches_saved
-    with _switches_lock:
+    with _ONCE:
         if _switches_users == 0:
             _switches_saved = sys.getswitchinterval()
             sys.setswitchinterval(min(_switches_saved, IMPORT_SWITCH_INTERVAL_S))
@@ -109,7 +110,7 @@ def _quick_switches() -> Iterator[None]:
     try:
         yield
     finally:
-        with _switches_lock:
+        with _ONCE:
             _switches_users -= 1
             if _switches_users == 0:
                 sys.setswitchinterval(_switches_saved)
@@ -127,8 +128,9 @@ def prepare_first_run() -> None:
 def start_importing_app() -> threading.Thread:
     """Run ``import_app`` in a thread, once per process; the thread."""
     global _app_import
-    with _configure_lock:
+    with _ONCE:
         if _app_import is None:
+            # torch's import (1-2 s) runs beside the script runs, which import it only when they need it first
             _app_import = threading.Thread(target=import_app, name="explorer-import-app", daemon=True)
             _app_import.start()
         return _app_import
@@ -164,15 +166,16 @@ def _warm_first_run() -> None:
 def _tune() -> None:
     """One torch thread per script run and the heap frozen (``configure_server``); once per process, after
     torch is imported."""
-    with _configure_lock:
-        if _configured.is_set():
+    global _tuned
+    with _ONCE:
+        if _tuned:
             return
-        machine_threads()
-        import torch
+        _tuned = True
+    machine_threads()
+    import torch
 
-        torch.set_num_threads(1)
-        gc.freeze()  # cheap without a collection: later full collections skip torch's objects
-        _configured.set()
+    torch.set_num_threads(1)
+    gc.freeze()  # cheap without a collection: later full collections skip torch's objects
 
 
 def configure_server() -> None:
@@ -195,22 +198,24 @@ def configure_server() -> None:
       13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
       turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
     """
+    global _warming
     first_paint.preload_browser_code()
     in_a_run = patches.in_a_run()
-    if _warming.is_set() and in_a_run:
+    if _warming and in_a_run:
         return
     if _first_run_ready is not None:
         _first_run_ready.join()  # the same modules imported by two threads at once could meet in the import locks
     if not in_a_run:  # a test or a tool: no page is waiting, and it may compute at once
-        _warming.set()
+        _warming = True
         import_app()
         warm_up()
         return
-    with _warm_lock:
-        if _warming.is_set():
+    with _ONCE:
+        if _warming:
             return
-        _warming.set()
+        _warming = True
     first_run = threading.current_thread()
+    # waits for the first run to end and its page to paint, then imports torch: the run is not kept waiting
     threading.Thread(target=_warm_up_after, args=(first_run,), name="explorer-warm-up", daemon=True).start()
 
 
@@ -235,18 +240,21 @@ def _warm_up_after(first_run: threading.Thread) -> None:
 def warm_up() -> None:
     """Import what later pages need, then freeze everything imported so far out of the collector's reach.
 
-    Safe from any thread and at any time; the second and later calls do nothing."""
-    with _warm_lock:
-        if warmed.is_set():
-            return
-        for name in LATER_MODULES:
-            importlib.import_module(name)
-        import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
-        import torch  # noqa: F401
+    Safe from any thread and at any time; a later call waits for the first one's end, then does nothing."""
+    global _warm_up_started
+    with _ONCE:
+        started, _warm_up_started = _warm_up_started, True
+    if started:
+        warmed.wait(timeout=60.0)  # the first call's imports take 1-2 s
+        return
+    for name in LATER_MODULES:
+        importlib.import_module(name)
+    import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
+    import torch  # noqa: F401
 
-        gc.collect()
-        gc.freeze()
-        warmed.set()
+    gc.collect()
+    gc.freeze()
+    warmed.set()
 
 
 def page_routes(pages: list[str]) -> list:

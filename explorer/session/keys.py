@@ -27,7 +27,6 @@ RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions name
 RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.cells``)
 CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
 CELL_PANELS_SHOWN = "cell_panels_shown"  # how many of RUN_CELLS the cell panel had when drawn (``Steps.show``)
-SHOWN = "charts_shown"  # this session's last drawing of each chart key (``widgets.charts.Shown``)
 
 
 def step_key(page: str) -> str:

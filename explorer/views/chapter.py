@@ -8,13 +8,12 @@ slices and converts. Moving between pages or steps recomputes nothing that is un
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
 import attention
 from explorer.models.first_view import stored_why_view
 from explorer.models.modules import module_for
 from explorer.results import QkvView, ScalingView, SimplifiedView, TraceArrays, WhyView, from_tensors
-from explorer.runtime.caching import CACHE_ENTRIES, CACHE_TTL_S, VIEW_ENTRIES, shared_view
+from explorer.runtime.caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
 from explorer.views.run import Run, budgeted, run_view
 
@@ -99,7 +98,7 @@ def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
     )
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, ttl=CACHE_TTL_S, show_spinner=False)
+@shared_view(max_entries=CACHE_ENTRIES)
 def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed: int) -> ScalingView:
     """The scaling lab: softmax saturation against d_k, with and without 1/sqrt(d_k)."""
     lab = attention.scaling_lab(d_ks=d_ks, num_keys=num_keys, temperature=temperature, seed=seed)

@@ -20,7 +20,7 @@ from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.tokens import BPE_NAME
 from explorer.models.choice import model, version
 from explorer.models.inputs import bpe_encoding, tokenize_text
-from explorer.runtime.caching import remembered, shared_view
+from explorer.runtime.caching import shared_view
 from explorer.runtime.lazy import torch
 from explorer.settings import BOOK, GPT2, TRAINED, Settings
 from explorer.views.run import heavy_turn
@@ -238,7 +238,7 @@ def cache_rows(num_tokens: int) -> list[tuple]:
     ]  # fmt: skip
 
 
-@remembered(max_entries=4)
+@shared_view(max_entries=4)
 def token_times_view(kind: str, loaded: int, *, on_progress=None) -> attention.TokenTimes:
     """One new token timed with and without the cache at ``TIMED_LENGTHS``. Call it through ``timed``."""
     gpt = model(kind)
@@ -247,7 +247,7 @@ def token_times_view(kind: str, loaded: int, *, on_progress=None) -> attention.T
 
 
 def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
-    """``token_times_view`` for the settings' model: a remembered result at once, else in ``SPEED_QUEUE``'s turn."""
+    """``token_times_view`` for the settings' model: a result timed before at once, else in ``SPEED_QUEUE``'s turn."""
     kind = model_kind(settings)
     report = on_progress or (lambda done, total, label: None)
     hit = token_times_view.get(kind, version(kind))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
 import attention
 from explorer.models.modules import module_for
 from explorer.results import HeadsProductView, MultiheadView, from_tensors
-from explorer.runtime.caching import CACHE_ENTRIES
+from explorer.runtime.caching import CACHE_ENTRIES, shared_view
 from explorer.runtime.lazy import torch
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.views.chapter import _inputs_tensor
@@ -83,7 +82,7 @@ def _kept(trace) -> np.ndarray | None:
     return None if trace.dropout_mask is None else trace.dropout_mask[0].numpy()
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_view(max_entries=CACHE_ENTRIES)
 def heads_product_view() -> HeadsProductView:
     """Section 3.6.2's check on the book's tensor ``a``: ``a @ a.transpose(2, 3)`` beside each head's product."""
     return from_tensors(HeadsProductView, attention.heads_product())

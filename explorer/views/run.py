@@ -25,7 +25,6 @@ from explorer.settings import TEXT, Settings
 
 HEAVY_TURNS = TurnQueue(HEAVY_SLOTS)  # heavy computations
 HEAVY_PAGES = TurnQueue(HEAVY_SLOTS)  # page runs with many tokens or a large view (``page_turn``)
-KEPT_VIEWS = 8  # views a session's run keeps for its reruns (``Run.remember``): a page shows up to three
 HEAVY_TOKENS = 256  # a page of this many tokens or more is drawn in turn (``page_turn``)
 
 
@@ -40,9 +39,6 @@ class Run:
     prepared: Prepared | None = field(default=None, compare=False, repr=False)
     error: str | None = field(default=None, compare=False)
     num_tokens: int = field(default=0, compare=False)
-    # The views this run has shown, kept for the session's next rerun of a page (``remember``, ``widgets.guard``);
-    # not an init field, so a changed run (``but``, ``eval_mode``) starts with none.
-    views: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def of(cls, settings: Settings) -> Run:
@@ -58,15 +54,6 @@ class Run:
         if set(changes) <= {"dropout", "training"}:  # the sentence and its input vectors do not depend on these
             return replace(self, settings=settings)
         return Run.of(settings)
-
-    def remember(self, key: tuple, value) -> None:
-        """Keep ``value`` (a view of this run) under ``key``, ``(view, args)``: a rerun of the page in this session
-        (a Next click) then takes it from ``views`` without entering the view. The last ``KEPT_VIEWS`` are kept,
-        each also in the shared cache: a session holds no copy, only a reference."""
-        self.views.pop(key, None)
-        self.views[key] = value
-        while len(self.views) > KEPT_VIEWS:
-            del self.views[next(iter(self.views))]
 
     def ready(self) -> Prepared:
         """The prepared sentence, or the learner's message as a ``ValueError``."""
@@ -136,11 +123,7 @@ def run_view(max_entries: int):
 
         @functools.wraps(view)
         def of_run(run: Run | Settings, *args, **kwargs):
-            run = run if isinstance(run, Run) else Run.of(run)
-            value = cached(run, *args, **kwargs)
-            if not kwargs:
-                run.remember((of_run, args), value)
-            return value
+            return cached(run if isinstance(run, Run) else Run.of(run), *args, **kwargs)
 
         of_run.clear = cached.clear
         return of_run
@@ -169,10 +152,7 @@ def budgeted(kind: str):
                 st.info(found.note)
                 run = Run.of(replace(s, context_length=found.num_tokens))
             on_miss = heavy_turn if found.estimate.peak > HEAVY_BYTES else None
-            value = cached(run, *args, on_miss=on_miss, **kwargs)
-            if not found.lowered and not kwargs:  # a lowered view says so at every run: it is planned again
-                run.remember((planned, args), value)
-            return value
+            return cached(run, *args, on_miss=on_miss, **kwargs)
 
         planned.clear = cached.clear
         return planned

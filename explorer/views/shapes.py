@@ -7,6 +7,7 @@ cannot drift from the code."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import sys
@@ -17,18 +18,32 @@ from explorer.results import ShapeRow
 from explorer.runtime.lazy import torch
 
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
-_STATEMENTS: dict[object, dict[int, tuple[str, str]]] = {}
-_STATEMENTS_LOCK = threading.Lock()
+# On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"),
+# as 4 of 1,766 new sentences did under 30 students typing: the app parses its sources one thread at a time.
+PARSING = threading.Lock()
+
+
+@functools.cache  # a function's source, read once per process
+def _source(obj) -> str:
+    return inspect.getsource(obj)
+
+
+def source_of(obj) -> str:
+    """``inspect.getsource(obj)``, read once per process and by one thread at a time (``PARSING``): for a
+    class, ``getsource`` parses its whole module with ``ast.parse``."""
+    with PARSING:
+        return _source(obj)
+
+
+@functools.cache  # a function's statements, parsed once per process
+def _parsed(function) -> dict[int, tuple[str, str]]:
+    return _parse_statements(function)
 
 
 def _statements(function) -> dict[int, tuple[str, str]]:
-    """``_parse_statements(function)``, once per process and by one thread at a time: on Python 3.11, two
-    threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"), as 4 of 1,766
-    new sentences did under 30 students typing."""
-    with _STATEMENTS_LOCK:
-        if function not in _STATEMENTS:
-            _STATEMENTS[function] = _parse_statements(function)
-        return _STATEMENTS[function]
+    """``_parse_statements(function)``, once per process and by one thread at a time (``PARSING``)."""
+    with PARSING:
+        return _parsed(function)
 
 
 def _parse_statements(function) -> dict[int, tuple[str, str]]:

@@ -3,9 +3,8 @@
 A shared server runs one measurement at a time, first come first served (``SPEED_QUEUE``), and each
 stops within ``SPEED_BUDGET_S`` seconds (``attention.measure``'s ``time_budget_s``), so a visitor
 waits at most one budget per measurement ahead of theirs and is told their place in the queue.
-Results are ``remembered`` (``runtime.caching``) rather than ``st.cache_data``: the page draws a progress
-bar while the measurement runs, and ``st.cache_data`` would replay that bar on every hit; a
-remembered result is returned at once, without queueing.
+Results are shared views (``runtime.caching``): the progress callback is not part of the key, nothing
+drawn is replayed, and a result measured before is returned at once, without queueing.
 
 ``SPEED_QUEUE`` is the same ``runtime.queue.TurnQueue`` the heavy views take turns in, with one slot."""
 
@@ -16,7 +15,7 @@ import torch
 
 import attention
 from explorer.results import SpeedView
-from explorer.runtime.caching import remembered
+from explorer.runtime.caching import shared_view
 from explorer.runtime.queue import TurnQueue
 from explorer.runtime.server import machine_threads
 
@@ -46,7 +45,7 @@ def speed_view(
     *,
     on_progress=None,
 ) -> SpeedView:
-    """``measured`` at these sizes: a remembered result at once, otherwise in turn (``SPEED_QUEUE``).
+    """``measured`` at these sizes: a result measured before at once, otherwise in turn (``SPEED_QUEUE``).
 
     While it waits, ``on_progress(0, 0, waiting(ahead))`` is called twice a second, so a visitor
     who leaves stops waiting.
@@ -72,7 +71,7 @@ def budget_note(view: SpeedView) -> str:
     return ("; ".join(notes) + ". Lower b, d_model or T to measure more.") if notes else ""
 
 
-@remembered(max_entries=SPEED_ENTRIES)
+@shared_view(max_entries=SPEED_ENTRIES)
 def measured(
     num_tokens: tuple[int, ...],
     d_model: int,

@@ -60,15 +60,7 @@ def show_error(error: ValueError) -> None:
 
 
 def guard(function: Callable, *args, **kwargs):
-    """Call ``function``; a ``ValueError`` becomes a friendly warning and stops the page.
-
-    A view of a run (``function(run, *args)``) that this session's run has already shown is taken from the
-    run (``Run.remember``): a Next click does not enter the view again."""
-    if args and not kwargs:
-        try:
-            return args[0].views[(function, args[1:])]
-        except (AttributeError, KeyError, TypeError):  # not a run, not shown yet, or arguments no dict key takes
-            pass
+    """Call ``function``; a ``ValueError`` becomes a friendly warning and stops the page."""
     try:
         return function(*args, **kwargs)
     except ValueError as error:

@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import figures
-from explorer.session.keys import PHONE, PRESENTER, RUN_CELLS, RUN_FIGURES, RUN_STEP, SHOWN, TOKEN_WINDOW
+from explorer.session.keys import PHONE, PRESENTER, RUN_CELLS, RUN_FIGURES, RUN_STEP, TOKEN_WINDOW
 from explorer.widgets.cells import NO_STEP, UNREAD, chart_args, picked, step_key
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 from explorer.widgets.drawn import Drawn, prepare, shared
@@ -47,26 +47,6 @@ def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
     with phone_scroll(drawn.readable_width, key or name):
         st.plotly_chart(drawn.chart, key=key, config=config, width="stretch", alt=drawn.alt)
         figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Shown:
-    """A chart as this session drew it last, to draw again unchanged: what it was drawn from (``made_from``,
-    ``args``, ``options``) and what drawing it needs (``drawn``, the toolbar's ``config``, the CSV button's
-    ``download`` arguments, the ``record`` for the step's JSON export)."""
-
-    made_from: tuple  # (builder, name, cell_text, the step, the image format)
-    args: tuple
-    options: dict
-    values: tuple  # the args, then the options' values
-    drawn: Drawn
-    config: dict
-    download: dict | None
-    record: dict
-
-
-SHOWN_ENTRIES = 32  # charts a session keeps: a page's steps draw up to about 20
-PLAIN = (str, int, float, bool, type(None), range, figures.FigureStyle)  # compared by value; anything else by identity
 
 
 TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
@@ -129,40 +109,21 @@ def draw(
     (``widgets.picking``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
     (``widgets.cells``).
 
-    The figure is built once for every session that draws the same (``shared``). A session that reruns a
-    page (a Next click, a query picked) draws each chart it drew before from the same numbers (the same
-    arrays: the run keeps its views) without digesting them again: its last drawing is kept (``Shown``)."""
+    The figure is built once for every session that draws the same (``shared``): a Next click back to a step
+    finds its figures by their contents, and builds none."""
     if "style" not in options:
         options["style"] = style()
     if explain is not None:
         options["pickable"] = True
     key = key or name
     state = st.session_state
-    made_from = (builder, name, cell_text, state.get(RUN_STEP), state.get(IMAGE_FORMAT, "png"))
-    kept = state.setdefault(SHOWN, {})
-    last = kept.get(key)
-    values = (*args, *options.values())
-    same = (
-        last is not None
-        and last.made_from == made_from
-        and last.options.keys() == options.keys()
-        and len(last.args) == len(args)
-        and all(a is b or (type(a) in PLAIN and a == b) for a, b in zip(last.values, values, strict=True))
-    )
-    if not same:
-        drawn = shared(builder, *args, cell_text=cell_text, **options)
-        file_name = export_name(name)
-        config = figures.export_config(file_name, image_format=made_from[4])
-        download = csv_download(drawn.tables, file_name, key=f"csv:{key}")
-        record = {"name": name, "title": drawn.title or name, "tables": drawn.tables}
-        last = Shown(made_from, args, options, values, drawn, config, download, record)
-        kept.pop(key, None)
-        kept[key] = last
-        if len(kept) > SHOWN_ENTRIES:
-            del kept[next(iter(kept))]
+    drawn = shared(builder, *args, cell_text=cell_text, **options)
+    file_name = export_name(name)
+    config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
+    download = csv_download(drawn.tables, file_name, key=f"csv:{key}")
     if not figures.layout.PANDAS_SETTLED:
         figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
-    chart, picks = last.drawn.chart, {}
+    chart, picks = drawn.chart, {}
     if on_select is not None:
         picks = {"on_select": on_select, "selection_mode": "points"}
     if explain is not None:  # a click read back and, once a cell is selected, marked (``widgets.cells``)
@@ -171,12 +132,12 @@ def draw(
             state.setdefault(RUN_CELLS, []).append((name, explain))
             picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
         else:
-            chart, picks = chart_args(last.drawn, name, key, explain)
-    state.setdefault(RUN_FIGURES, []).append(last.record)
-    with phone_scroll(last.drawn.readable_width, key):  # the download inside: a keyboard reaches the scrolled area
-        st.plotly_chart(chart, key=key, config=last.config, width="stretch", alt=last.drawn.alt, **picks)
-        if last.download is not None:
-            st.download_button(**last.download)
+            chart, picks = chart_args(drawn, name, key, explain)
+    state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
+    with phone_scroll(drawn.readable_width, key):  # the download inside: a keyboard reaches the scrolled area
+        st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
+        if download is not None:
+            st.download_button(**download)
 
 
 PHONE_PX = 358  # the width a chart gets on a 390 px phone

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-import threading
 from collections.abc import Callable
 
 import streamlit as st
 
 from explorer.session.keys import CELL_CODE
+from explorer.views.shapes import source_of
 
 STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``, and each way the two differ
     ": the book's `forward` in the book's names, with an input check (`check_batch`) first. It returns every "
@@ -32,8 +32,6 @@ CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, w
 )
 CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected cell's matrix (``widgets.cells``)
 BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
-_SOURCES: dict[Callable | type, str] = {}
-_SOURCES_LOCK = threading.Lock()
 
 
 @functools.cache
@@ -48,19 +46,6 @@ def _named(obj: Callable | type | str) -> Callable | type:
         return obj
     module, _, name = obj.rpartition(".")
     return getattr(importlib.import_module(module), name)
-
-
-def source_of(obj: Callable | type) -> str:
-    """``inspect.getsource(obj)``, read once per process and by one thread at a time.
-
-    For a class, ``getsource`` parses its whole module with ``ast.parse``. On Python 3.11,
-    two threads doing that at once can fail with "SystemError: AST constructor recursion
-    depth mismatch": the load benchmark's 30 students hit it once in 552 runs.
-    """
-    with _SOURCES_LOCK:
-        if obj not in _SOURCES:
-            _SOURCES[obj] = inspect.getsource(obj)
-        return _SOURCES[obj]
 
 
 def show_code(*objects: Callable | type | str, title: str = "Show the code") -> None:
