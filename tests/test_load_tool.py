@@ -6,6 +6,7 @@ upgrade that changes them fails here rather than as silently wrong figures.
 """
 
 import asyncio
+import concurrent.futures
 import math
 import os
 import random
@@ -204,6 +205,12 @@ class _SlowStudent(load.LessonStudent):
         return protocol.Run(kind, sent, latency=time.perf_counter() - sent, ok=True)
 
 
+def _run_alone(coroutine):
+    """Run a coroutine on its own loop in its own thread: a browser test's Playwright (sync API) keeps a loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def test_a_burst_press_waits_for_the_students_action_in_flight_and_is_a_burst_run():
     student = _SlowStudent()
 
@@ -212,7 +219,7 @@ def test_a_burst_press_waits_for_the_students_action_in_flight_and_is_a_burst_ru
         await asyncio.sleep(0.005)  # the student's own Next is in flight when the class presses
         return await asyncio.gather(own, student.press(["qkv"]))
 
-    own, pressed = asyncio.run(both())
+    own, pressed = _run_alone(both())
     assert student.most_in_flight == 1, "one websocket: one action at a time"
     assert (own.kind, own.ok, own.where) == ("next", True, "qkv 3/7")
     assert (pressed.kind, pressed.ok, pressed.where) == ("burst", True, "qkv 4/7"), "not stale: after the own Next"
@@ -223,8 +230,8 @@ def test_a_burst_press_is_skipped_by_a_student_not_in_the_lesson_or_without_a_st
     gone, elsewhere, at_the_end = _SlowStudent(), _SlowStudent(), _SlowStudent()
     gone.present, elsewhere.buttons = False, {}
     at_the_end.step, at_the_end.buttons = (7, 7), _buttons(next_disabled=True)
-    assert asyncio.run(gone.press(["qkv"])) is None and asyncio.run(elsewhere.press(["qkv"])) is None
-    turned = asyncio.run(at_the_end.press(["qkv"]))
+    assert _run_alone(gone.press(["qkv"])) is None and _run_alone(elsewhere.press(["qkv"])) is None
+    turned = _run_alone(at_the_end.press(["qkv"]))
     assert turned.kind == "burst" and turned.error == "stale: the stepper shows step (8, 7), not (6, 7)"
     assert at_the_end.direction == -1, "at the last step the class presses Previous"
 
