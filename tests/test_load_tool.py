@@ -206,7 +206,8 @@ class _SlowStudent(load.LessonStudent):
 
 
 def _run_alone(coroutine):
-    """Run a coroutine on its own loop in its own thread: a browser test's Playwright (sync API) keeps a loop running in this one."""
+    """Run a coroutine on its own loop in its own thread: a browser test's Playwright (sync API) keeps a loop
+    running in this one."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
 
