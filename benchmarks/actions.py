@@ -308,7 +308,7 @@ def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
     cleared): ms for the numbers (tokens, one pass collecting every layer's weights, each head's summaries) and
     for the figure (labels, the small multiples, their JSON for the browser), and the JSON's bytes."""
     from explorer.figures import DEFAULT_STYLE
-    from explorer.figures.head_grid import every_head_grid
+    from explorer.figures.charts import every_head_grid
     from explorer.models import heads, inputs
     from explorer.page_text import head_grid as words
     from explorer.widgets.drawn import FIGURES, shared

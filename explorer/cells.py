@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import attention
-from explorer.figures.labels import visible_token
+from explorer.figures.layout import visible_token
 from explorer.page_text.generate import sentence_start
 from explorer.page_text.glossary import term
 from explorer.parsing import literal

@@ -1,4 +1,4 @@
-"""The layer of points that makes a heatmap's cells clickable (``figures.cells``), built without Streamlit."""
+"""The layer of points that makes a heatmap's cells clickable (``figures.heatmaps``), built without Streamlit."""
 
 import dataclasses
 import json
@@ -59,7 +59,7 @@ def test_masked_cells_keep_their_words_on_hover():
     z = np.array([[0.4, np.nan], [0.5, 0.5]])
     fig = pickable(z, masked=np.array([[False, True], [False, False]]), kind="weights")
     texts = layer(fig).hovertext
-    assert texts[1] == figures.masks.MASKED_WEIGHT_HOVER
+    assert texts[1] == figures.heatmaps.MASKED_WEIGHT_HOVER
     assert all(t.hoverinfo == "skip" for t in fig.data if t.name != figures.PICK_TRACE)
 
 

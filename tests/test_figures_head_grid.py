@@ -1,4 +1,4 @@
-"""``figures.head_grid.every_head_grid``: every layer and head as small multiples, L × H subplots on one fixed
+"""``figures.charts.every_head_grid``: every layer and head as small multiples, L × H subplots on one fixed
 0–1 scale with one colour bar, each labelled with its head's summary on a point a click can select."""
 
 import re
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from explorer import figures
-from explorer.figures.head_grid import PICK, every_head_grid, labels_fit
+from explorer.figures.charts import PICK, every_head_grid, labels_fit
 from explorer.figures.tables import figure_tables
 from explorer.models.heads import HeadSummaries
 from explorer.page_text.head_grid import grid_title, head_label, head_labels, label_text

@@ -17,7 +17,7 @@ import pytest
 from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
-from explorer.figures import head_grid, heads, mistakes
+from explorer.figures import charts, mistakes
 from explorer.figures.layout import figure, subplot_grid
 
 TOKENS = ["<b>", "&amp;", " ", "\n", "dup", "dup", "<a href='x'>y</a>", " step"]
@@ -171,7 +171,7 @@ BUILDERS = {
         kind="nonnegative",
         value_name="w",
     ),
-    "every_head_grid: 3 layers × 2 heads, outlined": lambda: head_grid.every_head_grid(
+    "every_head_grid: 3 layers × 2 heads, outlined": lambda: charts.every_head_grid(
         np.stack([np.stack([weights(8), weights(8)]) for _ in range(3)]),
         [["prev 0.62 <b>", "first 0.80"]] * 3,
         [["all three", "numbers"]] * 3,
@@ -232,7 +232,7 @@ BUILDERS = {
     "agreement: empty": lambda: figures.agreement(
         np.zeros(0), np.zeros(0), title="e", reference_name="a", other_name="b"
     ),
-    "head_summary_bars": lambda: heads.head_summary_bars(
+    "head_summary_bars": lambda: charts.head_summary_bars(
         {"previous <b>": [0.1, 0.5, 1.2], "self": [0.3, -0.1, 0.2]}, title="heads", style=figures.PRESENTER
     ),
     "right_and_wrong: NaN rows": lambda: mistakes.right_and_wrong(

@@ -73,8 +73,8 @@ FORBIDDEN = (  # (text, why)
     ("Dot products of random d_k-dim queries", "a spread of √d_k needs entries of mean 0 and variance 1: say so"),
     ("parks its weight there", "the attention sink is a common explanation: say so, and measure what it can"),
     # issue 35's notation and language
-    ("#%{y}", "a hover counts rows from 1 in words (customdata from figures.matrices.token_numbers)"),
-    ("#%{x}", "a hover counts columns from 1 in words (customdata from figures.matrices.token_numbers)"),
+    ("#%{y}", "a hover counts rows from 1 in words (customdata from figures.heatmaps.token_numbers)"),
+    ("#%{x}", "a hover counts columns from 1 in words (customdata from figures.heatmaps.token_numbers)"),
     ("Row j is the query x^(j)", "the book's i is the query, j the key"),
     ("column N = N · N + N", "head h + 1 is Python's h: write column = (head − 1) · head_dim + c"),
     ("chapter's random weights", "weight matrices or attention weights, never a bare 'weights'"),

@@ -93,7 +93,7 @@ def test_the_selection_is_kept_per_step_and_marked_on_the_other_panel():
     picker(at, "row").select_index(3).run()
     picker(at, "col").select_index(4).run()
     weights, context = figure_specs(at)
-    marks = [s for s in context["layout"]["shapes"] if s["line"]["color"] == figures.cells.MARK_COLOUR]
+    marks = [s for s in context["layout"]["shapes"] if s["line"]["color"] == figures.heatmaps.MARK_COLOUR]
     assert [(s["y0"], s["x0"]) for s in marks] == [(2.5, -0.5)], "query 4's row, the whole of it"
     next_step(at)
     previous_step(at)

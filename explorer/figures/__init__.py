@@ -22,22 +22,47 @@ assembles its traces and layout as plain dicts and makes its figure in one const
 skips plotly's validation (``layout.figure``): about 1 ms a heatmap, where setting properties one by
 one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
 ``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
-They live by kind: ``labels`` (token labels made visible and escaped), ``layout`` (colours,
-styles, ticks, margins, subplot grids, the figure itself), ``matrices`` (what part of a large matrix
-is drawn), ``scales`` (a matrix's kind and its colour range), ``heatmaps`` with ``masks`` (masked
-cells) and ``dropout``, ``grids`` (one matrix per head), ``head_grid`` (every layer × head, each
-with a point a click selects), ``charts``, ``products`` (a score's terms, two computations compared),
-``heads``, ``votes`` (a live room's votes), ``mistakes`` (the "Break it" page) and ``tables`` (a figure's
-numbers as CSV and JSON).
+They live in five modules: ``layout`` (token labels made visible and escaped; colours, styles, ticks, margins,
+subplot grids, the figure itself), ``heatmaps`` (a matrix's kind and colour range, what part of a large matrix is
+drawn, masked cells, clickable cells, heatmaps, dropout's heatmap, one matrix per head side by side, readable
+widths), ``charts`` (bars and lines, a score's terms, two computations compared, heads' shares, a live room's votes,
+every layer × head), ``mistakes`` (the "Break it" page) and ``tables`` (a figure's numbers as CSV and JSON).
 Pages import this package and use the names below.
 """
 
-from .cells import PICK_LIMIT, PICK_TRACE, cell_marks, pick_layer
-from .charts import bars, lines, stacked_contributions
-from .dropout import WORD_LABEL_LIMIT, dropout_heatmap
-from .grids import heatmap_grid
-from .heatmaps import heatmap, without_cell_text
-from .labels import plain_label, plural, token_label, token_labels, visible_token
+from .charts import (
+    agreement,
+    bars,
+    dot_product_bars,
+    dot_product_text,
+    lines,
+    measured_lines,
+    stacked_contributions,
+    vote_bars,
+)
+from .heatmaps import (
+    KINDS,
+    MASK,
+    NONNEGATIVE,
+    PICK_LIMIT,
+    PICK_TRACE,
+    SIGNED,
+    WEIGHTS,
+    WORD_LABEL_LIMIT,
+    MatrixView,
+    cell_marks,
+    colour_range,
+    dropout_heatmap,
+    fit_matrix,
+    heatmap,
+    heatmap_grid,
+    infer_kind,
+    pick_layer,
+    readable_width,
+    shared_range,
+    spread_note,
+    without_cell_text,
+)
 from .layout import (
     DEFAULT_STYLE,
     DIVERGING,
@@ -54,12 +79,12 @@ from .layout import (
     TICK_LIMIT,
     FigureStyle,
     export_config,
+    plain_label,
+    plural,
+    token_label,
+    token_labels,
+    visible_token,
 )
-from .matrices import MatrixView, fit_matrix
-from .products import agreement, dot_product_bars, dot_product_text, measured_lines
-from .scales import KINDS, MASK, NONNEGATIVE, SIGNED, WEIGHTS, colour_range, infer_kind, shared_range, spread_note
-from .votes import vote_bars
-from .widths import readable_width
 
 __all__ = [
     "DEFAULT_STYLE",

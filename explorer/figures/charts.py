@@ -1,5 +1,6 @@
-"""Charts of per-token and per-size values: bars, a stacked context vector, lines, and a
-dot product written out with its numbers."""
+"""Charts that are not a single matrix: bars, lines, a dot product term by term, heads' shares, a room's votes,
+and every layer and head of a model as small multiples.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from explorer.figures.layout import plain_numbers
-
-from .labels import plain_label, token_labels
+from .heatmaps import WEIGHTS, colour_settings
 from .layout import (
     DEFAULT_STYLE,
     MASKED_FILL,
@@ -21,9 +20,19 @@ from .layout import (
     FigureStyle,
     axis,
     figure,
+    figure_height,
     figure_layout,
+    plain_label,
+    plain_numbers,
+    subplot_axes,
+    subplot_grid,
     tick_positions,
+    token_labels,
 )
+
+# Charts of per-token and per-size values: bars, a stacked context vector, lines, and a
+# dot product written out with its numbers.
+
 
 BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every k-th (upright)
 LABEL_HEADROOM = 0.25  # a stacked chart's y axis reaches this share of its bars' span above them: its sums' labels
@@ -260,3 +269,435 @@ def lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style) 
         plot_bgcolor="rgba(0,0,0,0)",
     )
     return data, layout
+
+
+# One score as a dot product, term by term, and charts that compare two computations of the same numbers.
+
+
+def _factor(value: float) -> str:
+    text = f"{value:.4g}".replace("-", "−")
+    return f"({text})" if value < 0 else text
+
+
+def dot_product_text(query_vector, key_vector, score: float, query: int, key: int, *, max_terms: int = 4) -> str:
+    """A dot product written out with its real numbers, numbered from 1 like the book:
+    "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.9544".
+
+    Only the first ``max_terms`` terms are written; the rest are "…". ``score``
+    is the dot product as the package computed it: nothing is computed here.
+    """
+    q = np.asarray(query_vector, dtype=np.float64)
+    k = np.asarray(key_vector, dtype=np.float64)
+    if q.shape != k.shape or q.ndim != 1:
+        raise ValueError(f"query and key vectors must have the same length, got {q.shape} and {k.shape}.")
+    terms = [f"{_factor(a)}×{_factor(b)}" for a, b in zip(q[:max_terms], k[:max_terms], strict=True)]
+    if q.size > max_terms:
+        terms.append(f"… ({q.size - max_terms:,} more)")
+    return f"x^({query + 1})·x^({key + 1}) = {' + '.join(terms)} = {score:.4f}"
+
+
+def dot_product_bars(
+    scores,
+    labels: Sequence[str],
+    query_vector,
+    key_vectors,
+    *,
+    query: int,
+    title: str,
+    value_name: str = "attention score",
+    max_terms: int = 4,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """One query's score row as bars; hovering a bar writes its dot product out.
+
+    ``scores`` (num_tokens,) are the query's dot products with every input,
+    ``query_vector`` (d,) and ``key_vectors`` (num_tokens, d) the inputs they
+    came from, used only to write the terms (see ``dot_product_text``). The
+    query's own bar is drawn in a second colour.
+    """
+    data = np.asarray(scores, dtype=np.float64)
+    keys = np.asarray(key_vectors, dtype=np.float64)
+    if data.shape != (len(labels),) or keys.shape[0] != len(labels):
+        raise ValueError(f"{data.size} scores and {keys.shape[0]} key vectors for {len(labels)} labels.")
+    text_labels = token_labels(labels)
+    written = [
+        dot_product_text(query_vector, keys[j], data[j], query, j, max_terms=max_terms) for j in range(len(keys))
+    ]
+    hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
+    small = len(labels) <= TEXT_CELL_LIMIT
+    bar = {
+        "type": "bar",
+        "x": list(range(len(labels))),
+        "y": data,
+        "marker": {"color": [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]},
+    }
+    if small:
+        bar["text"] = [f"{v:.4f}" for v in data]
+    bar.update(textposition="outside" if small else "none", textangle=0, textfont={"size": style.cell_text_size})
+    bar.update(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False, showlegend=False)
+    return figure(
+        [bar],
+        figure_layout(
+            title,
+            style,
+            style.min_height + 20,
+            xaxis=token_axis(text_labels, style, keep=query, title="key"),
+            yaxis=axis(style, plain_label(value_name), zeroline=True),
+            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
+    )
+
+
+def measured_lines(
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    dashed: Sequence[str] = (),
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """``lines`` on log–log axes for measurements: a tick at every measured x, y ticks at powers of ten,
+    the legend beside the plot, and ``dashed`` series (computed references) in grey.
+
+    On log–log axes a cost that grows as x^k is a straight line of slope k, so T² and T lines
+    differ in steepness (the Speed page).
+    """
+    data, layout = lines_spec(x, series, title, x_title, y_title, True, True, dashed, style)
+    layout["xaxis"].update(tickvals=plain_numbers(x), ticktext=[f"{v:g}" for v in x])
+    layout["legend"] = {
+        "orientation": "v",
+        "x": 1.02,
+        "xanchor": "left",
+        "y": 1,
+        "yanchor": "top",
+        "font": {"size": style.tick_size},
+    }
+    layout["height"] = style.min_height + 100  # no legend rows under the plot
+    grey = {plain_label(name) for name in dashed}
+    for trace in data:
+        if trace["name"] in grey:
+            trace["line"]["color"] = "#666666"
+            trace["marker"] = {"color": "#666666"}
+    return figure(data, layout)
+
+
+def agreement(
+    reference,
+    other,
+    *,
+    title: str,
+    reference_name: str,
+    other_name: str,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Two computations of the same matrix, entry against entry: where they agree, every point lies
+    on the diagonal y = x. The title carries the largest |difference|, which no eye can see."""
+    x = np.ravel(np.asarray(reference, dtype=np.float64))
+    y = np.ravel(np.asarray(other, dtype=np.float64))
+    if x.shape != y.shape:
+        raise ValueError(f"the two outputs differ in size: {x.size} and {y.size} entries.")
+    low, high = (float(min(x.min(), y.min())), float(max(x.max(), y.max()))) if x.size else (0.0, 1.0)
+    pad = 0.05 * ((high - low) or 1.0)
+    span = [low - pad, high + pad]
+    diagonal = {"type": "scatter", "x": span, "y": span, "mode": "lines", "name": "y = x (equal)", "hoverinfo": "skip"}
+    diagonal["line"] = {"color": "#666666", "dash": "dash", "width": 2}
+    entries = {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "mode": "markers",
+        "marker": {"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8},
+        "name": "one output entry",
+        "hovertemplate": f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}"
+        "<extra></extra>",
+    }
+    difference = float(np.abs(x - y).max()) if x.size else 0.0
+    return figure(
+        [diagonal, entries],
+        figure_layout(
+            f"{title}: max |difference| = {difference:.1e}",
+            style,
+            style.max_height,
+            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+            xaxis=axis(style, plain_label(reference_name), range=span),
+            yaxis=axis(style, plain_label(other_name), range=span, scaleanchor="x"),
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
+    )
+
+
+# What each attention head looks at, as grouped bars: one group per head, shares on a fixed 0–1 axis.
+
+
+def head_summary_bars(
+    shares: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars.
+
+    The y axis is fixed to 0–1, as every attention weight in the app is, so two layers or two
+    sentences can be compared by eye. Heads are named "head 1", "head 2", ..., counted from 1 as on the heads grid,
+    the table beside the bars and the grid of every layer and head.
+    """
+    lengths = {len(series) for series in shares.values()}
+    if len(lengths) != 1:
+        raise ValueError("Every series needs one value per head.")
+    num_heads = lengths.pop()
+    heads = [f"head {k + 1}" for k in range(num_heads)]
+    data = []
+    for index, (name, series) in enumerate(shares.items()):
+        values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
+        data.append(
+            {
+                "type": "bar",
+                "x": heads,
+                "y": values,
+                "name": plain_label(name),
+                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
+                "text": [f"{v:.2f}" for v in values],
+                "textposition": "outside",
+                "textfont": {"size": style.cell_text_size},
+                "constraintext": "both" if style.shrink_text else "none",  # readable_width makes the room
+                "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>",
+                "cliponaxis": False,
+            }
+        )
+    return figure(
+        data,
+        figure_layout(
+            title,
+            style,
+            style.min_height + 80,
+            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+            xaxis=axis(style),
+            yaxis=axis(style, "share (0–1)", range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1]),
+            barmode="group",
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
+    )
+
+
+# The teacher's chart of a live room's votes on a question's choices.
+
+
+def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, style: FigureStyle = DEFAULT_STYLE):
+    """A class's votes on a question's ``choices``, lettered A, B, … as the presenter lists them: one row per
+    choice, top to bottom in the list's order, so that no label runs into another however long it is.
+
+    A choice is shown as it is written (``plain_label``), not as a token: its tokens' whitespace is already
+    visible in it."""
+    if len(counts) != len(choices):
+        raise ValueError(f"{len(counts)} counts for {len(choices)} choices.")
+    labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
+    rows = list(range(len(choices)))
+    most = max(counts, default=0)
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "x": list(counts),
+            "y": rows,
+            "marker": {"color": SERIES_COLOURS[0]},
+            "text": [str(n) for n in counts],
+            "textposition": "outside",
+            "textfont": {"size": style.cell_text_size},
+            "hovertext": labels,
+            "hovertemplate": "%{hovertext}: %{x} students<extra></extra>",
+            "cliponaxis": False,
+        }
+    ]
+    return figure(
+        data,
+        figure_layout(
+            title,
+            style,
+            figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 40),
+            margin={"t": 2 * style.title_size + 12},  # no legend above the bars: the title alone
+            showlegend=False,
+            yaxis=axis(
+                style, None, tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, ticksuffix="  "
+            ),
+            xaxis=axis(
+                style,
+                "students",
+                range=[0, max(most, 1) * 1.15],
+                dtick=max(1, int(np.ceil(max(most, 1) / 5))),
+                rangemode="tozero",
+            ),
+            plot_bgcolor="rgba(0,0,0,0)",
+        ),
+    )
+
+
+# Every layer and head of a model at a glance: one small attention-weight matrix per head, rows = layers,
+# columns = heads, all on the one fixed 0–1 scale with one colour bar (BertViz's model view and CircuitsVis's
+# head grid show the same idea).
+#
+# Rows share the height a step's figure may take, so GPT-2's 12 layers fit a 1280×720 screen under the stepper.
+# The small multiples carry no cell numbers and no tick labels. Each has one transparent scatter point, in its
+# blank upper-right triangle (the causal mask hides those keys), which carries its head's summary: written there
+# when it fits (``labels_fit``), and in the hover. With ``hoverdistance = -1`` that point is the nearest one
+# wherever the mouse is in the small multiple, so a click anywhere selects it: ``st.plotly_chart`` reports clicks
+# on scatter points but not on heatmaps (streamlit issues 8760 and 15042). Its ``customdata`` is [layer, head],
+# both counted from 1. The point's hover therefore replaces the heatmap's (layer, head, query, key and weight)
+# over the small multiple; a point per cell would keep both, but 67,000 of them take Chromium 5 s to draw.
+
+
+PICK = "open this head"  # the name of the scatter traces a click selects (``tables.OVERLAYS``: not data)
+CURRENT = SERIES_COLOURS[1]  # orange: the outline of the layer and head the chapter pages hold now
+GAP_PX = 6  # between small multiples
+LABEL_COLOUR = "#1A1A1A"  # near black: legible on the masked triangle's light grey
+NUMBERS_ABOVE = 6  # more heads than this side by side: the columns are headed 1, 2, … under one "head"
+
+
+BOTTOM_PX = 10
+MIN_ROW_PX = 24  # a small multiple's row (with its gap) is never lower than this
+
+
+def _top(style: FigureStyle) -> int:
+    return int(1.6 * style.title_size + 1.4 * style.font_size) + 6  # the title, then the "head j" headers
+
+
+def _row(num_layers: int, style: FigureStyle) -> int:
+    """A layer's row, gap included: the layers share what a step's figure may take (``style.max_height``)."""
+    return max(MIN_ROW_PX, (style.max_height - _top(style) - BOTTOM_PX) // num_layers)
+
+
+def labels_fit(num_layers: int, style: FigureStyle) -> bool:
+    """Whether a head's label fits in its small multiple: its text takes at most 40% of the row's height.
+    Otherwise (12 layers in presenter mode) the labels would cover the weights, and only the hover has them."""
+    return style.font_size <= 0.4 * _row(num_layers, style)
+
+
+def every_head_grid(
+    weights,
+    labels: Sequence[Sequence[str]],
+    details: Sequence[Sequence[str]],
+    pieces: Sequence[str],
+    *,
+    title: str,
+    current: tuple[int, int] | None = None,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """``weights`` (L, h, T, T) as an L × h grid of heatmaps; ``labels[l][k]`` is layer l+1's head k+1's summary,
+    ``details[l][k]`` what its label's hover adds.
+
+    ``current`` (layer, head, both from 1) is outlined. Queries are rows and keys columns, on numeric axes whose
+    hidden tick labels are the escaped tokens, so hover names the tokens.
+    """
+    stack = np.asarray(weights, dtype=np.float32)
+    num_layers, num_heads, rows, cols = stack.shape
+    grid = (num_layers, num_heads)
+    if np.shape(labels)[:2] != grid or np.shape(details)[:2] != grid or len(pieces) != rows or rows != cols:
+        raise ValueError("every_head_grid needs weights (L, h, T, T), an L × h grid of labels and T tokens.")
+    top, plot_height = _top(style), num_layers * _row(num_layers, style)
+    height = top + plot_height + BOTTOM_PX
+    written = labels_fit(num_layers, style)
+    axes, _ = subplot_grid(
+        num_layers,
+        num_heads,
+        [],
+        style,
+        horizontal_spacing=min(0.03, 0.24 / num_heads),
+        vertical_spacing=GAP_PX / plot_height,
+    )
+    hidden = np.triu(np.ones((rows, cols), dtype=bool), k=1)  # the causal mask: keys after the query
+    positions = list(range(1, rows + 1))  # tokens counted from 1, as the hover's "query 1 · key 1" reads
+    ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}
+    spots = {"x": [1 + 0.72 * (cols - 1)], "y": [1 + 0.24 * (rows - 1)]}  # inside the blank upper-right triangle
+    data, annotations, shapes = [], [], []
+    numbered = num_heads > NUMBERS_ABOVE  # "head 12" is wider than a phone's column
+    if numbered:
+        annotations.append({**_header("head", (0.0, 1.0), "right", style), "yanchor": "bottom"})
+    for layer in range(num_layers):
+        for head in range(num_heads):
+            k = layer * num_heads + head
+            x, y = subplot_axes(k)
+            name = f"layer {layer + 1}, head {head + 1}"
+            label = plain_label(labels[layer][head])
+            data.append(
+                {
+                    "type": "heatmap",
+                    "z": np.where(hidden, np.nan, stack[layer, head]).astype(np.float32),
+                    "x": positions,
+                    "y": positions,
+                    "meta": {"title": name, "kind": WEIGHTS, "hidden_value": 0.0},
+                    "hoverongaps": False,
+                    "hovertemplate": f"{name}<br>query %{{y}} · key %{{x}}<br>attention weight = %{{z:.3f}}"
+                    "<extra></extra>",
+                    **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
+                    "xaxis": x,
+                    "yaxis": y,
+                }
+            )
+            data.append(
+                {
+                    "type": "scatter",
+                    "name": PICK,
+                    **spots,
+                    "mode": "markers+text" if written else "markers",
+                    "text": [label],
+                    "textposition": "middle center",
+                    "textfont": {"size": style.font_size, "color": LABEL_COLOUR},
+                    "marker": {"size": 2.2 * style.font_size, "color": "rgba(0,0,0,0)"},
+                    "customdata": [[layer + 1, head + 1]],
+                    "hovertemplate": f"{name}: {label}<br>{plain_label(details[layer][head])}<br>click to open "
+                    "it on the chapter pages<extra></extra>",
+                    "showlegend": False,
+                    "cliponaxis": False,
+                    "xaxis": x,
+                    "yaxis": y,
+                }
+            )
+            domain_x, domain_y = axes["xaxis" + x[1:]]["domain"], axes["yaxis" + y[1:]]["domain"]
+            if layer == 0:
+                header = str(head + 1) if numbered else f"head {head + 1}"
+                annotations.append(_header(header, (sum(domain_x) / 2, 1.0), "bottom", style))
+            if head == 0:
+                annotations.append(_header(f"layer {layer + 1}", (0.0, sum(domain_y) / 2), "right", style))
+            if current == (layer + 1, head + 1):
+                shapes.append(_outline(x, y))
+    for name, props in axes.items():
+        shown = {"range": [0.5, cols + 0.5]} if name.startswith("x") else {"range": [rows + 0.5, 0.5]}
+        axes[name] = {**props, **ticks, **shown, "ticks": "", "showgrid": False, "zeroline": False}
+    margin = {"t": top, "b": BOTTOM_PX, "l": int(4.4 * style.font_size)}  # room for "layer 12" left of the grid
+    layout = figure_layout(title, style, height, margin=margin, **axes, annotations=annotations, shapes=shapes)
+    # hoverdistance -1: a small multiple's one point is the nearest wherever the mouse is in it, so a click
+    # anywhere in it selects that point
+    layout.update(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
+    return figure(data, layout)
+
+
+def _header(text: str, at: tuple[float, float], side: str, style: FigureStyle) -> dict:
+    """A column's "head j" above the grid (``side`` "bottom") or a row's "layer i" left of it ("right")."""
+    above = side == "bottom"
+    anchor = {"xanchor": "center", "yanchor": "bottom"} if above else {"xanchor": "right", "yanchor": "middle"}
+    return {
+        "x": at[0],
+        "y": at[1],
+        "xref": "paper",
+        "yref": "paper",
+        "text": text,
+        "showarrow": False,
+        "font": {"size": style.font_size},
+        **anchor,
+    }
+
+
+def _outline(x: str, y: str) -> dict:
+    """A rectangle around the small multiple on axes ``x``/``y``: the layer and head the pages hold now."""
+    return {
+        "type": "rect",
+        "xref": f"{x} domain",
+        "yref": f"{y} domain",
+        "x0": 0,
+        "x1": 1,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": CURRENT, "width": 3},
+    }

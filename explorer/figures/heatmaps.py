@@ -1,23 +1,28 @@
-"""Heatmaps: a matrix with its rows as queries and its columns as keys.
+"""Heatmaps: a matrix with its rows as queries and its columns as keys, and everything a heatmap needs.
 
-Token labels sit on numeric axes (``tickvals``/``ticktext``), so a token that occurs twice
-stays two rows; masked cells are grey and say so on hover. The matrix's ``kind`` sets its
-colour scale (``scales``). ``dropout_heatmap`` marks the cells one dropout draw set to 0.
+In the order a heatmap is made: colour scales by the matrix's kind, what part of a large matrix is drawn, masked
+cells, the layer of clickable cell centres, the heatmap itself, dropout's heatmap, a grid of matrices side by side
+(one per head), and how wide a figure must be for its texts to stay apart.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .cells import pick_layer
-from .labels import plain_label, plural, token_labels, visible_token
 from .layout import (
+    COLOUR_STOPS,
     DEFAULT_STYLE,
+    DIVERGING,
+    MASK_COLOURS,
     MASK_WORD_LIMIT,
+    MASKED_FILL,
     ROTATED_TICKS,
+    SEQUENTIAL,
     TEXT_CELL_LIMIT,
     TICK_LIMIT,
     FigureStyle,
@@ -26,20 +31,468 @@ from .layout import (
     figure_height,
     figure_layout,
     labels_that_fit,
+    plain_label,
+    plural,
+    subplot_axes,
+    subplot_grid,
     tick_positions,
+    token_labels,
+    visible_token,
     words_fit,
 )
-from .masks import mask_legend, masked_cells, masked_legend, masked_word
-from .matrices import MatrixView, cell_text, fit_matrix, token_numbers
-from .scales import (
-    MASK,
-    SIGNED,
-    colour_range,
-    colour_settings,
-    hidden_value,
-    infer_kind,
-    spread_note,
-)
+
+# Colour is a measurement: each matrix has a kind, and the kind sets its colour scale.
+#
+# * ``"weights"``: attention weights are probabilities, always on one fixed 0–1 scale;
+# * ``"signed"``: scores, Q/K/V, context vectors, W matrices: a diverging scale centred on 0,
+#   from −max|v| to +max|v|;
+# * ``"nonnegative"``: other values that cannot be negative, from 0 to their maximum;
+# * ``"mask"``: a boolean mask, two colours and a two-entry legend, no colour bar.
+#
+# Panels meant to be compared take one ``value_range`` (from ``shared_range``), so equal
+# colours mean equal numbers. A range is never stretched over a sliver of the values: a weight
+# matrix whose entries all lie close together says so in its title, in numbers (``spread_note``).
+
+
+WEIGHTS, SIGNED, NONNEGATIVE, MASK = "weights", "signed", "nonnegative", "mask"
+KINDS = (WEIGHTS, SIGNED, NONNEGATIVE, MASK)
+NARROW_SPREAD = 0.05  # weights that all lie within this of each other get their spread in the title
+
+
+def infer_kind(values, value_name: str = "") -> str:
+    """``"signed"`` if any value is negative; ``"weights"`` if the name says weight and every value is in
+    0–1; else ``"nonnegative"``. Pages pass ``kind`` where they know better."""
+    data = np.asarray(values, dtype=np.float64)
+    finite = data[np.isfinite(data)]
+    if finite.size and finite.min() < 0:
+        return SIGNED
+    if "weight" in value_name.lower() and (not finite.size or finite.max() <= 1 + 1e-6):
+        return WEIGHTS
+    return NONNEGATIVE
+
+
+def colour_range(values, kind: str) -> tuple[float, float]:
+    """The colour scale's (low, high) for ``values`` of this ``kind``: 0–1 for weights and masks,
+    ±max|v| for signed values, 0–max for non-negative ones (1 where every value is 0)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
+    if kind in (WEIGHTS, MASK):
+        return 0.0, 1.0
+    data = np.asarray(values, dtype=np.float64)
+    finite = data[np.isfinite(data)]
+    largest = float(np.abs(finite).max()) if finite.size else 0.0
+    largest = largest if largest > 0 else 1.0
+    return (-largest, largest) if kind == SIGNED else (0.0, largest)
+
+
+def shared_range(*matrices, kind: str) -> tuple[float, float]:
+    """One colour range for panels shown together for comparison (pass it to each as ``value_range``)."""
+    flat = [np.ravel(np.asarray(m, dtype=np.float64)) for m in matrices]
+    return colour_range(np.concatenate(flat) if flat else np.zeros(0), kind)
+
+
+def spread_note(values, kind: str) -> str:
+    """For weights that all lie within ``NARROW_SPREAD`` of each other, their range in words (a line under the
+    heatmap's title): on the fixed 0–1 scale they look alike, and they are nearly alike."""
+    data = np.asarray(values, dtype=np.float64)
+    finite = data[np.isfinite(data)]
+    if kind != WEIGHTS or finite.size < 2:
+        return ""
+    low, high = float(finite.min()), float(finite.max())
+    if high - low >= NARROW_SPREAD:
+        return ""
+    return f"all {low:.3f}–{high:.3f}, within {high - low:.3f}"
+
+
+def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show: bool = True) -> dict:
+    """A heatmap trace's colour settings: an explicit range (zauto off, so plotly keeps it)."""
+    colours = COLOUR_STOPS[SEQUENTIAL if kind in (WEIGHTS, NONNEGATIVE) else DIVERGING]
+    if kind == MASK:
+        colours = [[0, MASK_COLOURS[0]], [0.5, MASK_COLOURS[0]], [0.5, MASK_COLOURS[1]], [1, MASK_COLOURS[1]]]
+    return {
+        "colorscale": colours,
+        "zmin": low,
+        "zmax": high,
+        "zauto": False,
+        "showscale": show and kind != MASK,
+        "colorbar": {"thickness": 14, "tickfont": {"size": style.tick_size}},
+    }
+
+
+def hidden_value(kind: str, masked: bool) -> str | float | None:
+    """What a blank cell holds, for exports: a masked weight is exactly 0, a masked score −∞."""
+    if kind == WEIGHTS:
+        return 0.0
+    if kind == SIGNED and masked:
+        return "-inf"
+    return None
+
+
+# What part of a matrix a heatmap draws: cell text, and block means for a matrix too large to read cell by cell.
+
+
+def cell_text(values: np.ndarray, hidden: np.ndarray, decimals: int = 2) -> np.ndarray:
+    """The numbers printed in a heatmap's cells, "" in hidden ones, as one string array: a figure copies it
+    in one piece, where nested lists are copied string by string."""
+    rows = zip(values, hidden, strict=True)
+    return np.array([["" if off else f"{v:.{decimals}f}" for v, off in zip(*row, strict=True)] for row in rows])
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    """The part of a matrix a heatmap draws: a token window, then block means if still large."""
+
+    values: np.ndarray
+    hidden: np.ndarray
+    row_labels: list[str]
+    col_labels: list[str]
+    row_positions: list[int]
+    col_positions: list[int]
+    row_tokens: bool
+    col_tokens: bool
+    block: int
+
+
+def token_numbers(view: MatrixView) -> np.ndarray:
+    """Each drawn cell's row and column counted from 1, as the pages count tokens (a block's first), for a
+    hover's ``customdata``: (rows, cols, 2), int16, so a 192-token matrix adds as many bytes as its float32
+    values did, where labels cell by cell would add several times more."""
+    rows, cols = np.asarray(view.row_positions) + 1, np.asarray(view.col_positions) + 1
+    return np.stack(np.broadcast_arrays(rows[:, None], cols[None, :]), axis=-1).astype(np.int16)
+
+
+def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of the shown cells in each ``block`` × ``block`` block (the last ones may be smaller),
+    and which blocks have none. Sums run along rows, then down columns (``np.add.reduceat``): a third of
+    the time of summing padded blocks over two strided axes."""
+    rows, cols = values.shape
+    shown = ~hidden & np.isfinite(values)
+    row_starts, col_starts = np.arange(0, rows, block), np.arange(0, cols, block)
+    sums = np.add.reduceat(np.add.reduceat(np.where(shown, values, 0.0), col_starts, axis=1), row_starts, axis=0)
+    counts = np.add.reduceat(np.add.reduceat(shown.astype(np.int32), col_starts, axis=1), row_starts, axis=0)
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    return means, counts == 0
+
+
+def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style: FigureStyle) -> MatrixView:
+    """Apply ``style.token_window`` to token axes, then draw block means if an axis is still
+    longer than ``style.max_cells_per_axis``, so a 1,024-token matrix is not sent cell by cell."""
+    row_labels, col_labels = list(row_labels), list(col_labels)
+    row_start = col_start = 0
+    if style.token_window is not None:
+        start, stop = style.token_window
+        if row_tokens:
+            values, hidden, row_labels = values[start:stop], hidden[start:stop], row_labels[start:stop]
+            row_start = start
+        if col_tokens:
+            values, hidden, col_labels = values[:, start:stop], hidden[:, start:stop], col_labels[start:stop]
+            col_start = start
+    rows, cols = values.shape
+    block = int(np.ceil(max(rows, cols) / style.max_cells_per_axis))
+    if block <= 1:
+        return MatrixView(
+            values,
+            hidden,
+            row_labels,
+            col_labels,
+            list(range(row_start, row_start + rows)),
+            list(range(col_start, col_start + cols)),
+            row_tokens,
+            col_tokens,
+            1,
+        )
+    means, empty = _block_means(values, hidden, block)
+    row_positions = list(range(row_start, row_start + rows, block))
+    col_positions = list(range(col_start, col_start + cols, block))
+    return MatrixView(
+        means,
+        empty,
+        [f"#{p + 1}–{min(p + block, row_start + rows)}" for p in row_positions],  # counted from 1, as tokens are
+        [f"#{p + 1}–{min(p + block, col_start + cols)}" for p in col_positions],
+        row_positions,
+        col_positions,
+        False,
+        False,
+        block,
+    )
+
+
+# Masked cells, drawn grey with what they hold: a legend for the two mask colours and the cells' marks and words.
+
+
+MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its weight is exactly 0"
+
+
+MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
+
+
+def mask_legend(style: FigureStyle) -> list[dict]:
+    """A boolean mask's two colours as two legend entries, in place of a colour bar."""
+    names = ("False (0): visible", "True (1): masked, a future key")
+    return [
+        {
+            "type": "scatter",
+            "x": [None],
+            "y": [None],
+            "mode": "markers",
+            "marker": {"symbol": "square", "size": style.tick_size, "color": colour},
+            "name": name,
+            "hoverinfo": "skip",
+        }
+        for colour, name in zip(MASK_COLOURS, names, strict=True)
+    ]
+
+
+def masked_word(kind: str) -> str:
+    """What a masked cell says in small matrices: its score −∞, or that its weight is masked."""
+    return "−∞" if kind == SIGNED else "masked"
+
+
+def masked_legend(style: FigureStyle) -> dict:
+    """A legend entry for the grey cells, where the word "masked" does not fit in them."""
+    return {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "marker": {"symbol": "square", "size": style.tick_size, "color": MASKED_FILL},
+        "name": "masked: a future key",
+        "hoverinfo": "skip",
+    }
+
+
+def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool) -> list[dict]:
+    """Masked cells stay grey (the plot background shows through); they say what they are on hover,
+    and in small matrices the word "masked" (``masked_word``) is written in them."""
+    ii, jj = np.nonzero(masked_cells)
+    if ii.size == 0 or len(view.row_positions) > TICK_LIMIT or len(view.col_positions) > TICK_LIMIT:
+        return []
+    x = [view.col_positions[j] for j in jj]
+    y = [view.row_positions[i] for i in ii]
+    hover = MASKED_SCORE_HOVER if kind == SIGNED else MASKED_WEIGHT_HOVER
+    traces = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": y,
+            "mode": "markers",
+            "marker": {"size": 1, "opacity": 0},
+            "hovertemplate": f"{hover}<extra></extra>",
+            "showlegend": False,
+            "name": "masked cells",
+        }
+    ]
+    if words:
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": y,
+                "mode": "text",
+                "text": [masked_word(kind)] * len(ii),
+                "textfont": {"size": style.label_size, "color": "#333333"},
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "name": "masked",
+            }
+        )
+    return traces
+
+
+# A heatmap whose cells can be clicked: one invisible point at the centre of every cell (issue 25).
+#
+# Plotly reports no selection for a heatmap trace (streamlit issues 8760 and 15042), so ``pick_layer``
+# adds a scatter trace named "cells" with one point per cell, ``customdata`` = (row, column) of the full
+# matrix (then the row and column counted from 1, for the hover, where the heatmap numbers its cells),
+# invisible whether selected or not. With ``hoverdistance`` −1 the nearest centre wins, so a click
+# anywhere in a cell picks that cell. The hover moves to that layer: each point carries the text the
+# heatmap (or a masked or dropped mark) showed for its cell, so hovering reads as before.
+#
+# ``cell_marks`` outlines a selected cell, or the row or column a selection on another panel points at.
+
+
+PICK_TRACE = "cells"  # the name of the layer of points (an overlay: the exports skip it)
+PICK_LIMIT = 64 * 64  # cells a heatmap may have and still get a point each: above, the picker still works
+MARK_COLOUR = "#CC79A7"  # reddish purple: seen on dark and light cells, apart from the orange highlighted row
+_FIELD = re.compile(r"%\{(customdata\[(\d)\]|x|y|z)(?::\.(\d+)f)?\}")
+
+
+def _number(value: float, decimals: int | None) -> str:
+    """A number as plotly's d3 format writes it: fixed decimals, and a real minus sign."""
+    if value is None or not np.isfinite(value):
+        return "masked"  # a heatmap's gap: a masked (or dropped) cell without a mark of its own
+    text = f"{value:.{decimals}f}" if decimals is not None else f"{value:g}"
+    return text.replace("-", "−")
+
+
+def _filled(template: str, fields: dict) -> str:
+    """``template`` with plotly's ``%{…}`` fields replaced (``customdata[k]``, ``x``, ``y``, ``z`` with a
+    ``.Nf`` format), and its ``<extra></extra>`` dropped."""
+
+    def replace(match: re.Match) -> str:
+        name, index, decimals = match.groups()
+        value = fields["customdata"][int(index)] if index is not None else fields[name]
+        if isinstance(value, str):
+            return value
+        return _number(value, None if decimals is None else int(decimals))
+
+    return _FIELD.sub(replace, template.replace("<extra></extra>", ""))
+
+
+def _axes(trace: dict) -> tuple[str, str]:
+    return trace.get("xaxis", "x"), trace.get("yaxis", "y")
+
+
+def pick_layer(data: list[dict], layout: dict, *, apart: bool = True) -> list[dict]:
+    """``data`` (heatmaps, each followed by its marks) with layers of invisible points, one per cell, on top
+    of each heatmap, which carry the hover; ``layout`` gets the nearest-point hover a click needs.
+
+    One heatmap: a point's ``customdata`` is (row, column). Several (subplots side by side): ``apart``
+    counts the columns on across the panels (panel k's column c is k · columns + c, as if the panels were
+    one wide matrix), else every panel's cell (i, j) is the one cell (i, j) (two versions of one matrix).
+    A heatmap that shows block means or more than ``PICK_LIMIT`` cells gets no points."""
+    heats = [t for t in data if t.get("type") == "heatmap"]
+    layers = []
+    for k, heat in enumerate(heats):
+        offset = k * len(heat["x"]) if apart else 0
+        overlays = [t for t in data if t is not heat and _axes(t) == _axes(heat)]
+        found = _layers(heat, overlays, offset)
+        if found is None:
+            return data
+        layers += found
+    for trace in data:
+        trace["hoverinfo"] = "skip"
+        trace.pop("hovertemplate", None)
+    for heat in heats:  # the points must not stretch an axis: each keeps its heatmap's extent
+        _keep_extent(layout, heat)
+    layout.update(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False)
+    return [*data, *layers]
+
+
+def _keep_extent(layout: dict, heat: dict) -> None:
+    """Fix ``heat``'s axes to its cells' extent (reversed where its y axis is), unless a range is set."""
+    for name, values in (("x", list(heat["x"])), ("y", list(heat["y"]))):
+        key = f"{name}axis" + heat.get(f"{name}axis", name)[1:]
+        axis = layout.setdefault(key, {})
+        if "range" in axis:
+            continue
+        span = [min(values) - 0.5, max(values) + 0.5]
+        axis["range"] = span[::-1] if axis.get("autorange") == "reversed" else span
+        axis.pop("autorange", None)
+
+
+def _layers(heat: dict, overlays: list[dict], offset: int) -> list[dict] | None:
+    """The invisible points of one heatmap; None when it has no cells to pick (block means, too many).
+
+    A heatmap whose hover names each cell (``customdata``) gets one layer with a text per point. Otherwise
+    the cells that share a hover share a layer: the numbers' layer reads each value from the points'
+    invisible colour through the heatmap's own template, and masked or dropped cells say so; a 64-token
+    matrix then sends one template, not 4,096 texts."""
+    rows, cols = list(heat["y"]), list(heat["x"])
+    z = np.asarray(heat["z"], dtype=np.float64)
+    blocks = rows != list(range(rows[0], rows[0] + len(rows))) or cols != list(range(cols[0], cols[0] + len(cols)))
+    if blocks or z.shape != (len(rows), len(cols)) or z.size > PICK_LIMIT:  # block means are no cells
+        return None
+    overlay_hover = {}  # (x, y) -> what a mark (masked, dropped) says on hover
+    for trace in overlays:
+        template = trace.get("hovertemplate")
+        if template and trace.get("type") == "scatter":
+            overlay_hover.update({(x, y): _filled(template, {}) for x, y in zip(trace["x"], trace["y"], strict=True)})
+    custom, template = heat.get("customdata"), heat.get("hovertemplate", "")
+    numbered = custom is not None and np.asarray(custom).dtype.kind in "iu"  # ``token_numbers``, not labels
+    labelled = custom is not None and not numbered
+    groups: dict[str | None, list] = {}  # hover text shared by a group of cells (None: the heatmap's) -> cells
+    texts = []  # a heatmap's hover cell by cell, when its labels are per cell anyway
+    for i, y in enumerate(rows):
+        for j, x in enumerate(cols):
+            own = overlay_hover.get((x, y)) or (None if np.isfinite(z[i, j]) else "masked")
+            if labelled:
+                fields = {"x": x, "y": y, "z": z[i, j], "customdata": list(custom[i][j])}
+                texts.append(own or _filled(template, fields))
+                own = ""  # one layer: each point has its own text
+            numbers = tuple(custom[i][j]) if numbered else ()
+            groups.setdefault(own, []).append((y, x, z[i, j], *numbers))
+    layers = []
+    for own, cells in groups.items():
+        ys, xs, values, *numbers = (np.array(c) for c in zip(*cells, strict=True))
+        layer = _points(ys.astype(np.int32), xs.astype(np.int32), _axes(heat), offset, numbers)
+        if labelled:
+            layer.update(hovertext=texts, hovertemplate="%{hovertext}<extra></extra>")
+        elif own is None:  # numbers only: the template reads the value from the (invisible) colour
+            layer["marker"]["color"] = values.astype(np.float32)
+            shifted = template.replace("customdata[1]", "customdata[3]").replace("customdata[0]", "customdata[2]")
+            layer["hovertemplate"] = shifted.replace("%{z", "%{marker.color")
+        else:
+            layer["hovertemplate"] = f"{own}<extra></extra>"
+        layers.append(layer)
+    return layers
+
+
+def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int, numbers=()) -> dict:
+    """Invisible points at cell centres, selected or not, each with its (row, column) in the full matrix
+    (columns counted on by ``offset`` across panels side by side), then the heatmap's ``numbers`` for its
+    hover (row and column counted from 1), if it has them: ``customdata[2]`` and ``[3]``."""
+    invisible = {"marker": {"opacity": 0}}
+    custom = np.stack([ys, xs + offset, *numbers], axis=-1).astype(np.int32)  # (cells, 2 or 4)
+    return {
+        "type": "scatter",
+        "name": PICK_TRACE,
+        "mode": "markers",
+        "x": xs,
+        "y": ys,
+        "xaxis": axes[0],
+        "yaxis": axes[1],
+        "meta": {"offset": offset},
+        "customdata": custom,
+        "marker": {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"},
+        "selected": invisible,
+        "unselected": invisible,
+        "showlegend": False,
+    }
+
+
+def _rect(x0: float, x1: float, y0: float, y1: float, width: int, axes: tuple[str, str] = ("x", "y")) -> dict:
+    line = {"color": MARK_COLOUR, "width": width}
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "xref": axes[0], "yref": axes[1], "line": line}
+
+
+def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) -> list[dict]:
+    """Outlines for a figure's JSON (``spec``): the cell (``row``, ``col``) when both are given, else the
+    whole row or the whole column; none for a row or column the heatmap does not show (a token window).
+    On panels side by side, ``col`` counts as ``pick_layer``'s points do (each layer's ``meta.offset``)."""
+    traces = spec.get("data", ())
+    heats = [t for t in traces if t.get("type") == "heatmap"]
+    offsets = {_axes(t): (t.get("meta") or {}).get("offset", 0) for t in traces if t.get("name") == PICK_TRACE}
+    if not offsets and heats:
+        offsets = {_axes(heats[0]): 0}
+    marks = []
+    for heat in heats:
+        if _axes(heat) in offsets:
+            local = None if col is None else col - offsets[_axes(heat)]
+            marks += _marks(heat, row, local, all_columns=col is None)
+    return marks
+
+
+def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -> list[dict]:
+    rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
+    axes = _axes(heat)
+    if (row is None and all_columns) or not rows or not cols:
+        return []
+    if (row is not None and row not in rows) or (not all_columns and col not in cols):
+        return []
+    if row is not None and not all_columns:
+        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4, axes)]
+    if row is not None:
+        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3, axes)]
+    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3, axes)]
+
+
+# Heatmaps: a matrix with its rows as queries and its columns as keys.
+#
+# Token labels sit on numeric axes (``tickvals``/``ticktext``), so a token that occurs twice
+# stays two rows; masked cells are grey and say so on hover. The matrix's ``kind`` sets its
+# colour scale (its kind, above). ``dropout_heatmap`` marks the cells one dropout draw set to 0.
+
 
 NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
 NARROWEST_PLOT = 200  # px: the narrowest plot area drawn (three heatmaps side by side); column labels fit it
@@ -288,3 +741,265 @@ def prints_in_cells(trace) -> bool:
     if trace.type == "scatter":
         return trace.mode == "text"
     return trace.type == "heatmap" and (trace.text is not None or trace.texttemplate is not None)
+
+
+# Dropout's heatmap: the weights after one draw, dropped cells marked, survivors scaled by 1/(1 − p).
+
+
+WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis
+
+
+def dropout_heatmap(
+    z,
+    keep,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    masked=None,
+    value_name: str = "attention weight after dropout",
+    meaning: str = "",
+    value_range: tuple[float, float] | None = None,
+    pickable: bool = False,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Weights after one dropout draw: dropped cells blank and labelled "dropped".
+
+    Survivors are scaled by 1/(1 − p), so they can pass 1: the scale is then 0 to the largest
+    survivor ("nonnegative"), else the weights' 0–1; ``value_range`` overrides it.
+
+    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
+    (True = masked) marks the causal mask's future cells, which stay labelled
+    "masked" (they are 0 whether or not the draw dropped them). The words fit
+    cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
+    dropped cells get a cross sized to the cell and future cells stay grey. ``heatmap``'s
+    token window and block means apply; block means average the surviving
+    weights and carry no marks. ``pickable`` adds a point to click in each cell (``cells.pick_layer``).
+    """
+    values = np.asarray(z, dtype=np.float64)
+    future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    dropped = ~np.asarray(keep, dtype=bool) & ~future
+    kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
+    data, layout, view = heatmap_spec(
+        values,
+        row_labels,
+        col_labels,
+        title=title,
+        value_name=value_name,
+        meaning=meaning,
+        kind=kind,
+        diverging=False,
+        value_range=value_range,
+        masked=future | dropped,
+        row_title="query",
+        col_title="key",
+        decimals=2,
+        highlight_row=None,
+        row_tokens=True,
+        col_tokens=True,
+        style=style,
+    )
+    heat = data[0]  # without heatmap's marks: the blank cells are labelled "masked" and "dropped" apart
+    heat["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
+    data = [heat, *_dropout_marks(view, future, dropped, style)]
+    return figure(pick_layer(data, layout) if pickable else data, layout)
+
+
+def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
+    """The words "masked" and "dropped" in small matrices; up to ``TICK_LIMIT`` tokens, a cross in each
+    dropped cell; none on block means."""
+    if view.block > 1:
+        return []
+    rows, cols = view.row_positions, view.col_positions
+    small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
+    marks = []
+    for cells, text, hover in (
+        (future, "masked", MASKED_WEIGHT_HOVER),
+        (dropped, "dropped", "dropped: dropout set this weight to 0 in this draw"),
+    ):
+        ii, jj = np.nonzero(cells[np.ix_(rows, cols)])
+        if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
+            continue
+        colour = "#333333" if text == "masked" else "#B2182B"
+        shown = {"mode": "text", "text": [text] * len(ii), "textfont": {"size": style.label_size, "color": colour}}
+        if not small:  # a cross drawn as a marker, sized to the cells, so neighbours never run together
+            size = int(np.clip(0.5 * style.max_height / max(len(rows), len(cols)), 4, 14))
+            cross = {"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
+            shown = {"mode": "markers", "marker": cross}
+        marks.append(
+            {
+                "type": "scatter",
+                "x": [cols[j] for j in jj],
+                "y": [rows[i] for i in ii],
+                "hovertemplate": f"{hover}<extra></extra>",
+                "showlegend": False,
+                "name": text,
+                **shown,
+            }
+        )
+    return marks
+
+
+# Several same-sized matrices side by side, e.g. one attention-weight matrix per head, on one
+# shared colour scale with one colour bar.
+
+
+GRID_ROW_SPACING = 0.12  # the room between a grid's rows of panels: this over the rows, + 0.04, of the height
+
+
+def heatmap_grid(
+    matrices,
+    titles: Sequence[str],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "attention weight",
+    kind: str = WEIGHTS,
+    masked=None,
+    columns: int = 3,
+    max_row_height: int | None = None,
+    pickable: bool = False,
+    style: FigureStyle = DEFAULT_STYLE,
+) -> go.Figure:
+    """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
+    with one colour bar; token labels on the first column's axis only, so no subplot's labels
+    land on its neighbour.
+
+    ``max_row_height`` caps each grid row's height in pixels, so that many
+    narrow subplots side by side stay on one screen instead of growing tall. ``pickable`` adds a point to
+    click in each cell, panel k's column j counted as k · columns + j (``cells.pick_layer``).
+    """
+    stack = np.asarray(matrices, dtype=np.float64)
+    count, rows, cols = stack.shape
+    columns = max(1, min(columns, count))
+    grid_rows = int(np.ceil(count / columns))
+    vertical_spacing = GRID_ROW_SPACING / max(grid_rows, 1) + 0.04
+    axes, annotations = subplot_grid(
+        grid_rows,
+        columns,
+        [plain_label(t) for t in titles],
+        style,
+        horizontal_spacing=0.03,
+        vertical_spacing=vertical_spacing,
+        shared_yaxes=True,
+    )
+    hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    views = [
+        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
+        for k in range(count)
+    ]
+    view = views[0]
+    rows, cols = view.values.shape
+    row_text = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+    col_text = token_labels(view.col_labels) if view.col_tokens else [plain_label(x) for x in view.col_labels]
+    row_raw = [visible_token(x) for x in view.row_labels]
+    col_raw = [visible_token(x) for x in view.col_labels]
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
+    low, high = colour_range(stack, kind)
+    data, first = [], "" if view.block == 1 else " block from"
+    for k in range(count):
+        z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
+        x, y = subplot_axes(k)
+        trace = {
+            "type": "heatmap",
+            "z": z,
+            "x": view.col_positions,
+            "y": view.row_positions,
+            "meta": {
+                "rows": row_raw,
+                "cols": col_raw,
+                "title": titles[k],
+                "kind": kind,
+                "hidden_value": hidden_value(kind, masked is not None),
+            },
+            "hoverongaps": False,
+            "textfont": {"size": style.cell_text_size},
+            "customdata": token_numbers(views[k]),  # counted from 1 (a block's first)
+            "hovertemplate": f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · "
+            f"key{first} %{{customdata[1]}}<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
+            **colour_settings(kind, low, high, style, show=k == 0),
+            "xaxis": x,
+            "yaxis": y,
+        }
+        if small:
+            trace["text"] = cell_text(z, views[k].hidden)
+            trace["texttemplate"] = "%{text}"
+        data.append(trace)
+    row_height = max(figure_height(rows, style, extra=60), 240)
+    if max_row_height is not None:
+        row_height = min(row_height, max_row_height)
+    height = min(style.max_height + 200, grid_rows * row_height)
+    fit = labels_that_fit(height // grid_rows + 2 * style.title_size, style)
+    # rows: as many labels as a panel's plot area is tall, 1.3 lines each; it is the figure's height less the title's
+    # margin above, and the column labels with the bottom margin below (2 lines), shared by the grid's rows
+    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 24) - (2 * style.tick_size + 10)
+    panel_height = plot_height * (1 - vertical_spacing * (grid_rows - 1)) / grid_rows
+    row_fit = max(2, int(panel_height / (1.3 * style.tick_size)))
+    row_ticks, col_ticks = tick_positions(rows, row_fit), tick_positions(cols, max(2, fit // columns + 1))
+    y_ticks = {"tickvals": [view.row_positions[i] for i in row_ticks], "ticktext": [row_text[i] for i in row_ticks]}
+    x_ticks = {"tickvals": [view.col_positions[j] for j in col_ticks], "ticktext": [col_text[j] for j in col_ticks]}
+    for name, props in axes.items():
+        ticks = x_ticks if name.startswith("x") else {**y_ticks, "autorange": "reversed"}
+        axes[name] = axis(style, **props, **ticks, showgrid=False)
+    layout = figure_layout(title, style, height, **axes, annotations=annotations)
+    return figure(pick_layer(data, layout) if pickable else data, layout)
+
+
+# How wide a figure must be drawn for its texts to stay apart: a phone scrolls a narrower chart sideways.
+
+
+CHAR_PX = 7.5  # one digit or letter of plotly's 12 px cell text, measured in Chromium; larger text in proportion
+CELL_PAD_PX = 8  # and the room between two cells' texts
+LINE_HEIGHT = 1.5  # a standing tick label takes its font size times this across, with the room to the next
+LABEL_PITCH_PX = 16  # a row or column with its own tick label needs this much, or the labels run together
+
+
+def readable_width(fig: go.Figure) -> int:
+    """The narrowest width (px) at which no two texts of the figure run into each other across: each heatmap's
+    column as wide as its longest printed number and at least ``LABEL_PITCH_PX`` (square cells give the rows as
+    much), and each lying x tick label as wide as its text, in the share of the width its panel gets, plus the
+    figure's side margins. 0 when nothing needs room."""
+    plot_px = 0.0
+    sizes = [fig.layout[key].tickfont.size for key in fig.layout if key.startswith(("xaxis", "yaxis"))]
+    pitch = LABEL_PITCH_PX * max([12, *[size for size in sizes if size]]) / 12  # larger tick labels, more room
+
+    def need(px: float, axis_name: str | None) -> None:
+        nonlocal plot_px
+        axis = fig.layout[f"xaxis{(axis_name or 'x')[1:]}"]
+        share = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        plot_px = max(plot_px, px / max(share, 0.05))
+
+    for trace in fig.data:
+        if trace.type == "heatmap" and trace.z is not None and np.ndim(trace.z) == 2:
+            columns = np.shape(trace.z)[1]
+        elif prints_in_cells(trace) and trace.x is not None:
+            columns = len(set(np.ravel(trace.x)))
+        elif trace.type == "bar" and trace.text is not None and trace.constraintext == "none":  # values kept whole
+            beside = [t for t in fig.data if t.type == "bar" and t.text is not None and t.xaxis == trace.xaxis]
+            columns = len(set(np.ravel(trace.x))) * (len(beside) if fig.layout.barmode == "group" else 1) * 1.25
+        else:
+            continue
+        texts = [] if trace.text is None else [str(t) for t in np.ravel(np.asarray(trace.text, dtype=object))]
+        texts = [t for t in texts if t and t != "None"]
+        char = CHAR_PX * (trace.textfont.size or 12) / 12 if hasattr(trace, "textfont") else CHAR_PX
+        need(columns * max([pitch] + [len(t) * char + CELL_PAD_PX for t in texts]), trace.xaxis)
+    for name in [key for key in fig.layout if key.startswith("xaxis")]:
+        axis = fig.layout[name]
+        if axis.tickvals is None or not len(axis.tickvals):
+            continue
+        labels = [str(t) for t in (axis.ticktext if axis.ticktext is not None else axis.tickvals)]
+        size = axis.tickfont.size or 12
+        if axis.tickangle in (-90, 90):  # standing labels: each takes a line's height across
+            need(len(labels) * size * LINE_HEIGHT, f"x{name[5:]}")
+        else:
+            need(len(labels) * (max(map(len, labels)) * CHAR_PX * size / 12 + CELL_PAD_PX), f"x{name[5:]}")
+    if not plot_px:
+        return 0
+    margin = fig.layout.margin
+    sides = (margin.l if margin.l is not None else 80) + (margin.r if margin.r is not None else 80)
+    legend = fig.layout.legend
+    if legend.orientation == "v" and (legend.x or 0) > 1:  # a legend beside the plot takes its names' width
+        names = [len(trace.name or "") for trace in fig.data if trace.showlegend is not False]
+        sides += max(names, default=0) * CHAR_PX * (legend.font.size or 12) / 12 + 40
+    return int(plot_px + sides + 70 * any(getattr(trace, "showscale", False) for trace in fig.data))

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .cells import pick_layer
 from .charts import lines_spec
-from .labels import plain_label, token_labels, visible_token
+from .heatmaps import cell_text, fit_matrix, pick_layer
 from .layout import (
     COLOUR_STOPS,
     DEFAULT_STYLE,
@@ -24,11 +23,13 @@ from .layout import (
     figure_height,
     figure_layout,
     labels_that_fit,
+    plain_label,
     subplot_axes,
     subplot_grid,
     tick_positions,
+    token_labels,
+    visible_token,
 )
-from .matrices import cell_text, fit_matrix
 
 NAN_FILL = "rgba(213, 94, 0, 0.45)"  # vermilion over the grey of a blank cell: not a colour of the weight scale
 NAN_LINE = "#D55E00"

@@ -10,7 +10,7 @@ on the step, where the panel should go (under the charts, or in a text column be
     widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
     widgets.explain_cell()
 
-What happens. The figure gets a layer of invisible points, one per cell (``figures.cells.pick_layer``):
+What happens. The figure gets a layer of invisible points, one per cell (``figures.heatmaps.pick_layer``):
 Streamlit reports no selection on a heatmap trace, but does on those points. A click or tap calls
 ``picked``, which stores the cell for the page's step; the rerun is the page's fragment, and the view is
 cached, so it costs what a Next click costs. The picker (two selectboxes) sets the same state from the

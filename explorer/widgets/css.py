@@ -43,7 +43,7 @@ PRESENTER_CSS = """
 # The main area starts close under Streamlit's header, so the header must neither paint over it (it hid the
 # query picker's label) nor take its clicks: its toolbar spans the full width, and a 200 px box in its right
 # corner lay over the top of the room's "On my own". Only the header's own buttons take clicks. On a phone the
-# labels of the grid of every layer and head (``figures.head_grid``) shrink to fit its narrow small multiples; a
+# labels of the grid of every layer and head (``figures.charts``) shrink to fit its narrow small multiples; a
 # grid of more than six heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A
 # diff's colours are darker than Streamlit's, for contrast.
 BASE_CSS = """<style>

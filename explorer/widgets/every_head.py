@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.figures.head_grid import every_head_grid, labels_fit
+from explorer.figures.charts import every_head_grid, labels_fit
 from explorer.models.heads import every_head
 from explorer.page_text import head_grid as words
 from explorer.session.keys import PHONE

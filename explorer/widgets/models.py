@@ -36,7 +36,7 @@ def show_summaries(settings: Settings) -> None:
     """The Multi-head page's last step with a model's weights: what each head of the layer looks at."""
     import pandas as pd  # here, not at the top: the first page after a cold start needs no table (issue 15)
 
-    from explorer.figures.heads import head_summary_bars  # a submodule the package does not import itself
+    from explorer.figures.charts import head_summary_bars  # a submodule the package does not import itself
 
     found = summaries(settings)
     if found is None:

@@ -1,7 +1,7 @@
 """Clicks on a chart: ``st.plotly_chart(on_select=...)`` reports the points a click selects, and this module
 reads them. Written for Streamlit 1.67, whose selection reports scatter points (with their ``customdata``)
 but nothing for heatmap cells (streamlit issues 8760 and 15042): a figure that wants clicks on a heatmap puts
-a transparent scatter point where a click should land (``figures.head_grid``).
+a transparent scatter point where a click should land (``figures.charts``).
 
 A point comes from the browser, so a crafted message can hold anything: ``picked`` returns only whole
 numbers, and the callback's settings path validates them again."""
