@@ -8,8 +8,7 @@ import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import batches as notes
-from explorer.page_text import questions
-from explorer.page_text.format import first_values
+from explorer.page_text import first_values, questions
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 run = session.current_run()

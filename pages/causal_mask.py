@@ -10,8 +10,7 @@ from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.models import choice
 from explorer.page_text import causal_mask as notes
-from explorer.page_text import questions
-from explorer.page_text.format import first_values
+from explorer.page_text import first_values, questions
 
 run = session.current_run()
 settings = run.settings

@@ -6,9 +6,8 @@ import streamlit as st
 import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
+from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes
-from explorer.page_text import questions
-from explorer.page_text.format import first_values
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.session import keys
 from explorer.settings import RANDOM

@@ -10,7 +10,7 @@ import attention
 from explorer.models import inputs, modules
 from explorer.runtime import caching, memory, queue
 from explorer.settings import DEFAULTS, TEXT
-from explorer.views import chapter, masking, multihead, run
+from explorer.views import chapter, run
 from explorer.views import run as view_run
 
 SENTENCE = " ".join(f"w{k}" for k in range(40))  # 40 tokens or more with GPT-2's BPE
@@ -42,11 +42,11 @@ def test_module_bytes_are_the_modules_parameters_and_buffers(name, d_in, d_out, 
 
 
 VIEWS = {
-    "multihead": lambda s: multihead.multihead_view(s),
+    "multihead": lambda s: chapter.multihead_view(s),
     "trace": lambda s: chapter.module_trace(s, "CausalAttention"),
-    "mask": lambda s: masking.mask_view(s),
-    "dropout": lambda s: masking.dropout_view(s, 10),
-    "batch": lambda s: masking.batch_view(s, None),
+    "mask": lambda s: chapter.mask_view(s),
+    "dropout": lambda s: chapter.dropout_view(s, 10),
+    "batch": lambda s: chapter.batch_view(s, None),
     "simplified": lambda s: chapter.simplified_view(s, 1),
     "qkv": lambda s: chapter.qkv_view(s),
 }
@@ -99,7 +99,7 @@ def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
     monkeypatch.setattr(memory, "VIEW_BUDGET", tight)
     monkeypatch.setattr(memory.plan.__wrapped__, "__defaults__", (tight,))
     memory.plan.cache_clear()  # plans are cached: forget those made with the real budget
-    view = multihead.multihead_view(settings)
+    view = chapter.multihead_view(settings)
     assert len(view.pieces) == num_tokens - 10 and view.wrapper_weights.shape[1] == num_tokens - 10
     assert len(notes) == 1 and f"first {num_tokens - 10}" in notes[0]
 

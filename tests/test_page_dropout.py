@@ -9,7 +9,7 @@ from apptest_support import app, decode, figure_specs, markdown, next_step, prev
 from tolerances import summation_error
 
 import attention
-from explorer.views import masking
+from explorer.views import chapter
 
 PAGE = "pages/dropout.py"
 BOOK_DROPPED_ONES = [  # the book's Dropout(0.5) on torch.ones(6, 6) after torch.manual_seed(123)
@@ -137,9 +137,9 @@ def test_hostile_text_is_shown_literally():
 
 
 def test_long_inputs_average_fewer_draws():
-    assert masking.dropout_sample_limit(6) == attention.dropout.MAX_DROPOUT_SAMPLES
-    assert masking.dropout_sample_limit(64) == attention.dropout.MAX_DROPOUT_SAMPLES
-    assert 1 < masking.dropout_sample_limit(1024) < masking.dropout_sample_limit(200) < 2000
+    assert chapter.dropout_sample_limit(6) == attention.dropout.MAX_DROPOUT_SAMPLES
+    assert chapter.dropout_sample_limit(64) == attention.dropout.MAX_DROPOUT_SAMPLES
+    assert 1 < chapter.dropout_sample_limit(1024) < chapter.dropout_sample_limit(200) < 2000
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])

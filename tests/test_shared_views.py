@@ -9,7 +9,7 @@ from tolerances import summation_error
 from attention.book import book_values
 from explorer.runtime import caching
 from explorer.settings import DEFAULTS
-from explorer.views import book, chapter, masking, multihead, shapes
+from explorer.views import book, chapter, shapes
 
 # The book's replay and the explorer's views run the chapter through different code, so their sums may run in
 # other orders: projections (3 terms), scores (2), softmax and renormalising sums (6), weights @ values (6).
@@ -20,12 +20,12 @@ SHARED = [
     lambda s: chapter.module_trace(s, "CausalAttention"),
     lambda s: chapter.simplified_view(s, 1),
     chapter.qkv_view,
-    masking.mask_view,
-    lambda s: masking.mask_view(s, 789),
-    lambda s: masking.dropout_view(s, 10),
-    lambda s: masking.dropout_view(dataclasses.replace(s, dropout=0.5, training=True), 10, 789),
-    lambda s: masking.batch_view(s, None),
-    multihead.multihead_view,
+    chapter.mask_view,
+    lambda s: chapter.mask_view(s, 789),
+    lambda s: chapter.dropout_view(s, 10),
+    lambda s: chapter.dropout_view(dataclasses.replace(s, dropout=0.5, training=True), 10, 789),
+    lambda s: chapter.batch_view(s, None),
+    chapter.multihead_view,
     lambda s: chapter.why_view(s, 8),
 ]
 
@@ -126,7 +126,7 @@ def test_line_shapes_pairs_each_line_with_the_shape_it_made():
 
 
 def test_the_multihead_shape_table_is_the_code_as_it_ran():
-    view = multihead.multihead_view(dataclasses.replace(DEFAULTS, num_heads=2, d_out=4))
+    view = chapter.multihead_view(dataclasses.replace(DEFAULTS, num_heads=2, d_out=4))
     by_line = {row.line: row.shape for row in view.shape_rows}
     assert by_line["keys = keys.transpose(1, 2)"] == (1, 2, 6, 2)
     assert by_line["context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)"] == (1, 6, 4)
@@ -134,7 +134,7 @@ def test_the_multihead_shape_table_is_the_code_as_it_ran():
 
 def test_the_books_seeds_reproduce_its_printed_matrices():
     printed = book_values()
-    mask = masking.mask_view(DEFAULTS, book.module_seed(DEFAULTS, "causal"))
+    mask = chapter.mask_view(DEFAULTS, book.module_seed(DEFAULTS, "causal"))
     np.testing.assert_allclose(mask.unmasked_weights, printed.causal_unmasked_weights, atol=BOOK_CHAIN)
     np.testing.assert_array_equal(mask.mask_simple, printed.causal_mask_simple)
     np.testing.assert_allclose(mask.masked_simple, printed.causal_masked_simple, atol=BOOK_CHAIN)
@@ -145,7 +145,7 @@ def test_the_books_seeds_reproduce_its_printed_matrices():
         mask.masked_scores[finite], printed.causal_masked_scores.numpy()[finite], atol=BOOK_CHAIN
     )
     np.testing.assert_allclose(mask.weights_neg_inf, printed.causal_weights, atol=BOOK_CHAIN)
-    dropout = masking.dropout_view(book.dropout_settings(DEFAULTS), 10, book.module_seed(DEFAULTS, "dropout"))
+    dropout = chapter.dropout_view(book.dropout_settings(DEFAULTS), 10, book.module_seed(DEFAULTS, "dropout"))
     np.testing.assert_allclose(dropout.dropped_weights, printed.dropout_weights, atol=BOOK_CHAIN)
     np.testing.assert_array_equal(dropout.ones_demo, printed.dropout_ones)
     qkv = chapter.qkv_view(DEFAULTS, book.module_seed(DEFAULTS, "v2"))

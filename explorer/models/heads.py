@@ -1,7 +1,7 @@
 """What each head of a trained layer looks at on the sentence: its share of weight on the previous and the
 first token, how spread out its rows are, and how far back it looks
 (``attention.after_chapter.inspecting.head_summaries``); and every layer's heads at once, for the grid of all
-layers × heads (``every_head``)."""
+layers × heads (``widgets.models.show_every_head``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 import attention
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
 from explorer.models.inputs import layer_prepared
+from explorer.runtime import torch
 from explorer.runtime.caching import shared_view
-from explorer.runtime.lazy import torch
 from explorer.settings import RANDOM, Settings
 
 

@@ -18,8 +18,8 @@ from attention.constants import (
 from attention.tokens import BPE_NAME
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
 from explorer.results import Prepared
+from explorer.runtime import torch
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
-from explorer.runtime.lazy import torch
 from explorer.settings import BOOK, RANDOM, Settings
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import attention
 from explorer.models.choice import MODEL_ENTRIES, fit, model, version
+from explorer.runtime import torch
 from explorer.runtime.caching import CACHE_ENTRIES, shared_view
-from explorer.runtime.lazy import torch
 from explorer.settings import RANDOM, Settings
 
 MODULES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")

@@ -2,4 +2,18 @@
 helpers, one module per page, so the pages read top to bottom as settings → data → figures.
 
 Nothing here draws; the pages call these functions and render what they return.
+
+``first_values`` writes a matrix's first row as the book prints it.
 """
+
+from __future__ import annotations
+
+import numpy as np
+
+# Numbers written as the book prints them.
+
+
+def first_values(matrix, count: int = 4) -> str:
+    """A matrix's first row as the book prints it: "[0.3190, 0.4858]", with "…" when there are more."""
+    row = np.asarray(matrix)[0]
+    return "[" + ", ".join(f"{v:.4f}" for v in row[:count]) + (", …]" if row.size > count else "]")

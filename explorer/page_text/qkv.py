@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .format import first_values
+from . import first_values
 from .glossary import term
 
 D_KS = tuple(2**k for k in range(11))  # d_k = 1 … 1024

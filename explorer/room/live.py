@@ -40,9 +40,7 @@ from explorer.session.keys import (
     TOKEN,
     VOTER_HELD,
 )
-from explorer.session.links import initial_param
-from explorer.session.notices import notice
-from explorer.session.state import open_link, presenter
+from explorer.session.state import initial_param, notice, open_link, presenter
 from explorer.settings import from_query_params
 
 TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back

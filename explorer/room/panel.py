@@ -17,8 +17,7 @@ from explorer.page_text.questions import Question
 from explorer.room import live
 from explorer.room.store import IDLE_SECONDS
 from explorer.session.keys import MESSAGE, RESUMED, ROOM_SLOT
-from explorer.session.notices import notice
-from explorer.session.state import presenter
+from explorer.session.state import notice, presenter
 from explorer.widgets.charts import style as chart_style
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes

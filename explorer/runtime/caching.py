@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from explorer.runtime.lazy import loaded
+from explorer.runtime import loaded
 
 MIB = 2**20
 CACHE_ENTRIES = 32

@@ -186,9 +186,9 @@ def configure_server() -> None:
       code of each kind of widget, only when the first such element arrives. Asking for them at the
       start of every run lets the browser fetch and compile them meanwhile (``first_paint.preload_browser_code``).
     * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
-      torch lazily (``lazy``) and its numbers are stored (``first_view``). Importing torch took 1.1-2.2 s
-      of CPU here, under the interpreter lock the browser's files are served with, so it waits until the
-      first run is over (``_warm_up_after``). A run that needs torch sooner imports it itself.
+      torch lazily (``explorer.runtime.torch``) and its numbers are stored (``first_view``). Importing
+      torch took 1.1-2.2 s of CPU here, under the interpreter lock the browser's files are served with, so
+      it waits until the first run is over (``_warm_up_after``). A run that needs torch sooner imports it itself.
     * One torch thread per script run: sessions already run side by side on their own
       threads, and two intra-op threads per run on a busy 2-core server made Why attention
       at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new

@@ -5,18 +5,22 @@ It may import ``views``, ``models``, ``runtime`` and the bottom modules, never `
 """
 
 from explorer.runtime.patches import ensure_entrypoint
-from explorer.session.kept import kept_index, kept_widget, whole_state
 from explorer.session.keys import RUN_FIGURES, RUN_SECTIONS, RUN_STEP
-from explorer.session.links import initial_param, page_param, view_link
-from explorer.session.notices import notice
 from explorer.session.state import (
     begin_run,
     chosen,
     current,
     current_run,
+    initial_param,
+    kept_index,
+    kept_widget,
+    notice,
+    page_param,
     presenter,
     set_settings,
     start_session,
+    view_link,
+    whole_state,
 )
 
 __all__ = [

@@ -12,7 +12,7 @@ PHONE = "phone"  # the browser is a phone's: narrower charts
 TOKEN_WINDOW = "token_window"  # noqa: S105 (a key, not a password): (start, stop), the tokens pages show
 WINDOW_TOKENS = "window_tokens"  # how many tokens the window was made for: another text starts it again
 
-# The link that opened this session, and the one this run writes (``session.links``)
+# The link that opened this session, and the one this run writes (``session.state``)
 INITIAL_PARAMS = "initial_params"  # the link's query parameters, read once by the page they belong to
 INITIAL_PARAMS_USED = "initial_params_used"  # {(page, name)}: the link's parameters a page has read already
 LINK_PAGE = "link_page"  # the page the link opened: another page does not read its parameters

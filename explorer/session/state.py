@@ -6,15 +6,23 @@ their ``on_change`` callback validates the new values and writes any
 correction back into the widgets before the page runs, so the sidebar never
 shows a value the pages do not use. The URL is rewritten after each run, so a
 copied link reproduces the view; a link's parameters are read once, when a
-session starts (``links``)."""
+session starts (``initial_param``).
+
+In this module, in order: a notice that quotes what a visitor sent (``notice``), the link to what is on screen
+(``page_param``, ``initial_param``, ``view_link``), the settings, and the state a page keeps across reruns
+(``kept_index``, ``kept_widget``, ``whole_state``).
+"""
 
 from __future__ import annotations
 
+import functools
+import urllib.parse
 from dataclasses import replace
 
 import streamlit as st
 
 from explorer.models.choice import effective, fit
+from explorer.parsing import literal, parse_position, quoted
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.session.keys import (
     CELL_CODE,
@@ -23,6 +31,7 @@ from explorer.session.keys import (
     INITIAL_PARAMS_USED,
     LINK_PAGE,
     LINKED_KEYS,
+    PAGE_PARAMS,
     PHONE,
     PRESENTER,
     RUN_CELLS,
@@ -34,8 +43,63 @@ from explorer.session.keys import (
     SETTINGS,
     SETTINGS_NOTICES,
 )
-from explorer.settings import BOOK, TEXT, WEIGHTS, Settings, from_query_params, validate
+from explorer.settings import BOOK, TEXT, WEIGHTS, Settings, from_query_params, to_query_params, validate
 from explorer.views.run import Run
+
+# A notice that may quote what a visitor sent, drawn with every Markdown character escaped.
+
+
+def notice(text: str, *, where=None) -> None:
+    """A notice that may quote user input, drawn literally (``literal``)."""
+    (where or st).info(literal(text), icon=":material/info:")
+
+
+# The link to what is on screen: a page's own state (step, query token, head) recorded for this run's URL,
+# a link's parameters read once, and the link that reproduces the view (``widgets.downloads.finish_run`` writes it
+# into the URL and the "Copy link to this view" popover after each run).
+
+
+def page_param(name: str, value) -> None:
+    """Record a page's own state (step, query token, head) for the URL of this run."""
+    st.session_state.setdefault(PAGE_PARAMS, {})[name] = str(value)
+
+
+def initial_param(name: str, page: str, key: str | None = None) -> str | None:
+    """A page parameter from the link that opened this session, used once by ``page``; ``key`` is the state key
+    the page starts from it, which a link opened later (``state.open_link``) starts again."""
+    if key is not None:
+        st.session_state.setdefault(LINKED_KEYS, set()).add(key)
+    used = st.session_state.setdefault(INITIAL_PARAMS_USED, set())
+    params = st.session_state.get(INITIAL_PARAMS, {})
+    if page != "any":  # "any": a parameter that belongs to no page in particular
+        link_page = st.session_state.setdefault(LINK_PAGE, page)  # the page the link opened
+        if page != link_page:
+            return None
+    if (page, name) in used or name not in params:
+        return None
+    used.add((page, name))
+    return params[name]
+
+
+@functools.lru_cache(maxsize=1024)
+def view_link(
+    settings: Settings, step: tuple | None, page_params: tuple, presenter: bool, base_url: str | None, url_path: str
+) -> tuple[dict[str, str], str]:
+    """The query parameters that reproduce a view, and its whole link: the settings, the step (``RUN_STEP``),
+    what the page recorded (``page_param``: a query token, a head, a cell) and presenter mode."""
+    params = dict(to_query_params(settings))  # a copy: the cached dict is shared
+    if step is not None:
+        params["step"] = step[3] if len(step) > 3 else str(step[1] + 1)  # the step's name
+    params.update(page_params)
+    if presenter:
+        params["present"] = "1"
+    parts = urllib.parse.urlsplit(base_url or "http://localhost:8501/")
+    query = urllib.parse.urlencode(params, quote_via=urllib.parse.quote)
+    return params, urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + url_path, query, ""))
+
+
+# The settings: one ``Settings`` object, edited by the sidebar's widgets and validated in their callbacks.
+
 
 WIDGETS = {  # Settings field -> widget key
     "source": "w_source",
@@ -195,3 +259,51 @@ def presenter() -> bool:
     """Presenter mode: large fonts, reduced chrome, for a projector (``?present=1``)."""
     start_session()
     return bool(st.session_state.get(PRESENTER))
+
+
+# State a page keeps across reruns and steps (the inspected head, the query token, a sample count), started
+# from the link, checked against what a crafted message may have left there, and written into the URL.
+
+
+def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> int:
+    """An index a page keeps across reruns and steps (the inspected head, the query token).
+
+    It starts from the link's ``name`` parameter (or ``default``), lives in plain state under
+    ``key`` so that it outlives the widgets that change it, is clamped below ``count``, and is
+    written into this run's URL.
+    """
+    if key not in st.session_state:
+        linked = initial_param(name, page, key)
+        number = parse_position(linked)
+        if linked is not None and number is None:
+            notice(f"{name}={quoted(linked)} in the link is not a position; using {default}.")
+            number = None
+        st.session_state[key] = default if number is None else number
+    value = st.session_state[key]
+    if not _WHOLE(value) or value < 0:
+        notice(f"{name}={quoted(value)} is not a position; using {default}.")
+        value = default
+    index = st.session_state[key] = max(0, min(value, count - 1))
+    page_param(name, index)
+    return index
+
+
+def whole_state(key: str, default: int) -> int:
+    """A page's own whole number (>= 1) in ``st.session_state``, or ``default`` with a notice when a
+    crafted message left something else there."""
+    value = st.session_state.get(key, default)
+    if not _WHOLE(value) or value < 1:
+        notice(f"{quoted(value)} is not a count; using {default}.")
+        value = st.session_state[key] = default
+    return value
+
+
+def kept_widget(key: str, widget: str, default) -> dict:
+    """Arguments for a widget whose value is kept under ``key`` while the widget is off screen
+    (Streamlit forgets a widget's state when a rerun does not draw it)."""
+    value = st.session_state.setdefault(key, default)
+    if type(value) is not type(default) and not (_WHOLE(value) and isinstance(default, float)):
+        notice(f"{quoted(value)} is not a value this control takes; using {default}.")
+        st.session_state[key] = default
+    st.session_state[widget] = st.session_state[key]
+    return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}

@@ -12,17 +12,21 @@ It may import ``models``, ``runtime`` and the bottom modules, never ``session``,
 from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
 from explorer.views.chapter import (
     WHY_HIDDEN_SIZE,
+    batch_view,
     computed_why_view,
+    dropout_sample_limit,
+    dropout_view,
+    heads_product_view,
+    mask_view,
     module_trace,
+    multihead_view,
     qkv_view,
+    reversal_view,
     scaling_view,
     seq2seq_parts,
     simplified_view,
     why_view,
 )
-from explorer.views.masking import batch_view, dropout_sample_limit, dropout_view, mask_view
-from explorer.views.multihead import heads_product_view, multihead_view
-from explorer.views.reversal import reversal_view
 from explorer.views.run import Run, page_turn
 
 __all__ = [

@@ -20,8 +20,8 @@ from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.tokens import BPE_NAME
 from explorer.models.choice import model, version
 from explorer.models.inputs import bpe_encoding, tokenize_text
+from explorer.runtime import torch
 from explorer.runtime.caching import shared_view
-from explorer.runtime.lazy import torch
 from explorer.settings import BOOK, GPT2, TRAINED, Settings
 from explorer.views.run import heavy_turn
 from explorer.views.speed import SPEED_QUEUE, waiting

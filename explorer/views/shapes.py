@@ -15,7 +15,7 @@ import textwrap
 import threading
 
 from explorer.results import ShapeRow
-from explorer.runtime.lazy import torch
+from explorer.runtime import torch
 
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
 # On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"),

@@ -6,15 +6,23 @@ never pages.
 """
 
 from explorer.runtime.patches import run_page
-from explorer.widgets.basics import guard, progress, show_error, table, truncation_notice
-from explorer.widgets.captions import book_caption, dropout_setting, outside_model, weights_caption
+from explorer.widgets.basics import (
+    book_caption,
+    dropout_setting,
+    guard,
+    outside_model,
+    progress,
+    show_error,
+    table,
+    truncation_notice,
+    weights_caption,
+)
 from explorer.widgets.cells import explain_cell
 from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
 from explorer.widgets.code import code_panel_key, show_code, source_of
 from explorer.widgets.css import page_stylesheet, stylesheet
 from explorer.widgets.downloads import finish_run
-from explorer.widgets.every_head import show_every_head
-from explorer.widgets.models import show_alignment, show_bottleneck, show_summaries
+from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries
 from explorer.widgets.questions import ask
 from explorer.widgets.sidebar import sidebar
 from explorer.widgets.stepper import Steps, stepper

@@ -21,12 +21,16 @@ link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for the step's 
 
 A new kind of cell: a function in ``attention.derivations`` that returns a ``Derivation``, then its words and
 its constructor, side by side, in ``explorer.cells``.
+
+Clicks on any chart end in ``on_pick`` (at the end of this module), which turns the points a click selects
+into a call of the chart's handler.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from functools import partial
 
 import streamlit as st
@@ -34,8 +38,7 @@ import streamlit as st
 from explorer import figures
 from explorer.parsing import parse_cell, quoted
 from explorer.session.keys import CELL_CODE, CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, cell_key
-from explorer.session.links import initial_param, page_param
-from explorer.session.notices import notice
+from explorer.session.state import initial_param, notice, page_param
 from explorer.widgets.drawn import Drawn, EncodedFigure
 
 # On a touch screen plotly.js selects a tapped point from the last hover (``selectOnClick`` reads
@@ -246,3 +249,37 @@ def explain_cell(where=None) -> None:
                 column.code(text, language=None, wrap_lines=True)
         number = names.index(name) + 1
         page_param("cell", f"{chosen['row'] + 1},{chosen['col'] + 1}" + (f",{number}" if number > 1 else ""))
+
+
+# Clicks on a chart: ``st.plotly_chart(on_select=...)`` reports the points a click selects, and this module
+# reads them. Written for Streamlit 1.67, whose selection reports scatter points (with their ``customdata``)
+# but nothing for heatmap cells (streamlit issues 8760 and 15042): a figure that wants clicks on a heatmap puts
+# a transparent scatter point where a click should land (``figures.charts``).
+#
+# A point comes from the browser, so a crafted message can hold anything: ``picked_point`` returns only whole
+# numbers, and the callback's settings path validates them again.
+
+
+def picked_point(key: str) -> tuple[int, ...] | None:
+    """The ``customdata`` of the first point selected in the chart ``key``, if it is a list of whole numbers."""
+    event = st.session_state.get(key)
+    try:
+        points = event["selection"]["points"]
+        values = tuple(points[0]["customdata"])
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not values or not all(type(v) is int for v in values):
+        return None
+    return values
+
+
+def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
+    """An ``on_select`` callback for the chart ``key``: ``action(*customdata)`` of the point a click selected;
+    nothing when a click selected no point (a second click on the same point clears the selection)."""
+
+    def callback() -> None:
+        values = picked_point(key)
+        if values is not None:
+            action(*values)
+
+    return callback

@@ -106,7 +106,7 @@ def draw(
 ) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
     or else ``name``, with its downloads; ``on_select`` is called when a click selects a point
-    (``widgets.picking``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
+    (``widgets.cells``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
     (``widgets.cells``).
 
     The figure is built once for every session that draws the same (``shared``): a Next click back to a step

@@ -19,13 +19,14 @@ from explorer.session.keys import (
     TOKEN_WINDOW,
     WINDOW_TOKENS,
 )
-from explorer.session.links import initial_param, page_param
-from explorer.session.notices import notice
 from explorer.session.state import (
     FIXED_BY_MODEL,
     WIDGETS,
     current_run,
+    initial_param,
+    notice,
     on_change_of,
+    page_param,
     refill_widgets,
     start_session,
     widgets_valid,

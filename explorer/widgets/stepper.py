@@ -26,8 +26,7 @@ import streamlit as st
 from explorer import room
 from explorer.parsing import parse_position, quoted
 from explorer.session.keys import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, step_key
-from explorer.session.links import initial_param
-from explorer.session.notices import notice
+from explorer.session.state import initial_param, notice
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
 # tree, so screen readers do not read them; their keyboard shortcuts still work.
