@@ -307,18 +307,18 @@ def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
     """What one learner's first look at the grid of every layer and head costs the server (``cold``: its caches
     cleared): ms for the numbers (tokens, one pass collecting every layer's weights, each head's summaries) and
     for the figure (labels, the small multiples, their JSON for the browser), and the JSON's bytes."""
+    from explorer import models
     from explorer.figures import DEFAULT_STYLE
     from explorer.figures.charts import every_head_grid
-    from explorer.models import heads, inputs
     from explorer.page_text import head_grid as words
     from explorer.widgets.drawn import FIGURES, shared
 
     if cold:
-        heads._every_head.clear()
-        inputs.layer_prepared.clear()
+        models._every_head.clear()
+        models.layer_prepared.clear()
         FIGURES.clear()
     start = time.perf_counter()
-    found = heads.every_head(settings)
+    found = models.every_head(settings)
     numbers = time.perf_counter()
     labels, details = words.head_labels(found.summaries)
     title = words.grid_title(*found.weights.shape[:2])  # (num_layers, num_heads)
@@ -343,7 +343,7 @@ def grid(args) -> dict:
             path = write_gpt2(Path(folder) / "model.safetensors")
             print(f"wrote a GPT-2-small-shaped checkpoint in {time.perf_counter() - start:.1f} s", flush=True)
         os.environ["ATTENTION_GPT2_CHECKPOINT"] = str(path)
-        from explorer.models.choice import model
+        from explorer.models import model
         from explorer.settings import GPT2, TEXT, TRAINED, Settings
 
         for kind, name in ((GPT2, "GPT-2-shaped, 12 × 12"), (TRAINED, "small GPT, 4 × 4")):
@@ -415,10 +415,10 @@ def hops(args) -> dict:
     result = run_facts()
     for name, counts in found.items():
         files, calls = {file for file, _ in counts}, sum(counts.values())
-        prepared = sum(n for (file, fn), n in counts.items() if file.endswith("inputs.py") and fn == "prepared")
+        prepared = sum(n for (file, fn), n in counts.items() if file.endswith("models.py") and fn == "prepared")
         result[name] = {"functions": len(counts), "files": len(files), "calls": calls, "prepared": prepared}
         print(f"{name}: {len(counts)} distinct explorer functions in {len(files)} files, {calls} calls; "
-              f"inputs.prepared called {prepared} times")  # fmt: skip
+              f"models.prepared called {prepared} times")  # fmt: skip
         for (file, function), n in sorted(counts.items()) if args.list else ():
             print(f"  {n:4d}  {file}  {function}")
     return result

@@ -22,7 +22,7 @@ MAX_TEXT_CHARS = 60_000  # a long paste is kept whole; only its first context_le
 MAX_URL_TEXT_CHARS = 2_000  # longer sentences are not put in a link
 RANDOM, TRAINED, GPT2 = "random", "trained", "gpt2"
 WEIGHTS = (RANDOM, TRAINED, GPT2)  # the chapter's seeded weights, the shipped small GPT, the server's GPT-2
-MAX_LAYER = 48  # the deepest GPT-2 (XL); ``explorer.models.choice.fit`` narrows layer and head to the model's
+MAX_LAYER = 48  # the deepest GPT-2 (XL); ``explorer.models.fit`` narrows layer and head to the model's
 MAX_HEAD = 24
 
 

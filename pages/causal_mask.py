@@ -6,9 +6,8 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
+from explorer import cells, figures, models, session, views, widgets
 from explorer.cells import Notation
-from explorer.models import choice
 from explorer.page_text import causal_mask as notes
 from explorer.page_text import first_values, questions
 
@@ -68,7 +67,7 @@ def tril_route():
 def unmasked_weights():
     text, plot = text_and_plot()
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
-    text.markdown(notes.unmasked_text(seed, future_share, trained_head=choice.head_name(settings)))
+    text.markdown(notes.unmasked_text(seed, future_share, trained_head=models.head_name(settings)))
     widgets.book_caption(settings, "causal", where=text)
     code, notation = "unmasked_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, code=code, notation=notation)

@@ -5,9 +5,8 @@ import math
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
+from explorer import cells, figures, models, session, views, widgets
 from explorer.cells import Notation
-from explorer.models import choice
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
 from explorer.page_text.glossary import term
@@ -57,7 +56,7 @@ def lab_controls():
 
 @steps.add("W_query, W_key, W_value")
 def projection_weights():
-    st.markdown(notes.projections_text(choice.origin(settings), settings.seed))
+    st.markdown(notes.projections_text(models.origin(settings), settings.seed))
     dims = [f"in {i}" for i in range(trace.inputs.shape[1])]
     w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
     widgets.side_by_side(*(matrix(w, getattr(view, w), None, **w_options) for w in ("W_query", "W_key", "W_value")))
@@ -156,7 +155,7 @@ def gradients():
 
 @steps.add("SelfAttention_v1 = v2")
 def v1_equals_v2():
-    st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference, trained_head=choice.head_name(settings)))
+    st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference, trained_head=models.head_name(settings)))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
     widgets.side_by_side(
         matrix("v1_output", view.v1_output, None, title="SelfAttention_v1 with v2's weights", **shared),

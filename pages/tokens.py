@@ -4,9 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, widgets
+from explorer import cells, figures, models, session, widgets
 from explorer.cells import Notation
-from explorer.models import choice
 from explorer.page_text.glossary import term
 
 run = session.current_run()
@@ -39,7 +38,7 @@ def token_ids():
 @steps.add("Token ids → embedding vectors")
 def embeddings():
     if settings.weights != "random":
-        st.markdown(choice.input_text(settings))
+        st.markdown(models.input_text(settings))
     elif settings.source == "book":
         st.markdown(
             f"Chapter 3 starts from six hand-picked 3-dimensional **{term('embedding', 'embedding vectors')}**, one "

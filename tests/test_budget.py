@@ -7,7 +7,7 @@ import time
 import pytest
 
 import attention
-from explorer.models import inputs, modules
+from explorer import models
 from explorer.runtime import caching, memory, queue
 from explorer.settings import DEFAULTS, TEXT
 from explorer.views import chapter, run
@@ -32,7 +32,7 @@ def settings_for(d_in=16, d_out=12, num_heads=3, training=False, text=SENTENCE, 
     )
 
 
-@pytest.mark.parametrize("name", list(modules.MODULES))
+@pytest.mark.parametrize("name", list(models.MODULES))
 @pytest.mark.parametrize(("d_in", "d_out", "heads", "ctx"), [(3, 2, 2, 6), (16, 12, 3, 64), (64, 32, 4, 200)])
 def test_module_bytes_are_the_modules_parameters_and_buffers(name, d_in, d_out, heads, ctx):
     module = getattr(attention, name)
@@ -61,7 +61,7 @@ VIEWS = {
 def test_estimates_match_the_measured_size_of_each_view(kind, settings):
     """The estimate of what a view keeps is within 25 % of the bytes its cached result really holds,
     and the peak estimate is at least that."""
-    num_tokens = len(inputs.prepared(settings).ids)
+    num_tokens = len(models.prepared(settings).ids)
     dropout = settings.training and settings.dropout > 0
     shape = (settings.d_in, settings.d_out, settings.num_heads, settings.context_length)
     estimate = memory.estimate(kind, num_tokens, *shape, dropout)
@@ -94,7 +94,7 @@ def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
     notes = []
     monkeypatch.setattr(view_run.st, "info", notes.append)
     settings = settings_for(d_in=64, d_out=64, num_heads=16)
-    num_tokens = len(inputs.prepared(settings).ids)
+    num_tokens = len(models.prepared(settings).ids)
     tight = memory.estimate("multihead", num_tokens - 10, 64, 64, 16, num_tokens - 10, False).peak
     monkeypatch.setattr(memory, "VIEW_BUDGET", tight)
     monkeypatch.setattr(memory.plan.__wrapped__, "__defaults__", (tight,))

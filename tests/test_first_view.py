@@ -1,4 +1,4 @@
-"""The first page's stored numbers (``explorer.models.first_view``) are what the torch code computes, and are
+"""The first page's stored numbers (``explorer.models``) are what the torch code computes, and are
 handed out only for the inputs, seed and size they were computed from."""
 
 import dataclasses
@@ -6,8 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer import results
-from explorer.models import first_view, inputs
+from explorer import models, results
 from explorer.settings import DEFAULTS, TEXT
 from explorer.views import chapter
 
@@ -15,11 +14,11 @@ REGENERATE = "the torch code changed: run `python scripts/first_view.py` and com
 
 
 def book_inputs() -> np.ndarray:
-    return inputs.prepared(DEFAULTS).inputs
+    return models.prepared(DEFAULTS).inputs
 
 
 def test_the_stored_view_is_what_the_torch_code_computes():
-    stored = first_view.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
+    stored = models.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     assert stored is not None, "no stored first view: run `python -m explorer.first_view`"
     computed = chapter.computed_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     for field in dataclasses.fields(results.WhyView):
@@ -49,7 +48,7 @@ def test_the_first_page_at_the_defaults_gets_the_stored_view(monkeypatch):
         view = chapter.why_view(DEFAULTS, chapter.WHY_HIDDEN_SIZE)
     finally:
         chapter.why_view.clear()
-    stored = first_view.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
+    stored = models.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     assert all(
         np.array_equal(a, b) for a, b in zip(dataclasses.astuple(view), dataclasses.astuple(stored), strict=True)
     )
@@ -61,8 +60,8 @@ def test_the_first_page_at_the_defaults_gets_the_stored_view(monkeypatch):
 )
 def test_any_other_view_is_computed(changed, hidden_size):
     settings = dataclasses.replace(DEFAULTS, **changed)
-    prepared = inputs.prepared(settings)
-    assert first_view.stored_why_view(prepared.inputs, settings.seed, hidden_size) is None
+    prepared = models.prepared(settings)
+    assert models.stored_why_view(prepared.inputs, settings.seed, hidden_size) is None
     view = chapter.why_view(settings, hidden_size)
     assert view.encoder_states.shape == (len(prepared.pieces), hidden_size)
 
@@ -71,13 +70,13 @@ def test_without_a_store_every_view_is_computed(tmp_path):
     missing, damaged = tmp_path / "missing.npz", tmp_path / "damaged.npz"
     damaged.write_bytes(b"not a zip file")
     for path in (missing, damaged):
-        assert first_view.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE, path=path) is None
+        assert models.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE, path=path) is None
 
 
 def test_saving_and_reading_back_gives_the_same_view(tmp_path):
     path = tmp_path / "view.npz"
     view = chapter.computed_why_view(book_inputs(), 7, 4)
-    first_view.save(view, book_inputs(), 7, 4, path=path)
-    again = first_view.stored_why_view(book_inputs(), 7, 4, path=path)
+    models.save(view, book_inputs(), 7, 4, path=path)
+    again = models.stored_why_view(book_inputs(), 7, 4, path=path)
     assert all(np.array_equal(a, b) for a, b in zip(dataclasses.astuple(view), dataclasses.astuple(again), strict=True))
-    assert first_view.stored_why_view(book_inputs()[:5], 7, 4, path=path) is None  # other inputs
+    assert models.stored_why_view(book_inputs()[:5], 7, 4, path=path) is None  # other inputs

@@ -5,7 +5,7 @@ import torch
 from apptest_support import app, decode, figure_specs
 
 import attention
-from explorer.models import first_view
+from explorer import models
 from explorer.settings import DEFAULTS
 from explorer.views.chapter import WHY_HIDDEN_SIZE
 
@@ -32,7 +32,7 @@ def test_every_step_shows_the_packages_numbers_for_the_book():
     at = app(PAGE)
     assert not at.exception
     # The book's defaults draw the stored view, the same numbers (test_first_view.py checks them against torch)
-    expected = first_view.stored_why_view(attention.BOOK_INPUTS.numpy(), DEFAULTS.seed, WHY_HIDDEN_SIZE)
+    expected = models.stored_why_view(attention.BOOK_INPUTS.numpy(), DEFAULTS.seed, WHY_HIDDEN_SIZE)
     assert expected is not None
     np.testing.assert_array_equal(heatmap_z(at), expected.encoder_states)
     assert any("untrained" in c.value.lower() for c in at.caption)

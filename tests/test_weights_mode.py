@@ -9,7 +9,7 @@ from tolerances import attention_bounds
 import attention
 from attention.after_chapter.inspecting import layer_input
 from attention.after_chapter.training import load_trained_gpt
-from explorer.models import choice, heads, inputs, modules
+from explorer import models
 from explorer.settings import BOOK, GPT2, RANDOM, TEXT, TRAINED, Settings, from_query_params, to_query_params
 
 TYPED = "The quick brown fox jumps over the lazy dog, and then it runs home to rest."
@@ -33,7 +33,7 @@ def test_causal_head_slices_reproduce_the_layers_own_weights(model, layer, text)
     own = attention.trace(mha, inputs)
     bounds = attention_bounds(mha, inputs)  # one head's kernel may sum in another order than the layer's
     for head in range(mha.num_heads):
-        single = modules.head_module(mha, head, "CausalAttention")
+        single = models.head_module(mha, head, "CausalAttention")
         sliced = attention.trace(single, inputs)
         assert sliced.attn_weights.shape == (1, 1, inputs.shape[1], inputs.shape[1])
         torch.testing.assert_close(sliced.attn_weights[0, 0], own.attn_weights[0, head], **bounds.close("attn_weights"))
@@ -50,7 +50,7 @@ def test_v1_and_v2_slices_give_the_heads_queries_keys_and_values(model):
     bound = attention_bounds(mha, inputs).close("projections")
     for head in range(mha.num_heads):
         for name in ("SelfAttention_v1", "SelfAttention_v2"):
-            single = attention.trace(modules.head_module(mha, head, name), inputs)
+            single = attention.trace(models.head_module(mha, head, name), inputs)
             for part in ("queries", "keys", "values"):
                 torch.testing.assert_close(getattr(single, part)[0, 0], getattr(own, part)[0, head], **bound)
 
@@ -58,7 +58,7 @@ def test_v1_and_v2_slices_give_the_heads_queries_keys_and_values(model):
 def test_wrapper_of_layer_concatenates_the_layers_heads_and_out_proj_finishes_it(model):
     mha = model.trf_blocks[1].att
     inputs = layer_inputs(model, TYPED, 1)
-    wrapper = modules.wrapper_of_layer(mha)
+    wrapper = models.wrapper_of_layer(mha)
     own = attention.trace(mha, inputs)
     bounds = attention_bounds(mha, inputs)
     with torch.no_grad():
@@ -69,7 +69,7 @@ def test_wrapper_of_layer_concatenates_the_layers_heads_and_out_proj_finishes_it
 
 def test_layer_copy_has_the_settings_dropout_and_leaves_the_model_alone(model):
     mha = model.trf_blocks[0].att
-    copy = modules.layer_copy(mha, dropout=0.5)
+    copy = models.layer_copy(mha, dropout=0.5)
     assert copy is not mha and copy.dropout.p == 0.5 and mha.dropout.p == 0.0
     inputs = layer_inputs(model, attention.BOOK_SENTENCE, 0)
     with torch.no_grad():
@@ -78,22 +78,22 @@ def test_layer_copy_has_the_settings_dropout_and_leaves_the_model_alone(model):
 
 def test_a_head_outside_the_layer_is_refused(model):
     with pytest.raises(ValueError, match="head must be 0 to 3"):
-        modules.head_module(model.trf_blocks[0].att, 4, "CausalAttention")
+        models.head_module(model.trf_blocks[0].att, 4, "CausalAttention")
 
 
 def test_v1_cannot_hold_a_biased_head():
     torch.manual_seed(0)
     biased = attention.MultiHeadAttention(8, 8, 16, 0.0, num_heads=2, qkv_bias=True)
     with pytest.raises(ValueError, match="bias"):
-        modules.head_module(biased, 0, "SelfAttention_v1")
-    v2 = modules.head_module(biased, 1, "SelfAttention_v2")
+        models.head_module(biased, 0, "SelfAttention_v1")
+    v2 = models.head_module(biased, 1, "SelfAttention_v2")
     torch.testing.assert_close(v2.W_query.bias, biased.W_query.bias[4:])
 
 
 @pytest.mark.parametrize("layer", range(1, 5))
 @pytest.mark.parametrize("source", [BOOK, TEXT])
 def test_the_trained_heads_summaries_differ(source, layer):
-    found = heads.summaries(Settings(source=source, text=TYPED, weights=TRAINED, layer=layer))
+    found = models.summaries(Settings(source=source, text=TYPED, weights=TRAINED, layer=layer))
     assert found.previous_token.shape == found.first_token.shape == found.entropy.shape == (4,)
     table = np.stack([found.previous_token, found.first_token, found.entropy_share], axis=1)  # (h, 3)
     closest = min(np.abs(table[i] - table[j]).max() for i in range(4) for j in range(i + 1, 4))
@@ -103,32 +103,32 @@ def test_the_trained_heads_summaries_differ(source, layer):
 
 
 def test_random_weights_have_no_summaries():
-    assert heads.summaries(Settings()) is None
+    assert models.summaries(Settings()) is None
 
 
 def test_the_model_fixes_the_sizes_and_random_keeps_the_books():
-    trained = choice.effective(Settings(weights=TRAINED, layer=3, head=2))
+    trained = models.effective(Settings(weights=TRAINED, layer=3, head=2))
     assert (trained.d_in, trained.d_out, trained.num_heads, trained.context_length) == (64, 16, 4, 128)
     assert (trained.layer, trained.head, trained.effective_d_in) == (3, 2, 64)
-    assert choice.effective(Settings()) == Settings()
+    assert models.effective(Settings()) == Settings()
 
 
 def test_layer_and_head_beyond_the_model_are_clamped_with_a_notice():
-    settings, notices = choice.fit(Settings(weights=TRAINED, layer=9, head=7))
+    settings, notices = models.fit(Settings(weights=TRAINED, layer=9, head=7))
     assert (settings.layer, settings.head) == (4, 3)
     assert len(notices) == 2 and "layers 1–4" in notices[0]
 
 
 def test_gpt2_without_a_checkpoint_falls_back_to_random_with_the_loaders_message(monkeypatch):
     monkeypatch.delenv("ATTENTION_GPT2_CHECKPOINT", raising=False)
-    settings, notices = choice.fit(Settings(weights=GPT2))
+    settings, notices = models.fit(Settings(weights=GPT2))
     assert settings.weights == RANDOM
     assert "ATTENTION_GPT2_CHECKPOINT" in notices[0] and "random weight matrices" in notices[0]
 
 
 def test_prepared_is_the_layers_input_cut_to_the_models_context():
     long_text = " ".join(["word"] * 300)
-    data = inputs.prepared(Settings(source=TEXT, text=long_text, weights=TRAINED, layer=2))
+    data = models.prepared(Settings(source=TEXT, text=long_text, weights=TRAINED, layer=2))
     assert data.inputs.shape == (128, 64) and data.truncated_from == 300
     model = load_trained_gpt()
     expected = layer_input(model, data.ids, 1).inputs[0]

@@ -34,7 +34,7 @@ FIRST_RUN_MODULES = (
     "explorer.views",
     "explorer.widgets",
     "explorer.figures",
-    "explorer.models.first_view",
+    "explorer.models",
     "explorer.page_text.why_attention",
 )
 # Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
@@ -159,7 +159,7 @@ def _warm_first_run() -> None:
     first_paint.first_page_chunks()
     pandas_settled()  # a link that needs torch may have started the later imports, pandas among them
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
-    stored = importlib.import_module("explorer.models.first_view")  # imported by name, as every app module here
+    stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
     stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from explorer.models.choice import effective, fit
+from explorer.models import effective, fit
 from explorer.parsing import literal, parse_position, quoted
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.session.keys import (

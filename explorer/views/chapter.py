@@ -14,9 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 import attention
-from explorer.models.first_view import stored_why_view
-from explorer.models.inputs import layer_inputs, prepared
-from explorer.models.modules import module_for
+from explorer.models import layer_inputs, module_for, prepared, stored_why_view
 from explorer.results import (
     BatchView,
     DropoutView,

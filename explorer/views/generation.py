@@ -18,8 +18,7 @@ import numpy as np
 import attention
 from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.tokens import BPE_NAME
-from explorer.models.choice import model, version
-from explorer.models.inputs import bpe_encoding, tokenize_text
+from explorer.models import bpe_encoding, model, tokenize_text, version
 from explorer.runtime import torch
 from explorer.runtime.caching import shared_view
 from explorer.settings import BOOK, GPT2, TRAINED, Settings

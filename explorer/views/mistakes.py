@@ -1,7 +1,7 @@
 """The cached call behind the "Break it" page: one mistake of ``attention.mistakes`` on the run's sentence.
 
 Like every view, it selects and converts and does no attention math: the module is the one every page
-builds from the settings (``models.modules.module_for``), the sentence is the run's, and
+builds from the settings (``models.module_for``), the sentence is the run's, and
 ``attention.run_mistake`` runs the right and the wrong forward pass and measures the difference."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 import attention
 from attention.mistake_measures import LARGE_D_K, Measure
 from attention.mistake_steps import RIGHT, Steps
-from explorer.models.modules import module_for
+from explorer.models import module_for
 from explorer.results import from_tensors
 from explorer.runtime.caching import VIEW_ENTRIES
 from explorer.settings import Settings

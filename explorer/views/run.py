@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import streamlit as st
 
-from explorer.models.inputs import prepare, prepared
+from explorer.models import prepare, prepared
 from explorer.results import Prepared
 from explorer.runtime.caching import VIEW_ENTRIES, shared_view
 from explorer.runtime.memory import HEAVY_BYTES, HEAVY_SLOTS, estimate, plan, release_memory

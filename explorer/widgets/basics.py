@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from explorer.models.choice import describe
+from explorer.models import describe
 from explorer.session.keys import PRESENTER, RUN_SECTIONS
 from explorer.session.state import chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings

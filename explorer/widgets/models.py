@@ -12,7 +12,7 @@ import attention
 from explorer import cells, figures
 from explorer.cells import Notation
 from explorer.figures.charts import every_head_grid, head_summary_bars, labels_fit
-from explorer.models.heads import every_head, summaries
+from explorer.models import every_head, summaries
 from explorer.page_text import head_grid as words
 from explorer.page_text.glossary import term
 from explorer.session.keys import PHONE

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
-from explorer.models.choice import NAMES, effective, gpt2_checkpoint, model
+from explorer.models import NAMES, effective, gpt2_checkpoint, model
 from explorer.parsing import parse_range, quoted
 from explorer.runtime.patches import session_id, unreadable_notices
 from explorer.session.keys import (

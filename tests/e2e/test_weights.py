@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from e2e_support import eventually
 
-from explorer.models import heads
+from explorer import models
 from explorer.settings import Settings
 
 pytestmark = pytest.mark.browser
@@ -36,7 +36,7 @@ def test_multihead_with_trained_weights_draws_the_layers_heads_and_their_summari
         return np.array([np.asarray(trace["y"], dtype=float) for trace in plot.traces])  # (3 measures, 4 heads)
 
     drawn = eventually(summary)
-    expected = heads.summaries(Settings(weights="trained", layer=1))
+    expected = models.summaries(Settings(weights="trained", layer=1))
     np.testing.assert_allclose(drawn[0], expected.previous_token, atol=1e-6)
     np.testing.assert_allclose(drawn[1], expected.first_token, atol=1e-6)
     assert (drawn.max(axis=1) - drawn.min(axis=1)).max() > 0.07  # the heads differ

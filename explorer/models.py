@@ -1,0 +1,548 @@
+"""The models layer: the Weights setting's one place, and what every view starts from. Nothing here draws.
+
+- The Weights setting (``model``, ``fit``, ``effective``, ``describe``): the chapter's random weights
+  (``model`` gives None) or one layer of a trained model, and the settings fitted to it.
+- The inputs (``prepared``): the book's vectors, a typed sentence's seeded embeddings, or what a trained
+  model feeds the chosen layer.
+- The modules (``module_for``): the chapter's classes built like the book, or holding a trained layer.
+- The heads (``summaries``, ``every_head``): what each head of a trained layer looks at.
+- The first view (``stored_why_view``): the first page's numbers, stored, so a new server draws it before
+  it has imported torch.
+
+It may import ``runtime`` and the bottom modules, never ``views`` or above."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+import attention
+from attention import tokens as tokens_module
+from attention.constants import (
+    BOOK_SENTENCE,
+    BOOK_TOKENS,
+    BOOK_VECTORS,
+    NO_CHECKPOINT,
+    VERDICT_CONFIG,
+    checkpoint_named,
+)
+from attention.tokens import BPE_NAME
+from explorer.page_text.glossary import term
+from explorer.results import Prepared, WhyView
+from explorer.runtime import torch
+from explorer.runtime.caching import CACHE_ENTRIES, shared_view
+from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
+
+# The Weights setting: the chapter's random weights, or one layer of a trained model.
+#
+# Chapter 3 builds every module from ``torch.manual_seed``, so its weights are
+# random and its heads look alike. With *trained* weights each chapter page shows
+# one layer of the small GPT trained on "The Verdict" (``attention.after_chapter.training``): its real
+# ``W_query``/``W_key``/``W_value``, on the input the model really feeds that layer
+# (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it
+# shows a layer of the GPT-2 checkpoint the server's operator named in
+# ``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
+#
+# ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None
+# for the chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``,
+# ``input_text`` and ``origin`` say in words what the pages compute from it. Models are shared by every
+# session and never changed.
+
+
+NAMES = {
+    RANDOM: "Random (the chapter's)",
+    TRAINED: "Trained (small GPT on The Verdict)",
+    GPT2: "GPT-2 (the server's checkpoint)",
+}
+MODEL_ENTRIES = 4  # modules built from a layer: a few per session's view, small (64 × 64 for the shipped model)
+
+
+def gpt2_checkpoint() -> attention.GPT2Checkpoint:
+    """The server's GPT-2, or why there is none (loaded once per file, never raises; no torch without one)."""
+    if not checkpoint_named(os.environ):
+        return NO_CHECKPOINT
+    return attention.gpt2_from_environment()
+
+
+def model(kind: str) -> attention.GPTModel | None:
+    """The model behind ``kind``: None for random weights, or for GPT-2 when no checkpoint loaded."""
+    if kind == TRAINED:
+        return attention.load_trained_gpt()
+    if kind == GPT2:
+        return gpt2_checkpoint().model
+    return None
+
+
+def version(kind: str) -> int:
+    """Which loaded model ``kind`` is, for cache keys: a replaced GPT-2 file is a new model (0 for random weights)."""
+    found = model(kind)
+    return 0 if found is None else id(found)
+
+
+def fit(settings: Settings) -> tuple[Settings, list[str]]:
+    """``settings`` with its weights available and its layer and head inside the model, explaining each change.
+
+    ``layer`` counts from 1, as a reader counts a model's layers; ``head`` is an index from 0 (the sidebar
+    and the pages' words count heads from 1).
+    """
+    notices = []
+    found = model(settings.weights)
+    if found is None and settings.weights != RANDOM:
+        notices.append(f"{gpt2_checkpoint().message} Showing the chapter's random weight matrices.")
+        settings = replace(settings, weights=RANDOM)
+    if found is None:  # random weights: keep layer and head where the sidebar's controls can show them
+        cfg = VERDICT_CONFIG
+        head = min(max(settings.head, 0), cfg.n_heads - 1)
+        return replace(settings, layer=min(max(settings.layer, 1), cfg.n_layers), head=head), notices
+    cfg = found.cfg
+    layer = min(max(settings.layer, 1), cfg.n_layers)
+    if layer != settings.layer:
+        notices.append(f"This model has layers 1–{cfg.n_layers}; showing layer {layer}.")
+    head = min(max(settings.head, 0), cfg.n_heads - 1)
+    if head != settings.head:
+        notices.append(f"Each layer has heads 1–{cfg.n_heads}; showing head {head + 1}.")
+    return replace(settings, layer=layer, head=head), notices
+
+
+def effective(settings: Settings) -> Settings:
+    """The settings the pages compute with: with a model's weights, its sizes replace the sidebar's."""
+    settings = fit(settings)[0]
+    found = model(settings.weights)
+    if found is None:
+        return settings
+    cfg = found.cfg
+    return replace(
+        settings,
+        d_in=cfg.emb_dim,
+        d_out=cfg.emb_dim // cfg.n_heads,  # one head's slice: head_dim
+        num_heads=cfg.n_heads,
+        context_length=cfg.context_length,
+    )
+
+
+def describe(settings: Settings) -> str:
+    """One sentence naming the model, layer and head on screen (empty for random weights)."""
+    found = model(settings.weights)
+    if found is None:
+        return ""
+    cfg = found.cfg
+    name = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
+    return (
+        f"Trained weight matrices: layer {settings.layer} of {cfg.n_layers} of {name} ({cfg.n_heads} heads, "
+        f"d_in = {cfg.emb_dim}, head_dim = {cfg.emb_dim // cfg.n_heads}), on the input the model feeds that "
+        f"layer. Single-head modules hold head {settings.head + 1} of the layer."
+    )
+
+
+def input_text(settings: Settings) -> str:
+    """What the Tokens page says about the input matrix, with a model's weights (empty for random ones)."""
+    found = model(settings.weights)
+    if found is None:
+        return ""
+    if settings.layer == 1:
+        below, repeated = "", "only its position has changed it (LayerNorm works on each token alone)."
+    else:
+        blocks = "the block below" if settings.layer == 2 else f"the {settings.layer - 1} blocks below"
+        below, repeated = f", then {blocks}", "its position and the tokens before it have changed it."
+    return (
+        f"With trained weight matrices the input is **what the model feeds layer {settings.layer}**. That is "
+        "each token id's row of the model's learned token embedding plus its position's embedding "
+        f"({found.cfg.emb_dim} numbers each){below}, then the block's {term('layernorm')} (`norm1`). A "
+        "token that occurs twice gets two different rows: " + repeated
+    )
+
+
+def origin(settings: Settings) -> str:
+    """Where the Q, K, V page's matrices come from, with a model's weights (empty for random ones)."""
+    if model(settings.weights) is None:
+        return ""
+    first = settings.head * settings.d_out
+    return (
+        f"here head {settings.head + 1}'s slice of layer {settings.layer}'s `W_query`, `W_key` and `W_value`. "
+        f"That is rows [{first}:{first + settings.d_out}] of each `nn.Linear` (Python indexes), transposed, as "
+        "`SelfAttention_v1` stores them. Training set these numbers."
+    )
+
+
+def head_name(settings: Settings) -> str:
+    """Which trained head a single-head page holds ("head 2 of layer 3 of GPT-2"); empty for random weights."""
+    if model(settings.weights) is None:
+        return ""
+    which = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
+    return f"head {settings.head + 1} of layer {settings.layer} of {which}"
+
+
+# What every view starts from: the sentence as token ids and input vectors.
+#
+# ``prepared(settings)`` is the book's six vectors, a typed sentence's seeded embeddings, or, with
+# trained weights, what the model feeds the chosen layer (``layer_prepared``). Results are shared
+# read-only between sessions (``runtime.caching``). ``views.run.Run`` calls it once per change of settings.
+
+
+def bpe_encoding():
+    """GPT-2's BPE (None if unreachable). ``load_bpe`` keeps a success for the whole
+    process and retries a failure later, so this is not cached again here."""
+    return tokens_module.load_bpe()
+
+
+@shared_view(max_entries=CACHE_ENTRIES)
+def tokenize_text(text: str) -> attention.Tokenization:
+    return attention.tokenize(text, encoding=bpe_encoding())
+
+
+@shared_view(max_entries=CACHE_ENTRIES)
+def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -> Prepared:
+    """Tokens and input embeddings for the book preset or a typed sentence.
+
+    Raises ``ValueError`` with a learner-friendly message for an empty sentence.
+    """
+    if source == BOOK:
+        book = tokenize_text(BOOK_SENTENCE)
+        kept = min(len(BOOK_TOKENS), context_length)
+        return Prepared(
+            pieces=BOOK_TOKENS[:kept],
+            ids=book.ids[:kept],
+            inputs=np.array(BOOK_VECTORS[:kept], dtype=np.float32),  # attention.BOOK_INPUTS[:kept], without torch
+            tokenizer=book.tokenizer,
+            truncated_from=len(BOOK_TOKENS) if kept < len(BOOK_TOKENS) else None,
+        )
+    if not text.strip():
+        raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
+    tokenized = tokenize_text(text)
+    ids, pieces = tokenized.ids, tokenized.pieces
+    truncated_from = None
+    if len(ids) > context_length:
+        truncated_from = len(ids)
+        ids, pieces = ids[:context_length], pieces[:context_length]
+    inputs = attention.embed_tokens(ids, d_in, seed)  # (num_tokens, d_in)
+    return Prepared(
+        pieces=tuple(pieces),
+        ids=tuple(ids),
+        inputs=inputs.numpy(),
+        tokenizer=tokenized.tokenizer,
+        truncated_from=truncated_from,
+    )
+
+
+def prepared(settings: Settings) -> Prepared:
+    if settings.weights != RANDOM:  # the model's input to the layer, not seeded vectors
+        settings = fit(settings)[0]
+        return layer_prepared(
+            settings.weights, settings.layer, settings.source, settings.text, version(settings.weights)
+        )
+    return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
+
+
+@shared_view(max_entries=MODEL_ENTRIES * 8)
+def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 0) -> Prepared:
+    """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
+
+    ``loaded`` is the model's ``version``, so that a cached result never outlives its model.
+    The book's preset becomes the book's sentence, tokenized: a trained model reads token ids, not
+    the book's hand-made 3-d vectors. Text longer than the model's context is cut to it.
+    Shapes: ``inputs`` (num_tokens, emb_dim).
+    """
+    found = model(kind)
+    sentence = attention.BOOK_SENTENCE if source == BOOK else text
+    if not sentence.strip():
+        raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
+    tokenized = attention.tokenize(sentence, encoding=attention.load_bpe())
+    if tokenized.tokenizer != BPE_NAME:
+        raise ValueError("The trained model reads GPT-2 token ids, and GPT-2's tokenizer did not load.")
+    ids, pieces = tokenized.ids, tokenized.pieces
+    context_length = found.cfg.context_length
+    truncated_from = len(ids) if len(ids) > context_length else None
+    ids, pieces = ids[:context_length], pieces[:context_length]
+    view = attention.layer_input(found, ids, layer - 1)
+    return Prepared(
+        pieces=tuple(pieces),
+        ids=tuple(ids),
+        inputs=view.inputs[0].numpy().copy(),  # (num_tokens, emb_dim)
+        tokenizer=tokenized.tokenizer,
+        truncated_from=truncated_from,
+    )
+
+
+def layer_inputs(settings: Settings, ids) -> torch.Tensor:
+    """What the model feeds the settings' layer for token ids ``ids``. Shapes: → (num_tokens, emb_dim)."""
+    settings = fit(settings)[0]
+    return attention.layer_input(model(settings.weights), ids, settings.layer - 1).inputs[0]  # (num_tokens, emb_dim)
+
+
+# The chapter's modules for a run: built like the book (``torch.manual_seed(seed)`` then the constructor),
+# or holding one layer of a trained model, sliced into the chapter's classes (``head_module``,
+# ``wrapper_of_layer``, ``layer_copy``). ``module_for`` picks between them. Shared and read-only.
+
+
+MODULES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")
+
+
+@shared_view(max_entries=CACHE_ENTRIES)
+def chapter_module(name: str, seed: int, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int):
+    """A module built like the book: ``torch.manual_seed(seed)`` then the constructor. Shared, read-only."""
+    if name not in MODULES:
+        raise ValueError(f"no chapter-3 module named {name!r}")
+    cls = getattr(attention, name)
+    if name in ("SelfAttention_v1", "SelfAttention_v2"):
+        return attention.build(cls, seed, d_in, d_out)
+    if name == "CausalAttention":
+        return attention.build(cls, seed, d_in, d_out, context_length, dropout)
+    return attention.build(cls, seed, d_in, d_out, context_length, dropout, num_heads=num_heads)
+
+
+def module_for(name: str, settings: Settings, seed: int | None = None):
+    """The module ``name`` for ``settings``, built after ``torch.manual_seed(seed)`` (default: the settings' seed),
+    or holding the settings' layer of a trained model."""
+    if settings.weights != RANDOM:
+        return layer_module(name, settings)
+    return chapter_module(
+        name,
+        settings.seed if seed is None else seed,
+        settings.effective_d_in,
+        settings.d_out,
+        settings.context_length,
+        settings.dropout,
+        settings.num_heads,
+    )
+
+
+def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout: float = 0.0) -> torch.nn.Module:
+    """``SelfAttention_v1``, ``SelfAttention_v2`` or ``CausalAttention`` holding head ``head`` of ``mha``.
+
+    ``MultiHeadAttention`` projects to d_out and views the result as num_heads heads of
+    head_dim, so head i's ``W_query`` is rows i·head_dim to (i+1)·head_dim − 1 of the fused
+    one (and likewise for keys, values and biases). ``SelfAttention_v1`` has no bias, so it can
+    hold a head only of a model without one.
+    """
+    if not 0 <= head < mha.num_heads:
+        raise ValueError(f"head must be 0 to {mha.num_heads - 1}, got {head}.")
+    has_bias = mha.W_query.bias is not None
+    if name == "SelfAttention_v1":
+        if has_bias:
+            raise ValueError(
+                "This model's W_query, W_key and W_value have a bias, and SelfAttention_v1 has none, so it cannot "
+                "hold them; SelfAttention_v2 (qkv_bias=True) can."
+            )
+        single = attention.build(attention.SelfAttention_v1, 0, mha.d_in, mha.head_dim)
+        attention.load_v2_weights_into_v1(single, head_module(mha, head, "SelfAttention_v2"))
+        return single
+    if name == "SelfAttention_v2":
+        single = attention.build(attention.SelfAttention_v2, 0, mha.d_in, mha.head_dim, qkv_bias=has_bias)
+    elif name == "CausalAttention":
+        context_length = mha.mask.shape[0]
+        single = attention.build(
+            attention.CausalAttention, 0, mha.d_in, mha.head_dim, context_length, dropout, qkv_bias=has_bias
+        )
+    else:
+        raise ValueError(f"{name} is not a single-head module.")
+    rows = slice(head * mha.head_dim, (head + 1) * mha.head_dim)
+    with torch.no_grad():
+        for projection in ("W_query", "W_key", "W_value"):
+            getattr(single, projection).weight.copy_(getattr(mha, projection).weight[rows])  # (head_dim, d_in)
+            if has_bias:
+                getattr(single, projection).bias.copy_(getattr(mha, projection).bias[rows])  # (head_dim,)
+    return single
+
+
+def wrapper_of_layer(mha: attention.MultiHeadAttention, dropout: float = 0.0) -> attention.MultiHeadAttentionWrapper:
+    """``MultiHeadAttentionWrapper`` whose head i is ``head_module(mha, i, "CausalAttention")``.
+
+    Its output is ``mha``'s heads side by side, before ``out_proj``.
+    """
+    has_bias = mha.W_query.bias is not None
+    args = (mha.d_in, mha.head_dim, mha.mask.shape[0], dropout, mha.num_heads)
+    wrapper = attention.build(attention.MultiHeadAttentionWrapper, 0, *args, qkv_bias=has_bias)
+    with torch.no_grad():
+        for index, head in enumerate(wrapper.heads):
+            head.load_state_dict(head_module(mha, index, "CausalAttention", dropout).state_dict())
+    return wrapper
+
+
+def layer_copy(mha: attention.MultiHeadAttention, dropout: float = 0.0) -> attention.MultiHeadAttention:
+    """A copy of the layer's ``MultiHeadAttention`` with dropout ``dropout`` (the model itself stays untouched)."""
+    has_bias = mha.W_query.bias is not None
+    args = (mha.d_in, mha.d_out, mha.mask.shape[0], dropout)
+    copy = attention.build(attention.MultiHeadAttention, 0, *args, num_heads=mha.num_heads, qkv_bias=has_bias)
+    copy.load_state_dict(mha.state_dict())
+    return copy.eval()
+
+
+@shared_view(max_entries=MODEL_ENTRIES)
+def _layer_module(name: str, kind: str, layer: int, head: int, dropout: float, loaded: int) -> torch.nn.Module:
+    mha = model(kind).trf_blocks[layer - 1].att
+    if name == "MultiHeadAttention":
+        return layer_copy(mha, dropout)
+    if name == "MultiHeadAttentionWrapper":
+        return wrapper_of_layer(mha, dropout)
+    return head_module(mha, head, name, dropout)
+
+
+def layer_module(name: str, settings: Settings) -> torch.nn.Module:
+    """The chapter's class ``name`` with the settings' layer (and head) of their model. Shared: read-only."""
+    settings = fit(settings)[0]
+    loaded = version(settings.weights)
+    return _layer_module(name, settings.weights, settings.layer, settings.head, settings.dropout, loaded)
+
+
+# What each head of a trained layer looks at on the sentence: its share of weight on the previous and the
+# first token, how spread out its rows are, and how far back it looks
+# (``attention.after_chapter.inspecting.head_summaries``); and every layer's heads at once, for the grid of all
+# layers × heads (``widgets.models.show_every_head``).
+
+
+@dataclass(frozen=True)
+class HeadSummaries:
+    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
+    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back,
+    and, for one layer, the first token's value-vector length ÷ the others'
+    (``attention.after_chapter.inspecting.first_value_ratio``; None for the grid of every layer, which keeps no
+    values)."""
+
+    previous_token: np.ndarray
+    first_token: np.ndarray
+    entropy: np.ndarray
+    entropy_share: np.ndarray
+    mean_distance: np.ndarray
+    uniform_entropy: float
+    first_value_ratio: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class EveryHead:
+    """Every layer's and head's attention weights on the first ``shown`` of the sentence's ``num_tokens`` tokens
+    (causal: later tokens do not change them), with each head's ``summaries`` (arrays (L, h)) over those.
+
+    Shapes: ``weights`` (L, h, shown, shown); ``pieces`` the shown tokens."""
+
+    weights: np.ndarray
+    pieces: tuple[str, ...]
+    summaries: HeadSummaries
+    num_tokens: int
+
+    @property
+    def shown(self) -> int:
+        return len(self.pieces)
+
+
+GRID_CELLS = 12 * 12 * 48 * 48  # weights the grid draws at most: GPT-2 small's 12 × 12 heads at 48 tokens
+
+
+def _head_summaries(weights) -> HeadSummaries:
+    """``attention.after_chapter.inspecting.head_summaries`` of weights (h, T, T) as numpy arrays, each (h,)."""
+    found = attention.head_summaries(weights)
+    return HeadSummaries(
+        previous_token=found.previous_token.numpy(),
+        first_token=found.first_token.numpy(),
+        entropy=found.entropy.numpy(),
+        entropy_share=(found.entropy / found.uniform_entropy).numpy(),
+        mean_distance=found.mean_distance.numpy(),
+        uniform_entropy=found.uniform_entropy,
+    )
+
+
+@shared_view(max_entries=MODEL_ENTRIES * 8)
+def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> HeadSummaries | None:
+    inputs = torch.tensor(layer_prepared(kind, layer, source, text, loaded).inputs).unsqueeze(0)  # (1, T, emb_dim)
+    if inputs.shape[1] < 2:
+        return None
+    traced = attention.trace(model(kind).trf_blocks[layer - 1].att, inputs)  # weights (1, h, T, T)
+    from attention.after_chapter.inspecting import first_value_ratio
+
+    ratio = first_value_ratio(traced.values).numpy()  # (h,), from values (1, h, T, head_dim)
+    return dataclasses.replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
+
+
+def summaries(settings: Settings) -> HeadSummaries | None:
+    """What each head of the settings' layer looks at on the sentence (eval mode, no dropout); None for
+    random weights or a single token."""
+    settings = fit(settings)[0]
+    if settings.weights == RANDOM:
+        return None
+    return _summaries(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
+
+
+def grid_tokens(num_layers: int, num_heads: int) -> int:
+    """How many tokens the grid of every layer and head shows: its ``GRID_CELLS`` weights shared out."""
+    return max(2, math.isqrt(GRID_CELLS // (num_layers * num_heads)))
+
+
+@shared_view(max_entries=MODEL_ENTRIES * 2)
+def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | None:
+    prepared = layer_prepared(kind, 1, source, text, loaded)  # the sentence's tokens, cut to the model's context
+    found = model(kind)
+    shown = min(len(prepared.ids), grid_tokens(found.cfg.n_layers, found.cfg.n_heads))
+    if shown < 2:
+        return None
+    weights = attention.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
+    per_layer = [_head_summaries(layer) for layer in weights]
+    stacked = {
+        name: np.stack([getattr(one, name) for one in per_layer])  # (L, h)
+        for name in ("previous_token", "first_token", "entropy", "entropy_share", "mean_distance")
+    }
+    return EveryHead(
+        weights=weights.numpy(),
+        pieces=prepared.pieces[:shown],
+        summaries=HeadSummaries(**stacked, uniform_entropy=per_layer[0].uniform_entropy),
+        num_tokens=len(prepared.ids),
+    )
+
+
+def every_head(settings: Settings) -> EveryHead | None:
+    """Every layer's and head's attention weights on the sentence's first tokens, with each head's summaries;
+    None for random weights or a single token. Computed in one pass through the model, once per sentence."""
+    settings = fit(settings)[0]
+    if settings.weights == RANDOM:
+        return None
+    return _every_head(settings.weights, settings.source, settings.text, version(settings.weights))
+
+
+# The first page's numbers for the book's example, stored, so that a new server draws its first page
+# before it has imported torch.
+#
+# Why attention opens on the book's six vectors and a GRU of 16 hidden units, seed 123 (the defaults).
+# Those numbers are computed by ``views.computed_why_view``, torch code like every other view;
+# ``python scripts/first_view.py`` stores them in ``data/why_attention_book.npz``, and
+# tests/test_first_view.py checks that they are what that code computes now. ``why_view`` hands them
+# out only for exactly the stored inputs, seed and size; any other view is computed.
+
+
+STORE = Path(__file__).with_name("data") / "why_attention_book.npz"  # explorer/data/
+KEYS = ("inputs", "seed", "hidden_size")  # what the stored view was computed from
+
+
+@functools.cache
+def _stored(path: Path = STORE) -> dict[str, np.ndarray] | None:
+    try:
+        with np.load(path, allow_pickle=False) as found:
+            arrays = {name: found[name] for name in found.files}
+    except (OSError, ValueError):
+        return None  # no store (or a damaged one): every view is computed
+    for array in arrays.values():
+        array.flags.writeable = False  # shared by every session, like a cached view
+    return arrays
+
+
+def stored_why_view(inputs: np.ndarray, seed: int, hidden_size: int, path: Path = STORE) -> WhyView | None:
+    """The stored view if it was computed from these ``inputs`` (num_tokens, d_in), ``seed`` and
+    ``hidden_size``; otherwise None."""
+    stored = _stored(path)
+    if stored is None or int(stored["seed"]) != seed or int(stored["hidden_size"]) != hidden_size:
+        return None
+    if stored["inputs"].shape != inputs.shape or not np.array_equal(stored["inputs"], inputs):
+        return None
+    values = {field.name: stored[field.name] for field in fields(WhyView)}
+    return WhyView(**values | {"additive_num_parameters": int(values["additive_num_parameters"])})
+
+
+def save(view: WhyView, inputs: np.ndarray, seed: int, hidden_size: int, path: Path = STORE) -> None:
+    arrays = {field.name: np.asarray(getattr(view, field.name)) for field in fields(WhyView)}
+    arrays |= {"inputs": np.asarray(inputs), "seed": np.asarray(seed), "hidden_size": np.asarray(hidden_size)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    _stored.cache_clear()
