@@ -8,8 +8,8 @@ import streamlit as st
 import attention
 from explorer import cells, figures, models, session, views, widgets
 from explorer.cells import Notation
-from explorer.page_text import causal_mask as notes
 from explorer.page_text import first_values, questions
+from explorer.page_text.glossary import term
 
 run = session.current_run()
 settings = run.settings
@@ -67,7 +67,19 @@ def tril_route():
 def unmasked_weights():
     text, plot = text_and_plot()
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
-    text.markdown(notes.unmasked_text(seed, future_share, trained_head=models.head_name(settings)))
+    trained_head = models.head_name(settings)  # the trained layer's head the module holds, or ""
+    built = (
+        f"holding {trained_head}"
+        if trained_head
+        else f"built after `torch.manual_seed({seed})`"
+        + (", which has the book's `SelfAttention_v2` weight matrices" if seed == 789 else "")
+    )
+    text.markdown(
+        f"These are the weights **before** masking of a `CausalAttention` {built}"
+        + ": the softmax of attn_scores / √d_k. Every query attends to every key, including tokens that come "
+        "after it. A language model predicts the next token, so that is cheating: on average a query puts "
+        f"**{future_share:.1%}** of its weight on the future. A {term('causal_mask')} hides it."
+    )
     widgets.book_caption(settings, "causal", where=text)
     code, notation = "unmasked_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, code=code, notation=notation)
@@ -83,7 +95,19 @@ def the_mask():
     text, plot = text_and_plot()
     rows = data.mask_buffer_shape[0]
     book = views.is_book(settings, "causal")  # the book builds its mask for its six tokens
-    text.markdown(notes.mask_text(data.mask_buffer_shape, num_tokens, int(mask.sum()), book))
+    size = (
+        f"The book passes context_length = {num_tokens}, so its mask is ({num_tokens}, {num_tokens})."
+        if book
+        else f"Here {term('context_length')} = {rows:,}, so it is ({rows}, {data.mask_buffer_shape[1]})."
+    )
+    text.markdown(
+        f"`CausalAttention` builds its mask once, as a {term('buffer', 'buffer')} named `mask` of shape "
+        f"(context_length, context_length). {size} Each call slices `self.mask[:{num_tokens}, :{num_tokens}]`.\n\n"
+        "A buffer moves with the module under `.to(device)` and is saved with it, but training never changes "
+        f"it. True (1) is above the diagonal, where the key comes after the query: **{int(mask.sum()):,}** of "
+        f"{num_tokens * num_tokens:,} cells. The book starts from the opposite picture, `mask_simple = "
+        f"torch.tril(torch.ones({num_tokens}, {num_tokens}))`: 1 where the query may look."
+    )
     widgets.book_caption(settings, "causal", where=text)
     if data.truncated_from:
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
@@ -94,7 +118,7 @@ def the_mask():
         draw(mask.astype(float), title, "causal-mask", None, narrow=True, meaning="1: a future key", **options)
     with simple:
         title = "mask_simple = torch.tril(ones)"
-        names = notes.TRIL_LEGEND  # the same two colours, named for what 0 and 1 mean in this mask
+        names = {"False (0): visible": "0: a future key, zeroed", "True (1): masked, a future key": "1: kept"}
         shown = dict(title=title, style=style(), legend_names=names, cell_text=num_tokens <= 8, **options)
         widgets.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **shown)
     with text:
@@ -145,7 +169,13 @@ def scores_with_minus_infinity():
 def two_routes():
     attn_weights = data.steps.attn_weights[0, 0]
     worst = float(np.abs(attn_weights.sum(axis=1) - 1).max())
-    st.markdown(notes.two_routes_text(worst, attn_weights[0, 0], data.max_abs_difference))
+    st.markdown(
+        "The −∞ route does it in one step (right): after the softmax the masked weights are exactly 0. Each row "
+        f"sums to 1 over the keys its query may see (largest |row sum − 1| = {worst:.1e}); the first token "
+        f"sees only itself, with weight {attn_weights[0, 0]:.4f}. The book's first route (left) gives the same "
+        f"weights, max |left − right| = **{data.max_abs_difference:.1e}**: renormalizing divides the future's "
+        "share of the softmax denominator out again."
+    )
     widgets.book_caption(settings, "causal")
     code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, masked=data.mask, code=code, notation=notation)

@@ -2,14 +2,15 @@
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
-from explorer.page_text import dropout as notes
 from explorer.page_text import questions
+from explorer.page_text.glossary import term
 from explorer.session import keys
 from explorer.settings import DEFAULTS
 
@@ -37,6 +38,7 @@ if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepp
 
 widgets.dropout_setting(settings, used, active)
 steps = widgets.Steps("dropout")
+IDLE = "Nothing is dropped: dropout acts only in **training mode with p > 0**. "
 
 
 def columns(slider: bool = False):
@@ -55,7 +57,13 @@ def draw(plot, builder, name, *args, **options):
 
 def average_note(note) -> None:
     """What averaging many draws gives, and where the slider stops for a long text."""
-    note.markdown(notes.average_text(data, settings.seed))
+    idle = "" if active else IDLE + "Every draw equals the weights, so their mean does too (up to float rounding). "
+    sums = np.asarray(data.mean_weights, dtype=np.float64).sum(axis=-1)  # (num_tokens,)
+    note.markdown(
+        idle + f"The mean of {data.num_samples[-1]:,} draws (seeds {settings.seed}, {settings.seed + 1}, …) approaches "
+        f"the undropped weights: the largest |mean − weight| is **{data.max_abs_error[-1]:.4f}**. Its rows sum to "
+        f"{sums.min():.3f} to {sums.max():.3f}: the 1/(1 − p) scaling keeps each weight's average."
+    )
     if data.max_samples < attention.dropout.MAX_DROPOUT_SAMPLES:
         note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
 
@@ -64,7 +72,13 @@ def average_note(note) -> None:
 def demo_on_ones():
     text, plot = columns()
     ones, labels = data.ones_demo, [str(k + 1) for k in range(6)]  # rows and columns counted from 1
-    text.markdown(notes.ones_text(ones))
+    text.markdown(
+        f"{term('dropout', '**Dropout**')} zeroes randomly chosen values while training, so the model cannot "
+        "rely on a few of them; this reduces overfitting (fitting the training data too closely). It is switched "
+        "off afterwards. The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on "
+        f"`torch.ones(6, 6)`. **{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
+        f"**{ones.max():.0f}** = 1/(1 − 0.5), so each entry's expected value stays 1."
+    )
     widgets.book_caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
@@ -76,7 +90,20 @@ def demo_on_ones():
 @steps.add("One dropout draw")
 def one_draw():
     text, plot = columns()
-    text.markdown(notes.draw_text(data, settings.seed, p))
+    where = (
+        f"The book notes that attention can apply dropout in two places: to the {term('attention_weights')}, or "
+        "after multiplying them by the values. It takes the first, the more common variant in practice: after the "
+        "softmax, before the values. "
+    )
+    if not active:
+        text.markdown(IDLE + where + "The weights are the causal weights (Causal mask page), unchanged.")
+    else:
+        lost, visible = int((~keep & ~mask).sum()), int((~mask).sum())
+        text.markdown(
+            where + f"Here the causal weights (Causal mask page), again after `torch.manual_seed({settings.seed})`. "
+            f"Each weight is dropped with probability p = {p:.2f}: this draw dropped **{lost}** of the {visible} "
+            "the mask left visible."
+        )
     widgets.book_caption(settings, "dropout", where=text)
     title = "attn_weights after dropout"
     code, notation = "dropped_weights, dropout_mask = drop_with_mask(", Notation("dropped_weights")
@@ -92,10 +119,19 @@ def one_draw():
 @steps.add("Survivors × 1/(1−p)")
 def survivors():
     text, plot = columns()
-    query, key = notes.example_cell(data)
-    text.markdown(notes.survivors_text(data))
-    if (keep & ~mask).any():
-        widgets.table(pd.DataFrame(notes.survivor_row(data, query, key)), where=text, hide_index=True)
+    kept = np.argwhere(keep & ~mask)  # the example: the last weight that survived, else the last row's first key
+    query, key = tuple(kept[-1]) if len(kept) else (len(pieces) - 1, 0)
+    if not active:
+        text.markdown(IDLE + "Every weight survives, unscaled (factor 1):")
+    else:
+        text.markdown(
+            f"Survivors are multiplied by 1/(1 − p) = **{data.scale:.4f}**, so over many draws each weight w "
+            "averages (1 − p) · w/(1 − p) = w. One survivor:"
+        )
+    if len(kept):
+        row = {"query": pieces[query], "key": pieces[key], "before": weights[query, key], "after": dropped[query, key]}
+        row = {k: [figures.visible_token(v) if isinstance(v, str) else f"{v:.4f}"] for k, v in row.items()}
+        widgets.table(pd.DataFrame(row), where=text, hide_index=True)
     else:
         text.warning("This draw dropped every weight.")
     title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
@@ -106,7 +142,15 @@ def survivors():
 @steps.add("Row sums")
 def row_sums():
     text, plot = columns()
-    text.markdown(notes.row_sums_text(data))
+    sums = data.row_sums
+    if not active:
+        text.markdown(IDLE + f"Every row still sums to 1 (from {sums.min():.4f} to {sums.max():.4f}).")
+    else:
+        text.markdown(
+            f"After dropout the rows no longer sum to 1: here they range from **{sums.min():.4f}** to "
+            f"**{sums.max():.4f}**. A row's weights mix the values, so in this draw some context vectors come out "
+            "larger and some smaller than without dropout."
+        )
     with text:  # the next steps average many draws
         query = len(pieces) - 1
         widgets.ask(questions.dropout_average_sum(data.row_sums, pieces, query, p, active), used)

@@ -6,14 +6,15 @@ import streamlit as st
 import attention
 from attention.measuring import speed
 from explorer import figures, session, widgets
-from explorer.page_text import speed as notes
+from explorer.page_text.glossary import term
 from explorer.session import keys
 from explorer.views import speed as timing
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
 RESULT = keys.SPEED_RESULT
-REFERENCE = notes.REFERENCE
+REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against its time
+FUSED = "F.scaled_dot_product_attention"
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
 session.current()  # the sidebar's settings do not apply here; the sizes below do
@@ -48,9 +49,27 @@ data = st.session_state.get(RESULT)
 steps = widgets.Steps("speed")
 
 
+def ratio(name: str) -> float:
+    """``name``'s time at the largest T as a multiple of MultiHeadAttention's."""
+    return data.time_ms[name][-1] / data.time_ms[REFERENCE][-1]
+
+
+def pace(name: str) -> str:
+    return f"{ratio(name):.1f}× the time of `{REFERENCE}`"
+
+
+def amount(value_mib: float) -> str:
+    return f"{value_mib:.1f} MiB" if value_mib >= 1 else f"{value_mib * 1024:.0f} KiB"
+
+
+def mib(name: str) -> str:
+    return amount(data.peak_memory_mib[name][-1])
+
+
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
     options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=widgets.style())
-    title = f"{title} · {data.device}, {notes.sizes_note(data)}"
+    sizes = ", ".join(f"{k} = {v}" for k, v in data.sizes.items() if k != "repeats")  # "d_model = 256, …, b = 1"
+    title = f"{title} · {data.device}, {sizes}"
     widgets.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
 
 
@@ -83,7 +102,22 @@ def implementations():
 def time():
     if not measurement_shown():
         return
-    st.markdown(notes.time_text(data))
+    T, time_ms, k = list(data.num_tokens), data.time_ms, data.time_exponent
+    fastest, span = min(time_ms, key=lambda n: time_ms[n][-1]), T[-3:]
+    growth = (
+        f" From T = {span[0]} to {span[-1]} the time of `{REFERENCE}` grew as $T^{{{k[REFERENCE]:.1f}}}$, that of "
+        f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$. Which kernel `{FUSED}` runs depends on the backend "
+        "PyTorch picks for this device and these sizes. Some skip the blocks above the diagonal; a plain one "
+        "computes every q·k score."
+    )
+    st.markdown(
+        f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
+        f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms."
+        + (growth if len(T) > 1 else "")
+        + " Flat stretches are fixed costs per call (Python, launching operations). "
+        + term("log_log", "Both axes are logarithmic")
+        + ": each step along one multiplies."
+    )
     chart(data.time_ms, "Median time of one call", "ms", "speed-time")
     widgets.show_code(speed.measure, speed.call_seconds)
 
@@ -92,7 +126,12 @@ def time():
 def memory():
     if not measurement_shown():
         return
-    st.markdown(notes.memory_text(data))
+    T, one = list(data.num_tokens), data.one_weights_mib
+    st.markdown(
+        "The peak memory of one call: its intermediates and output. Dashed: one (b, num_heads, T, T) float32 tensor, "
+        f"b·num_heads·T²·4 bytes, computed, not measured ({amount(one[-1])} at T = {T[-1]}). Lines parallel to it "
+        f"grow as T²; lines half as steep grow as T ({term('log_log', 'both axes are logarithmic')})."
+    )
     series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
     chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
     widgets.show_code(speed.peak_memory_bytes, speed.expected_attention_bytes)
@@ -102,8 +141,30 @@ def memory():
 def why():
     if not measurement_shown():
         return
-    st.markdown(notes.why_text(data))
-    rows, columns = notes.why_rows(data)
+    T, one, memory, k = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib, data.memory_exponent
+    grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
+    linear = f", growing as $T^{{{k[FUSED]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
+    kept = (
+        "less than one T × T tensor"
+        if memory[FUSED][-1] < one[-1]
+        else "at least one T × T tensor, so it stored the scores"
+    )
+    st.markdown(
+        f"At T = {T[-1]}, `trace` peaks at {mib('trace')}, {memory['trace'][-1] / one[-1]:.1f}× one "
+        f"`attn_weights` tensor ({amount(one[-1])}): it keeps the book's masked scores and the attention weights, "
+        f"and takes {pace('trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled "
+        f"scores, a third, and drops them when it returns: {mib(REFERENCE)}.{grew} `nn.MultiheadAttention` makes "
+        "the scores and returns every head's attention weights: "
+        f"{mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper holds one "
+        f"head's (b, T, T) tensors at a time ({mib('MultiHeadAttentionWrapper')}) but runs "
+        f"{data.sizes['num_heads']} smaller products one after another: {pace('MultiHeadAttentionWrapper')}. "
+        f"`{FUSED}` and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax "
+        f"and values. Measured, its backend here kept {kept}: {mib(FUSED)} and "
+        f"{mib('fast_multihead')}{linear} and take {ratio(FUSED):.1f}× and "
+        f"{ratio('fast_multihead'):.1f}× the time of `{REFERENCE}`."
+    )
+    rows = [(n, data.time_ms[n][-1], ratio(n), memory[n][-1], memory[n][-1] / one[-1]) for n in data.time_ms]
+    columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one attn_weights tensor"]
     widgets.table(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
     widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
 
