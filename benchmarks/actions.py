@@ -311,7 +311,7 @@ def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
     from explorer.figures import DEFAULT_STYLE
     from explorer.figures.charts import every_head_grid
     from explorer.page_text import head_grid as words
-    from explorer.widgets.drawn import FIGURES, shared
+    from explorer.widgets.charts import FIGURES, shared
 
     if cold:
         models._every_head.clear()

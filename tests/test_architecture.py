@@ -254,7 +254,7 @@ def test_the_key_check_finds_a_key_written_as_a_string(tmp_path):
 
 
 # The app memoises in two ways: ``runtime.caching.SharedCache`` (one read-only result for every session, bounded
-# by bytes: ``shared_view`` and the shared figures of ``widgets.drawn``) and ``functools.lru_cache`` for pure
+# by bytes: ``shared_view`` and the shared figures of ``widgets.charts``) and ``functools.lru_cache`` for pure
 # functions of a few numbers or strings. Streamlit's caches copy (``st.cache_data``) or are unbounded in bytes.
 OTHER_MEMOS = {
     "cache_data",
@@ -264,7 +264,7 @@ OTHER_MEMOS = {
     "weakref",
     "WeakValueDictionary",
 }
-SHARED_CACHE_HOMES = {"explorer/runtime/caching.py", "explorer/widgets/drawn.py"}
+SHARED_CACHE_HOMES = {"explorer/runtime/caching.py", "explorer/widgets/charts.py"}
 MAX_CONCURRENCY_SITES = 17  # 29 when issue 36 counted them; what each is for is said where it is made
 CONCURRENCY = re.compile(r"\bthreading\.(?:Lock|RLock|Event|Condition|Semaphore|BoundedSemaphore|Thread|Timer)\(")
 

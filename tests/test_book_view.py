@@ -1,36 +1,36 @@
-"""``explorer.views.book``: which sections' numbers are the book's, with which seeds, and what the captions say."""
+"""``explorer.views.chapter``: which sections' numbers are the book's, with which seeds, and what the captions say."""
 
 from dataclasses import replace
 
 import pytest
 
 from explorer.settings import DEFAULTS, TEXT, Settings
-from explorer.views import book
+from explorer.views import chapter
 
 
 def test_the_default_settings_are_book_mode_on_every_section():
-    assert book.is_book(DEFAULTS)
-    for section in book.SETUPS:
-        assert book.is_book(DEFAULTS, section), section
-        assert book.note(DEFAULTS, section).startswith("These are the book's numbers: section ")
+    assert chapter.is_book(DEFAULTS)
+    for section in chapter.SETUPS:
+        assert chapter.is_book(DEFAULTS, section), section
+        assert chapter.note(DEFAULTS, section).startswith("These are the book's numbers: section ")
 
 
 def test_the_default_seed_means_the_books_seed_for_each_section():
-    assert book.module_seed(DEFAULTS, "v1") == 123
-    assert book.module_seed(DEFAULTS, "v2") == 789
-    assert book.module_seed(DEFAULTS, "causal") == 789
-    assert book.module_seed(DEFAULTS, "dropout") == 789
-    assert book.module_seed(DEFAULTS, "multihead") == 123
+    assert chapter.module_seed(DEFAULTS, "v1") == 123
+    assert chapter.module_seed(DEFAULTS, "v2") == 789
+    assert chapter.module_seed(DEFAULTS, "causal") == 789
+    assert chapter.module_seed(DEFAULTS, "dropout") == 789
+    assert chapter.module_seed(DEFAULTS, "multihead") == 123
     seven = replace(DEFAULTS, seed=7)
-    assert {book.module_seed(seven, section) for section in book.SETUPS} == {7}
+    assert {chapter.module_seed(seven, section) for section in chapter.SETUPS} == {7}
 
 
 def test_an_explicit_seed_789_is_the_books_where_the_book_uses_it():
     seeded = replace(DEFAULTS, seed=789)
-    assert book.is_book(seeded, "v2") and book.is_book(seeded, "causal")
-    assert not book.is_book(seeded, "v1") and not book.is_book(seeded, "multihead")
-    assert not book.is_book(seeded, "dropout")  # the book draws its dropout after seed 123
-    assert not book.is_book(seeded)
+    assert chapter.is_book(seeded, "v2") and chapter.is_book(seeded, "causal")
+    assert not chapter.is_book(seeded, "v1") and not chapter.is_book(seeded, "multihead")
+    assert not chapter.is_book(seeded, "dropout")  # the book draws its dropout after seed 123
+    assert not chapter.is_book(seeded)
 
 
 @pytest.mark.parametrize(
@@ -49,28 +49,28 @@ def test_an_explicit_seed_789_is_the_books_where_the_book_uses_it():
 )
 def test_a_departure_is_named_in_the_note(changes, section, reason):
     settings = replace(DEFAULTS, **changes)
-    assert not book.is_book(settings, section) and not book.is_book(settings)
-    text = book.note(settings, section)
+    assert not chapter.is_book(settings, section) and not chapter.is_book(settings)
+    text = chapter.note(settings, section)
     assert text.startswith("These are no longer the book's numbers: ") and reason in text
-    assert book.TITLES[section] in text
+    assert chapter.TITLES[section] in text
 
 
 def test_settings_a_section_does_not_use_leave_it_the_books():
     other = replace(DEFAULTS, d_out=4, num_heads=4, seed=5, dropout=0.2, training=True)
-    assert book.is_book(other, "simplified") and book.is_book(other, "one_query")
-    assert book.is_book(replace(DEFAULTS, num_heads=1), "causal")
-    assert book.is_book(replace(DEFAULTS, dropout=0.2, training=True), "causal")  # that page is in eval mode
-    assert book.is_book(replace(DEFAULTS, dropout=0.2), "multihead")  # eval mode: no dropout
+    assert chapter.is_book(other, "simplified") and chapter.is_book(other, "one_query")
+    assert chapter.is_book(replace(DEFAULTS, num_heads=1), "causal")
+    assert chapter.is_book(replace(DEFAULTS, dropout=0.2, training=True), "causal")  # that page is in eval mode
+    assert chapter.is_book(replace(DEFAULTS, dropout=0.2), "multihead")  # eval mode: no dropout
 
 
 def test_the_dropout_page_uses_the_books_setting_until_the_sidebar_dropout_changes():
-    used = book.dropout_settings(DEFAULTS)
+    used = chapter.dropout_settings(DEFAULTS)
     assert (used.dropout, used.training, used.seed) == (0.5, True, 123)
     mine = Settings(dropout=0.2, training=True)
-    assert book.dropout_settings(mine) is mine
-    assert book.is_book(Settings(dropout=0.5, training=True), "dropout")  # the book's own values, typed in
+    assert chapter.dropout_settings(mine) is mine
+    assert chapter.is_book(Settings(dropout=0.5, training=True), "dropout")  # the book's own values, typed in
 
 
 def test_a_page_can_add_its_own_departure():
-    text = book.note(DEFAULTS, "one_query", also=["query x^(3), not the book's x^(2)"])
+    text = chapter.note(DEFAULTS, "one_query", also=["query x^(3), not the book's x^(2)"])
     assert text.startswith("These are no longer the book's numbers: query x^(3)")

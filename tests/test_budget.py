@@ -8,7 +8,7 @@ import pytest
 
 import attention
 from explorer import models
-from explorer.runtime import caching, memory, queue
+from explorer.runtime import caching, memory
 from explorer.settings import DEFAULTS, TEXT
 from explorer.views import chapter, run
 from explorer.views import run as view_run
@@ -105,7 +105,7 @@ def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
 
 
 def test_heavy_turns_let_two_run_and_the_rest_wait_in_order():
-    turns = queue.TurnQueue(2)
+    turns = memory.TurnQueue(2)
     order, running, peak = [], [0], [0]
     lock = threading.Lock()
 
@@ -131,7 +131,7 @@ def test_heavy_turns_let_two_run_and_the_rest_wait_in_order():
 
 
 def test_a_waiter_that_gives_up_leaves_the_queue():
-    turns = queue.TurnQueue(1)
+    turns = memory.TurnQueue(1)
     seen = []
 
     def leave(ahead):

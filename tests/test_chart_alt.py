@@ -31,7 +31,7 @@ def test_the_highlighted_row_is_read_out_with_its_numbers():
 
 def test_a_drawn_heatmap_with_an_inspected_query_reads_that_row():
     from explorer import figures
-    from explorer.widgets.drawn import prepare
+    from explorer.widgets.charts import prepare
 
     weights = np.array([[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.2, 0.3, 0.5]])
     fig = figures.heatmap(weights, ["Your", "journey", "starts"], ["Your", "journey", "starts"], title="w",

@@ -14,7 +14,7 @@ from apptest_support import ROOT, app
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks import actions
-from explorer.runtime import first_paint, server
+from explorer.runtime import server
 
 
 def run_python(code: str) -> list[str]:
@@ -85,7 +85,7 @@ class RefuseTorch:
 refuse = RefuseTorch()
 sys.meta_path.insert(0, refuse)
 from apptest_support import app
-from explorer.runtime import first_paint, server
+from explorer.runtime import server
 
 may_import, import_app = threading.Event(), server.import_app
 
@@ -96,7 +96,7 @@ def held_import_app():  # the background import waits until the first run has be
 
 
 server.import_app = held_import_app
-first_paint.painted.set()  # no browser here to say so
+server.painted.set()  # no browser here to say so
 at = app(timeout=120)
 charts = at.get("plotly_chart")
 print(not at.exception, len(charts), "torch" in sys.modules, "pandas" in sys.modules, server.warmed.is_set())
@@ -119,7 +119,7 @@ def test_the_background_import_waits_for_the_first_paint_or_a_few_seconds(monkey
         calls.append("import")
         return done
 
-    monkeypatch.setattr(first_paint, "painted", threading.Event())
+    monkeypatch.setattr(server, "painted", threading.Event())
     monkeypatch.setattr(server, "_app_import", None)  # no link has asked for torch yet
     monkeypatch.setattr(server, "start_importing_app", start_importing_app)
     monkeypatch.setattr(server, "warm_up", lambda: calls.append("warm"))
@@ -128,14 +128,14 @@ def test_the_background_import_waits_for_the_first_paint_or_a_few_seconds(monkey
     waiting.start()
     waiting.join(0.3)
     assert calls == [] and waiting.is_alive()  # the page has not painted yet
-    first_paint.painted.set()  # what the browser's POST does
+    server.painted.set()  # what the browser's POST does
     waiting.join(30)
     assert calls == ["import", "warm"]
-    monkeypatch.setattr(first_paint, "painted", threading.Event())
+    monkeypatch.setattr(server, "painted", threading.Event())
     monkeypatch.setattr(server, "PAINT_WAIT_S", 0.05)  # no browser says so: it goes ahead anyway
     server._warm_up_after(done)
-    assert calls == ["import", "warm"] * 2 and first_paint.painted.is_set()
-    monkeypatch.setattr(first_paint, "painted", threading.Event())
+    assert calls == ["import", "warm"] * 2 and server.painted.is_set()
+    monkeypatch.setattr(server, "painted", threading.Event())
     monkeypatch.setattr(server, "PAINT_WAIT_S", 60.0)
     monkeypatch.setattr(server, "_app_import", done)  # a link that needs torch started the import
     server._warm_up_after(done)  # no wait for a paint
@@ -192,25 +192,23 @@ def test_the_lifespan_prepares_the_first_run_in_a_thread_without_torch():
 def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
 
     routes = server.page_routes(["why_attention", "tokens", ""])
-    assert [route.path for route in routes] == ["/", "/why_attention", "/tokens", first_paint.PAINTED_PATH]
+    assert [route.path for route in routes] == ["/", "/why_attention", "/tokens", server.PAINTED_PATH]
     assert all(route.methods >= {"GET", "HEAD"} for route in routes[:-1])
     response = _answer(routes[0], path="/")
-    page, index = response.body.decode(), (first_paint.STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
+    page, index = response.body.decode(), (server.STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
     assert response.headers["cache-control"] == "no-cache" and response.media_type == "text/html"
-    chunks = first_paint.first_page_chunks()
+    chunks = server.first_page_chunks()
     links = [f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks]
-    assert len(links) == len(first_paint.FIRST_PAGE_CHUNKS)
+    assert len(links) == len(server.FIRST_PAGE_CHUNKS)
     assert page == index.replace("</head>", "".join(links) + "</head>", 1)
 
 
 def test_the_browser_says_when_the_first_page_has_painted(monkeypatch):
 
-    monkeypatch.setattr(first_paint, "painted", threading.Event())
+    monkeypatch.setattr(server, "painted", threading.Event())
     told = server.page_routes(["tokens"])[-1]
-    assert told.path == first_paint.PAINTED_PATH and told.methods == {"POST"}
-    assert (
-        _answer(told, path=first_paint.PAINTED_PATH, method="POST").status_code == 204 and first_paint.painted.is_set()
-    )
+    assert told.path == server.PAINTED_PATH and told.methods == {"POST"}
+    assert _answer(told, path=server.PAINTED_PATH, method="POST").status_code == 204 and server.painted.is_set()
 
 
 @pytest.mark.parametrize(
@@ -229,7 +227,7 @@ def test_a_link_whose_first_run_needs_torch_starts_its_import_with_the_page(monk
     monkeypatch.setattr(server, "start_importing_app", lambda: started.append(path))
     route = next(r for r in server.page_routes(["tokens", "multihead"]) if r.path == path)
     assert _answer(route, path=path, query=query).status_code == 200
-    assert first_paint.needs_torch(path, dict(pair.split("=") for pair in query.split("&") if pair)) is imports
+    assert server.needs_torch(path, dict(pair.split("=") for pair in query.split("&") if pair)) is imports
     assert started == ([path] if imports else [])
 
 
@@ -249,7 +247,7 @@ def _answer(route, *, path: str, query: str = "", method: str = "GET"):
 
 
 def test_without_the_chunks_or_under_a_base_url_streamlit_answers_the_pages(monkeypatch):
-    monkeypatch.setattr(first_paint, "first_page_chunks", lambda: ())
+    monkeypatch.setattr(server, "first_page_chunks", lambda: ())
     assert server.page_routes(["tokens"]) == []
     monkeypatch.undo()
     monkeypatch.setattr(st, "get_option", lambda name: "/explorer/" if name == "server.baseUrlPath" else None)
@@ -262,9 +260,9 @@ def _event_html(at) -> list[str]:
 
 
 def test_every_run_asks_the_browser_for_streamlits_chart_and_widget_code_outside_the_page():
-    chunks = first_paint.first_page_chunks()
-    assert len(chunks) == len(first_paint.FIRST_PAGE_CHUNKS)  # this Streamlit has each one: else update the list
-    assert chunks[0].startswith("PlotlyChart.") and all((first_paint.STATIC_JS / chunk).is_file() for chunk in chunks)
+    chunks = server.first_page_chunks()
+    assert len(chunks) == len(server.FIRST_PAGE_CHUNKS)  # this Streamlit has each one: else update the list
+    assert chunks[0].startswith("PlotlyChart.") and all((server.STATIC_JS / chunk).is_file() for chunk in chunks)
     at = app()
     for _ in range(2):  # the first run and a rerun
         scripts = [body for body in _event_html(at) if chunks[0] in body]
@@ -275,21 +273,21 @@ def test_every_run_asks_the_browser_for_streamlits_chart_and_widget_code_outside
 
 
 def test_until_a_first_page_has_painted_each_run_asks_the_browser_to_say_so(monkeypatch):
-    monkeypatch.setattr(first_paint, "painted", threading.Event())
-    monkeypatch.setattr(first_paint, "paint_route", False)
+    monkeypatch.setattr(server, "painted", threading.Event())
+    monkeypatch.setattr(server, "paint_route", False)
     at = app()
-    assert not any(first_paint.PAINTED_PATH in body for body in _event_html(at))  # no route: nothing to tell
-    monkeypatch.setattr(first_paint, "paint_route", True)  # what page_routes does when the server answers the path
+    assert not any(server.PAINTED_PATH in body for body in _event_html(at))  # no route: nothing to tell
+    monkeypatch.setattr(server, "paint_route", True)  # what page_routes does when the server answers the path
     at.run()
-    scripts = [body for body in _event_html(at) if first_paint.PAINTED_PATH in body]
+    scripts = [body for body in _event_html(at) if server.PAINTED_PATH in body]
     assert len(scripts) == 1 and "method: 'POST'" in scripts[0] and "__explorerPainted" in scripts[0]
-    first_paint.painted.set()
+    server.painted.set()
     at.run()
-    assert not any(first_paint.PAINTED_PATH in body for body in _event_html(at))
+    assert not any(server.PAINTED_PATH in body for body in _event_html(at))
 
 
 def test_without_the_chunks_nothing_is_sent(monkeypatch):
-    monkeypatch.setattr(first_paint, "first_page_chunks", lambda: ())
+    monkeypatch.setattr(server, "first_page_chunks", lambda: ())
     at = app()
     assert not any("import(new URL(chunk" in body for body in _event_html(at))  # no script loads a chunk
 

@@ -458,12 +458,12 @@ def test_the_servers_memory_sample_names_each_kind(monkeypatch):
     import numpy as np
 
     from explorer.runtime import caching  # the sample reads their caches once imported
-    from explorer.widgets import drawn
+    from explorer.widgets import charts
 
     # A cache of its own, so that no figure another test's lingering thread draws meanwhile changes the count
     figures = caching.SharedCache(2**20, 2**20, 60.0)
     figures.put(("figure", "one"), np.zeros(8), 4)
-    monkeypatch.setattr(drawn, "FIGURES", figures)
+    monkeypatch.setattr(charts, "FIGURES", figures)
     sample = serve.memory_sample(serve.time.monotonic())
     assert 0 < sample["anon"] < sample["rss"] and sample["file"] > 0 and sample["wall"] > 1.7e9
     assert sample["malloc"]["in_use"] > 0 and 0 < sample["malloc"]["free"] < sample["malloc"]["arena"]

@@ -28,7 +28,7 @@ LEARNER_FILES = sorted(
         *ROOT.glob("explorer/widgets/*.py"),
         *ROOT.glob("explorer/figures/*.py"),  # hovers, legends and block labels
         ROOT / "explorer/settings.py",  # the sidebar's help texts
-        ROOT / "explorer/views/book.py",
+        ROOT / "explorer/views/chapter.py",
         ROOT / "explorer/models.py",
         *(ROOT / f"attention/{name}.py" for name in SHOWN_MODULES),
         *ROOT.glob("attention/notebook/*.py"),  # what explore() and check() say in a reader's notebook

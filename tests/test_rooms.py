@@ -72,7 +72,7 @@ def store_and_clock(request):
     clock = Clock()
     if request.param == "memory":
         return MemoryRoomStore(clock=clock), clock
-    from explorer.room.redis_store import RedisRoomStore
+    from explorer.room.store import RedisRoomStore
 
     url = request.getfixturevalue("redis_url")
     store = RedisRoomStore.from_url(url)
@@ -188,7 +188,7 @@ def test_a_room_is_bounded(store_and_clock, monkeypatch):
     store, _ = store_and_clock
     monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
     monkeypatch.setattr(store_module, "MAX_QUESTIONS", 2)
-    import explorer.room.redis_store as redis_rooms
+    import explorer.room.store as redis_rooms
 
     monkeypatch.setattr(redis_rooms, "MAX_STUDENTS", 3)
     monkeypatch.setattr(redis_rooms, "MAX_QUESTIONS", 2)
@@ -226,7 +226,7 @@ def test_the_memory_store_is_shared_safely_by_threads():
 
 
 def test_the_store_is_memory_unless_a_redis_url_is_set(monkeypatch, redis_url):
-    from explorer.room.redis_store import RedisRoomStore
+    from explorer.room.store import RedisRoomStore
 
     monkeypatch.setattr(rooms, "_STORE", [])
     monkeypatch.delenv(rooms.URL_VARIABLE, raising=False)
@@ -262,7 +262,7 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
     if isinstance(store, MemoryRoomStore):
         other = store  # one process: the store itself tells its listeners
     else:
-        from explorer.room.redis_store import RedisRoomStore
+        from explorer.room.store import RedisRoomStore
 
         other = RedisRoomStore.from_url(_url_of(store))  # another process's store
     heard = Heard()
@@ -284,14 +284,14 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
 
 
 def subscribers(store) -> int:
-    from explorer.room.redis_store import CHANNEL
+    from explorer.room.store import CHANNEL
 
     return store._redis.pubsub_numsub(CHANNEL)[0][1]
 
 
 def wait_subscribed(store, listeners: int) -> None:
     """Until ``listeners`` connections listen (earlier tests' stores keep theirs)."""
-    from explorer.room.redis_store import CHANNEL
+    from explorer.room.store import CHANNEL
 
     deadline = time.monotonic() + 10
     while store._redis.pubsub_numsub(CHANNEL)[0][1] < listeners:
@@ -300,7 +300,7 @@ def wait_subscribed(store, listeners: int) -> None:
 
 
 def test_after_a_lost_connection_the_listener_says_every_room_may_have_changed(redis_url):
-    from explorer.room.redis_store import RedisRoomStore
+    from explorer.room.store import RedisRoomStore
 
     store = RedisRoomStore.from_url(redis_url)
     store._redis.flushdb()

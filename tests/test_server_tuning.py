@@ -90,10 +90,10 @@ def test_the_code_panel_reads_each_source_once_whatever_the_threads(monkeypatch)
         return source(obj)
 
     source = inspect.getsource
-    from explorer.views import shapes
+    from explorer.views import chapter
 
-    shapes._source.cache_clear()
-    monkeypatch.setattr(shapes.inspect, "getsource", counting_getsource)
+    chapter._source.cache_clear()
+    monkeypatch.setattr(chapter.inspect, "getsource", counting_getsource)
     results = []
     threads = [
         threading.Thread(target=lambda: results.append(code.source_of(attention.SelfAttention_v2))) for _ in range(8)
@@ -104,4 +104,4 @@ def test_the_code_panel_reads_each_source_once_whatever_the_threads(monkeypatch)
         thread.join()
     assert read == [attention.SelfAttention_v2]  # parsed once: concurrent ast.parse can fail on Python 3.11
     assert results == [source(attention.SelfAttention_v2)] * 8
-    shapes._source.cache_clear()  # no counting getsource's result is kept for later tests
+    chapter._source.cache_clear()  # no counting getsource's result is kept for later tests

@@ -16,8 +16,8 @@ from apptest_support import app, figure_specs
 from plotly.basedatatypes import BaseFigure, BasePlotlyType
 
 from explorer import figures
-from explorer.widgets import drawn
-from explorer.widgets.drawn import UnhashableError, fingerprint, shared
+from explorer.widgets import charts
+from explorer.widgets.charts import UnhashableError, fingerprint, shared
 
 BUILDS = []
 
@@ -30,10 +30,10 @@ def counted_heatmap(*args, **options):
 
 @pytest.fixture(autouse=True)
 def empty_cache():
-    drawn.FIGURES.clear()
+    charts.FIGURES.clear()
     BUILDS.clear()
     yield
-    drawn.FIGURES.clear()
+    charts.FIGURES.clear()
 
 
 def test_fingerprint_follows_contents_not_identity():
@@ -85,17 +85,17 @@ def test_unhashable_arguments_build_for_the_call_alone():
 
     shared(builder, Opaque())
     shared(builder, Opaque())
-    assert len(BUILDS) == 2 and len(drawn.FIGURES) == 0
+    assert len(BUILDS) == 2 and len(charts.FIGURES) == 0
 
 
 def test_two_sessions_on_one_view_share_its_figures():
     """A second student on the same page and step builds no figure and sees the same numbers."""
 
     first = app("pages/causal_mask.py")
-    kept = len(drawn.FIGURES)
+    kept = len(charts.FIGURES)
     assert kept >= 1
     second = app("pages/causal_mask.py")
-    assert len(drawn.FIGURES) == kept
+    assert len(charts.FIGURES) == kept
     assert figure_specs(first) == figure_specs(second) != []
 
 
@@ -135,7 +135,7 @@ import sys, threading, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from explorer import figures
-from explorer.widgets import drawn as shared_figures
+from explorer.widgets import charts as shared_figures
 importer = threading.Thread(target=__import__, args=("pandas",))
 importer.start()
 time.sleep(0.3)
@@ -190,8 +190,8 @@ def test_a_second_student_on_a_view_builds_no_figure(page, step, monkeypatch):
     is shared: a second session on the same view prepares nothing and sees the same figures."""
     first = app(page, query_params={"step": step})
     prepared = []
-    prepare = drawn.prepare
-    monkeypatch.setattr(drawn, "prepare", lambda *a, **k: prepared.append(a) or prepare(*a, **k))
+    prepare = charts.prepare
+    monkeypatch.setattr(charts, "prepare", lambda *a, **k: prepared.append(a) or prepare(*a, **k))
     second = app(page, query_params={"step": step})
     assert not second.exception
     assert prepared == []
@@ -214,7 +214,7 @@ def test_a_panel_counts_the_columns_its_heatmap_shows():
 
 
 def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch):
-    """A Next click back to a step this session drew finds its charts in the shared figures (``drawn.shared``)
+    """A Next click back to a step this session drew finds its charts in the shared figures (``charts.shared``)
     and builds none, and the charts still join the step's JSON export. A new sentence builds new ones."""
     from apptest_support import next_step, previous_step, type_sentence
 
@@ -224,8 +224,8 @@ def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch)
     at = previous_step(next_step(next_step(at)))  # steps 1, 2, 3 and back to 2: step 3's charts are drawn
     assert not at.exception
     calls = []
-    prepare = drawn.prepare
-    monkeypatch.setattr(drawn, "prepare", lambda *args, **options: calls.append(args) or prepare(*args, **options))
+    prepare = charts.prepare
+    monkeypatch.setattr(charts, "prepare", lambda *args, **options: calls.append(args) or prepare(*args, **options))
     before = figure_specs(at)
     at = next_step(at)  # step 3 again
     assert not at.exception

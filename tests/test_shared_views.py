@@ -9,7 +9,7 @@ from tolerances import summation_error
 from attention.book import book_values
 from explorer.runtime import caching
 from explorer.settings import DEFAULTS
-from explorer.views import book, chapter, shapes
+from explorer.views import chapter
 
 # The book's replay and the explorer's views run the chapter through different code, so their sums may run in
 # other orders: projections (3 terms), scores (2), softmax and renormalising sums (6), weights @ values (6).
@@ -113,7 +113,7 @@ def split_heads(x, num_heads: int):
 def test_line_shapes_pairs_each_line_with_the_shape_it_made():
     import torch
 
-    rows = shapes.line_shapes(split_heads, torch.ones(1, 5, 6), 3)
+    rows = chapter.line_shapes(split_heads, torch.ones(1, 5, 6), 3)
     assert [(row.line, row.names, row.shape) for row in rows] == [
         (
             "keys = x.view(b, num_tokens, num_heads, d_out // num_heads)",
@@ -134,7 +134,7 @@ def test_the_multihead_shape_table_is_the_code_as_it_ran():
 
 def test_the_books_seeds_reproduce_its_printed_matrices():
     printed = book_values()
-    mask = chapter.mask_view(DEFAULTS, book.module_seed(DEFAULTS, "causal"))
+    mask = chapter.mask_view(DEFAULTS, chapter.module_seed(DEFAULTS, "causal"))
     np.testing.assert_allclose(mask.unmasked_weights, printed.causal_unmasked_weights, atol=BOOK_CHAIN)
     np.testing.assert_array_equal(mask.mask_simple, printed.causal_mask_simple)
     np.testing.assert_allclose(mask.masked_simple, printed.causal_masked_simple, atol=BOOK_CHAIN)
@@ -145,10 +145,10 @@ def test_the_books_seeds_reproduce_its_printed_matrices():
         mask.masked_scores[finite], printed.causal_masked_scores.numpy()[finite], atol=BOOK_CHAIN
     )
     np.testing.assert_allclose(mask.weights_neg_inf, printed.causal_weights, atol=BOOK_CHAIN)
-    dropout = chapter.dropout_view(book.dropout_settings(DEFAULTS), 10, book.module_seed(DEFAULTS, "dropout"))
+    dropout = chapter.dropout_view(chapter.dropout_settings(DEFAULTS), 10, chapter.module_seed(DEFAULTS, "dropout"))
     np.testing.assert_allclose(dropout.dropped_weights, printed.dropout_weights, atol=BOOK_CHAIN)
     np.testing.assert_array_equal(dropout.ones_demo, printed.dropout_ones)
-    qkv = chapter.qkv_view(DEFAULTS, book.module_seed(DEFAULTS, "v2"))
+    qkv = chapter.qkv_view(DEFAULTS, chapter.module_seed(DEFAULTS, "v2"))
     np.testing.assert_allclose(qkv.steps.output, printed.v1_context, atol=BOOK_CHAIN)
     np.testing.assert_allclose(qkv.v2_output, printed.v2_context, atol=BOOK_CHAIN)
     np.testing.assert_allclose(qkv.v1_output, printed.v2_context, atol=BOOK_CHAIN)

@@ -7,12 +7,12 @@ import time
 import pytest
 
 from explorer.results import SpeedView
-from explorer.runtime import queue
+from explorer.runtime import memory
 from explorer.views import speed
 
 
 def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
-    turns = queue.TurnQueue()
+    turns = memory.TurnQueue()
     order, seen_ahead = [], {}
     first_inside = threading.Event()
     release_first = threading.Event()
@@ -46,7 +46,7 @@ def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
 
 
 def test_a_turns_end_wakes_only_the_waiter_who_goes_in_next():
-    turns = queue.TurnQueue()
+    turns = memory.TurnQueue()
     waits: dict[int, int] = {}
     order: list[int] = []
     inside, release = threading.Event(), threading.Event()
@@ -80,7 +80,7 @@ def test_a_turns_end_wakes_only_the_waiter_who_goes_in_next():
 
 
 def test_a_waiter_who_leaves_gives_up_the_place():
-    turns = queue.TurnQueue()
+    turns = memory.TurnQueue()
     inside = threading.Event()
     release = threading.Event()
 

@@ -9,7 +9,7 @@ import numpy as np
 from explorer import figures
 from explorer.figures import tables
 from explorer.settings import Settings
-from explorer.views import book
+from explorer.views import chapter
 from explorer.widgets import downloads
 
 TOKENS = ["Your", "=SUM(A1)", "-0.5", "@x"]
@@ -62,9 +62,9 @@ def test_naive_softmax_nan_stays_null_in_json():
 
 
 def test_the_book_flag_follows_the_settings():
-    assert book.is_book(Settings())
-    assert not book.is_book(Settings(source="text", text="Hello there"))
-    assert not book.is_book(Settings(d_out=4))
+    assert chapter.is_book(Settings())
+    assert not chapter.is_book(Settings(source="text", text="Hello there"))
+    assert not chapter.is_book(Settings(d_out=4))
 
 
 def test_file_names_carry_page_step_and_quantity(monkeypatch):

@@ -533,7 +533,7 @@ def heatmap(
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
     values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
     renames legend entries (a mask's two colours, named for what 0 and 1 mean in it). ``pickable`` adds a
-    point to click in each cell (``cells.pick_layer``).
+    point to click in each cell (``pick_layer``).
     """
     data, layout, _ = heatmap_spec(
         z,
@@ -774,7 +774,7 @@ def dropout_heatmap(
     cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
     dropped cells get a cross sized to the cell and future cells stay grey. ``heatmap``'s
     token window and block means apply; block means average the surviving
-    weights and carry no marks. ``pickable`` adds a point to click in each cell (``cells.pick_layer``).
+    weights and carry no marks. ``pickable`` adds a point to click in each cell (``pick_layer``).
     """
     values = np.asarray(z, dtype=np.float64)
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
@@ -868,7 +868,7 @@ def heatmap_grid(
 
     ``max_row_height`` caps each grid row's height in pixels, so that many
     narrow subplots side by side stay on one screen instead of growing tall. ``pickable`` adds a point to
-    click in each cell, panel k's column j counted as k · columns + j (``cells.pick_layer``).
+    click in each cell, panel k's column j counted as k · columns + j (``pick_layer``).
     """
     stack = np.asarray(matrices, dtype=np.float64)
     count, rows, cols = stack.shape

@@ -1,8 +1,8 @@
 """The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
 follow the teacher's page, step and settings, and vote on the questions.
 
-* ``store``: the room's state (a teacher's position, who follows, votes, reveals) in this process's memory;
-  ``redis_store``: the same in Redis, shared by several processes (``ATTENTION_ROOMS_URL=redis://...``).
+* ``store``: the room's state (a teacher's position, who follows, votes, reveals) in this process's memory,
+  or in Redis, shared by several processes (``ATTENTION_ROOMS_URL=redis://...``).
 * ``wake``: this process's students in rooms, rerun when their room changes; nothing polls.
 * ``live``: one session in a room: joining, the teacher's publication at the end of each run, a student's
   arrival where the teacher is, the votes. ``panel``: the room on screen, and the class's votes.
@@ -39,7 +39,7 @@ def room_store() -> RoomStore:
         if not _STORE:
             url = os.environ.get(URL_VARIABLE, "").strip()
             if url:
-                from explorer.room.redis_store import RedisRoomStore
+                from explorer.room.store import RedisRoomStore
 
                 _STORE.append(RedisRoomStore.from_url(url))
             else:
@@ -57,10 +57,11 @@ def wakener() -> Wakener:
 
 
 # A session's side last: ``live`` and ``panel`` use ``room_store()`` and ``wakener()`` above.
-from explorer.room.live import (  # noqa: E402
+from explorer.room.live import (  # noqa: E402  # noqa: E402
     address,
     app_pages,
     code,
+    controls,
     follow_in_page,
     follow_teacher,
     following,
@@ -74,8 +75,8 @@ from explorer.room.live import (  # noqa: E402
     revealed_here,
     turn,
     vote,
+    vote_chart,
 )
-from explorer.room.panel import controls, vote_chart  # noqa: E402
 
 __all__ = [
     "LIVE",

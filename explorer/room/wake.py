@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from explorer.room.store import RoomFullError, RoomGoneError, RoomStore, Snapshot
+from explorer.runtime.memory import TurnQueue
 from explorer.runtime.patches import rerun_session, session_active
-from explorer.runtime.queue import TurnQueue
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
 LIVE_PAGE = "live"  # the URL path of the page where a student who follows sees the teacher's page

@@ -8,16 +8,24 @@ checked against measured sizes in ``tests/test_budget.py``). ``plan`` then keeps
 setting to lower to see more), or a refusal that names the setting when even ``MIN_TOKENS`` do not fit.
 
 ``views.run`` plans each view with ``plan`` once per call, and lets at most ``HEAVY_SLOTS`` heavy
-computations (above ``HEAVY_BYTES``) run at once, in a ``queue.TurnQueue``. ``estimate`` and ``plan`` are
+computations (above ``HEAVY_BYTES``) run at once, in a ``TurnQueue`` (below). ``estimate`` and ``plan`` are
 pure in whole numbers and cached, so a rerun with the same settings computes nothing.
 
-T is num_tokens. This module does not import Streamlit."""
+T is num_tokens. This module does not import Streamlit.
+
+Then the one queue for work that must take turns (``TurnQueue``): heavy views, heavy page runs and the
+Speed page's timings."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import ctypes
 import ctypes.util
 import functools
+import itertools
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from explorer.runtime.caching import MIB
@@ -220,3 +228,51 @@ def release_memory() -> None:
     trim = getattr(_LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+# One queue for work that must take turns: heavy views, heavy page runs and the Speed page's timings.
+#
+# A ``TurnQueue`` lets ``slots`` holders in at once; the others wait first come, first served, and each
+# waiter is told how many are ahead of it, so a page can say so instead of looking frozen.
+
+
+class TurnQueue:
+    """At most ``slots`` holders at once, the others waiting first come, first served.
+
+    A holder who leaves wakes only the waiters who may now go in, not every waiter: when a teacher's move wakes
+    fifty students, a whole-queue wake-up at each turn's end would be fifty times fifty threads taking Python's
+    lock to find they must wait on."""
+
+    def __init__(self, slots: int = 1) -> None:
+        self.slots = slots
+        self._lock = threading.Lock()  # holders and waiters are sessions' threads
+        self._queue: collections.deque[tuple[int, threading.Event]] = collections.deque()  # holders, then waiters
+        self._tickets = itertools.count()
+
+    @contextlib.contextmanager
+    def turn(self, on_wait: Callable[[int], None] = lambda ahead: None, poll_s: float = 0.5) -> Iterator[None]:
+        """Wait for a place, calling ``on_wait(ahead)`` every ``poll_s`` seconds meanwhile (``ahead``: holders
+        and waiters before this one). If ``on_wait`` raises (a visitor who reruns or leaves), the ticket is
+        given up."""
+        place = (next(self._tickets), threading.Event())  # set when this waiter may go in: only it wakes
+        with self._lock:
+            self._queue.append(place)
+        try:
+            while True:
+                with self._lock:
+                    ahead = self._queue.index(place)
+                    if ahead < self.slots:
+                        break
+                    place[1].clear()  # under the lock: a wake-up after this is not missed
+                on_wait(ahead)
+                place[1].wait(timeout=poll_s)
+            yield
+        finally:
+            with self._lock:
+                self._queue.remove(place)
+                for _, may_enter in itertools.islice(self._queue, self.slots):
+                    may_enter.set()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._queue)

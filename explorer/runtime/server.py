@@ -8,7 +8,10 @@ gives each script run one torch thread and freezes the heap out of the collector
 
 BENCHMARKS.md, "Where the time goes" and "Cost per action and first paint", has the measurements.
 Tests that need the tuning call ``configure_server()`` themselves, outside a script run: then it
-imports and tunes at once."""
+imports and tunes at once.
+
+Then the browser's side of a fast first page (``page_routes``, ``preload_browser_code``): its charts' code
+fetched early, and a word when it has painted (``PAINTED_PATH``)."""
 
 from __future__ import annotations
 
@@ -16,13 +19,18 @@ import contextlib
 import functools
 import gc
 import importlib
+import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+
+import streamlit as st
 
 import attention
 from explorer.figures.layout import pandas_settled
-from explorer.runtime import first_paint, patches
+from explorer.runtime import patches
 
 # Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
 # converts a DataFrame with pyarrow). The first page needs neither.
@@ -156,7 +164,7 @@ def _warm_first_run() -> None:
 
     load_bpe()
     patches.warm_emoji_list()
-    first_paint.first_page_chunks()
+    first_page_chunks()
     pandas_settled()  # a link that needs torch may have started the later imports, pandas among them
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
     stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
@@ -184,7 +192,7 @@ def configure_server() -> None:
 
     * **Charts' code first.** Streamlit's browser code fetches Plotly (4.7 MB of JavaScript), and the
       code of each kind of widget, only when the first such element arrives. Asking for them at the
-      start of every run lets the browser fetch and compile them meanwhile (``first_paint.preload_browser_code``).
+      start of every run lets the browser fetch and compile them meanwhile (``preload_browser_code``).
     * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
       torch lazily (``explorer.runtime.torch``) and its numbers are stored (``first_view``). Importing
       torch took 1.1-2.2 s of CPU here, under the interpreter lock the browser's files are served with, so
@@ -199,7 +207,7 @@ def configure_server() -> None:
       turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
     """
     global _warming
-    first_paint.preload_browser_code()
+    preload_browser_code()
     in_a_run = patches.in_a_run()
     if _warming and in_a_run:
         return
@@ -231,8 +239,8 @@ def _warm_up_after(first_run: threading.Thread) -> None:
     if a link that needs torch has been opened (``page_routes``): the import started then."""
     first_run.join(timeout=30.0)
     if _app_import is None:  # no page has asked for torch: let the browser paint first
-        first_paint.painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
-    first_paint.painted.set()
+        painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
+    painted.set()
     start_importing_app().join()
     warm_up()
 
@@ -257,7 +265,133 @@ def warm_up() -> None:
     warmed.set()
 
 
+# The browser's side of a fast first page: its charts' code fetched early, and a word when it has painted.
+#
+# ``page_routes`` answers ``/`` and each page's path with Streamlit's page plus ``modulepreload`` links for
+# the chunks the first page needs (``FIRST_PAGE_CHUNKS``), and a path (``PAINTED_PATH``) the page's script
+# posts to once every heatmap has its image; ``preload_browser_code`` asks for the same chunks in every run,
+# for a page opened otherwise. ``painted`` is set then, and the server imports torch (``configure_server``).
+
+
+# Streamlit's browser code for the elements every page draws, which it fetches only when the first such
+# element arrives: charts (Plotly, 4.7 MB), HTML in Markdown, the sidebar's widgets, the stepper's
+# buttons, the downloads. Each is a chunk ``<name>.<hash>.js``. Not the code panel's highlighter (1.6 MB):
+# a closed panel sends no code (``ui.show_code``), and evaluating it delayed the first chart.
+FIRST_PAGE_CHUNKS = (
+    "PlotlyChart",
+    "rehype-raw",
+    "Radio",
+    "TextInput",
+    "NumberInput",
+    "Slider",
+    "Checkbox",
+    "ButtonGroup",
+    "Button",
+    "DownloadButton",
+    "Progress",
+)
+STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
+PAINTED_PATH = "/api/explorer/painted"
+painted = threading.Event()  # a browser's first page has painted (or nothing waits for one any more)
+paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
+
+
 def page_routes(pages: list[str]) -> list:
-    """``first_paint.page_routes`` for ``st.App(routes=...)``: a page whose first run needs torch starts its
-    import as the browser asks for the page."""
-    return first_paint.page_routes(pages, start_importing_app)
+    """Routes that answer ``/`` and each page's path (``pages``: URL paths) with Streamlit's own page
+    plus a ``modulepreload`` link for each of ``FIRST_PAGE_CHUNKS``, for ``st.App(routes=...)``.
+
+    The browser then fetches and compiles the charts' and widgets' code while Streamlit's frontend
+    starts, instead of after the first run has begun (``preload_browser_code``, which stays for
+    pages opened otherwise). The links ask for a low priority, so that the frontend's own ~40 modules
+    come before 7 MB of chunks on the browser's six connections to the server. A link whose first run
+    needs torch (``needs_torch``) starts torch's import as its page is asked for, so that the import runs
+    while the browser loads. With a ``server.baseUrlPath`` there are none: Streamlit answers (and torch is
+    imported after the first run)."""
+    global paint_route
+    from starlette.responses import HTMLResponse, Response
+    from starlette.routing import Route
+
+    chunks = first_page_chunks()
+    if not chunks or st.get_option("server.baseUrlPath").strip("/"):
+        return []
+    paint_route = True
+    index = (STATIC_JS.parents[1] / "index.html").read_text(encoding="utf-8")
+    links = "".join(
+        f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks
+    )
+    page = index.replace("</head>", links + "</head>", 1)
+
+    async def streamlit_page(request):
+        if needs_torch(request.url.path, request.query_params):  # its first run will: import while it loads
+            start_importing_app()
+        return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
+
+    async def told_painted(request):
+        painted.set()
+        return Response(status_code=204)
+
+    paths = ["/", *(f"/{path}" for path in pages if path)]
+    return [
+        *(Route(path, streamlit_page, methods=["GET", "HEAD"]) for path in paths),
+        Route(PAINTED_PATH, told_painted, methods=["POST"]),
+    ]
+
+
+def needs_torch(path: str, params) -> bool:
+    """Whether a page opened at URL ``path`` with query ``params`` needs torch in its first run: all but the
+    default page at the default settings (``first_view``), in presenter mode or not."""
+    return path.rstrip("/") != "" or not set(params) <= {"present"}
+
+
+@functools.cache
+def first_page_chunks() -> tuple[str, ...]:
+    """The file names of ``FIRST_PAGE_CHUNKS`` in this Streamlit's browser build (those it has)."""
+    names = []
+    for chunk in FIRST_PAGE_CHUNKS:
+        pattern = re.compile(re.escape(chunk) + r"\.[A-Za-z0-9_-]+\.js")
+        found = [path.name for path in STATIC_JS.glob(f"{chunk}.*.js") if pattern.fullmatch(path.name)]
+        names += found[:1] if len(found) == 1 else []
+    return tuple(names)
+
+
+def preload_browser_code() -> None:
+    """Have the browser import Streamlit's code for charts and widgets now, as it would at the first of each;
+    until a first page has painted, have it say when this page has (``PAINTED_PATH``).
+
+    The script goes in Streamlit's event container (where ``st.toast`` draws), so it takes no room
+    on the page. The chunks sit beside Streamlit's own ``index.*.js``, whose URL already holds any
+    ``server.baseUrlPath``. Without the chunks or the container (another Streamlit) it does nothing.
+    """
+    chunks, events = first_page_chunks(), patches.event_container()
+    if not chunks or events is None or not patches.in_a_run():
+        return
+    tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if paint_route and not painted.is_set() else ""
+    events.html(
+        "<script>(() => {"
+        "const index = document.querySelector('script[src*=\"/static/js/index.\"]');"
+        f"if (index) for (const chunk of {list(chunks)!r}) import(new URL(chunk, index.src).href).catch(() => {{}});"
+        f"{tell}"
+        "})();</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
+# Once per tab: when the run is over, nothing is loading and every chart has drawn, POST to the server's path.
+PAINT_SCRIPT = """
+if (!window.__explorerPainted) {
+  window.__explorerPainted = true;
+  const started = performance.now();
+  const check = setInterval(() => {
+    const app = document.querySelector('.stApp');
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    const drawn = app && app.getAttribute('data-test-script-state') === 'notRunning'
+      && !document.querySelector('[data-testid="stSkeleton"]')
+      && charts.every((chart) => chart.querySelector('.main-svg')
+        && [...chart.querySelectorAll('.hm')].every((heatmap) => heatmap.querySelector('image')));
+    if (drawn || performance.now() - started > 20000) {
+      clearInterval(check);
+      requestAnimationFrame(() => fetch(%s, {method: 'POST', keepalive: true}).catch(() => {}));
+    }
+  }, 50);
+}
+"""

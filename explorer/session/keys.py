@@ -24,7 +24,7 @@ LINK_SLOT = "link_slot"  # where the "Copy link" popover goes (the sidebar's con
 RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
 RUN_STEP = "run_step"  # (page, step index, step title, step slug): the step this run shows, for file names and link
 RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions named, for the step's JSON export
-RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.cells``)
+RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.charts``)
 CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
 CELL_PANELS_SHOWN = "cell_panels_shown"  # how many of RUN_CELLS the cell panel had when drawn (``Steps.show``)
 
@@ -35,7 +35,7 @@ def step_key(page: str) -> str:
 
 
 def cell_key(page: str, index: int) -> str:
-    """The cell selected on a page's step (``widgets.cells``): {"panel", "row", "col", …} or None."""
+    """The cell selected on a page's step (``widgets.charts``): {"panel", "row", "col", …} or None."""
     return f"cell:{page}:{index}"
 
 
@@ -63,7 +63,7 @@ GENERATE_WINDOW = "generate:window"  # the sliding window's size, in tokens
 GENERATE_TIMES = "generate:times"  # Generate's timing of one new token both ways, until the next press
 
 
-# The live room (``explorer.room``: ``live.py``, ``panel.py``)
+# The live room (``explorer.room.live``)
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"  # the room joined; a teacher's token; a student's id
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
 SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)

@@ -9,17 +9,21 @@ modules, so the first page's run imports no torch.
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 """
 
-from explorer.views.book import dropout_settings, dropout_untouched, is_book, module_seed, note
 from explorer.views.chapter import (
     WHY_HIDDEN_SIZE,
     batch_view,
     computed_why_view,
     dropout_sample_limit,
+    dropout_settings,
+    dropout_untouched,
     dropout_view,
     heads_product_view,
+    is_book,
     mask_view,
+    module_seed,
     module_trace,
     multihead_view,
+    note,
     qkv_view,
     reversal_view,
     scaling_view,

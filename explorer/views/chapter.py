@@ -5,15 +5,28 @@ batch of two; then section 3.6's wrapper of heads, the efficient ``MultiHeadAtte
 Each turns a ``Run`` into the numbers one page draws, by calling the ``attention`` package and converting
 its tensors to numpy: a frozen dataclass from ``results``. No attention math happens here: it selects,
 slices and converts. Moving between pages or steps recomputes nothing that is unchanged.
+
+Then book mode (which of the chapter's printed numbers a page shows, and with which seed it builds its
+module) and the Multi-head page's shape table, recorded line by line from a real run.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import ast
+import functools
+import inspect
+import re
+import sys
+import textwrap
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 import attention
+from attention.constants import BOOK_SECTIONS as SECTIONS
+from attention.constants import BOOK_SEEDS
 from explorer.models import layer_inputs, module_for, prepared, stored_why_view
 from explorer.results import (
     BatchView,
@@ -24,6 +37,7 @@ from explorer.results import (
     QkvView,
     ReversalView,
     ScalingView,
+    ShapeRow,
     SimplifiedView,
     TraceArrays,
     WhyView,
@@ -32,9 +46,8 @@ from explorer.results import (
 from explorer.runtime import torch
 from explorer.runtime.caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
-from explorer.settings import RANDOM
+from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
 from explorer.views.run import Run, budgeted, eval_mode, run_view
-from explorer.views.shapes import line_shapes
 
 
 def _inputs_tensor(run: Run) -> torch.Tensor:
@@ -396,3 +409,237 @@ def _kept(trace) -> np.ndarray | None:
 def heads_product_view() -> HeadsProductView:
     """Section 3.6.2's check on the book's tensor ``a``: ``a @ a.transpose(2, 3)`` beside each head's product."""
     return from_tensors(HeadsProductView, attention.heads_product())
+
+
+# Book mode: which of chapter 3's printed numbers a page shows, and with which seed it builds its module.
+#
+# The chapter changes seeds as it goes (``attention.book``): ``SelfAttention_v1`` after
+# ``torch.manual_seed(123)``, ``SelfAttention_v2`` after ``torch.manual_seed(789)`` (reused by
+# the causal-mask section), dropout drawn after ``torch.manual_seed(123)``, and the batched
+# classes after ``torch.manual_seed(123)`` again. The sidebar has one seed, so its default,
+# 123, stands for "the book's seeds": each page then builds its module with the seed the book
+# uses at that point. Any other seed is used as it is, on every page.
+#
+# The sidebar's dropout defaults to off (p = 0, eval mode), which is what the book uses for
+# every printed output but one: section 3.5.2 drops weights with p = 0.5 in training mode. While
+# the sidebar's dropout is untouched, the Dropout page uses the book's p = 0.5 in training mode;
+# once the user changes p or the mode, it follows the sidebar.
+#
+# ``is_book`` says whether a section's numbers on screen are the book's, and ``note`` says so in a
+# sentence, naming the section, or names what departs from the book; ``widgets.book_caption`` shows it.
+# Each is pure in the frozen settings and cached, so a rerun recomputes nothing.
+
+
+BOOK_NUM_TOKENS = 6  # the book's example: "Your journey starts with one step", six 3-d vectors
+BOOK_DROPOUT = 0.5  # section 3.5.2's Dropout(0.5), in training mode
+BOOK_DRAW_SEED = BOOK_SEEDS["dropout"]  # section 3.5.2's torch.manual_seed before the dropout draws
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the book used for one section's printed numbers."""
+
+    seed: int | None = None  # torch.manual_seed before the module is built; None: no module
+    d_out: int | None = None  # None: the section's numbers do not depend on it
+    num_heads: int | None = None
+    dropout: bool = False  # True: the module's dropout matters (the book's output has none)
+
+
+TITLES = {
+    **SECTIONS,
+    "one_query": "3.3.1 A simple self-attention mechanism without trainable weights",
+    "qkv_steps": f"3.4.1 Computing the attention weights step by step (seed {BOOK_SEEDS['qkv_steps']})",
+}
+SETUPS = {
+    "one_query": Setup(),
+    "simplified": Setup(),
+    "qkv_steps": Setup(seed=BOOK_SEEDS["qkv_steps"], d_out=2),
+    "v1": Setup(seed=BOOK_SEEDS["v1"], d_out=2),
+    "v2": Setup(seed=BOOK_SEEDS["v2"], d_out=2),
+    "causal": Setup(seed=BOOK_SEEDS["causal"], d_out=2),
+    "dropout": Setup(seed=BOOK_SEEDS["causal"], d_out=2),  # the causal weights of section 3.5.1's SelfAttention_v2
+    "causal_class": Setup(seed=BOOK_SEEDS["causal_class"], d_out=2, dropout=True),
+    "wrapper": Setup(seed=BOOK_SEEDS["wrapper"], d_out=2, num_heads=2, dropout=True),
+    "multihead": Setup(seed=BOOK_SEEDS["multihead"], d_out=2, num_heads=2, dropout=True),
+}
+
+
+@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+def module_seed(settings: Settings, section: str) -> int:
+    """The seed a page builds its module with: the book's for ``section`` while the sidebar's seed
+    is the default, else the sidebar's."""
+    book_seed = SETUPS[section].seed
+    if settings.seed == DEFAULTS.seed and book_seed is not None:
+        return book_seed
+    return settings.seed
+
+
+@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+def dropout_untouched(settings: Settings) -> bool:
+    """Whether the sidebar's dropout p and mode are still their defaults (off)."""
+    return settings.dropout == DEFAULTS.dropout and settings.training == DEFAULTS.training
+
+
+@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+def dropout_settings(settings: Settings) -> Settings:
+    """The Dropout page's settings: the book's p = 0.5 in training mode while the sidebar's dropout
+    is untouched, else the sidebar's own."""
+    if dropout_untouched(settings):
+        return replace(settings, dropout=BOOK_DROPOUT, training=True)
+    return settings
+
+
+@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+def departures(settings: Settings, section: str) -> tuple[str, ...]:
+    """What in ``settings`` makes ``section``'s numbers differ from the book's, in words (empty: none)."""
+    setup, reasons = SETUPS[section], []
+    if settings.weights != "random":
+        return (f"{settings.weights} weight matrices of layer {settings.layer}, not the chapter's random ones",)
+    if settings.source != BOOK:
+        reasons.append("your own sentence, not the book's six 3-d vectors")
+    elif settings.context_length < BOOK_NUM_TOKENS:
+        reasons.append(f"context_length {settings.context_length} cuts the book's six tokens")
+    if setup.d_out is not None and settings.d_out != setup.d_out:
+        reasons.append(f"d_out is {settings.d_out}, not {setup.d_out}")
+    if setup.num_heads is not None and settings.num_heads != setup.num_heads:
+        reasons.append(f"num_heads is {settings.num_heads}, not {setup.num_heads}")
+    if section == "dropout":
+        used = dropout_settings(settings)
+        if settings.seed != BOOK_DRAW_SEED:
+            reasons.append(f"seed {settings.seed}, not 789 for the weight matrices and {BOOK_DRAW_SEED} for the draws")
+        if used.dropout != BOOK_DROPOUT or not used.training:
+            mode = "training" if used.training else "eval"
+            reasons.append(f"dropout p {used.dropout:g} in {mode} mode, not {BOOK_DROPOUT} in training mode")
+        return reasons
+    if setup.seed is not None and module_seed(settings, section) != setup.seed:
+        reasons.append(f"seed {settings.seed}, not {setup.seed}")
+    if setup.dropout and settings.training and settings.dropout > 0:
+        reasons.append(f"dropout is on (p {settings.dropout:g}, training mode), and the book's output has none")
+    return tuple(reasons)
+
+
+@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+def is_book(settings: Settings, section: str | None = None) -> bool:
+    """Whether ``section``'s numbers on screen are the ones the book prints.
+
+    Without ``section``: whether the settings are book mode, the book's preset with the default
+    settings, in which every page shows the book's numbers.
+    """
+    sections = SETUPS if section is None else (section,)
+    return not any(departures(settings, name) for name in sections)
+
+
+# What a section prints of its numbers, where that is not the numbers themselves.
+PRINTED = {
+    "causal_class": "Section 3.5.3 prints only their shape; section 3.6.1 prints them as the wrapper output's first "
+    "two columns.",
+}
+
+
+def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
+    """Sentences saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
+    return note_of(settings, section, tuple(also))
+
+
+@functools.lru_cache(maxsize=256)
+def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
+    """``note``, made once per settings, section and departures (a page's rerun writes the same caption)."""
+    reasons = [*departures(settings, section), *also]
+    printed = f" {PRINTED[section]}" if section in PRINTED else ""
+    if not reasons:
+        return f"These are the book's numbers: section {TITLES[section]}.{printed}"
+    more = f" Also: {'; '.join(reasons[1:])}." if len(reasons) > 1 else ""
+    return (
+        f"These are no longer the book's numbers: {reasons[0]}.{more} The app's defaults reproduce section "
+        f"{TITLES[section]}.{printed}"
+    )
+
+
+# The shape of every tensor a method makes, line by line, recorded from a real run.
+#
+# The Multi-head page's shape table comes from here: each row pairs a line of the package's
+# source (read with ``inspect``) with the shape its tensor had when the line ran, so the table
+# cannot drift from the code.
+
+
+SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
+# On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"),
+# as 4 of 1,766 new sentences did under 30 students typing: the app parses its sources one thread at a time.
+PARSING = threading.Lock()
+
+
+@functools.cache  # a function's source, read once per process
+def _source(obj) -> str:
+    return inspect.getsource(obj)
+
+
+def source_of(obj) -> str:
+    """``inspect.getsource(obj)``, read once per process and by one thread at a time (``PARSING``): for a
+    class, ``getsource`` parses its whole module with ``ast.parse``."""
+    with PARSING:
+        return _source(obj)
+
+
+@functools.cache  # a function's statements, parsed once per process
+def _parsed(function) -> dict[int, tuple[str, str]]:
+    return _parse_statements(function)
+
+
+def _statements(function) -> dict[int, tuple[str, str]]:
+    """``_parse_statements(function)``, once per process and by one thread at a time (``PARSING``)."""
+    with PARSING:
+        return _parsed(function)
+
+
+def _parse_statements(function) -> dict[int, tuple[str, str]]:
+    """Each source line number of ``function`` → its statement's code (comment removed) and shape comment."""
+    lines, first = inspect.getsourcelines(function)
+    source = textwrap.dedent("".join(lines))
+    numbered = source.splitlines()
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt) or isinstance(node, ast.FunctionDef):
+            continue
+        code = ast.get_source_segment(source, node) or ""
+        comment = numbered[node.end_lineno - 1].partition("#")[2]
+        shapes = SHAPE_COMMENT.findall(comment)
+        for number in range(node.lineno, node.end_lineno + 1):
+            found[number + first - 1] = (" ".join(code.split()), shapes[-1] if shapes else "")
+    return found
+
+
+def line_shapes(function, *args, **kwargs) -> tuple[ShapeRow, ...]:
+    """Call ``function(*args, **kwargs)`` and record, after each of its statements, the shape of
+    every tensor that statement bound to a local name. In-place changes add no row."""
+    statements = _statements(function)
+    code = inspect.unwrap(function).__code__
+    rows: list[ShapeRow] = []
+    seen: dict[str, torch.Tensor] = {}
+    running = [None]  # the statement whose effects are recorded at the next event
+
+    def record(frame) -> None:
+        for name, value in frame.f_locals.items():
+            if isinstance(value, torch.Tensor) and seen.get(name) is not value:
+                seen[name] = value
+                if running[0] is not None:
+                    line, names = statements[running[0]]
+                    rows.append(ShapeRow(line=line, names=names, shape=tuple(value.shape)))
+
+    def in_function(frame, event, arg):
+        if event in ("line", "return"):
+            record(frame)
+            statement = statements.get(frame.f_lineno)
+            running[0] = frame.f_lineno if statement else None
+        return in_function
+
+    def on_call(frame, event, arg):
+        return in_function if frame.f_code is code else None
+
+    previous = sys.gettrace()
+    sys.settrace(on_call)
+    try:
+        with torch.no_grad():
+            function(*args, **kwargs)
+    finally:
+        sys.settrace(previous)
+    return tuple(rows)

@@ -19,7 +19,7 @@ from explorer.models import module_for
 from explorer.results import from_tensors
 from explorer.runtime.caching import VIEW_ENTRIES
 from explorer.settings import Settings
-from explorer.views.book import BOOK_DROPOUT
+from explorer.views.chapter import BOOK_DROPOUT
 from explorer.views.run import Run, run_view
 
 SCALING_MISTAKES = {"no_scaling": "no scaling", "divide_by_d_k": "÷ d_k"}  # name → legend label

@@ -19,8 +19,7 @@ import streamlit as st
 from explorer.models import prepare, prepared
 from explorer.results import Prepared
 from explorer.runtime.caching import VIEW_ENTRIES, shared_view
-from explorer.runtime.memory import HEAVY_BYTES, HEAVY_SLOTS, estimate, plan, release_memory
-from explorer.runtime.queue import TurnQueue
+from explorer.runtime.memory import HEAVY_BYTES, HEAVY_SLOTS, TurnQueue, estimate, plan, release_memory
 from explorer.settings import TEXT, Settings
 
 HEAVY_TURNS = TurnQueue(HEAVY_SLOTS)  # heavy computations

@@ -6,7 +6,7 @@ waits at most one budget per measurement ahead of theirs and is told their place
 Results are shared views (``runtime.caching``): the progress callback is not part of the key, nothing
 drawn is replayed, and a result measured before is returned at once, without queueing.
 
-``SPEED_QUEUE`` is the same ``runtime.queue.TurnQueue`` the heavy views take turns in, with one slot."""
+``SPEED_QUEUE`` is the same ``runtime.memory.TurnQueue`` the heavy views take turns in, with one slot."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import torch
 import attention
 from explorer.results import SpeedView
 from explorer.runtime.caching import shared_view
-from explorer.runtime.queue import TurnQueue
+from explorer.runtime.memory import TurnQueue
 from explorer.runtime.server import machine_threads
 
 SPEED_ENTRIES = 16

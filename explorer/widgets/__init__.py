@@ -11,16 +11,16 @@ from explorer.widgets.basics import (
     dropout_setting,
     guard,
     outside_model,
+    page_stylesheet,
     progress,
     show_error,
+    stylesheet,
     table,
     truncation_notice,
     weights_caption,
 )
-from explorer.widgets.cells import explain_cell
-from explorer.widgets.charts import Panel, chart, draw, panel, side_by_side, style, token_vectors
+from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, side_by_side, style, token_vectors
 from explorer.widgets.code import code_panel_key, show_code, source_of
-from explorer.widgets.css import page_stylesheet, stylesheet
 from explorer.widgets.downloads import finish_run
 from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries
 from explorer.widgets.questions import ask

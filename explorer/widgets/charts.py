@@ -1,21 +1,447 @@
-"""Charts with their downloads: a figure built once for every session that draws the same (``drawn``),
-drawn with PNG/SVG export and a CSV of its numbers, side by side in columns, in this session's style."""
+"""Charts, whole: a figure built once and shared by every session that draws it, drawn with its downloads,
+and its cells made clickable, with the panel that explains the clicked one.
+
+Shared figures. A class mostly steps through the same pages with the same sentence, so most figures a server draws
+have been drawn before, for another student or for the same one a step ago. ``shared`` builds a
+figure the first time its builder is called with given numbers, labels and style, and hands the same
+``Drawn`` to every later call with equal arguments. The key is a digest of the arguments' contents
+(``fingerprint``), so it does not matter which session or which cached result they came from.
+
+A shared figure is kept as JSON, and every run that draws it makes its own plotly figure from that, so
+no session can change what another sees.
+
+Clickable cells. Every number explains itself (issue 25): click, tap or pick a heatmap's cell, and a panel
+says how it was made.
+
+How a page opts in. Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, a
+``explorer.cells.Cells`` made in the step from the view's arrays (``explorer.cells.scores``, ``weights``, ``dropped``,
+``masked_weights``, ``renormalized``, ``context``, ``projections``). Then call ``explain_cell(where)`` once
+on the step, where the panel should go (under the charts, or in a text column beside them)::
+
+    cells = explorer.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
+                                notation=Notation("attn_weights", scaled=True))
+    widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
+    widgets.explain_cell()
+
+What happens. The figure gets a layer of invisible points, one per cell (``figures.heatmaps.pick_layer``):
+Streamlit reports no selection on a heatmap trace, but does on those points. A click or tap calls
+``picked``, which stores the cell for the page's step; the rerun is the page's fragment, and the view is
+cached, so it costs what a Next click costs. The picker (two selectboxes) sets the same state from the
+keyboard. Panels of one step share the selection: the chosen cell is outlined, and the rows and columns
+other panels share with it by name (``Cells.rows``, ``Cells.cols``: "query", "key", "dim") are marked.
+The selected matrix's ``Cells.code`` line is marked in "Show the code" (``code.show_code``), and the
+link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for the step's p-th panel).
+
+A new kind of cell: a function in ``attention.derivations`` that returns a ``Derivation``, then its words and
+its constructor, side by side, in ``explorer.cells``.
+
+Clicks on any chart end in ``on_pick`` (at the end of this module), which turns the points a click selects
+into a call of the chart's handler.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
+from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
-from explorer.session.keys import PHONE, PRESENTER, RUN_CELLS, RUN_FIGURES, RUN_STEP, TOKEN_WINDOW
-from explorer.widgets.cells import NO_STEP, UNREAD, chart_args, picked, step_key
+from explorer.figures.layout import pandas_settled
+from explorer.figures.tables import figure_alt, figure_tables, figure_title, highlighted_rows
+from explorer.parsing import parse_cell, quoted
+from explorer.runtime.caching import MIB, SharedCache
+from explorer.session.keys import (
+    CELL_CODE,
+    CELL_PANELS_SHOWN,
+    PHONE,
+    PRESENTER,
+    RUN_CELLS,
+    RUN_FIGURES,
+    RUN_STEP,
+    TOKEN_WINDOW,
+    cell_key,
+)
+from explorer.session.state import initial_param, notice, page_param
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
-from explorer.widgets.drawn import Drawn, prepare, shared
+
+FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
+FIGURE_BYTES = 64 * MIB  # the numbers of every kept figure together (the figures hold about as much again)
+FIGURE_TTL_S = 600.0
+FIGURES = SharedCache(FIGURE_BYTES, FIGURE_BYTES // 8, FIGURE_TTL_S)
+
+
+class EncodedFigure(BaseFigure):
+    """A figure that is only its JSON, for ``st.plotly_chart``.
+
+    ``st.plotly_chart`` asks a plotly figure for its ``to_dict()`` (plotly's
+    ``tools.return_figure_from_figure_or_data``) and encodes that. A figure made from JSON first builds
+    the JSON into plotly objects, then deep-copies them back into the same dict: 2-8 ms a figure, where
+    this one parses the JSON (0.1-0.3 ms). It is nothing else; ``Drawn.figure()`` makes a whole figure.
+    """
+
+    def __init__(self, spec: str) -> None:  # BaseFigure.__init__ would build the plotly objects
+        self._spec = spec
+        self.to_dict = functools.partial(json.loads, spec)  # a new dict at each call: the chart may change it
+
+
+@dataclasses.dataclass(frozen=True)
+class Drawn:
+    """A figure ready to draw, kept as its JSON, with its numbers for the downloads (``figure_tables``).
+
+    Kept as text, a figure costs Python's garbage collector nothing: as plotly objects, 500 kept figures
+    added 54 ms to the full collection Streamlit runs after every script run.
+    """
+
+    spec: str  # plotly's JSON of the figure
+    tables: tuple[dict, ...]
+    title: str
+    chart: EncodedFigure  # the figure for ``st.plotly_chart``, without plotly objects; shared, it holds only ``spec``
+    alt: str = ""  # its text alternative for screen readers (``figures.tables.figure_alt``)
+    readable_width: int = 0  # the width its cell texts need (``figures.readable_width``); a phone scrolls to it
+
+    def figure(self) -> go.Figure:
+        """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
+        pandas_settled()
+        return go.Figure(json.loads(self.spec), _validate=False)
+
+
+def _frozen(value):
+    """Arrays read-only and lists as tuples: what a table keeps is read by every session and written by none."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+        return value
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def prepare(fig, *, cell_text: bool = True) -> Drawn:
+    """``fig`` (without the numbers printed in its cells unless ``cell_text``) as JSON, with its export tables."""
+    pandas_settled()
+    fig = fig if cell_text else figures.without_cell_text(fig)
+    tables = tuple({name: _frozen(value) for name, value in table.items()} for table in figure_tables(fig))
+    spec = pio.to_json(fig, validate=False)
+    title = figure_title(fig)
+    alt = figure_alt(title, tables, highlighted_rows(fig))
+    return Drawn(spec, tables, title, EncodedFigure(spec), alt, figures.readable_width(fig))
+
+
+class UnhashableError(TypeError):
+    """An argument ``fingerprint`` cannot digest: the figure is built for this call alone."""
+
+
+def _feed(digest, value) -> None:
+    """Add ``value``'s type and contents to ``digest``."""
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        digest.update(f"array:{array.dtype.str}:{array.shape};".encode())
+        digest.update(array.data if array.dtype != object else repr(array.tolist()).encode())
+    elif isinstance(value, np.generic):
+        _feed(digest, value.item())
+    elif isinstance(value, list | tuple) and all(type(item) is str for item in value):  # labels: one update
+        digest.update(f"{type(value).__name__}-str:{value!r};".encode())
+    elif isinstance(value, list | tuple | range):
+        digest.update(f"{type(value).__name__}:{len(value)}[".encode())
+        for item in value:
+            _feed(digest, item)
+        digest.update(b"]")
+    elif isinstance(value, Mapping):
+        digest.update(f"map:{len(value)}{{".encode())
+        for key, item in value.items():
+            _feed(digest, key)
+            _feed(digest, item)
+        digest.update(b"}")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        digest.update(f"{type(value).__qualname__}(".encode())
+        for field in dataclasses.fields(value):
+            _feed(digest, field.name)
+            _feed(digest, getattr(value, field.name))
+        digest.update(b")")
+    elif callable(value) and hasattr(value, "__qualname__"):
+        digest.update(f"callable:{value.__module__}.{value.__qualname__};".encode())
+    else:
+        raise UnhashableError(f"cannot fingerprint a {type(value).__name__}")
+
+
+def fingerprint(*values) -> str:
+    """A digest of ``values``' contents: equal for equal numbers, labels and options, whatever their origin."""
+    digest = hashlib.sha256()  # 2-3 times blake2b's speed here (SHA extensions): 4 MiB of weights in about 1 ms
+    for value in values:
+        _feed(digest, value)
+    return digest.hexdigest()
+
+
+def shared(builder: Callable, *args, cell_text: bool = True, **options) -> Drawn:
+    """``prepare(builder(*args, **options), cell_text=cell_text)``, built once for every equal call."""
+    try:
+        key = ("figure", fingerprint(builder, args, options, cell_text))
+    except UnhashableError:
+        return prepare(builder(*args, **options), cell_text=cell_text)
+    drawn = FIGURES.get(key)
+    if drawn is None:
+        drawn = prepare(builder(*args, **options), cell_text=cell_text)
+        FIGURES.put(key, drawn, FIGURE_ENTRIES)
+    return drawn
+
+
+# On a touch screen plotly.js selects a tapped point from the last hover (``selectOnClick`` reads
+# ``gd._hoverdata``), and a tap has no hover before it: the first tap selected nothing, a later one the cell
+# tapped before. A mousemove at the touch point, sent as the finger lands, gives plotly that hover first.
+# The sidebar draws it once a page (``widgets.sidebar``): a listener on the document serves every step.
+TOUCH_HOVER = """<script>
+if (!window.cellTouchHover) {
+  window.cellTouchHover = true;
+  document.addEventListener('touchstart', (event) => {
+    const target = event.target;
+    const plot = target instanceof Element && target.classList.contains('nsewdrag');
+    if (!plot || !target.closest('.js-plotly-plot')) return;
+    const touch = event.touches[0];
+    target.dispatchEvent(new MouseEvent('mousemove', {clientX: touch.clientX, clientY: touch.clientY, bubbles: true}));
+  }, {capture: true, passive: true});
+}
+</script>"""
+# Where the heatmaps are depends on the page and the screen (beside the panel, or below it on a phone): not said.
+HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to see how its number was made."
+
+
+NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
+UNREAD = object()  # a step's selection not read yet (from the link, by ``selection``)
+
+
+@functools.lru_cache(maxsize=256)
+def step_key(step: tuple[str, int, str]) -> str:
+    """The session-state key of the selection of ``step`` (RUN_STEP: page, index, title)."""
+    return cell_key(step[0], step[1])
+
+
+def _step_key() -> str:
+    return step_key(st.session_state.get(RUN_STEP, NO_STEP))
+
+
+def _labels_id(cells) -> int:
+    return hash((cells.row_labels, cells.col_labels))
+
+
+def selection() -> dict | None:
+    """This step's selected cell: {"panel", "row", "col", "labels"}, or None."""
+    key = _step_key()
+    if key not in st.session_state:
+        page = st.session_state.get(RUN_STEP, ("",))[0]
+        raw = initial_param("cell", page)
+        found = parse_cell(raw)
+        if raw is not None and found is None:
+            notice(f"cell={quoted(raw)} in the link is not a cell such as 2,1 (query 2, key 1); none is selected.")
+        st.session_state[key] = None if found is None else {"panel": found[2], "row": found[0], "col": found[1]}
+    chosen = st.session_state[key]
+    return chosen if isinstance(chosen, dict) else None
+
+
+def _set(key: str, name: str, row: int, col: int, cells) -> None:
+    """The step's selection; with what its rows and columns are, so a panel drawn before it can mark them."""
+    chosen = {"panel": name, "row": row, "col": col, "labels": _labels_id(cells), "axes": (cells.rows, cells.cols)}
+    st.session_state[key] = chosen
+
+
+def picked(chart_key: str, step_key: str, name: str, cells) -> None:
+    """A click or tap on a chart's cell: keep it as the step's selection (an empty event, a click that
+    unselects, keeps the one there is)."""
+    event = st.session_state.get(chart_key) or {}
+    points = (event.get("selection") or {}).get("points") or []
+    custom = points[0].get("customdata") if points else None
+    if isinstance(custom, dict):  # the frontend sends a typed array's items as {"0": row, "1": col}
+        custom = [custom.get("0"), custom.get("1")]
+    if not isinstance(custom, list | tuple) or len(custom) < 2:
+        return
+    row, col = custom[0], custom[1]
+    if isinstance(row, int) and isinstance(col, int) and 0 <= row < cells.shape[0] and 0 <= col < cells.shape[1]:
+        _set(step_key, name, row, col, cells)
+
+
+def register(name: str, cells) -> dict | None:
+    """Add a panel to this run's explainable ones; the step's selection as it applies to it, checked."""
+    panels = st.session_state.setdefault(RUN_CELLS, [])
+    panels.append((name, cells))
+    chosen = selection()
+    if chosen is None:
+        return None
+    if chosen["panel"] == len(panels):  # from a link: the step's p-th panel
+        rows, cols = cells.shape
+        if not (1 <= chosen["row"] <= rows and 1 <= chosen["col"] <= cols):
+            notice(f"cell={chosen['row']},{chosen['col']} in the link is outside this {rows}×{cols} matrix.")
+            st.session_state[_step_key()] = None
+            return None
+        _set(_step_key(), name, chosen["row"] - 1, chosen["col"] - 1, cells)
+        chosen = selection()
+    if chosen["panel"] == name and chosen.get("labels") != _labels_id(cells):  # a new sentence: start afresh
+        st.session_state[_step_key()] = None
+        return None
+    if chosen["panel"] == name:
+        st.session_state[CELL_CODE] = cells.code
+    return chosen
+
+
+class MarkedFigure(EncodedFigure):
+    """A shared figure's JSON with this session's marks added as ``st.plotly_chart`` reads it: the JSON is
+    parsed once, as for any figure, and never written again."""
+
+    def __init__(self, spec: str, shapes: list[dict]) -> None:
+        self._spec, self._shapes = spec, shapes
+
+    def to_dict(self) -> dict:
+        found = json.loads(self._spec)
+        found["layout"]["shapes"] = [*found["layout"].get("shapes", []), *self._shapes]
+        return found
+
+
+@functools.lru_cache(maxsize=64)
+def _axes(spec: str) -> dict:
+    """What ``figures.cell_marks`` reads of a figure's JSON, read once per shared figure: each heatmap's row
+    and column positions and axes, and the pick layers' axes and column offsets (panels side by side)."""
+    read = {"heatmap": ("type", "x", "y", "xaxis", "yaxis"), figures.PICK_TRACE: ("name", "xaxis", "yaxis", "meta")}
+    traces = [(read.get(t.get("type")) or read.get(t.get("name")), t) for t in json.loads(spec)["data"]]
+    return {"data": [{k: t[k] for k in keys if k in t} for keys, t in traces if keys]}
+
+
+def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
+    if chosen is None or not isinstance(chosen["panel"], str):
+        return []
+    if chosen["panel"] == name:
+        return figures.cell_marks(_axes(spec), row=chosen["row"], col=chosen["col"])
+    owner = dict(st.session_state.get(RUN_CELLS, [])).get(chosen["panel"])
+    axes = (owner.rows, owner.cols) if owner is not None else chosen.get("axes")
+    if axes is None:  # from a link, and drawn later in this run: its names are not known yet
+        return []
+    named = {axes[0]: chosen["row"], axes[1]: chosen["col"]}
+    row, col = named.get(cells.rows), named.get(cells.cols)
+    if row is not None and col is not None:  # the same cell of another matrix of the same shape
+        return figures.cell_marks(_axes(spec), row=row, col=col)
+    return figures.cell_marks(_axes(spec), row=row) + figures.cell_marks(_axes(spec), col=col)
+
+
+def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure, dict]:
+    """What ``st.plotly_chart`` needs for an explainable panel: the figure with the selection marked, and
+    the selection callback."""
+    chosen = register(name, cells)
+    marks = _marks(drawn.spec, cells, chosen, name)
+    chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
+    callback = partial(picked, key, _step_key(), name, cells)
+    return chart, {"on_select": callback, "selection_mode": "points"}
+
+
+def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> None:
+    """The keyboard route: a matrix, row or column picked sets the step's selection; a coordinate not yet
+    picked is the current one, clamped, or the first."""
+    matrix, row_widget, col_widget = widgets
+    name = st.session_state.get(matrix)
+    name = name if name in panels else next(iter(panels))
+    cells, chosen = panels[name], st.session_state.get(key) or {}
+    rows, cols = cells.shape
+    row, col = st.session_state.get(row_widget), st.session_state.get(col_widget)
+    # A value that is not one of the picker's own (a stale or crafted one: Streamlit hands back any text it
+    # cannot match) counts as not picked.
+    row = row if isinstance(row, int) and 0 <= row < rows else min(chosen.get("row", 0), rows - 1)
+    col = col if isinstance(col, int) and 0 <= col < cols else min(chosen.get("col", 0), cols - 1)
+    _set(key, name, row, col, cells)
+
+
+def explain_cell(where=None) -> None:
+    """The step's cell picker and the explanation of its selected cell, in ``where`` (default: the page)."""
+    panels = dict(st.session_state.get(RUN_CELLS, []))
+    st.session_state[CELL_PANELS_SHOWN] = len(st.session_state.get(RUN_CELLS, []))  # checked by ``Steps.show``
+    if not panels:
+        return
+    key = step_key(st.session_state.get(RUN_STEP, NO_STEP))
+    chosen = st.session_state.get(key, UNREAD)
+    chosen = selection() if chosen is UNREAD or chosen is not None else None
+    if chosen is not None and chosen["panel"] not in panels:  # a link's panel number this step does not have
+        count = f"{len(panels)} {'matrix' if len(panels) == 1 else 'matrices'}"
+        notice(f"This step has {count} to pick from, not {chosen['panel']}; no cell is selected.")
+        chosen = st.session_state[key] = None
+    names = list(panels)
+    name = chosen["panel"] if chosen else names[0]
+    cells = panels[name]
+    widgets = (f"w_{key}:matrix", f"w_{key}:row", f"w_{key}:col")
+    st.session_state[widgets[0]] = name
+    st.session_state[widgets[1]] = chosen["row"] if chosen else None
+    st.session_state[widgets[2]] = chosen["col"] if chosen else None
+    changed = {"on_change": _picker_changed, "args": (key, panels, widgets)}
+    with (where or st).container(key="cell_panel"):
+        if len(panels) > 1:
+            st.selectbox("Matrix", names, format_func=lambda k: panels[k].notation.name, key=widgets[0], **changed)
+        for column, widget, what, options in zip(
+            st.columns(2), widgets[1:], (cells.rows, cells.cols), cells.options, strict=True
+        ):
+            column.selectbox(
+                what.capitalize(),
+                range(len(options)),
+                format_func=options.__getitem__,  # the options made once (``Cells.options``)
+                key=widget,
+                placeholder="Pick one",
+                **changed,
+            )
+        if chosen is None:
+            st.caption(HINT)
+            return
+        words, sums = cells.explain(chosen["row"], chosen["col"])
+        st.markdown(words)
+        if isinstance(sums, str):
+            st.code(sums, language=None, wrap_lines=True)
+        else:  # two versions of one cell side by side (stacked on a phone)
+            for column, (heading, text) in zip(st.columns(len(sums)), sums, strict=True):
+                column.markdown(heading)
+                column.code(text, language=None, wrap_lines=True)
+        number = names.index(name) + 1
+        page_param("cell", f"{chosen['row'] + 1},{chosen['col'] + 1}" + (f",{number}" if number > 1 else ""))
+
+
+# Clicks on a chart: ``st.plotly_chart(on_select=...)`` reports the points a click selects, and this module
+# reads them. Written for Streamlit 1.67, whose selection reports scatter points (with their ``customdata``)
+# but nothing for heatmap cells (streamlit issues 8760 and 15042): a figure that wants clicks on a heatmap puts
+# a transparent scatter point where a click should land (``figures.charts``).
+#
+# A point comes from the browser, so a crafted message can hold anything: ``picked_point`` returns only whole
+# numbers, and the callback's settings path validates them again.
+
+
+def picked_point(key: str) -> tuple[int, ...] | None:
+    """The ``customdata`` of the first point selected in the chart ``key``, if it is a list of whole numbers."""
+    event = st.session_state.get(key)
+    try:
+        points = event["selection"]["points"]
+        values = tuple(points[0]["customdata"])
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not values or not all(type(v) is int for v in values):
+        return None
+    return values
+
+
+def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
+    """An ``on_select`` callback for the chart ``key``: ``action(*customdata)`` of the point a click selected;
+    nothing when a click selected no point (a second click on the same point clears the selection)."""
+
+    def callback() -> None:
+        values = picked_point(key)
+        if values is not None:
+            action(*values)
+
+    return callback
+
+
+# Charts with their downloads: a figure built once for every session that draws the same (``shared``),
+# drawn with PNG/SVG export and a CSV of its numbers, side by side in columns, in this session's style.
 
 
 def style() -> figures.FigureStyle:
@@ -60,7 +486,7 @@ class Panel:
     builder: Callable
     args: tuple
     options: dict
-    explain: object = None  # ``explorer.cells.Cells``: its cells can be picked (``widgets.cells``)
+    explain: object = None  # ``explorer.cells.Cells``: its cells can be picked (``widgets.charts``)
 
     def columns(self) -> int:
         """How many columns of cells the panel's heatmap shows (0 for any other figure): its matrix's,
@@ -106,8 +532,8 @@ def draw(
 ) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
     or else ``name``, with its downloads; ``on_select`` is called when a click selects a point
-    (``widgets.cells``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
-    (``widgets.cells``).
+    (``widgets.charts``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
+    (``widgets.charts``).
 
     The figure is built once for every session that draws the same (``shared``): a Next click back to a step
     finds its figures by their contents, and builds none."""
@@ -126,7 +552,7 @@ def draw(
     chart, picks = drawn.chart, {}
     if on_select is not None:
         picks = {"on_select": on_select, "selection_mode": "points"}
-    if explain is not None:  # a click read back and, once a cell is selected, marked (``widgets.cells``)
+    if explain is not None:  # a click read back and, once a cell is selected, marked (``widgets.charts``)
         cell_key = step_key(state.get(RUN_STEP, NO_STEP))
         if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
             state.setdefault(RUN_CELLS, []).append((name, explain))
@@ -146,7 +572,7 @@ SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # the wi
 
 def phone_scroll(readable_width: int, key: str):
     """Around a chart whose cell texts need more than a phone's width, and its CSV download: on a phone the chart
-    keeps that width and scrolls sideways inside itself, under a hint (``css.BASE_CSS``); on a wider screen
+    keeps that width and scrolls sideways inside itself, under a hint (``basics.BASE_CSS``); on a wider screen
     nothing changes. The download is a focusable element in the scrolled area, which keyboards reach."""
     if readable_width <= PHONE_PX:
         return contextlib.nullcontext()

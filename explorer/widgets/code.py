@@ -10,7 +10,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from explorer.session.keys import CELL_CODE
-from explorer.views.shapes import source_of
+from explorer.views.chapter import source_of
 
 STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``, and each way the two differ
     ": the book's `forward` in the book's names, with an input check (`check_batch`) first. It returns every "
@@ -30,7 +30,7 @@ CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, w
     ": not in the book: the package's attention after chapter 3, its new lines marked `# New`, returning every "
     "tensor it computed. `forward` returns the output and the new cache."
 )
-CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected cell's matrix (``widgets.cells``)
+CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected cell's matrix (``widgets.charts``)
 BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
 
 

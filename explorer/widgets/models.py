@@ -20,8 +20,7 @@ from explorer.session.state import set_settings
 from explorer.settings import TRAINED, Settings
 from explorer.views.chapter import reversal_view
 from explorer.widgets.basics import table
-from explorer.widgets.cells import on_pick
-from explorer.widgets.charts import draw, style
+from explorer.widgets.charts import draw, on_pick, style
 
 SINK_NOTE = (
     "Why the first token? A common explanation: softmax must hand out a whole 1.0 of weight in every row, and "

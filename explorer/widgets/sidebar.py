@@ -33,8 +33,8 @@ from explorer.session.state import (
 )
 from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings
 from explorer.views.run import Run
-from explorer.widgets.cells import TOUCH_HOVER
-from explorer.widgets.css import SCROLL_REGIONS
+from explorer.widgets.basics import SCROLL_REGIONS
+from explorer.widgets.charts import TOUCH_HOVER
 
 _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
     ("d_in", "d_in"),

@@ -36,7 +36,7 @@ from benchmarks.launch import SETTLED, VIEWPORT  # one definition for the browse
 from explorer import figures
 from explorer.runtime import server as app_server
 from explorer.settings import Settings
-from explorer.views import book
+from explorer.views import chapter
 
 CUT_SHORT = ForwardMsg.FINISHED_EARLY_FOR_RERUN  # a run interrupted by a newer rerun (fastReruns)
 
@@ -643,7 +643,7 @@ def _seeded(cls, seed: int, *args, **kwargs):
 
 def causal_page_seed(inputs: Inputs) -> int:
     """The Causal mask page's module seed: the book's 789 while the sidebar's seed is the default (``book_mode``)."""
-    return book.module_seed(Settings(seed=inputs.seed), "causal")
+    return chapter.module_seed(Settings(seed=inputs.seed), "causal")
 
 
 def causal_weights(inputs: Inputs, seed: int | None = None) -> np.ndarray:
