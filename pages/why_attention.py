@@ -7,7 +7,7 @@ import streamlit as st
 import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
-from explorer.page_text import why_attention as notes
+from explorer.page_text.glossary import term
 from explorer.session import keys
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
@@ -43,7 +43,14 @@ def untrained_note() -> None:
 def encoder_reads():
     untrained_note()
     text, control = st.columns([3, 1])
-    text.markdown(notes.encoder_text(hidden_size))
+    text.markdown(
+        "Chapter 3 opens with translation. Word by word it fails, because languages order words differently, "
+        "so a model must read the whole sentence before it writes. Before attention that model was an "
+        f"**{term('encoder_decoder', 'RNN encoder–decoder')}**.\n\n"
+        "The encoder (here a one-way GRU, a common kind of RNN, which reads left to right) reads one token "
+        f"at a time and updates a **{term('hidden_state')}** of {hidden_size} numbers. Row *j* is the state after "
+        "reading tokens 1 to *j*."
+    )
     control.slider(
         "hidden_size",
         4,
@@ -68,7 +75,15 @@ def encoder_reads():
 def one_vector():
     untrained_note()
     share = view.final_state_share
-    st.markdown(notes.fading_text(hidden_size, share))
+    st.markdown(
+        "A plain decoder gets only the **last** hidden state, and that brings two separate problems. The "
+        f"**bottleneck**: the whole sentence, however long, must fit in one vector of {hidden_size} numbers. "
+        f"**Fading**: each update passes the previous state through the GRU's weight matrices and {term('gates')}, "
+        "so an early token's influence on the final state tends to shrink with every later token.\n\n"
+        f"Autograd measures the fading: the size (norm) of ∂final_state/∂x^(j), how much the final state changes "
+        f"with token j (a {term('gradient')} for each of its numbers), as shares of the total. Here the first "
+        f"token keeps **{share[0]:.1%}** and the last **{share[-1]:.1%}**."
+    )
     series = {"share of the final state's dependence": share}
     options = dict(title="Influence of each token on the final state", value_name="share")
     options.update(meaning="norm of ∂final_state/∂x^(j), as a share of all tokens")
@@ -79,7 +94,13 @@ def one_vector():
 def bahdanau_looks_back():
     untrained_note()
     weights = view.bahdanau_weights
-    st.markdown(notes.bahdanau_text(weights.max(), num_tokens))
+    st.markdown(
+        f"{term('bahdanau')} (2014) lets the decoder **look back at every encoder state**. At each decoder "
+        "step a small network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a "
+        f"{term('softmax')} turns the scores into {term('attention_weights')} over the input tokens. "
+        "Untrained, the network scores all states almost alike: the largest weight is "
+        f"{weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
+    )
     options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
     options.update(row_title="decoder step", col_title="encoder token")
     options.update(meaning="how much this decoder step reads this encoder state")
@@ -95,7 +116,12 @@ def bahdanau_looks_back():
 def what_each_sees():
     untrained_note()
     final, context = view.final_state_share, view.attention_context_share
-    st.markdown(notes.context_text(final, context, num_tokens))
+    st.markdown(
+        f"The {term('context_vector')}, the encoder states summed with the attention weights, reads every state "
+        f"directly, so early tokens are not lost. The first token keeps **{context[0]:.1%}** of the context's "
+        f"dependence, against **{final[0]:.1%}** of the final state's (an even share would be "
+        f"{1 / num_tokens:.1%}). Try a longer sentence in the sidebar."
+    )
     series = {"final state": final, "attention context": context}
     title = "Each token's share: final state vs attention context"
     widgets.draw(figures.bars, "final-vs-context", series, pieces, title=title, value_name="share")
@@ -115,7 +141,12 @@ def trained_bottleneck():
 @steps.add("To self-attention")
 def to_self_attention():
     untrained_note()
-    st.markdown(notes.self_attention_text(view.additive_num_parameters))
+    st.markdown(
+        f"Chapter 3 drops the RNN: in {term('self_attention')} the sequence **attends to itself**, and the score "
+        f"is a plain **{term('dot_product')}**, with no network to run for every pair. The additive network here "
+        f"has {view.additive_num_parameters:,} untrained parameters. Left: dot-product attention weights, as on the "
+        "Simplified attention page (section 3.3). Right: the same pairs scored by the additive network."
+    )
     panels = (
         ("dot-product-weights", view.dot_product_weights, "dot product: softmax(x·xᵀ)"),
         ("additive-weights", view.additive_weights, "additive: vᵀ tanh(W x_i + U x_j)"),

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from apptest_support import app, markdown
 
 import attention
 from attention import derivations
@@ -134,7 +135,6 @@ def test_one_heads_size_is_named_as_the_single_head_modules_d_out():
 
 def test_why_attention_names_the_token_as_the_book_does():
     """The fading is measured per token x^(j), in the book's notation, not x_j."""
-    from explorer.page_text.why_attention import fading_text
-
-    text = fading_text(16, [0.1, 0.2, 0.7])
+    at = app("pages/why_attention.py", query_params={"step": "one-vector"})
+    text = markdown(at)
     assert "∂final_state/∂x^(j)" in text and "∂x_j" not in text

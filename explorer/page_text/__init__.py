@@ -1,5 +1,5 @@
-"""What a page computes besides its figures: the step prose that quotes measured numbers, and small
-helpers, one module per page, so the pages read top to bottom as settings → data → figures.
+"""The words of the pages whose text is long, one module per page (a page with short text writes its words in
+its steps), with the questions and the glossary that every page shares.
 
 Nothing here draws; the pages call these functions and render what they return.
 

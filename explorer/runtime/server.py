@@ -43,7 +43,7 @@ FIRST_RUN_MODULES = (
     "explorer.widgets",
     "explorer.figures",
     "explorer.models",
-    "explorer.page_text.why_attention",
+    "explorer.page_text.glossary",
 )
 # Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
 APP_MODULES = ("torch", *(f"attention.{name}" for name in attention.SUBMODULES))
