@@ -4,7 +4,7 @@ cell selection; first paint; a first look at the grid of every layer and head; t
 Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 give each run and the method)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
-    python -m benchmarks.actions {paint,select,grid,hops} [--repeats N] [--sizes T,...] [--list]
+    python -m benchmarks.actions {paint,select,grid,hops} [--repeats N] [--sizes T,...] [--list] [--against S]
 
 ``costs`` and ``select`` time each action inside the server (``launch.TimedServer``); each command's function
 says what it measures (``page_actions``, ``cell_actions``, ``paint``, ``grid``, ``hops``) and writes
@@ -286,18 +286,28 @@ def paint(args) -> dict:
         runs = sum(ForwardMsg.FromString(p).WhichOneof("type") == "script_finished" for p in payloads)
         return {"phases": phases, "script_runs": runs}
 
-    samples, facts = [], run_facts()
+    samples, against, facts = [], [], run_facts()
     with chromium() as browser:
         for _ in range(args.repeats):
             s = cold_start(browser, ARTIFACTS / "paint.log", "/", None, PAINT_CLOCK, inspect)
             s["phases"] = {"healthy": s["healthy_s"], **s["phases"], "painted": s["painted_s"]}
             samples.append(s)
             print(f"  cold start /: painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s)", flush=True)
+            if args.against:  # the other script's cold start right after, so that both meet the same load
+                other = cold_start(
+                    browser, ARTIFACTS / "paint-against.log", "/", None, PAINT_CLOCK, script=args.against
+                )
+                against.append(other)
+                print(f"  cold start of {args.against}: painted {other['painted_s']:.1f} s", flush=True)
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
     for name, at, step in table:
         print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {dict(PHASES)[name]}")
     out = {**facts, "loadavg_end": loadavg(), "samples": samples}
+    if against:
+        ours, theirs = median(s["painted_s"] for s in samples), median(s["painted_s"] for s in against)
+        print(f"painted, median: this app {ours:.2f} s, {args.against} {theirs:.2f} s: {ours / theirs:.2f}×")
+        out |= {"against": args.against, "against_samples": against, "ratio_of_medians": ours / theirs}
     out["phases"] = [{"phase": name, "median_s": at, "after_previous_s": step} for name, at, step in table]
     keys = ("healthy_s", "healthy_cpu_s", "painted_s", "painted_cpu_s")
     return out | {key: median(s.get(key, float("nan")) for s in samples) for key in keys}
@@ -310,7 +320,7 @@ def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
     from explorer import models
     from explorer.figures import DEFAULT_STYLE
     from explorer.figures.charts import every_head_grid
-    from explorer.page_text import head_grid as words
+    from explorer.widgets import models as words
     from explorer.widgets.charts import FIGURES, shared
 
     if cold:
@@ -439,6 +449,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int)
     parser.add_argument("--checkpoint", type=Path, help="grid: a GPT-2-shaped file written before (else one is made)")
     parser.add_argument("--list", action="store_true", help="hops: name every function entered")
+    parser.add_argument("--against", help="paint: a script whose cold start follows each of the app's, e.g. the bare "
+                        "page with one chart, benchmarks/bare_chart.py")  # fmt: skip
     args = parser.parse_args(argv)
     for key, value in (OPTIONS | COMMAND_OPTIONS.get(args.command, {})).items():
         if getattr(args, key) is None:

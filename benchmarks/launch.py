@@ -337,12 +337,14 @@ class BrowserTab:
         return out | {"received_bytes": self.received - received, "plots": self.page.evaluate(PLOTS), "load": load}
 
 
-def cold_start(browser, log: Path, url: str = "/", env=None, init_script: str = "", inspect=None) -> dict:
-    """``streamlit run streamlit_app.py`` launched until ``url``'s first heatmap is painted and the page settled,
+def cold_start(
+    browser, log: Path, url: str = "/", env=None, init_script: str = "", inspect=None, script: str = "streamlit_app.py"
+) -> dict:
+    """``streamlit run script`` launched until ``url``'s first heatmap is painted and the page settled,
     in a new context of the already running ``browser``: seconds (and the server's CPU seconds) to health and
     to paint. ``inspect(page, base, payloads, started_epoch)`` adds what it returns before the tab closes;
     ``payloads`` are the websocket messages the tab received, ``init_script`` runs before the page's code."""
-    load, server = meter.loadavg()[0], AppServer(log=log, env=env)
+    load, server = meter.loadavg()[0], AppServer(script, log=log, env=env)
     t0, epoch0 = time.perf_counter(), time.time()
     with server as base:
         sample = {"healthy_s": time.perf_counter() - t0, "healthy_cpu_s": server.cpu_s(), "load": load}

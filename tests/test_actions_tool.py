@@ -103,3 +103,15 @@ def test_a_value_the_server_sets_replaces_the_one_held():
     changed.delta.new_element.number_input.set_value = True
     student.observe(changed.SerializeToString())
     assert student.states["$$ID-c-w_seed"] == ("int_value", 7)
+
+
+def test_the_bare_page_a_cold_start_is_compared_with_draws_a_title_and_one_heatmap():
+    from apptest_support import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    assert actions.parse_args(["paint", "--against", "benchmarks/bare_chart.py"]).against == "benchmarks/bare_chart.py"
+    at = AppTest.from_file(str(ROOT / "benchmarks" / "bare_chart.py"), default_timeout=30).run()
+    assert not at.exception
+    assert [t.value for t in at.title] == ["A bare page"]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1 and '"type":"heatmap"' in charts[0].proto.spec.replace(" ", "")

@@ -10,7 +10,7 @@ from explorer import figures
 from explorer.figures.charts import PICK, every_head_grid, labels_fit
 from explorer.figures.tables import figure_tables
 from explorer.models import HeadSummaries
-from explorer.page_text.head_grid import grid_title, head_label, head_labels, label_text
+from explorer.widgets.models import grid_title, head_label, head_labels, label_text
 
 RNG = np.random.default_rng(0)
 

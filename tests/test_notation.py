@@ -38,6 +38,7 @@ SENTENCE_FILES = sorted(
     [
         *ROOT.glob("explorer/page_text/*.py"),
         ROOT / "explorer/cells.py",
+        ROOT / "explorer/widgets/models.py",  # the grid of every head's words
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("attention/notebook/*.py"),
     ]
