@@ -19,10 +19,10 @@ in a cycle). From the top:
   the sentence prepared for them, the modules built from them.
 * ``runtime``: the server process: lazy torch, shared caches, memory estimates, one queue, every patch of
   Streamlit's internals, the first paint.
-* At the bottom, importing none of the above: ``settings`` and ``parsing`` (validated settings, what a link
-  sent), ``results`` (the views' frozen dataclasses), ``cells`` (what a heatmap's cells are, with their
-  words), ``figures`` (pure figure builders) and ``page_text`` (the step text that quotes measured numbers,
-  and the questions built from them). ``attention.notebook.explore`` imports only these.
+* At the bottom, importing none of the above: ``settings`` (validated settings, what a link sent, the one
+  Markdown escaper), ``results`` (the views' frozen dataclasses), ``cells`` (what a heatmap's cells are, with their
+  words), ``figures`` (pure figure builders) and ``page_text`` (the words of pages with long text, the
+  questions built from measured numbers, the glossary). ``attention.notebook.explore`` imports only these.
 
 A command-line tool lives in ``scripts/``; measurements live in ``benchmarks/``.
 """

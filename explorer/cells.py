@@ -26,7 +26,7 @@ import attention
 from explorer.figures.layout import visible_token
 from explorer.page_text.generate import sentence_start
 from explorer.page_text.glossary import term
-from explorer.parsing import literal
+from explorer.settings import literal
 
 if TYPE_CHECKING:
     from attention.derivations import Derivation

@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Lowest first. A module may import its own layer's modules (without a cycle) and any layer below.
 LAYERS = (
     (
-        "explorer.parsing",
         "explorer.settings",
         "explorer.results",
         "explorer.figures",

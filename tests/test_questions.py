@@ -7,7 +7,7 @@ from apptest_support import function_app, markdown, reveal, reveal_button
 
 from explorer.page_text import questions
 from explorer.page_text.questions import Question
-from explorer.parsing import literal as plain
+from explorer.settings import literal as plain
 from explorer.widgets.questions import state_key
 
 

@@ -119,27 +119,27 @@ def test_heads_that_do_not_divide_d_out_are_fixed_on_the_other_field():
 
 @pytest.mark.parametrize("raw", ["²", "٣", "1_000", "1e3", " ", "", "0x10", "12.5", "1" * 13, "3²", "+", None, True])
 def test_whole_numbers_are_ascii_digits_only(raw):
-    from explorer.parsing import parse_whole
+    from explorer.settings import parse_whole
 
     assert parse_whole(raw) is None
 
 
 @pytest.mark.parametrize(("raw", "value"), [("42", 42), (" 7 ", 7), ("-3", -3), (5, 5), (8.0, 8)])
 def test_whole_numbers_parse(raw, value):
-    from explorer.parsing import parse_whole
+    from explorer.settings import parse_whole
 
     assert parse_whole(raw) == value
 
 
 @pytest.mark.parametrize("raw", ["²", "٠.٥", "nan", "inf", "1e-3", "0.5.1", "½", [0.5]])
 def test_decimals_are_ascii_only_and_finite(raw):
-    from explorer.parsing import parse_decimal
+    from explorer.settings import parse_decimal
 
     assert parse_decimal(raw) is None
 
 
 def test_positions_and_ranges_from_links():
-    from explorer.parsing import parse_position, parse_range
+    from explorer.settings import parse_position, parse_range
 
     assert parse_position("3") == 3
     assert [parse_position(raw) for raw in ("²", "³", "1234567", "-1", "", None)] == [None] * 6
@@ -174,7 +174,7 @@ def test_crafted_widget_values_fall_back_with_notices():
 
 
 def test_notices_quote_bad_values_short():
-    from explorer.parsing import quoted
+    from explorer.settings import quoted
 
     assert quoted("[Log in here](https://evil.example/x)") == "'[Log in here](https://evil.example/x)'"
     assert quoted("x" * 100) == "'" + "x" * 40 + "…'"

@@ -4,7 +4,7 @@ or this timing (an ``attention.TokenTimes``)."""
 from __future__ import annotations
 
 from explorer.page_text.questions import quote as quoted_token
-from explorer.parsing import literal
+from explorer.settings import literal
 
 WINDOW_LEGEND = {
     "False (0): visible": "0: visible",

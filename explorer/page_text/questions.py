@@ -6,7 +6,7 @@ new sentence or new settings change the answer with them. Pages pass it to
 ``widgets.ask`` before the step that shows the result. Break it's questions, one per mistake, are in
 ``page_text.mistakes``.
 
-A question's text quotes tokens through ``parsing.literal``, the app's one Markdown escaper."""
+A question's text quotes tokens through ``settings.literal``, the app's one Markdown escaper."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.figures import visible_token
-from explorer.parsing import literal
+from explorer.settings import literal
 
 
 def quote(piece: str) -> str:

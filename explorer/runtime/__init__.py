@@ -4,7 +4,7 @@ imported on first use (below); then ``caching`` (results shared read-only by eve
 to Streamlit's internals), ``first_paint`` and ``server`` (a fast first page, then torch, and the process
 tuned for a classroom).
 
-It may import the bottom modules (``settings``, ``parsing``, ``results``), never ``models`` or above.
+It may import the bottom modules (``settings``, ``results``), never ``models`` or above.
 """
 
 from __future__ import annotations

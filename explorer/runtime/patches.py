@@ -32,7 +32,7 @@ from streamlit.elements.widgets import (
 )
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from explorer.parsing import quoted
+from explorer.settings import quoted
 
 STREAMLIT_VERSION = "1.67"  # the major.minor these patches were written for
 

@@ -22,7 +22,6 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer.models import effective, fit
-from explorer.parsing import literal, parse_position, quoted
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.session.keys import (
     CELL_CODE,
@@ -43,7 +42,18 @@ from explorer.session.keys import (
     SETTINGS,
     SETTINGS_NOTICES,
 )
-from explorer.settings import BOOK, TEXT, WEIGHTS, Settings, from_query_params, to_query_params, validate
+from explorer.settings import (
+    BOOK,
+    TEXT,
+    WEIGHTS,
+    Settings,
+    from_query_params,
+    literal,
+    parse_position,
+    quoted,
+    to_query_params,
+    validate,
+)
 from explorer.views.run import Run
 
 # A notice that may quote what a visitor sent, drawn with every Markdown character escaped.

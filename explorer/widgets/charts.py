@@ -58,7 +58,6 @@ from plotly.basedatatypes import BaseFigure
 from explorer import figures
 from explorer.figures.layout import pandas_settled
 from explorer.figures.tables import figure_alt, figure_tables, figure_title, highlighted_rows
-from explorer.parsing import parse_cell, quoted
 from explorer.runtime.caching import MIB, SharedCache
 from explorer.session.keys import (
     CELL_CODE,
@@ -72,6 +71,7 @@ from explorer.session.keys import (
     cell_key,
 )
 from explorer.session.state import initial_param, notice, page_param
+from explorer.settings import parse_cell, quoted
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones

@@ -20,8 +20,8 @@ import streamlit as st
 
 from explorer import room
 from explorer.page_text.questions import Question
-from explorer.parsing import literal
 from explorer.session.keys import PRESENTER, question_keys
+from explorer.settings import literal
 
 
 def state_key(question: Question, context: object = None) -> str:

@@ -8,7 +8,6 @@ import streamlit as st
 
 from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
 from explorer.models import NAMES, effective, gpt2_checkpoint, model
-from explorer.parsing import parse_range, quoted
 from explorer.runtime.patches import session_id, unreadable_notices
 from explorer.session.keys import (
     LINK_SLOT,
@@ -31,7 +30,7 @@ from explorer.session.state import (
     start_session,
     widgets_valid,
 )
-from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings
+from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings, parse_range, quoted
 from explorer.views.run import Run
 from explorer.widgets.basics import SCROLL_REGIONS
 from explorer.widgets.charts import TOUCH_HOVER

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from explorer import room
-from explorer.parsing import parse_position, quoted
 from explorer.session.keys import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, step_key
 from explorer.session.state import initial_param, notice
+from explorer.settings import parse_position, quoted
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
 # tree, so screen readers do not read them; their keyboard shortcuts still work.
