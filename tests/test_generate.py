@@ -18,7 +18,7 @@ import copy
 
 import pytest
 import torch
-from tolerances import rounding_bounds
+from tolerances import prefix_rounding_bounds, rounding_bounds
 
 from attention import BOOK_SENTENCE, tokenize
 from attention.after_chapter.generation import (
@@ -64,8 +64,10 @@ def assert_same_generation(model, with_cache, without_cache, num_tokens):
     assert len(with_cache.tokens) == len(without_cache.tokens) == num_tokens
     assert with_cache.ids == without_cache.ids
     start = len(with_cache.prompt_ids)
+    ids, lengths = list(with_cache.ids[: start + num_tokens - 1]), range(start, start + num_tokens)
+    every_bounds = prefix_rounding_bounds(model, ids, lengths)  # step s's bounds: those of ids[: start + s]
     for step, (cached, full) in enumerate(zip(with_cache.tokens, without_cache.tokens, strict=True)):
-        bounds = rounding_bounds(model, list(with_cache.ids[: start + step]))
+        bounds = every_bounds[step]
         assert ((cached.logits - full.logits).abs() <= bounds.logits).all(), step
         assert cached.ids_top == full.ids_top, step
         for cached_row, full_row, bound in zip(cached.attn_rows, full.attn_rows, bounds.rows, strict=True):
@@ -80,6 +82,21 @@ def test_the_small_gpt_writes_the_same_100_tokens_with_and_without_the_cache(pro
     assert_same_generation(model, with_cache, without_cache, 100)
     assert with_cache.prompt_ids == prompt
     assert len(set(with_cache.new_ids)) > 10  # it writes text, not one token over and over
+
+
+def test_one_pass_gives_each_prefix_the_bounds_of_a_pass_over_that_prefix(prompt):
+    """The checks above take every step's bounds from one pass over the whole text (``prefix_rounding_bounds``);
+    a pass over each prefix alone gives the same, up to the rounding of the scales themselves."""
+    model = load_trained_gpt()
+    ids = list(generate(model, prompt, 12).ids)
+    lengths = [len(prompt), len(prompt) + 5, len(ids)]
+    for n, sliced in zip(lengths, prefix_rounding_bounds(model, ids, lengths), strict=True):
+        alone = rounding_bounds(model, ids[:n])
+        for got, want in zip([sliced.logits, *sliced.rows, *sliced.keys, *sliced.values],
+                             [alone.logits, *alone.rows, *alone.keys, *alone.values], strict=True):  # fmt: skip
+            assert got.shape == want.shape
+            # the scales agree to rounding (a few eps); a bound moved by a thousandth is the same bound
+            torch.testing.assert_close(got, want, rtol=1e-3, atol=0)
 
 
 def test_the_rounding_bound_is_far_below_what_a_cache_one_token_short_changes(prompt):

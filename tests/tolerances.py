@@ -146,11 +146,21 @@ def rounding_bounds(model, ids: list[int]) -> RoundingBounds:
     scores' ``|q| · |k| / √head_dim``. A softmax moves a weight by at most twice
     the largest change of its row's scores. The eps is the model's dtype's.
     """
-    cfg, seen, dtype = model.cfg, {}, model.out_head.weight.dtype
-    head_dim, num_tokens, d = cfg.emb_dim // cfg.n_heads, len(ids), cfg.emb_dim
+    return prefix_bounds(model, _scales(model, ids), len(ids))
 
-    def heads(t: torch.Tensor) -> torch.Tensor:  # (T, d) → (num_heads, T, head_dim)
-        return t.view(num_tokens, cfg.n_heads, head_dim).transpose(0, 1)
+
+def prefix_rounding_bounds(model, ids: list[int], lengths) -> list[RoundingBounds]:
+    """``rounding_bounds(model, ids[:n])`` for each n in ``lengths``, from one pass over ``ids``: the model is
+    causal, so position t's scales do not depend on the tokens after it (the same terms, summed in a product of
+    more rows: equal up to rounding, far below the bound itself)."""
+    scales = _scales(model, ids)
+    return [prefix_bounds(model, scales, n) for n in lengths]
+
+
+def _scales(model, ids: list[int]) -> dict:
+    """One uncached pass over ``ids`` with hooks: per position, each projection's ``|x| @ |W|`` and ``|output|``,
+    and ``|h|`` after the final LayerNorm. Shapes: (T, d) each."""
+    seen = {}
 
     def record(key):
         def hook(module, inputs, output):
@@ -158,7 +168,7 @@ def rounding_bounds(model, ids: list[int]) -> RoundingBounds:
 
         return hook
 
-    hooks = [model.final_norm.register_forward_hook(lambda _m, _i, out: seen.update(h=out[0, -1].abs()))]
+    hooks = [model.final_norm.register_forward_hook(lambda _m, _i, out: seen.update(h=out[0].abs()))]
     for layer, block in enumerate(model.trf_blocks):
         hooks += [
             getattr(block.att, n).register_forward_hook(record((layer, n))) for n in ("W_query", "W_key", "W_value")
@@ -169,6 +179,17 @@ def rounding_bounds(model, ids: list[int]) -> RoundingBounds:
     finally:
         for hook in hooks:
             hook.remove()
+    return seen
+
+
+def prefix_bounds(model, seen: dict, num_tokens: int) -> RoundingBounds:
+    """The bounds for the last token of the first ``num_tokens`` positions of a pass's scales (``_scales``)."""
+    cfg, dtype = model.cfg, model.out_head.weight.dtype
+    head_dim, d = cfg.emb_dim // cfg.n_heads, cfg.emb_dim
+
+    def heads(t: torch.Tensor) -> torch.Tensor:  # (T, d) → (num_heads, num_tokens, head_dim)
+        return t[:num_tokens].reshape(num_tokens, cfg.n_heads, head_dim).transpose(0, 1)
+
     path = []  # every sum before the layer's attention input
     rows, keys, values = [], [], []
     for layer in range(cfg.n_layers):
@@ -180,5 +201,6 @@ def rounding_bounds(model, ids: list[int]) -> RoundingBounds:
         scores = summation_error([*projection, head_dim], score_scale.amax(-1, keepdim=True), dtype)
         rows.append(2 * scores)  # (num_heads, 1)
         path += gpt_block_inner_sizes(d, cfg.n_heads, num_tokens)
-    logits = summation_error(gpt_logits_inner_sizes(cfg, num_tokens), seen["h"] @ model.out_head.weight.abs().T, dtype)
+    h = seen["h"][num_tokens - 1]  # (d,)
+    logits = summation_error(gpt_logits_inner_sizes(cfg, num_tokens), h @ model.out_head.weight.abs().T, dtype)
     return RoundingBounds(logits, rows, keys, values)
