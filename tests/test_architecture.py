@@ -264,7 +264,7 @@ OTHER_MEMOS = {
     "WeakValueDictionary",
 }
 SHARED_CACHE_HOMES = {"explorer/runtime/caching.py", "explorer/widgets/charts.py"}
-MAX_CONCURRENCY_SITES = 17  # 29 when issue 36 counted them; what each is for is said where it is made
+MAX_CONCURRENCY_SITES = 8  # 29 when issue 36 counted them; what each is for is said where it is made
 CONCURRENCY = re.compile(r"\bthreading\.(?:Lock|RLock|Event|Condition|Semaphore|BoundedSemaphore|Thread|Timer)\(")
 
 

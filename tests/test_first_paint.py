@@ -96,13 +96,14 @@ def held_import_app():  # the background import waits until the first run has be
 
 
 server.import_app = held_import_app
-server.painted.set()  # no browser here to say so
+server.STARTUP.tell("painted")  # no browser here to say so
 at = app(timeout=120)
 charts = at.get("plotly_chart")
-print(not at.exception, len(charts), "torch" in sys.modules, "pandas" in sys.modules, server.warmed.is_set())
+print(not at.exception, len(charts), "torch" in sys.modules, "pandas" in sys.modules, server.STARTUP.has("warmed"))
 refuse.armed = False
 may_import.set()
-print(server.warmed.wait(120), all(name in sys.modules for name in server.APP_MODULES + server.LATER_MODULES))
+later = server.APP_MODULES + server.LATER_MODULES
+print(server.STARTUP.wait("warmed", timeout=120), all(name in sys.modules for name in later))
 """
 
 
@@ -112,34 +113,29 @@ def test_the_first_page_runs_without_torch_or_pandas_and_the_rest_is_imported_af
 
 def test_the_background_import_waits_for_the_first_paint_or_a_few_seconds(monkeypatch):
     calls = []
-    done = threading.Thread(target=lambda: None)
-    done.start()
-
-    def start_importing_app():
-        calls.append("import")
-        return done
-
-    monkeypatch.setattr(server, "painted", threading.Event())
-    monkeypatch.setattr(server, "_app_import", None)  # no link has asked for torch yet
-    monkeypatch.setattr(server, "start_importing_app", start_importing_app)
+    monkeypatch.setattr(server, "import_app", lambda: calls.append("import"))
     monkeypatch.setattr(server, "warm_up", lambda: calls.append("warm"))
-    monkeypatch.setattr(server, "PAINT_WAIT_S", 60.0)
-    waiting = threading.Thread(target=server._warm_up_after, args=(done,))  # the first run is over
-    waiting.start()
-    waiting.join(0.3)
-    assert calls == [] and waiting.is_alive()  # the page has not painted yet
-    server.painted.set()  # what the browser's POST does
-    waiting.join(30)
-    assert calls == ["import", "warm"]
-    monkeypatch.setattr(server, "painted", threading.Event())
-    monkeypatch.setattr(server, "PAINT_WAIT_S", 0.05)  # no browser says so: it goes ahead anyway
-    server._warm_up_after(done)
-    assert calls == ["import", "warm"] * 2 and server.painted.is_set()
-    monkeypatch.setattr(server, "painted", threading.Event())
-    monkeypatch.setattr(server, "PAINT_WAIT_S", 60.0)
-    monkeypatch.setattr(server, "_app_import", done)  # a link that needs torch started the import
-    server._warm_up_after(done)  # no wait for a paint
-    assert calls == ["import", "warm"] * 3
+
+    def started(paint_wait_s: float) -> server.Startup:  # a process whose first run is over
+        monkeypatch.setattr(server, "PAINT_WAIT_S", paint_wait_s)
+        startup = server.Startup()
+        first_run = threading.Thread(target=startup.first_run_began)
+        first_run.start()
+        first_run.join()
+        return startup
+
+    startup = started(60.0)
+    startup.start(prepare=False)
+    assert not startup.wait("warmed", timeout=0.3) and calls == []  # the page has not painted yet
+    startup.tell("painted")  # what the browser's POST does
+    assert startup.wait("warmed", timeout=30) and calls == ["import", "warm"]
+    startup = started(0.05)  # no browser says so: it goes ahead anyway
+    startup.start(prepare=False)
+    assert startup.wait("warmed", timeout=30) and calls == ["import", "warm"] * 2 and startup.has("painted")
+    startup = started(60.0)
+    startup.tell("torch wanted")  # a link that needs torch asked for the import: no wait for a paint
+    startup.start(prepare=False)
+    assert startup.wait("warmed", timeout=30) and calls == ["import", "warm"] * 3
 
 
 def test_streamlit_run_serves_the_app_script_as_an_st_app_with_the_servers_lifespan():
@@ -174,14 +170,14 @@ before = sys.getswitchinterval()
 
 async def serve():
     async with server.lifespan(None):
-        print(server._warming)  # the server starts serving while the thread prepares
+        print(server.STARTUP.has("first run"))  # the server starts serving while the thread prepares
 
 
 asyncio.run(serve())
-server._first_run_ready.join(120)
+server.STARTUP.wait("first run ready", timeout=120)
 print(all(name in sys.modules for name in server.FIRST_RUN_MODULES), "torch" in sys.modules, "pandas" in sys.modules)
 lowered = set(intervals) == {server.IMPORT_SWITCH_INTERVAL_S} and server.IMPORT_SWITCH_INTERVAL_S < before
-print(lowered, sys.getswitchinterval() == before, gc.get_freeze_count() == 0, server.warmed.is_set())
+print(lowered, sys.getswitchinterval() == before, gc.get_freeze_count() == 0, server.STARTUP.has("warmed"))
 """
 
 
@@ -205,10 +201,11 @@ def test_the_pages_routes_answer_streamlits_page_with_the_chunks_to_preload():
 
 def test_the_browser_says_when_the_first_page_has_painted(monkeypatch):
 
-    monkeypatch.setattr(server, "painted", threading.Event())
+    monkeypatch.setattr(server, "STARTUP", server.Startup())
     told = server.page_routes(["tokens"])[-1]
     assert told.path == server.PAINTED_PATH and told.methods == {"POST"}
-    assert _answer(told, path=server.PAINTED_PATH, method="POST").status_code == 204 and server.painted.is_set()
+    answer = _answer(told, path=server.PAINTED_PATH, method="POST")
+    assert answer.status_code == 204 and server.STARTUP.has("painted")
 
 
 @pytest.mark.parametrize(
@@ -273,7 +270,7 @@ def test_every_run_asks_the_browser_for_streamlits_chart_and_widget_code_outside
 
 
 def test_until_a_first_page_has_painted_each_run_asks_the_browser_to_say_so(monkeypatch):
-    monkeypatch.setattr(server, "painted", threading.Event())
+    monkeypatch.setattr(server, "STARTUP", server.Startup())
     monkeypatch.setattr(server, "paint_route", False)
     at = app()
     assert not any(server.PAINTED_PATH in body for body in _event_html(at))  # no route: nothing to tell
@@ -281,7 +278,7 @@ def test_until_a_first_page_has_painted_each_run_asks_the_browser_to_say_so(monk
     at.run()
     scripts = [body for body in _event_html(at) if server.PAINTED_PATH in body]
     assert len(scripts) == 1 and "method: 'POST'" in scripts[0] and "__explorerPainted" in scripts[0]
-    server.painted.set()
+    server.STARTUP.tell("painted")
     at.run()
     assert not any(server.PAINTED_PATH in body for body in _event_html(at))
 

@@ -228,13 +228,11 @@ def test_the_memory_store_is_shared_safely_by_threads():
 def test_the_store_is_memory_unless_a_redis_url_is_set(monkeypatch, redis_url):
     from explorer.room.store import RedisRoomStore
 
-    monkeypatch.setattr(rooms, "_STORE", [])
     monkeypatch.delenv(rooms.URL_VARIABLE, raising=False)
-    assert isinstance(rooms.room_store(), MemoryRoomStore)
-    assert rooms.room_store() is rooms.room_store()
-    monkeypatch.setattr(rooms, "_STORE", [])
+    assert isinstance(rooms.make_store(), MemoryRoomStore)
+    assert rooms.room_store() is rooms.room_store() and rooms.wakener() is rooms.wakener()
     monkeypatch.setenv(rooms.URL_VARIABLE, redis_url)
-    store = rooms.room_store()
+    store = rooms.make_store()
     assert isinstance(store, RedisRoomStore)
     code, _ = store.create()
     assert store.version(code) == 0

@@ -71,9 +71,8 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
 
 
 def test_configuring_the_server_freezes_what_the_heavy_imports_made():
-    server.configure_server()
-    server.warm_up()  # outside a script run configure_server warms at once; after one, in the background
-    assert server.warmed.is_set()
+    server.configure_server()  # outside a script run it imports and warms at once; after one, in the background
+    assert server.STARTUP.has("warmed")
     assert gc.get_freeze_count() > 100_000
     tracked = {id(obj) for obj in gc.get_objects()}  # the frozen objects are not among them
     for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, results.Prepared):

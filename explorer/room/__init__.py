@@ -13,7 +13,6 @@ follow the teacher's page, step and settings, and vote on the questions.
 from __future__ import annotations
 
 import os
-import threading
 
 from explorer.room.store import (
     MemoryRoomStore,
@@ -28,32 +27,30 @@ from explorer.room.wake import LIVE_PAGE, Wakener
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
 LIVE = LIVE_PAGE
 
-_STORE: list[RoomStore] = []
-_WAKENER: list[Wakener] = []
-_MAKING = threading.Lock()  # one store and one wakener per process, whichever session's thread asks first
+def make_store() -> RoomStore:
+    """A store for this process: Redis when ``ATTENTION_ROOMS_URL`` names one (connected on first use), else
+    memory."""
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    if url:
+        from explorer.room.store import RedisRoomStore
+
+        return RedisRoomStore.from_url(url)
+    return MemoryRoomStore()
+
+
+# Made as this package is imported, which Python does once per process whichever session's thread imports it.
+_STORE = make_store()
+_WAKENER = Wakener(_STORE)
 
 
 def room_store() -> RoomStore:
-    """The process's one store: Redis when ``ATTENTION_ROOMS_URL`` names one, else memory."""
-    with _MAKING:
-        if not _STORE:
-            url = os.environ.get(URL_VARIABLE, "").strip()
-            if url:
-                from explorer.room.store import RedisRoomStore
-
-                _STORE.append(RedisRoomStore.from_url(url))
-            else:
-                _STORE.append(MemoryRoomStore())
-        return _STORE[0]
+    """The process's one store (``make_store``)."""
+    return _STORE
 
 
 def wakener() -> Wakener:
     """The process's one register of students in rooms, listening to ``room_store()``."""
-    store = room_store()
-    with _MAKING:
-        if not _WAKENER:
-            _WAKENER.append(Wakener(store))
-        return _WAKENER[0]
+    return _WAKENER
 
 
 # A session's side last: ``live`` and ``panel`` use ``room_store()`` and ``wakener()`` above.
@@ -96,6 +93,7 @@ __all__ = [
     "following",
     "is_student",
     "is_teacher",
+    "make_store",
     "normal_code",
     "own_vote",
     "page_shown",

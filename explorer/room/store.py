@@ -302,8 +302,8 @@ class RedisRoomStore(RoomStore):
         )
 
     def on_change(self, listener) -> None:
-        """Also start hearing the other processes (once: the process's one ``Wakener`` calls this, made under
-        ``explorer.room._MAKING``)."""
+        """Also start hearing the other processes (once: the process's one ``Wakener`` calls this, made as
+        ``explorer.room`` is imported)."""
         super().on_change(listener)
         if self._listener is None:
             # Redis's subscription blocks while it waits for a message: it gets a thread of its own

@@ -48,12 +48,13 @@ class Wakener:
         """``rerun(session_id, fragment_id)`` reruns a session (only that fragment, when given), and
         ``active(session_id)`` says whether its browser is still connected (Streamlit's by default; tests pass
         their own)."""
+        # No lock: every method changes these in single steps (one dict or set operation, which the interpreter
+        # does whole), and a session's entries change only by its own runs, its wake-up and the heartbeat.
         self._store = store
         self._members: dict[str, Member] = {}
-        self._lock = threading.Lock()  # sessions enrol from their threads while the heartbeat reads them
         self._rerun = rerun or rerun_session
         self._active = active or session_active
-        self._beating: threading.Thread | None = None
+        self._unstarted = {"heartbeat": True}  # popped by the first enrolment (one step: of two threads, one gets it)
         self._woken: set[str] = set()  # sessions woken whose run has not yet taken its turn
         self._delivered: dict[str, Snapshot] = {}  # the room as read when each was woken, until its run reads it
         self._turns = TurnQueue(slots=1)
@@ -63,30 +64,26 @@ class Wakener:
         """A student's run on ``page``: note the session, and heartbeat now when it is new here or changed its
         mind."""
         member = Member(code, student, following, page)
-        with self._lock:
-            known = self._members.get(session_id)
-            member.fragment = known.fragment if known and known.page == page else ""
-            self._members[session_id] = member
-            if self._beating is None:
-                # renews every enrolled student's presence in the store, whether or not the room moves
-                self._beating = threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True)
-                self._beating.start()
+        known = self._members.get(session_id)
+        member.fragment = known.fragment if known and known.page == page else ""
+        self._members[session_id] = member
+        if self._unstarted.pop("heartbeat", False):
+            # renews every enrolled student's presence in the store, whether or not the room moves
+            threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True).start()
         if known is None or (known.code, known.student, known.following) != (code, student, following):
             self._store.heartbeat(code, student, following)
 
     def page_fragment(self, session_id: str, fragment_id: str) -> None:
-        with self._lock:
-            if session_id in self._members:
-                self._members[session_id].fragment = fragment_id
+        member = self._members.get(session_id)
+        if member is not None:
+            member.fragment = fragment_id
 
     def leave(self, session_id: str) -> None:
-        with self._lock:
-            self._members.pop(session_id, None)
-            self._delivered.pop(session_id, None)
+        self._members.pop(session_id, None)
+        self._delivered.pop(session_id, None)
 
     def members(self) -> dict[str, Member]:
-        with self._lock:
-            return dict(self._members)
+        return self._members.copy()
 
     def changed(self, code: str | None) -> None:
         """Room ``code`` moved or revealed (None: any room may have): wake its following students here. A
@@ -110,26 +107,26 @@ class Wakener:
     def woke(self, session_id: str, snapshot: Snapshot | None = None) -> None:
         """The session's next run is one this wakener started: it takes a turn, and reads the room from
         ``snapshot`` (read once for all the room's students here) rather than from the store."""
-        with self._lock:
-            self._woken.add(session_id)
-            if snapshot is not None:
-                self._delivered[session_id] = snapshot
+        self._woken.add(session_id)
+        if snapshot is not None:
+            self._delivered[session_id] = snapshot
 
     def delivered(self, session_id: str, code: str) -> Snapshot | None:
         """The room as read when this session was last woken, if its run has not taken it yet: a class woken by
         one move costs the store one read, not one per student. A snapshot lags the store only by a change
         whose wake-up is on its way, and that wake-up brings the newer one."""
-        with self._lock:
-            snapshot = self._delivered.pop(session_id, None)
-            member = self._members.get(session_id)
+        snapshot = self._delivered.pop(session_id, None)
+        member = self._members.get(session_id)
         return snapshot if member is not None and member.code == code else None
 
     @contextlib.contextmanager
     def turn(self, session_id: str | None) -> Iterator[None]:
         """Around a session's run: a run this wakener started waits for its turn, one at a time."""
-        with self._lock:
-            woken = session_id in self._woken
-            self._woken.discard(session_id)
+        try:
+            self._woken.remove(session_id)  # one step: a wake-up that lands meanwhile is not lost
+            woken = True
+        except KeyError:
+            woken = False
         with self._turns.turn() if woken else contextlib.nullcontext():
             yield
 

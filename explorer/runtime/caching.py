@@ -79,8 +79,9 @@ class SharedCache:
         self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
         self._entries: OrderedDict[tuple, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, used)
         self._bytes = 0
-        self._lock = threading.Lock()  # sessions run on their own threads
-        self._computing: dict[tuple, tuple[threading.Lock, int]] = {}  # a lock per key being computed (``computing``)
+        # sessions run on their own threads; those that ask for a key another is computing wait for its end
+        self._lock = threading.Condition()
+        self._computing: set[tuple] = set()  # the keys some session is computing (``computing``)
 
     def _drop(self, key: tuple) -> None:
         self._bytes -= self._entries.pop(key)[1]
@@ -122,22 +123,17 @@ class SharedCache:
 
     @contextlib.contextmanager
     def computing(self, key: tuple):
-        """Hold ``key``'s lock while computing its value: sessions asking for it at once compute it once."""
+        """Compute ``key``'s value in the block, one session at a time: sessions asking for it at once compute
+        it once (the others find it when their turn comes)."""
         with self._lock:
-            # one per key while some session computes it or waits for it; dropped by the last one out
-            lock, users = self._computing.get(key, (None, 0))
-            lock = lock or threading.Lock()  # the key's computation: one session computes, the others wait
-            self._computing[key] = (lock, users + 1)
+            self._lock.wait_for(lambda: key not in self._computing)
+            self._computing.add(key)
         try:
-            with lock:
-                yield
+            yield
         finally:
             with self._lock:
-                lock, users = self._computing[key]
-                if users == 1:
-                    del self._computing[key]
-                else:
-                    self._computing[key] = (lock, users - 1)
+                self._computing.discard(key)
+                self._lock.notify_all()
 
     def clear(self, name: str | None = None) -> None:
         """Forget every result, or those of function ``name``."""

@@ -18,8 +18,6 @@ when the installed Streamlit's minor version differs.
 
 from __future__ import annotations
 
-import threading
-
 import streamlit as st
 from streamlit.elements.widgets import (
     button_group,
@@ -49,20 +47,20 @@ def check_version(installed: str = st.__version__) -> None:
         )
 
 
-_UNREADABLE: dict[str, list[str]] = {}  # session id -> notices about widget values Streamlit could not read
-_UNREADABLE_LOCK = threading.Lock()  # sessions' script threads record notices side by side
+# Session id -> notices about widget values Streamlit could not read. No lock: a session's list is used only by
+# its own script thread, and each change to the dict (setdefault, pop, clear) is one step for the interpreter.
+_UNREADABLE: dict[str, list[str]] = {}
 
 
 def _record_unreadable(ui_value) -> None:
     ctx = get_script_run_ctx()
     if ctx is None:
         return
-    with _UNREADABLE_LOCK:
-        if len(_UNREADABLE) > 1000:  # sessions that never drew their notices
-            _UNREADABLE.clear()
-        notices = _UNREADABLE.setdefault(ctx.session_id, [])
-        if len(notices) < 5:
-            notices.append(f"A control was sent {quoted(ui_value)}, which it does not take; it keeps its value.")
+    if len(_UNREADABLE) > 1000:  # sessions that never drew their notices
+        _UNREADABLE.clear()
+    notices = _UNREADABLE.setdefault(ctx.session_id, [])
+    if len(notices) < 5:
+        notices.append(f"A control was sent {quoted(ui_value)}, which it does not take; it keeps its value.")
 
 
 def tolerate_crafted_widgets() -> None:
@@ -100,8 +98,7 @@ def tolerate_crafted_widgets() -> None:
 
 def unreadable_notices(session_id: str | None) -> list[str]:
     """The notices recorded for this session's unreadable widget values, taken once."""
-    with _UNREADABLE_LOCK:
-        return _UNREADABLE.pop(session_id, []) if session_id else []
+    return _UNREADABLE.pop(session_id, []) if session_id else []
 
 
 def ensure_entrypoint() -> None:

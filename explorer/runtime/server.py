@@ -1,10 +1,11 @@
 """Process-wide settings for a server shared by a classroom, made once by ``configure_server``.
 
-Nothing here happens on import, and importing this module imports neither torch nor pandas. As the
-server starts, ``lifespan`` imports the first page's modules in a thread (``FIRST_RUN_MODULES``, by name:
-none of them imports torch). The app script calls ``configure_server()`` first; on the first run it has
-torch and the whole package imported once the browser says the page has painted (``first_paint``), then
-gives each script run one torch thread and freezes the heap out of the collector's reach.
+Nothing starts on import, and importing this module imports neither torch nor pandas. One thread does
+the process's start (``Startup``): as the server starts, ``lifespan`` has it import the first page's
+modules (``FIRST_RUN_MODULES``, by name: none of them imports torch). The app script calls
+``configure_server()`` first; after the first run, once the browser says the page has painted, the thread
+imports torch and the whole package, gives each script run one torch thread and freezes the heap out of
+the collector's reach.
 
 BENCHMARKS.md, "Where the time goes" and "Cost per action and first paint", has the measurements.
 Tests that need the tuning call ``configure_server()`` themselves, outside a script run: then it
@@ -52,18 +53,6 @@ IMPORT_SWITCH_INTERVAL_S = 0.0005
 # The browser tells the server when the first page has painted (``PAINTED_PATH``); torch is imported then, or
 # this long after the first run if no browser says so (a page without a chart, another client).
 PAINT_WAIT_S = 4.0
-# What has been started once per process; read and changed under ``_ONCE``.
-_first_run_ready: threading.Thread | None = None
-_app_import: threading.Thread | None = None
-_tuned = False  # ``_tune`` has run
-_warming = False  # the first configure_server has started the warm-up
-_warm_up_started = False  # ``warm_up`` has begun
-_switches_users = 0
-_switches_saved = 0.0
-# Sessions run on their own threads, and the imports run on others: what starts once is decided under this.
-_ONCE = threading.Lock()
-# Set once torch and the later modules are imported and the heap frozen; a second ``warm_up`` waits for it.
-warmed = threading.Event()
 
 
 @functools.cache
@@ -82,46 +71,102 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class Startup:
+    """What this process has done of its start, and the one thread that does it, in order (``_run``).
+
+    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules imported),
+    "first run" (a script run has begun), "torch wanted" (a link that needs torch is loading, or a test or a
+    tool asked), "painted" (a browser's first page has painted, or nothing waits for one any more) and
+    "warmed" (torch and the later modules imported, the process tuned)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()  # sessions, the browser's POST and the start thread tell each other
+        self._done: set[str] = set()
+        self._thread: threading.Thread | None = None
+        self._first_run: threading.Thread | None = None
+
+    def tell(self, step: str) -> None:
+        with self._changed:
+            self._done.add(step)
+            self._changed.notify_all()
+
+    def has(self, step: str) -> bool:
+        return step in self._done
+
+    def wait(self, *steps: str, timeout: float | None = None) -> bool:
+        """Wait until one of ``steps`` is done, at most ``timeout`` seconds; whether one is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._done.isdisjoint(steps), timeout)
+
+    def first_run_began(self) -> bool:
+        """Record the calling script run as the first; False when one was already recorded."""
+        with self._changed:
+            if self._first_run is not None:
+                return False
+            self._first_run = threading.current_thread()
+            self._done.add("first run")
+            self._changed.notify_all()
+        return True
+
+    def start(self, *, prepare: bool) -> None:
+        """Start the thread, once per process; ``prepare``: it imports the first run's modules first."""
+        with self._changed:
+            if self._thread is not None:
+                return
+            # the imports run beside the server's answers and the script runs, which need them at most in part
+            self._thread = threading.Thread(target=self._run, args=(prepare,), name="explorer-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, prepare: bool) -> None:
+        """The first run's modules, then torch once the first run is over and its page has painted (or
+        ``PAINT_WAIT_S`` after the run, or at once when a link needs torch), then the later modules.
+
+        Started as the run ended, torch's import took CPU from the browser's paint: 5.6 against 4.1 s to the
+        first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint"). Not
+        later: a second tab opened just after the first page painted waited for pandas and for the collector
+        when this paused 2 s first."""
+        if prepare:
+            prepare_first_run()
+        self.tell("first run ready")
+        self.wait("first run", "torch wanted")
+        if not self.has("torch wanted"):
+            self._first_run.join(timeout=30.0)  # it ends with the run, and with any rerun it took on
+            self.wait("painted", "torch wanted", timeout=PAINT_WAIT_S)  # the paint and torch share the cores
+        self.tell("painted")
+        import_app()
+        warm_up()
+        self.tell("warmed")
+
+
+STARTUP = Startup()
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app):
     """``st.App``'s lifespan (``streamlit_app.py``): as the server starts, prepare what the first run needs.
 
-    The server answers at once; ``prepare_first_run`` runs in a thread while the first browser loads
-    Streamlit's page and code. It imports no torch: the first page is drawn first, and torch is
-    imported after it (``configure_server``)."""
+    The server answers at once; ``prepare_first_run`` runs in ``STARTUP``'s thread while the first browser
+    loads Streamlit's page and code. It imports no torch: the first page is drawn first, and torch is
+    imported after it."""
     start_preparing_first_run()
     yield
 
 
 def start_preparing_first_run() -> None:
-    """Run ``prepare_first_run`` in a thread, once per process (not if the server is already configured)."""
-    global _first_run_ready
-    with _ONCE:
-        if _first_run_ready is not None or _warming:
-            return
-        # the imports run while the server answers the browser's first requests
-        _first_run_ready = threading.Thread(target=prepare_first_run, name="explorer-first-run", daemon=True)
-    _first_run_ready.start()
+    """Start ``STARTUP``'s thread with ``prepare_first_run`` (not if the server is already configured)."""
+    STARTUP.start(prepare=True)
 
 
 @contextlib.contextmanager
 def _quick_switches() -> Iterator[None]:
     """Hand the GIL on every ``IMPORT_SWITCH_INTERVAL_S`` meanwhile, so that the threads serving the browser
-    and running pages wait less behind a background import. Threads may overlap: the last one out puts
-    the interval back."""
-    global _switches_users, _switches_saved
-    with _ONCE:
-        if _switches_users == 0:
-            _switches_saved = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switches_saved, IMPORT_SWITCH_INTERVAL_S))
-        _switches_users += 1
+    and running pages wait less behind a background import (only ``STARTUP``'s thread imports this way)."""
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(min(saved, IMPORT_SWITCH_INTERVAL_S))
     try:
         yield
     finally:
-        with _ONCE:
-            _switches_users -= 1
-            if _switches_users == 0:
-                sys.setswitchinterval(_switches_saved)
+        sys.setswitchinterval(saved)
 
 
 def prepare_first_run() -> None:
@@ -133,15 +178,10 @@ def prepare_first_run() -> None:
         _warm_first_run()
 
 
-def start_importing_app() -> threading.Thread:
-    """Run ``import_app`` in a thread, once per process; the thread."""
-    global _app_import
-    with _ONCE:
-        if _app_import is None:
-            # torch's import (1-2 s) runs beside the script runs, which import it only when they need it first
-            _app_import = threading.Thread(target=import_app, name="explorer-import-app", daemon=True)
-            _app_import.start()
-        return _app_import
+def start_importing_app() -> None:
+    """Have ``STARTUP``'s thread import torch now, without waiting for a first page to paint."""
+    STARTUP.tell("torch wanted")
+    STARTUP.start(prepare=False)
 
 
 def import_app() -> None:
@@ -173,12 +213,7 @@ def _warm_first_run() -> None:
 
 def _tune() -> None:
     """One torch thread per script run and the heap frozen (``configure_server``); once per process, after
-    torch is imported."""
-    global _tuned
-    with _ONCE:
-        if _tuned:
-            return
-        _tuned = True
+    torch is imported (``STARTUP``'s thread)."""
     machine_threads()
     import torch
 
@@ -196,7 +231,8 @@ def configure_server() -> None:
     * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
       torch lazily (``explorer.runtime.torch``) and its numbers are stored (``first_view``). Importing
       torch took 1.1-2.2 s of CPU here, under the interpreter lock the browser's files are served with, so
-      it waits until the first run is over (``_warm_up_after``). A run that needs torch sooner imports it itself.
+      ``STARTUP``'s thread waits until the first run is over and its page has painted. A run that needs
+      torch sooner imports it itself.
     * One torch thread per script run: sessions already run side by side on their own
       threads, and two intra-op threads per run on a busy 2-core server made Why attention
       at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
@@ -206,55 +242,21 @@ def configure_server() -> None:
       13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
       turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
     """
-    global _warming
     preload_browser_code()
-    in_a_run = patches.in_a_run()
-    if _warming and in_a_run:
+    if not patches.in_a_run():  # a test or a tool: no page is waiting, and it may compute at once
+        start_importing_app()
+        STARTUP.wait("warmed", timeout=120.0)
         return
-    if _first_run_ready is not None:
-        _first_run_ready.join()  # the same modules imported by two threads at once could meet in the import locks
-    if not in_a_run:  # a test or a tool: no page is waiting, and it may compute at once
-        _warming = True
-        import_app()
-        warm_up()
+    if STARTUP.has("first run") or not STARTUP.first_run_began():
         return
-    with _ONCE:
-        if _warming:
-            return
-        _warming = True
-    first_run = threading.current_thread()
-    # waits for the first run to end and its page to paint, then imports torch: the run is not kept waiting
-    threading.Thread(target=_warm_up_after, args=(first_run,), name="explorer-warm-up", daemon=True).start()
-
-
-def _warm_up_after(first_run: threading.Thread) -> None:
-    """``import_app`` and ``warm_up`` once the first run is over (its thread ends with it, and with any rerun
-    it took on) and its browser has painted the page, or ``PAINT_WAIT_S`` after the run.
-
-    Started as the run ended, the import took CPU from the browser's paint: 5.6 against 4.1 s to the
-    first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint").
-
-    Not later: a second tab opened just after the first page painted waited for pandas and for the
-    collector when this paused 2 s first (BENCHMARKS.md, "Cost per action and first paint"). Not at all
-    if a link that needs torch has been opened (``page_routes``): the import started then."""
-    first_run.join(timeout=30.0)
-    if _app_import is None:  # no page has asked for torch: let the browser paint first
-        painted.wait(PAINT_WAIT_S)  # the browser's paint and torch's import share this machine's cores
-    painted.set()
-    start_importing_app().join()
-    warm_up()
+    STARTUP.start(prepare=False)  # no lifespan started it (AppTest)
+    # the same modules imported by two threads at once could meet in the import locks
+    STARTUP.wait("first run ready", timeout=120.0)
 
 
 def warm_up() -> None:
-    """Import what later pages need, then freeze everything imported so far out of the collector's reach.
-
-    Safe from any thread and at any time; a later call waits for the first one's end, then does nothing."""
-    global _warm_up_started
-    with _ONCE:
-        started, _warm_up_started = _warm_up_started, True
-    if started:
-        warmed.wait(timeout=60.0)  # the first call's imports take 1-2 s
-        return
+    """Import what later pages need, then freeze everything imported so far out of the collector's reach
+    (``STARTUP``'s thread, once)."""
     for name in LATER_MODULES:
         importlib.import_module(name)
     import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
@@ -262,7 +264,6 @@ def warm_up() -> None:
 
     gc.collect()
     gc.freeze()
-    warmed.set()
 
 
 # The browser's side of a fast first page: its charts' code fetched early, and a word when it has painted.
@@ -270,7 +271,7 @@ def warm_up() -> None:
 # ``page_routes`` answers ``/`` and each page's path with Streamlit's page plus ``modulepreload`` links for
 # the chunks the first page needs (``FIRST_PAGE_CHUNKS``), and a path (``PAINTED_PATH``) the page's script
 # posts to once every heatmap has its image; ``preload_browser_code`` asks for the same chunks in every run,
-# for a page opened otherwise. ``painted`` is set then, and the server imports torch (``configure_server``).
+# for a page opened otherwise. ``STARTUP`` is told "painted" then, and imports torch.
 
 
 # Streamlit's browser code for the elements every page draws, which it fetches only when the first such
@@ -292,7 +293,6 @@ FIRST_PAGE_CHUNKS = (
 )
 STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
 PAINTED_PATH = "/api/explorer/painted"
-painted = threading.Event()  # a browser's first page has painted (or nothing waits for one any more)
 paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
 
 
@@ -327,7 +327,7 @@ def page_routes(pages: list[str]) -> list:
         return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
 
     async def told_painted(request):
-        painted.set()
+        STARTUP.tell("painted")
         return Response(status_code=204)
 
     paths = ["/", *(f"/{path}" for path in pages if path)]
@@ -365,7 +365,7 @@ def preload_browser_code() -> None:
     chunks, events = first_page_chunks(), patches.event_container()
     if not chunks or events is None or not patches.in_a_run():
         return
-    tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if paint_route and not painted.is_set() else ""
+    tell = PAINT_SCRIPT % json.dumps(PAINTED_PATH) if paint_route and not STARTUP.has("painted") else ""
     events.html(
         "<script>(() => {"
         "const index = document.querySelector('script[src*=\"/static/js/index.\"]');"

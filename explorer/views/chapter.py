@@ -18,7 +18,6 @@ import inspect
 import re
 import sys
 import textwrap
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -45,7 +44,7 @@ from explorer.results import (
 )
 from explorer.runtime import torch
 from explorer.runtime.caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
-from explorer.runtime.memory import SHARED_D_OUT_LIMIT
+from explorer.runtime.memory import SHARED_D_OUT_LIMIT, TurnQueue
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
 from explorer.views.run import Run, budgeted, eval_mode, run_view
 
@@ -564,8 +563,9 @@ def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
 
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
 # On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"),
-# as 4 of 1,766 new sentences did under 30 students typing: the app parses its sources one thread at a time.
-PARSING = threading.Lock()
+# as 4 of 1,766 new sentences did under 30 students typing: the app parses its sources one thread at a time,
+# taking turns in a queue of one place (the app's one queue, ``runtime.memory.TurnQueue``).
+PARSING = TurnQueue(slots=1)
 
 
 @functools.cache  # a function's source, read once per process
@@ -576,7 +576,7 @@ def _source(obj) -> str:
 def source_of(obj) -> str:
     """``inspect.getsource(obj)``, read once per process and by one thread at a time (``PARSING``): for a
     class, ``getsource`` parses its whole module with ``ast.parse``."""
-    with PARSING:
+    with PARSING.turn():
         return _source(obj)
 
 
@@ -587,7 +587,7 @@ def _parsed(function) -> dict[int, tuple[str, str]]:
 
 def _statements(function) -> dict[int, tuple[str, str]]:
     """``_parse_statements(function)``, once per process and by one thread at a time (``PARSING``)."""
-    with PARSING:
+    with PARSING.turn():
         return _parsed(function)
 
 
