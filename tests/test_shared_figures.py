@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import plotly.io as pio
@@ -117,46 +114,6 @@ def test_kept_figures_hold_no_plotly_objects():
     assert drawn.figure() is not drawn.figure()
     built = counted_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], title="w")
     assert json.loads(pio.to_json(drawn.figure())) == json.loads(pio.to_json(built))
-
-
-SLOW_PANDAS = """
-import time
-time.sleep(1.0)  # another thread sees this module half imported meanwhile
-import sys, importlib.util
-del sys.modules["pandas"]
-sys.path.remove(sys.argv[1])
-real = importlib.import_module("pandas")
-sys.modules["pandas"] = real
-globals().update(vars(real))
-"""
-
-PREPARE_WHILE_IMPORTING = """
-import sys, threading, time
-sys.path.insert(0, sys.argv[1])
-import numpy as np
-from explorer import figures
-from explorer.widgets import charts as shared_figures
-importer = threading.Thread(target=__import__, args=("pandas",))
-importer.start()
-time.sleep(0.3)
-drawn = shared_figures.prepare(figures.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="x"))
-print("drawn", len(drawn.spec) > 0)
-"""
-
-
-def test_drawing_waits_for_pandas_that_another_thread_is_importing(tmp_path):
-    """The server imports pandas in the background after the first page; plotly's encoder, which reads
-    pandas from ``sys.modules``, must not meet it half imported."""
-    (tmp_path / "pandas.py").write_text(SLOW_PANDAS)
-    done = subprocess.run(
-        [sys.executable, "-c", PREPARE_WHILE_IMPORTING, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "drawn True" in done.stdout
 
 
 def test_st_plotly_chart_gets_the_same_figure_from_the_json():

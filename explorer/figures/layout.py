@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import html
-import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -172,24 +171,6 @@ def figure_height(rows: int, style: FigureStyle, extra: int = 120) -> int:
     return int(np.clip(rows * style.height_per_row + extra, style.min_height, style.max_height))
 
 
-def pandas_settled() -> None:
-    """Wait until pandas is imported, if another thread is importing it; return at once otherwise.
-
-    Plotly looks pandas up in ``sys.modules`` without importing it, when it makes or encodes a figure, and
-    takes a half-imported module for a whole one ("partially initialized module 'pandas' has no attribute
-    'Series'"). The server imports pandas in the background after the first page (``server.warm_up``);
-    an ``import`` statement waits for that import to finish.
-    """
-    global PANDAS_SETTLED
-    if "pandas" in sys.modules:
-        import pandas  # noqa: F401
-
-        PANDAS_SETTLED = True
-
-
-PANDAS_SETTLED = False  # pandas is whole: ``pandas_settled`` need not be called again (a chart's rerun skips it)
-
-
 def figure(data: list[dict], layout: dict) -> go.Figure:
     """The one place a builder makes its figure: from finished plain dicts (traces with their "type"), in one
     constructor call that skips plotly's validation: about 1 ms, where validating each property as it is set
@@ -197,7 +178,6 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
     builder writes, so no invalid property can ship.
 
     Its arrays are read-only, as the validator leaves them: a figure may be shared between sessions."""
-    pandas_settled()
     fig = go.Figure({"data": data, "layout": layout}, _validate=False)
     for trace, spec in zip(fig.data, data, strict=True):
         for key, value in spec.items():

@@ -27,6 +27,7 @@ from explorer.room.wake import LIVE_PAGE, Wakener
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
 LIVE = LIVE_PAGE
 
+
 def make_store() -> RoomStore:
     """A store for this process: Redis when ``ATTENTION_ROOMS_URL`` names one (connected on first use), else
     memory."""

@@ -614,7 +614,6 @@ def vote_chart(question: Question, key: str) -> None:
                 extra_height=0,
                 style=chart_style(),
             )
-        figures.layout.pandas_settled()
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 
     votes()

@@ -2,7 +2,7 @@
 
 Nothing starts on import, and importing this module imports neither torch nor pandas. One thread does
 the process's start (``Startup``): as the server starts, ``lifespan`` has it import the first page's
-modules (``FIRST_RUN_MODULES``, by name: none of them imports torch). The app script calls
+modules (``FIRST_RUN_MODULES``, by name: none of them imports torch) and pandas. The app script calls
 ``configure_server()`` first; after the first run, once the browser says the page has painted, the thread
 imports torch and the whole package, gives each script run one torch thread and freezes the heap out of
 the collector's reach.
@@ -30,12 +30,14 @@ from pathlib import Path
 import streamlit as st
 
 import attention
-from explorer.figures.layout import pandas_settled
 from explorer.runtime import patches
 
-# Imported after the first paint, for the pages that come later: pandas for their tables (Streamlit
-# converts a DataFrame with pyarrow). The first page needs neither.
-LATER_MODULES = ("pandas", "pyarrow")
+# Imported before any script run goes on (``Startup._run``), though the first page needs no table: plotly
+# looks pandas up in ``sys.modules`` without importing it, and took a module another thread was still
+# importing for a whole one ("partially initialized module 'pandas' has no attribute 'Series'").
+SETTLED_MODULES = ("pandas",)
+# Imported after the first paint, for the pages that come later: Streamlit converts a table with pyarrow.
+LATER_MODULES = ("pyarrow",)
 # Imported as the server starts (``lifespan``): what the entry script and the first page import. None of it
 # imports torch (tests/test_first_paint.py).
 FIRST_RUN_MODULES = (
@@ -74,10 +76,10 @@ def __getattr__(name: str):
 class Startup:
     """What this process has done of its start, and the one thread that does it, in order (``_run``).
 
-    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules imported),
-    "first run" (a script run has begun), "torch wanted" (a link that needs torch is loading, or a test or a
-    tool asked), "painted" (a browser's first page has painted, or nothing waits for one any more) and
-    "warmed" (torch and the later modules imported, the process tuned)."""
+    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules and
+    pandas imported), "first run" (a script run has begun), "torch wanted" (a link that needs torch is
+    loading, or a test or a tool asked), "painted" (a browser's first page has painted, or nothing waits
+    for one any more) and "warmed" (torch and the later modules imported, the process tuned)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()  # sessions, the browser's POST and the start thread tell each other
@@ -127,6 +129,9 @@ class Startup:
         when this paused 2 s first."""
         if prepare:
             prepare_first_run()
+        with _quick_switches():
+            for name in SETTLED_MODULES:
+                importlib.import_module(name)
         self.tell("first run ready")
         self.wait("first run", "torch wanted")
         if not self.has("torch wanted"):
@@ -205,7 +210,6 @@ def _warm_first_run() -> None:
     load_bpe()
     patches.warm_emoji_list()
     first_page_chunks()
-    pandas_settled()  # a link that needs torch may have started the later imports, pandas among them
     pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
     stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
     stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
@@ -247,11 +251,11 @@ def configure_server() -> None:
         start_importing_app()
         STARTUP.wait("warmed", timeout=120.0)
         return
-    if STARTUP.has("first run") or not STARTUP.first_run_began():
-        return
-    STARTUP.start(prepare=False)  # no lifespan started it (AppTest)
-    # the same modules imported by two threads at once could meet in the import locks
-    STARTUP.wait("first run ready", timeout=120.0)
+    if not STARTUP.has("first run"):
+        STARTUP.first_run_began()
+    if not STARTUP.has("first run ready"):  # every run until then waits: pandas may be half imported
+        STARTUP.start(prepare=False)  # no lifespan started it (AppTest)
+        STARTUP.wait("first run ready", timeout=120.0)
 
 
 def warm_up() -> None:

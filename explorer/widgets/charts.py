@@ -56,7 +56,6 @@ import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
-from explorer.figures.layout import pandas_settled
 from explorer.figures.tables import figure_alt, figure_tables, figure_title, highlighted_rows
 from explorer.runtime.caching import MIB, SharedCache
 from explorer.session.keys import (
@@ -111,7 +110,6 @@ class Drawn:
 
     def figure(self) -> go.Figure:
         """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
-        pandas_settled()
         return go.Figure(json.loads(self.spec), _validate=False)
 
 
@@ -127,7 +125,6 @@ def _frozen(value):
 
 def prepare(fig, *, cell_text: bool = True) -> Drawn:
     """``fig`` (without the numbers printed in its cells unless ``cell_text``) as JSON, with its export tables."""
-    pandas_settled()
     fig = fig if cell_text else figures.without_cell_text(fig)
     tables = tuple({name: _frozen(value) for name, value in table.items()} for table in figure_tables(fig))
     spec = pio.to_json(fig, validate=False)
@@ -466,7 +463,6 @@ def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> 
 
 def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
     """Draw a prepared figure, with its downloads."""
-    figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
     image_format = st.session_state.get(IMAGE_FORMAT, "png")
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=image_format)
@@ -547,8 +543,6 @@ def draw(
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
     download = csv_download(drawn.tables, file_name, key=f"csv:{key}")
-    if not figures.layout.PANDAS_SETTLED:
-        figures.layout.pandas_settled()  # st.plotly_chart encodes the figure with plotly's JSON encoder too
     chart, picks = drawn.chart, {}
     if on_select is not None:
         picks = {"on_select": on_select, "selection_mode": "points"}
