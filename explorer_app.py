@@ -59,7 +59,7 @@ def run() -> None:
             room.publish(page.url_path, params)  # the run's end: a teacher's live room follows this view
 
     room.follow_teacher(by_path, navigation.url_path)  # a student in a live room goes where the teacher is
-    with room.turn():  # a run the live room woke waits for its turn (explorer/room/wake.py)
+    with room.turn():  # a run the live room woke waits for its turn (explorer/room/store.py)
         widgets.sidebar()
         widgets.stylesheet(presenter=session.presenter())
         room.controls()  # a live room, if any

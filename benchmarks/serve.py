@@ -21,7 +21,7 @@ import time
 
 PYMALLOC_FIELDS = {"# arenas allocated current": "arenas", "# arenas highwater mark": "arenas_highwater"}
 PYMALLOC_FIELDS |= {"# bytes in allocated blocks": "in_use", "# bytes in available blocks": "free_in_pools"}
-CACHES = (("explorer.runtime.caching", "SHARED"), ("explorer.widgets.charts", "FIGURES"))  # (module, name)
+CACHES = (("explorer.runtime.memory", "SHARED"), ("explorer.widgets.charts", "FIGURES"))  # (module, name)
 
 
 def _time_runs(path: str) -> None:

@@ -36,7 +36,7 @@ from attention.tokens import BPE_NAME
 from explorer.page_text.glossary import term
 from explorer.results import Prepared, WhyView
 from explorer.runtime import torch
-from explorer.runtime.caching import CACHE_ENTRIES, shared_view
+from explorer.runtime.memory import CACHE_ENTRIES, shared_view
 from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
 
 # The Weights setting: the chapter's random weights, or one layer of a trained model.
@@ -182,7 +182,7 @@ def head_name(settings: Settings) -> str:
 #
 # ``prepared(settings)`` is the book's six vectors, a typed sentence's seeded embeddings, or, with
 # trained weights, what the model feeds the chosen layer (``layer_prepared``). Results are shared
-# read-only between sessions (``runtime.caching``). ``views.run.Run`` calls it once per change of settings.
+# read-only between sessions (``runtime.memory``). ``views.run.Run`` calls it once per change of settings.
 
 
 def bpe_encoding():

@@ -1,6 +1,6 @@
 """What ``compute`` hands the pages: frozen dataclasses of numpy arrays, one per view.
 
-Results shared between sessions have their arrays made read-only (``caching.read_only``).
+Results shared between sessions have their arrays made read-only (``memory.read_only``).
 Shapes use the book's names: T = num_tokens, h = num_heads.
 """
 

@@ -11,10 +11,9 @@ from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import questions
 from explorer.page_text.glossary import term
-from explorer.session import keys
 from explorer.settings import DEFAULTS
 
-SAMPLES = keys.DROPOUT_SAMPLES  # the page's own slider: how many draws to average
+SAMPLES = session.DROPOUT_SAMPLES  # the page's own slider: how many draws to average
 
 run = session.current_run()
 settings = run.settings

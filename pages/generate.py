@@ -12,13 +12,17 @@ from attention.measuring.costs import cache_bytes_per_token, macs_per_new_token
 from explorer import cells, figures, session, widgets
 from explorer.cells import Notation
 from explorer.page_text import generate as notes
-from explorer.session import keys
 from explorer.views import generation as views
 
 run = session.current_run()
 settings = run.settings
 st.title("Generate")
-NEW, TEMPERATURE, TOP_K, SEED = keys.GENERATE_NEW, keys.GENERATE_TEMPERATURE, keys.GENERATE_TOP_K, keys.GENERATE_SEED
+NEW, TEMPERATURE, TOP_K, SEED = (
+    session.GENERATE_NEW,
+    session.GENERATE_TEMPERATURE,
+    session.GENERATE_TOP_K,
+    session.GENERATE_SEED,
+)
 defaults = views.GenerationOptions()
 options = views.GenerationOptions(
     max_new_tokens=session.whole_state(NEW, defaults.max_new_tokens),
@@ -58,9 +62,9 @@ def chosen_token() -> tuple[int, int, int, int]:
     """The new token, layer and head picked above the chart (kept across steps and in the link), and the keys
     the query of that token sees."""
     left, middle, right = st.columns([3, 1, 1])
-    k = picker(left, "New token", keys.GENERATE_TOKEN, "token", n_new, 1)
-    layer = picker(middle, "Layer", keys.GENERATE_LAYER, "gen_layer", data.num_layers, 1)
-    head = picker(right, "Head", keys.GENERATE_HEAD, "head", data.num_heads, 1)  # heads count from 1, as layers
+    k = picker(left, "New token", session.GENERATE_TOKEN, "token", n_new, 1)
+    layer = picker(middle, "Layer", session.GENERATE_LAYER, "gen_layer", data.num_layers, 1)
+    head = picker(right, "Head", session.GENERATE_HEAD, "head", data.num_heads, 1)  # heads count from 1, as layers
     return k, layer, head, prompt_tokens + k  # the keys the query of step k sees
 
 
@@ -140,8 +144,8 @@ def cost_per_token():
     with right:
         if st.button("Time one new token", icon=":material/timer:", type="primary", key="generate_time"):
             with widgets.progress("Timing…") as report:
-                st.session_state[keys.GENERATE_TIMES] = widgets.guard(views.timed, settings, on_progress=report)
-        times = st.session_state.get(keys.GENERATE_TIMES)
+                st.session_state[session.GENERATE_TIMES] = widgets.guard(views.timed, settings, on_progress=report)
+        times = st.session_state.get(session.GENERATE_TIMES)
         if times is None:
             st.info("Press **Time one new token** to measure both ways on this server.", icon=":material/timer:")
         else:
@@ -164,7 +168,7 @@ def smaller_caches():
 @steps.add("Sliding window")
 def sliding_window():
     num_tokens = prompt_tokens
-    kept = session.kept_widget(keys.GENERATE_WINDOW, "w_gen_window", min(3, num_tokens))
+    kept = session.kept_widget(session.GENERATE_WINDOW, "w_gen_window", min(3, num_tokens))
     slider, text = st.columns([1, 3])  # side by side, so that the masks fit 1280×720 under them
     window = min(slider.slider("Window (tokens)", 1, max(num_tokens, 2), **kept), num_tokens)
     text.markdown(notes.window_text(window, num_tokens))

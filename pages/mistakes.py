@@ -8,11 +8,10 @@ from explorer import cells, session, widgets
 from explorer.cells import Notation
 from explorer.figures import mistakes as drawn
 from explorer.page_text import mistakes as notes
-from explorer.session import keys
 from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question
 
-MISTAKE = keys.MISTAKE
+MISTAKE = session.MISTAKE
 NAMES = list(attention.MISTAKES)
 
 run = session.current_run()

@@ -9,7 +9,6 @@ from explorer.cells import Notation
 from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
-from explorer.session import keys
 from explorer.settings import RANDOM
 
 run = session.current_run()
@@ -22,7 +21,7 @@ num_heads, num_tokens, d_out = settings.num_heads, len(pieces), settings.d_out  
 mha_d_out = data.efficient_output.shape[-1]  # d_out of MultiHeadAttention: the same, except a trained layer's
 head_dim = mha_d_out // num_heads
 widgets.truncation_notice(data.truncated_from, settings.context_length)
-HEAD = keys.MULTIHEAD_HEAD
+HEAD = session.MULTIHEAD_HEAD
 head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")

@@ -11,7 +11,6 @@ from explorer.page_text import qkv as notes
 from explorer.page_text import questions
 from explorer.page_text.glossary import term
 from explorer.page_text.qkv import D_KS, TEMPERATURES
-from explorer.session import keys
 
 run = session.current_run()
 settings = run.settings
@@ -46,11 +45,11 @@ def lab_controls():
     """The lab's two controls, side by side, and its measurements for them: (the lab, the keys per row)."""
     left, right = st.columns(2)
     kept, label = (
-        session.kept_widget(keys.QKV_TEMPERATURE, "w_qkv_temperature", 1.0),
+        session.kept_widget(session.QKV_TEMPERATURE, "w_qkv_temperature", 1.0),
         "Temperature (divides every score)",
     )
     temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
-    num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget(keys.QKV_NUM_KEYS, "w_qkv_num_keys", 8))
+    num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget(session.QKV_NUM_KEYS, "w_qkv_num_keys", 8))
     return widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed), num_keys
 
 

@@ -10,12 +10,11 @@ from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import questions
 from explorer.page_text.glossary import term
-from explorer.session import keys
 
 run = session.current_run()
 settings = run.settings
 pieces = widgets.guard(run.ready).pieces
-QUERY = keys.SIMPLIFIED_QUERY  # the chosen query, kept while the widget is off screen
+QUERY = session.SIMPLIFIED_QUERY  # the chosen query, kept while the widget is off screen
 query = session.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
 heading, picker = st.columns([3, 1], vertical_alignment="bottom")
 heading.title("Simplified attention")

@@ -7,12 +7,11 @@ import attention
 from attention.measuring import speed
 from explorer import figures, session, widgets
 from explorer.page_text.glossary import term
-from explorer.session import keys
 from explorer.views import speed as timing
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)
-RESULT = keys.SPEED_RESULT
+RESULT = session.SPEED_RESULT
 REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against its time
 FUSED = "F.scaled_dot_product_attention"
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"

@@ -8,13 +8,12 @@ import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text.glossary import term
-from explorer.session import keys
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Why attention")
 run = widgets.outside_model()  # the RNN is no part of the GPT: the sidebar's Weights skip it
 settings, data = run.settings, widgets.guard(run.ready)
-hidden_size = st.session_state.setdefault(keys.WHY_HIDDEN, views.WHY_HIDDEN_SIZE)
+hidden_size = st.session_state.setdefault(session.WHY_HIDDEN, views.WHY_HIDDEN_SIZE)
 view = widgets.guard(views.why_view, run, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
 
@@ -25,7 +24,7 @@ steps = widgets.Steps("why_attention")
 
 def keep_hidden_size() -> None:
     """The slider's hidden_size, kept while another step is shown (its widget is not drawn there)."""
-    st.session_state[keys.WHY_HIDDEN] = st.session_state["w_why_hidden"]
+    st.session_state[session.WHY_HIDDEN] = st.session_state["w_why_hidden"]
 
 
 def seq2seq_parts():

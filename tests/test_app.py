@@ -90,12 +90,12 @@ def test_presenter_mode_from_the_link():
 
 
 def test_a_phone_gets_charts_with_16_px_text(monkeypatch):
-    from explorer.session import state
+    from explorer import session
 
-    monkeypatch.setattr(state, "on_a_phone", lambda: True)  # what a phone's User-Agent makes it say
+    monkeypatch.setattr(session, "on_a_phone", lambda: True)  # what a phone's User-Agent makes it say
     layout = figure_specs(app(TOKENS, query_params={"step": "embeddings"}))[0]["layout"]
     assert layout["yaxis"]["tickfont"]["size"] == 16 and layout["title"]["font"]["size"] == 18
-    monkeypatch.setattr(state, "on_a_phone", lambda: False)
+    monkeypatch.setattr(session, "on_a_phone", lambda: False)
     layout = figure_specs(app(TOKENS, query_params={"step": "embeddings"}))[0]["layout"]
     assert layout["yaxis"]["tickfont"]["size"] == 12
 

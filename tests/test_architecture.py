@@ -197,7 +197,7 @@ def test_streamlits_private_names_are_used_in_one_module_only():
 
 APP_FILES = [p for d in ("explorer", "pages") for p in sorted((ROOT / d).rglob("*.py"))]
 APP_FILES += [ROOT / "streamlit_app.py", ROOT / "explorer_app.py"]
-KEYS_HOME = "explorer/session/keys.py"
+KEYS_HOME = "explorer/session.py"
 STATE = r"(?:st\.session_state|\bstate)"
 LITERAL_KEY = re.compile(  # state["k"], state.get("k"), .setdefault/.pop, f-strings too, and "k" in state
     rf"{STATE}(?:\.(?:get|setdefault|pop)\(|\[)\s*(f?\"[^\"]*\")|(f?\"[^\"]*\") (?:not )?in {STATE}\b"
@@ -252,7 +252,7 @@ def test_the_key_check_finds_a_key_written_as_a_string(tmp_path):
     ]
 
 
-# The app memoises in two ways: ``runtime.caching.SharedCache`` (one read-only result for every session, bounded
+# The app memoises in two ways: ``runtime.memory.SharedCache`` (one read-only result for every session, bounded
 # by bytes: ``shared_view`` and the shared figures of ``widgets.charts``) and ``functools.lru_cache`` for pure
 # functions of a few numbers or strings. Streamlit's caches copy (``st.cache_data``) or are unbounded in bytes.
 OTHER_MEMOS = {
@@ -263,7 +263,7 @@ OTHER_MEMOS = {
     "weakref",
     "WeakValueDictionary",
 }
-SHARED_CACHE_HOMES = {"explorer/runtime/caching.py", "explorer/widgets/charts.py"}
+SHARED_CACHE_HOMES = {"explorer/runtime/memory.py", "explorer/widgets/charts.py"}
 MAX_CONCURRENCY_SITES = 8  # 29 when issue 36 counted them; what each is for is said where it is made
 CONCURRENCY = re.compile(r"\bthreading\.(?:Lock|RLock|Event|Condition|Semaphore|BoundedSemaphore|Thread|Timer)\(")
 

@@ -8,7 +8,7 @@ import pytest
 
 import attention
 from explorer import models
-from explorer.runtime import caching, memory
+from explorer.runtime import memory
 from explorer.settings import DEFAULTS, TEXT
 from explorer.views import chapter, run
 from explorer.views import run as view_run
@@ -38,7 +38,7 @@ def test_module_bytes_are_the_modules_parameters_and_buffers(name, d_in, d_out, 
     module = getattr(attention, name)
     args = (d_in, d_out) if name.startswith("SelfAttention") else (d_in, d_out, ctx, 0.0)
     built = module(*args, num_heads=heads) if name.startswith("MultiHead") else module(*args)
-    assert memory.module_bytes(name, d_in, d_out, heads, ctx) == caching.size_of(built)
+    assert memory.module_bytes(name, d_in, d_out, heads, ctx) == memory.size_of(built)
 
 
 VIEWS = {
@@ -65,7 +65,7 @@ def test_estimates_match_the_measured_size_of_each_view(kind, settings):
     dropout = settings.training and settings.dropout > 0
     shape = (settings.d_in, settings.d_out, settings.num_heads, settings.context_length)
     estimate = memory.estimate(kind, num_tokens, *shape, dropout)
-    measured = caching.size_of(VIEWS[kind](settings))
+    measured = memory.size_of(VIEWS[kind](settings))
     assert 0.75 * measured <= estimate.result <= 1.25 * measured, (estimate.result, measured)
     assert estimate.peak >= estimate.result
 
@@ -87,7 +87,7 @@ def test_settings_that_fit_are_computed_whole():
 
 def test_weights_too_large_for_any_tokens_are_refused_naming_the_setting():
     with pytest.raises(ValueError, match="lower num_heads, d_in or d_out"):
-        memory.plan("multihead", 1024, 1024, 1024, 16, 1024, dropout=True, budget=100 * caching.MIB)
+        memory.plan("multihead", 1024, 1024, 1024, 16, 1024, dropout=True, budget=100 * memory.MIB)
 
 
 def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
@@ -148,7 +148,7 @@ def test_a_waiter_that_gives_up_leaves_the_queue():
 def test_the_shared_cache_is_bounded_by_bytes_entries_and_age(monkeypatch):
     import numpy as np
 
-    cache = caching.SharedCache(max_bytes=3000, entry_bytes=1500, ttl_s=60)
+    cache = memory.SharedCache(max_bytes=3000, entry_bytes=1500, ttl_s=60)
     kept = cache.put(("f", 1), np.zeros(1000, dtype=np.uint8), max_entries=8)
     assert kept and cache.bytes == 1000
     assert not cache.put(("f", 2), np.zeros(2000, dtype=np.uint8), max_entries=8)  # larger than entry_bytes
@@ -159,7 +159,7 @@ def test_the_shared_cache_is_bounded_by_bytes_entries_and_age(monkeypatch):
     cache.put(("g", 2), np.zeros(10, dtype=np.uint8), max_entries=1)  # one entry for g
     assert cache.get(("g", 1)) is None and cache.get(("g", 2)) is not None
     now = time.monotonic()
-    monkeypatch.setattr(caching.time, "monotonic", lambda: now + 61)
+    monkeypatch.setattr(memory.time, "monotonic", lambda: now + 61)
     assert cache.bytes == 0 and len(cache) == 0
 
 
@@ -169,8 +169,8 @@ def test_size_of_counts_a_shared_block_once():
 
     tensor = torch.zeros(256)  # 1 KiB
     views = (tensor.numpy()[:10], tensor.numpy()[10:], tensor)
-    assert caching.size_of(views) == 1024
-    assert caching.size_of({"a": np.zeros(8), "b": [np.zeros(8)]}) == 128
+    assert memory.size_of(views) == 1024
+    assert memory.size_of({"a": np.zeros(8), "b": [np.zeros(8)]}) == 128
 
 
 def test_only_pages_with_many_tokens_or_a_large_view_take_turns():

@@ -457,11 +457,11 @@ def test_memory_trends_cover_the_window_in_mib_and_counts():
 def test_the_servers_memory_sample_names_each_kind(monkeypatch):
     import numpy as np
 
-    from explorer.runtime import caching  # the sample reads their caches once imported
+    from explorer.runtime import memory  # the sample reads their caches once imported
     from explorer.widgets import charts
 
     # A cache of its own, so that no figure another test's lingering thread draws meanwhile changes the count
-    figures = caching.SharedCache(2**20, 2**20, 60.0)
+    figures = memory.SharedCache(2**20, 2**20, 60.0)
     figures.put(("figure", "one"), np.zeros(8), 4)
     monkeypatch.setattr(charts, "FIGURES", figures)
     sample = serve.memory_sample(serve.time.monotonic())

@@ -10,7 +10,7 @@ import pytest
 from apptest_support import app, decode, figure_specs, next_step, previous_step, type_sentence
 
 from explorer import figures
-from explorer.session.keys import CELL_CODE
+from explorer.session import CELL_CODE
 from explorer.widgets import code
 
 # page -> {step (from 0): the names of its explainable panels, in the order they are drawn}

@@ -12,7 +12,7 @@ import pytest
 from apptest_support import app, captions, decode, markdown, next_step, type_sentence
 from streamlit.util import calc_hash
 
-from explorer.room import live as room
+from explorer import room
 from explorer.room import room_store
 
 pytestmark = pytest.mark.timeout(300)

@@ -331,7 +331,7 @@ def test_a_failing_listener_does_not_break_the_write_or_the_others():
 
 
 def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
-    from explorer.room.wake import Wakener
+    from explorer.room.store import Wakener
 
     store = MemoryRoomStore()
     woken: list[str] = []
@@ -356,7 +356,7 @@ def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
 
 
 def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
-    from explorer.room.wake import Wakener
+    from explorer.room.store import Wakener
 
     clock = Clock()
     store = MemoryRoomStore(clock=clock)
@@ -379,7 +379,7 @@ def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
 
 
 def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whole_app():
-    from explorer.room.wake import Wakener
+    from explorer.room.store import Wakener
 
     store = MemoryRoomStore()
     woken: list[tuple[str, str]] = []
@@ -398,7 +398,7 @@ def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whol
 
 
 def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_switches_pages():
-    from explorer.room.wake import LIVE_PAGE, Wakener
+    from explorer.room.store import LIVE_PAGE, Wakener
 
     store = MemoryRoomStore()
     woken: list[tuple[str, str]] = []
@@ -426,13 +426,13 @@ def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_s
     ],
 )
 def test_a_move_needs_the_whole_app_only_when_the_sidebar_shows_something_else(old, new, needs_the_app):
-    from explorer.room.live import sidebar_differs
+    from explorer.room import sidebar_differs
 
     assert sidebar_differs(old, new) is needs_the_app
 
 
 def test_woken_runs_take_turns_and_other_runs_do_not_wait():
-    from explorer.room.wake import Wakener
+    from explorer.room.store import Wakener
 
     store = MemoryRoomStore()
     wakener = Wakener(store, rerun=lambda session, fragment: None, active=bool)
@@ -469,7 +469,7 @@ def test_woken_runs_take_turns_and_other_runs_do_not_wait():
 
 
 def test_a_move_reads_the_room_once_for_the_class_and_each_woken_run_takes_that_read():
-    from explorer.room.wake import Wakener
+    from explorer.room.store import Wakener
 
     class Counting(MemoryRoomStore):
         reads = 0

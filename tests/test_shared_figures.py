@@ -175,7 +175,7 @@ def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch)
     and builds none, and the charts still join the step's JSON export. A new sentence builds new ones."""
     from apptest_support import next_step, previous_step, type_sentence
 
-    from explorer.session.keys import RUN_FIGURES
+    from explorer.session import RUN_FIGURES
 
     at = app("pages/causal_mask.py")
     at = previous_step(next_step(next_step(at)))  # steps 1, 2, 3 and back to 2: step 3's charts are drawn

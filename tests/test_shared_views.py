@@ -1,4 +1,4 @@
-"""``explorer.runtime.caching``'s shared views: one read-only result for every session."""
+"""``explorer.runtime.memory``'s shared views: one read-only result for every session."""
 
 import dataclasses
 
@@ -7,7 +7,7 @@ import pytest
 from tolerances import summation_error
 
 from attention.book import book_values
-from explorer.runtime import caching
+from explorer.runtime import memory
 from explorer.settings import DEFAULTS
 from explorer.views import chapter
 
@@ -59,7 +59,7 @@ def test_a_shared_view_is_one_read_only_object(view):
 
 def test_read_only_keeps_the_structure_and_values():
     value = {"a": np.arange(3), "b": [np.ones(2), {"c": np.zeros(1)}], "d": (1, "x")}
-    shared = caching.read_only(value)
+    shared = memory.read_only(value)
     np.testing.assert_array_equal(shared["a"], [0, 1, 2])
     assert isinstance(shared["b"], tuple) and shared["d"] == (1, "x")  # lists become tuples
     assert not shared["b"][1]["c"].flags.writeable
@@ -73,7 +73,7 @@ def test_read_only_reaches_into_frozen_results():
         weights: np.ndarray
         by_name: dict
 
-    shared = caching.read_only(Result(np.eye(2), {"head 0": np.ones(3)}))
+    shared = memory.read_only(Result(np.eye(2), {"head 0": np.ones(3)}))
     assert not shared.weights.flags.writeable and not shared.by_name["head 0"].flags.writeable
     with pytest.raises(TypeError):
         shared.by_name["head 1"] = np.zeros(3)
@@ -82,7 +82,7 @@ def test_read_only_reaches_into_frozen_results():
 def test_a_shared_views_callbacks_are_not_part_of_its_key_and_get_computes_nothing():
     calls = []
 
-    @caching.shared_view(max_entries=2)
+    @memory.shared_view(max_entries=2)
     def measured(size, *, on_progress=None):
         calls.append(size)
         return {"size": np.full(2, size)}

@@ -1,28 +1,75 @@
 """The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
 follow the teacher's page, step and settings, and vote on the questions.
 
-* ``store``: the room's state (a teacher's position, who follows, votes, reveals) in this process's memory,
-  or in Redis, shared by several processes (``ATTENTION_ROOMS_URL=redis://...``).
-* ``wake``: this process's students in rooms, rerun when their room changes; nothing polls.
-* ``live``: one session in a room: joining, the teacher's publication at the end of each run, a student's
-  arrival where the teacher is, the votes. ``panel``: the room on screen, and the class's votes.
+``store`` keeps the room's state (a teacher's position, who follows, votes, reveals) in this process's memory
+or in Redis, shared by several processes (``ATTENTION_ROOMS_URL=redis://...``), and reruns this process's
+students when their room changes; nothing polls. This module is one session in a room: joining, the teacher's
+publication at the end of each run, a student's arrival where the teacher is, the votes, and, at the end, the
+room on screen (``controls``, ``vote_chart``). ``room_store()`` and ``wakener()`` are the process's one store
+and one register of students.
 
-``room_store()`` and ``wakener()`` are the process's one store and one register of students.
+The teacher's session alone holds the room's token, and the end of each of its runs publishes where it is (the
+page and the link's parameters) when that changed (``publish``). The store tells each process's wakener, which
+reruns the following students' sessions. A student's run then arrives where the teacher is: before the sidebar
+(``follow_teacher``), or within the page's fragment when the wakener reran only that (``follow_in_page``). A
+student who follows is on the Live room page (``LIVE``), where the page's fragment draws the teacher's page, so
+that a teacher's move to another step or page reruns only that fragment; a move that changes the settings reruns
+the whole app, whose sidebar shows them.
+
+A student's session holds the code and an anonymous id. Students vote on questions; only the token reveals.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import functools
+import io
+import json
 import os
+import re
+import secrets
+import urllib.parse
+from collections.abc import Collection, Iterator
 
+import streamlit as st
+
+from explorer import figures
+from explorer.page_text.questions import Question
 from explorer.room.store import (
+    IDLE_SECONDS,
+    LIVE_PAGE,
     MemoryRoomStore,
     RoomFullError,
     RoomGoneError,
     RoomStore,
     Snapshot,
+    Wakener,
     normal_code,
 )
-from explorer.room.wake import LIVE_PAGE, Wakener
+from explorer.runtime import patches
+from explorer.session import (
+    APPLIED,
+    CODE,
+    COOKIE_HELD,
+    FOLLOWING,
+    MESSAGE,
+    PUBLISHED,
+    RESUMED,
+    ROOM_COOKIE_READ,
+    ROOM_LINK_READ,
+    ROOM_SLOT,
+    SEEN,
+    STUDENT,
+    TOKEN,
+    VOTER_HELD,
+    initial_param,
+    notice,
+    open_link,
+    presenter,
+)
+from explorer.settings import from_query_params
+from explorer.widgets.charts import style as chart_style
 
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
 LIVE = LIVE_PAGE
@@ -54,27 +101,572 @@ def wakener() -> Wakener:
     return _WAKENER
 
 
-# A session's side last: ``live`` and ``panel`` use ``room_store()`` and ``wakener()`` above.
-from explorer.room.live import (  # noqa: E402  # noqa: E402
-    address,
-    app_pages,
-    code,
-    controls,
-    follow_in_page,
-    follow_teacher,
-    following,
-    is_student,
-    is_teacher,
-    own_vote,
-    page_shown,
-    publish,
-    reveal,
-    revealed_by_teacher,
-    revealed_here,
-    turn,
-    vote,
-    vote_chart,
-)
+TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back
+VOTER_COOKIE = "explorer_voter"  # a student's anonymous id in their browser: a reload or a new tab votes as them
+VOTER_SECONDS = 24 * 3600  # how long the browser keeps it; it moves nothing and reveals nothing
+_VOTER_ID = re.compile(r"[0-9a-f]{16}")  # what ``secrets.token_hex(8)`` makes; anything else is ignored
+HIDDEN_PARAMS = ("present", "room")  # the teacher's presenter mode and room are not the students'
+SIDEBAR_PARAMS = ("win",)  # drawn in the sidebar besides the settings: a move that changes them reruns the app
+
+
+# Who this session is in the room
+
+
+def code() -> str | None:
+    return st.session_state.get(CODE)
+
+
+def is_teacher() -> bool:
+    return bool(st.session_state.get(TOKEN)) and code() is not None
+
+
+def is_student() -> bool:
+    return code() is not None and not st.session_state.get(TOKEN)
+
+
+def following() -> bool:
+    return is_student() and bool(st.session_state.get(FOLLOWING))
+
+
+def session_id() -> str | None:
+    return patches.session_id()
+
+
+# Joining and leaving
+
+
+def app_pages(chapter: tuple, live: tuple) -> list:
+    """The ``st.Page`` of each of the ``chapter``'s (script, title, icon, options), and the ``live`` room's page,
+    listed in the navigation only for a student in a room (a link reaches it in any case). Joins the room the
+    link names first. Each run gets copies of pages made once: making one checks its file on disk."""
+    join_from_link()
+    key = (id(chapter), id(live), is_student())
+    if key not in _PROTOTYPES:
+        listed = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in chapter]
+        script, name, symbol, more = live
+        shown = "visible" if key[2] else "hidden"
+        live_page = st.Page(script, title=name, icon=symbol, visibility=shown, **more)
+        _PROTOTYPES[key] = (live_page, *listed) if key[2] else (*listed, live_page)  # first: never under "View more"
+    return [copy.copy(page) for page in _PROTOTYPES[key]]  # a page's "may run" flag is each run's own
+
+
+_PROTOTYPES: dict[tuple, tuple] = {}  # (the chapter's id, the live page's id, a student's?) -> its pages
+
+
+def join_from_link() -> None:
+    """Join the room the link names (``?room=CODE``), once per session."""
+    if st.session_state.get(ROOM_LINK_READ):
+        return
+    st.session_state[ROOM_LINK_READ] = True
+    linked = initial_param("room", "any")
+    if linked is None:
+        return
+    joined = normal_code(linked)
+    if joined is None:
+        st.session_state[MESSAGE] = f"room={linked[:20]!r} in the link is not a room code (5 letters and digits)."
+        return
+    st.session_state[CODE] = joined
+    st.session_state[VOTER_HELD] = saved_voter()
+    st.session_state[STUDENT] = st.session_state.get(STUDENT) or st.session_state[VOTER_HELD] or secrets.token_hex(8)
+    follow(True)
+
+
+def saved_voter() -> str | None:
+    """The student's anonymous id as their browser sent it when this session connected (None: none)."""
+    return voter_id(st.context.cookies.get(VOTER_COOKIE))
+
+
+def voter_id(saved: object) -> str | None:
+    """``saved`` if it is an id this app makes, else None. An edited cookie can at most make the student
+    another anonymous voter: it holds no token, so it cannot move the room or reveal."""
+    return saved if isinstance(saved, str) and _VOTER_ID.fullmatch(saved) else None
+
+
+def voter_cookie_due() -> str | None:
+    """The student's id for their browser to keep, while the browser did not send it (None: nothing to write).
+    Written on each of the session's runs until then: a run cut short by a move must not lose it."""
+    if not is_student() or st.session_state.get(VOTER_HELD) == st.session_state.get(STUDENT):
+        return None
+    return st.session_state.get(STUDENT)
+
+
+def follow(on: bool) -> None:
+    """Follow the teacher (on) or explore on one's own; following again moves to where the teacher is."""
+    st.session_state[FOLLOWING] = on
+    if on:
+        st.session_state.pop(APPLIED, None)
+        st.session_state.pop(SEEN, None)
+
+
+def leave(message: str) -> None:
+    """Leave the room, saying why; the student's sentence and settings stay as they are."""
+    for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
+        st.session_state.pop(key, None)
+    st.session_state[MESSAGE] = message
+    if session_id() is not None:
+        wakener().leave(session_id())
+
+
+# The teacher: the room, its publication, its reveals and counts
+
+
+def open_room() -> None:
+    """Open a room with this session as its teacher (a button's ``on_click``)."""
+    try:
+        st.session_state[CODE], st.session_state[TOKEN] = room_store().create()
+    except RoomFullError as error:
+        st.session_state[MESSAGE] = str(error)
+        return
+    st.session_state.pop(PUBLISHED, None)
+    st.session_state.pop(MESSAGE, None)
+
+
+def close_room() -> None:
+    """This teacher stops using the room; its students find it until it expires."""
+    for key in (CODE, TOKEN, PUBLISHED):
+        st.session_state.pop(key, None)
+
+
+def saved_teacher() -> str | None:
+    """The teacher's cookie as the browser sent it when this session connected."""
+    saved = st.context.cookies.get(TEACHER_COOKIE)
+    return saved if isinstance(saved, str) else None  # (a test's AppTest has no browser, and no cookies)
+
+
+def resume_teacher(presenting: bool) -> bool:
+    """Once per session, in presenter mode and without a room in the link: take back the room whose token the
+    browser kept, after the app's process restarted or the tab was reloaded. Returns True when it did."""
+    state = st.session_state
+    if state.get(ROOM_COOKIE_READ):
+        return False
+    state[ROOM_COOKIE_READ] = True
+    saved = saved_teacher()
+    state[COOKIE_HELD] = saved
+    if not saved or code() is not None or not presenting:
+        return False
+    saved_code, _, token = saved.partition(".")
+    try:
+        if normal_code(saved_code) != saved_code or not room_store().is_teacher(saved_code, token):
+            return False
+    except RoomGoneError:
+        state[MESSAGE] = (
+            f"Room {saved_code} is no longer open: the server restarted without a shared store, or the room was idle "
+            f"for {IDLE_SECONDS // 3600} hours. Open a new one from the sidebar."
+        )
+        return False
+    state[CODE], state[TOKEN] = saved_code, token
+    return True
+
+
+def cookie_due() -> str | bool | None:
+    """What the teacher's browser should hold now, when it differs from what it holds: "CODE.TOKEN", or None to
+    forget a closed room; False when nothing is to be written."""
+    want = f"{code()}.{st.session_state[TOKEN]}" if is_teacher() else None
+    if want == st.session_state.get(COOKIE_HELD):
+        return False
+    st.session_state[COOKIE_HELD] = want
+    return want
+
+
+def publish(url_path: str, params: dict[str, str]) -> None:
+    """The end of each of the teacher's runs (``explorer_app.py``): publish where the teacher is, when it
+    changed. The store tells every process's wakener, which reruns the students who follow."""
+    if not is_teacher():
+        return
+    position = {"page": url_path, "params": {k: v for k, v in params.items() if k not in HIDDEN_PARAMS}}
+    if st.session_state.get(PUBLISHED) == position:
+        return
+    try:
+        room_store().publish(code(), st.session_state[TOKEN], position)
+        st.session_state[PUBLISHED] = position
+    except (RoomGoneError, PermissionError):
+        leave(f"Room {code()} has closed; open a new one from the sidebar.")
+
+
+def reveal(question: str, on: bool = True) -> None:
+    """The teacher reveals (or asks again) a question for the whole room; nothing for anyone else."""
+    if not is_teacher():
+        return
+    try:
+        room_store().reveal(code(), st.session_state[TOKEN], question, on)
+    except (RoomGoneError, RoomFullError, PermissionError) as error:
+        notice(str(error))
+
+
+def revealed_by_teacher(question: str) -> bool | None:
+    """For the room's teacher, whether ``question`` is revealed as the room holds it (None: not its teacher, or
+    the room closed). A session that took the room back after a restart then shows what the students see."""
+    if not is_teacher():
+        return None
+    try:
+        return question in room_store().snapshot(code()).revealed
+    except RoomGoneError:
+        return None
+
+
+def tally(question: str) -> dict[str, int]:
+    try:
+        return room_store().tally(code(), question) if is_teacher() else {}
+    except RoomGoneError:
+        return {}
+
+
+def counts() -> tuple[int, int] | None:
+    """The teacher's room: (following, exploring), or None when it closed."""
+    try:
+        snapshot = room_store().snapshot(code())
+    except RoomGoneError:
+        leave(f"Room {code()} has closed; open a new one from the sidebar.")
+        return None
+    return snapshot.following, snapshot.exploring
+
+
+# A student's arrival where the teacher is
+
+
+def follow_teacher(pages: dict, url_path: str) -> None:
+    """Before the sidebar's widgets: take a student who follows the room to the Live room page, which shows the
+    teacher's page and link, and one who stops following to the page it showed. ``pages`` maps each page's URL
+    path to its ``st.Page``; ``url_path`` is this run's."""
+    if resume_teacher(presenter()):
+        st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
+    move = arrive(url_path, pages)
+    if move is not None:
+        keep_turn()
+        page, params = move
+        st.switch_page(pages[page], query_params=address(params))
+
+
+@contextlib.contextmanager
+def follow_in_page(url_path: str) -> Iterator[None]:
+    """Around the page's fragment: a student whose page alone was rerun for a move makes it here (or reruns the
+    whole app when the move needs the sidebar or another page), and a run the room woke takes its turn."""
+    page_fragment(patches.current_fragment_id())
+    with turn():
+        if arrive_in_page(url_path):
+            keep_turn()
+            st.rerun(scope="app")
+        yield
+
+
+def page_shown(navigation, pages: dict):
+    """The page the page's fragment draws: the teacher's on the Live room page, when a student follows there;
+    else the one ``st.navigation`` returned. ``pages`` maps each page's URL path to its ``st.Page``."""
+    shown = live_page() if navigation.url_path == LIVE else None
+    return pages[shown] if shown in pages and shown != LIVE else navigation
+
+
+def read(url_path: str) -> None:
+    """A student's run on ``url_path``: enrol with this process's wakener (which heartbeats) and read the room
+    when its version changed since this session's last read; a run the wakener started reads the room as the
+    wakener read it for the whole class."""
+    state, store = st.session_state, room_store()
+    seen = state.get(SEEN)
+    try:
+        delivered = None
+        if session_id() is not None:
+            wakener().enrol(session_id(), code(), state[STUDENT], following(), url_path)
+            delivered = wakener().delivered(session_id(), code())
+        else:
+            store.heartbeat(code(), state[STUDENT], following())
+        if delivered is not None:
+            if seen is not None and seen[0] >= delivered.version:  # this session has read a newer one since
+                return
+            snapshot = delivered
+        else:
+            version = store.version(code())
+            if seen is not None and seen[0] == version:
+                return
+            snapshot = store.snapshot(code())
+    except (RoomGoneError, RoomFullError) as error:
+        leave(str(error))
+        return
+    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
+
+
+def due() -> dict | None:
+    """The teacher's position when this student follows and has not arrived there yet."""
+    seen = st.session_state.get(SEEN)
+    if not following() or seen is None or seen[1] is None or st.session_state.get(APPLIED) == seen[1]:
+        return None
+    return seen[1]
+
+
+def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] | None:
+    """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
+    is. A student who follows is on the Live room page (``LIVE``), which draws the teacher's page: there this
+    opens the teacher's link; elsewhere it returns (``LIVE``, the teacher's link) to switch to first, also when
+    the student opened another page from the navigation (only "On my own" lets a student explore). A
+    student who stopped following on the Live room page gets (the page it showed, the link it had), to stay
+    on that view on the page itself. ``pages`` are the app's URL paths.
+
+    The move counts as made only here, in a run on the Live room page: a switch that Streamlit dropped is
+    made again by the next run."""
+    if not is_student():
+        return None
+    read(url_path)
+    if url_path == LIVE and not following():
+        shown = live_page()
+        if shown is None or shown not in pages:
+            return None
+        return shown, {k: v for k, v in st.query_params.to_dict().items() if k not in HIDDEN_PARAMS}
+    position = due()
+    if url_path != LIVE and LIVE in pages and following():  # a link to another page: back to the teacher's
+        seen = st.session_state.get(SEEN)
+        position = position or (seen and seen[1])
+    if position is None or position["page"] not in pages:
+        return None
+    if url_path != LIVE and LIVE in pages:
+        return LIVE, position["params"]
+    open_link(position["params"])
+    st.session_state[APPLIED] = position
+    return None
+
+
+def live_page() -> str | None:
+    """The URL path of the teacher's page the Live room page shows this student (None: none yet)."""
+    applied = st.session_state.get(APPLIED) if is_student() else None
+    return applied and applied["page"]
+
+
+def sidebar_differs(old: dict[str, str], new: dict[str, str]) -> bool:
+    """Whether two links differ in what the sidebar draws (the settings, the token window), so that moving
+    from one to the other needs the whole app's run. A page's own parameters (its step, cell, query token,
+    head) are drawn in the page alone."""
+    if any(old.get(k) != new.get(k) for k in SIDEBAR_PARAMS):
+        return True
+    return from_query_params(old)[0] != from_query_params(new)[0]
+
+
+def arrive_in_page(url_path: str) -> bool:
+    """A student's run of the page alone (the wakener reruns only the page when it can): make a move that
+    the page alone draws here (another step; on the Live room page, another page too), and return False;
+    return True when the move needs the whole app's run (other settings: the sidebar must show them)."""
+    if not is_student():
+        return False
+    read(url_path)
+    position, applied = due(), st.session_state.get(APPLIED)
+    if position is None:
+        return False
+    if applied is None:
+        return True
+    if url_path != LIVE and (position["page"] != url_path or applied["page"] != url_path):
+        return True
+    if sidebar_differs(applied["params"], position["params"]):
+        return True
+    open_link(position["params"])
+    st.session_state[APPLIED] = position
+    return False
+
+
+def address(params: dict[str, str]) -> dict[str, str]:
+    """A student's address bar keeps the room, so that reloading the page joins it again."""
+    return {**params, "room": code()} if is_student() else params
+
+
+def keep_turn() -> None:
+    """A run the wakener started goes on in a new run (another page, or the whole app): it keeps its turn."""
+    if is_student() and session_id() is not None:
+        wakener().woke(session_id())
+
+
+def turn():
+    """Around the whole app's run and the page's fragment: a run the wakener started takes its turn
+    (``Wakener.turn``)."""
+    return wakener().turn(session_id()) if is_student() else contextlib.nullcontext()
+
+
+def page_fragment(fragment_id: str | None) -> None:
+    """Tell this process's wakener which fragment draws this student's page, so that a move within the page
+    reruns only it."""
+    if is_student() and fragment_id and session_id() is not None:
+        wakener().page_fragment(session_id(), fragment_id)
+
+
+# A student's votes
+
+
+def vote(question: str, choice: object) -> None:
+    """A student's answer, recorded as their vote (None: no answer)."""
+    if not is_student() or choice is None:
+        return
+    try:
+        room_store().vote(code(), st.session_state[STUDENT], question, str(choice))
+    except (RoomGoneError, RoomFullError, ValueError) as error:
+        notice(str(error))
+
+
+def own_vote(question: str) -> str | None:
+    """A student's vote on ``question`` as the room holds it (None: none), for a new session of the same browser."""
+    if not is_student():
+        return None
+    try:
+        return room_store().vote_of(code(), st.session_state[STUDENT], question)
+    except RoomGoneError:
+        return None
+
+
+def revealed_here(question: str) -> bool | None:
+    """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
+    if not following():
+        return None
+    seen = st.session_state.get(SEEN)
+    return bool(seen) and question in seen[2]
+
+
+# The live room on screen: a presenter opens a room in the sidebar and shows its code, link and QR code; a
+# student who opened ``?room=CODE`` sees a bar above the page that follows the teacher or lets them explore; the
+# teacher sees the class's votes on a question as they come in. The state behind all this is above.
+
+
+TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
+
+
+def controls() -> None:
+    """The live room, between the sidebar and the page: a student's bar, or a presenter's room in
+    the sidebar."""
+    message = st.session_state.get(MESSAGE)
+    if message:
+        text, button = st.columns([4, 1], vertical_alignment="center")
+        notice(message, where=text)
+        button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(MESSAGE, None))
+    if is_student():
+        student_bar()
+    elif is_teacher() or presenter():
+        with st.session_state.get(ROOM_SLOT) or st.sidebar:
+            teacher_panel()
+
+
+def student_bar() -> None:
+    """ "Following the teacher" with "On my own", or the other way round."""
+    text, button = st.columns([4, 1], vertical_alignment="center")
+    with text:
+        remember_voter()
+    if following():
+        text.caption(f"Room **{code()}** · following the teacher: their page and step come to you.")
+        button.button("On my own", key="room_alone", on_click=follow, args=(False,), width="stretch")
+    else:
+        text.caption(f"Room **{code()}** · on your own: the teacher's moves wait for you.")
+        button.button(
+            "Follow the teacher", key="room_follow", on_click=follow, args=(True,), type="primary", width="stretch"
+        )
+
+
+def join_link(code: str) -> str:
+    """The link students open: this server's address with ``?room=CODE``."""
+    parts = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
+    host = urllib.parse.quote(parts.netloc, safe=":@[]%")  # no space, "<" or ">": the dialog's autolink holds it
+    return urllib.parse.urlunsplit((parts.scheme, host, "/", f"room={code}", ""))
+
+
+@functools.lru_cache(maxsize=64)
+def qr_png(link: str) -> bytes:
+    """The link as a QR code, drawn here (no outside service)."""
+    import segno
+
+    buffer = io.BytesIO()
+    segno.make(link, error="m").save(buffer, kind="png", scale=10, border=2)
+    return buffer.getvalue()
+
+
+def teacher_panel() -> None:
+    """In presenter mode: "Open a room", or the open room's code, its buttons and counts, then its link and QR
+    code, which may lie below the screen's edge: a 1280×720 screen shows every button without scrolling."""
+    remember_room()
+    if not is_teacher():
+        st.button(
+            "Open a room",
+            key="room_open",
+            icon=":material/groups:",
+            on_click=open_room,
+            width="stretch",
+            help="Students who join follow your page, step and settings, and vote on the questions.",
+        )
+        return
+    room, link = code(), join_link(code())
+    st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{room}</b></div>", unsafe_allow_html=True)
+    if st.session_state.pop(RESUMED, False):
+        st.caption(f"You are back in room {room}: its students and votes were kept.")
+    if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
+        join_dialog(room, link)
+    teacher_counts()
+    st.button("Close the room", key="room_close", type="tertiary", on_click=close_room)
+    st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
+    st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
+
+
+def remember_room() -> None:
+    """Keep the room's code and token in the teacher's browser (a cookie only this site reads), so that the tab
+    takes the room back when the app's process restarts; forget them when the room closes."""
+    due = cookie_due()
+    if due is False:
+        return
+    write_cookie(TEACHER_COOKIE, due or "", IDLE_SECONDS if due else 0)
+
+
+def remember_voter() -> None:
+    """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student."""
+    due = voter_cookie_due()
+    if due is not None:
+        write_cookie(VOTER_COOKIE, due, VOTER_SECONDS)
+
+
+def write_cookie(name: str, value: str, max_age: int) -> None:
+    """Set a cookie that only this site reads (``max_age`` 0 forgets it), from a script run in the browser."""
+    cookie = json.dumps(f"{name}={value}; max-age={max_age}; path=/; samesite=strict")
+    st.html(
+        f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
+@st.dialog("Join the room", width="large")
+def join_dialog(code: str, link: str) -> None:
+    """The code and link beside the QR code, all on one 1280×720 projector screen."""
+    words, picture = st.columns([3, 2], vertical_alignment="center")
+    big = "font-size:min(6rem,14vw);font-weight:700;letter-spacing:0.15em;line-height:1.1"  # a phone's too: one line
+    words.markdown(f"<div style='{big}'>{code}</div>", unsafe_allow_html=True)
+    words.markdown(f"Open **<{link}>** or scan the code.")  # an autolink: shown and copied exactly as it is
+    picture.image(qr_png(link), width=360, alt=f"QR code of the join link {link}")
+
+
+@st.fragment(run_every=TEACHER_POLL_SECONDS)
+def teacher_counts() -> None:
+    found = counts()
+    if found is None:
+        st.rerun(scope="app")
+    st.markdown(f"**{found[0]} following · {found[1]} exploring**")
+
+
+def vote_chart(question: Question, key: str) -> None:
+    """The teacher's live count of the class's answers to ``question`` (stored under ``key``)."""
+
+    @st.fragment(run_every=TEACHER_POLL_SECONDS)
+    def votes() -> None:
+        counts = tally(key)
+        if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
+            values = [counts.get(str(choice), 0) for choice in question.choices]
+            title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
+            fig = figures.vote_bars(question.choices, values, title=title, style=chart_style())
+        elif not counts:
+            st.caption("No votes yet.")
+            return
+        else:
+            labels = sorted(counts, key=lambda v: (float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else 0, v))
+            values = [counts[label] for label in labels]
+            fig = figures.bars(
+                {"votes": values},
+                labels,
+                title=f"{sum(values)} vote{'s' if sum(values) != 1 else ''}",
+                value_name="students",
+                decimals=0,
+                extra_height=0,
+                style=chart_style(),
+            )
+        st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
+
+    votes()
+
 
 __all__ = [
     "LIVE",

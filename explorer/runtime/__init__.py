@@ -1,8 +1,7 @@
 """The runtime layer: what the server process needs whatever page it draws. This module holds ``torch``,
-imported on first use (below); then ``caching`` (results shared read-only by every session), ``memory``
-(a view's bytes before it is computed), ``queue`` (heavy work taking turns), ``patches`` (every change
-to Streamlit's internals), ``first_paint`` and ``server`` (a fast first page, then torch, and the process
-tuned for a classroom).
+imported on first use (below); then ``memory`` (a view's bytes before it is computed, heavy work taking
+turns, and results shared read-only by every session), ``patches`` (every use of Streamlit's private names)
+and ``server`` (a fast first page, then torch, and the process tuned for a classroom).
 
 It may import the bottom modules (``settings``, ``results``), never ``models`` or above.
 """

@@ -43,8 +43,7 @@ from explorer.results import (
     from_tensors,
 )
 from explorer.runtime import torch
-from explorer.runtime.caching import CACHE_ENTRIES, VIEW_ENTRIES, shared_view
-from explorer.runtime.memory import SHARED_D_OUT_LIMIT, TurnQueue
+from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, VIEW_ENTRIES, TurnQueue, shared_view
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
 from explorer.views.run import Run, budgeted, eval_mode, run_view
 

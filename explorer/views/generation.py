@@ -20,7 +20,7 @@ from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.tokens import BPE_NAME
 from explorer.models import bpe_encoding, model, tokenize_text, version
 from explorer.runtime import torch
-from explorer.runtime.caching import shared_view
+from explorer.runtime.memory import shared_view
 from explorer.settings import BOOK, GPT2, TRAINED, Settings
 from explorer.views.run import heavy_turn
 from explorer.views.speed import SPEED_QUEUE, waiting

@@ -17,7 +17,7 @@ from attention.mistake_measures import LARGE_D_K, Measure
 from attention.mistake_steps import RIGHT, Steps
 from explorer.models import module_for
 from explorer.results import from_tensors
-from explorer.runtime.caching import VIEW_ENTRIES
+from explorer.runtime.memory import VIEW_ENTRIES
 from explorer.settings import Settings
 from explorer.views.chapter import BOOK_DROPOUT
 from explorer.views.run import Run, run_view

@@ -18,8 +18,16 @@ import streamlit as st
 
 from explorer.models import prepare, prepared
 from explorer.results import Prepared
-from explorer.runtime.caching import VIEW_ENTRIES, shared_view
-from explorer.runtime.memory import HEAVY_BYTES, HEAVY_SLOTS, TurnQueue, estimate, plan, release_memory
+from explorer.runtime.memory import (
+    HEAVY_BYTES,
+    HEAVY_SLOTS,
+    VIEW_ENTRIES,
+    TurnQueue,
+    estimate,
+    plan,
+    release_memory,
+    shared_view,
+)
 from explorer.settings import TEXT, Settings
 
 HEAVY_TURNS = TurnQueue(HEAVY_SLOTS)  # heavy computations

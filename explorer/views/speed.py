@@ -3,7 +3,7 @@
 A shared server runs one measurement at a time, first come first served (``SPEED_QUEUE``), and each
 stops within ``SPEED_BUDGET_S`` seconds (``attention.measure``'s ``time_budget_s``), so a visitor
 waits at most one budget per measurement ahead of theirs and is told their place in the queue.
-Results are shared views (``runtime.caching``): the progress callback is not part of the key, nothing
+Results are shared views (``runtime.memory``): the progress callback is not part of the key, nothing
 drawn is replayed, and a result measured before is returned at once, without queueing.
 
 ``SPEED_QUEUE`` is the same ``runtime.memory.TurnQueue`` the heavy views take turns in, with one slot."""
@@ -15,8 +15,7 @@ import torch
 
 import attention
 from explorer.results import SpeedView
-from explorer.runtime.caching import shared_view
-from explorer.runtime.memory import TurnQueue
+from explorer.runtime.memory import TurnQueue, shared_view
 from explorer.runtime.server import machine_threads
 
 SPEED_ENTRIES = 16

@@ -17,8 +17,7 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer.models import describe
-from explorer.session.keys import PRESENTER, RUN_SECTIONS
-from explorer.session.state import chosen, current_run, set_settings
+from explorer.session import PRESENTER, RUN_SECTIONS, chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings
 from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
 from explorer.views.run import Run

@@ -57,8 +57,8 @@ from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
 from explorer.figures.tables import figure_alt, figure_tables, figure_title, highlighted_rows
-from explorer.runtime.caching import MIB, SharedCache
-from explorer.session.keys import (
+from explorer.runtime.memory import MIB, SharedCache
+from explorer.session import (
     CELL_CODE,
     CELL_PANELS_SHOWN,
     PHONE,
@@ -68,8 +68,10 @@ from explorer.session.keys import (
     RUN_STEP,
     TOKEN_WINDOW,
     cell_key,
+    initial_param,
+    notice,
+    page_param,
 )
-from explorer.session.state import initial_param, notice, page_param
 from explorer.settings import parse_cell, quoted
 from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from explorer.session.keys import CELL_CODE
+from explorer.session import CELL_CODE
 from explorer.views.chapter import source_of
 
 STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``, and each way the two differ

@@ -14,8 +14,17 @@ from collections.abc import Callable
 import streamlit as st
 
 from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
-from explorer.session.keys import LINK_SLOT, PAGE_PARAMS, PRESENTER, RUN_FIGURES, RUN_SECTIONS, RUN_STEP, SETTINGS
-from explorer.session.state import chosen, view_link
+from explorer.session import (
+    LINK_SLOT,
+    PAGE_PARAMS,
+    PRESENTER,
+    RUN_FIGURES,
+    RUN_SECTIONS,
+    RUN_STEP,
+    SETTINGS,
+    chosen,
+    view_link,
+)
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT
 from explorer.views.chapter import is_book
 from explorer.views.run import Run

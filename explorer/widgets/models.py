@@ -15,8 +15,7 @@ from explorer.cells import Notation
 from explorer.figures.charts import every_head_grid, head_summary_bars, labels_fit
 from explorer.models import every_head, summaries
 from explorer.page_text.glossary import term
-from explorer.session.keys import PHONE
-from explorer.session.state import set_settings
+from explorer.session import PHONE, set_settings
 from explorer.settings import TRAINED, Settings
 from explorer.views.chapter import reversal_view
 from explorer.widgets.basics import table

@@ -20,7 +20,7 @@ import streamlit as st
 
 from explorer import room
 from explorer.page_text.questions import Question
-from explorer.session.keys import PRESENTER, question_keys
+from explorer.session import PRESENTER, question_keys
 from explorer.settings import literal
 
 

@@ -9,18 +9,16 @@ import streamlit as st
 from attention.constants import CHECKPOINT_VARIABLE, VERDICT_CONFIG
 from explorer.models import NAMES, effective, gpt2_checkpoint, model
 from explorer.runtime.patches import session_id, unreadable_notices
-from explorer.session.keys import (
+from explorer.session import (
+    FIXED_BY_MODEL,
     LINK_SLOT,
     ROOM_SLOT,
     SET_HERE,
     SETTINGS,
     SETTINGS_NOTICES,
     TOKEN_WINDOW,
-    WINDOW_TOKENS,
-)
-from explorer.session.state import (
-    FIXED_BY_MODEL,
     WIDGETS,
+    WINDOW_TOKENS,
     current_run,
     initial_param,
     notice,

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from explorer import room
-from explorer.session.keys import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, step_key
-from explorer.session.state import initial_param, notice
+from explorer.session import CELL_PANELS_SHOWN, RUN_CELLS, RUN_STEP, initial_param, notice, step_key
 from explorer.settings import parse_position, quoted
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
