@@ -12,7 +12,7 @@ from explorer import session, widgets
 def empty() -> None:
     session.current_run()
     st.title("Shell")
-    widgets.stepper("shell", ["one", "two", "three", "four", "five"])
+    widgets.steps("shell", ["one", "two", "three", "four", "five"])
 
 
 def empty_navigation(pages, **options):

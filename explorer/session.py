@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from explorer import figures
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (
@@ -125,7 +126,7 @@ def notice(text: str, *, where=None) -> None:
 
 
 # The link to what is on screen: a page's own state (step, query token, head) recorded for this run's URL,
-# a link's parameters read once, and the link that reproduces the view (``widgets.downloads.finish_run`` writes it
+# a link's parameters read once, and the link that reproduces the view (``widgets.steps.finish_run`` writes it
 # into the URL and the "Copy link to this view" popover after each run).
 
 
@@ -377,3 +378,13 @@ def kept_widget(key: str, widget: str, default) -> dict:
         st.session_state[key] = default
     st.session_state[widget] = st.session_state[key]
     return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}
+
+
+def figure_style() -> figures.FigureStyle:
+    """The figure style for this session: presenter mode makes everything larger, a phone its text at least
+    16 px, and the sidebar's token window narrows token axes to the tokens chosen there."""
+    state = st.session_state
+    base = figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
+    base = figures.PRESENTER if state.get(PRESENTER) else base
+    window = st.session_state.get(TOKEN_WINDOW)
+    return replace(base, token_window=window) if window else base

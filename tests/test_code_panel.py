@@ -5,7 +5,7 @@ import inspect
 from apptest_support import app
 
 import attention
-from explorer.widgets import code
+from explorer.widgets import steps
 
 QKV = "pages/qkv.py"
 
@@ -28,7 +28,7 @@ def test_a_closed_panel_sends_no_code():
 
 def test_opening_the_panel_shows_the_code_that_computed_the_view():
     at = app()
-    at.session_state[code.code_panel_key()] = True  # what clicking the panel's title sets
+    at.session_state[steps.code_panel_key()] = True  # what clicking the panel's title sets
     at.run()
     assert not at.exception
     expected = [source(f) for f in (attention.encoder_decoder, attention.gru_step, attention.additive_scores)]
@@ -37,12 +37,12 @@ def test_opening_the_panel_shows_the_code_that_computed_the_view():
 
 def test_the_panel_stays_open_on_the_next_step_with_that_steps_code():
     at = app(QKV)
-    at.session_state[code.code_panel_key()] = True
+    at.session_state[steps.code_panel_key()] = True
     at.run()
     assert python_code(at) == [source(attention.SelfAttention_v1)]
     at.button(key="next:qkv").click().run()
     assert not at.exception
     assert python_code(at) == [source(attention.SelfAttention_v1.steps)]
-    at.session_state[code.code_panel_key()] = False  # closed again
+    at.session_state[steps.code_panel_key()] = False  # closed again
     at.run()
     assert python_code(at) == []

@@ -11,7 +11,7 @@ from apptest_support import app, decode, figure_specs, next_step, previous_step,
 
 from explorer import figures
 from explorer.session import CELL_CODE
-from explorer.widgets import code
+from explorer.widgets import steps
 
 # page -> {step (from 0): the names of its explainable panels, in the order they are drawn}
 WIRED = {
@@ -55,7 +55,7 @@ def the_line_is_marked(at, shown: bool = True) -> None:
     lines = [line for c in at.main.code if c.language == "python" for line in c.value.split("\n")]
     found = [line for line in lines if wanted in line]
     assert len(found) == int(shown), f"{wanted!r} is in {len(found)} lines of the step's code: {found}"
-    assert [line for line in lines if code.CELL_MARK.strip("# ") in line] == found
+    assert [line for line in lines if steps.CELL_MARK.strip("# ") in line] == found
 
 
 def go_to(page: str, step: int, **query):
@@ -74,7 +74,7 @@ def test_the_picker_explains_every_heatmap_of_the_step(page, step):
     (hint,) = [c.value for c in at.main.caption if c.value.startswith("Click or tap any cell")]  # no cell yet
     # The heatmaps lie beside the panel on a laptop and below it on a phone: the hint says neither.
     assert not re.search(r"\b(above|below|beside|left|right)\b", hint), hint
-    at.session_state[code.code_panel_key()] = True  # open: the selected matrix's line is marked there
+    at.session_state[steps.code_panel_key()] = True  # open: the selected matrix's line is marked there
     for number, name in enumerate(names):
         if len(names) > 1:
             at.selectbox(key=f"w_cell:{page}:{step}:matrix").select_index(number).run()
@@ -117,12 +117,12 @@ def test_the_selection_is_kept_per_step_and_marked_on_the_other_panel():
 )
 def test_the_line_that_made_the_matrix_is_marked_in_the_code(page, step, line):
     at = go_to(page, step)
-    at.session_state[code.code_panel_key()] = True
+    at.session_state[steps.code_panel_key()] = True
     at.run()
-    assert code.CELL_MARK not in "\n".join(c.value for c in at.main.code), "nothing selected, nothing marked"
+    assert steps.CELL_MARK not in "\n".join(c.value for c in at.main.code), "nothing selected, nothing marked"
     picker(at, "row").select_index(ROW).run()
     source = "\n".join(c.value for c in at.main.code if c.language == "python")
-    (marked,) = [text for text in source.split("\n") if code.CELL_MARK.strip("# ") in text]
+    (marked,) = [text for text in source.split("\n") if steps.CELL_MARK.strip("# ") in text]
     assert line in marked
 
 

@@ -18,7 +18,7 @@ from attention.before_chapter.reversal import untrained_reversal
 from explorer import views
 from explorer.cells import factor, number
 from explorer.settings import Settings
-from explorer.widgets import code
+from explorer.widgets import steps
 
 RUN = views.Run.of(Settings())  # the pages' defaults: the book's six tokens, d_in = 3, d_out = 2, two heads
 
@@ -156,7 +156,7 @@ def cell_value(sums: str) -> float:
 @pytest.mark.parametrize(("page", "step"), [(page, step) for page, steps in CASES.items() for step in steps])
 def test_the_panel_writes_the_drawn_cell_from_the_packages_terms(page, step):
     at = go_to(page, step)
-    at.session_state[code.code_panel_key()] = True  # open: the selected matrix's line is marked there
+    at.session_state[steps.code_panel_key()] = True  # open: the selected matrix's line is marked there
     names = CASES[page][step]
     assert len(drawn(at)) == len(names), "every explainable heatmap of the step has its points"
     for number_, name in enumerate(names):
@@ -179,7 +179,7 @@ def test_the_panel_writes_the_drawn_cell_from_the_packages_terms(page, step):
 def test_break_it_writes_the_right_and_the_wrong_cell_side_by_side():
     at = app("pages/mistakes.py")
     next_step(at)
-    at.session_state[code.code_panel_key("Show the code: the package's step, then the mistaken one")] = True
+    at.session_state[steps.code_panel_key("Show the code: the package's step, then the mistaken one")] = True
     picker(at, "row").select_index(ROW).run()
     picker(at, "col").select_index(COL).run()
     assert not at.exception
@@ -235,7 +235,7 @@ def outlined(spec: dict) -> list[tuple[float, float]]:
 )
 def test_generates_cache_and_window_panels_outline_the_same_cell_and_explain_the_second(step, row, col, line):
     at = go_to("generate", step)
-    at.session_state[code.code_panel_key()] = True
+    at.session_state[steps.code_panel_key()] = True
     picker(at, "row").select_index(row).run()
     picker(at, "col").select_index(col).run()
     first, second = drawn(at)
@@ -246,7 +246,7 @@ def test_generates_cache_and_window_panels_outline_the_same_cell_and_explain_the
     marks = [outlined(spec) for spec in figure_specs(at)[:2]]
     assert marks == [[(col - 0.5, row - 0.5)]] * 2, "a pick on the second panel outlines the first, drawn before it"
     source = "\n".join(c.value for c in at.main.code if c.language == "python")
-    (marked,) = [text for text in source.split("\n") if code.CELL_MARK.strip("# ") in text]
+    (marked,) = [text for text in source.split("\n") if steps.CELL_MARK.strip("# ") in text]
     assert marked.strip().startswith(line), "the second panel's line is the marked one"
     words = "\n".join(m.value for m in at.main.markdown)
     if step == 2:

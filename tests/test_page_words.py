@@ -5,7 +5,7 @@ import pytest
 from apptest_support import app, captions, figure_specs, markdown
 from test_page_cells import picker
 
-from explorer.widgets import code
+from explorer.widgets import steps
 
 
 def step(page: str, number: int, **query):
@@ -35,7 +35,7 @@ def test_generate_says_the_cache_keeps_keys_and_values_not_queries():
 
 def test_the_causal_attention_code_panel_names_how_steps_differs_from_the_books_forward():
     at = app("pages/batches.py", query_params={"step": "item-weights"}, timeout=60)
-    at.session_state[code.code_panel_key()] = True
+    at.session_state[steps.code_panel_key()] = True
     at.run()
     note = next(c.value for c in at.caption if c.value.startswith("`attention.causal.CausalAttention.steps`"))
     assert "line for line" not in note

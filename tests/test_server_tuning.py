@@ -17,7 +17,7 @@ from apptest_support import ROOT, app
 from explorer import results
 from explorer.runtime import server
 from explorer.views import speed
-from explorer.widgets import code
+from explorer.widgets import steps
 
 
 def num_threads_in_a_new_thread() -> int:
@@ -95,7 +95,7 @@ def test_the_code_panel_reads_each_source_once_whatever_the_threads(monkeypatch)
     monkeypatch.setattr(chapter.inspect, "getsource", counting_getsource)
     results = []
     threads = [
-        threading.Thread(target=lambda: results.append(code.source_of(attention.SelfAttention_v2))) for _ in range(8)
+        threading.Thread(target=lambda: results.append(steps.source_of(attention.SelfAttention_v2))) for _ in range(8)
     ]
     for thread in threads:
         thread.start()

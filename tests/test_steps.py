@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from apptest_support import app, function_app, next_step
 
-from explorer.widgets.stepper import NUMBERED, step_index
+from explorer.widgets.steps import NUMBERED, step_index
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "pages").glob("*.py"))
@@ -41,7 +41,7 @@ def added_steps(path: Path) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_a_page_with_steps_writes_each_as_a_function_named_for_what_it_shows(path):
     source = path.read_text(encoding="utf-8")
-    assert "widgets.stepper(" not in source, "a page adds its steps to widgets.Steps, not numbers to the stepper"
+    assert "widgets.steps(" not in source, "a page adds its steps to widgets.Steps, not numbers to the stepper"
     assert not re.search(r"\bstep (==|in|not in|[<>]=?) ", source), "no step numbers: a step is a function"
     assert "cells.get(" not in source, "a chart's explanation is looked up with [name], which fails on a typo"
     steps = added_steps(path)

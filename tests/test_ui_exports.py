@@ -10,7 +10,7 @@ from explorer import figures
 from explorer.figures import tables
 from explorer.settings import Settings
 from explorer.views import chapter
-from explorer.widgets import downloads
+from explorer.widgets import steps
 
 TOKENS = ["Your", "=SUM(A1)", "-0.5", "@x"]
 FUTURE = np.triu(np.ones((4, 4), dtype=bool), 1)
@@ -68,8 +68,8 @@ def test_the_book_flag_follows_the_settings():
 
 
 def test_file_names_carry_page_step_and_quantity(monkeypatch):
-    monkeypatch.setattr(downloads.st, "session_state", {"run_step": ("causal_mask", 2, "Scores with −∞")})
-    assert downloads.export_name("masked-weights") == "causal_mask-step3-masked_weights"
-    assert figures.export_config(downloads.export_name("masked-weights"))["toImageButtonOptions"]["filename"] == (
+    monkeypatch.setattr(steps.st, "session_state", {"run_step": ("causal_mask", 2, "Scores with −∞")})
+    assert steps.export_name("masked-weights") == "causal_mask-step3-masked_weights"
+    assert figures.export_config(steps.export_name("masked-weights"))["toImageButtonOptions"]["filename"] == (
         "causal_mask-step3-masked_weights"
     )

@@ -15,7 +15,7 @@ from attention import derivations
 from explorer import cells
 from explorer.cells import Notation, explain
 from explorer.page_text import generate, multihead, qkv
-from explorer.widgets import code
+from explorer.widgets import steps as widget_steps
 
 X = attention.BOOK_INPUTS.numpy().astype(np.float64)
 
@@ -108,10 +108,10 @@ def test_a_merged_column_counts_heads_from_1_in_its_formula():
 @pytest.mark.parametrize("owner", ["SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention"])
 def test_the_code_note_names_each_way_steps_differs_from_the_books_forward(owner):
     """Was: "the book's `forward`, line for line", above code that adds ``check_batch`` and ``drop_with_mask``."""
-    steps = getattr(attention, owner).steps
-    note = code.steps_note(steps)
+    method = getattr(attention, owner).steps
+    note = widget_steps.steps_note(method)
     assert "line for line" not in note and "`check_batch`" in note and "`steps(x).output`" in note
-    source = code.source_of(steps)
+    source = widget_steps.source_of(method)
     assert "check_batch(" in source
     dropout = "drop_with_mask(self.dropout, attn_weights)" in source
     assert dropout == ("`drop_with_mask`" in note) == ("`dropped_weights @ values`" in note)

@@ -2,7 +2,7 @@
 numbers as JSON, in files named for the page, the step and the quantity.
 
 This module is the pure part: a figure's numbers as tables (``figure_tables``), CSV and JSON text.
-``widgets.downloads`` offers them as buttons.
+``widgets.steps`` offers them as buttons.
 
 Exports mean what they say: a masked weight is 0, a masked score -inf (the string "-inf" in
 JSON), and a token that looks like a spreadsheet formula is shown, never run."""

@@ -63,13 +63,13 @@ from explorer.session import (
     STUDENT,
     TOKEN,
     VOTER_HELD,
+    figure_style,
     initial_param,
     notice,
     open_link,
     presenter,
 )
 from explorer.settings import from_query_params
-from explorer.widgets.charts import style as chart_style
 
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
 LIVE = LIVE_PAGE
@@ -647,7 +647,7 @@ def vote_chart(question: Question, key: str) -> None:
         if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
             values = [counts.get(str(choice), 0) for choice in question.choices]
             title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
-            fig = figures.vote_bars(question.choices, values, title=title, style=chart_style())
+            fig = figures.vote_bars(question.choices, values, title=title, style=figure_style())
         elif not counts:
             st.caption("No votes yet.")
             return
@@ -661,7 +661,7 @@ def vote_chart(question: Question, key: str) -> None:
                 value_name="students",
                 decimals=0,
                 extra_height=0,
-                style=chart_style(),
+                style=figure_style(),
             )
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 

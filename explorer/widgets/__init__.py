@@ -3,29 +3,283 @@ downloads, the code panel, questions, captions, the stylesheet) and friendly han
 
 It may import ``room`` (its own layer), ``session``, ``views``, ``models``, ``runtime`` and the bottom modules,
 never pages.
+
+This module holds the small pieces every page shares: bad input explained without a traceback, a progress
+bar, a truncation notice, and tables that stay readable in presenter mode; then the captions that say where
+the numbers come from (``book_caption``, ``weights_caption``, ``outside_model``, ``dropout_setting``); then
+the app's one stylesheet (``stylesheet``): in presenter mode every text at least 18 px, and less chrome. The
+other modules' names are imported at the end, after these, which they use.
 """
 
-from explorer.runtime.patches import run_page
-from explorer.widgets.basics import (
-    book_caption,
-    dropout_setting,
-    guard,
-    outside_model,
-    page_stylesheet,
-    progress,
-    show_error,
-    stylesheet,
-    table,
-    truncation_notice,
-    weights_caption,
-)
-from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, side_by_side, style, token_vectors
-from explorer.widgets.code import code_panel_key, show_code, source_of
-from explorer.widgets.downloads import finish_run
-from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries
-from explorer.widgets.questions import ask
-from explorer.widgets.sidebar import sidebar
-from explorer.widgets.stepper import Steps, stepper
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+
+import streamlit as st
+
+from explorer.models import describe
+from explorer.session import PRESENTER, RUN_SECTIONS, chosen, current_run, set_settings
+from explorer.settings import DEFAULTS, RANDOM, Settings
+from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
+from explorer.views.run import Run
+
+
+@contextlib.contextmanager
+def progress(text: str, *, every_s: float = 0.25) -> Iterator[Callable[[int, int, str], None]]:
+    """A progress bar for a long computation; yields ``report(done, total, label)`` to move it.
+
+    The bar moves a few times a second at most, so redrawing it does not slow what it
+    measures; ``total`` 0 shows ``label`` alone. The bar is removed when the block ends.
+    """
+    bar = st.progress(0.0, text=text)
+    shown = [0.0]
+
+    def report(done: int, total: int, label: str) -> None:
+        if total == 0:
+            bar.progress(0.0, text=label)
+        elif time.monotonic() - shown[0] >= every_s or done == total:
+            shown[0] = time.monotonic()
+            bar.progress(done / total, text=f"{label} ({done}/{total})")
+
+    try:
+        yield report
+    finally:
+        bar.empty()
+
+
+def truncation_notice(truncated_from: int | None, context_length: int, *, subject: str = "The text") -> None:
+    """Say that only the first ``context_length`` tokens are used, when the input had more."""
+    if truncated_from:
+        st.info(
+            f"{subject} has {truncated_from:,} tokens; only the first {context_length:,} (context_length) are used.",
+            icon=":material/content_cut:",
+        )
+
+
+def table(data, *, where=None, **options) -> None:
+    """A table: an interactive ``st.dataframe``, or in presenter mode an HTML table whose text is at least
+    18 px (a dataframe draws on a canvas at a fixed small size). ``options`` go to ``st.dataframe``."""
+    where = where or st
+    if not st.session_state.get(PRESENTER):
+        where.dataframe(data, **options)
+        return
+    where.table(data.style.hide(axis="index") if options.get("hide_index") else data)
+
+
+def show_error(error: ValueError) -> None:
+    """A bad input explained, never a traceback."""
+    st.warning(str(error), icon=":material/edit_note:")
+
+
+def guard(function: Callable, *args, **kwargs):
+    """Call ``function``; a ``ValueError`` becomes a friendly warning and stops the page."""
+    try:
+        return function(*args, **kwargs)
+    except ValueError as error:
+        show_error(error)
+        st.stop()
+
+
+# Captions that say where the numbers come from: the trained layer behind them, whether they are the
+# book's (naming the section), and the Dropout page's line with its button back to the book's dropout.
+
+
+def weights_caption(settings: Settings) -> None:
+    """``describe`` as a caption under the page's title, when a model's weights are on."""
+    if settings.weights == RANDOM:
+        return
+    text = describe(settings)
+    if text:
+        st.caption(":material/model_training: " + text)
+
+
+def outside_model() -> Run:
+    """The run for a page the model's weights do not reach (Why attention's RNN encoder–decoder): the sidebar's
+    own settings, with random weights; with a model's weights on, a caption says why they are not used here."""
+    run = current_run()
+    if run.settings.weights == RANDOM:
+        return run
+    st.caption(
+        ":material/model_training: The Weight matrices setting picks a GPT's, and they do not reach this page. "
+        "Its RNN encoder–decoder has its own parameters: seeded, and in the two Trained steps trained to reverse "
+        "sentences."
+    )
+    return Run.of(replace(chosen(), weights=RANDOM))
+
+
+def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), where=None) -> None:
+    """Show ``note`` as a caption (in ``where``, a container, or the page) and record it for the export."""
+    (where or st).caption(":material/menu_book: " + note_of(settings, section, tuple(also)))
+    book = not departures(settings, section) and not also
+    st.session_state.setdefault(RUN_SECTIONS, []).append({"section": TITLES[section], "book": book})
+
+
+def shown() -> list[dict]:
+    """The sections this run's captions named, each with whether its numbers are the book's."""
+    return list(st.session_state.get(RUN_SECTIONS, []))
+
+
+def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
+    """The Dropout page's line saying whose dropout it uses (the book's or the sidebar's), and a button that
+    turns the sidebar's dropout off again, so that the page returns to the book's."""
+    book = used is not settings
+    mode, action = st.columns([3, 2], vertical_alignment="center")
+    mode.markdown(
+        ("The book's setting" if book else "Sidebar")
+        + f": **{'training' if used.training else 'eval'} mode** · dropout p = **{used.dropout:.2f}** · "
+        f"seed **{settings.seed}**"
+        + ("" if active else " · nothing is dropped")
+        + (" (the sidebar's dropout is off; change its p or mode to try your own)" if book else "")
+    )
+    action.button(
+        f"Back to the book's p = {BOOK_DROPOUT} in training mode",
+        on_click=set_settings,
+        kwargs={"dropout": DEFAULTS.dropout, "training": DEFAULTS.training},
+        disabled=book,
+        key="book_dropout",
+        help="Turns the sidebar's dropout off again (p = 0, eval mode), as on the other pages and in every output "
+        "the book prints except section 3.5.2's. "
+        f"This page then uses the book's p = {BOOK_DROPOUT} in training mode.",
+        width="stretch",
+    )
+
+
+# The app's one stylesheet: a little less space above the title everywhere, and in presenter mode every
+# text in the main area at least 18 px (code 16 px), questions larger still, and less chrome.
+
+
+# Presenter mode: every text in the main area at least 18 px (code 16 px), less chrome. 1.125rem is 18 px. Of
+# Streamlit's header only the button that opens the sidebar stays: the presenter's room is there.
+PRESENTER_CSS = """
+<style>
+[data-testid="stDecoration"], [data-testid="stHeader"] :is([data-testid="stToolbarActions"],
+  [data-testid="stMainMenu"], [data-testid="stStatusWidget"], [data-testid="stAppDeployButton"]) {display: none;}
+[data-testid="stMainBlockContainer"] {padding-top: 0.6rem; padding-bottom: 0.5rem; max-width: 100%;}
+@media (max-width: 640px) {  /* a phone's page starts under that button, at its left edge */
+  [data-testid="stMainBlockContainer"] {padding-top: 3rem;}
+}
+[data-testid="stMainBlockContainer"] h1 {font-size: 1.75rem; padding: 0 0 0.1rem 0;}
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] :is(p, li, div) {
+  font-size: 1.2rem; line-height: 1.35;
+}
+[data-testid="stMainBlockContainer"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
+  [data-testid="stWidgetLabel"] *, [data-testid="stExpander"] summary *, [data-testid="stMetricLabel"] *,
+  [data-testid="stTable"] *, [data-testid="stAlertContentInfo"] *, [data-testid="stAlertContentWarning"] *,
+  [data-baseweb="select"] *, [data-baseweb="tab"] *, [data-testid="stRadio"] *, [data-testid="stSlider"] *,
+  [data-testid="stButtonGroup"] *, button, button *, input, label, label *) {font-size: 1.125rem;}
+[data-testid="stMainBlockContainer"] :is(button p, [data-testid="stExpander"] summary p) {font-size: 1.2rem;}
+[data-testid="stMainBlockContainer"] [data-testid="stMetricValue"] * {font-size: 1.6rem;}
+[data-testid="stMainBlockContainer"] :is([data-testid="stCode"] *, code, code *) {font-size: 1rem;}
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p code {font-size: 1.1rem;}
+[data-testid="stMainBlockContainer"] :is(h2, h3) code {font-size: 1.4rem;}
+[data-testid="stMainBlockContainer"] .katex {font-size: 1.35em;}
+[data-testid="stMainBlockContainer"] [data-testid="stTable"] td,
+[data-testid="stMainBlockContainer"] [data-testid="stTable"] th {padding: 0.15rem 0.5rem;}
+/* a cell's sum (widgets.charts) is the panel's point: as large as its words */
+.st-key-cell_panel [data-testid="stCode"] * {font-size: 1.125rem;}
+/* a predict-then-reveal question reads from the back of the room */
+[class*="st-key-predict_"] [data-testid="stMarkdownContainer"] p {font-size: 1.6rem; line-height: 1.4;}
+</style>
+"""
+# The main area starts close under Streamlit's header, so the header must neither paint over it (it hid the
+# query picker's label) nor take its clicks: its toolbar spans the full width, and a 200 px box in its right
+# corner lay over the top of the room's "On my own". Only the header's own buttons take clicks. On a phone the
+# labels of the grid of every layer and head (``figures.charts``) shrink to fit its narrow small multiples; a
+# grid of more than six heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A
+# diff's colours are darker than Streamlit's, for contrast.
+BASE_CSS = """<style>
+[data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
+[data-testid="stHeader"] {background: transparent;}
+[data-testid="stHeader"], [data-testid="stHeader"] * {pointer-events: none;}
+[data-testid="stHeader"] :is(button, a) {pointer-events: auto;}
+/* a diff's removed and added lines at WCAG AA contrast on the code block's gray (Streamlit's red is 3.2 : 1) */
+[data-testid="stCode"] .deleted {color: #b42318 !important;}
+[data-testid="stCode"] .inserted {color: #116329 !important;}
+/* a chosen or hovered segment of a segmented control: Streamlit's blue on its tint is 4.1 : 1, this 5.9 : 1 */
+[data-testid="stButtonGroup"] button:is(:hover, [data-selected], [aria-checked="true"], [aria-pressed="true"])
+  :is(p, span) {color: #005a8c;}
+@media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
+  [class*="st-key-every_head"] .textpoint text {font-size: 9px !important;}
+  [class*="st-key-every_head_wide"] .textpoint {display: none;}
+  /* and every text is at least 16 px (Streamlit draws labels, buttons and captions at 14), code 14 */
+  [data-testid="stMainBlockContainer"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
+    [data-testid="stWidgetLabel"] *, [data-testid="stExpander"] summary *, [data-baseweb="select"] *,
+    [data-testid="stRadio"] *, [data-testid="stButtonGroup"] *, [data-testid="stAlertContainer"] *,
+    [data-testid="stSlider"] *, [data-testid="stTable"] *, [data-testid="stPageLink"] *, button, button *, input,
+    label, label *) {font-size: 1rem;}
+  [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] code {font-size: 0.875rem;}
+  /* a chart whose cell texts need more room keeps it and scrolls sideways inside itself (widgets.charts) */
+  [class*="st-key-scroll"] {overflow-x: auto; overscroll-behavior-x: contain;}
+  /* what a student taps in a live room, at least 44 × 44 px: the question's answer and buttons, the room's bar */
+  [class*="st-key-predict_"] :is(button, [data-baseweb="input"], label[data-baseweb="radio"]),
+    :is(.st-key-room_alone, .st-key-room_follow) button {min-height: 44px; min-width: 44px;}
+  /* plotly's toolbar would cover a narrow chart's title: a phone has the CSV download under each chart */
+  [data-testid="stMain"] .js-plotly-plot .modebar-container {display: none;}
+  [class*="st-key-scroll"]::before {content: "Swipe sideways to see the whole chart ↔"; font-size: 1rem;
+    color: #555; position: sticky; left: 0;}
+  [class*="st-key-scroll480_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 480px;}
+  [class*="st-key-scroll560_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 560px;}
+  [class*="st-key-scroll640_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 640px;}
+  [class*="st-key-scroll720_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 720px;}
+  [class*="st-key-scroll800_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 800px;}
+  [class*="st-key-scroll960_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 960px;}
+  [class*="st-key-scroll1120_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1120px;}
+  [class*="st-key-scroll1280_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1280px;}
+  [class*="st-key-scroll1600_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1600px;}
+  [class*="st-key-scroll2000_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 2000px;}
+}
+</style>"""
+
+
+def stylesheet(*, presenter: bool) -> None:
+    """The app's one stylesheet: less empty space above the title, so a step fits a 1280×720 screen, and in
+    presenter mode larger text and less chrome for projection."""
+    st.html(BASE_CSS + (PRESENTER_CSS if presenter else ""))
+
+
+# A page's own rules in presenter mode, by the page's url path: Break it's diff, tables and choice are its
+# whole content, so they are drawn larger than other pages' tables.
+PAGE_PRESENTER_CSS = {
+    "mistakes": """<style>
+:is([data-testid="stTable"] :is(td, th), .st-key-w_mistake *, [data-testid="stMain"] :is(li, pre code)) {
+  font-size: 1.25rem;
+}
+</style>""",
+}
+
+
+def page_stylesheet(page: str) -> None:
+    """``page``'s own presenter rules (``PAGE_PRESENTER_CSS``), in presenter mode only."""
+    if st.session_state.get(PRESENTER) and page in PAGE_PRESENTER_CSS:
+        st.html(PAGE_PRESENTER_CSS[page])
+
+
+# A chart that scrolls sideways on a phone (``widgets.charts.phone_scroll``) is a region a keyboard can focus
+# and scroll with the arrow keys, named for screen readers; Streamlit's containers take no attributes.
+SCROLL_REGIONS = """<script>
+if (!window.chartScrollRegions) {
+  window.chartScrollRegions = true;
+  const mark = () => document.querySelectorAll('[class*="st-key-scroll"]:not([tabindex])').forEach((el) => {
+    el.tabIndex = 0;
+    el.setAttribute('role', 'region');
+    el.setAttribute('aria-label', 'Chart: scroll sideways to see all of it');
+  });
+  new MutationObserver(mark).observe(document.body, {childList: true, subtree: true});
+  mark();
+}
+</script>"""
+
+
+# The other modules, after the pieces above, which they import from here.
+from explorer.runtime.patches import run_page  # noqa: E402
+from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, side_by_side, style, token_vectors  # noqa: E402
+from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries  # noqa: E402
+from explorer.widgets.questions import ask  # noqa: E402
+from explorer.widgets.sidebar import sidebar  # noqa: E402
+from explorer.widgets.steps import Steps, code_panel_key, finish_run, show_code, source_of, stepper  # noqa: E402
 
 __all__ = [
     "Panel",

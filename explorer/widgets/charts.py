@@ -61,19 +61,17 @@ from explorer.runtime.memory import MIB, SharedCache
 from explorer.session import (
     CELL_CODE,
     CELL_PANELS_SHOWN,
-    PHONE,
-    PRESENTER,
     RUN_CELLS,
     RUN_FIGURES,
     RUN_STEP,
-    TOKEN_WINDOW,
     cell_key,
     initial_param,
     notice,
     page_param,
 )
+from explorer.session import figure_style as style
 from explorer.settings import parse_cell, quoted
-from explorer.widgets.downloads import IMAGE_FORMAT, csv_download, export_name, figure_downloads
+from explorer.widgets.steps import IMAGE_FORMAT, csv_download, export_name, figure_downloads
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
 FIGURE_BYTES = 64 * MIB  # the numbers of every kept figure together (the figures hold about as much again)
@@ -443,16 +441,6 @@ def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
 # drawn with PNG/SVG export and a CSV of its numbers, side by side in columns, in this session's style.
 
 
-def style() -> figures.FigureStyle:
-    """The figure style for this session: presenter mode makes everything larger, a phone its text at least
-    16 px, and the sidebar's token window narrows token axes to the tokens chosen there."""
-    state = st.session_state
-    base = figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
-    base = figures.PRESENTER if state.get(PRESENTER) else base
-    window = st.session_state.get(TOKEN_WINDOW)
-    return dataclasses.replace(base, token_window=window) if window else base
-
-
 def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
     """Draw a plotly figure built for this run (``draw`` draws shared ones): the toolbar downloads PNG
     (3× resolution) or SVG, named for the view; heatmaps get a CSV download, and the numbers join this
@@ -568,7 +556,7 @@ SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # the wi
 
 def phone_scroll(readable_width: int, key: str):
     """Around a chart whose cell texts need more than a phone's width, and its CSV download: on a phone the chart
-    keeps that width and scrolls sideways inside itself, under a hint (``basics.BASE_CSS``); on a wider screen
+    keeps that width and scrolls sideways inside itself, under a hint (``widgets.BASE_CSS``); on a wider screen
     nothing changes. The download is a focusable element in the scrolled area, which keyboards reach."""
     if readable_width <= PHONE_PX:
         return contextlib.nullcontext()

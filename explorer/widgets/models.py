@@ -18,7 +18,7 @@ from explorer.page_text.glossary import term
 from explorer.session import PHONE, set_settings
 from explorer.settings import TRAINED, Settings
 from explorer.views.chapter import reversal_view
-from explorer.widgets.basics import table
+from explorer.widgets import table
 from explorer.widgets.charts import draw, on_pick, style
 
 SINK_NOTE = (

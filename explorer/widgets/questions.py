@@ -4,7 +4,7 @@ A page builds a ``Question`` from its own numbers (the right answer is
 computed by the caller, never written into the page) and calls ``ask`` (``show_question``) before
 the step that shows the result. The learner picks a choice or types a number,
 then presses Reveal, which says whether they were right. In presenter mode the
-question is shown large with its choices (``basics.PRESENTER_CSS``), for the class to vote by hand, and
+question is shown large with its choices (``widgets.PRESENTER_CSS``), for the class to vote by hand, and
 the teacher presses Reveal: there is nothing to type.
 
 Answers and reveals live in plain session state, keyed by the question and by

@@ -30,7 +30,7 @@ from explorer.session import (
 )
 from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings, parse_range, quoted
 from explorer.views.run import Run
-from explorer.widgets.basics import SCROLL_REGIONS
+from explorer.widgets import SCROLL_REGIONS
 from explorer.widgets.charts import TOUCH_HOVER
 
 _NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns

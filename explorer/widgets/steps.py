@@ -1,0 +1,459 @@
+"""A page's steps and the stepper: Previous and Next (the ← and → keys, and a presentation clicker's PageUp and
+PageDown), the step's title and progress, and the step's name kept in the URL. A student who follows a live room
+gets the title and progress alone: the teacher moves their steps.
+
+A page writes one function per step, named for what it shows, and adds it to its ``Steps`` in order::
+
+    steps = widgets.Steps("dropout")
+
+    @steps.add("One dropout draw")
+    def one_draw():
+        ...
+
+    steps.show()  # the stepper, then the chosen step's function
+
+The URL names the step by its function (``?step=one-draw``); a link made before steps had names
+(``?step=2``) opens the step it opened then (``NUMBERED``).
+
+Then the "Show the code" panel (``show_code``), and what a learner takes away from a step and the end of every
+run (``finish_run``): downloads, the link, and the room's publication of the teacher's position.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import streamlit as st
+
+from explorer import room
+from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
+from explorer.session import (
+    CELL_CODE,
+    CELL_PANELS_SHOWN,
+    LINK_SLOT,
+    PAGE_PARAMS,
+    PRESENTER,
+    RUN_CELLS,
+    RUN_FIGURES,
+    RUN_SECTIONS,
+    RUN_STEP,
+    SETTINGS,
+    chosen,
+    initial_param,
+    notice,
+    step_key,
+    view_link,
+)
+from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, parse_position, quoted
+from explorer.views.chapter import is_book, source_of
+from explorer.views.run import Run
+
+# display: none takes the clicker buttons out of the layout, the tab order and the accessibility
+# tree, so screen readers do not read them; their keyboard shortcuts still work.
+CLICKER_CSS = """<style>
+[class*="st-key-clicker_"] {display: none;}
+</style>"""
+
+
+# Links made before steps had names said ?step=N. These are the steps each N opened then (2026-12), so such a
+# link opens the same step after steps are added or moved. Never change them; a renamed step needs its old
+# name here too (``tests/test_steps.py`` checks that each is still a step of its page).
+NUMBERED = {
+    "tokens": ("token-ids", "embeddings"),
+    "simplified": (
+        "one-query-scores",
+        "scores-to-weights",
+        "why-torch-softmax",
+        "context-vector",
+        "all-scores-and-weights",
+        "all-context-vectors",
+    ),
+    "qkv": (
+        "projection-weights",
+        "queries-keys-values",
+        "scaled-scores",
+        "weights-and-context",
+        "saturation",
+        "gradients",
+        "v1-equals-v2",
+    ),
+    "causal_mask": (
+        "unmasked-weights",
+        "the-mask",
+        "zero-and-renormalize",
+        "scores-with-minus-infinity",
+        "two-routes",
+        "context-vectors",
+    ),
+    "dropout": ("demo-on-ones", "one-draw", "survivors", "row-sums", "many-draws", "mean-vs-weights"),
+    "batches": ("stack-into-batch", "mask-slice", "item-weights", "context-vectors"),
+    "multihead": (
+        "several-heads",
+        "one-head",
+        "concatenate",
+        "split-into-heads",
+        "all-heads-at-once",
+        "merge-and-out-proj",
+        "same-output",
+        "what-heads-look-at",
+        "every-head",
+    ),
+    "mistakes": ("changed-line", "right-beside-wrong", "what-it-costs", "against-d-k"),
+    "why_attention": (
+        "encoder-reads",
+        "one-vector",
+        "bahdanau-looks-back",
+        "what-each-sees",
+        "trained-alignment",
+        "trained-bottleneck",
+        "to-self-attention",
+    ),
+    "generate": (
+        "prompt-and-settings",
+        "token-by-token",
+        "kv-cache",
+        "cost-per-token",
+        "smaller-caches",
+        "sliding-window",
+    ),
+    "speed": ("implementations", "time", "memory", "why"),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a page: its title in the stepper and the function that draws it."""
+
+    title: str
+    show: Callable[[], None]
+
+    @property
+    def slug(self) -> str:
+        """The step's name in the URL: its function's name with hyphens (``one_draw`` → ``one-draw``)."""
+        return self.show.__name__.strip("_").replace("_", "-")
+
+
+class Steps:
+    """A page's steps in the order the page adds them (``add``); ``show`` draws the stepper and runs the step
+    the learner is on."""
+
+    def __init__(self, page: str):
+        self.page = page
+        self.steps: list[Step] = []
+
+    def add(self, title: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+        """A decorator: the function is the page's next step, titled ``title``."""
+
+        def added(show: Callable[[], None]) -> Callable[[], None]:
+            step = Step(title, show)
+            if any(s.slug == step.slug for s in self.steps):
+                raise ValueError(f"{self.page} has two steps named {step.slug}")
+            self.steps.append(step)
+            return show
+
+        return added
+
+    @property
+    def slugs(self) -> tuple[str, ...]:
+        return tuple(s.slug for s in self.steps)
+
+    def show(self) -> Step:
+        """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
+        show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
+        index = stepper(self.page, [s.title for s in self.steps], self.slugs, NUMBERED.get(self.page, ()))
+        step = self.steps[index]
+        step.show()
+        drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
+        if drawn != shown:
+            raise RuntimeError(
+                f"{self.page}'s step {step.slug} drew {drawn} explainable charts, but its cell panel "
+                f"(widgets.explain_cell) came after {shown} of them"
+            )
+        return step
+
+
+def step_index(linked: str | None, slugs: Sequence[str] | None, count: int, numbered: Sequence[str] = ()) -> int | None:
+    """The step a link names: a step's name (``slugs``) or, as links made before steps had names, a number
+    counted from 1: the step ``numbered`` says it opened then, else that position (clamped to the page's
+    steps). None when it names neither."""
+    if linked is None:
+        return None
+    if slugs and linked in slugs:
+        return slugs.index(linked)
+    number = parse_position(linked)
+    if number is None:
+        return None
+    if slugs and 1 <= number <= len(numbered) and numbered[number - 1] in slugs:
+        return slugs.index(numbered[number - 1])
+    return min(max(number - 1, 0), count - 1)
+
+
+def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None, numbered: Sequence[str] = ()) -> int:
+    """Previous / Next buttons and a step indicator; returns the step index. ``slugs`` name the steps in
+    the URL (default: their numbers from 1); ``numbered``: the steps old numbered links opened (``NUMBERED``).
+
+    The ← and → keys press Previous and Next; PageUp and PageDown, which
+    presentation clickers send, do the same.
+    """
+    key = step_key(page)
+    if key not in st.session_state:
+        linked = initial_param("step", page, key)
+        start = step_index(linked, slugs, len(steps), numbered)
+        if linked is not None and start is None:
+            named = f"{', '.join(slugs)} or a number" if slugs else "a step number"
+            notice(f"step={quoted(linked)} in the link is not a step of this page ({named}); starting at step 1.")
+        st.session_state[key] = start or 0
+    st.session_state[key] = min(max(st.session_state[key], 0), len(steps) - 1)
+
+    def move(delta: int) -> None:
+        st.session_state[key] = min(max(st.session_state[key] + delta, 0), len(steps) - 1)
+
+    index = st.session_state[key]
+    previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
+    if not room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
+        _buttons(page, index, len(steps), move, previous, following)
+    middle.markdown(
+        f"<div style='text-align:center'><b>Step {index + 1} of {len(steps)}</b> · {html.escape(steps[index])}</div>",
+        unsafe_allow_html=True,
+    )
+    middle.progress((index + 1) / len(steps))
+    slug = slugs[index] if slugs else str(index + 1)
+    st.session_state[RUN_STEP] = (page, index, steps[index], slug)  # the link's step (``finish_run``), file names
+    return index
+
+
+def _buttons(page: str, index: int, count: int, move, previous, following) -> None:
+    """Previous and Next in their columns, with their keys, and the clicker's two hidden buttons."""
+    # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
+    previous.button(
+        "Previous",
+        key=f"prev:{page}",
+        on_click=move,
+        args=(-1,),
+        disabled=index == 0,
+        shortcut="Left",
+        width="stretch",
+    )
+    following.button(
+        "Next",
+        key=f"next:{page}",
+        on_click=move,
+        args=(1,),
+        disabled=index == count - 1,
+        shortcut="Right",
+        width="stretch",
+        type="primary",
+    )
+    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons kept off screen.
+    st.html(CLICKER_CSS)
+    for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
+        st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
+
+
+# The "Show the code" panel: the package source that computed what is on screen, read with ``inspect``.
+
+
+STEPS_NOTE = (  # why a panel shows ``steps``, not the book's ``forward``, and each way the two differ
+    ": the book's `forward` in the book's names, with an input check (`check_batch`) first. It returns every "
+    "tensor it computed, so the page can draw them; `forward` returns `steps(x).output`."
+)
+DROPOUT_NOTE = (  # CausalAttention and MultiHeadAttention: what ``drop_with_mask`` stands for
+    " Where the book writes `attn_weights = self.dropout(attn_weights)`, `steps` keeps both tensors: "
+    "`drop_with_mask` returns the book's dropped weights, bit for bit, as `dropped_weights`, and which weights "
+    "the draw kept. So it computes `dropped_weights @ values`."
+)
+OUT_PROJ_NOTE = (  # MultiHeadAttention: the book overwrites ``context_vec``
+    " The book's `context_vec = self.out_proj(context_vec)` is `output = self.out_proj(context_vec)` here, so "
+    "the heads' merged `context_vec` is kept too."
+)
+DROPOUT_CLASSES = ("CausalAttention", "MultiHeadAttention")
+CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, which the book does not have
+    ": not in the book: the package's attention after chapter 3, its new lines marked `# New`, returning every "
+    "tensor it computed. `forward` returns the output and the new cache."
+)
+CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected cell's matrix (``widgets.charts``)
+BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
+
+
+@functools.cache
+def code_panel_key(title: str = "Show the code") -> str:
+    """The session-state key of a page's code panel (``show_code``): True while it is open."""
+    return f"code-panel:{title}"
+
+
+def _named(obj: Callable | type | str) -> Callable | type:
+    """``obj``, or the object its dotted name names (``"attention.gru_step"``)."""
+    if not isinstance(obj, str):
+        return obj
+    module, _, name = obj.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def show_code(*objects: Callable | type | str, title: str = "Show the code") -> None:
+    """The package source that computed what is on screen, read with ``inspect.getsource``.
+
+    The code is sent only while the panel is open: opening it reruns the page's fragment. A closed
+    panel then costs the browser no syntax highlighter (1.6 MB of JavaScript, about a quarter of a
+    second of its main thread before the first chart was drawn) and each run no source text. The
+    panel keeps its state from step to step of a page, by its key. An object may be given by its
+    dotted name (``"attention.gru_step"``), looked up only when the panel is open: the first page's
+    closed panel then imports nothing (its first run needs no torch, ``server``)."""
+    panel = st.expander(title, icon=":material/code:", key=code_panel_key(title), on_change="rerun")
+    if not panel.open:
+        return
+    marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
+    with panel:
+        for obj in map(_named, objects):
+            module = inspect.getmodule(obj)
+            where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
+            st.caption(f"`{where}`" + steps_note(obj))
+            source = source_of(obj)
+            if marked and marked in source:
+                source, marked = mark_line(source, marked), None
+            st.code(source, language="python")
+
+
+def mark_line(source: str, code: str) -> str:
+    """``source`` with ``CELL_MARK`` after the first line that contains ``code`` (after its comment, if any)."""
+    lines = source.split("\n")
+    for number, line in enumerate(lines):
+        if code in line:
+            lines[number] = line + (CELL_MARK.replace("# ", "") if "#" in line else CELL_MARK)
+            break
+    return "\n".join(lines)
+
+
+def steps_note(obj: Callable | type) -> str:
+    """Why a panel shows a class's ``steps`` rather than its ``forward``: for the chapter's classes, each way
+    it differs from the book's ``forward``; for the ones after it (a KV cache, grouped-query attention), that
+    they are the package's own; else nothing."""
+    if getattr(obj, "__name__", "") != "steps":
+        return ""
+    owner = obj.__qualname__.split(".")[0]
+    if owner not in BOOK_CLASSES:
+        return CACHED_STEPS_NOTE
+    dropout = DROPOUT_NOTE if owner in DROPOUT_CLASSES else ""
+    return STEPS_NOTE + dropout + (OUT_PROJ_NOTE if owner == "MultiHeadAttention" else "")
+
+
+# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's
+# numbers as JSON, in files named for the page, the step and the quantity.
+#
+# Exports mean what they say: a masked weight is 0, a masked score -inf (the string "-inf" in
+# JSON), and a token that looks like a spreadsheet formula is shown, never run.
+#
+# The buttons live here; the text they hold is made by ``figures.tables``, only when a button is pressed.
+
+
+IMAGE_FORMAT = "w_image_format"
+
+
+NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
+
+
+def export_name(quantity: str) -> str:
+    """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
+    return file_stem(st.session_state.get(RUN_STEP, NO_STEP), quantity)
+
+
+@functools.lru_cache(maxsize=512)
+def file_stem(step: tuple, quantity: str) -> str:
+    """``export_name`` for the step ``(page, index, title, slug)``."""
+    page, index = step[0], step[1]
+    parts = [page, f"step{index + 1}" if page else "", quantity.replace("-", "_")]
+    return "-".join(p for p in parts if p)
+
+
+def csv_download(tables, file_name: str, *, key: str) -> dict | None:
+    """The arguments of a figure's CSV button (``st.download_button``): its matrix with token labels, for a
+    heatmap; None for any other figure."""
+    if not any(t["type"] == "heatmap" for t in tables):
+        return None
+    return dict(
+        label="CSV",
+        data=lambda: tables_csv(tables),
+        file_name=f"{file_name}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        key=key,
+        help="This figure's matrix, with token labels in the header and the first column. "
+        "Masked weights are 0, masked scores -inf.",
+    )
+
+
+def figure_downloads(tables, title: str, name: str, file_name: str, *, key: str) -> None:
+    """Add a drawn figure's numbers (``figure_tables``) to this step's JSON export and, for heatmaps,
+    offer them as CSV."""
+    st.session_state.setdefault(RUN_FIGURES, []).append({"name": name, "title": title or name, "tables": tables})
+    download = csv_download(tables, file_name, key=key)
+    if download is not None:
+        st.download_button(**download)
+
+
+def tokenizer_name(run: Run) -> str:
+    """The tokenizer that made this view's tokens (the book's preset uses none: six fixed vectors)."""
+    return "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer
+
+
+def finish_run(
+    page_title: str, run: Run, url_path: str, address: Callable[[dict[str, str]], dict[str, str]] = dict
+) -> dict[str, str]:
+    """After the page: a "download this step's numbers" JSON button for everything drawn in this run, then the
+    view written into the URL (the address bar is a deep link) and offered as "Copy link to this view" in the
+    sidebar slot ``widgets.sidebar`` reserved. ``address`` makes the address bar's parameters from the view's
+    (a student in a live room keeps the room there). Returns the view's parameters."""
+    state = st.session_state
+    drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
+    if drawn:
+        sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
+        shown = step or (page_title, 0, "")
+        st.download_button(
+            "Download this step's numbers (JSON)",
+            data=lambda: step_json(step_payload(page_title, shown, run, sections, drawn)),
+            file_name=f"{file_stem(step or NO_STEP, 'numbers')}.json",
+            mime="application/json",
+            on_click="ignore",
+            icon=":material/data_object:",
+            key="step_json",
+        )
+    settings = state.get(SETTINGS) or chosen()  # ``chosen``, not entered at each run
+    page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
+    params, link = view_link(settings, step, page_params, bool(state.get(PRESENTER)), st.context.url, url_path)
+    shown = address(params)
+    if st.query_params.to_dict() != shown:
+        st.query_params.from_dict(shown)
+    with (state.get(LINK_SLOT) or st.sidebar).popover(
+        "Copy link to this view", icon=":material/link:", width="stretch"
+    ):
+        st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
+        st.code(link, language=None, wrap_lines=True)
+        if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
+            st.warning(f"Sentences over {MAX_URL_TEXT_CHARS:,} characters are not put in links.")
+    return params
+
+
+def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], drawn: list[dict]) -> dict:
+    """What the step's JSON holds: the page and step, the settings, the tokenizer, whether the numbers are the
+    book's, and every figure's numbers. Made only when the button is pressed."""
+    settings = run.settings
+    return {
+        "page": page_title,
+        "step": step[1] + 1,
+        "step_name": step[3] if len(step) > 3 else str(step[1] + 1),
+        "step_title": step[2],
+        "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
+        "tokenizer": tokenizer_name(run),
+        "book_values": is_book(settings),
+        "book_sections": sections,
+        "note": JSON_NOTE,
+        "figures": [
+            {"name": d["name"], "title": d["title"], "traces": [json_table(t) for t in d["tables"]]} for d in drawn
+        ],
+    }
