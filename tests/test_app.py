@@ -12,7 +12,7 @@ from apptest_support import ROOT, app, decode, figure_specs, next_step, type_sen
 
 import attention
 from explorer import figures
-from explorer.figures import tables
+from explorer import figures as tables
 
 TOKENS = "pages/tokens.py"
 

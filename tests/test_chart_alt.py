@@ -1,5 +1,5 @@
 """Every chart has a text alternative (issue 26): a screen reader hears its title, what each trace shows, its
-size and its range (``figures.tables.figure_alt``), carried by ``st.plotly_chart(alt=...)``."""
+size and its range (``figures.figure_alt``), carried by ``st.plotly_chart(alt=...)``."""
 
 import html
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from apptest_support import app, next_step
 
-from explorer.figures.tables import figure_alt
+from explorer.figures import figure_alt
 
 
 def test_a_heatmap_alt_says_its_title_size_labels_and_range():

@@ -70,7 +70,7 @@ def test_masked_is_written_only_where_it_keeps_a_gap_else_a_legend_says_it(token
     words = [t for t in fig.data if t.name == "masked"]
     legend = [t for t in fig.data if t.name == "masked: a future key"]
     assert (len(words), len(legend)) == ((1, 0) if says else (0, 1))
-    width = tokens * (len("masked") * figures.layout.WORD_EM * style.label_size + figures.layout.WORD_GAP_PX)
+    width = tokens * (len("masked") * figures.WORD_EM * style.label_size + figures.WORD_GAP_PX)
     assert says == (width <= NARROW_WIDTH or not style.shrink_text)
     assert fig.layout.showlegend is (None if says else True)
 

@@ -8,7 +8,7 @@ import plotly.io as pio
 import pytest
 
 from explorer import figures
-from explorer.figures.tables import figure_tables
+from explorer.figures import figure_tables
 
 PIECES = ["Your", " journey", " starts", " with"]
 

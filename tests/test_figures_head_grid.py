@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from explorer import figures
+from explorer.figures import figure_tables
 from explorer.figures.charts import PICK, every_head_grid, labels_fit
-from explorer.figures.tables import figure_tables
 from explorer.models import HeadSummaries
 from explorer.widgets.models import grid_title, head_label, head_labels, label_text
 

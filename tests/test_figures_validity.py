@@ -1,4 +1,4 @@
-"""Every figure builder skips plotly's validation at run time (``figures.layout.figure``), so these tests
+"""Every figure builder skips plotly's validation at run time (``figures.figure``), so these tests
 validate what each one writes: plotly's validator accepts it and leaves it as it is, and a builder
 makes its figure in one unvalidated constructor call, never through plotly's validating ``update_*``,
 ``add_*`` or ``make_subplots``."""
@@ -17,8 +17,7 @@ import pytest
 from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
-from explorer.figures import charts, mistakes
-from explorer.figures.layout import figure, subplot_grid
+from explorer.figures import charts, figure, subplot_grid
 
 TOKENS = ["<b>", "&amp;", " ", "\n", "dup", "dup", "<a href='x'>y</a>", " step"]
 RNG = np.random.default_rng(0)
@@ -235,10 +234,10 @@ BUILDERS = {
     "head_summary_bars": lambda: charts.head_summary_bars(
         {"previous <b>": [0.1, 0.5, 1.2], "self": [0.3, -0.1, 0.2]}, title="heads", style=figures.PRESENTER
     ),
-    "right_and_wrong: NaN rows": lambda: mistakes.right_and_wrong(
+    "right_and_wrong: NaN rows": lambda: charts.right_and_wrong(
         weights(6), nan_rows(weights(6), [3, 4]), tokens(6), future=future(6), title="rw <b>"
     ),
-    "right_and_wrong: thin rows": lambda: mistakes.right_and_wrong(
+    "right_and_wrong: thin rows": lambda: charts.right_and_wrong(
         weights(30),
         nan_rows(weights(30), [0, 28, 29]),
         tokens(30),
@@ -247,14 +246,14 @@ BUILDERS = {
         zmax=2.0,
         style=figures.PRESENTER,
     ),
-    "right_and_wrong: block means": lambda: mistakes.right_and_wrong(
+    "right_and_wrong: block means": lambda: charts.right_and_wrong(
         weights(300), nan_rows(weights(300), [5]), tokens(300), future=future(300), title="rw"
     ),
-    "saturation: max weight, this d_k": lambda: mistakes.saturation(
+    "saturation: max weight, this d_k": lambda: charts.saturation(
         CURVE, stat="max_weight", wrong_name="no <b>", head_dim=16
     ),
-    "saturation: gradient": lambda: mistakes.saturation(CURVE, stat="grad_norm", wrong_name="÷ d_k"),
-    "saturation: parameters' gradient": lambda: mistakes.saturation(CURVE, stat="param_grad", wrong_name="no scaling"),
+    "saturation: gradient": lambda: charts.saturation(CURVE, stat="grad_norm", wrong_name="÷ d_k"),
+    "saturation: parameters' gradient": lambda: charts.saturation(CURVE, stat="param_grad", wrong_name="no scaling"),
 }
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from explorer import figures
-from explorer.figures import tables
+from explorer import figures as tables
 from explorer.settings import Settings
 from explorer.views import chapter
 from explorer.widgets import steps

@@ -19,18 +19,498 @@ Every page draws through these functions, so the conventions hold everywhere:
 
 Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math. Each
 assembles its traces and layout as plain dicts and makes its figure in one constructor call that
-skips plotly's validation (``layout.figure``): about 1 ms a heatmap, where setting properties one by
+skips plotly's validation (``figure``): about 1 ms a heatmap, where setting properties one by
 one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
 ``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
-They live in five modules: ``layout`` (token labels made visible and escaped; colours, styles, ticks, margins,
-subplot grids, the figure itself), ``heatmaps`` (a matrix's kind and colour range, what part of a large matrix is
-drawn, masked cells, clickable cells, heatmaps, dropout's heatmap, one matrix per head side by side, readable
-widths), ``charts`` (bars and lines, a score's terms, two computations compared, heads' shares, a live room's votes,
-every layer × head), ``mistakes`` (the "Break it" page) and ``tables`` (a figure's numbers as CSV and JSON).
-Pages import this package and use the names below.
+
+This module holds what every builder shares: token labels made visible and escaped; colours, styles, ticks,
+margins, subplot grids, the figure itself; then, last, a figure's numbers as CSV and JSON. Then ``heatmaps``
+(a matrix's kind and colour range, what part of a large matrix is drawn, masked cells, clickable cells,
+heatmaps, dropout's heatmap, one matrix per head side by side, readable widths) and ``charts`` (bars and
+lines, a score's terms, two computations compared, heads' shares, a live room's votes, every layer × head,
+and the "Break it" page's figures). Pages import this package and use its names.
 """
 
-from .charts import (
+from __future__ import annotations
+
+import csv
+import functools
+import html
+import io
+import json
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+# Token and text labels for figures: whitespace made visible, HTML escaped.
+#
+# Every token label passes through ``token_label``, so "<b>" or a link typed by a user is
+# shown, never interpreted by plotly; ``plain_label`` escapes labels that are not tokens.
+
+
+_INVISIBLE = {" ": "␣", "\t": "⇥", "\n": "↵", "\r": "␍"}
+
+
+@functools.lru_cache(maxsize=8192)
+def visible_token(piece: str, *, max_chars: int = 24) -> str:
+    """A token's text with whitespace and invisible characters made visible and
+    long pieces shortened; for places that show text literally (tables). Cached: a page's labels and a
+    cell's words show the same few hundred tokens again at every run."""
+    shown = []
+    for char in piece:
+        if char in _INVISIBLE:
+            shown.append(_INVISIBLE[char])
+        elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn"):
+            shown.append(f"⟨U+{ord(char):04X}⟩")
+        else:
+            shown.append(char)
+    text = "".join(shown) or "∅"
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    # Bidirectional text stays in its own run, so a right-to-left token cannot reorder its neighbours.
+    if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text):
+        text = "\u2068" + text + "\u2069"
+    return text
+
+
+def token_label(piece: str, *, max_chars: int = 24) -> str:
+    """A token as a plotly label: ``visible_token`` with HTML special characters
+    escaped, so "<b>" or a link typed by a user is shown, never interpreted."""
+    return html.escape(visible_token(piece, max_chars=max_chars), quote=False)
+
+
+def token_labels(pieces: Sequence[str]) -> list[str]:
+    return [token_label(p) for p in pieces]
+
+
+def plain_label(text: str) -> str:
+    """Escape a label that is not a token (a dimension name, a series name)."""
+    return html.escape(str(text), quote=False)
+
+
+def plural(word: str) -> str:
+    """An axis title from a row or column name: "query" → "queries", "key" → "keys"."""
+    if not word.isalpha():  # a symbol such as "d_out" names the axis as it is
+        return word
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word if word.endswith("s") else word + "s"
+
+
+# What every figure shares: colours, font sizes, ticks, the title and margins, subplot grids, export
+# options, which part of a large matrix a heatmap draws, and how a figure is made from plain dicts
+# (``figure``: one constructor call, without plotly's validation).
+
+
+SEQUENTIAL = "Cividis"
+DIVERGING = "RdBu_r"
+SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+MASKED_FILL = "#D9D9D9"
+MASK_COLOURS = ("#56B4E9", "#595959")  # a boolean mask: False (visible) light blue, True (masked) dark grey
+ROTATED_TICKS = 12  # above this many column labels, heatmaps draw them upright (tickangle -90)
+TEXT_CELL_LIMIT = 16  # print cell values when both sides have at most this many entries
+STACKED_TOKEN_LIMIT = 24  # blocks in a stacked context vector; more tokens share an "other" block
+TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
+MASK_WORD_LIMIT = 8  # write "masked" in blank cells up to this many per axis (wider, the words overlap)
+WORD_EM = 0.56  # a letter of the charts' sans-serif font, in ems ("masked" at 18 px is 59 px wide in Chromium)
+WORD_GAP_PX = 6  # the room kept between the words of two neighbouring cells
+
+
+def _stops(name: str) -> list[list]:
+    """A named colour scale as the [position, colour] stops plotly's validator expands it to, to the last
+    bit: figures are built unvalidated (``figure``), and plotly.js knows no reversed "RdBu_r"."""
+    return [list(stop) for stop in go.Heatmap(colorscale=name).colorscale]
+
+
+COLOUR_STOPS = {name: _stops(name) for name in (SEQUENTIAL, DIVERGING)}
+
+
+@dataclass(frozen=True)
+class FigureStyle:
+    """Font sizes and margins; ``PRESENTER`` is readable from the back of a room."""
+
+    font_size: int = 13
+    tick_size: int = 12
+    title_size: int = 16
+    cell_text_size: int = 12
+    label_size: int = 10  # words written in cells ("masked", "dropped")
+    height_per_row: int = 34
+    min_height: int = 260
+    max_height: int = 470  # a step's figure fits a 1280×720 screen under the title and stepper
+    token_window: tuple[int, int] | None = None  # show only tokens [start, stop) on token axes
+    max_cells_per_axis: int = 192  # larger matrices are drawn as block means, to keep payloads small
+    shrink_text: bool = True  # plotly shrinks a bar's value to the bar's width; a phone scrolls sideways instead
+
+
+DEFAULT_STYLE = FigureStyle()
+PRESENTER = FigureStyle(
+    font_size=20,
+    tick_size=18,
+    title_size=24,
+    cell_text_size=18,
+    label_size=18,
+    height_per_row=44,
+    min_height=280,
+    max_height=420,  # under the title, the stepper and a line of text at 1280×720
+)
+PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs more width scrolls sideways
+    font_size=16,
+    tick_size=16,
+    title_size=18,
+    cell_text_size=16,
+    label_size=16,
+    height_per_row=40,
+    min_height=280,
+    shrink_text=False,
+)
+
+
+def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:
+    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th.
+
+    ``keep`` (a highlighted row or column) always keeps its label: the every-k-th
+    positions are then counted from it, both ways, so no label crowds it.
+    """
+    if count <= limit:
+        return list(range(count))
+    step = int(np.ceil(count / limit))
+    start = 0 if keep is None or not 0 <= keep < count else keep % step
+    return list(range(start, count, step))
+
+
+def labels_that_fit(height: int, style: FigureStyle) -> int:
+    """How many token labels fit along a heatmap of this figure height without overlapping:
+    its plot area (the height less the title margin) over 1.3 lines of tick text each."""
+    plot_height = height - (2 * style.title_size + 2 * style.tick_size + 34)
+    return max(2, min(TICK_LIMIT, int(plot_height / (1.3 * style.tick_size))))
+
+
+def words_fit(word: str, columns: int, style: FigureStyle, plot_px: float) -> bool:
+    """Whether ``word``, written in ``columns`` cells side by side at the style's label size, keeps a gap to its
+    neighbours in a plot ``plot_px`` wide. A style that scrolls a chart sideways (a phone) draws it wide enough
+    for its cell texts (``widths.readable_width``), so there the words always fit."""
+    return not style.shrink_text or columns * (len(word) * WORD_EM * style.label_size + WORD_GAP_PX) <= plot_px
+
+
+def figure_height(rows: int, style: FigureStyle, extra: int = 120) -> int:
+    return int(np.clip(rows * style.height_per_row + extra, style.min_height, style.max_height))
+
+
+def figure(data: list[dict], layout: dict) -> go.Figure:
+    """The one place a builder makes its figure: from finished plain dicts (traces with their "type"), in one
+    constructor call that skips plotly's validation: about 1 ms, where validating each property as it is set
+    costs 10-25 ms a heatmap. ``tests/test_figures_validity.py`` checks that the validator accepts what every
+    builder writes, so no invalid property can ship.
+
+    Its arrays are read-only, as the validator leaves them: a figure may be shared between sessions."""
+    fig = go.Figure({"data": data, "layout": layout}, _validate=False)
+    for trace, spec in zip(fig.data, data, strict=True):
+        for key, value in spec.items():
+            if isinstance(value, np.ndarray):
+                trace[key].setflags(write=False)
+    return fig
+
+
+def axis(style: FigureStyle, title: str | None = None, **props) -> dict:
+    """An axis's layout with its title (text already escaped) and tick labels at the style's sizes; ``props``
+    set to None are left out, so plotly's default holds."""
+    shown = {key: value for key, value in props.items() if value is not None}
+    text = {} if title is None else {"text": title}
+    return {**shown, "title": {**text, "font": {"size": style.font_size}}, "tickfont": {"size": style.tick_size}}
+
+
+def figure_layout(
+    title: str,
+    style: FigureStyle,
+    height: int,
+    *,
+    legend: dict | None = None,
+    margin: dict | None = None,
+    subtitle: str = "",
+    **props,
+) -> dict:
+    """The title, margins and height every figure shares, and every text size set explicitly: Streamlit's
+    plotly theme sets its own smaller axis-title, legend and colour-bar sizes where a figure sets none.
+
+    ``props`` are the builder's own layout (axes from ``axis``, shapes, ``plot_bgcolor`` ...); ``legend``
+    and ``margin`` are merged into the shared ones; ``subtitle`` is a line under the title, in the ticks' size
+    (a narrow chart cuts a long title off at its right edge, so what the title must say is not added to it)."""
+    shown = {"text": plain_label(subtitle), "font": {"size": style.tick_size}} if subtitle else {}
+    return {
+        "title": {
+            "text": plain_label(title),
+            "font": {"size": style.title_size},
+            "x": 0,
+            "xanchor": "left",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 6},
+            **({"subtitle": shown} if shown else {}),
+        },
+        "font": {"size": style.font_size},
+        "legend": {"font": {"size": style.font_size}, **(legend or {})},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 2 * style.title_size + 2 * style.tick_size + 24, "b": 10, **(margin or {})},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": MASKED_FILL,
+        "hoverlabel": {"font": {"size": style.font_size}},
+        **props,
+    }
+
+
+def subplot_grid(
+    rows: int,
+    cols: int,
+    titles: Sequence[str],
+    style: FigureStyle,
+    *,
+    horizontal_spacing: float,
+    vertical_spacing: float = 0.0,
+    shared_yaxes: bool = False,
+) -> tuple[dict, list[dict]]:
+    """The axes of a ``rows`` × ``cols`` grid of subplots and the subplot titles above them, as
+    ``plotly.subplots.make_subplots`` lays them out (same domains, to the last bit), as plain dicts:
+    make_subplots validates every axis it makes, about 10 ms for 12 panels.
+
+    Subplots are numbered row by row from the top left: subplot k (from 0) draws on the axes
+    ``subplot_axes(k)`` names. With ``shared_yaxes``, the y axes of a row follow the row's first,
+    which alone shows its tick labels. Empty titles get no annotation."""
+    width = (1.0 - horizontal_spacing * (cols - 1)) / cols
+    height = (1.0 - vertical_spacing * (rows - 1)) / rows
+    axes, annotations = {}, []
+    for r in range(rows):
+        below = rows - 1 - r  # grid rows under this one
+        bottom = sum([height] * below) + below * vertical_spacing
+        top = min(bottom + height, 1.0)  # no rounding error above the top
+        for c in range(cols):
+            k = r * cols + c
+            left = sum([width] * c) + c * horizontal_spacing
+            right = left + width
+            x, y = subplot_axes(k)
+            axes["xaxis" + x[1:]] = {"anchor": y, "domain": [left, right]}
+            axes["yaxis" + y[1:]] = {"anchor": x, "domain": [bottom, top]}
+            if shared_yaxes and c > 0:
+                axes["yaxis" + y[1:]].update(matches=subplot_axes(r * cols)[1], showticklabels=False)
+            if k < len(titles) and titles[k]:
+                annotations.append(
+                    {
+                        "y": top,
+                        "xref": "paper",
+                        "x": (left + right) / 2.0,
+                        "yref": "paper",
+                        "text": titles[k],
+                        "showarrow": False,
+                        "font": {"size": style.font_size},
+                        "xanchor": "center",
+                        "yanchor": "bottom",
+                    }
+                )
+    return axes, annotations
+
+
+def subplot_axes(k: int) -> tuple[str, str]:
+    """The x and y axes subplot ``k`` (from 0) draws on: ("x", "y"), then ("x2", "y2"), ..."""
+    suffix = "" if k == 0 else str(k + 1)
+    return "x" + suffix, "y" + suffix
+
+
+def export_config(file_name: str, *, image_format: str = "png", scale: int = 3) -> dict:
+    """plotly's toolbar config: the camera button downloads PNG at presentation
+    resolution (``scale`` × the on-screen size) or SVG, named for the view."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
+    image_format = image_format if image_format in ("png", "svg") else "png"
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": scale},
+        "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+    }
+
+
+def plain_numbers(values) -> list:
+    """A sequence of numbers as a list of Python numbers (numpy scalars become ``int``/``float``), as
+    plotly's validator would store it: exports write ``trace.x`` to JSON."""
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's
+# numbers as JSON, in files named for the page, the step and the quantity.
+#
+# The pure part: a figure's numbers as tables (``figure_tables``), CSV and JSON text.
+# ``widgets.steps`` offers them as buttons.
+#
+# Exports mean what they say: a masked weight is 0, a masked score -inf (the string "-inf" in
+# JSON), and a token that looks like a spreadsheet formula is shown, never run.
+
+
+OVERLAYS = ("masked", "masked cells", "dropped", "cells", "open this head")  # traces that mark or pick, not data
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+JSON_NOTE = (
+    "Masked attention weights are exactly 0 and written as 0. Masked attention scores are -infinity, which "
+    'JSON cannot write as a number: they are the string "-inf". null marks a value that is not a number '
+    "(nan), e.g. a naive softmax that overflowed."
+)
+
+
+def _axis_labels(axis) -> list[str] | None:
+    return None if axis.ticktext is None else [html.unescape(t) for t in axis.ticktext]
+
+
+def _heatmap_values(trace) -> np.ndarray:
+    """A heatmap's numbers with its blank cells filled back in: a masked or dropped weight is 0,
+    a masked score −∞ (the figure's ``hidden_value``); other blanks stay nan."""
+    values = np.asarray(trace.z, dtype=float)
+    hidden = (trace.meta or {}).get("hidden_value") if isinstance(trace.meta, dict) else None
+    if hidden is None:
+        return values
+    return np.where(np.isnan(values), float(hidden), values)
+
+
+def figure_tables(fig) -> list[dict]:
+    """The numbers behind a figure's traces, with readable labels, for CSV and JSON exports."""
+    tables = []
+    for trace in fig.data:
+        entry = {"type": trace.type, "name": html.unescape(trace.name or "")}
+        meta = trace.meta if isinstance(trace.meta, dict) else {}
+        if trace.type == "heatmap":
+            entry["values"] = _heatmap_values(trace)
+            entry["rows"] = meta.get("rows") or _axis_labels(fig.layout.yaxis)
+            entry["cols"] = meta.get("cols") or _axis_labels(fig.layout.xaxis)
+            entry["title"] = meta.get("title", "")
+            entry["kind"] = meta.get("kind")
+        elif trace.type in ("bar", "scatter") and trace.y is not None and trace.name not in OVERLAYS:
+            if all(v is None for v in trace.y):
+                continue  # a legend entry, not data
+            entry["x"] = list(trace.x) if trace.x is not None else None
+            entry["labels"] = _axis_labels(fig.layout.xaxis)
+            entry["values"] = np.asarray(trace.y, dtype=float)
+        else:
+            continue
+        tables.append(entry)
+    return tables
+
+
+def _span(labels: Sequence[str]) -> str:
+    labels = [str(label) for label in labels]
+    return "" if not labels else labels[0] if len(labels) == 1 else f"{labels[0]} to {labels[-1]}"
+
+
+def _range(values) -> str:
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return "no finite values" if finite.size == 0 else f"values from {finite.min():.3g} to {finite.max():.3g}"
+
+
+ALT_ROW_VALUES = 64  # a highlighted row's numbers a text alternative reads out, at most
+
+
+def highlighted_rows(fig) -> list[int | None]:
+    """For each heatmap of ``fig``, in order, the index of the row it outlines (the inspected query), or None."""
+    return [
+        (trace.meta.get("highlight") if isinstance(trace.meta, dict) else None)
+        for trace in fig.data
+        if trace.type == "heatmap"
+    ]
+
+
+def _row_text(label: str, values) -> str:
+    shown = ", ".join(
+        "masked" if not np.isfinite(v) else f"{v:.3g}" for v in np.asarray(values, float)[:ALT_ROW_VALUES]
+    )
+    more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
+    return f"Highlighted row {label}: {shown}{more}"
+
+
+def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | None] = ()) -> str:
+    """What a screen reader says for a chart: its title, then what each trace shows, its size and its range, and
+    the numbers of each heatmap's highlighted row (``highlights``, one per heatmap in order)."""
+    parts = [title or "A chart"]
+    highlights = iter(highlights)
+    for table in tables:
+        name = f" {table['name']}" if table.get("name") else ""
+        if table["type"] == "heatmap":
+            rows, cols = table["rows"], table["cols"]
+            parts.append(
+                f"Heatmap{name}: {len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)}), "
+                f"{_range(table['values'])}"
+            )
+            row = next(highlights, None)
+            if row is not None and 0 <= row < len(table["values"]):
+                parts.append(_row_text(rows[row] if row < len(rows) else str(row + 1), table["values"][row]))
+        else:
+            kind = "Bar chart" if table["type"] == "bar" else "Line"
+            parts.append(f"{kind}{name}: {len(table['values'])} values, {_range(table['values'])}")
+    return ". ".join(parts) + "."
+
+
+def figure_title(fig) -> str:
+    """A figure's title as text (plotly's escapes undone), "" if it has none."""
+    return html.unescape(fig.layout.title.text or "")
+
+
+def csv_text(text: str) -> str:
+    """A label made safe for spreadsheets: one that starts like a formula (=, +, -, @) gets a leading
+    apostrophe, so a token such as "=HYPERLINK(...)" is shown, never run. Numbers ("-0.5") stay numbers."""
+    if not text.startswith(FORMULA_STARTS):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text
+    return text
+
+
+def matrix_csv(matrix, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "") -> str:
+    """A matrix as CSV with token labels in the header and the first column (-inf for masked scores)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([csv_text(corner), *(csv_text(c) for c in col_labels)])
+    for label, row in zip(row_labels, np.asarray(matrix), strict=True):
+        writer.writerow([csv_text(label), *(f"{float(v):.6g}" for v in row)])
+    return buffer.getvalue()
+
+
+def tables_csv(tables: list[dict]) -> str:
+    """Every heatmap of a figure as CSV: token labels in the header and the first column."""
+    blocks = []
+    for table in tables:
+        if table["type"] != "heatmap":
+            continue
+        values = table["values"]
+        rows = table["rows"] if table["rows"] and len(table["rows"]) == values.shape[0] else range(values.shape[0])
+        cols = table["cols"] if table["cols"] and len(table["cols"]) == values.shape[1] else range(values.shape[1])
+        blocks.append(matrix_csv(values, [str(r) for r in rows], [str(c) for c in cols], corner=table["title"]))
+    return "\n".join(blocks)
+
+
+def json_table(table: dict) -> dict:
+    return {k: v for k, v in table.items() if v is not None}
+
+
+def step_json(payload: dict) -> str:
+    """This step's numbers as JSON: arrays become nested lists, -inf the string "-inf", nan null (``JSON_NOTE``)."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, np.ndarray | list | tuple):
+            return [clean(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+        if isinstance(value, float | np.floating):
+            if np.isnan(value):
+                return None
+            return float(value) if np.isfinite(value) else ("-inf" if value < 0 else "inf")
+        if isinstance(value, np.integer | np.bool_):
+            return value.item()
+        return value
+
+    return json.dumps(clean(payload), indent=1, ensure_ascii=False)
+
+
+# The builders, after the pieces above, which they import from here.
+from .charts import (  # noqa: E402
     agreement,
     bars,
     dot_product_bars,
@@ -40,7 +520,7 @@ from .charts import (
     stacked_contributions,
     vote_bars,
 )
-from .heatmaps import (
+from .heatmaps import (  # noqa: E402
     KINDS,
     MASK,
     NONNEGATIVE,
@@ -62,28 +542,6 @@ from .heatmaps import (
     shared_range,
     spread_note,
     without_cell_text,
-)
-from .layout import (
-    DEFAULT_STYLE,
-    DIVERGING,
-    MASK_COLOURS,
-    MASK_WORD_LIMIT,
-    MASKED_FILL,
-    PHONE,
-    PRESENTER,
-    ROTATED_TICKS,
-    SEQUENTIAL,
-    SERIES_COLOURS,
-    STACKED_TOKEN_LIMIT,
-    TEXT_CELL_LIMIT,
-    TICK_LIMIT,
-    FigureStyle,
-    export_config,
-    plain_label,
-    plural,
-    token_label,
-    token_labels,
-    visible_token,
 )
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .layout import (
+from . import (
     COLOUR_STOPS,
     DEFAULT_STYLE,
     DIVERGING,

@@ -56,7 +56,7 @@ import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
 from explorer import figures
-from explorer.figures.tables import figure_alt, figure_tables, figure_title, highlighted_rows
+from explorer.figures import figure_alt, figure_tables, figure_title, highlighted_rows
 from explorer.runtime.memory import MIB, SharedCache
 from explorer.session import (
     CELL_CODE,
@@ -105,7 +105,7 @@ class Drawn:
     tables: tuple[dict, ...]
     title: str
     chart: EncodedFigure  # the figure for ``st.plotly_chart``, without plotly objects; shared, it holds only ``spec``
-    alt: str = ""  # its text alternative for screen readers (``figures.tables.figure_alt``)
+    alt: str = ""  # its text alternative for screen readers (``figures.figure_alt``)
     readable_width: int = 0  # the width its cell texts need (``figures.readable_width``); a phone scrolls to it
 
     def figure(self) -> go.Figure:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from explorer import room
-from explorer.figures.tables import JSON_NOTE, json_table, step_json, tables_csv
+from explorer.figures import JSON_NOTE, json_table, step_json, tables_csv
 from explorer.session import (
     CELL_CODE,
     CELL_PANELS_SHOWN,
