@@ -14,7 +14,7 @@ in a cycle). From the top:
   questions ask the room; the room's vote chart takes the charts' style.
 * ``session``: one visitor's settings in session state and the URL, the ``Run`` made from them, the state a
   page keeps, the link.
-* ``views``: what a page computes (``views.run.Run``, budgeted once), as frozen results shared by sessions.
+* ``views``: what a page computes (``views.Run``, budgeted once), as frozen results shared by sessions.
 * ``models``: the Weights setting's one place: the chapter's random weights or a trained model's layer,
   the sentence prepared for them, the modules built from them.
 * ``runtime``: the server process: lazy torch, shared caches, memory estimates, one queue, every patch of

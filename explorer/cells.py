@@ -837,7 +837,7 @@ def cached_keys(
     cache_keys, recomputed_keys, layer: int, head: int, pieces, *, shown: str, code: str, notation: Notation
 ) -> Cells:
     """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes
-    it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.generation.CacheCheck``'s). Rows
+    it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.beyond.CacheCheck``'s). Rows
     are tokens, columns the head's dimensions, named alike on both panels."""
 
     def derive(row: int, col: int):

@@ -182,7 +182,7 @@ def head_name(settings: Settings) -> str:
 #
 # ``prepared(settings)`` is the book's six vectors, a typed sentence's seeded embeddings, or, with
 # trained weights, what the model feeds the chosen layer (``layer_prepared``). Results are shared
-# read-only between sessions (``runtime.memory``). ``views.run.Run`` calls it once per change of settings.
+# read-only between sessions (``runtime.memory``). ``views.Run`` calls it once per change of settings.
 
 
 def bpe_encoding():

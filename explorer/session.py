@@ -39,7 +39,7 @@ from explorer.settings import (
     to_query_params,
     validate,
 )
-from explorer.views.run import Run
+from explorer.views import Run
 
 # The settings and how this session sees the app (below)
 SETTINGS = "settings"  # the chosen Settings, as the sidebar and the link hold them

@@ -12,7 +12,7 @@ from attention.measuring.costs import cache_bytes_per_token, macs_per_new_token
 from explorer import cells, figures, session, widgets
 from explorer.cells import Notation
 from explorer.page_text import generate as notes
-from explorer.views import generation as views
+from explorer.views import beyond as views
 
 run = session.current_run()
 settings = run.settings

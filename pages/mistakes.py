@@ -8,7 +8,7 @@ from explorer import cells, session, widgets
 from explorer.cells import Notation
 from explorer.figures import charts as drawn
 from explorer.page_text import mistakes as notes
-from explorer.views.mistakes import SCALING_MISTAKES, changed_step, mistake_view
+from explorer.views.beyond import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question
 
 MISTAKE = session.MISTAKE

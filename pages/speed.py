@@ -7,7 +7,7 @@ import attention
 from attention.measuring import speed
 from explorer import figures, session, widgets
 from explorer.page_text.glossary import term
-from explorer.views import speed as timing
+from explorer.views import beyond as timing
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 D_MODEL_CHOICES = (32, 64, 128, 256, 512, 768)

@@ -7,11 +7,10 @@ import time
 import pytest
 
 import attention
-from explorer import models
+from explorer import models, views
 from explorer.runtime import memory
 from explorer.settings import DEFAULTS, TEXT
-from explorer.views import chapter, run
-from explorer.views import run as view_run
+from explorer.views import chapter
 
 SENTENCE = " ".join(f"w{k}" for k in range(40))  # 40 tokens or more with GPT-2's BPE
 
@@ -92,7 +91,7 @@ def test_weights_too_large_for_any_tokens_are_refused_naming_the_setting():
 
 def test_a_lowered_view_computes_the_first_tokens_and_says_so(monkeypatch):
     notes = []
-    monkeypatch.setattr(view_run.st, "info", notes.append)
+    monkeypatch.setattr(views.st, "info", notes.append)
     settings = settings_for(d_in=64, d_out=64, num_heads=16)
     num_tokens = len(models.prepared(settings).ids)
     tight = memory.estimate("multihead", num_tokens - 10, 64, 64, 16, num_tokens - 10, False).peak
@@ -174,7 +173,7 @@ def test_size_of_counts_a_shared_block_once():
 
 
 def test_only_pages_with_many_tokens_or_a_large_view_take_turns():
-    assert not run.Run.of(DEFAULTS).heavy
-    assert not run.Run.of(settings_for()).heavy
-    assert run.Run.of(settings_for(text=" ".join(["word"] * 400), context_length=1024)).heavy
-    assert run.Run.of(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True)).heavy
+    assert not views.Run.of(DEFAULTS).heavy
+    assert not views.Run.of(settings_for()).heavy
+    assert views.Run.of(settings_for(text=" ".join(["word"] * 400), context_length=1024)).heavy
+    assert views.Run.of(settings_for(d_in=1024, d_out=1024, num_heads=16, training=True)).heavy

@@ -8,7 +8,7 @@ from tolerances import prefix_rounding_bounds, rounding_bounds
 import attention
 from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from explorer.settings import GPT2, TEXT, Settings
-from explorer.views import generation as views
+from explorer.views import beyond as views
 
 SAMPLING = views.GenerationOptions(max_new_tokens=12, temperature=1.0, top_k=20, seed=7)
 

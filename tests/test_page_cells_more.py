@@ -66,7 +66,7 @@ def why(name: str):
 
 
 def mistake():
-    from explorer.views.mistakes import mistake_view
+    from explorer.views.beyond import mistake_view
 
     result, mha, x = mistake_view(RUN, "fill_zero").cell_inputs
     right, wrong = derivations.mistake_cell(result, mha, x, ROW, COL)

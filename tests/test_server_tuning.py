@@ -16,7 +16,7 @@ from apptest_support import ROOT, app
 
 from explorer import results
 from explorer.runtime import server
-from explorer.views import speed
+from explorer.views import beyond
 from explorer.widgets import steps
 
 
@@ -56,7 +56,7 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(attention, "measure", counting_measure)
-    speed.measured.clear()
+    beyond.measured.clear()
     at = app("pages/speed.py")
     at.multiselect(key="speed_T").set_value([16])
     at.selectbox(key="speed_d").set_value(32)

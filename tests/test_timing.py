@@ -8,7 +8,7 @@ import pytest
 
 from explorer.results import SpeedView
 from explorer.runtime import memory
-from explorer.views import speed
+from explorer.views import beyond
 
 
 def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():
@@ -106,19 +106,19 @@ def test_a_waiter_who_leaves_gives_up_the_place():
 
 def test_a_result_measured_before_is_returned_without_queueing(monkeypatch):
     view = object.__new__(SpeedView)
-    monkeypatch.setattr(speed.measured, "get", lambda *sizes: view)
+    monkeypatch.setattr(beyond.measured, "get", lambda *sizes: view)
 
     def fail(*args, **kwargs):
         raise AssertionError("queued")
 
-    monkeypatch.setattr(speed.SPEED_QUEUE, "turn", fail)
+    monkeypatch.setattr(beyond.SPEED_QUEUE, "turn", fail)
 
-    assert speed.speed_view((16,), 32, 2, 1, 1, "cpu") is view
+    assert beyond.speed_view((16,), 32, 2, 1, 1, "cpu") is view
 
 
 def test_the_waiting_text_says_how_many_are_ahead_and_the_budget():
     assert (
-        speed.waiting(1)
-        == f"1 measurement is ahead of yours in the queue; each stops within {speed.SPEED_BUDGET_S:.0f} s."
+        beyond.waiting(1)
+        == f"1 measurement is ahead of yours in the queue; each stops within {beyond.SPEED_BUDGET_S:.0f} s."
     )
-    assert speed.waiting(3).startswith("3 measurements are ahead")
+    assert beyond.waiting(3).startswith("3 measurements are ahead")

@@ -1,4 +1,4 @@
-"""The Generate page's step prose: each sentence quotes this generation (a ``views.generation.GenerationView``)
+"""The Generate page's step prose: each sentence quotes this generation (a ``views.beyond.GenerationView``)
 or this timing (an ``attention.TokenTimes``)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Break it page's step text: what the two panels of weights show, and why a mistake may not show in
-them (a ``views.mistakes.MistakeView``'s numbers); and each mistake's predict-then-reveal question."""
+them (a ``views.beyond.MistakeView``'s numbers); and each mistake's predict-then-reveal question."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def curve_text(num_keys: int, head_dim: int) -> str:
 
 
 # Break it: one question for each mistake, asked beside the changed line and answered from that mistake's run
-# (a ``views.mistakes.MistakeView``). Each returns None where the run has no answer to give (too few tokens).
+# (a ``views.beyond.MistakeView``). Each returns None where the run has no answer to give (too few tokens).
 
 ROW_SUM_DECIMALS = 3  # a row "sums to 1" when it does to this many decimals
 

@@ -8,7 +8,7 @@ checked against measured sizes in ``tests/test_budget.py``). ``plan`` then keeps
 ``VIEW_BUDGET``: all tokens if they fit, else only as many of the first tokens as fit (and says which
 setting to lower to see more), or a refusal that names the setting when even ``MIN_TOKENS`` do not fit.
 
-``views.run`` plans each view with ``plan`` once per call, and lets at most ``HEAVY_SLOTS`` heavy
+``views`` plans each view with ``plan`` once per call, and lets at most ``HEAVY_SLOTS`` heavy
 computations (above ``HEAVY_BYTES``) run at once, in a ``TurnQueue``. ``estimate`` and ``plan`` are
 pure in whole numbers and cached, so a rerun with the same settings computes nothing. Then the cache
 (``shared_view``, ``SHARED``), last.
@@ -454,7 +454,7 @@ def shared_view(max_entries: int):
 
     A shared read-only result costs nothing on a hit. Sessions asking for the same key at once compute it
     once. Keyword arguments named ``on_…`` are callbacks and not part of the key: ``on_miss``, a context
-    manager factory that a computation runs in (``views.run.budgeted`` waits there for a place among the
+    manager factory that a computation runs in (``views.budgeted`` waits there for a place among the
     heavy computations), or ``on_progress``, which a measurement calls as it goes.
     ``function.clear()`` forgets its results; ``function.get(*args)`` looks one up without computing.
     """

@@ -1,15 +1,197 @@
 """The views layer: what a page computes, as frozen results (``explorer.results``) shared read-only by
 every session. A view takes the run's ``Run`` (settings and prepared sentence), is budgeted once
-(``run.budgeted``), and calls the ``attention`` package through ``models``; it draws nothing but a
-waiting notice.
-
-``mistakes`` and ``speed`` (the Break it and Speed pages' views, which import torch) are imported from their
-modules, so the first page's run imports no torch.
+(``budgeted``, below), and calls the ``attention`` package through ``models``; it draws nothing but a
+waiting notice. ``chapter`` holds the chapter's pages' views, in its order; ``beyond`` those of Break it,
+Generate and Speed, which import torch: it is imported from its module, so the first page's run imports none.
 
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
+
+This module is one run's way through a view: the sentence prepared once, a view budgeted once, heavy work in
+turn. A page's run starts from a ``Run``: the settings and the sentence prepared for them (tokens and input
+vectors, or a trained layer's input), made once per script run by the session (``session.current_run``)
+and passed down to every view, the exports and the link. A view (``budgeted``) then plans its memory from
+the run's token count, once: a view too large for a shared server computes only its first tokens, with a
+notice naming the setting to lower, or is refused (``ValueError``). A heavy view waits for a place among
+``HEAVY_SLOTS`` computations, and a page with many tokens for a place among as many page runs.
 """
 
-from explorer.views.chapter import (
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass, field, replace
+
+import streamlit as st
+
+from explorer.models import prepare, prepared
+from explorer.results import Prepared
+from explorer.runtime.memory import (
+    HEAVY_BYTES,
+    HEAVY_SLOTS,
+    VIEW_ENTRIES,
+    TurnQueue,
+    estimate,
+    plan,
+    release_memory,
+    shared_view,
+)
+from explorer.settings import TEXT, Settings
+
+HEAVY_TURNS = TurnQueue(HEAVY_SLOTS)  # heavy computations
+HEAVY_PAGES = TurnQueue(HEAVY_SLOTS)  # page runs with many tokens or a large view (``page_turn``)
+HEAVY_TOKENS = 256  # a page of this many tokens or more is drawn in turn (``page_turn``)
+
+
+@dataclass(frozen=True)
+class Run:
+    """The settings of one run and the sentence prepared for them; equal (and hashed) by the settings alone.
+
+    ``error`` is the learner's message when the sentence cannot be prepared (an empty sentence): a view
+    then raises it as a ``ValueError``, which the page shows instead of its figures."""
+
+    settings: Settings
+    prepared: Prepared | None = field(default=None, compare=False, repr=False)
+    error: str | None = field(default=None, compare=False)
+    num_tokens: int = field(default=0, compare=False)
+
+    @classmethod
+    def of(cls, settings: Settings) -> Run:
+        try:
+            found = prepared(settings)
+        except ValueError as error:
+            return cls(settings, None, str(error))
+        return cls(settings, found, None, len(found.ids))
+
+    def but(self, **changes) -> Run:
+        """This run with ``changes`` to its settings; the prepared sentence is kept when they leave it as it is."""
+        settings = replace(self.settings, **changes)
+        if set(changes) <= {"dropout", "training"}:  # the sentence and its input vectors do not depend on these
+            return replace(self, settings=settings)
+        return Run.of(settings)
+
+    def ready(self) -> Prepared:
+        """The prepared sentence, or the learner's message as a ``ValueError``."""
+        if self.prepared is None:
+            raise ValueError(self.error)
+        return self.prepared
+
+    @functools.cached_property
+    def heavy(self) -> bool:
+        """Whether drawing a page for this run is heavy work: many tokens, or a large multi-head view."""
+        return self.num_tokens >= HEAVY_TOKENS or self.estimate("multihead").peak > HEAVY_BYTES
+
+    def estimate(self, kind: str, num_tokens: int | None = None):
+        """The bytes view ``kind`` needs for this run (``runtime.memory.estimate``)."""
+        s = self.settings
+        dropout = s.training and s.dropout > 0
+        tokens = self.num_tokens if num_tokens is None else num_tokens
+        return estimate(kind, tokens, s.effective_d_in, s.d_out, s.num_heads, s.context_length, dropout)
+
+
+def eval_mode(run: Run) -> Run:
+    """``run`` in eval mode: the same sentence, no dropout."""
+    return replace(run, settings=replace(run.settings, training=False))
+
+
+def second_tokens(run: Run, second_text: str | None) -> int:
+    """The batch view's token count: the longer of the run's sentence and a second one."""
+    if not second_text or not second_text.strip():
+        return run.num_tokens
+    s = run.settings
+    return max(run.num_tokens, len(prepare(TEXT, second_text, s.effective_d_in, s.seed, s.context_length).ids))
+
+
+@contextlib.contextmanager
+def waiting_turn(queue: TurnQueue, ahead_text: str):
+    """Wait for a place in ``queue``, first come first served, saying meanwhile how many are ``ahead_text``."""
+    waiting = st.empty()
+
+    def on_wait(ahead: int) -> None:
+        waiting.info(f"Waiting for the server: {ahead} {ahead_text}.", icon=":material/hourglass_top:")
+
+    with queue.turn(on_wait):
+        waiting.empty()
+        yield
+
+
+@contextlib.contextmanager
+def heavy_turn():
+    """Wait, saying so, for a place among ``HEAVY_SLOTS`` heavy computations; give the memory back after."""
+    try:
+        with (
+            waiting_turn(
+                HEAVY_TURNS, f"large computations are running or waiting before yours (it runs {HEAVY_SLOTS} at once)"
+            ),
+            st.spinner("Computing a large view…"),
+        ):
+            yield
+    finally:
+        release_memory()
+
+
+def run_view(max_entries: int):
+    """``shared_view`` for a view of a ``Run`` that needs no budget (a small result); it takes settings too."""
+
+    def decorate(view):
+        cached = shared_view(max_entries=max_entries)(view)
+
+        @functools.wraps(view)
+        def of_run(run: Run | Settings, *args, **kwargs):
+            return cached(run if isinstance(run, Run) else Run.of(run), *args, **kwargs)
+
+        of_run.clear = cached.clear
+        return of_run
+
+    return decorate
+
+
+def budgeted(kind: str):
+    """Keep view ``kind`` within ``runtime.memory.VIEW_BUDGET``, planned once per call from the run's token
+    count: compute only the first tokens that fit, with a notice, or refuse; a heavy view takes its turn."""
+
+    def decorate(view):
+        cached = shared_view(max_entries=VIEW_ENTRIES)(view)
+
+        @functools.wraps(view)
+        def planned(run: Run | Settings, *args, **kwargs):
+            if not isinstance(run, Run):  # a notebook or a test may pass settings
+                run = Run.of(run)
+            if run.prepared is None:
+                raise ValueError(run.error)
+            s = run.settings
+            num_tokens = second_tokens(run, args[0] if args else None) if kind == "batch" else run.num_tokens
+            dropout = s.training and s.dropout > 0
+            found = plan(kind, num_tokens, s.effective_d_in, s.d_out, s.num_heads, s.context_length, dropout)
+            if found.lowered:
+                st.info(found.note)
+                run = Run.of(replace(s, context_length=found.num_tokens))
+            on_miss = heavy_turn if found.estimate.peak > HEAVY_BYTES else None
+            return cached(run, *args, on_miss=on_miss, **kwargs)
+
+        planned.clear = cached.clear
+        return planned
+
+    return decorate
+
+
+def page_turn(run: Run, url_path: str):
+    """A context manager for drawing one page: a heavy page (many tokens, or a large multi-head view) waits
+    for a place among ``HEAVY_SLOTS`` heavy page runs, first come first served, with a notice.
+
+    Streamlit runs every session's script on its own thread, and Python runs one thread at a time:
+    20 sessions re-running a heavy page shared the interpreter with a student on a light page, whose
+    reruns then took up to 9.6 s. Waiting here costs no CPU, and a light page never waits. A session
+    runs one script at a time, so it holds one place at most; while it waits, a newer rerun of the
+    same session replaces the waiting one (Streamlit stops a run at its next drawing call).
+    """
+    if url_path == "speed" or not run.heavy:  # the Speed page has its own queue (``views.beyond``)
+        return contextlib.nullcontext()
+    ahead = f"large pages are being drawn or waiting before yours (it draws {HEAVY_SLOTS} at once)"
+    return waiting_turn(HEAVY_PAGES, ahead)
+
+
+# The chapter's views, after the run's pieces above, which they import from here.
+from explorer.views.chapter import (  # noqa: E402
     WHY_HIDDEN_SIZE,
     batch_view,
     computed_why_view,
@@ -31,7 +213,6 @@ from explorer.views.chapter import (
     simplified_view,
     why_view,
 )
-from explorer.views.run import Run, page_turn
 
 __all__ = [
     "WHY_HIDDEN_SIZE",

@@ -45,7 +45,7 @@ from explorer.results import (
 from explorer.runtime import torch
 from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, VIEW_ENTRIES, TurnQueue, shared_view
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
-from explorer.views.run import Run, budgeted, eval_mode, run_view
+from explorer.views import Run, budgeted, eval_mode, run_view
 
 
 def _inputs_tensor(run: Run) -> torch.Tensor:

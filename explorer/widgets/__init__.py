@@ -23,8 +23,8 @@ import streamlit as st
 from explorer.models import describe
 from explorer.session import PRESENTER, RUN_SECTIONS, chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings
+from explorer.views import Run
 from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
-from explorer.views.run import Run
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from explorer.session import (
     widgets_valid,
 )
 from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings, parse_range, quoted
-from explorer.views.run import Run
+from explorer.views import Run
 from explorer.widgets import SCROLL_REGIONS
 from explorer.widgets.charts import TOUCH_HOVER
 

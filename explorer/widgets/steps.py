@@ -50,8 +50,8 @@ from explorer.session import (
     view_link,
 )
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, parse_position, quoted
+from explorer.views import Run
 from explorer.views.chapter import is_book, source_of
-from explorer.views.run import Run
 
 # display: none takes the clicker buttons out of the layout, the tab order and the accessibility
 # tree, so screen readers do not read them; their keyboard shortcuts still work.
