@@ -14,13 +14,14 @@ in a cycle). From the top:
   questions ask the room; the room's vote chart takes the charts' style.
 * ``session``: one visitor's settings in session state and the URL, the ``Run`` made from them, the state a
   page keeps, the link.
-* ``views``: what a page computes (``views.Run``, budgeted once), as frozen results shared by sessions.
+* ``views``: what a page computes (``views.Run``, budgeted once), as frozen results shared by sessions, each
+  result's dataclass beside its view.
 * ``models``: the Weights setting's one place: the chapter's random weights or a trained model's layer,
   the sentence prepared for them, the modules built from them.
-* ``runtime``: the server process: lazy torch, shared caches, memory estimates, one queue, every patch of
-  Streamlit's internals, the first paint.
+* ``runtime``: the server process: lazy torch, memory estimates, one queue, the shared cache, every use of
+  Streamlit's private names, the first paint.
 * At the bottom, importing none of the above: ``settings`` (validated settings, what a link sent, the one
-  Markdown escaper), ``results`` (the views' frozen dataclasses), ``cells`` (what a heatmap's cells are, with their
+  Markdown escaper), ``cells`` (what a heatmap's cells are, with their
   words), ``figures`` (pure figure builders) and ``page_text`` (the words of pages with long text, the
   questions built from measured numbers, the glossary). ``attention.notebook.explore`` imports only these.
 

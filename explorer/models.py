@@ -34,10 +34,58 @@ from attention.constants import (
 )
 from attention.tokens import BPE_NAME
 from explorer.page_text.glossary import term
-from explorer.results import Prepared, WhyView
 from explorer.runtime import torch
 from explorer.runtime.memory import CACHE_ENTRIES, shared_view
 from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
+
+# What the views compute from: the sentence prepared (``Prepared``) and the stored first view's result
+# (``WhyView``), frozen dataclasses of numpy arrays; ``from_tensors`` makes any view's result from tensors.
+
+
+def from_tensors(cls, *sources, **given):
+    """A ``cls`` (a dataclass here) whose fields are ``given`` or else read from the first source that has them,
+    each tensor as a numpy array (anything with ``.numpy()``); other values (None, numbers) as they are."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in given:
+            values[field.name] = given[field.name]
+            continue
+        value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
+        values[field.name] = value.numpy() if hasattr(value, "numpy") else value
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The sentence as the pages see it: tokens and their embeddings.
+
+    ``inputs`` is (num_tokens, d_in). ``truncated_from`` is the token count
+    before truncation to ``context_length``, or None.
+    """
+
+    pieces: tuple[str, ...]
+    ids: tuple[int, ...]
+    inputs: np.ndarray
+    tokenizer: str
+    truncated_from: int | None
+
+
+@dataclass(frozen=True)
+class WhyView:
+    """Sections 3.1–3.2: ``encoder_states`` (T, hidden_size), ``bahdanau_weights`` (steps, T),
+    each token's ``*_share``/``*_influence`` (T,), and the (T, T) self-attention contrast."""
+
+    encoder_states: np.ndarray
+    final_state: np.ndarray
+    bahdanau_weights: np.ndarray
+    final_state_share: np.ndarray
+    attention_context_share: np.ndarray
+    final_state_influence: np.ndarray
+    attention_context_influence: np.ndarray
+    dot_product_weights: np.ndarray
+    additive_weights: np.ndarray
+    additive_num_parameters: int
+
 
 # The Weights setting: the chapter's random weights, or one layer of a trained model.
 #

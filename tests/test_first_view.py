@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer import models, results
+from explorer import models
 from explorer.settings import DEFAULTS, TEXT
 from explorer.views import chapter
 
@@ -21,7 +21,7 @@ def test_the_stored_view_is_what_the_torch_code_computes():
     stored = models.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     assert stored is not None, "no stored first view: run `python -m explorer.first_view`"
     computed = chapter.computed_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
-    for field in dataclasses.fields(results.WhyView):
+    for field in dataclasses.fields(models.WhyView):
         want, got = getattr(computed, field.name), getattr(stored, field.name)
         if isinstance(want, np.ndarray):
             assert got.shape == want.shape and got.dtype == want.dtype, field.name

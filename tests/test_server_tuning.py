@@ -14,7 +14,7 @@ import pytest
 import torch
 from apptest_support import ROOT, app
 
-from explorer import results
+from explorer import models
 from explorer.runtime import server
 from explorer.views import beyond
 from explorer.widgets import steps
@@ -75,7 +75,7 @@ def test_configuring_the_server_freezes_what_the_heavy_imports_made():
     assert server.STARTUP.has("warmed")
     assert gc.get_freeze_count() > 100_000
     tracked = {id(obj) for obj in gc.get_objects()}  # the frozen objects are not among them
-    for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, results.Prepared):
+    for heavy in (torch.nn.Module, pandas.DataFrame, go.Figure, models.Prepared):
         assert id(heavy) not in tracked
 
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from explorer.results import SpeedView
 from explorer.runtime import memory
 from explorer.views import beyond
+from explorer.views.beyond import SpeedView
 
 
 def test_the_queue_serves_in_order_and_tells_each_waiter_how_many_are_ahead():

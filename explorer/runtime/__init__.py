@@ -3,7 +3,7 @@ imported on first use (below); then ``memory`` (a view's bytes before it is comp
 turns, and results shared read-only by every session), ``patches`` (every use of Streamlit's private names)
 and ``server`` (a fast first page, then torch, and the process tuned for a classroom).
 
-It may import the bottom modules (``settings``, ``results``), never ``models`` or above.
+It may import the bottom modules (``settings`` and the others), never ``models`` or above.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The views layer: what a page computes, as frozen results (``explorer.results``) shared read-only by
+"""The views layer: what a page computes, as frozen results (dataclasses beside each view) shared read-only by
 every session. A view takes the run's ``Run`` (settings and prepared sentence), is budgeted once
 (``budgeted``, below), and calls the ``attention`` package through ``models``; it draws nothing but a
 waiting notice. ``chapter`` holds the chapter's pages' views, in its order; ``beyond`` those of Break it,
@@ -23,8 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import streamlit as st
 
-from explorer.models import prepare, prepared
-from explorer.results import Prepared
+from explorer.models import Prepared, prepare, prepared
 from explorer.runtime.memory import (
     HEAVY_BYTES,
     HEAVY_SLOTS,

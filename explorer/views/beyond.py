@@ -8,7 +8,7 @@ runs the right and the wrong forward pass and measures the difference.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -19,13 +19,32 @@ from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.mistake_measures import LARGE_D_K, Measure
 from attention.mistake_steps import RIGHT, Steps
 from attention.tokens import BPE_NAME
-from explorer.models import bpe_encoding, model, module_for, tokenize_text, version
-from explorer.results import SpeedView, from_tensors
+from explorer.models import bpe_encoding, from_tensors, model, module_for, tokenize_text, version
 from explorer.runtime.memory import VIEW_ENTRIES, TurnQueue, shared_view
 from explorer.runtime.server import machine_threads
 from explorer.settings import BOOK, GPT2, TRAINED, Settings
 from explorer.views import Run, heavy_turn, run_view
 from explorer.views.chapter import BOOK_DROPOUT
+
+
+@dataclass(frozen=True)
+class SpeedView:
+    """Every implementation's median time and peak memory against T: ``num_tokens`` and
+    ``one_weights_mib`` (len(T),); ``time_ms`` and ``peak_memory_mib`` name → (len(T),)."""
+
+    implementations: tuple[str, ...]
+    num_tokens: np.ndarray
+    time_ms: Mapping[str, np.ndarray]
+    peak_memory_mib: Mapping[str, np.ndarray]
+    time_exponent: Mapping[str, float]
+    memory_exponent: Mapping[str, float]
+    max_abs_difference: Mapping[str, float]
+    one_weights_mib: np.ndarray
+    sizes: Mapping[str, int]  # b, d_model, num_heads, repeats
+    device: str
+    rounds: tuple[int, ...] = ()  # timing rounds run at each T; fewer than repeats when the budget ran out
+    skipped_tokens: tuple[int, ...] = ()  # the T not measured because they would not fit in the budget
+
 
 SCALING_MISTAKES = {"no_scaling": "no scaling", "divide_by_d_k": "÷ d_k"}  # name → legend label
 
