@@ -161,7 +161,8 @@ def _matrix(rows) -> str:
 
 
 def heads_product_text(check) -> str:
-    """Step 5's note on section 3.6.2's check (a ``views.chapter.HeadsProductView``): what it multiplies, and the result."""
+    """Step 5's note on section 3.6.2's check (a ``views.chapter.HeadsProductView``): what it multiplies, and
+    the result."""
     b, num_heads, num_tokens, head_dim = check.a.shape
     return (
         "Section 3.6.2 checks that one batched matmul equals each head's own product. Its tensor `a` has shape "
