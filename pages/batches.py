@@ -7,8 +7,8 @@ import streamlit as st
 import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
-from explorer.page_text import batches as notes
 from explorer.page_text import first_values, questions
+from explorer.page_text.glossary import term
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 run = session.current_run()
@@ -70,8 +70,14 @@ def stack_into_batch():
         "tensor. The book stacks two copies of its input, `batch = torch.stack((inputs, inputs))`, shape "
         f"(2, 6, 3). Here `batch.shape` is **{data.batch_shape}**."
     )
-    if any(padding):
-        st.info(notes.padding_text(lengths, num_tokens, padding), icon=":material/space_bar:")
+    if any(padding):  # the shorter sentence is padded at the end
+        short = padding.index(max(padding))
+        st.info(
+            f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}. To stack them, "
+            f"the shorter one is **padded at the end** with {padding[short]} × `<|endoftext|>`. GPT-2 has no padding "
+            "token of its own; the book's later chapters reuse this one, id 50256, and so does this page.",
+            icon=":material/space_bar:",
+        )
     title = f"({num_tokens}, {d_in})"
     side_by_side(data.inputs, title, "batch-inputs", None, value_name="embedding", **DIMENSIONS)
     widgets.show_code(views.batch_view, attention.token_vector)
@@ -79,7 +85,20 @@ def stack_into_batch():
 
 @steps.add("One mask slice")
 def mask_slice():
-    st.markdown(notes.mask_text(data.mask_buffer_shape, b, num_tokens, book=settings.source == BOOK))
+    rows, cols = data.mask_buffer_shape  # the book passes context_length = 6, so its buffer is (6, 6)
+    books = (
+        " (the book passes context_length = 6, so its buffer is (6, 6))"
+        if settings.source == BOOK and rows != 6
+        else ""
+    )
+    st.markdown(
+        f"`__init__` registers `self.mask`, shape **({rows}, {cols})** (context_length × context_length){books}, as a "
+        f"{term('buffer', '**buffer**')}: a tensor the module owns but never trains. It moves with the module "
+        "under `.to(device)` and is saved with it. `forward` slices its corner, "
+        f"`self.mask[:{num_tokens}, :{num_tokens}]`. That one ({num_tokens}, {num_tokens}) slice masks **every** item "
+        f"of `attn_scores`, shape ({b}, {num_tokens}, {num_tokens}): `masked_fill` repeats it along the batch "
+        f"dimension ({term('broadcast', 'broadcasting')}), without copying it."
+    )
     positions = [str(i + 1) for i in range(num_tokens)]  # tokens counted from 1, as the book counts them
     axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
@@ -92,7 +111,21 @@ def mask_slice():
 
 @steps.add("Each item's weights")
 def item_weights():
-    st.markdown(notes.weights_text(b, num_tokens, data.output.shape[-1], second_text is None, any(padding), p))
+    d_out = data.output.shape[-1]
+    notes = [
+        "Each item gets its own `attn_weights` from its own queries and keys, all in one batched matrix "
+        f"multiplication: shape ({b}, {num_tokens}, {num_tokens}).",
+        "`queries @ keys.transpose(1, 2)` swaps only the last two dimensions of keys: (b, num_tokens, d_out) = "
+        f"({b}, {num_tokens}, {d_out}) becomes ({b}, {d_out}, {num_tokens}), each item's keys transposed.",
+        "Both items are the same sentence, so their weights are the same." if second_text is None else "",
+        "Every real token comes before the padding, so no real token's row puts weight on a padding column: those "
+        "cells are in its future, masked. The padding rows attend to everything up to themselves, real "
+        "tokens and earlier padding alike."
+        if any(padding)
+        else "",
+        f"Dropout is on: these are the weights after one draw (survivors × 1/(1−{p}))." if p is not None else "",
+    ]
+    st.markdown(" ".join(note for note in notes if note))
     title = "attn_weights" + (" after dropout" if dropout_on else "")
 
     def explain(item: int) -> cells.Cells:
@@ -106,8 +139,12 @@ def item_weights():
         return cells.weights(data.scaled_scores[item], pieces[item], masked=mask, code=code, notation=notation)
 
     side_by_side(data.weights, title, "batch-weights", explain, masked=mask, value_name="attention weight")
-    with st.expander(notes.TRANSPOSE_QUESTION):  # under the charts, so that they fit a projector under the stepper
-        st.markdown(notes.transpose_text(b, num_tokens, data.output.shape[-1]))
+    with st.expander("Why `keys.transpose(1, 2)` and not `keys.T`?"):  # under the charts: they fit a projector
+        st.markdown(
+            f"`keys.T` would reverse all three dimensions, to (d_out, num_tokens, b) = ({d_out}, {num_tokens}, {b}): "
+            "`keys.T[0]` would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on "
+            "a tensor that is not 2-D is deprecated."
+        )
     widgets.explain_cell()
     widgets.show_code(attention.CausalAttention.steps)
 
@@ -116,7 +153,22 @@ def item_weights():
 def context_vectors():
     output = data.output
     d_out = output.shape[-1]
-    st.markdown(notes.context_text(data, first_values(output[0]), any(padding)))
+    if data.dropout_active:
+        alone = (
+            "Dropout is on, so a batch and a sentence run alone draw different dropout masks: the comparison "
+            "with each sentence alone is skipped (nan). Switch training off to measure it."
+        )
+    else:
+        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
+        alone = (
+            "Each sentence run **alone** (a batch of one, no padding) gives its real tokens the same context "
+            f"vectors: max |batched − alone| = {measured}."
+            + (" Padding at the end changed nothing: the causal mask hides it." if any(padding) else "")
+        )
+    st.markdown(
+        f"`context_vecs = ca(batch)`: ({b}, {num_tokens}, {d_in}) → **{tuple(output.shape)}**, that is "
+        f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {first_values(output[0])}. " + alone
+    )
     widgets.book_caption(settings, "causal_class")
     decimals = 4 if d_out <= 4 else 2
     short = replace(

@@ -254,12 +254,12 @@ def test_the_dropout_question_is_answered_by_the_average_of_many_draws():
 def test_no_answer_is_written_before_its_question():
     from apptest_support import app, type_sentence
 
-    from explorer.page_text import batches
-
-    assert "mask" not in batches.padding_text((3, 7), 7, [4, 0])  # step 1, before the question on step 2
-    at = app("pages/batches.py", query_params={"step": "mask-slice"})
+    at = app("pages/batches.py")
     type_sentence(at, "A short one.")
     at.text_input(key="second_text").set_value("A much longer second sentence, padded to nothing.").run()
+    padded = [info.value for info in at.info if "padded at the end" in info.value]
+    assert len(padded) == 1 and "mask" not in padded[0]  # step 1, before the question on step 2
+    at.button(key="next:batches").click().run()
     assert not at.exception
     above = markdown(at).split("Predict, then reveal")[0]
     assert "padding" not in above.split("`self.mask`")[1]  # the mask's text says nothing of the padding
