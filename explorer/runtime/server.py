@@ -250,6 +250,7 @@ def configure_server() -> None:
     if not patches.in_a_run():  # a test or a tool: no page is waiting, and it may compute at once
         start_importing_app()
         STARTUP.wait("warmed", timeout=120.0)
+        _tune()  # again: the caller may have changed torch's threads since the first tuning
         return
     if not STARTUP.has("first run"):
         STARTUP.first_run_began()
