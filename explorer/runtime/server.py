@@ -2,10 +2,10 @@
 
 Nothing starts on import, and importing this module imports neither torch nor pandas. One thread does
 the process's start (``Startup``): as the server starts, ``lifespan`` has it import the first page's
-modules (``FIRST_RUN_MODULES``, by name: none of them imports torch) and pandas. The app script calls
+modules (``FIRST_RUN_MODULES``, by name: none of them imports torch). The app script calls
 ``configure_server()`` first; after the first run, once the browser says the page has painted, the thread
-imports torch and the whole package, gives each script run one torch thread and freezes the heap out of
-the collector's reach.
+imports pandas (other runs wait meanwhile), then torch and the whole package, gives each script run one
+torch thread and freezes the heap out of the collector's reach.
 
 BENCHMARKS.md, "Where the time goes" and "Cost per action and first paint", has the measurements.
 Tests that need the tuning call ``configure_server()`` themselves, outside a script run: then it
@@ -24,6 +24,7 @@ import json
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,9 +33,9 @@ import streamlit as st
 import attention
 from explorer.runtime import patches
 
-# Imported before any script run goes on (``Startup._run``), though the first page needs no table: plotly
-# looks pandas up in ``sys.modules`` without importing it, and took a module another thread was still
-# importing for a whole one ("partially initialized module 'pandas' has no attribute 'Series'").
+# Imported after the first run, before any other run goes on (``Startup._run``): plotly looks pandas up in
+# ``sys.modules`` without importing it, and took a module another thread was still importing for a whole one
+# ("partially initialized module 'pandas' has no attribute 'Series'"), so no run builds a chart meanwhile.
 SETTLED_MODULES = ("pandas",)
 # Imported after the first paint, for the pages that come later: Streamlit converts a table with pyarrow.
 LATER_MODULES = ("pyarrow",)
@@ -76,16 +77,18 @@ def __getattr__(name: str):
 class Startup:
     """What this process has done of its start, and the one thread that does it, in order (``_run``).
 
-    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules and
-    pandas imported), "first run" (a script run has begun), "torch wanted" (a link that needs torch is
-    loading, or a test or a tool asked), "painted" (a browser's first page has painted, or nothing waits
-    for one any more) and "warmed" (torch and the later modules imported, the process tuned)."""
+    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules
+    imported), "first run" (a script run has begun), "torch wanted" (a link that needs torch is loading, or
+    a test or a tool asked), "pandas wanted" (a run waits for pandas), "painted" (a browser's first page has
+    painted, or nothing waits for one any more), "settled" (pandas imported) and "warmed" (torch and the
+    later modules imported, the process tuned)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()  # sessions, the browser's POST and the start thread tell each other
         self._done: set[str] = set()
         self._thread: threading.Thread | None = None
         self._first_run: threading.Thread | None = None
+        self._settling = False  # the thread has begun importing SETTLED_MODULES: no run may go on until done
 
     def tell(self, step: str) -> None:
         with self._changed:
@@ -101,14 +104,25 @@ class Startup:
             return self._changed.wait_for(lambda: not self._done.isdisjoint(steps), timeout)
 
     def first_run_began(self) -> bool:
-        """Record the calling script run as the first; False when one was already recorded."""
+        """Record the calling script run as the first, unless one was already recorded or pandas is being
+        imported; whether it is the first (a rerun its thread took on is too)."""
         with self._changed:
-            if self._first_run is not None:
+            if self._first_run is threading.current_thread():
+                return True
+            if self._first_run is not None or self._settling:
                 return False
             self._first_run = threading.current_thread()
             self._done.add("first run")
             self._changed.notify_all()
         return True
+
+    def enter_run(self) -> None:
+        """Let the calling script run go on when no chart it builds can meet a half-imported pandas: the first
+        run goes on at once (pandas is imported after its thread ends), any other waits until pandas is."""
+        if self.has("settled") or self.first_run_began():
+            return
+        self.tell("pandas wanted")
+        self.wait("settled", timeout=120.0)
 
     def start(self, *, prepare: bool) -> None:
         """Start the thread, once per process; ``prepare``: it imports the first run's modules first."""
@@ -120,23 +134,28 @@ class Startup:
         self._thread.start()
 
     def _run(self, prepare: bool) -> None:
-        """The first run's modules, then torch once the first run is over and its page has painted (or
-        ``PAINT_WAIT_S`` after the run, or at once when a link needs torch), then the later modules.
+        """The first run's modules; pandas once the first run is over and its page has painted (or
+        ``PAINT_WAIT_S`` after the run, or at once when another run or a link that needs torch waits); then
+        torch and the later modules once the page has painted.
 
         Started as the run ended, torch's import took CPU from the browser's paint: 5.6 against 4.1 s to the
-        first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint"). Not
-        later: a second tab opened just after the first page painted waited for pandas and for the collector
-        when this paused 2 s first."""
+        first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint"). Before
+        the first run, pandas' 0.3 s made the first chart come 0.3 s later."""
         if prepare:
             prepare_first_run()
+        self.tell("first run ready")
+        self.wait("first run", "torch wanted", "pandas wanted")
+        with self._changed:
+            first_run, self._settling = self._first_run, True
+        if first_run is not None:
+            first_run.join(timeout=30.0)  # it ends with the run, and with any rerun it took on
+        painted_by = time.monotonic() + PAINT_WAIT_S  # the paint and the imports share the cores
+        self.wait("painted", "torch wanted", "pandas wanted", timeout=PAINT_WAIT_S)
         with _quick_switches():
             for name in SETTLED_MODULES:
                 importlib.import_module(name)
-        self.tell("first run ready")
-        self.wait("first run", "torch wanted")
-        if not self.has("torch wanted"):
-            self._first_run.join(timeout=30.0)  # it ends with the run, and with any rerun it took on
-            self.wait("painted", "torch wanted", timeout=PAINT_WAIT_S)  # the paint and torch share the cores
+        self.tell("settled")
+        self.wait("painted", "torch wanted", timeout=max(0.0, painted_by - time.monotonic()))
         self.tell("painted")
         import_app()
         warm_up()
@@ -236,7 +255,8 @@ def configure_server() -> None:
       torch lazily (``explorer.runtime.torch``) and its numbers are stored (``first_view``). Importing
       torch took 1.1-2.2 s of CPU here, under the interpreter lock the browser's files are served with, so
       ``STARTUP``'s thread waits until the first run is over and its page has painted. A run that needs
-      torch sooner imports it itself.
+      torch sooner imports it itself. Pandas comes just before torch, and runs after the first wait for it
+      (``Startup.enter_run``).
     * One torch thread per script run: sessions already run side by side on their own
       threads, and two intra-op threads per run on a busy 2-core server made Why attention
       at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
@@ -252,11 +272,8 @@ def configure_server() -> None:
         STARTUP.wait("warmed", timeout=120.0)
         _tune()  # again: the caller may have changed torch's threads since the first tuning
         return
-    if not STARTUP.has("first run"):
-        STARTUP.first_run_began()
-    if not STARTUP.has("first run ready"):  # every run until then waits: pandas may be half imported
-        STARTUP.start(prepare=False)  # no lifespan started it (AppTest)
-        STARTUP.wait("first run ready", timeout=120.0)
+    STARTUP.start(prepare=False)  # when no lifespan started it (AppTest)
+    STARTUP.enter_run()  # a run that comes while pandas is imported waits for it
 
 
 def warm_up() -> None:
