@@ -295,14 +295,19 @@ def paint(args) -> dict:
             print(f"  cold start /: painted {s['painted_s']:.1f} s (server CPU {s['painted_cpu_s']:.1f} s)", flush=True)
             if args.against:  # the other script's cold start right after, so that both meet the same load
                 other = cold_start(
-                    browser, ARTIFACTS / "paint-against.log", "/", None, PAINT_CLOCK, script=args.against
+                    browser, ARTIFACTS / "paint-against.log", "/", None, PAINT_CLOCK, inspect, script=args.against
                 )
+                other["phases"] = {"healthy": other["healthy_s"], **other["phases"], "painted": other["painted_s"]}
                 against.append(other)
                 print(f"  cold start of {args.against}: painted {other['painted_s']:.1f} s", flush=True)
     table = paint_table(samples)
     print("median seconds since server start (since the phase before):")
     for name, at, step in table:
         print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {dict(PHASES)[name]}")
+    if against:
+        print(f"the same for {args.against}:")
+        for name, at, step in paint_table(against):
+            print(f"  {name:16s} {at:6.2f} (+{step:5.2f})  {dict(PHASES)[name]}")
     out = {**facts, "loadavg_end": loadavg(), "samples": samples}
     if against:
         ours, theirs = median(s["painted_s"] for s in samples), median(s["painted_s"] for s in against)
