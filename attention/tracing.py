@@ -1,8 +1,10 @@
 """Stage 8: a trace, every intermediate of one forward pass, named in the book's words.
 
 ``trace(module, x)`` calls the module's own ``steps``, the code its
-``forward`` runs, so a trace and ``module(x)`` cannot drift apart; for the
-wrapper, whose ``forward`` is the book's one line, it calls each head's
+``forward`` runs, so a trace and ``module(x)`` cannot drift apart. With
+dropout off, ``MultiHeadAttention`` runs ``measuring.fast.multihead_steps``
+instead: the same bits (``tests/test_trace.py``), one (b, h, T, T) tensor
+fewer. For the wrapper, whose ``forward`` is the book's one line, it calls each head's
 ``steps`` in the order that line does. It keeps what that code made,
 including which weights dropout kept, and derives the rest only when asked:
 the unmasked scores, the scaled and the masked scores and each head's context
@@ -26,6 +28,7 @@ import torch
 from torch import nn
 
 from .causal import CausalAttention
+from .measuring.fast import multihead_steps
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
 from .seeding import seeded
 from .trainable import AttentionSteps, SelfAttention_v1, SelfAttention_v2
@@ -190,11 +193,12 @@ def trace(module: nn.Module, x: torch.Tensor, *, training: bool = False, seed: i
             per_head = _per_head(parts, torch.cat, head_dim=True)
             context = output = torch.cat([part.output for part in parts], dim=-1)  # (b, T, h * d_out)
         else:
-            steps = module.steps(inputs)
+            dropout_off = isinstance(module, MultiHeadAttention) and not (module.training and p > 0)
+            steps = multihead_steps(module, inputs) if dropout_off else module.steps(inputs)  # the same bits
             per_head = _per_head([steps], None, head_dim=isinstance(module, CausalAttention))
             context, output = steps.context_vec, steps.output
     T = inputs.shape[1]
-    mask = None if isinstance(module, SelfAttention_v1 | SelfAttention_v2) else torch.ones(T, T).triu(1).bool()
+    mask = None if isinstance(module, SelfAttention_v1 | SelfAttention_v2) else torch.ones(T, T, dtype=torch.bool).triu(1)
     per_head["book_scores"] = per_head.pop("attn_scores")
     return Trace(module=type(module).__name__, inputs=inputs, mask=mask, context=context, output=output, **per_head)
 

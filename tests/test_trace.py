@@ -26,6 +26,7 @@ from attention import (
     causal_mask,
     trace,
 )
+from attention.measuring import fast
 
 # name: (constructor, num_heads, head_dim, d_out); every module takes d_in = 3.
 MODULES = {
@@ -252,6 +253,44 @@ def test_weights_are_zero_above_the_diagonal_with_or_without_dropout(random_tens
 
     assert (steps.attn_weights[..., upper] == 0).all()
     assert (steps.dropped_weights[..., upper] == 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    num_heads=st.integers(1, 4),
+    head_dim=st.sampled_from([1, 2, 3, 8, 17]),  # 3 and 17: a scale sqrt(head_dim) that float32 rounds
+    num_tokens=st.integers(1, 40),
+    batch=st.integers(1, 3),
+    qkv_bias=st.booleans(),
+    in_train_mode=st.booleans(),  # trace(training=False) runs it in eval mode all the same
+)
+def test_a_multihead_trace_without_dropout_is_the_modules_steps_bit_for_bit(
+    random_tensor, seed, num_heads, head_dim, num_tokens, batch, qkv_bias, in_train_mode
+):
+    """``trace`` computes a MultiHeadAttention's steps in ``fast.multihead_steps`` when dropout is off."""
+    torch.manual_seed(seed)
+    module = MultiHeadAttention(5, num_heads * head_dim, 40, 0.3, num_heads, qkv_bias=qkv_bias)
+    module.train(in_train_mode)
+    x = random_tensor(seed, batch, num_tokens, 5) * 3
+
+    traced = trace(module, x)
+    with torch.no_grad():
+        book = module.eval().steps(x)  # the book's lines
+
+    assert torch.equal(traced.book_scores, book.attn_scores)
+    for name in ("queries", "keys", "values", "attn_weights", "dropped_weights"):
+        assert torch.equal(getattr(traced, name), getattr(book, name)), name
+    assert torch.equal(traced.context, book.context_vec) and torch.equal(traced.output, book.output)
+    assert traced.dropout_mask is None
+
+
+def test_the_fast_steps_refuse_a_module_whose_dropout_is_on():
+    module = MultiHeadAttention(3, 4, 6, 0.5, num_heads=2).train()
+
+    with pytest.raises(ValueError, match="dropout off"):
+        fast.multihead_steps(module, BOOK_INPUTS.unsqueeze(0))
+    assert trace(module, BOOK_INPUTS, training=True, seed=1).dropout_mask is not None  # the book's steps draw
 
 
 def test_tensors_lists_the_named_tensors_and_skips_none():

@@ -1,4 +1,5 @@
-"""Going faster when no one needs the attention weights: the fused kernel, measured in ``speed``.
+"""Going faster: the fused kernel when no one needs the attention weights, and a trace with one T × T
+tensor fewer when someone does; both measured in ``speed``.
 
 What is new: nothing in the math. ``fast_multihead(mha, x)`` runs the same
 ``MultiHeadAttention`` parameters through the same steps, with two changes
@@ -26,7 +27,9 @@ At GPT-2 scale (b=8, T=1024, d=768, h=12) it takes half the time of
 When to use which:
 
 * ``mha(x)`` or ``trace(mha, x)`` to *see* the attention weights, or to
-  reproduce the book's seeded dropout draws;
+  reproduce the book's seeded dropout draws. With dropout off, ``trace`` runs
+  ``multihead_steps``: ``mha.steps(x)`` bit for bit, without the book's
+  separate tensor of scaled scores;
 * ``fast_multihead(mha, x)`` when only the outputs matter, e.g. to generate
   text or to time a model. In eval mode it equals ``mha(x)`` to about 1e-6.
   In training mode the kernel drops weights with its own random draws, so
@@ -40,6 +43,7 @@ import torch.nn.functional as F
 
 from ..checks import check_batch
 from ..multihead import MultiHeadAttention
+from ..trainable import AttentionSteps
 
 
 def fast_multihead(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
@@ -68,3 +72,32 @@ def fast_multihead(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     )  # (b, num_heads, num_tokens, head_dim)
     context_vec = context_vec.transpose(1, 2).reshape(b, num_tokens, mha.d_out)  # (b, num_tokens, d_out)
     return mha.out_proj(context_vec)  # (b, num_tokens, d_out)
+
+
+def multihead_steps(mha: MultiHeadAttention, x: torch.Tensor) -> AttentionSteps:
+    """``mha.steps(x)`` with dropout off, bit for bit, keeping one (b, num_heads, T, T) tensor fewer.
+
+    The book's ``torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)`` makes the scaled scores in a
+    tensor of their own, then the weights in another, while the masked ``attn_scores`` are kept: three at
+    once. Here the division writes into the weights' tensor and the softmax runs there in place: the same
+    two operations on the same numbers, two tensors. At GPT-2 scale (b=8, T=1024, h=12) each is 384 MiB.
+
+    Shapes: x (b, num_tokens, d_in); the fields as in ``mha.steps(x)``.
+    """
+    if mha.training and mha.dropout.p > 0:
+        raise ValueError("multihead_steps() computes the steps with dropout off: call mha.eval() first.")
+    check_batch(x, mha.d_in, batched=True, context_length=mha.mask.shape[0])
+    b, num_tokens, _ = x.shape
+    heads = (b, num_tokens, mha.num_heads, mha.head_dim)
+    keys = mha.W_key(x).view(heads).transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+    queries = mha.W_query(x).view(heads).transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+    values = mha.W_value(x).view(heads).transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+    attn_scores = queries @ keys.transpose(2, 3)  # (b, num_heads, num_tokens, num_tokens)
+    attn_scores.masked_fill_(mha.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+    attn_weights = torch.div(attn_scores, keys.shape[-1] ** 0.5)  # the scaled scores, in the weights' tensor
+    torch.softmax(attn_weights, dim=-1, out=attn_weights)  # (b, num_heads, num_tokens, num_tokens), in place
+    context_vec = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, mha.d_out)
+    return AttentionSteps(
+        queries=queries, keys=keys, values=values, attn_scores=attn_scores, context_vec=context_vec,
+        attn_weights=attn_weights, dropped_weights=attn_weights, dropout_mask=None, output=mha.out_proj(context_vec),
+    )  # fmt: skip

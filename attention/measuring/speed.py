@@ -11,9 +11,10 @@ median time and peak memory. What separates them is what they keep:
   at once, each freed when nothing refers to it;
 * the wrapper's heads run one after another, so only one head's (b, T, T)
   tensors exist at a time, but each head is a separate, smaller product;
-* ``trace`` keeps what that forward made (the masked ``attn_scores`` and
-  ``attn_weights``) and derives the other steps only when asked, so it costs
-  what the module costs;
+* ``trace`` keeps the masked ``attn_scores`` and ``attn_weights`` and derives
+  the other steps only when asked. With dropout off it runs
+  ``fast.multihead_steps``: the module's numbers bit for bit, with the softmax
+  in the weights' own tensor, so two (b, num_heads, T, T) tensors, not three;
 * ``torch.nn.MultiheadAttention`` asked for each head's weights
   (``need_weights=True, average_attn_weights=False``) makes and returns them;
   asked for none (``need_weights=False``) it returns none, and whether it
@@ -171,7 +172,7 @@ IMPLEMENTATIONS = {
     ),
     "trace": Implementation(
         "the package's trace (not in the book), every step kept",
-        "the forward's attn_scores and attn_weights; the other steps derived when asked",
+        "attn_scores and attn_weights, the softmax in place; the other steps derived when asked",
         traced,
     ),
     "nn.MultiheadAttention": Implementation(
