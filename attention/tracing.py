@@ -1,16 +1,17 @@
 """Stage 8: a trace, every intermediate of one forward pass, named in the book's words.
 
 ``trace(module, x)`` calls the module's own ``steps``, the code its
-``forward`` runs, so a trace and ``module(x)`` cannot drift apart. With
-dropout off, ``MultiHeadAttention`` runs ``measuring.fast.multihead_steps``
-instead: the same bits (``tests/test_trace.py``), one (b, h, T, T) tensor
-fewer. For the wrapper, whose ``forward`` is the book's one line, it calls each head's
-``steps`` in the order that line does. It keeps what that code made,
-including which weights dropout kept, and derives the rest only when asked:
-the unmasked scores, the scaled and the masked scores and each head's context
-vectors. All five modules give the same shapes: v1 and v2 appear as one head
-with no mask, ``CausalAttention`` as one head, the wrapper's heads are
-stacked.
+``forward`` runs, so a trace and ``module(x)`` cannot drift apart; for the
+wrapper, whose ``forward`` is the book's one line, it calls each head's
+``steps`` in the order that line does. One exception, for speed: with
+dropout off, on a CPU, ``MultiHeadAttention`` runs
+``measuring.fast.multihead_steps``, which ``tests/test_trace.py`` holds to
+the same bits, with one (b, h, T, T) tensor fewer. It keeps what that code
+made, including which weights dropout kept, and derives the rest only when
+asked: the unmasked scores, the scaled and the masked scores and each head's
+context vectors. All five modules give the same shapes: v1 and v2 appear as
+one head with no mask, ``CausalAttention`` as one head, the wrapper's heads
+are stacked.
 
 It also builds modules reproducibly: ``build(cls, seed, ...)`` is
 ``torch.manual_seed(seed)`` then ``cls(...)``, which reproduces the book's
@@ -193,12 +194,14 @@ def trace(module: nn.Module, x: torch.Tensor, *, training: bool = False, seed: i
             per_head = _per_head(parts, torch.cat, head_dim=True)
             context = output = torch.cat([part.output for part in parts], dim=-1)  # (b, T, h * d_out)
         else:
-            dropout_off = isinstance(module, MultiHeadAttention) and not (module.training and p > 0)
-            steps = multihead_steps(module, inputs) if dropout_off else module.steps(inputs)  # the same bits
+            # the same bits; checked on CPU only, so a GPU runs the book's lines
+            quick = isinstance(module, MultiHeadAttention) and not (module.training and p > 0) and not x.is_cuda
+            steps = multihead_steps(module, inputs) if quick else module.steps(inputs)
             per_head = _per_head([steps], None, head_dim=isinstance(module, CausalAttention))
             context, output = steps.context_vec, steps.output
     T = inputs.shape[1]
-    mask = None if isinstance(module, SelfAttention_v1 | SelfAttention_v2) else torch.ones(T, T, dtype=torch.bool).triu(1)
+    causal = not isinstance(module, SelfAttention_v1 | SelfAttention_v2)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None  # (T, T), True = masked
     per_head["book_scores"] = per_head.pop("attn_scores")
     return Trace(module=type(module).__name__, inputs=inputs, mask=mask, context=context, output=output, **per_head)
 
