@@ -3,6 +3,10 @@
 ``app()`` keeps the app in ``st.navigation`` mode across AppTest's reruns, as a real server
 does once the entry script has run: ``explorer.runtime.patches.ensure_entrypoint`` explains why a
 ``pages/`` folder makes that necessary. (AppTest resets the flag before every run.)
+
+Every AppTest shares one component registry, scanned once per process, as a server's sessions share
+its runtime's: AppTest otherwise scans every installed package for components on each new app's
+first run (0.18 s here, about a third of a short page test).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from streamlit.components.v2.component_manager import BidiComponentManager
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
@@ -28,6 +33,17 @@ class _NavigationPagesManager(PagesManager):
 
 
 app_test_module.PagesManager = _NavigationPagesManager
+
+
+@functools.cache
+def _components_scanned_once() -> BidiComponentManager:
+    manager = BidiComponentManager()
+    manager.discover_and_register_components(start_file_watching=False)
+    manager.discover_and_register_components = lambda **_: None  # the installed packages do not change
+    return manager
+
+
+app_test_module.BidiComponentManager = _components_scanned_once
 
 
 def app(page: str | None = None, *, query_params: dict | None = None, timeout: float = 30) -> AppTest:
