@@ -135,11 +135,13 @@ def test_a_gpt2_shaped_model_writes_the_same_tokens_with_and_without_the_cache(g
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampling", [{}, SAMPLING], ids=["greedy", "sampling"])
-def test_a_gpt2_shaped_model_writes_the_same_100_tokens_with_and_without_the_cache(gpt2_shaped, prompt, sampling):
-    """Issue 27's full check at GPT-2 small's shape: 100 tokens, logits within rounding (minutes on one thread)."""
-    with_cache = generate(gpt2_shaped, prompt, 100, use_cache=True, **sampling)
-    without_cache = generate(gpt2_shaped, prompt, 100, use_cache=False, **sampling)
+def test_a_gpt2_shaped_model_writes_the_same_100_tokens_with_and_without_the_cache(gpt2_shaped, prompt):
+    """Issue 27's full check at GPT-2 small's shape: 100 tokens, logits within rounding (a minute or more).
+
+    Sampled only: the forward passes are greedy's, then a draw. Greedy is checked at this shape for 10 tokens
+    and on the small model for 100, above."""
+    with_cache = generate(gpt2_shaped, prompt, 100, use_cache=True, **SAMPLING)
+    without_cache = generate(gpt2_shaped, prompt, 100, use_cache=False, **SAMPLING)
     assert_same_generation(gpt2_shaped, with_cache, without_cache, 100)
 
 
