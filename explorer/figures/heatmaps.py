@@ -455,6 +455,7 @@ def heatmap(
     diverging: bool = False,
     value_range: tuple[float, float] | None = None,
     masked=None,
+    dropped=None,
     row_title: str = "query",
     col_title: str = "key",
     decimals: int = 2,
@@ -473,56 +474,11 @@ def heatmap(
     ``diverging`` means "signed", and otherwise ``infer_kind`` decides. ``value_range``
     overrides the kind's range, for panels that share one (``shared_range``).
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
-    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
+    values (−∞ scores) are masked too. ``dropped`` (bool, True = set to 0 by a dropout draw, among the masked cells)
+    marks those cells "dropped" (``dropout_heatmap``). ``meaning`` is a sentence shown on hover. ``legend_names``
     renames legend entries (a mask's two colours, named for what 0 and 1 mean in it). ``pickable`` adds a
     point to click in each cell (``pick_layer``).
     """
-    data, layout, _ = heatmap_spec(
-        z,
-        row_labels,
-        col_labels,
-        title=title,
-        value_name=value_name,
-        meaning=meaning,
-        kind=kind,
-        diverging=diverging,
-        value_range=value_range,
-        masked=masked,
-        row_title=row_title,
-        col_title=col_title,
-        decimals=decimals,
-        highlight_row=highlight_row,
-        row_tokens=row_tokens,
-        col_tokens=col_tokens,
-        style=style,
-    )
-    for trace in data if legend_names else ():
-        if trace.get("name") in legend_names:
-            trace["name"] = legend_names[trace["name"]]
-    return figure(pick_layer(data, layout) if pickable else data, layout)
-
-
-def heatmap_spec(
-    z,
-    row_labels,
-    col_labels,
-    *,
-    title,
-    value_name,
-    meaning,
-    kind,
-    diverging,
-    value_range,
-    masked,
-    row_title,
-    col_title,
-    decimals,
-    highlight_row,
-    row_tokens,
-    col_tokens,
-    style,
-) -> tuple[list[dict], dict, MatrixView]:
-    """``heatmap``'s traces and layout as plain dicts, and the part of the matrix they draw."""
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
         raise ValueError(f"heatmap needs a 2-d matrix, got shape {values.shape}.")
@@ -611,12 +567,15 @@ def heatmap_spec(
         )
     data = [trace]
     own = {}  # this heatmap's own layout, beside the shared one
-    if kind == MASK:
+    if dropped is not None:  # one dropout draw: its own marks tell masked cells from dropped ones
+        trace["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
+        data += _dropout_marks(view, np.asarray(masked, dtype=bool) & ~dropped, dropped, style)
+    elif kind == MASK:
         names = ("False (0): visible", "True (1): masked, a future key")
         data += [legend_square(colour, name, style) for colour, name in zip(MASK_COLOURS, names, strict=True)]
     elif view.block == 1:
         data += masked_cells(view, hidden, kind, style, prints_values and says)
-    if grey_legend:
+    if grey_legend and dropped is None:
         data.append(legend_square(MASKED_FILL, "masked: a future key", style))
     if kind == MASK or grey_legend:  # under the plot (its column labels are on top), so the plot keeps its width
         own["showlegend"] = True
@@ -660,7 +619,11 @@ def heatmap_spec(
         margin["b"] = legend_height + 10
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
         margin["t"] = top
-    return data, figure_layout(title, style, height, margin=margin, subtitle=note, **own), view
+    layout = figure_layout(title, style, height, margin=margin, subtitle=note, **own)
+    for trace in data if legend_names else ():
+        if trace.get("name") in legend_names:
+            trace["name"] = legend_names[trace["name"]]
+    return figure(pick_layer(data, layout) if pickable else data, layout)
 
 
 def without_cell_text(fig: go.Figure) -> go.Figure:
@@ -716,7 +679,7 @@ def dropout_heatmap(
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     dropped = ~np.asarray(keep, dtype=bool) & ~future
     kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
-    data, layout, view = heatmap_spec(
+    return heatmap(
         values,
         row_labels,
         col_labels,
@@ -724,21 +687,12 @@ def dropout_heatmap(
         value_name=value_name,
         meaning=meaning,
         kind=kind,
-        diverging=False,
         value_range=value_range,
         masked=future | dropped,
-        row_title="query",
-        col_title="key",
-        decimals=2,
-        highlight_row=None,
-        row_tokens=True,
-        col_tokens=True,
+        dropped=dropped,
+        pickable=pickable,
         style=style,
     )
-    heat = data[0]  # without heatmap's marks: the blank cells are labelled "masked" and "dropped" apart
-    heat["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
-    data = [heat, *_dropout_marks(view, future, dropped, style)]
-    return figure(pick_layer(data, layout) if pickable else data, layout)
 
 
 def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
@@ -790,17 +744,14 @@ def heatmap_grid(
     col_labels: Sequence[str],
     *,
     title: str,
-    value_name: str = "attention weight",
-    kind: str = WEIGHTS,
     masked=None,
     columns: int = 3,
     max_row_height: int | None = None,
     pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
-    with one colour bar; token labels on the first column's axis only, so no subplot's labels
-    land on its neighbour.
+    """Several same-sized attention-weight matrices (e.g. one per head) on the one 0–1 scale with one colour bar;
+    token labels on the first column's axis only, so no subplot's labels land on its neighbour.
 
     ``max_row_height`` caps each grid row's height in pixels, so that many
     narrow subplots side by side stay on one screen instead of growing tall. ``pickable`` adds a point to
@@ -832,7 +783,6 @@ def heatmap_grid(
     row_raw = [visible_token(x) for x in view.row_labels]
     col_raw = [visible_token(x) for x in view.col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
-    low, high = colour_range(stack, kind)
     data, first = [], "" if view.block == 1 else " block from"
     for k in range(count):
         z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
@@ -846,15 +796,15 @@ def heatmap_grid(
                 "rows": row_raw,
                 "cols": col_raw,
                 "title": titles[k],
-                "kind": kind,
-                "hidden_value": hidden_value(kind, masked is not None),
+                "kind": WEIGHTS,
+                "hidden_value": 0.0,  # a masked weight is exactly 0
             },
             "hoverongaps": False,
             "textfont": {"size": style.cell_text_size},
             "customdata": token_numbers(views[k]),  # counted from 1 (a block's first)
             "hovertemplate": f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · "
-            f"key{first} %{{customdata[1]}}<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
-            **colour_settings(kind, low, high, style, show=k == 0),
+            f"key{first} %{{customdata[1]}}<br>attention weight = %{{z:.4f}}<extra></extra>",
+            **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
             "xaxis": x,
             "yaxis": y,
         }
