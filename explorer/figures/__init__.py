@@ -260,13 +260,11 @@ def subplot_grid(
     vertical_spacing: float = 0.0,
     shared_yaxes: bool = False,
 ) -> tuple[dict, list[dict]]:
-    """The axes of a ``rows`` × ``cols`` grid of subplots and the subplot titles above them, as
-    ``plotly.subplots.make_subplots`` lays them out (same domains, to the last bit), as plain dicts:
-    make_subplots validates every axis it makes, about 10 ms for 12 panels.
+    """The axes of a ``rows`` × ``cols`` grid of subplots and the titles above them, as plain dicts laid out as
+    ``plotly.subplots.make_subplots`` would (to the last bit), which validates every axis: 10 ms for 12 panels.
 
-    Subplots are numbered row by row from the top left: subplot k (from 0) draws on the axes
-    ``subplot_axes(k)`` names. With ``shared_yaxes``, the y axes of a row follow the row's first,
-    which alone shows its tick labels. Empty titles get no annotation."""
+    Subplot k (from 0, row by row from the top left) draws on the axes ``subplot_axes(k)`` names. With
+    ``shared_yaxes``, a row's y axes follow its first, which alone shows tick labels. Empty titles get none."""
     width = (1.0 - horizontal_spacing * (cols - 1)) / cols
     height = (1.0 - vertical_spacing * (rows - 1)) / rows
     axes, annotations = {}, []
@@ -324,14 +322,9 @@ def plain_numbers(values) -> list:
     return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
-# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's
-# numbers as JSON, in files named for the page, the step and the quantity.
-#
-# The pure part: a figure's numbers as tables (``figure_tables``), CSV and JSON text.
-# ``widgets.steps`` offers them as buttons.
-#
-# Exports mean what they say: a masked weight is 0, a masked score -inf (the string "-inf" in
-# JSON), and a token that looks like a spreadsheet formula is shown, never run.
+# A figure's numbers as tables (``figure_tables``), CSV and JSON text, which ``widgets.steps`` offers as downloads,
+# and its text alternative. Exports mean what they say: a masked weight is 0, a masked score -inf (the string
+# "-inf" in JSON), and a token that looks like a spreadsheet formula is shown, never run.
 
 
 OVERLAYS = ("masked", "masked cells", "dropped", "cells", "open this head")  # traces that mark or pick, not data

@@ -647,8 +647,9 @@ def every_head_grid(
                 annotations.append(_header(header, (sum(domain_x) / 2, 1.0), "bottom", style))
             if head == 0:
                 annotations.append(_header(f"layer {layer + 1}", (0.0, sum(domain_y) / 2), "right", style))
-            if current == (layer + 1, head + 1):
-                shapes.append(_outline(x, y))
+            if current == (layer + 1, head + 1):  # the layer and head the chapter pages hold now
+                box = {"xref": f"{x} domain", "yref": f"{y} domain", "x0": 0, "x1": 1, "y0": 0, "y1": 1}
+                shapes.append({"type": "rect", **box, "line": {"color": CURRENT, "width": 3}})
     for name, props in axes.items():
         shown = {"range": [0.5, cols + 0.5]} if name.startswith("x") else {"range": [rows + 0.5, 0.5]}
         axes[name] = {**props, **ticks, **shown, "ticks": "", "showgrid": False, "zeroline": False}
@@ -673,20 +674,6 @@ def _header(text: str, at: tuple[float, float], side: str, style: FigureStyle) -
         "showarrow": False,
         "font": {"size": style.font_size},
         **anchor,
-    }
-
-
-def _outline(x: str, y: str) -> dict:
-    """A rectangle around the small multiple on axes ``x``/``y``: the layer and head the pages hold now."""
-    return {
-        "type": "rect",
-        "xref": f"{x} domain",
-        "yref": f"{y} domain",
-        "x0": 0,
-        "x1": 1,
-        "y0": 0,
-        "y1": 1,
-        "line": {"color": CURRENT, "width": 3},
     }
 
 

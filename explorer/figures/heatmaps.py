@@ -112,7 +112,7 @@ def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show
 
 
 def hidden_value(kind: str, masked: bool) -> str | float | None:
-    """What a blank cell holds, for exports: a masked weight is exactly 0, a masked score −∞."""
+    """What a blank cell holds, for exports: a masked (or dropped) weight is exactly 0, a masked score −∞."""
     if kind == WEIGHTS:
         return 0.0
     if kind == SIGNED and masked:
@@ -537,8 +537,8 @@ def heatmap(
             "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
             "title": title,
             "kind": kind,
-            "hidden_value": hidden_value(kind, masked is not None),
-            "highlight": view.row_positions.index(highlight_row) if highlighted else None,  # for the text alternative
+            "hidden_value": 0.0 if dropped is not None else hidden_value(kind, masked is not None),
+            "highlight": keep,  # for the text alternative
         },
         "hoverongaps": False,
         "xgap": 1 if small else 0,
@@ -568,7 +568,6 @@ def heatmap(
     data = [trace]
     own = {}  # this heatmap's own layout, beside the shared one
     if dropped is not None:  # one dropout draw: its own marks tell masked cells from dropped ones
-        trace["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
         data += _dropout_marks(view, np.asarray(masked, dtype=bool) & ~dropped, dropped, style)
     elif kind == MASK:
         names = ("False (0): visible", "True (1): masked, a future key")
