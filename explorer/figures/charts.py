@@ -683,7 +683,6 @@ def _header(text: str, at: tuple[float, float], side: str, style: FigureStyle) -
 
 NAN_FILL = "rgba(213, 94, 0, 0.45)"  # vermilion over the grey of a blank cell: not a colour of the weight scale
 NAN_LINE = "#D55E00"
-WEIGHT = "weight = %{z:.4f}"
 PANEL_TEXT_LIMIT = 8  # print weights in cells up to this many tokens (two panels share the width)
 
 
@@ -716,13 +715,9 @@ def right_and_wrong(
     pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Two (T, T) weight matrices side by side on one fixed 0–``zmax`` colour scale with one colour bar.
-
-    Attention weights are probabilities, so the scale is 0–1 (``zmax`` is
-    1/(1 − p) only for weights after dropout). Future cells with weight 0 are
-    blank and labelled "masked"; rows of NaN (softmax over nothing but −∞) are
-    filled vermilion, labelled "NaN" and counted in the panel's title.
-    """
+    """Two (T, T) weight matrices side by side on one fixed 0–``zmax`` colour scale with one colour bar (``zmax``
+    is 1/(1 − p) only for weights after dropout). Future cells with weight 0 are blank and labelled "masked"; rows
+    of NaN (softmax over nothing but −∞) are filled vermilion, labelled "NaN" and counted in the panel's title."""
     titles = ("right: the package's code", "wrong: with the mistake")
     matrices = [np.asarray(right, dtype=np.float64), np.asarray(wrong, dtype=np.float64)]
     count = len(pieces)
@@ -760,7 +755,7 @@ def right_and_wrong(
             "ygap": 1 if small else 0,
             "customdata": token_numbers(view),  # counted from 1, as the book counts tokens
             "hovertemplate": f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>"
-            f"{WEIGHT}<extra></extra>",
+            "weight = %{z:.4f}<extra></extra>",
             "xaxis": x,
             "yaxis": y,
         }
