@@ -435,7 +435,8 @@ def head_summary_bars(
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars, on a y axis fixed to
-    0–1, as every attention weight in the app is, so two layers or two sentences can be compared by eye."""
+    0–1, as every attention weight in the app is, so two layers or two sentences can be compared by eye. Heads are
+    "head 1", "head 2", …, counted from 1 as on the heads grid and the grid of every layer and head."""
     lengths = {len(series) for series in shares.values()}
     if len(lengths) != 1:
         raise ValueError("Every series needs one value per head.")
