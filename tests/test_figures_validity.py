@@ -167,8 +167,6 @@ BUILDERS = {
         tokens(5),
         tokens(5),
         title="g",
-        kind="nonnegative",
-        value_name="w",
     ),
     "every_head_grid: 3 layers × 2 heads, outlined": lambda: charts.every_head_grid(
         np.stack([np.stack([weights(8), weights(8)]) for _ in range(3)]),
@@ -195,7 +193,7 @@ BUILDERS = {
         scores(1, 6)[0], tokens(6), np.ones(3), RNG.normal(size=(6, 3)), query=1, title="dot"
     ),
     "stacked_contributions: few tokens": lambda: figures.stacked_contributions(
-        RNG.normal(size=(6, 3)), tokens(6), title="ctx", dim_names=["<d0>", "d1", "d2"]
+        RNG.normal(size=(6, 3)), tokens(6), title="ctx"
     ),
     "stacked_contributions: many tokens": lambda: figures.stacked_contributions(
         RNG.normal(size=(40, 20)), tokens(40), title="ctx", style=figures.PRESENTER

@@ -45,20 +45,17 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-# Token and text labels for figures: whitespace made visible, HTML escaped.
-#
-# Every token label passes through ``token_label``, so "<b>" or a link typed by a user is
-# shown, never interpreted by plotly; ``plain_label`` escapes labels that are not tokens.
+# Token and text labels for figures: whitespace made visible, HTML escaped (``token_label``, ``plain_label``).
 
 
 _INVISIBLE = {" ": "␣", "\t": "⇥", "\n": "↵", "\r": "␍"}
+MAX_TOKEN_CHARS = 24  # longer pieces are cut, with "…"
 
 
 @functools.lru_cache(maxsize=8192)
-def visible_token(piece: str, *, max_chars: int = 24) -> str:
-    """A token's text with whitespace and invisible characters made visible and
-    long pieces shortened; for places that show text literally (tables). Cached: a page's labels and a
-    cell's words show the same few hundred tokens again at every run."""
+def visible_token(piece: str) -> str:
+    """A token's text with whitespace and invisible characters made visible and long pieces shortened; for places
+    that show text literally (tables). Cached: a page shows the same few hundred tokens again at every run."""
     shown = []
     for char in piece:
         if char in _INVISIBLE:
@@ -68,18 +65,18 @@ def visible_token(piece: str, *, max_chars: int = 24) -> str:
         else:
             shown.append(char)
     text = "".join(shown) or "∅"
-    if len(text) > max_chars:
-        text = text[: max_chars - 1] + "…"
+    if len(text) > MAX_TOKEN_CHARS:
+        text = text[: MAX_TOKEN_CHARS - 1] + "…"
     # Bidirectional text stays in its own run, so a right-to-left token cannot reorder its neighbours.
     if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text):
         text = "\u2068" + text + "\u2069"
     return text
 
 
-def token_label(piece: str, *, max_chars: int = 24) -> str:
+def token_label(piece: str) -> str:
     """A token as a plotly label: ``visible_token`` with HTML special characters
     escaped, so "<b>" or a link typed by a user is shown, never interpreted."""
-    return html.escape(visible_token(piece, max_chars=max_chars), quote=False)
+    return html.escape(visible_token(piece), quote=False)
 
 
 def token_labels(pieces: Sequence[str]) -> list[str]:
@@ -100,9 +97,8 @@ def plural(word: str) -> str:
     return word if word.endswith("s") else word + "s"
 
 
-# What every figure shares: colours, font sizes, ticks, the title and margins, subplot grids, export
-# options, which part of a large matrix a heatmap draws, and how a figure is made from plain dicts
-# (``figure``: one constructor call, without plotly's validation).
+# What every figure shares: colours, font sizes, ticks, the title and margins, subplot grids, export options,
+# and the figure itself (``figure``).
 
 
 SEQUENTIAL = "Cividis"
@@ -119,13 +115,9 @@ WORD_EM = 0.56  # a letter of the charts' sans-serif font, in ems ("masked" at 1
 WORD_GAP_PX = 6  # the room kept between the words of two neighbouring cells
 
 
-def _stops(name: str) -> list[list]:
-    """A named colour scale as the [position, colour] stops plotly's validator expands it to, to the last
-    bit: figures are built unvalidated (``figure``), and plotly.js knows no reversed "RdBu_r"."""
-    return [list(stop) for stop in go.Heatmap(colorscale=name).colorscale]
-
-
-COLOUR_STOPS = {name: _stops(name) for name in (SEQUENTIAL, DIVERGING)}
+# Each scale as the [position, colour] stops plotly's validator expands it to, to the last bit: figures are built
+# unvalidated (``figure``), and plotly.js knows no reversed "RdBu_r".
+COLOUR_STOPS = {name: [list(s) for s in go.Heatmap(colorscale=name).colorscale] for name in (SEQUENTIAL, DIVERGING)}
 
 
 @dataclass(frozen=True)
@@ -200,12 +192,8 @@ def figure_height(rows: int, style: FigureStyle, extra: int = 120) -> int:
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:
-    """The one place a builder makes its figure: from finished plain dicts (traces with their "type"), in one
-    constructor call that skips plotly's validation: about 1 ms, where validating each property as it is set
-    costs 10-25 ms a heatmap. ``tests/test_figures_validity.py`` checks that the validator accepts what every
-    builder writes, so no invalid property can ship.
-
-    Its arrays are read-only, as the validator leaves them: a figure may be shared between sessions."""
+    """The one place a builder makes its figure, from plain dicts and unvalidated (the module's docstring says
+    why). Its arrays are read-only, as the validator leaves them: a figure may be shared between sessions."""
     fig = go.Figure({"data": data, "layout": layout}, _validate=False)
     for trace, spec in zip(fig.data, data, strict=True):
         for key, value in spec.items():
@@ -272,13 +260,11 @@ def subplot_grid(
     vertical_spacing: float = 0.0,
     shared_yaxes: bool = False,
 ) -> tuple[dict, list[dict]]:
-    """The axes of a ``rows`` × ``cols`` grid of subplots and the subplot titles above them, as
-    ``plotly.subplots.make_subplots`` lays them out (same domains, to the last bit), as plain dicts:
-    make_subplots validates every axis it makes, about 10 ms for 12 panels.
+    """The axes of a ``rows`` × ``cols`` grid of subplots and the titles above them, as plain dicts laid out as
+    ``plotly.subplots.make_subplots`` would (to the last bit), which validates every axis: 10 ms for 12 panels.
 
-    Subplots are numbered row by row from the top left: subplot k (from 0) draws on the axes
-    ``subplot_axes(k)`` names. With ``shared_yaxes``, the y axes of a row follow the row's first,
-    which alone shows its tick labels. Empty titles get no annotation."""
+    Subplot k (from 0, row by row from the top left) draws on the axes ``subplot_axes(k)`` names. With
+    ``shared_yaxes``, a row's y axes follow its first, which alone shows tick labels. Empty titles get none."""
     width = (1.0 - horizontal_spacing * (cols - 1)) / cols
     height = (1.0 - vertical_spacing * (rows - 1)) / rows
     axes, annotations = {}, []
@@ -336,14 +322,9 @@ def plain_numbers(values) -> list:
     return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
-# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's
-# numbers as JSON, in files named for the page, the step and the quantity.
-#
-# The pure part: a figure's numbers as tables (``figure_tables``), CSV and JSON text.
-# ``widgets.steps`` offers them as buttons.
-#
-# Exports mean what they say: a masked weight is 0, a masked score -inf (the string "-inf" in
-# JSON), and a token that looks like a spreadsheet formula is shown, never run.
+# A figure's numbers as tables (``figure_tables``), CSV and JSON text, which ``widgets.steps`` offers as downloads,
+# and its text alternative. Exports mean what they say: a masked weight is 0, a masked score -inf (the string
+# "-inf" in JSON), and a token that looks like a spreadsheet formula is shown, never run.
 
 
 OVERLAYS = ("masked", "masked cells", "dropped", "cells", "open this head")  # traces that mark or pick, not data
@@ -359,16 +340,6 @@ def _axis_labels(axis) -> list[str] | None:
     return None if axis.ticktext is None else [html.unescape(t) for t in axis.ticktext]
 
 
-def _heatmap_values(trace) -> np.ndarray:
-    """A heatmap's numbers with its blank cells filled back in: a masked or dropped weight is 0,
-    a masked score −∞ (the figure's ``hidden_value``); other blanks stay nan."""
-    values = np.asarray(trace.z, dtype=float)
-    hidden = (trace.meta or {}).get("hidden_value") if isinstance(trace.meta, dict) else None
-    if hidden is None:
-        return values
-    return np.where(np.isnan(values), float(hidden), values)
-
-
 def figure_tables(fig) -> list[dict]:
     """The numbers behind a figure's traces, with readable labels, for CSV and JSON exports."""
     tables = []
@@ -376,7 +347,9 @@ def figure_tables(fig) -> list[dict]:
         entry = {"type": trace.type, "name": html.unescape(trace.name or "")}
         meta = trace.meta if isinstance(trace.meta, dict) else {}
         if trace.type == "heatmap":
-            entry["values"] = _heatmap_values(trace)
+            # blank cells filled back in: a masked or dropped weight is 0, a masked score −∞; other blanks stay nan
+            values, hidden = np.asarray(trace.z, dtype=float), meta.get("hidden_value")
+            entry["values"] = values if hidden is None else np.where(np.isnan(values), float(hidden), values)
             entry["rows"] = meta.get("rows") or _axis_labels(fig.layout.yaxis)
             entry["cols"] = meta.get("cols") or _axis_labels(fig.layout.xaxis)
             entry["title"] = meta.get("title", "")
@@ -463,18 +436,9 @@ def csv_text(text: str) -> str:
     return text
 
 
-def matrix_csv(matrix, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "") -> str:
-    """A matrix as CSV with token labels in the header and the first column (-inf for masked scores)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow([csv_text(corner), *(csv_text(c) for c in col_labels)])
-    for label, row in zip(row_labels, np.asarray(matrix), strict=True):
-        writer.writerow([csv_text(label), *(f"{float(v):.6g}" for v in row)])
-    return buffer.getvalue()
-
-
 def tables_csv(tables: list[dict]) -> str:
-    """Every heatmap of a figure as CSV: token labels in the header and the first column."""
+    """Every heatmap of a figure as CSV: its title in the corner, token labels in the header and the first column
+    (-inf for masked scores)."""
     blocks = []
     for table in tables:
         if table["type"] != "heatmap":
@@ -482,7 +446,12 @@ def tables_csv(tables: list[dict]) -> str:
         values = table["values"]
         rows = table["rows"] if table["rows"] and len(table["rows"]) == values.shape[0] else range(values.shape[0])
         cols = table["cols"] if table["cols"] and len(table["cols"]) == values.shape[1] else range(values.shape[1])
-        blocks.append(matrix_csv(values, [str(r) for r in rows], [str(c) for c in cols], corner=table["title"]))
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow([csv_text(table["title"]), *(csv_text(str(c)) for c in cols)])
+        for label, row in zip(rows, values, strict=True):
+            writer.writerow([csv_text(str(label)), *(f"{float(v):.6g}" for v in row)])
+        blocks.append(buffer.getvalue())
     return "\n".join(blocks)
 
 
@@ -509,8 +478,8 @@ def step_json(payload: dict) -> str:
     return json.dumps(clean(payload), indent=1, ensure_ascii=False)
 
 
-# The builders, after the pieces above, which they import from here.
-from .charts import (  # noqa: E402
+# The builders, after the pieces above, which they import from here; pages use them as ``figures.heatmap``.
+from .charts import (  # noqa: E402, F401
     agreement,
     bars,
     dot_product_bars,
@@ -520,18 +489,10 @@ from .charts import (  # noqa: E402
     stacked_contributions,
     vote_bars,
 )
-from .heatmaps import (  # noqa: E402
-    KINDS,
-    MASK,
-    NONNEGATIVE,
+from .heatmaps import (  # noqa: E402, F401
     PICK_LIMIT,
     PICK_TRACE,
-    SIGNED,
-    WEIGHTS,
-    WORD_LABEL_LIMIT,
-    MatrixView,
     cell_marks,
-    colour_range,
     dropout_heatmap,
     fit_matrix,
     heatmap,
@@ -540,58 +501,5 @@ from .heatmaps import (  # noqa: E402
     pick_layer,
     readable_width,
     shared_range,
-    spread_note,
     without_cell_text,
 )
-
-__all__ = [
-    "DEFAULT_STYLE",
-    "DIVERGING",
-    "KINDS",
-    "MASK",
-    "MASKED_FILL",
-    "MASK_COLOURS",
-    "MASK_WORD_LIMIT",
-    "NONNEGATIVE",
-    "PHONE",
-    "PICK_LIMIT",
-    "PICK_TRACE",
-    "PRESENTER",
-    "ROTATED_TICKS",
-    "SEQUENTIAL",
-    "SERIES_COLOURS",
-    "SIGNED",
-    "STACKED_TOKEN_LIMIT",
-    "TEXT_CELL_LIMIT",
-    "TICK_LIMIT",
-    "WEIGHTS",
-    "WORD_LABEL_LIMIT",
-    "FigureStyle",
-    "MatrixView",
-    "agreement",
-    "bars",
-    "cell_marks",
-    "colour_range",
-    "dot_product_bars",
-    "dot_product_text",
-    "dropout_heatmap",
-    "export_config",
-    "fit_matrix",
-    "heatmap",
-    "heatmap_grid",
-    "infer_kind",
-    "lines",
-    "measured_lines",
-    "pick_layer",
-    "plain_label",
-    "plural",
-    "readable_width",
-    "shared_range",
-    "spread_note",
-    "stacked_contributions",
-    "token_label",
-    "token_labels",
-    "visible_token",
-    "vote_bars",
-    "without_cell_text",
-]

@@ -37,7 +37,7 @@ from . import (
     token_labels,
     visible_token,
 )
-from .heatmaps import WEIGHTS, cell_text, colour_settings, fit_matrix, pick_layer
+from .heatmaps import WEIGHTS, cell_text, colour_settings, fit_matrix, pick_layer, token_numbers
 
 # Charts of per-token and per-size values: bars, a stacked context vector, lines, and a
 # dot product written out with its numbers.
@@ -59,13 +59,11 @@ def bars(
     extra_height: int = 80,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """One or more series of per-token values as grouped bars (e.g. a score row
-    and its three normalizations). Non-finite values (nan, inf) are drawn as
-    empty bars labelled with what they are.
+    """One or more series of per-token values as grouped bars (e.g. a score row and its three normalizations).
+    Non-finite values (nan, inf) are drawn as empty bars labelled with what they are.
 
-    Value labels sit above the bars at the style's cell-text size, with fewer decimals when
-    several series share a group; plotly hides a label that would not fit its bar's width
-    (``uniformtext``), so labels never run into each other. Hover always has the full value.
+    Value labels have fewer decimals when several series share a group, and plotly hides one that would not fit
+    its bar's width (``uniformtext``), so labels never run into each other. Hover always has the full value.
     """
     x = list(range(len(labels)))
     text_labels = token_labels(labels)
@@ -145,7 +143,6 @@ def stacked_contributions(
     token_pieces: Sequence[str],
     *,
     title: str,
-    dim_names: Sequence[str] | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """A context vector as the sum of each token's weighted input.
@@ -158,7 +155,6 @@ def stacked_contributions(
     """
     values = np.asarray(contributions, dtype=np.float64)
     num_tokens, dims = values.shape
-    names = list(dim_names) if dim_names is not None else [f"dim {k}" for k in range(dims)]
     labels = token_labels(token_pieces)
     shown = np.arange(num_tokens)
     if num_tokens > STACKED_TOKEN_LIMIT:
@@ -210,7 +206,7 @@ def stacked_contributions(
             style,
             style.min_height + (140 if legend else 40),
             legend={"orientation": "h", "y": -0.25},
-            xaxis=axis(style, tickvals=ticks, ticktext=[plain_label(names[k]) for k in ticks]),
+            xaxis=axis(style, tickvals=ticks, ticktext=[f"dim {k}" for k in ticks]),
             yaxis=axis(style, "sum of weighted inputs", range=[bottom, top + headroom]),
             barmode="relative",
             showlegend=legend,
@@ -313,25 +309,19 @@ def dot_product_bars(
     *,
     query: int,
     title: str,
-    value_name: str = "attention score",
-    max_terms: int = 4,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """One query's score row as bars; hovering a bar writes its dot product out.
+    """One query's score row as bars, its own bar in a second colour; hovering a bar writes its dot product out.
 
-    ``scores`` (num_tokens,) are the query's dot products with every input,
-    ``query_vector`` (d,) and ``key_vectors`` (num_tokens, d) the inputs they
-    came from, used only to write the terms (see ``dot_product_text``). The
-    query's own bar is drawn in a second colour.
+    Shapes: ``scores`` (num_tokens,), the query's dot products with every input; ``query_vector`` (d,) and
+    ``key_vectors`` (num_tokens, d), the inputs they came from, used only to write the terms (``dot_product_text``).
     """
     data = np.asarray(scores, dtype=np.float64)
     keys = np.asarray(key_vectors, dtype=np.float64)
     if data.shape != (len(labels),) or keys.shape[0] != len(labels):
         raise ValueError(f"{data.size} scores and {keys.shape[0]} key vectors for {len(labels)} labels.")
     text_labels = token_labels(labels)
-    written = [
-        dot_product_text(query_vector, keys[j], data[j], query, j, max_terms=max_terms) for j in range(len(keys))
-    ]
+    written = [dot_product_text(query_vector, keys[j], data[j], query, j) for j in range(len(keys))]
     hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
     small = len(labels) <= TEXT_CELL_LIMIT
     bar = {
@@ -351,7 +341,7 @@ def dot_product_bars(
             style,
             style.min_height + 20,
             xaxis=token_axis(text_labels, style, keep=query, title="key"),
-            yaxis=axis(style, plain_label(value_name), zeroline=True),
+            yaxis=axis(style, "attention score", zeroline=True),
             uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
             plot_bgcolor="rgba(0,0,0,0)",
         ),
@@ -438,21 +428,15 @@ def agreement(
     )
 
 
-# What each attention head looks at, as grouped bars: one group per head, shares on a fixed 0–1 axis.
-
-
 def head_summary_bars(
     shares: Mapping[str, Sequence[float]],
     *,
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars.
-
-    The y axis is fixed to 0–1, as every attention weight in the app is, so two layers or two
-    sentences can be compared by eye. Heads are named "head 1", "head 2", ..., counted from 1 as on the heads grid,
-    the table beside the bars and the grid of every layer and head.
-    """
+    """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars, on a y axis fixed to
+    0–1, as every attention weight in the app is, so two layers or two sentences can be compared by eye. Heads are
+    "head 1", "head 2", …, counted from 1 as on the heads grid and the grid of every layer and head."""
     lengths = {len(series) for series in shares.values()}
     if len(lengths) != 1:
         raise ValueError("Every series needs one value per head.")
@@ -491,15 +475,10 @@ def head_summary_bars(
     )
 
 
-# The teacher's chart of a live room's votes on a question's choices.
-
-
 def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, style: FigureStyle = DEFAULT_STYLE):
-    """A class's votes on a question's ``choices``, lettered A, B, … as the presenter lists them: one row per
-    choice, top to bottom in the list's order, so that no label runs into another however long it is.
-
-    A choice is shown as it is written (``plain_label``), not as a token: its tokens' whitespace is already
-    visible in it."""
+    """A live room's votes on a question's ``choices``, lettered A, B, … as the presenter lists them: one row per
+    choice, top to bottom, so that no label runs into another however long it is. A choice is shown as written
+    (``plain_label``), not as a token: its tokens' whitespace is already visible in it."""
     if len(counts) != len(choices):
         raise ValueError(f"{len(counts)} counts for {len(choices)} choices.")
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
@@ -669,8 +648,9 @@ def every_head_grid(
                 annotations.append(_header(header, (sum(domain_x) / 2, 1.0), "bottom", style))
             if head == 0:
                 annotations.append(_header(f"layer {layer + 1}", (0.0, sum(domain_y) / 2), "right", style))
-            if current == (layer + 1, head + 1):
-                shapes.append(_outline(x, y))
+            if current == (layer + 1, head + 1):  # the layer and head the chapter pages hold now
+                box = {"xref": f"{x} domain", "yref": f"{y} domain", "x0": 0, "x1": 1, "y0": 0, "y1": 1}
+                shapes.append({"type": "rect", **box, "line": {"color": CURRENT, "width": 3}})
     for name, props in axes.items():
         shown = {"range": [0.5, cols + 0.5]} if name.startswith("x") else {"range": [rows + 0.5, 0.5]}
         axes[name] = {**props, **ticks, **shown, "ticks": "", "showgrid": False, "zeroline": False}
@@ -698,27 +678,12 @@ def _header(text: str, at: tuple[float, float], side: str, style: FigureStyle) -
     }
 
 
-def _outline(x: str, y: str) -> dict:
-    """A rectangle around the small multiple on axes ``x``/``y``: the layer and head the pages hold now."""
-    return {
-        "type": "rect",
-        "xref": f"{x} domain",
-        "yref": f"{y} domain",
-        "x0": 0,
-        "x1": 1,
-        "y0": 0,
-        "y1": 1,
-        "line": {"color": CURRENT, "width": 3},
-    }
-
-
 # Figures and text for the "Break it" page: the changed line as a diff, the right and the wrong
 # weights side by side on one colour scale, the measured consequences, and the saturation curve.
 
 
 NAN_FILL = "rgba(213, 94, 0, 0.45)"  # vermilion over the grey of a blank cell: not a colour of the weight scale
 NAN_LINE = "#D55E00"
-WEIGHT = "weight = %{z:.4f}"
 PANEL_TEXT_LIMIT = 8  # print weights in cells up to this many tokens (two panels share the width)
 
 
@@ -747,18 +712,14 @@ def right_and_wrong(
     *,
     future,
     title: str,
-    titles: tuple[str, str] = ("right: the package's code", "wrong: with the mistake"),
     zmax: float = 1.0,
     pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Two (T, T) weight matrices side by side on one fixed 0–``zmax`` colour scale with one colour bar.
-
-    Attention weights are probabilities, so the scale is 0–1 (``zmax`` is
-    1/(1 − p) only for weights after dropout). Future cells with weight 0 are
-    blank and labelled "masked"; rows of NaN (softmax over nothing but −∞) are
-    filled vermilion, labelled "NaN" and counted in the panel's title.
-    """
+    """Two (T, T) weight matrices side by side on one fixed 0–``zmax`` colour scale with one colour bar (``zmax``
+    is 1/(1 − p) only for weights after dropout). Future cells with weight 0 are blank and labelled "masked"; rows
+    of NaN (softmax over nothing but −∞) are filled vermilion, labelled "NaN" and counted in the panel's title."""
+    titles = ("right: the package's code", "wrong: with the mistake")
     matrices = [np.asarray(right, dtype=np.float64), np.asarray(wrong, dtype=np.float64)]
     count = len(pieces)
     if any(m.shape != (count, count) for m in matrices):
@@ -793,9 +754,9 @@ def right_and_wrong(
             "hoverongaps": False,
             "xgap": 1 if small else 0,
             "ygap": 1 if small else 0,
-            "customdata": _positions(view.row_positions, view.col_positions),
+            "customdata": token_numbers(view),  # counted from 1, as the book counts tokens
             "hovertemplate": f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>"
-            f"{WEIGHT}<extra></extra>",
+            "weight = %{z:.4f}<extra></extra>",
             "xaxis": x,
             "yaxis": y,
         }
@@ -838,12 +799,6 @@ def right_and_wrong(
         **own,
     )
     return figure(pick_layer(data, layout, apart=False) if pickable else data, layout)
-
-
-def _positions(rows, cols) -> np.ndarray:
-    """Each cell's (query, key) position counted from 1, as the book counts tokens: (rows, cols, 2)."""
-    row_of, col_of = np.asarray(rows)[:, None] + 1, np.asarray(cols)[None, :] + 1  # (rows, 1), (1, cols)
-    return np.stack(np.broadcast_arrays(row_of, col_of), axis=-1)  # (rows, cols, 2)
 
 
 def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureStyle) -> list[dict]:

@@ -41,17 +41,9 @@ from . import (
     words_fit,
 )
 
-# Colour is a measurement: each matrix has a kind, and the kind sets its colour scale.
-#
-# * ``"weights"``: attention weights are probabilities, always on one fixed 0–1 scale;
-# * ``"signed"``: scores, Q/K/V, context vectors, W matrices: a diverging scale centred on 0,
-#   from −max|v| to +max|v|;
-# * ``"nonnegative"``: other values that cannot be negative, from 0 to their maximum;
-# * ``"mask"``: a boolean mask, two colours and a two-entry legend, no colour bar.
-#
-# Panels meant to be compared take one ``value_range`` (from ``shared_range``), so equal
-# colours mean equal numbers. A range is never stretched over a sliver of the values: a weight
-# matrix whose entries all lie close together says so in its title, in numbers (``spread_note``).
+# Colour is a measurement: each matrix has a kind, and the kind sets its colour scale (the package's docstring
+# lists them). A range is never stretched over a sliver of the values: a weight matrix whose entries all lie close
+# together says so under its title, in numbers (``spread_note``).
 
 
 WEIGHTS, SIGNED, NONNEGATIVE, MASK = "weights", "signed", "nonnegative", "mask"
@@ -120,7 +112,7 @@ def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show
 
 
 def hidden_value(kind: str, masked: bool) -> str | float | None:
-    """What a blank cell holds, for exports: a masked weight is exactly 0, a masked score −∞."""
+    """What a blank cell holds, for exports: a masked (or dropped) weight is exactly 0, a masked score −∞."""
     if kind == WEIGHTS:
         return 0.0
     if kind == SIGNED and masked:
@@ -188,32 +180,16 @@ def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, s
             values, hidden, col_labels = values[:, start:stop], hidden[:, start:stop], col_labels[start:stop]
             col_start = start
     rows, cols = values.shape
-    block = int(np.ceil(max(rows, cols) / style.max_cells_per_axis))
-    if block <= 1:
-        return MatrixView(
-            values,
-            hidden,
-            row_labels,
-            col_labels,
-            list(range(row_start, row_start + rows)),
-            list(range(col_start, col_start + cols)),
-            row_tokens,
-            col_tokens,
-            1,
-        )
-    means, empty = _block_means(values, hidden, block)
+    block = max(1, int(np.ceil(max(rows, cols) / style.max_cells_per_axis)))
     row_positions = list(range(row_start, row_start + rows, block))
     col_positions = list(range(col_start, col_start + cols, block))
+    if block > 1:  # labelled by the tokens they span, counted from 1 as tokens are
+        values, hidden = _block_means(values, hidden, block)
+        row_labels = [f"#{p + 1}–{min(p + block, row_start + rows)}" for p in row_positions]
+        col_labels = [f"#{p + 1}–{min(p + block, col_start + cols)}" for p in col_positions]
+        row_tokens = col_tokens = False
     return MatrixView(
-        means,
-        empty,
-        [f"#{p + 1}–{min(p + block, row_start + rows)}" for p in row_positions],  # counted from 1, as tokens are
-        [f"#{p + 1}–{min(p + block, col_start + cols)}" for p in col_positions],
-        row_positions,
-        col_positions,
-        False,
-        False,
-        block,
+        values, hidden, row_labels, col_labels, row_positions, col_positions, row_tokens, col_tokens, block
     )
 
 
@@ -221,44 +197,20 @@ def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, s
 
 
 MASKED_SCORE_HOVER = "−∞ (masked): this key is in the query's future, so its weight is exactly 0"
-
-
 MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
 
 
-def mask_legend(style: FigureStyle) -> list[dict]:
-    """A boolean mask's two colours as two legend entries, in place of a colour bar."""
-    names = ("False (0): visible", "True (1): masked, a future key")
-    return [
-        {
-            "type": "scatter",
-            "x": [None],
-            "y": [None],
-            "mode": "markers",
-            "marker": {"symbol": "square", "size": style.tick_size, "color": colour},
-            "name": name,
-            "hoverinfo": "skip",
-        }
-        for colour, name in zip(MASK_COLOURS, names, strict=True)
-    ]
+def legend_square(colour: str, name: str, style: FigureStyle) -> dict:
+    """A legend entry without data: a boolean mask's colour in place of a colour bar, or the grey of masked cells
+    where the word "masked" does not fit in them."""
+    square = {"symbol": "square", "size": style.tick_size, "color": colour}
+    entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "marker": square, "name": name}
+    return {**entry, "hoverinfo": "skip"}
 
 
 def masked_word(kind: str) -> str:
     """What a masked cell says in small matrices: its score −∞, or that its weight is masked."""
     return "−∞" if kind == SIGNED else "masked"
-
-
-def masked_legend(style: FigureStyle) -> dict:
-    """A legend entry for the grey cells, where the word "masked" does not fit in them."""
-    return {
-        "type": "scatter",
-        "x": [None],
-        "y": [None],
-        "mode": "markers",
-        "marker": {"symbol": "square", "size": style.tick_size, "color": MASKED_FILL},
-        "name": "masked: a future key",
-        "hoverinfo": "skip",
-    }
 
 
 def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool) -> list[dict]:
@@ -317,24 +269,18 @@ MARK_COLOUR = "#CC79A7"  # reddish purple: seen on dark and light cells, apart f
 _FIELD = re.compile(r"%\{(customdata\[(\d)\]|x|y|z)(?::\.(\d+)f)?\}")
 
 
-def _number(value: float, decimals: int | None) -> str:
-    """A number as plotly's d3 format writes it: fixed decimals, and a real minus sign."""
-    if value is None or not np.isfinite(value):
-        return "masked"  # a heatmap's gap: a masked (or dropped) cell without a mark of its own
-    text = f"{value:.{decimals}f}" if decimals is not None else f"{value:g}"
-    return text.replace("-", "−")
-
-
 def _filled(template: str, fields: dict) -> str:
     """``template`` with plotly's ``%{…}`` fields replaced (``customdata[k]``, ``x``, ``y``, ``z`` with a
-    ``.Nf`` format), and its ``<extra></extra>`` dropped."""
+    ``.Nf`` format) as plotly's d3 format writes them, and its ``<extra></extra>`` dropped."""
 
     def replace(match: re.Match) -> str:
         name, index, decimals = match.groups()
         value = fields["customdata"][int(index)] if index is not None else fields[name]
         if isinstance(value, str):
             return value
-        return _number(value, None if decimals is None else int(decimals))
+        if value is None or not np.isfinite(value):
+            return "masked"  # a heatmap's gap: a masked (or dropped) cell without a mark of its own
+        return (f"{value:.{decimals}f}" if decimals is not None else f"{value:g}").replace("-", "−")
 
     return _FIELD.sub(replace, template.replace("<extra></extra>", ""))
 
@@ -488,10 +434,6 @@ def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -
 
 
 # Heatmaps: a matrix with its rows as queries and its columns as keys.
-#
-# Token labels sit on numeric axes (``tickvals``/``ticktext``), so a token that occurs twice
-# stays two rows; masked cells are grey and say so on hover. The matrix's ``kind`` sets its
-# colour scale (its kind, above). ``dropout_heatmap`` marks the cells one dropout draw set to 0.
 
 
 NARROW_WIDTH = 320  # px: a heatmap's plot may be this narrow (two or three side by side); wider labels stand up
@@ -513,6 +455,7 @@ def heatmap(
     diverging: bool = False,
     value_range: tuple[float, float] | None = None,
     masked=None,
+    dropped=None,
     row_title: str = "query",
     col_title: str = "key",
     decimals: int = 2,
@@ -531,56 +474,11 @@ def heatmap(
     ``diverging`` means "signed", and otherwise ``infer_kind`` decides. ``value_range``
     overrides the kind's range, for panels that share one (``shared_range``).
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
-    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
+    values (−∞ scores) are masked too. ``dropped`` (bool, True = set to 0 by a dropout draw, among the masked cells)
+    marks those cells "dropped" (``dropout_heatmap``). ``meaning`` is a sentence shown on hover. ``legend_names``
     renames legend entries (a mask's two colours, named for what 0 and 1 mean in it). ``pickable`` adds a
     point to click in each cell (``pick_layer``).
     """
-    data, layout, _ = heatmap_spec(
-        z,
-        row_labels,
-        col_labels,
-        title=title,
-        value_name=value_name,
-        meaning=meaning,
-        kind=kind,
-        diverging=diverging,
-        value_range=value_range,
-        masked=masked,
-        row_title=row_title,
-        col_title=col_title,
-        decimals=decimals,
-        highlight_row=highlight_row,
-        row_tokens=row_tokens,
-        col_tokens=col_tokens,
-        style=style,
-    )
-    for trace in data if legend_names else ():
-        if trace.get("name") in legend_names:
-            trace["name"] = legend_names[trace["name"]]
-    return figure(pick_layer(data, layout) if pickable else data, layout)
-
-
-def heatmap_spec(
-    z,
-    row_labels,
-    col_labels,
-    *,
-    title,
-    value_name,
-    meaning,
-    kind,
-    diverging,
-    value_range,
-    masked,
-    row_title,
-    col_title,
-    decimals,
-    highlight_row,
-    row_tokens,
-    col_tokens,
-    style,
-) -> tuple[list[dict], dict, MatrixView]:
-    """``heatmap``'s traces and layout as plain dicts, and the part of the matrix they draw."""
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
         raise ValueError(f"heatmap needs a 2-d matrix, got shape {values.shape}.")
@@ -639,8 +537,8 @@ def heatmap_spec(
             "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
             "title": title,
             "kind": kind,
-            "hidden_value": hidden_value(kind, masked is not None),
-            "highlight": view.row_positions.index(highlight_row) if highlighted else None,  # for the text alternative
+            "hidden_value": 0.0 if dropped is not None else hidden_value(kind, masked is not None),
+            "highlight": keep,  # for the text alternative
         },
         "hoverongaps": False,
         "xgap": 1 if small else 0,
@@ -669,12 +567,15 @@ def heatmap_spec(
         )
     data = [trace]
     own = {}  # this heatmap's own layout, beside the shared one
-    if kind == MASK:
-        data += mask_legend(style)
+    if dropped is not None:  # one dropout draw: its own marks tell masked cells from dropped ones
+        data += _dropout_marks(view, np.asarray(masked, dtype=bool) & ~dropped, dropped, style)
+    elif kind == MASK:
+        names = ("False (0): visible", "True (1): masked, a future key")
+        data += [legend_square(colour, name, style) for colour, name in zip(MASK_COLOURS, names, strict=True)]
     elif view.block == 1:
         data += masked_cells(view, hidden, kind, style, prints_values and says)
-    if grey_legend:
-        data.append(masked_legend(style))
+    if grey_legend and dropped is None:
+        data.append(legend_square(MASKED_FILL, "masked: a future key", style))
     if kind == MASK or grey_legend:  # under the plot (its column labels are on top), so the plot keeps its width
         own["showlegend"] = True
         own["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}}
@@ -717,7 +618,11 @@ def heatmap_spec(
         margin["b"] = legend_height + 10
     if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
         margin["t"] = top
-    return data, figure_layout(title, style, height, margin=margin, subtitle=note, **own), view
+    layout = figure_layout(title, style, height, margin=margin, subtitle=note, **own)
+    for trace in data if legend_names else ():
+        if trace.get("name") in legend_names:
+            trace["name"] = legend_names[trace["name"]]
+    return figure(pick_layer(data, layout) if pickable else data, layout)
 
 
 def without_cell_text(fig: go.Figure) -> go.Figure:
@@ -746,9 +651,6 @@ def prints_in_cells(trace) -> bool:
 # Dropout's heatmap: the weights after one draw, dropped cells marked, survivors scaled by 1/(1 − p).
 
 
-WORD_LABEL_LIMIT = 8  # "masked"/"dropped" written in cells up to this many tokens per axis
-
-
 def dropout_heatmap(
     z,
     keep,
@@ -768,19 +670,15 @@ def dropout_heatmap(
     Survivors are scaled by 1/(1 − p), so they can pass 1: the scale is then 0 to the largest
     survivor ("nonnegative"), else the weights' 0–1; ``value_range`` overrides it.
 
-    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked``
-    (True = masked) marks the causal mask's future cells, which stay labelled
-    "masked" (they are 0 whether or not the draw dropped them). The words fit
-    cells up to ``WORD_LABEL_LIMIT`` tokens per axis; up to ``TICK_LIMIT``,
-    dropped cells get a cross sized to the cell and future cells stay grey. ``heatmap``'s
-    token window and block means apply; block means average the surviving
-    weights and carry no marks. ``pickable`` adds a point to click in each cell (``pick_layer``).
+    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked`` (True = masked) marks the causal
+    mask's future cells, which stay labelled "masked" (they are 0 whether or not the draw dropped them). Other
+    options are ``heatmap``'s; block means average the surviving weights and carry no marks.
     """
     values = np.asarray(z, dtype=np.float64)
     future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
     dropped = ~np.asarray(keep, dtype=bool) & ~future
     kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
-    data, layout, view = heatmap_spec(
+    return heatmap(
         values,
         row_labels,
         col_labels,
@@ -788,30 +686,21 @@ def dropout_heatmap(
         value_name=value_name,
         meaning=meaning,
         kind=kind,
-        diverging=False,
         value_range=value_range,
         masked=future | dropped,
-        row_title="query",
-        col_title="key",
-        decimals=2,
-        highlight_row=None,
-        row_tokens=True,
-        col_tokens=True,
+        dropped=dropped,
+        pickable=pickable,
         style=style,
     )
-    heat = data[0]  # without heatmap's marks: the blank cells are labelled "masked" and "dropped" apart
-    heat["meta"]["hidden_value"] = 0.0  # masked and dropped weights are exactly 0
-    data = [heat, *_dropout_marks(view, future, dropped, style)]
-    return figure(pick_layer(data, layout) if pickable else data, layout)
 
 
 def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
-    """The words "masked" and "dropped" in small matrices; up to ``TICK_LIMIT`` tokens, a cross in each
-    dropped cell; none on block means."""
+    """The words "masked" and "dropped" up to ``MASK_WORD_LIMIT`` tokens per axis; up to ``TICK_LIMIT`` tokens, a
+    cross sized to the cell in each dropped cell, and future cells stay grey; none on block means."""
     if view.block > 1:
         return []
     rows, cols = view.row_positions, view.col_positions
-    small = len(rows) <= WORD_LABEL_LIMIT and len(cols) <= WORD_LABEL_LIMIT
+    small = len(rows) <= MASK_WORD_LIMIT and len(cols) <= MASK_WORD_LIMIT
     marks = []
     for cells, text, hover in (
         (future, "masked", MASKED_WEIGHT_HOVER),
@@ -854,17 +743,14 @@ def heatmap_grid(
     col_labels: Sequence[str],
     *,
     title: str,
-    value_name: str = "attention weight",
-    kind: str = WEIGHTS,
     masked=None,
     columns: int = 3,
     max_row_height: int | None = None,
     pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several same-sized matrices (e.g. one weight matrix per head) on one shared colour scale
-    with one colour bar; token labels on the first column's axis only, so no subplot's labels
-    land on its neighbour.
+    """Several same-sized attention-weight matrices (e.g. one per head) on the one 0–1 scale with one colour bar;
+    token labels on the first column's axis only, so no subplot's labels land on its neighbour.
 
     ``max_row_height`` caps each grid row's height in pixels, so that many
     narrow subplots side by side stay on one screen instead of growing tall. ``pickable`` adds a point to
@@ -896,7 +782,6 @@ def heatmap_grid(
     row_raw = [visible_token(x) for x in view.row_labels]
     col_raw = [visible_token(x) for x in view.col_labels]
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
-    low, high = colour_range(stack, kind)
     data, first = [], "" if view.block == 1 else " block from"
     for k in range(count):
         z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
@@ -910,15 +795,15 @@ def heatmap_grid(
                 "rows": row_raw,
                 "cols": col_raw,
                 "title": titles[k],
-                "kind": kind,
-                "hidden_value": hidden_value(kind, masked is not None),
+                "kind": WEIGHTS,
+                "hidden_value": 0.0,  # a masked weight is exactly 0
             },
             "hoverongaps": False,
             "textfont": {"size": style.cell_text_size},
             "customdata": token_numbers(views[k]),  # counted from 1 (a block's first)
             "hovertemplate": f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · "
-            f"key{first} %{{customdata[1]}}<br>{plain_label(value_name)} = %{{z:.4f}}<extra></extra>",
-            **colour_settings(kind, low, high, style, show=k == 0),
+            f"key{first} %{{customdata[1]}}<br>attention weight = %{{z:.4f}}<extra></extra>",
+            **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
             "xaxis": x,
             "yaxis": y,
         }
