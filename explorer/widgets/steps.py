@@ -388,15 +388,6 @@ def csv_download(tables, file_name: str, *, key: str) -> dict | None:
     )
 
 
-def figure_downloads(tables, title: str, name: str, file_name: str, *, key: str) -> None:
-    """Add a drawn figure's numbers (``figure_tables``) to this step's JSON export and, for heatmaps,
-    offer them as CSV."""
-    st.session_state.setdefault(RUN_FIGURES, []).append({"name": name, "title": title or name, "tables": tables})
-    download = csv_download(tables, file_name, key=key)
-    if download is not None:
-        st.download_button(**download)
-
-
 def tokenizer_name(run: Run) -> str:
     """The tokenizer that made this view's tokens (the book's preset uses none: six fixed vectors)."""
     return "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer
