@@ -172,20 +172,9 @@ def view_link(
 # The settings: one ``Settings`` object, edited by the sidebar's widgets and validated in their callbacks.
 
 
-WIDGETS = {  # Settings field -> widget key
-    "source": "w_source",
-    "text": "w_text",
-    "d_in": "w_d_in",
-    "d_out": "w_d_out",
-    "num_heads": "w_num_heads",
-    "context_length": "w_context_length",
-    "dropout": "w_dropout",
-    "seed": "w_seed",
-    "training": "w_training",
-    "weights": "w_weights",
-    "layer": "w_layer",
-    "head": "w_head",
-}
+FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
+# Settings field -> widget key
+WIDGETS = {f: f"w_{f}" for f in ("source", "text", *FIXED_BY_MODEL, "dropout", "training", "weights", "layer", "head")}
 _KINDS = {  # Settings field -> the check a widget's value must pass before it is used
     "source": lambda v: isinstance(v, str) and v in (BOOK, TEXT),
     "text": lambda v: isinstance(v, str),
@@ -193,7 +182,6 @@ _KINDS = {  # Settings field -> the check a widget's value must pass before it i
     "training": lambda v: isinstance(v, bool),
     "weights": lambda v: isinstance(v, str) and v in WEIGHTS,
 }
-FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
 _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 
 
@@ -232,26 +220,23 @@ def _to_widgets(settings: Settings) -> None:
         st.session_state[key] = value + 1 if field in SHOWN_FROM_1 else value
 
 
-def _fitted(settings: Settings, notices: list[str]) -> tuple[Settings, list[str]]:
-    """Validated settings whose weights are available and whose layer and head the model has."""
+def _use(settings: Settings, notices: list[str]) -> None:
+    """Make validated ``settings`` the session's, with weights that are available and a layer and head the model
+    has, and put them in the widgets."""
     settings, more = fit(settings)
-    return settings, notices + more
+    _to_widgets(settings)
+    st.session_state[SETTINGS] = settings
+    st.session_state[SETTINGS_NOTICES] = notices + more
 
 
 def on_change_of(field: str = "") -> None:
-    settings, notices = _fitted(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
-    _to_widgets(settings)
-    st.session_state[SETTINGS] = settings
-    st.session_state[SETTINGS_NOTICES] = notices
+    _use(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
 
 
 def set_settings(**changes) -> None:
     """Change settings from a page's button (use as an ``on_click`` callback); the next run is the whole
     app's (``begin_run`` returns None), so the sidebar shows them."""
-    settings, notices = _fitted(*validate(replace(chosen(), **changes)))
-    _to_widgets(settings)
-    st.session_state[SETTINGS] = settings
-    st.session_state[SETTINGS_NOTICES] = notices
+    _use(*validate(replace(chosen(), **changes)))
     st.session_state[SET_HERE] = True
 
 
@@ -315,15 +300,12 @@ def open_link(params: dict[str, str]) -> None:
     """Open a link's parameters as a session that starts from it does: its settings, and the pages' state (the
     step, the query token, the head) started again from it. Call it before the sidebar's widgets are drawn."""
     state = st.session_state
-    settings, notices = _fitted(*from_query_params(params))
-    state[SETTINGS] = settings
-    state[SETTINGS_NOTICES] = notices
+    _use(*from_query_params(params))
     state[INITIAL_PARAMS] = dict(params)
     for key in state.pop(LINKED_KEYS, set()):
         state.pop(key, None)
     state.pop(INITIAL_PARAMS_USED, None)
     state.pop(LINK_PAGE, None)
-    _to_widgets(settings)
 
 
 def presenter() -> bool:
@@ -337,18 +319,13 @@ def presenter() -> bool:
 
 
 def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> int:
-    """An index a page keeps across reruns and steps (the inspected head, the query token).
-
-    It starts from the link's ``name`` parameter (or ``default``), lives in plain state under
-    ``key`` so that it outlives the widgets that change it, is clamped below ``count``, and is
-    written into this run's URL.
-    """
+    """An index a page keeps across reruns and steps under ``key``, which outlives the widgets that change it:
+    started from the link's ``name`` parameter (or ``default``), clamped below ``count``, written into the URL."""
     if key not in st.session_state:
         linked = initial_param(name, page, key)
         number = parse_position(linked)
         if linked is not None and number is None:
             notice(f"{name}={quoted(linked)} in the link is not a position; using {default}.")
-            number = None
         st.session_state[key] = default if number is None else number
     value = st.session_state[key]
     if not _WHOLE(value) or value < 0:

@@ -56,6 +56,7 @@ from explorer.session import (
 )
 from explorer.session import figure_style as style
 from explorer.settings import parse_cell, quoted
+from explorer.widgets import SCROLL_WIDTHS
 from explorer.widgets.steps import IMAGE_FORMAT, NO_STEP, csv_download, export_name
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
@@ -501,7 +502,6 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
 
 
 PHONE_PX = 358  # the width a chart gets on a 390 px phone
-SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # the widths css.BASE_CSS knows
 
 
 def phone_scroll(readable_width: int, key: str):
