@@ -365,14 +365,10 @@ def due() -> dict | None:
 
 def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] | None:
     """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
-    is. A student who follows is on the Live room page (``LIVE``), which draws the teacher's page: there this
-    opens the teacher's link; elsewhere it returns (``LIVE``, the teacher's link) to switch to first, also when
-    the student opened another page from the navigation (only "On my own" lets a student explore). A
-    student who stopped following on the Live room page gets (the page it showed, the link it had), to stay
-    on that view on the page itself. ``pages`` are the app's URL paths.
-
-    The move counts as made only here, in a run on the Live room page: a switch that Streamlit dropped is
-    made again by the next run."""
+    is. On the Live room page (``LIVE``) this opens the teacher's link; elsewhere, even a page the student
+    opened from the navigation, it returns (``LIVE``, the teacher's link) to switch to. A student who stopped
+    following on the Live room page gets (the page it showed, the link it had). ``pages`` are the app's URL
+    paths. The move counts as made only in a run on the Live room page: a dropped switch is made again."""
     if not is_student():
         return None
     read(url_path)
@@ -404,9 +400,8 @@ def sidebar_differs(old: dict[str, str], new: dict[str, str]) -> bool:
     """Whether two links differ in what the sidebar draws (the settings, the token window), so that moving
     from one to the other needs the whole app's run. A page's own parameters (its step, cell, query token,
     head) are drawn in the page alone."""
-    if any(old.get(k) != new.get(k) for k in SIDEBAR_PARAMS):
-        return True
-    return from_query_params(old)[0] != from_query_params(new)[0]
+    differs = any(old.get(k) != new.get(k) for k in SIDEBAR_PARAMS)
+    return differs or from_query_params(old)[0] != from_query_params(new)[0]
 
 
 def arrive_in_page(url_path: str) -> bool:
@@ -419,11 +414,11 @@ def arrive_in_page(url_path: str) -> bool:
     position, applied = due(), st.session_state.get(APPLIED)
     if position is None:
         return False
-    if applied is None:
-        return True
-    if url_path != LIVE and (position["page"] != url_path or applied["page"] != url_path):
-        return True
-    if sidebar_differs(applied["params"], position["params"]):
+    if (
+        applied is None
+        or (url_path != LIVE and (position["page"] != url_path or applied["page"] != url_path))
+        or sidebar_differs(applied["params"], position["params"])
+    ):
         return True
     open_link(position["params"])
     st.session_state[APPLIED] = position

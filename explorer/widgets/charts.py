@@ -308,16 +308,6 @@ def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
     return figures.cell_marks(_axes(spec), row=row) + figures.cell_marks(_axes(spec), col=col)
 
 
-def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure, dict]:
-    """What ``st.plotly_chart`` needs for an explainable panel: the figure with the selection marked, and
-    the selection callback."""
-    chosen = register(name, cells)
-    marks = _marks(drawn.spec, cells, chosen, name)
-    chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
-    callback = partial(picked, key, _step_key(), name, cells)
-    return chart, {"on_select": callback, "selection_mode": "points"}
-
-
 def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> None:
     """The keyboard route: a matrix, row or column picked sets the step's selection; a coordinate not yet
     picked is the current one, clamped, or the first."""
@@ -472,10 +462,7 @@ def draw(
 
     The figure is built once for every session that draws the same (``shared``): a Next click back to a step
     finds its figures by their contents, and builds none."""
-    if "style" not in options:
-        options["style"] = style()
-    if explain is not None:
-        options["pickable"] = True
+    options = panel(name, builder, *args, explain=explain, **options).options
     _show(shared(builder, *args, cell_text=cell_text, **options), name, key or name, on_select, explain)
 
 
@@ -491,9 +478,10 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
         cell_key = _step_key()
         if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
             state.setdefault(RUN_CELLS, []).append((name, explain))
-            picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
         else:
-            chart, picks = chart_args(drawn, name, key, explain)
+            marks = _marks(drawn.spec, explain, register(name, explain), name)
+            chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
+        picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
     with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
