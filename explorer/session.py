@@ -1,17 +1,14 @@
 """The session layer: one visitor's settings in ``st.session_state`` and the URL, the ``Run`` made from them,
 the state a page keeps across reruns, and the link that reproduces a view.
 
-First every key the app keeps in ``st.session_state`` besides its widgets' own (``key="w_…"`` where the widget
-is drawn): what it holds and who writes it; ``tests/test_architecture.py`` fails on a key written as a string
-anywhere else. Then, in order: a notice that quotes what a visitor sent (``notice``), the link to what is on
-screen (``page_param``, ``initial_param``, ``view_link``), the settings, and the state a page keeps across
-reruns (``kept_index``, ``kept_widget``, ``whole_state``).
+First every key the app keeps in ``st.session_state`` besides its widgets' own (``key="w_…"``): what it holds
+and who writes it; ``tests/test_architecture.py`` fails on a key written as a string anywhere else. Then a
+notice that quotes what a visitor sent, the link to what is on screen, the settings, and the state a page keeps.
 
 One ``Settings`` object is the source of truth, and ``current_run`` makes the run's ``Run`` from it once per
-change. The sidebar widgets edit it; their ``on_change`` callback validates the new values and writes any
-correction back into the widgets before the page runs, so the sidebar never shows a value the pages do not
-use. The URL is rewritten after each run, so a copied link reproduces the view; a link's parameters are read
-once, when a session starts (``initial_param``).
+change. The sidebar's ``on_change`` callbacks validate new values and write any correction back into the widgets
+before the page runs, so the sidebar never shows a value the pages do not use. The URL is rewritten after each
+run; a link's parameters are read once, when a session starts (``initial_param``).
 
 It may import ``views``, ``models``, ``runtime`` and the bottom modules, never ``widgets`` or pages.
 """
@@ -196,10 +193,8 @@ def refill_widgets() -> bool:
 
 
 def widgets_valid() -> bool:
-    """Whether every settings widget holds a value of the kind its setting needs.
-
-    A crafted websocket message can put any value in a widget (a string in a number input).
-    """
+    """Whether every settings widget holds a value of the kind its setting needs: a crafted websocket message
+    can put any value in a widget (a string in a number input)."""
     state = st.session_state
     return all(_KINDS.get(field, _WHOLE)(state.get(key)) for field, key in WIDGETS.items())
 

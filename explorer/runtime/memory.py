@@ -235,11 +235,9 @@ def release_memory() -> None:
 class TurnQueue:
     """The one queue for work that must take turns (heavy views, heavy page runs, the Speed page's timings, a
     room's wake-ups): at most ``slots`` holders at once, the others waiting first come, first served, each told
-    how many are ahead of it, so that a page can say so instead of looking frozen.
-
-    A holder who leaves wakes only the waiters who may now go in, not every waiter: when a teacher's move wakes
-    fifty students, a whole-queue wake-up at each turn's end would be fifty times fifty threads taking Python's
-    lock to find they must wait on."""
+    how many are ahead of it, so that a page can say so instead of looking frozen. A holder who leaves wakes only
+    the waiters who may now go in: when a teacher's move wakes fifty students, a whole-queue wake-up at each
+    turn's end would be fifty times fifty threads taking Python's lock to find they must wait on."""
 
     def __init__(self, slots: int = 1) -> None:
         self.slots = slots

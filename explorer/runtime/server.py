@@ -56,9 +56,8 @@ PAINT_WAIT_S = 4.0
 
 @functools.cache
 def machine_threads() -> int:
-    """The intra-op threads torch would use on this machine; the Speed page measures with all of them.
-
-    Read before ``configure_server`` gives script runs one thread."""
+    """The intra-op threads torch would use on this machine (read before ``configure_server`` gives script runs
+    one); the Speed page measures with all of them."""
     import torch
 
     return torch.get_num_threads()
@@ -71,13 +70,10 @@ def __getattr__(name: str):
 
 
 class Startup:
-    """What this process has done of its start, and the one thread that does it, in order (``_run``).
-
-    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules
-    imported), "first run" (a script run has begun), "torch wanted" (a link that needs torch is loading, or
-    a test or a tool asked), "pandas wanted" (a run waits for pandas), "painted" (a browser's first page has
-    painted, or nothing waits for one any more), "settled" (pandas imported) and "warmed" (torch and the
-    later modules imported, the process tuned)."""
+    """What this process has done of its start, and the one thread that does it, in order (``_run``). Steps,
+    told with ``tell`` and awaited with ``wait``: "first run ready" (its modules imported), "first run" (a script
+    run has begun), "torch wanted" (by a link, a test or a tool), "pandas wanted" (by a waiting run), "painted"
+    (or nothing waits for it any more), "settled" (pandas imported) and "warmed" (torch imported, tuned)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()  # sessions, the browser's POST and the start thread tell each other
@@ -131,12 +127,10 @@ class Startup:
 
     def _run(self, prepare: bool) -> None:
         """The first run's modules; pandas once the first run is over and its page has painted (or
-        ``PAINT_WAIT_S`` after the run, or at once when another run or a link that needs torch waits); then
-        torch and the later modules once the page has painted.
-
-        Started as the run ended, torch's import took CPU from the browser's paint: 5.6 against 4.1 s to the
-        first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint"). Before
-        the first run, pandas' 0.3 s made the first chart come 0.3 s later."""
+        ``PAINT_WAIT_S`` after, or at once when a run or a link needs it); then torch and the later modules.
+        Started as the run ended, torch's import took CPU from the browser's paint: 5.6 s to the first page
+        painted, against 4.1 s when it waited 2.5 s. Before the first run, pandas' 0.3 s delayed the first chart
+        as much."""
         if prepare:
             prepare_first_run()
         self.tell("first run ready")

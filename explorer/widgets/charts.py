@@ -66,13 +66,9 @@ FIGURES = SharedCache(FIGURE_BYTES, FIGURE_BYTES // 8, FIGURE_TTL_S)
 
 
 class EncodedFigure(BaseFigure):
-    """A figure that is only its JSON, for ``st.plotly_chart``.
-
-    ``st.plotly_chart`` asks a plotly figure for its ``to_dict()`` (plotly's
-    ``tools.return_figure_from_figure_or_data``) and encodes that. A figure made from JSON first builds
-    the JSON into plotly objects, then deep-copies them back into the same dict: 2-8 ms a figure, where
-    this one parses the JSON (0.1-0.3 ms). It is nothing else; ``Drawn.figure()`` makes a whole figure.
-    """
+    """A figure that is only its JSON, for ``st.plotly_chart``, which encodes a figure's ``to_dict()``: a figure
+    made from JSON builds plotly objects and deep-copies them back into the same dict (2-8 ms), where this one
+    parses the JSON (0.1-0.3 ms). It is nothing else; ``Drawn.figure()`` makes a whole figure."""
 
     def __init__(self, spec: str) -> None:  # BaseFigure.__init__ would build the plotly objects
         self._spec = spec
@@ -81,11 +77,9 @@ class EncodedFigure(BaseFigure):
 
 @dataclasses.dataclass(frozen=True)
 class Drawn:
-    """A figure ready to draw, kept as its JSON, with its numbers for the downloads (``figure_tables``).
-
-    Kept as text, a figure costs Python's garbage collector nothing: as plotly objects, 500 kept figures
-    added 54 ms to the full collection Streamlit runs after every script run.
-    """
+    """A figure ready to draw, kept as its JSON, with its numbers for the downloads (``figure_tables``). As text,
+    it costs Python's garbage collector nothing: as plotly objects, 500 kept figures added 54 ms to a full
+    collection."""
 
     spec: str  # plotly's JSON of the figure
     tables: tuple[dict, ...]

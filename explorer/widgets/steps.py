@@ -13,10 +13,8 @@ A page writes one function per step, named for what it shows, and adds it to its
     steps.show()  # the stepper, then the chosen step's function
 
 The URL names the step by its function (``?step=one-draw``); a link made before steps had names
-(``?step=2``) opens the step it opened then (``NUMBERED``).
-
-Then the "Show the code" panel (``show_code``), and what a learner takes away from a step and the end of every
-run (``finish_run``): downloads, the link, and the room's publication of the teacher's position.
+(``?step=2``) opens the step it opened then (``NUMBERED``). Then the "Show the code" panel (``show_code``), and
+what a learner takes away from a step and the end of every run (``finish_run``): downloads and the link.
 """
 
 from __future__ import annotations
