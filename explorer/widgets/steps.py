@@ -270,18 +270,9 @@ CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected c
 BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
 
 
-@functools.cache
 def code_panel_key(title: str = "Show the code") -> str:
     """The session-state key of a page's code panel (``show_code``): True while it is open."""
     return f"code-panel:{title}"
-
-
-def _named(obj: Callable | type | str) -> Callable | type:
-    """``obj``, or the object its dotted name names (``"attention.gru_step"``)."""
-    if not isinstance(obj, str):
-        return obj
-    module, _, name = obj.rpartition(".")
-    return getattr(importlib.import_module(module), name)
 
 
 def show_code(*objects: Callable | type | str, title: str = "Show the code") -> None:
@@ -294,7 +285,10 @@ def show_code(*objects: Callable | type | str, title: str = "Show the code") -> 
         return
     marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
     with panel:
-        for obj in map(_named, objects):
+        for obj in objects:
+            if isinstance(obj, str):  # a dotted name, looked up now
+                module, _, name = obj.rpartition(".")
+                obj = getattr(importlib.import_module(module), name)
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`" + steps_note(obj))
