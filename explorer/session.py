@@ -99,7 +99,7 @@ GENERATE_WINDOW = "generate:window"  # the sliding window's size, in tokens
 GENERATE_TIMES = "generate:times"  # Generate's timing of one new token both ways, until the next press
 
 
-# The live room (``explorer.room.live``)
+# The live room (``explorer.room``)
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"  # the room joined; a teacher's token; a student's id
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
 SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)
@@ -122,9 +122,7 @@ def notice(text: str, *, where=None) -> None:
     (where or st).info(literal(text), icon=":material/info:")
 
 
-# The link to what is on screen: a page's own state (step, query token, head) recorded for this run's URL,
-# a link's parameters read once, and the link that reproduces the view (``widgets.steps.finish_run`` writes it
-# into the URL and the "Copy link to this view" popover after each run).
+# The link to what is on screen (``widgets.steps.finish_run`` writes it after each run).
 
 
 def page_param(name: str, value) -> None:

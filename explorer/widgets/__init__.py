@@ -166,11 +166,8 @@ PRESENTER_CSS = """
 """
 SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # a chart scrolled on a phone is one of these
 # The main area starts close under Streamlit's header, so the header must neither paint over it (it hid the
-# query picker's label) nor take its clicks: its toolbar spans the full width, and a 200 px box in its right
-# corner lay over the top of the room's "On my own". Only the header's own buttons take clicks. On a phone the
-# labels of the grid of every layer and head (``figures.charts``) shrink to fit its narrow small multiples; a
-# grid of more than six heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A
-# diff's colours are darker than Streamlit's, for contrast.
+# query picker's label) nor take its clicks: its full-width toolbar lay over the top of the room's "On my own".
+# A grid of more than six heads (``every_head_wide``) has no room for its labels on a phone; its hover keeps them.
 BASE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
 [data-testid="stHeader"] {background: transparent;}
