@@ -388,10 +388,9 @@ def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
 # Charts with their downloads, alone or side by side in columns, in this session's style.
 
 
-def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
-    """Draw a plotly figure built for this run, as ``draw`` draws shared ones. ``cell_text=False`` drops the
-    numbers printed in cells, for heatmaps drawn too narrow for them."""
-    _show(prepare(fig, cell_text=cell_text), name, key)
+def chart(fig, name: str, *, key: str | None = None) -> None:
+    """Draw a plotly figure built for this run, as ``draw`` draws shared ones."""
+    _show(prepare(fig), name, key)
 
 
 TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
