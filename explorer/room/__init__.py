@@ -473,9 +473,7 @@ def revealed_here(question: str) -> bool | None:
     return bool(seen) and question in seen[2]
 
 
-# The live room on screen: a presenter opens a room in the sidebar and shows its code, link and QR code; a
-# student who opened ``?room=CODE`` sees a bar above the page that follows the teacher or lets them explore; the
-# teacher sees the class's votes on a question as they come in. The state behind all this is above.
+# The live room on screen: a presenter's room in the sidebar, a student's bar above the page, the class's votes.
 
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
