@@ -1,17 +1,14 @@
 """The session layer: one visitor's settings in ``st.session_state`` and the URL, the ``Run`` made from them,
 the state a page keeps across reruns, and the link that reproduces a view.
 
-First every key the app keeps in ``st.session_state`` besides its widgets' own (``key="w_…"`` where the widget
-is drawn): what it holds and who writes it; ``tests/test_architecture.py`` fails on a key written as a string
-anywhere else. Then, in order: a notice that quotes what a visitor sent (``notice``), the link to what is on
-screen (``page_param``, ``initial_param``, ``view_link``), the settings, and the state a page keeps across
-reruns (``kept_index``, ``kept_widget``, ``whole_state``).
+First every key the app keeps in ``st.session_state`` besides its widgets' own (``key="w_…"``): what it holds
+and who writes it; ``tests/test_architecture.py`` fails on a key written as a string anywhere else. Then a
+notice that quotes what a visitor sent, the link to what is on screen, the settings, and the state a page keeps.
 
 One ``Settings`` object is the source of truth, and ``current_run`` makes the run's ``Run`` from it once per
-change. The sidebar widgets edit it; their ``on_change`` callback validates the new values and writes any
-correction back into the widgets before the page runs, so the sidebar never shows a value the pages do not
-use. The URL is rewritten after each run, so a copied link reproduces the view; a link's parameters are read
-once, when a session starts (``initial_param``).
+change. The sidebar's ``on_change`` callbacks validate new values and write any correction back into the widgets
+before the page runs, so the sidebar never shows a value the pages do not use. The URL is rewritten after each
+run; a link's parameters are read once, when a session starts (``initial_param``).
 
 It may import ``views``, ``models``, ``runtime`` and the bottom modules, never ``widgets`` or pages.
 """
@@ -102,7 +99,7 @@ GENERATE_WINDOW = "generate:window"  # the sliding window's size, in tokens
 GENERATE_TIMES = "generate:times"  # Generate's timing of one new token both ways, until the next press
 
 
-# The live room (``explorer.room.live``)
+# The live room (``explorer.room``)
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"  # the room joined; a teacher's token; a student's id
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
 SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)
@@ -125,9 +122,7 @@ def notice(text: str, *, where=None) -> None:
     (where or st).info(literal(text), icon=":material/info:")
 
 
-# The link to what is on screen: a page's own state (step, query token, head) recorded for this run's URL,
-# a link's parameters read once, and the link that reproduces the view (``widgets.steps.finish_run`` writes it
-# into the URL and the "Copy link to this view" popover after each run).
+# The link to what is on screen (``widgets.steps.finish_run`` writes it after each run).
 
 
 def page_param(name: str, value) -> None:
@@ -172,20 +167,9 @@ def view_link(
 # The settings: one ``Settings`` object, edited by the sidebar's widgets and validated in their callbacks.
 
 
-WIDGETS = {  # Settings field -> widget key
-    "source": "w_source",
-    "text": "w_text",
-    "d_in": "w_d_in",
-    "d_out": "w_d_out",
-    "num_heads": "w_num_heads",
-    "context_length": "w_context_length",
-    "dropout": "w_dropout",
-    "seed": "w_seed",
-    "training": "w_training",
-    "weights": "w_weights",
-    "layer": "w_layer",
-    "head": "w_head",
-}
+FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
+# Settings field -> widget key
+WIDGETS = {f: f"w_{f}" for f in ("source", "text", *FIXED_BY_MODEL, "dropout", "training", "weights", "layer", "head")}
 _KINDS = {  # Settings field -> the check a widget's value must pass before it is used
     "source": lambda v: isinstance(v, str) and v in (BOOK, TEXT),
     "text": lambda v: isinstance(v, str),
@@ -193,7 +177,6 @@ _KINDS = {  # Settings field -> the check a widget's value must pass before it i
     "training": lambda v: isinstance(v, bool),
     "weights": lambda v: isinstance(v, str) and v in WEIGHTS,
 }
-FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
 _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 
 
@@ -208,10 +191,8 @@ def refill_widgets() -> bool:
 
 
 def widgets_valid() -> bool:
-    """Whether every settings widget holds a value of the kind its setting needs.
-
-    A crafted websocket message can put any value in a widget (a string in a number input).
-    """
+    """Whether every settings widget holds a value of the kind its setting needs: a crafted websocket message
+    can put any value in a widget (a string in a number input)."""
     state = st.session_state
     return all(_KINDS.get(field, _WHOLE)(state.get(key)) for field, key in WIDGETS.items())
 
@@ -232,26 +213,23 @@ def _to_widgets(settings: Settings) -> None:
         st.session_state[key] = value + 1 if field in SHOWN_FROM_1 else value
 
 
-def _fitted(settings: Settings, notices: list[str]) -> tuple[Settings, list[str]]:
-    """Validated settings whose weights are available and whose layer and head the model has."""
+def _use(settings: Settings, notices: list[str]) -> None:
+    """Make validated ``settings`` the session's, with weights that are available and a layer and head the model
+    has, and put them in the widgets."""
     settings, more = fit(settings)
-    return settings, notices + more
+    _to_widgets(settings)
+    st.session_state[SETTINGS] = settings
+    st.session_state[SETTINGS_NOTICES] = notices + more
 
 
 def on_change_of(field: str = "") -> None:
-    settings, notices = _fitted(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
-    _to_widgets(settings)
-    st.session_state[SETTINGS] = settings
-    st.session_state[SETTINGS_NOTICES] = notices
+    _use(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
 
 
 def set_settings(**changes) -> None:
     """Change settings from a page's button (use as an ``on_click`` callback); the next run is the whole
     app's (``begin_run`` returns None), so the sidebar shows them."""
-    settings, notices = _fitted(*validate(replace(chosen(), **changes)))
-    _to_widgets(settings)
-    st.session_state[SETTINGS] = settings
-    st.session_state[SETTINGS_NOTICES] = notices
+    _use(*validate(replace(chosen(), **changes)))
     st.session_state[SET_HERE] = True
 
 
@@ -315,15 +293,12 @@ def open_link(params: dict[str, str]) -> None:
     """Open a link's parameters as a session that starts from it does: its settings, and the pages' state (the
     step, the query token, the head) started again from it. Call it before the sidebar's widgets are drawn."""
     state = st.session_state
-    settings, notices = _fitted(*from_query_params(params))
-    state[SETTINGS] = settings
-    state[SETTINGS_NOTICES] = notices
+    _use(*from_query_params(params))
     state[INITIAL_PARAMS] = dict(params)
     for key in state.pop(LINKED_KEYS, set()):
         state.pop(key, None)
     state.pop(INITIAL_PARAMS_USED, None)
     state.pop(LINK_PAGE, None)
-    _to_widgets(settings)
 
 
 def presenter() -> bool:
@@ -337,18 +312,13 @@ def presenter() -> bool:
 
 
 def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> int:
-    """An index a page keeps across reruns and steps (the inspected head, the query token).
-
-    It starts from the link's ``name`` parameter (or ``default``), lives in plain state under
-    ``key`` so that it outlives the widgets that change it, is clamped below ``count``, and is
-    written into this run's URL.
-    """
+    """An index a page keeps across reruns and steps under ``key``, which outlives the widgets that change it:
+    started from the link's ``name`` parameter (or ``default``), clamped below ``count``, written into the URL."""
     if key not in st.session_state:
         linked = initial_param(name, page, key)
         number = parse_position(linked)
         if linked is not None and number is None:
             notice(f"{name}={quoted(linked)} in the link is not a position; using {default}.")
-            number = None
         st.session_state[key] = default if number is None else number
     value = st.session_state[key]
     if not _WHOLE(value) or value < 0:

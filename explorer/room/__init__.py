@@ -1,22 +1,14 @@
 """The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
 follow the teacher's page, step and settings, and vote on the questions.
 
-``store`` keeps the room's state (a teacher's position, who follows, votes, reveals) in this process's memory
-or in Redis, shared by several processes (``ATTENTION_ROOMS_URL=redis://...``), and reruns this process's
-students when their room changes; nothing polls. This module is one session in a room: joining, the teacher's
-publication at the end of each run, a student's arrival where the teacher is, the votes, and, at the end, the
-room on screen (``controls``, ``vote_chart``). ``room_store()`` and ``wakener()`` are the process's one store
-and one register of students.
+``store`` keeps the room's state in this process's memory or in Redis (``ATTENTION_ROOMS_URL=redis://...``) and
+reruns this process's students when their room changes; nothing polls. This module is one session in a room:
+joining, the teacher's publication at the end of each run (``publish``), a student's arrival where the teacher is
+(``follow_teacher`` before the sidebar, ``follow_in_page`` in the page's fragment), the votes, and the room on
+screen (``controls``, ``vote_chart``). A student who follows is on the Live room page (``LIVE``), whose fragment
+draws the teacher's page: a move to another step or page reruns only it; new settings rerun the whole app.
 
-The teacher's session alone holds the room's token, and the end of each of its runs publishes where it is (the
-page and the link's parameters) when that changed (``publish``). The store tells each process's wakener, which
-reruns the following students' sessions. A student's run then arrives where the teacher is: before the sidebar
-(``follow_teacher``), or within the page's fragment when the wakener reran only that (``follow_in_page``). A
-student who follows is on the Live room page (``LIVE``), where the page's fragment draws the teacher's page, so
-that a teacher's move to another step or page reruns only that fragment; a move that changes the settings reruns
-the whole app, whose sidebar shows them.
-
-A student's session holds the code and an anonymous id. Students vote on questions; only the token reveals.
+The teacher's session alone holds the room's token; a student's holds the code and an anonymous id.
 """
 
 from __future__ import annotations
@@ -43,7 +35,6 @@ from explorer.room.store import (
     RoomFullError,
     RoomGoneError,
     RoomStore,
-    Snapshot,
     Wakener,
     normal_code,
 )
@@ -76,8 +67,7 @@ LIVE = LIVE_PAGE
 
 
 def make_store() -> RoomStore:
-    """A store for this process: Redis when ``ATTENTION_ROOMS_URL`` names one (connected on first use), else
-    memory."""
+    """Redis when ``ATTENTION_ROOMS_URL`` names one (connected on first use), else memory."""
     url = os.environ.get(URL_VARIABLE, "").strip()
     if url:
         from explorer.room.store import RedisRoomStore
@@ -126,10 +116,6 @@ def is_student() -> bool:
 
 def following() -> bool:
     return is_student() and bool(st.session_state.get(FOLLOWING))
-
-
-def session_id() -> str | None:
-    return patches.session_id()
 
 
 # Joining and leaving
@@ -182,14 +168,6 @@ def voter_id(saved: object) -> str | None:
     return saved if isinstance(saved, str) and _VOTER_ID.fullmatch(saved) else None
 
 
-def voter_cookie_due() -> str | None:
-    """The student's id for their browser to keep, while the browser did not send it (None: nothing to write).
-    Written on each of the session's runs until then: a run cut short by a move must not lose it."""
-    if not is_student() or st.session_state.get(VOTER_HELD) == st.session_state.get(STUDENT):
-        return None
-    return st.session_state.get(STUDENT)
-
-
 def follow(on: bool) -> None:
     """Follow the teacher (on) or explore on one's own; following again moves to where the teacher is."""
     st.session_state[FOLLOWING] = on
@@ -203,8 +181,8 @@ def leave(message: str) -> None:
     for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
         st.session_state.pop(key, None)
     st.session_state[MESSAGE] = message
-    if session_id() is not None:
-        wakener().leave(session_id())
+    if patches.session_id() is not None:
+        wakener().leave(patches.session_id())
 
 
 # The teacher: the room, its publication, its reveals and counts
@@ -256,16 +234,6 @@ def resume_teacher(presenting: bool) -> bool:
         return False
     state[CODE], state[TOKEN] = saved_code, token
     return True
-
-
-def cookie_due() -> str | bool | None:
-    """What the teacher's browser should hold now, when it differs from what it holds: "CODE.TOKEN", or None to
-    forget a closed room; False when nothing is to be written."""
-    want = f"{code()}.{st.session_state[TOKEN]}" if is_teacher() else None
-    if want == st.session_state.get(COOKIE_HELD):
-        return False
-    st.session_state[COOKIE_HELD] = want
-    return want
 
 
 def publish(url_path: str, params: dict[str, str]) -> None:
@@ -340,8 +308,11 @@ def follow_teacher(pages: dict, url_path: str) -> None:
 @contextlib.contextmanager
 def follow_in_page(url_path: str) -> Iterator[None]:
     """Around the page's fragment: a student whose page alone was rerun for a move makes it here (or reruns the
-    whole app when the move needs the sidebar or another page), and a run the room woke takes its turn."""
-    page_fragment(patches.current_fragment_id())
+    whole app when the move needs the sidebar or another page), and a run the room woke takes its turn. The
+    wakener learns which fragment draws the page, so that a move within the page reruns only it."""
+    fragment_id = patches.current_fragment_id()
+    if is_student() and fragment_id and patches.session_id() is not None:
+        wakener().page_fragment(patches.session_id(), fragment_id)
     with turn():
         if arrive_in_page(url_path):
             keep_turn()
@@ -364,9 +335,9 @@ def read(url_path: str) -> None:
     seen = state.get(SEEN)
     try:
         delivered = None
-        if session_id() is not None:
-            wakener().enrol(session_id(), code(), state[STUDENT], following(), url_path)
-            delivered = wakener().delivered(session_id(), code())
+        if patches.session_id() is not None:
+            wakener().enrol(patches.session_id(), code(), state[STUDENT], following(), url_path)
+            delivered = wakener().delivered(patches.session_id(), code())
         else:
             store.heartbeat(code(), state[STUDENT], following())
         if delivered is not None:
@@ -394,14 +365,10 @@ def due() -> dict | None:
 
 def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] | None:
     """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
-    is. A student who follows is on the Live room page (``LIVE``), which draws the teacher's page: there this
-    opens the teacher's link; elsewhere it returns (``LIVE``, the teacher's link) to switch to first, also when
-    the student opened another page from the navigation (only "On my own" lets a student explore). A
-    student who stopped following on the Live room page gets (the page it showed, the link it had), to stay
-    on that view on the page itself. ``pages`` are the app's URL paths.
-
-    The move counts as made only here, in a run on the Live room page: a switch that Streamlit dropped is
-    made again by the next run."""
+    is. On the Live room page (``LIVE``) this opens the teacher's link; elsewhere, even a page the student
+    opened from the navigation, it returns (``LIVE``, the teacher's link) to switch to. A student who stopped
+    following on the Live room page gets (the page it showed, the link it had). ``pages`` are the app's URL
+    paths. The move counts as made only in a run on the Live room page: a dropped switch is made again."""
     if not is_student():
         return None
     read(url_path)
@@ -433,9 +400,8 @@ def sidebar_differs(old: dict[str, str], new: dict[str, str]) -> bool:
     """Whether two links differ in what the sidebar draws (the settings, the token window), so that moving
     from one to the other needs the whole app's run. A page's own parameters (its step, cell, query token,
     head) are drawn in the page alone."""
-    if any(old.get(k) != new.get(k) for k in SIDEBAR_PARAMS):
-        return True
-    return from_query_params(old)[0] != from_query_params(new)[0]
+    differs = any(old.get(k) != new.get(k) for k in SIDEBAR_PARAMS)
+    return differs or from_query_params(old)[0] != from_query_params(new)[0]
 
 
 def arrive_in_page(url_path: str) -> bool:
@@ -448,11 +414,11 @@ def arrive_in_page(url_path: str) -> bool:
     position, applied = due(), st.session_state.get(APPLIED)
     if position is None:
         return False
-    if applied is None:
-        return True
-    if url_path != LIVE and (position["page"] != url_path or applied["page"] != url_path):
-        return True
-    if sidebar_differs(applied["params"], position["params"]):
+    if (
+        applied is None
+        or (url_path != LIVE and (position["page"] != url_path or applied["page"] != url_path))
+        or sidebar_differs(applied["params"], position["params"])
+    ):
         return True
     open_link(position["params"])
     st.session_state[APPLIED] = position
@@ -466,21 +432,14 @@ def address(params: dict[str, str]) -> dict[str, str]:
 
 def keep_turn() -> None:
     """A run the wakener started goes on in a new run (another page, or the whole app): it keeps its turn."""
-    if is_student() and session_id() is not None:
-        wakener().woke(session_id())
+    if is_student() and patches.session_id() is not None:
+        wakener().woke(patches.session_id())
 
 
 def turn():
     """Around the whole app's run and the page's fragment: a run the wakener started takes its turn
     (``Wakener.turn``)."""
-    return wakener().turn(session_id()) if is_student() else contextlib.nullcontext()
-
-
-def page_fragment(fragment_id: str | None) -> None:
-    """Tell this process's wakener which fragment draws this student's page, so that a move within the page
-    reruns only it."""
-    if is_student() and fragment_id and session_id() is not None:
-        wakener().page_fragment(session_id(), fragment_id)
+    return wakener().turn(patches.session_id()) if is_student() else contextlib.nullcontext()
 
 
 # A student's votes
@@ -514,9 +473,7 @@ def revealed_here(question: str) -> bool | None:
     return bool(seen) and question in seen[2]
 
 
-# The live room on screen: a presenter opens a room in the sidebar and shows its code, link and QR code; a
-# student who opened ``?room=CODE`` sees a bar above the page that follows the teacher or lets them explore; the
-# teacher sees the class's votes on a question as they come in. The state behind all this is above.
+# The live room on screen: a presenter's room in the sidebar, a student's bar above the page, the class's votes.
 
 
 TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
@@ -598,17 +555,17 @@ def teacher_panel() -> None:
 def remember_room() -> None:
     """Keep the room's code and token in the teacher's browser (a cookie only this site reads), so that the tab
     takes the room back when the app's process restarts; forget them when the room closes."""
-    due = cookie_due()
-    if due is False:
-        return
-    write_cookie(TEACHER_COOKIE, due or "", IDLE_SECONDS if due else 0)
+    want = f"{code()}.{st.session_state[TOKEN]}" if is_teacher() else None
+    if want != st.session_state.get(COOKIE_HELD):
+        st.session_state[COOKIE_HELD] = want
+        write_cookie(TEACHER_COOKIE, want or "", IDLE_SECONDS if want else 0)
 
 
 def remember_voter() -> None:
-    """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student."""
-    due = voter_cookie_due()
-    if due is not None:
-        write_cookie(VOTER_COOKIE, due, VOTER_SECONDS)
+    """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student.
+    Written on each run until the browser sends it back: a run cut short by a move must not lose it."""
+    if is_student() and st.session_state.get(VOTER_HELD) != st.session_state.get(STUDENT):
+        write_cookie(VOTER_COOKIE, st.session_state.get(STUDENT), VOTER_SECONDS)
 
 
 def write_cookie(name: str, value: str, max_age: int) -> None:
@@ -644,20 +601,21 @@ def vote_chart(question: Question, key: str) -> None:
     @st.fragment(run_every=TEACHER_POLL_SECONDS)
     def votes() -> None:
         counts = tally(key)
-        if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
-            values = [counts.get(str(choice), 0) for choice in question.choices]
-            title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
-            fig = figures.vote_bars(question.choices, values, title=title, style=figure_style())
-        elif not counts:
+        if question.choices is None and not counts:
             st.caption("No votes yet.")
             return
-        else:
+        labels = question.choices
+        if labels is None:
             labels = sorted(counts, key=lambda v: (float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else 0, v))
-            values = [counts[label] for label in labels]
+        values = [counts.get(str(label), 0) for label in labels]
+        title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
+        if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
+            fig = figures.vote_bars(question.choices, values, title=title, style=figure_style())
+        else:
             fig = figures.bars(
                 {"votes": values},
                 labels,
-                title=f"{sum(values)} vote{'s' if sum(values) != 1 else ''}",
+                title=title,
                 value_name="students",
                 decimals=0,
                 extra_height=0,
@@ -666,37 +624,3 @@ def vote_chart(question: Question, key: str) -> None:
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 
     votes()
-
-
-__all__ = [
-    "LIVE",
-    "URL_VARIABLE",
-    "MemoryRoomStore",
-    "RoomFullError",
-    "RoomGoneError",
-    "RoomStore",
-    "Snapshot",
-    "Wakener",
-    "address",
-    "app_pages",
-    "code",
-    "controls",
-    "follow_in_page",
-    "follow_teacher",
-    "following",
-    "is_student",
-    "is_teacher",
-    "make_store",
-    "normal_code",
-    "own_vote",
-    "page_shown",
-    "publish",
-    "reveal",
-    "revealed_by_teacher",
-    "revealed_here",
-    "room_store",
-    "turn",
-    "vote",
-    "vote_chart",
-    "wakener",
-]

@@ -11,6 +11,7 @@ changes.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import hmac
@@ -264,10 +265,7 @@ class MemoryRoomStore(RoomStore):
 
     def tally(self, code: str, question: str) -> dict[str, int]:
         with self._lock:
-            counts: dict[str, int] = {}
-            for choice in self._room(code, write=False).votes.get(question, {}).values():
-                counts[choice] = counts.get(choice, 0) + 1
-            return counts
+            return dict(collections.Counter(self._room(code, write=False).votes.get(question, {}).values()))
 
     def vote_of(self, code: str, student: str, question: str) -> str | None:
         with self._lock:
@@ -340,19 +338,18 @@ class RedisRoomStore(RoomStore):
                 _LOG.warning("rooms: lost Redis (%s); subscribing again in 1 s", error)
                 time.sleep(1.0)
 
-    def _keys(self, code: str) -> list[str]:
-        return [f"room:{code}{part}" for part in _PARTS]
-
     def _touch(self, pipe, code: str, *more: str) -> None:
-        for key in [*self._keys(code), *more]:
+        for key in [*(f"room:{code}{part}" for part in _PARTS), *more]:
             pipe.expire(key, IDLE_SECONDS)
 
-    def _live(self, code: str, token: str | None = None, *, teacher: bool = False) -> None:
+    def _live(self, code: str, token: str | None = None, *, teacher: bool = False) -> str:
+        """The room's token digest, after the checks of a read (or, with ``teacher``, of the teacher's write)."""
         stored = self._redis.hget(f"room:{code}", "token")
         if stored is None:
             raise RoomGoneError(code)
         if teacher and not token_matches(stored, token):
             raise PermissionError("Only the teacher who opened this room can move it or reveal answers.")
+        return stored
 
     def create(self) -> tuple[str, str]:
         token = secrets.token_urlsafe(24)
@@ -387,10 +384,7 @@ class RedisRoomStore(RoomStore):
         return int(version or 0)
 
     def is_teacher(self, code: str, token: str) -> bool:
-        stored = self._redis.hget(f"room:{code}", "token")
-        if stored is None:
-            raise RoomGoneError(code)
-        return token_matches(stored, token)
+        return token_matches(self._live(code), token)
 
     def publish(self, code: str, token: str, position: dict) -> int:
         self._live(code, token, teacher=True)
@@ -464,10 +458,7 @@ class RedisRoomStore(RoomStore):
 
     def tally(self, code: str, question: str) -> dict[str, int]:
         self._live(code)
-        counts: dict[str, int] = {}
-        for choice in self._redis.hvals(f"room:{code}:votes:{question}"):
-            counts[choice] = counts.get(choice, 0) + 1
-        return counts
+        return dict(collections.Counter(self._redis.hvals(f"room:{code}:votes:{question}")))
 
     def vote_of(self, code: str, student: str, question: str) -> str | None:
         self._live(code)
@@ -478,21 +469,14 @@ class RedisRoomStore(RoomStore):
 #
 # A student's every run enrols its session (``enrol``). When the room changes, in this process or another
 # sharing Redis, the store's listener wakes each following student's session here: Streamlit reruns it as it
-# reruns a session whose source file changed (``runOnSave``), with the widget values it holds. A student on the
-# Live room page (``LIVE_PAGE``), which draws the teacher's page in a fragment, or on the teacher's page itself,
-# reruns only that fragment; the others rerun the whole app. That run reads the room and moves the student.
-# Nothing polls: an idle class costs nothing between the teacher's moves.
-#
-# A move wakes a whole class at once. Their runs take turns (``turn``): Python runs one thread at a time, and
-# thirty runs sharing it by time slices all end near the end, while runs one after the other end one by one.
-#
-# A thread heartbeats every enrolled student whose browser is still connected, so that the teacher's counts
-# see who is following and who explores, and forgets the sessions whose tabs closed.
+# reruns a session whose source file changed (``runOnSave``). That run reads the room and moves the student.
+# Their runs take turns (``turn``): thirty runs sharing Python's one thread by time slices all end near the end,
+# while runs one after the other end one by one. A thread heartbeats every enrolled student whose browser is
+# still connected, for the teacher's counts, and forgets the sessions whose tabs closed.
 
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
 LIVE_PAGE = "live"  # the URL path of the page where a student who follows sees the teacher's page
-_LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -508,9 +492,8 @@ class Wakener:
     """The enrolled sessions of one process (by Streamlit session id) and their wake-ups."""
 
     def __init__(self, store: RoomStore, rerun=None, active=None):
-        """``rerun(session_id, fragment_id)`` reruns a session (only that fragment, when given), and
-        ``active(session_id)`` says whether its browser is still connected (Streamlit's by default; tests pass
-        their own)."""
+        """``rerun(session_id, fragment_id)`` reruns a session (only that fragment, when given);
+        ``active(session_id)``: whether its browser is still connected (tests pass their own)."""
         # No lock: every method changes these in single steps (one dict or set operation, which the interpreter
         # does whole), and a session's entries change only by its own runs, its wake-up and the heartbeat.
         self._store = store

@@ -8,10 +8,8 @@ checked against measured sizes in ``tests/test_budget.py``). ``plan`` then keeps
 ``VIEW_BUDGET``: all tokens if they fit, else only as many of the first tokens as fit (and says which
 setting to lower to see more), or a refusal that names the setting when even ``MIN_TOKENS`` do not fit.
 
-``views`` plans each view with ``plan`` once per call, and lets at most ``HEAVY_SLOTS`` heavy
-computations (above ``HEAVY_BYTES``) run at once, in a ``TurnQueue``. ``estimate`` and ``plan`` are
-pure in whole numbers and cached, so a rerun with the same settings computes nothing. Then the cache
-(``shared_view``, ``SHARED``), last.
+``views`` plans each view with ``plan`` and lets at most ``HEAVY_SLOTS`` heavy computations (above
+``HEAVY_BYTES``) run at once, in a ``TurnQueue``. Then the cache (``shared_view``, ``SHARED``), last.
 
 T is num_tokens. This module does not import Streamlit.
 """
@@ -197,12 +195,8 @@ def plan(
     dropout: bool,
     budget: int = VIEW_BUDGET,
 ) -> Plan:
-    """Keep view ``kind`` of num_tokens tokens (context_length ``ctx``) within ``budget`` bytes while it is computed.
-
-    When all num_tokens tokens do not fit, the most that do are computed, with context_length lowered to
-    them. Raises ``ValueError`` naming the setting to lower when not even ``MIN_TOKENS`` fit (the
-    weights alone are too large).
-    """
+    """Keep view ``kind`` of num_tokens tokens (context_length ``ctx``) within ``budget`` bytes while it is computed:
+    the most tokens that fit, with context_length lowered to them (see the module's docstring)."""
     full = estimate(kind, num_tokens, d_in, d_out, num_heads, ctx, dropout)
     if full.peak <= budget:
         return Plan(num_tokens, full, lowered=False, note="")
@@ -238,18 +232,12 @@ def release_memory() -> None:
         trim(0)
 
 
-# One queue for work that must take turns: heavy views, heavy page runs and the Speed page's timings.
-#
-# A ``TurnQueue`` lets ``slots`` holders in at once; the others wait first come, first served, and each
-# waiter is told how many are ahead of it, so a page can say so instead of looking frozen.
-
-
 class TurnQueue:
-    """At most ``slots`` holders at once, the others waiting first come, first served.
-
-    A holder who leaves wakes only the waiters who may now go in, not every waiter: when a teacher's move wakes
-    fifty students, a whole-queue wake-up at each turn's end would be fifty times fifty threads taking Python's
-    lock to find they must wait on."""
+    """The one queue for work that must take turns (heavy views, heavy page runs, the Speed page's timings, a
+    room's wake-ups): at most ``slots`` holders at once, the others waiting first come, first served, each told
+    how many are ahead of it, so that a page can say so instead of looking frozen. A holder who leaves wakes only
+    the waiters who may now go in: when a teacher's move wakes fifty students, a whole-queue wake-up at each
+    turn's end would be fifty times fifty threads taking Python's lock to find they must wait on."""
 
     def __init__(self, slots: int = 1) -> None:
         self.slots = slots
@@ -286,20 +274,11 @@ class TurnQueue:
             return len(self._queue)
 
 
-# How the explorer caches what pages compute, and how cached results stay shared safely.
-#
-# Views, modules and prepared inputs are ``shared_view``s: one read-only result for every session,
-# kept in ``SHARED``, which is bounded by bytes in all (``CACHE_BYTES``), by bytes per result
-# (``ENTRY_BYTES``: a larger result is computed for the run that asked and not kept), by entries per
-# function, and by age (``CACHE_TTL_S``). Tokenizations are shared views too (a 60,000-character paste
-# is megabytes of strings); the scaling lab's small result is ``st.cache_data`` with a ttl.
-# Measurements that draw progress while they run (Speed, Generate's token times) are shared views too:
-# their progress callback is not part of the key, and nothing drawn is replayed on a hit.
-#
-# This and ``functools.lru_cache`` (for pure functions of a few numbers or strings) are the app's only
-# memoisation. Streamlit's ``st.cache_data`` pickles a result at every hit (54 ms for ``mask_view``'s 38 MiB
-# at T = 1,024) and ``st.cache_resource`` bounds entries but not bytes; both keep a lock for every key
-# they ever computed in Streamlit 1.67 (about 190 bytes per typed sentence; BENCHMARKS.md).
+# What pages compute, shared: views, modules, prepared inputs, tokenizations and measurements are
+# ``shared_view``s, one read-only result for every session in ``SHARED``. A measurement's progress callback is
+# not part of the key, and nothing drawn is replayed on a hit. Why not ``st.cache_data`` (a copy at every hit)
+# or ``st.cache_resource`` (bounds entries, not bytes): ARCHITECTURE.md, "Caching and threads"; both also keep
+# a lock for every key they ever computed in Streamlit 1.67 (about 190 bytes per typed sentence; BENCHMARKS.md).
 
 
 CACHE_ENTRIES = 32
@@ -342,11 +321,9 @@ def size_of(value, seen: set[int] | None = None) -> int:
 
 
 class SharedCache:
-    """One process-wide store of read-only results, least recently used dropped first.
-
-    Bounded by ``max_bytes`` in all, ``entry_bytes`` per result, entries per function name (the
-    first item of each key) and ``ttl_s`` since last use, checked whenever the cache is used.
-    """
+    """One process-wide store of read-only results, least recently used dropped first. Bounded by ``max_bytes``
+    in all, ``entry_bytes`` per result (a larger one is not kept), entries per function name (the first item of
+    each key) and ``ttl_s`` since last use, checked whenever the cache is used."""
 
     def __init__(self, max_bytes: int, entry_bytes: int, ttl_s: float) -> None:
         self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
@@ -430,12 +407,9 @@ SHARED = SharedCache(CACHE_BYTES, ENTRY_BYTES, CACHE_TTL_S)
 
 
 def read_only(value):
-    """``value`` with every numpy array in it made read-only, every dict a read-only mapping and every list a tuple.
-
-    A frozen dataclass comes back as a copy whose fields are read-only too. ``shared_view``
-    results are one object shared by every session: a page that wrote into one would change
-    what other students see, so writing fails loudly instead.
-    """
+    """``value`` with every numpy array in it made read-only, every dict a read-only mapping, every list a tuple
+    and every frozen dataclass a copy whose fields are read-only too: a page that wrote into a ``shared_view``
+    result would change what other students see, so writing fails loudly instead."""
     if isinstance(value, np.ndarray):
         value.setflags(write=False)
         return value
@@ -450,14 +424,11 @@ def read_only(value):
 
 
 def shared_view(max_entries: int):
-    """A cached function whose result is made ``read_only`` and shared by every session in ``SHARED``.
-
-    A shared read-only result costs nothing on a hit. Sessions asking for the same key at once compute it
-    once. Keyword arguments named ``on_…`` are callbacks and not part of the key: ``on_miss``, a context
-    manager factory that a computation runs in (``views.budgeted`` waits there for a place among the
-    heavy computations), or ``on_progress``, which a measurement calls as it goes.
-    ``function.clear()`` forgets its results; ``function.get(*args)`` looks one up without computing.
-    """
+    """A cached function whose result is made ``read_only`` and shared by every session in ``SHARED``; sessions
+    asking for the same key at once compute it once. Keyword arguments named ``on_…`` are callbacks, not part of
+    the key: ``on_miss``, a context manager factory that a computation runs in (``views.budgeted`` waits there
+    for a place among the heavy computations), or ``on_progress``, which a measurement calls as it goes.
+    ``function.clear()`` forgets its results; ``function.get(*args)`` looks one up without computing."""
 
     def decorate(function):
         name = f"{function.__module__}.{function.__qualname__}"
@@ -479,12 +450,8 @@ def shared_view(max_entries: int):
                     SHARED.put(key, value, max_entries)
             return value
 
-        def get(*args, **kwargs):
-            """The shared result for these arguments, or None; computes nothing."""
-            return SHARED.get(key_of(args, kwargs))
-
         cached.clear = lambda: SHARED.clear(name)
-        cached.get = get
+        cached.get = lambda *args, **kwargs: SHARED.get(key_of(args, kwargs))
         return cached
 
     return decorate

@@ -2,14 +2,10 @@
 
 Nothing starts on import, and importing this module imports neither torch nor pandas. One thread does
 the process's start (``Startup``): as the server starts, ``lifespan`` has it import the first page's
-modules (``FIRST_RUN_MODULES``, by name: none of them imports torch). The app script calls
-``configure_server()`` first; after the first run, once the browser says the page has painted, the thread
-imports pandas (other runs wait meanwhile), then torch and the whole package, gives each script run one
-torch thread and freezes the heap out of the collector's reach.
-
-BENCHMARKS.md, "Where the time goes" and "Cost per action and first paint", has the measurements.
-Tests that need the tuning call ``configure_server()`` themselves, outside a script run: then it
-imports and tunes at once.
+modules (``FIRST_RUN_MODULES``, none of which imports torch). After the first run, once the browser says the
+page has painted, it imports pandas (other runs wait meanwhile), then torch and the whole package, gives each
+script run one torch thread and freezes the heap out of the collector's reach. BENCHMARKS.md, "Where the time
+goes" and "Cost per action and first paint", has the measurements.
 
 Then the browser's side of a fast first page (``page_routes``, ``preload_browser_code``): its charts' code
 fetched early, and a word when it has painted (``PAINTED_PATH``)."""
@@ -60,9 +56,8 @@ PAINT_WAIT_S = 4.0
 
 @functools.cache
 def machine_threads() -> int:
-    """The intra-op threads torch would use on this machine; the Speed page measures with all of them.
-
-    Read before ``configure_server`` gives script runs one thread."""
+    """The intra-op threads torch would use on this machine (read before ``configure_server`` gives script runs
+    one); the Speed page measures with all of them."""
     import torch
 
     return torch.get_num_threads()
@@ -75,13 +70,10 @@ def __getattr__(name: str):
 
 
 class Startup:
-    """What this process has done of its start, and the one thread that does it, in order (``_run``).
-
-    Steps, told with ``tell`` and awaited with ``wait``: "first run ready" (the first run's modules
-    imported), "first run" (a script run has begun), "torch wanted" (a link that needs torch is loading, or
-    a test or a tool asked), "pandas wanted" (a run waits for pandas), "painted" (a browser's first page has
-    painted, or nothing waits for one any more), "settled" (pandas imported) and "warmed" (torch and the
-    later modules imported, the process tuned)."""
+    """What this process has done of its start, and the one thread that does it, in order (``_run``). Steps,
+    told with ``tell`` and awaited with ``wait``: "first run ready" (its modules imported), "first run" (a script
+    run has begun), "torch wanted" (by a link, a test or a tool), "pandas wanted" (by a waiting run), "painted"
+    (or nothing waits for it any more), "settled" (pandas imported) and "warmed" (torch imported, tuned)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()  # sessions, the browser's POST and the start thread tell each other
@@ -135,12 +127,10 @@ class Startup:
 
     def _run(self, prepare: bool) -> None:
         """The first run's modules; pandas once the first run is over and its page has painted (or
-        ``PAINT_WAIT_S`` after the run, or at once when another run or a link that needs torch waits); then
-        torch and the later modules once the page has painted.
-
-        Started as the run ended, torch's import took CPU from the browser's paint: 5.6 against 4.1 s to the
-        first page painted when it waited 2.5 s (BENCHMARKS.md, "Cost per action and first paint"). Before
-        the first run, pandas' 0.3 s made the first chart come 0.3 s later."""
+        ``PAINT_WAIT_S`` after, or at once when a run or a link needs it); then torch and the later modules.
+        Started as the run ended, torch's import took CPU from the browser's paint: 5.6 s to the first page
+        painted, against 4.1 s when it waited 2.5 s. Before the first run, pandas' 0.3 s delayed the first chart
+        as much."""
         if prepare:
             prepare_first_run()
         self.tell("first run ready")
@@ -167,11 +157,8 @@ STARTUP = Startup()
 
 @contextlib.asynccontextmanager
 async def lifespan(app):
-    """``st.App``'s lifespan (``streamlit_app.py``): as the server starts, prepare what the first run needs.
-
-    The server answers at once; ``prepare_first_run`` runs in ``STARTUP``'s thread while the first browser
-    loads Streamlit's page and code. It imports no torch: the first page is drawn first, and torch is
-    imported after it."""
+    """``st.App``'s lifespan (``streamlit_app.py``): the server answers at once, while ``STARTUP``'s thread
+    prepares what the first run needs (``prepare_first_run``, no torch) as the first browser loads."""
     start_preparing_first_run()
     yield
 
@@ -245,27 +232,17 @@ def _tune() -> None:
 
 
 def configure_server() -> None:
-    """Start this run's browser on the charts' code; on the first call, have torch imported and the process
-    tuned after this run (right away outside a script run: a test or a tool).
+    """Start this run's browser on the charts' code (``preload_browser_code``: Plotly's 4.7 MB and each
+    widget's code are otherwise fetched at the first such element); on the first call, have torch imported and
+    the process tuned after this run (right away outside a script run: a test or a tool).
 
-    * **Charts' code first.** Streamlit's browser code fetches Plotly (4.7 MB of JavaScript), and the
-      code of each kind of widget, only when the first such element arrives. Asking for them at the
-      start of every run lets the browser fetch and compile them meanwhile (``preload_browser_code``).
-    * **Torch after the first page.** The first run at the defaults imports no torch: its modules take
-      torch lazily (``explorer.runtime.torch``) and its numbers are stored (``first_view``). Importing
-      torch took 1.1-2.2 s of CPU here, under the interpreter lock the browser's files are served with, so
-      ``STARTUP``'s thread waits until the first run is over and its page has painted. A run that needs
-      torch sooner imports it itself. Pandas comes just before torch, and runs after the first wait for it
-      (``Startup.enter_run``).
-    * One torch thread per script run: sessions already run side by side on their own
-      threads, and two intra-op threads per run on a busy 2-core server made Why attention
-      at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s. torch reads this when each new
-      script thread first computes.
-    * The objects that importing torch, plotly and pandas made are frozen out of the garbage
-      collector's reach, so a full collection goes through only what runs create (124-212 ms ->
-      13-17 ms, when Streamlit still ran one after every script run; ``.streamlit/config.toml`` now
-      turns that off, ``runner.postScriptGC``, and Python's own full collections are what is left).
-    """
+    * **Torch after the first page.** The first run at the defaults imports no torch (lazy modules and a stored
+      ``first_view``). Importing torch took 1.1-2.2 s of CPU, under the interpreter lock the browser's files
+      are served with, so ``STARTUP`` waits for the first paint; a run that needs torch sooner imports it.
+    * One torch thread per script run: two intra-op threads per run on a busy 2-core server made Why attention
+      at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s.
+    * The objects that importing torch, plotly and pandas made are frozen out of the collector's reach: a full
+      collection then took 13-17 ms instead of 124-212 ms."""
     preload_browser_code()
     if not patches.in_a_run():  # a test or a tool: no page is waiting, and it may compute at once
         start_importing_app()
@@ -288,12 +265,9 @@ def warm_up() -> None:
     gc.freeze()
 
 
-# The browser's side of a fast first page: its charts' code fetched early, and a word when it has painted.
-#
-# ``page_routes`` answers ``/`` and each page's path with Streamlit's page plus ``modulepreload`` links for
-# the chunks the first page needs (``FIRST_PAGE_CHUNKS``), and a path (``PAINTED_PATH``) the page's script
-# posts to once every heatmap has its image; ``preload_browser_code`` asks for the same chunks in every run,
-# for a page opened otherwise. ``STARTUP`` is told "painted" then, and imports torch.
+# The browser's side of a fast first page: its charts' code fetched early (``page_routes``, and
+# ``preload_browser_code`` for a page opened otherwise), and a POST to ``PAINTED_PATH`` once every heatmap has
+# its image, which tells ``STARTUP`` "painted".
 
 
 # Streamlit's browser code for the elements every page draws, which it fetches only when the first such
@@ -319,16 +293,10 @@ paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
 
 
 def page_routes(pages: list[str]) -> list:
-    """Routes that answer ``/`` and each page's path (``pages``: URL paths) with Streamlit's own page
-    plus a ``modulepreload`` link for each of ``FIRST_PAGE_CHUNKS``, for ``st.App(routes=...)``.
-
-    The browser then fetches and compiles the charts' and widgets' code while Streamlit's frontend
-    starts, instead of after the first run has begun (``preload_browser_code``, which stays for
-    pages opened otherwise). The links ask for a low priority, so that the frontend's own ~40 modules
-    come before 7 MB of chunks on the browser's six connections to the server. A link whose first run
-    needs torch (``needs_torch``) starts torch's import as its page is asked for, so that the import runs
-    while the browser loads. With a ``server.baseUrlPath`` there are none: Streamlit answers (and torch is
-    imported after the first run)."""
+    """Routes for ``st.App(routes=...)`` that answer ``/`` and each page's path (``pages``: URL paths) with
+    Streamlit's own page plus a low-priority ``modulepreload`` link for each of ``FIRST_PAGE_CHUNKS`` (the
+    frontend's own ~40 modules come first on the browser's six connections). A link whose first run
+    ``needs_torch`` starts torch's import as its page is asked for. None with a ``server.baseUrlPath``."""
     global paint_route
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
@@ -378,12 +346,9 @@ def first_page_chunks() -> tuple[str, ...]:
 
 def preload_browser_code() -> None:
     """Have the browser import Streamlit's code for charts and widgets now, as it would at the first of each;
-    until a first page has painted, have it say when this page has (``PAINTED_PATH``).
-
-    The script goes in Streamlit's event container (where ``st.toast`` draws), so it takes no room
-    on the page. The chunks sit beside Streamlit's own ``index.*.js``, whose URL already holds any
-    ``server.baseUrlPath``. Without the chunks or the container (another Streamlit) it does nothing.
-    """
+    until a first page has painted, have it say when this page has (``PAINTED_PATH``). The script goes in
+    Streamlit's event container (where ``st.toast`` draws), taking no room; the chunks sit beside Streamlit's
+    ``index.*.js``, whose URL holds any ``server.baseUrlPath``."""
     chunks, events = first_page_chunks(), patches.event_container()
     if not chunks or events is None or not patches.in_a_run():
         return

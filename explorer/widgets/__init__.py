@@ -1,14 +1,10 @@
 """The widgets layer: the Streamlit pieces pages are made of (sidebar, stepper, charts with their
 downloads, the code panel, questions, captions, the stylesheet) and friendly handling of bad input.
-
 It may import ``room`` (its own layer), ``session``, ``views``, ``models``, ``runtime`` and the bottom modules,
 never pages.
 
-This module holds the small pieces every page shares: bad input explained without a traceback, a progress
-bar, a truncation notice, and tables that stay readable in presenter mode; then the captions that say where
-the numbers come from (``book_caption``, ``weights_caption``, ``outside_model``, ``dropout_setting``); then
-the app's one stylesheet (``stylesheet``): in presenter mode every text at least 18 px, and less chrome. The
-other modules' names are imported at the end, after these, which they use.
+This module holds the small pieces every page shares, then the captions that say where the numbers come from,
+then the app's one stylesheet. The other modules' names are imported at the end, after these, which they use.
 """
 
 from __future__ import annotations
@@ -28,19 +24,17 @@ from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
 
 
 @contextlib.contextmanager
-def progress(text: str, *, every_s: float = 0.25) -> Iterator[Callable[[int, int, str], None]]:
-    """A progress bar for a long computation; yields ``report(done, total, label)`` to move it.
-
-    The bar moves a few times a second at most, so redrawing it does not slow what it
-    measures; ``total`` 0 shows ``label`` alone. The bar is removed when the block ends.
-    """
+def progress(text: str) -> Iterator[Callable[[int, int, str], None]]:
+    """A progress bar for a long computation; yields ``report(done, total, label)`` to move it. The bar moves
+    four times a second at most, so redrawing it does not slow what it measures; ``total`` 0 shows ``label``
+    alone. The bar is removed when the block ends."""
     bar = st.progress(0.0, text=text)
     shown = [0.0]
 
     def report(done: int, total: int, label: str) -> None:
         if total == 0:
             bar.progress(0.0, text=label)
-        elif time.monotonic() - shown[0] >= every_s or done == total:
+        elif time.monotonic() - shown[0] >= 0.25 or done == total:
             shown[0] = time.monotonic()
             bar.progress(done / total, text=f"{label} ({done}/{total})")
 
@@ -69,17 +63,12 @@ def table(data, *, where=None, **options) -> None:
     where.table(data.style.hide(axis="index") if options.get("hide_index") else data)
 
 
-def show_error(error: ValueError) -> None:
-    """A bad input explained, never a traceback."""
-    st.warning(str(error), icon=":material/edit_note:")
-
-
 def guard(function: Callable, *args, **kwargs):
-    """Call ``function``; a ``ValueError`` becomes a friendly warning and stops the page."""
+    """Call ``function``; a ``ValueError`` becomes a friendly warning, never a traceback, and stops the page."""
     try:
         return function(*args, **kwargs)
     except ValueError as error:
-        show_error(error)
+        st.warning(str(error), icon=":material/edit_note:")
         st.stop()
 
 
@@ -117,11 +106,6 @@ def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), 
     st.session_state.setdefault(RUN_SECTIONS, []).append({"section": TITLES[section], "book": book})
 
 
-def shown() -> list[dict]:
-    """The sections this run's captions named, each with whether its numbers are the book's."""
-    return list(st.session_state.get(RUN_SECTIONS, []))
-
-
 def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
     """The Dropout page's line saying whose dropout it uses (the book's or the sidebar's), and a button that
     turns the sidebar's dropout off again, so that the page returns to the book's."""
@@ -145,10 +129,6 @@ def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
         f"This page then uses the book's p = {BOOK_DROPOUT} in training mode.",
         width="stretch",
     )
-
-
-# The app's one stylesheet: a little less space above the title everywhere, and in presenter mode every
-# text in the main area at least 18 px (code 16 px), questions larger still, and less chrome.
 
 
 # Presenter mode: every text in the main area at least 18 px (code 16 px), less chrome. 1.125rem is 18 px. Of
@@ -184,12 +164,10 @@ PRESENTER_CSS = """
 [class*="st-key-predict_"] [data-testid="stMarkdownContainer"] p {font-size: 1.6rem; line-height: 1.4;}
 </style>
 """
+SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # a chart scrolled on a phone is one of these
 # The main area starts close under Streamlit's header, so the header must neither paint over it (it hid the
-# query picker's label) nor take its clicks: its toolbar spans the full width, and a 200 px box in its right
-# corner lay over the top of the room's "On my own". Only the header's own buttons take clicks. On a phone the
-# labels of the grid of every layer and head (``figures.charts``) shrink to fit its narrow small multiples; a
-# grid of more than six heads (``every_head_wide``) has no room for them at all, and its hover keeps them. A
-# diff's colours are darker than Streamlit's, for contrast.
+# query picker's label) nor take its clicks: its full-width toolbar lay over the top of the room's "On my own".
+# A grid of more than six heads (``every_head_wide``) has no room for its labels on a phone; its hover keeps them.
 BASE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 1rem;}
 [data-testid="stHeader"] {background: transparent;}
@@ -220,18 +198,12 @@ BASE_CSS = """<style>
   [data-testid="stMain"] .js-plotly-plot .modebar-container {display: none;}
   [class*="st-key-scroll"]::before {content: "Swipe sideways to see the whole chart ↔"; font-size: 1rem;
     color: #555; position: sticky; left: 0;}
-  [class*="st-key-scroll480_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 480px;}
-  [class*="st-key-scroll560_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 560px;}
-  [class*="st-key-scroll640_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 640px;}
-  [class*="st-key-scroll720_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 720px;}
-  [class*="st-key-scroll800_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 800px;}
-  [class*="st-key-scroll960_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 960px;}
-  [class*="st-key-scroll1120_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1120px;}
-  [class*="st-key-scroll1280_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1280px;}
-  [class*="st-key-scroll1600_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 1600px;}
-  [class*="st-key-scroll2000_"] > div:has([data-testid="stPlotlyChart"]) {min-width: 2000px;}
-}
-</style>"""
+"""
+BASE_CSS += "".join(
+    f'  [class*="st-key-scroll{w}_"] > div:has([data-testid="stPlotlyChart"]) {{min-width: {w}px;}}\n'
+    for w in SCROLL_WIDTHS
+)
+BASE_CSS += "}\n</style>"
 
 
 def stylesheet(*, presenter: bool) -> None:
@@ -279,7 +251,7 @@ from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, sid
 from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries  # noqa: E402
 from explorer.widgets.questions import ask  # noqa: E402
 from explorer.widgets.sidebar import sidebar  # noqa: E402
-from explorer.widgets.steps import Steps, code_panel_key, finish_run, show_code, source_of, stepper  # noqa: E402
+from explorer.widgets.steps import Steps, code_panel_key, finish_run, show_code, source_of  # noqa: E402
 
 __all__ = [
     "Panel",
@@ -301,13 +273,11 @@ __all__ = [
     "show_alignment",
     "show_bottleneck",
     "show_code",
-    "show_error",
     "show_every_head",
     "show_summaries",
     "side_by_side",
     "sidebar",
     "source_of",
-    "stepper",
     "style",
     "stylesheet",
     "table",

@@ -2,41 +2,26 @@
 and its cells made clickable, with the panel that explains the clicked one.
 
 Shared figures. A class mostly steps through the same pages with the same sentence, so most figures a server draws
-have been drawn before, for another student or for the same one a step ago. ``shared`` builds a
-figure the first time its builder is called with given numbers, labels and style, and hands the same
-``Drawn`` to every later call with equal arguments. The key is a digest of the arguments' contents
-(``fingerprint``), so it does not matter which session or which cached result they came from.
+have been drawn before. ``shared`` builds a figure the first time its builder is called with given numbers, labels
+and style, and hands the same ``Drawn`` to every later call whose arguments have equal contents (``fingerprint``),
+whichever session or cached result they came from. It is kept as JSON: no session can change what another sees.
 
-A shared figure is kept as JSON, and every run that draws it makes its own plotly figure from that, so
-no session can change what another sees.
-
-Clickable cells. Every number explains itself (issue 25): click, tap or pick a heatmap's cell, and a panel
-says how it was made.
-
-How a page opts in. Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, a
-``explorer.cells.Cells`` made in the step from the view's arrays (``explorer.cells.scores``, ``weights``, ``dropped``,
-``masked_weights``, ``renormalized``, ``context``, ``projections``). Then call ``explain_cell(where)`` once
-on the step, where the panel should go (under the charts, or in a text column beside them)::
+Clickable cells (issue 25). Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, an
+``explorer.cells.Cells`` made in the step from the view's arrays, then call ``explain_cell(where)`` once on the
+step, where the panel should go (under the charts, or in a text column beside them)::
 
     cells = explorer.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
                                 notation=Notation("attn_weights", scaled=True))
     widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
     widgets.explain_cell()
 
-What happens. The figure gets a layer of invisible points, one per cell (``figures.heatmaps.pick_layer``):
-Streamlit reports no selection on a heatmap trace, but does on those points. A click or tap calls
-``picked``, which stores the cell for the page's step; the rerun is the page's fragment, and the view is
-cached, so it costs what a Next click costs. The picker (two selectboxes) sets the same state from the
-keyboard. Panels of one step share the selection: the chosen cell is outlined, and the rows and columns
-other panels share with it by name (``Cells.rows``, ``Cells.cols``: "query", "key", "dim") are marked.
-The selected matrix's ``Cells.code`` line is marked in "Show the code" (``code.show_code``), and the
-link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for the step's p-th panel).
-
-A new kind of cell: a function in ``attention.derivations`` that returns a ``Derivation``, then its words and
-its constructor, side by side, in ``explorer.cells``.
-
-Clicks on any chart end in ``on_pick`` (at the end of this module), which turns the points a click selects
-into a call of the chart's handler.
+The figure gets a layer of invisible points, one per cell (``figures.heatmaps.pick_layer``): Streamlit reports
+no selection on a heatmap trace, but does on those points. A click or tap calls ``picked``, which stores the cell
+for the page's step and reruns the page's fragment; the picker (two selectboxes) sets the same state from the
+keyboard. Panels of one step share the selection: the chosen cell is outlined, and the rows and columns other
+panels share with it by name (``Cells.rows``, ``Cells.cols``) are marked. The selected matrix's ``Cells.code``
+line is marked in "Show the code", and the link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for
+the step's p-th panel). Clicks on any other chart end in ``on_pick``.
 """
 
 from __future__ import annotations
@@ -71,7 +56,8 @@ from explorer.session import (
 )
 from explorer.session import figure_style as style
 from explorer.settings import parse_cell, quoted
-from explorer.widgets.steps import IMAGE_FORMAT, csv_download, export_name, figure_downloads
+from explorer.widgets import SCROLL_WIDTHS
+from explorer.widgets.steps import IMAGE_FORMAT, NO_STEP, csv_download, export_name
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
 FIGURE_BYTES = 64 * MIB  # the numbers of every kept figure together (the figures hold about as much again)
@@ -80,13 +66,9 @@ FIGURES = SharedCache(FIGURE_BYTES, FIGURE_BYTES // 8, FIGURE_TTL_S)
 
 
 class EncodedFigure(BaseFigure):
-    """A figure that is only its JSON, for ``st.plotly_chart``.
-
-    ``st.plotly_chart`` asks a plotly figure for its ``to_dict()`` (plotly's
-    ``tools.return_figure_from_figure_or_data``) and encodes that. A figure made from JSON first builds
-    the JSON into plotly objects, then deep-copies them back into the same dict: 2-8 ms a figure, where
-    this one parses the JSON (0.1-0.3 ms). It is nothing else; ``Drawn.figure()`` makes a whole figure.
-    """
+    """A figure that is only its JSON, for ``st.plotly_chart``, which encodes a figure's ``to_dict()``: a figure
+    made from JSON builds plotly objects and deep-copies them back into the same dict (2-8 ms), where this one
+    parses the JSON (0.1-0.3 ms). It is nothing else; ``Drawn.figure()`` makes a whole figure."""
 
     def __init__(self, spec: str) -> None:  # BaseFigure.__init__ would build the plotly objects
         self._spec = spec
@@ -95,11 +77,9 @@ class EncodedFigure(BaseFigure):
 
 @dataclasses.dataclass(frozen=True)
 class Drawn:
-    """A figure ready to draw, kept as its JSON, with its numbers for the downloads (``figure_tables``).
-
-    Kept as text, a figure costs Python's garbage collector nothing: as plotly objects, 500 kept figures
-    added 54 ms to the full collection Streamlit runs after every script run.
-    """
+    """A figure ready to draw, kept as its JSON, with its numbers for the downloads (``figure_tables``). As text,
+    it costs Python's garbage collector nothing: as plotly objects, 500 kept figures added 54 ms to a full
+    collection."""
 
     spec: str  # plotly's JSON of the figure
     tables: tuple[dict, ...]
@@ -213,18 +193,13 @@ if (!window.cellTouchHover) {
 HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to see how its number was made."
 
 
-NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
 UNREAD = object()  # a step's selection not read yet (from the link, by ``selection``)
 
 
-@functools.lru_cache(maxsize=256)
-def step_key(step: tuple[str, int, str]) -> str:
-    """The session-state key of the selection of ``step`` (RUN_STEP: page, index, title)."""
-    return cell_key(step[0], step[1])
-
-
 def _step_key() -> str:
-    return step_key(st.session_state.get(RUN_STEP, NO_STEP))
+    """The session-state key of this step's selected cell."""
+    step = st.session_state.get(RUN_STEP, NO_STEP)
+    return cell_key(step[0], step[1])
 
 
 def _labels_id(cells) -> int:
@@ -327,16 +302,6 @@ def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
     return figures.cell_marks(_axes(spec), row=row) + figures.cell_marks(_axes(spec), col=col)
 
 
-def chart_args(drawn: Drawn, name: str, key: str, cells) -> tuple[EncodedFigure, dict]:
-    """What ``st.plotly_chart`` needs for an explainable panel: the figure with the selection marked, and
-    the selection callback."""
-    chosen = register(name, cells)
-    marks = _marks(drawn.spec, cells, chosen, name)
-    chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
-    callback = partial(picked, key, _step_key(), name, cells)
-    return chart, {"on_select": callback, "selection_mode": "points"}
-
-
 def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> None:
     """The keyboard route: a matrix, row or column picked sets the step's selection; a coordinate not yet
     picked is the current one, clamped, or the first."""
@@ -359,7 +324,7 @@ def explain_cell(where=None) -> None:
     st.session_state[CELL_PANELS_SHOWN] = len(st.session_state.get(RUN_CELLS, []))  # checked by ``Steps.show``
     if not panels:
         return
-    key = step_key(st.session_state.get(RUN_STEP, NO_STEP))
+    key = _step_key()
     chosen = st.session_state.get(key, UNREAD)
     chosen = selection() if chosen is UNREAD or chosen is not None else None
     if chosen is not None and chosen["panel"] not in panels:  # a link's panel number this step does not have
@@ -403,62 +368,29 @@ def explain_cell(where=None) -> None:
         page_param("cell", f"{chosen['row'] + 1},{chosen['col'] + 1}" + (f",{number}" if number > 1 else ""))
 
 
-# Clicks on a chart: ``st.plotly_chart(on_select=...)`` reports the points a click selects, and this module
-# reads them. Written for Streamlit 1.67, whose selection reports scatter points (with their ``customdata``)
-# but nothing for heatmap cells (streamlit issues 8760 and 15042): a figure that wants clicks on a heatmap puts
-# a transparent scatter point where a click should land (``figures.charts``).
-#
-# A point comes from the browser, so a crafted message can hold anything: ``picked_point`` returns only whole
-# numbers, and the callback's settings path validates them again.
-
-
-def picked_point(key: str) -> tuple[int, ...] | None:
-    """The ``customdata`` of the first point selected in the chart ``key``, if it is a list of whole numbers."""
-    event = st.session_state.get(key)
-    try:
-        points = event["selection"]["points"]
-        values = tuple(points[0]["customdata"])
-    except (KeyError, IndexError, TypeError):
-        return None
-    if not values or not all(type(v) is int for v in values):
-        return None
-    return values
-
-
 def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
-    """An ``on_select`` callback for the chart ``key``: ``action(*customdata)`` of the point a click selected;
-    nothing when a click selected no point (a second click on the same point clears the selection)."""
+    """An ``on_select`` callback for the chart ``key``: ``action(*customdata)`` of the point a click selected
+    (Streamlit 1.67 reports scatter points, not heatmap cells: streamlit issues 8760 and 15042). Nothing when a
+    click selected no point, or when its ``customdata`` is not whole numbers: a crafted message can hold anything,
+    and the action's settings path validates them again."""
 
     def callback() -> None:
-        values = picked_point(key)
-        if values is not None:
+        try:
+            values = tuple(st.session_state.get(key)["selection"]["points"][0]["customdata"])
+        except (KeyError, IndexError, TypeError):
+            return
+        if values and all(type(v) is int for v in values):
             action(*values)
 
     return callback
 
 
-# Charts with their downloads: a figure built once for every session that draws the same (``shared``),
-# drawn with PNG/SVG export and a CSV of its numbers, side by side in columns, in this session's style.
+# Charts with their downloads, alone or side by side in columns, in this session's style.
 
 
-def chart(fig, name: str, *, key: str | None = None, cell_text: bool = True) -> None:
-    """Draw a plotly figure built for this run (``draw`` draws shared ones): the toolbar downloads PNG
-    (3× resolution) or SVG, named for the view; heatmaps get a CSV download, and the numbers join this
-    step's JSON export.
-
-    ``cell_text=False`` drops the numbers printed in cells, for heatmaps drawn too narrow for them.
-    """
-    show(prepare(fig, cell_text=cell_text), name, key=key)
-
-
-def show(drawn: Drawn, name: str, *, key: str | None = None) -> None:
-    """Draw a prepared figure, with its downloads."""
-    image_format = st.session_state.get(IMAGE_FORMAT, "png")
-    file_name = export_name(name)
-    config = figures.export_config(file_name, image_format=image_format)
-    with phone_scroll(drawn.readable_width, key or name):
-        st.plotly_chart(drawn.chart, key=key, config=config, width="stretch", alt=drawn.alt)
-        figure_downloads(drawn.tables, drawn.title, name, file_name, key=f"csv:{key or name}")
+def chart(fig, name: str, *, key: str | None = None) -> None:
+    """Draw a plotly figure built for this run, as ``draw`` draws shared ones."""
+    _show(prepare(fig), name, key)
 
 
 TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
@@ -517,41 +449,40 @@ def draw(
     **options,
 ) -> None:
     """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
-    or else ``name``, with its downloads; ``on_select`` is called when a click selects a point
-    (``widgets.charts``), and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells
-    (``widgets.charts``).
+    or else ``name``. The toolbar downloads PNG (3× resolution) or SVG, named for the view; a heatmap gets a
+    CSV download, and the numbers join this step's JSON export. ``on_select`` is called when a click selects a
+    point, and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells.
 
     The figure is built once for every session that draws the same (``shared``): a Next click back to a step
     finds its figures by their contents, and builds none."""
-    if "style" not in options:
-        options["style"] = style()
-    if explain is not None:
-        options["pickable"] = True
-    key = key or name
+    options = panel(name, builder, *args, explain=explain, **options).options
+    _show(shared(builder, *args, cell_text=cell_text, **options), name, key or name, on_select, explain)
+
+
+def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None = None, explain=None) -> None:
     state = st.session_state
-    drawn = shared(builder, *args, cell_text=cell_text, **options)
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
-    download = csv_download(drawn.tables, file_name, key=f"csv:{key}")
+    download = csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
     chart, picks = drawn.chart, {}
     if on_select is not None:
         picks = {"on_select": on_select, "selection_mode": "points"}
-    if explain is not None:  # a click read back and, once a cell is selected, marked (``widgets.charts``)
-        cell_key = step_key(state.get(RUN_STEP, NO_STEP))
+    if explain is not None:  # a click read back and, once a cell is selected, marked
+        cell_key = _step_key()
         if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
             state.setdefault(RUN_CELLS, []).append((name, explain))
-            picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
         else:
-            chart, picks = chart_args(drawn, name, key, explain)
+            marks = _marks(drawn.spec, explain, register(name, explain), name)
+            chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
+        picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
-    with phone_scroll(drawn.readable_width, key):  # the download inside: a keyboard reaches the scrolled area
+    with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
         if download is not None:
             st.download_button(**download)
 
 
 PHONE_PX = 358  # the width a chart gets on a 390 px phone
-SCROLL_WIDTHS = (480, 560, 640, 720, 800, 960, 1120, 1280, 1600, 2000)  # the widths css.BASE_CSS knows
 
 
 def phone_scroll(readable_width: int, key: str):

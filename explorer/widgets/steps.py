@@ -13,10 +13,8 @@ A page writes one function per step, named for what it shows, and adds it to its
     steps.show()  # the stepper, then the chosen step's function
 
 The URL names the step by its function (``?step=one-draw``); a link made before steps had names
-(``?step=2``) opens the step it opened then (``NUMBERED``).
-
-Then the "Show the code" panel (``show_code``), and what a learner takes away from a step and the end of every
-run (``finish_run``): downloads, the link, and the room's publication of the teacher's position.
+(``?step=2``) opens the step it opened then (``NUMBERED``). Then the "Show the code" panel (``show_code``), and
+what a learner takes away from a step and the end of every run (``finish_run``): downloads and the link.
 """
 
 from __future__ import annotations
@@ -165,7 +163,7 @@ class Steps:
     def show(self) -> Step:
         """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
         show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
-        index = stepper(self.page, [s.title for s in self.steps], self.slugs, NUMBERED.get(self.page, ()))
+        index = stepper(self.page, [s.title for s in self.steps], self.slugs)
         step = self.steps[index]
         step.show()
         drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
@@ -193,42 +191,33 @@ def step_index(linked: str | None, slugs: Sequence[str] | None, count: int, numb
     return min(max(number - 1, 0), count - 1)
 
 
-def stepper(page: str, steps: Sequence[str], slugs: Sequence[str] | None = None, numbered: Sequence[str] = ()) -> int:
-    """Previous / Next buttons and a step indicator; returns the step index. ``slugs`` name the steps in
-    the URL (default: their numbers from 1); ``numbered``: the steps old numbered links opened (``NUMBERED``).
-
-    The ← and → keys press Previous and Next; PageUp and PageDown, which
-    presentation clickers send, do the same.
-    """
-    key = step_key(page)
+def stepper(page: str, steps: Sequence[str], slugs: Sequence[str]) -> int:
+    """Previous / Next buttons (the ← and → keys, and a presentation clicker's PageUp and PageDown) and a step
+    indicator; returns the step index. ``slugs`` name the steps in the URL."""
+    key, count = step_key(page), len(steps)
     if key not in st.session_state:
         linked = initial_param("step", page, key)
-        start = step_index(linked, slugs, len(steps), numbered)
+        start = step_index(linked, slugs, count, NUMBERED.get(page, ()))
         if linked is not None and start is None:
-            named = f"{', '.join(slugs)} or a number" if slugs else "a step number"
-            notice(f"step={quoted(linked)} in the link is not a step of this page ({named}); starting at step 1.")
+            notice(
+                f"step={quoted(linked)} in the link is not a step of this page ({', '.join(slugs)} or a number); "
+                "starting at step 1."
+            )
         st.session_state[key] = start or 0
-    st.session_state[key] = min(max(st.session_state[key], 0), len(steps) - 1)
+    index = st.session_state[key] = min(max(st.session_state[key], 0), count - 1)
 
     def move(delta: int) -> None:
-        st.session_state[key] = min(max(st.session_state[key] + delta, 0), len(steps) - 1)
+        st.session_state[key] = min(max(st.session_state[key] + delta, 0), count - 1)
 
-    index = st.session_state[key]
     previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
-    if not room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
-        _buttons(page, index, len(steps), move, previous, following)
     middle.markdown(
-        f"<div style='text-align:center'><b>Step {index + 1} of {len(steps)}</b> · {html.escape(steps[index])}</div>",
+        f"<div style='text-align:center'><b>Step {index + 1} of {count}</b> · {html.escape(steps[index])}</div>",
         unsafe_allow_html=True,
     )
-    middle.progress((index + 1) / len(steps))
-    slug = slugs[index] if slugs else str(index + 1)
-    st.session_state[RUN_STEP] = (page, index, steps[index], slug)  # the link's step (``finish_run``), file names
-    return index
-
-
-def _buttons(page: str, index: int, count: int, move, previous, following) -> None:
-    """Previous and Next in their columns, with their keys, and the clicker's two hidden buttons."""
+    middle.progress((index + 1) / count)
+    st.session_state[RUN_STEP] = (page, index, steps[index], slugs[index])  # the link's step (``finish_run``)
+    if room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
+        return index
     # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
     previous.button(
         "Previous",
@@ -253,6 +242,7 @@ def _buttons(page: str, index: int, count: int, move, previous, following) -> No
     st.html(CLICKER_CSS)
     for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
         st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
+    return index
 
 
 # The "Show the code" panel: the package source that computed what is on screen, read with ``inspect``.
@@ -280,35 +270,25 @@ CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected c
 BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
 
 
-@functools.cache
 def code_panel_key(title: str = "Show the code") -> str:
     """The session-state key of a page's code panel (``show_code``): True while it is open."""
     return f"code-panel:{title}"
 
 
-def _named(obj: Callable | type | str) -> Callable | type:
-    """``obj``, or the object its dotted name names (``"attention.gru_step"``)."""
-    if not isinstance(obj, str):
-        return obj
-    module, _, name = obj.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def show_code(*objects: Callable | type | str, title: str = "Show the code") -> None:
-    """The package source that computed what is on screen, read with ``inspect.getsource``.
-
-    The code is sent only while the panel is open: opening it reruns the page's fragment. A closed
-    panel then costs the browser no syntax highlighter (1.6 MB of JavaScript, about a quarter of a
-    second of its main thread before the first chart was drawn) and each run no source text. The
-    panel keeps its state from step to step of a page, by its key. An object may be given by its
-    dotted name (``"attention.gru_step"``), looked up only when the panel is open: the first page's
-    closed panel then imports nothing (its first run needs no torch, ``server``)."""
+    """The package source that computed what is on screen, sent only while the panel is open (opening it reruns
+    the page's fragment): a closed panel costs the browser no syntax highlighter (1.6 MB of JavaScript, about a
+    quarter of a second before the first chart) and imports nothing, since an object may be given by its dotted
+    name (``"attention.gru_step"``). The panel keeps its state from step to step of a page, by its key."""
     panel = st.expander(title, icon=":material/code:", key=code_panel_key(title), on_change="rerun")
     if not panel.open:
         return
     marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
     with panel:
-        for obj in map(_named, objects):
+        for obj in objects:
+            if isinstance(obj, str):  # a dotted name, looked up now
+                module, _, name = obj.rpartition(".")
+                obj = getattr(importlib.import_module(module), name)
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`" + steps_note(obj))
@@ -341,18 +321,13 @@ def steps_note(obj: Callable | type) -> str:
     return STEPS_NOTE + dropout + (OUT_PROJ_NOTE if owner == "MultiHeadAttention" else "")
 
 
-# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's
-# numbers as JSON, in files named for the page, the step and the quantity.
-#
-# Exports mean what they say: a masked weight is 0, a masked score -inf (the string "-inf" in
-# JSON), and a token that looks like a spreadsheet formula is shown, never run.
-#
-# The buttons live here; the text they hold is made by ``figures.tables``, only when a button is pressed.
+# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's numbers as JSON,
+# named for the page, the step and the quantity. A masked weight is 0, a masked score -inf ("-inf" in JSON), and
+# a token that looks like a spreadsheet formula is shown, never run. ``figures.tables`` makes the text only when
+# a button is pressed.
 
 
 IMAGE_FORMAT = "w_image_format"
-
-
 NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
 
 
@@ -386,20 +361,6 @@ def csv_download(tables, file_name: str, *, key: str) -> dict | None:
         help="This figure's matrix, with token labels in the header and the first column. "
         "Masked weights are 0, masked scores -inf.",
     )
-
-
-def figure_downloads(tables, title: str, name: str, file_name: str, *, key: str) -> None:
-    """Add a drawn figure's numbers (``figure_tables``) to this step's JSON export and, for heatmaps,
-    offer them as CSV."""
-    st.session_state.setdefault(RUN_FIGURES, []).append({"name": name, "title": title or name, "tables": tables})
-    download = csv_download(tables, file_name, key=key)
-    if download is not None:
-        st.download_button(**download)
-
-
-def tokenizer_name(run: Run) -> str:
-    """The tokenizer that made this view's tokens (the book's preset uses none: six fixed vectors)."""
-    return "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer
 
 
 def finish_run(
@@ -449,7 +410,7 @@ def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], d
         "step_name": step[3] if len(step) > 3 else str(step[1] + 1),
         "step_title": step[2],
         "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
-        "tokenizer": tokenizer_name(run),
+        "tokenizer": "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer,
         "book_values": is_book(settings),
         "book_sections": sections,
         "note": JSON_NOTE,
