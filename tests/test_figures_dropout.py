@@ -57,3 +57,16 @@ def test_the_token_window_moves_the_labels_with_the_cells():
     fig = figures.dropout_heatmap(np.ones((size, size)), keep, tokens, tokens, title="t", style=style)
     assert labelled(fig, "dropped") == {(12, 11)}
     assert list(fig.data[0].x) == [10, 11, 12, 13]
+
+
+def test_a_draw_writes_its_words_in_its_cells_and_keeps_no_empty_legend_band_under_them():
+    """In presenter mode six tokens' "masked" may not fit by the plain heatmap's reckoning, which then moves it to a
+    legend; a dropout draw writes its words anyway, so a legend there had no entry, only 48 px of blank band."""
+    future = np.triu(np.ones((6, 6), dtype=bool), 1)
+    keep = ~np.eye(6, dtype=bool)
+    for style in (figures.DEFAULT_STYLE, figures.PRESENTER, figures.PHONE):
+        fig = figures.dropout_heatmap(
+            np.tril(np.ones((6, 6))) * keep, keep, list("abcdef"), list("abcdef"), title="t", masked=future, style=style
+        )
+        assert not fig.layout.showlegend and fig.layout.margin.b == 10
+        assert labelled(fig, "masked") == {tuple(cell) for cell in np.argwhere(future)}

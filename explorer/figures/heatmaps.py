@@ -514,7 +514,8 @@ def heatmap(
     # "masked" written in small matrices' grey cells where it fits beside its neighbours; else a legend says it
     may_say = masked is not None and kind != MASK and small and max(rows, cols) <= MASK_WORD_LIMIT and view.block == 1
     says = may_say and words_fit(masked_word(kind), cols, style, NARROW_WIDTH)
-    grey_legend = may_say and not says and bool(hidden.any())
+    # (one dropout draw writes its own words in its cells, so it never needs the legend)
+    grey_legend = may_say and not says and bool(hidden.any()) and dropped is None
     # a legend under the plot: a mask's two entries take two lines but in a wide plot, the grey cells' one
     legend_lines = 2 if kind == MASK else int(grey_legend)
     legend_height = int(legend_lines * LEGEND_LINE * style.font_size) + 6 if legend_lines else 0
@@ -574,7 +575,7 @@ def heatmap(
         data += [legend_square(colour, name, style) for colour, name in zip(MASK_COLOURS, names, strict=True)]
     elif view.block == 1:
         data += masked_cells(view, hidden, kind, style, prints_values and says)
-    if grey_legend and dropped is None:
+    if grey_legend:
         data.append(legend_square(MASKED_FILL, "masked: a future key", style))
     if kind == MASK or grey_legend:  # under the plot (its column labels are on top), so the plot keeps its width
         own["showlegend"] = True
