@@ -89,41 +89,28 @@ def _token(piece: str) -> str:
     return "“" + literal(visible_token(piece)) + "”"
 
 
-def _sum(parts: Sequence[str], count: int, shown: int, unit: str) -> str:
-    """``parts`` joined by " + ", the first ``shown`` of them, then how many there are in all."""
-    written = " + ".join(parts[:shown])
-    return written + (f" + … ({count} {unit} in all)" if count > shown else "")
+def _sum(d: Derivation, shown: int = DOT_TERMS, unit: str = " terms", part=None) -> str:
+    """The first ``shown`` of ``d``'s terms joined by " + ", each its product (or ``part(term)``), then how
+    many there are in all."""
+    part = part or (lambda t: "·".join(factor(f) for f in t.factors))
+    written = " + ".join(part(t) for t in d.terms[:shown])
+    return written + (f" + … ({len(d.terms)}{unit} in all)" if len(d.terms) > shown else "")
 
 
-def _products(derivation: Derivation, shown: int) -> list[str]:
-    return ["·".join(factor(f) for f in t.factors) for t in derivation.terms[:shown]]
-
-
-def _dot(d: Derivation) -> str:
-    """A dot product's first ``DOT_TERMS`` products, then how many terms there are in all."""
-    return _sum(_products(d, DOT_TERMS), len(d.terms), DOT_TERMS, "terms")
-
-
-def _terms(d: Derivation, shown: int) -> str:
-    """The first ``shown`` products, then how many there are in all."""
-    return " + ".join(_products(d, shown)) + (f" + … ({len(d.terms)} in all)" if len(d.terms) > shown else "")
-
-
-def _softmax_lines(d: Derivation, keys: Sequence[str], letter: str) -> list[str]:
+def _softmax_lines(d: Derivation, keys: Sequence[str], *, shift_line: bool = True) -> list[str]:
     """A softmax row's exps, one line per key, then the cell's share: α = exp(this) / Σ exp."""
     shift = d.details["subtract_max"] and d.details["row_max"] != 0  # as torch.softmax does: the same weights
     minus = f" − {factor(d.details['row_max'])}" if shift else ""
     lines = [
-        f"key {t.index + 1} {visible_token(keys[t.index])}: exp({number(t.factors[0])}{minus}) = {number(t.value)}"
+        f"key {t.index + 1} {visible_token(keys[t.index])}: "
+        + ("exp(−∞) = 0" if t.masked else f"exp({number(t.factors[0])}{minus}) = {number(t.value)}")
         for t in d.terms[:ROW_TERMS]
     ]
-    if shift:
+    if shift and shift_line:
         lines.insert(0, f"(the row's largest score, {number(d.details['row_max'])}, is subtracted first)")
     if len(d.terms) > ROW_TERMS:
         lines.append(f"… ({len(d.terms)} keys in all)")
-    lines.append(
-        f"{letter}_{sub(d.row, d.col)} = {number(d.terms[d.col].value)} / {number(d.total)} = {number(d.value)}"
-    )
+    lines.append(f"α_{sub(d.row, d.col)} = {number(d.terms[d.col].value)} / {number(d.total)} = {number(d.value)}")
     return lines
 
 
@@ -170,9 +157,6 @@ class Cells:
         """The picker's labels (``picker_options``)."""
         return picker_options(self.rows, self.row_labels, self.cols, self.col_labels)
 
-    def derivation(self, row: int, col: int):
-        return self.derive(row, col)
-
     def explain(self, row: int, col: int) -> tuple[str, str]:
         """The words and the sum of cell (``row``, ``col``) (``explain`` unless ``words``): the sum is one text,
         or (heading, text) pairs to show side by side."""
@@ -213,19 +197,30 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
             f"{where} (Python counts from 0) {what} the {term('dot_product', 'dot product')} "
             f"{n.left}^({i})·{n.right}^({j}): multiply their {dims} entries pairwise, then add."
         )
-        sum_text = f"ω_{sub(d.row, d.col)} = " + _sum(_products(d, DOT_TERMS), dims, DOT_TERMS, "terms")
-        lines = [f"{sum_text} = {number(d.total)}"]
+        lines = [f"{omega} = {_sum(d)} = {number(d.total)}"]
         if d.details.get("masked"):
             words += f" Key {j} comes after query {i}, so `masked_fill` replaces the score by −∞."
-            lines.append(f"masked: ω_{sub(d.row, d.col)} → −∞")
+            lines.append(f"masked: {omega} → −∞")
         if kind == "scaled_score":
             d_k = d.details["d_k"]
             words += f" Here d_k = `keys.shape[-1]` = {d_k}."
-            lines.append(f"ω_{sub(d.row, d.col)} / √{d_k} = {number(d.total)} / {d.details['sqrt_d_k']:.4f}")
-            lines[-1] += f" = {number(d.value)}"
+            lines.append(f"{omega} / √{d_k} = {number(d.total)} / {d.details['sqrt_d_k']:.4f} = {number(d.value)}")
         return words, "\n".join(lines)
     if kind == "weight":
-        return _weight(d, n, where, query, key, keys)
+        s = "ω" + ("/√d_k" if n.scaled else "")
+        words = (
+            f"{where} is the {term('attention_weights', 'attention weight')} α_{sub(d.row, d.col)} of query {query} "
+            f"on {key}: the {term('softmax')} of row {d.row + 1}'s scores {s}, exp of this one over the "
+            "sum of the row's exps."
+        )
+        if any(t.masked for t in d.terms):
+            words += " A masked key's score is −∞, and exp(−∞) = 0."
+        if d.details["subtract_max"] and d.details["row_max"] != 0:
+            words += (
+                f" The row's largest score, {number(d.details['row_max'])}, is subtracted first, as `torch.softmax` "
+                "does."
+            )
+        return words, "\n".join(_softmax_lines(d, keys, shift_line=False))
     if kind == "dropped_weight":
         p, scale = d.details["p"], d.details["scale"]
         weight = d.terms[0].factors[0]
@@ -250,63 +245,24 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
             f"{where}: the masked weight of query {query} and {key} divided by its row's sum "
             f"`row_sums[{d.row}]`, so the row sums to 1 again."
         )
-        parts = [number(t.value) for t in d.terms]
-        total = _sum(parts, len(parts), ROW_TERMS, "keys")
-        return words, f"{number(d.terms[d.col].value)} / ({total}) = {number(d.terms[d.col].value)} / " + (
-            f"{number(d.total)} = {number(d.value)}"
-        )
-    if kind in ("context", "projection"):
-        return _weighted(d, n, where, query, col_label)
-    raise ValueError(f"no words for a {kind!r} cell")
-
-
-def _weight(d: Derivation, n: Notation, where: str, query: str, key: str, keys: Sequence[str]):
-    """A softmax weight: its exp over the row's sum of exps, the row's terms listed."""
-    s = "ω" + ("/√d_k" if n.scaled else "")
-    shift = d.details["subtract_max"] and d.details["row_max"] != 0
-    words = (
-        f"{where} is the {term('attention_weights', 'attention weight')} α_{sub(d.row, d.col)} of query {query} on "
-        f"{key}: the {term('softmax')} of row {d.row + 1}'s scores {s}, exp of this one over the "
-        "sum of the row's exps."
-    )
-    if any(t.masked for t in d.terms):
-        words += " A masked key's score is −∞, and exp(−∞) = 0."
-    if shift:
-        words += (
-            f" The row's largest score, {number(d.details['row_max'])}, is subtracted first, as `torch.softmax` does."
-        )
-    minus = f" − {factor(d.details['row_max'])}" if shift else ""
-    lines = []
-    for t in d.terms[:ROW_TERMS]:
-        what = "exp(−∞) = 0" if t.masked else f"exp({number(t.factors[0])}{minus}) = {number(t.value)}"
-        lines.append(f"key {t.index + 1} {visible_token(keys[t.index])}: {what}")
-    if len(d.terms) > ROW_TERMS:
-        lines.append(f"… ({len(d.terms)} keys in all)")
-    mine = d.terms[d.col]
-    lines.append(f"α_{sub(d.row, d.col)} = {number(mine.value)} / {number(d.total)} = {number(d.value)}")
-    return words, "\n".join(lines)
-
-
-def _weighted(d: Derivation, n: Notation, where: str, query: str, col_label: str):
-    """A context-vector entry Σ_j α_ij · v^(j)[c], or a projection's x^(i) · W[:, c] (+ b)."""
+        mine, total = number(d.terms[d.col].value), _sum(d, ROW_TERMS, " keys", lambda t: number(t.value))
+        return words, f"{mine} / ({total}) = {mine} / {number(d.total)} = {number(d.value)}"
     c = literal(col_label)
-    if d.kind == "context":
+    if kind == "context":  # Σ_j α_ij · v^(j)[c]
         words = (
-            f"{where} is entry {c} of the {term('context_vector', 'context vector')} z^({d.row + 1}) of query "
-            f"{query}: every token's {n.right}^(j) entry {c}, times the weight α_{d.row + 1}j, added up."
+            f"{where} is entry {c} of the {term('context_vector', 'context vector')} z^({i}) of query "
+            f"{query}: every token's {n.right}^(j) entry {c}, times the weight α_{i}j, added up."
         )
-        parts = _products(d, ROW_TERMS)
-        line = f"z^({d.row + 1})[{d.col}] = " + _sum(parts, len(d.terms), ROW_TERMS, "tokens")
-        return words, f"{line} = {number(d.value)}"
-    bias = d.details.get("bias")
-    words = (
-        f"{where} is entry {c} of {n.left}^({d.row + 1}), the projection of {query}: its {d.details['d']} entries "
-        f"times column {d.col} of `{n.weight_matrix}`, added up" + (", plus the bias." if bias is not None else ".")
-    )
-    line = f"{n.left}^({d.row + 1})[{d.col}] = " + _sum(_products(d, DOT_TERMS), d.details["d"], DOT_TERMS, "terms")
-    if bias is not None:
-        line += f" + {factor(bias)}"
-    return words, f"{line} = {number(d.value)}"
+        return words, f"z^({i})[{d.col}] = {_sum(d, ROW_TERMS, ' tokens')} = {number(d.value)}"
+    if kind == "projection":  # x^(i) · W[:, c] (+ b)
+        bias = d.details.get("bias")
+        words = (
+            f"{where} is entry {c} of {n.left}^({i}), the projection of {query}: its {d.details['d']} entries "
+            f"times column {d.col} of `{n.weight_matrix}`, added up" + (", plus the bias." if bias is not None else ".")
+        )
+        plus = "" if bias is None else f" + {factor(bias)}"
+        return words, f"{n.left}^({i})[{d.col}] = {_sum(d)}{plus} = {number(d.value)}"
+    raise ValueError(f"no words for a {kind!r} cell")
 
 
 def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
@@ -407,23 +363,17 @@ def explain_head_weight(d: Derivation, n: Notation, row_label: str, col_label: s
     return f"Head {head + 1} of {d.details['num_heads']}. " + words, sums
 
 
-def _head_weight(scores, keep, p: float, head: int, row: int, col: int):
-    """Head ``head``'s weight α_ij from its (scaled, −∞ where masked) scores, then dropout's draw if any."""
-    found = attention.derivations.weight(
-        np.array(scores[head, row], dtype=np.float64), col, row=row, subtract_max=False
-    )
-    if keep is not None:
-        found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
-    return dataclasses.replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
-
-
 def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, notation: Notation) -> Cells:
     """The heads ``shown`` of (num_heads, T, T) scaled scores (−∞ where masked), after dropout's ``keep``
     (None: no dropout) with rate ``p``, as a grid: panel k's key j is column k · T + j (``figures.pick_layer``)."""
     count = len(pieces)
 
-    def derive(row: int, col: int):
-        return _head_weight(scores, keep, p, shown.start + col // count, row, col % count)
+    def derive(row: int, col: int):  # head h's weight from its scores, then dropout's draw if any
+        head, col = shown.start + col // count, col % count
+        found = attention.derivations.weight(_row(scores[head], row), col, row=row, subtract_max=False)
+        if keep is not None:
+            found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
+        return dataclasses.replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
 
     labels = tuple(f"head {h + 1} · key {j + 1}: {pieces[j]}" for h in shown for j in range(count))
     return Cells(derive, notation, code, tuple(pieces), labels, cols="head · key", keys=tuple(pieces),
@@ -447,7 +397,7 @@ def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, k
         f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
         f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
     )
-    line = f"head {h + 1}: z^({i})[{c}] = {_terms(d, ROW_TERMS)} = {number(d.value)}"
+    line = f"head {h + 1}: z^({i})[{c}] = {_sum(d, ROW_TERMS, '')} = {number(d.value)}"
     return words, f"column {d.col} = head {h + 1}, its column {c}\n{line}"
 
 
@@ -476,8 +426,7 @@ def explain_mixed(d: Derivation, n: Notation, row_label: str, col_label: str, ke
     for h, subtotal in enumerate(d.details["head_totals"]):
         own = replace(d, terms=tuple(t for t in d.terms if t.head == h))
         span = f"column {h}" if head_dim == 1 else f"columns {h * head_dim}–{(h + 1) * head_dim - 1}"
-        lines.append(f"head {h + 1} ({span}): ")
-        lines[-1] += f"{_terms(own, DOT_TERMS)} = {number(subtotal)}"
+        lines.append(f"head {h + 1} ({span}): {_sum(own, unit='')} = {number(subtotal)}")
     totals = " + ".join(factor(t) for t in d.details["head_totals"])
     lines.append(f"output = {totals} + bias {factor(d.details['bias'])} = {number(d.value)}")
     return words, "\n".join(lines)
@@ -529,7 +478,7 @@ def _side(d: Derivation, divisor_name: str) -> str:
     score = d.details["score"]
     i, j = d.row + 1, d.col + 1
     lines = [
-        f"ω_{sub(d.row, d.col)} = {_terms(score, DOT_TERMS)} = {number(score.total)}",
+        f"ω_{sub(d.row, d.col)} = {_sum(score, unit='')} = {number(score.total)}",
         f"ω / {divisor_name} = {number(score.total)} / {d.details['divisor']:.4f} = {number(score.value)}",
     ]
     if "query_token" in d.details:  # view without transpose: a head's row starts in another token's numbers
@@ -619,7 +568,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
     """A Bahdanau weight α_ij: the softmax over the encoder tokens of the additive scores e_ij, in the
     untrained encoder–decoder, or (``details["model"]``) in the reversal model's alignment."""
     i, j, e = d.row + 1, d.col + 1, d.details["score"]
-    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_dot(e)} = {number(e.value)}"
+    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_sum(e)} = {number(e.value)}"
     if "model" in d.details:
         words = (
             f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
@@ -627,7 +576,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
             f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
             f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
         )
-        return words, "\n".join([score, *_softmax_lines(d, keys, "α")])
+        return words, "\n".join([score, *_softmax_lines(d, keys)])
     state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
     words = (
         f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
@@ -635,7 +584,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
         f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
         f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
     )
-    return words, "\n".join([score, *_softmax_lines(d, keys, "α")])
+    return words, "\n".join([score, *_softmax_lines(d, keys)])
 
 
 def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -> Cells:
@@ -679,14 +628,14 @@ def explain_contrast(d: Derivation, n: Notation, row_label: str, col_label: str,
             f"{where}, softmax of an additive score: v_aᵀ tanh(W_a x^({i}) + U_a x^({j})), with untrained W_a, U_a "
             f"and v_a of {s.details['attention_size']} rows. The score is a sum over those rows, not over x's entries."
         )
-        score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a x^({i}) + U_a x^({j}))[k] = {_dot(s)}"
+        score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a x^({i}) + U_a x^({j}))[k] = {_sum(s)}"
     else:
         words = (
             f"{where}, softmax of a {term('dot_product', 'dot product')}: ω_{sub(d.row, d.col)} = x^({i})·x^({j}), "
             "as in section 3.3, no parameters at all."
         )
-        score = f"ω_{sub(d.row, d.col)} = x^({i})·x^({j}) = {_dot(s)}"
-    return words, "\n".join([f"{score} = {number(s.value)}", *_softmax_lines(d, keys, "α")])
+        score = f"ω_{sub(d.row, d.col)} = x^({i})·x^({j}) = {_sum(s)}"
+    return words, "\n".join([f"{score} = {number(s.value)}", *_softmax_lines(d, keys)])
 
 
 def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: Notation) -> Cells:
