@@ -46,14 +46,13 @@ class Notation:
     ``matrix`` is its name in the code (``attn_scores``); ``left`` and ``right`` are the letters of the
     vectors a score multiplies (q and k, or x and x), or of a context entry's values (v, or x);
     ``scaled`` says a weight's scores were divided by √d_k; ``weight_matrix`` names a projection's
-    matrix (``W_query``) and ``left`` its output's letter (q); ``tokens`` says the rows are tokens."""
+    matrix (``W_query``) and ``left`` its output's letter (q)."""
 
     matrix: str
     left: str = "q"
     right: str = "k"
     scaled: bool = False
     weight_matrix: str = ""
-    tokens: bool = True
     item: int | str | None = None  # a batch item (or "item, head"): cells read ``attn_weights[item, i, j]``
 
     @functools.cached_property
@@ -183,7 +182,7 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
     i, j = d.row + 1, d.col + 1
     matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
     where = f"`{matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
-    query = f"x^({i}) {_token(row_label)}" if n.tokens else literal(row_label)
+    query = f"x^({i}) {_token(row_label)}"
     key = f"key x^({j}) {_token(col_label)}"
     kind = d.kind
     if kind in ("score", "scaled_score"):
@@ -576,14 +575,14 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
             f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
             f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
         )
-        return words, "\n".join([score, *_softmax_lines(d, keys)])
-    state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
-    words = (
-        f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
-        f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
-        f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
-        f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
-    )
+    else:
+        state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
+        words = (
+            f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
+            f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
+            f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
+            f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
+        )
     return words, "\n".join([score, *_softmax_lines(d, keys)])
 
 
@@ -727,12 +726,9 @@ def recorded_weights(
         seen = ~np.isnan(rows[row])
         terms = tuple(attention.derivations.Term(j, (float(w),), float(w)) for j, w in enumerate(rows[row][seen]))
         details = {"layer": layer, "head": head, "query": first_query + row, "seen": int(seen.sum())}
-        details["model"] = model
-        details["piece"] = row_labels[row]
-        value = float(rows[row, col])
-        return attention.derivations.Derivation(
-            "recorded", row, col, terms, sum(t.value for t in terms), value, details
-        )
+        details |= {"model": model, "piece": row_labels[row]}
+        total = sum(t.value for t in terms)
+        return attention.derivations.Derivation("recorded", row, col, terms, total, float(rows[row, col]), details)
 
     queries = tuple(f"{first_query + r + 1}: {visible_token(p)}" for r, p in enumerate(row_labels))  # token numbers
     return Cells(derive, notation, code, queries, tuple(pieces), rows="query token", words=explain_recorded)
