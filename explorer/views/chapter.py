@@ -28,7 +28,7 @@ from attention.constants import BOOK_SECTIONS as SECTIONS
 from attention.constants import BOOK_SEEDS
 from explorer.models import WhyView, from_tensors, layer_inputs, module_for, prepared, stored_why_view
 from explorer.runtime import torch
-from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, VIEW_ENTRIES, TurnQueue, shared_view
+from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, TurnQueue, shared_view
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
 from explorer.views import Run, budgeted, eval_mode, run_view
 
@@ -250,25 +250,15 @@ def _inputs_tensor(run: Run) -> torch.Tensor:
     return torch.tensor(run.ready().inputs)  # (num_tokens, d_in), a copy of a shared read-only array
 
 
-def trace_arrays(trace: attention.Trace) -> TraceArrays:
-    """A trace's tensors as numpy arrays, ready to cache and draw."""
-    return from_tensors(TraceArrays, trace)
-
-
 @budgeted("trace")
 def module_trace(run: Run, name: str, module_seed: int | None = None) -> TraceArrays:
     """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout.
 
     The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed);
     dropout draws use the settings' seed."""
-    settings = run.settings
-    trace = attention.trace(
-        module_for(name, settings, module_seed),
-        _inputs_tensor(run),
-        training=settings.training,
-        seed=settings.seed,
-    )
-    return trace_arrays(trace)
+    s = run.settings
+    trace = attention.trace(module_for(name, s, module_seed), _inputs_tensor(run), training=s.training, seed=s.seed)
+    return from_tensors(TraceArrays, trace)
 
 
 @budgeted("simplified")
@@ -308,7 +298,7 @@ def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
     settings = run.settings
     inputs = _inputs_tensor(run)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
-    steps = trace_arrays(attention.trace(sa_v1, inputs)).first_head()
+    steps = from_tensors(TraceArrays, attention.trace(sa_v1, inputs)).first_head()
     sa_v2 = module_for("SelfAttention_v2", settings, v2_seed)
     copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
     attention.load_v2_weights_into_v1(copy, sa_v2)
@@ -336,7 +326,7 @@ def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed:
 WHY_HIDDEN_SIZE = 16  # the GRU's hidden state that Why attention opens with
 
 
-@run_view(max_entries=VIEW_ENTRIES)
+@run_view
 def why_view(run: Run, hidden_size: int) -> WhyView:
     """Sections 3.1–3.2 on the sentence (``computed_why_view``). The book's example at the first page's
     defaults is stored (``first_view``): a new server draws it before it has imported torch."""
@@ -478,10 +468,7 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
     has no padding token; the book's later chapters reuse this one).
     ``unpadded_max_difference`` measures that padding at the end does not change
     the real tokens' outputs, because the causal mask hides it (nan while
-    dropout is active, since the dropout draws differ).
-
-    Shapes: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T),
-    after dropout when it is active; ``output`` (2, T, d_out).
+    dropout is active, since the dropout draws differ). Shapes: ``BatchView``'s.
     """
     settings, first = run.settings, run.prepared
     if second_text is None or not second_text.strip():
@@ -533,27 +520,14 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
 # Section 3.6's view: the wrapper of heads, the efficient ``MultiHeadAttention``, and their agreement.
 
 
-SHARED_D_OUT_LIMIT = SHARED_D_OUT_LIMIT  # the largest d_out a MultiHeadAttention may have here
-
-
 @budgeted("multihead")
 def multihead_view(run: Run) -> MultiheadView:
     """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights.
 
-    The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in
-    all, as in the book); the efficient module splits ``d_out`` into
-    ``num_heads`` heads of ``head_dim``. The agreement check builds a
-    ``MultiHeadAttention`` of ``num_heads * d_out`` outputs from the wrapper's
-    weights, in eval mode; it is None when that exceeds ``SHARED_D_OUT_LIMIT``.
-
-    Shapes: ``mask`` (T, T); ``*_weights`` (num_heads, T, T), after dropout when
-    it is active; ``wrapper_head_context`` (num_heads, T, d_out);
-    ``wrapper_output`` (T, num_heads * d_out); ``efficient_context`` (T, d_out), the
-    heads merged, before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` each line of ``MultiHeadAttention.steps`` with the shape it made here. What the cell
-    panel reads: ``*_scores`` (num_heads, T, T), scaled, −∞ where masked; ``*_keep`` (num_heads, T, T), True =
-    kept by dropout, or None; ``*_values`` (num_heads, T, head_dim); ``out_weight`` (d_out, d_out) and
-    ``out_bias`` (d_out,), ``out_proj``'s, as ``nn.Linear`` stores them.
+    The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in all, as in the book); the efficient
+    module splits ``d_out`` into ``num_heads`` heads of ``head_dim``. The agreement check builds a
+    ``MultiHeadAttention`` of ``num_heads * d_out`` outputs from the wrapper's weights, in eval mode; it is None
+    when that exceeds ``SHARED_D_OUT_LIMIT``. Shapes: ``MultiheadView``'s.
     """
     settings = run.settings
     inputs = _inputs_tensor(run).unsqueeze(0)  # (1, num_tokens, d_in)
@@ -765,11 +739,6 @@ SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a com
 PARSING = TurnQueue(slots=1)
 
 
-@functools.cache  # a function's source, read once per process
-def _source(obj) -> str:
-    return inspect.getsource(obj)
-
-
 def source_of(obj) -> str:
     """``inspect.getsource(obj)``, read once per process and by one thread at a time (``PARSING``): for a
     class, ``getsource`` parses its whole module with ``ast.parse``."""
@@ -777,18 +746,19 @@ def source_of(obj) -> str:
         return _source(obj)
 
 
-@functools.cache  # a function's statements, parsed once per process
-def _parsed(function) -> dict[int, tuple[str, str]]:
-    return _parse_statements(function)
+@functools.cache  # a function's source, read once per process
+def _source(obj) -> str:
+    return inspect.getsource(obj)
 
 
 def _statements(function) -> dict[int, tuple[str, str]]:
-    """``_parse_statements(function)``, once per process and by one thread at a time (``PARSING``)."""
+    """``_parsed(function)``, by one thread at a time (``PARSING``)."""
     with PARSING.turn():
         return _parsed(function)
 
 
-def _parse_statements(function) -> dict[int, tuple[str, str]]:
+@functools.cache  # a function's statements, parsed once per process
+def _parsed(function) -> dict[int, tuple[str, str]]:
     """Each source line number of ``function`` → its statement's code (comment removed) and shape comment."""
     lines, first = inspect.getsourcelines(function)
     source = textwrap.dedent("".join(lines))
