@@ -18,12 +18,12 @@ import functools
 import math
 import os
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 import attention
-from attention import tokens as tokens_module
 from attention.constants import (
     BOOK_SENTENCE,
     BOOK_TOKENS,
@@ -68,6 +68,13 @@ class Prepared:
     inputs: np.ndarray
     tokenizer: str
     truncated_from: int | None
+
+    @classmethod
+    def cut(cls, tokenized: attention.Tokenization, context_length: int, embed) -> Prepared:
+        """``tokenized``'s first ``context_length`` tokens, with their input vectors ``embed(ids)`` (a tensor)."""
+        ids, pieces = tokenized.ids[:context_length], tokenized.pieces[:context_length]
+        truncated_from = len(tokenized.ids) if len(tokenized.ids) > context_length else None
+        return cls(tuple(pieces), tuple(ids), np.array(embed(ids)), tokenized.tokenizer, truncated_from)
 
 
 @dataclass(frozen=True)
@@ -144,16 +151,12 @@ def fit(settings: Settings) -> tuple[Settings, list[str]]:
     if found is None and settings.weights != RANDOM:
         notices.append(f"{gpt2_checkpoint().message} Showing the chapter's random weight matrices.")
         settings = replace(settings, weights=RANDOM)
-    if found is None:  # random weights: keep layer and head where the sidebar's controls can show them
-        cfg = VERDICT_CONFIG
-        head = min(max(settings.head, 0), cfg.n_heads - 1)
-        return replace(settings, layer=min(max(settings.layer, 1), cfg.n_layers), head=head), notices
-    cfg = found.cfg
+    cfg = VERDICT_CONFIG if found is None else found.cfg  # random weights: where the sidebar's controls show them
     layer = min(max(settings.layer, 1), cfg.n_layers)
-    if layer != settings.layer:
-        notices.append(f"This model has layers 1–{cfg.n_layers}; showing layer {layer}.")
     head = min(max(settings.head, 0), cfg.n_heads - 1)
-    if head != settings.head:
+    if found is not None and layer != settings.layer:
+        notices.append(f"This model has layers 1–{cfg.n_layers}; showing layer {layer}.")
+    if found is not None and head != settings.head:
         notices.append(f"Each layer has heads 1–{cfg.n_heads}; showing head {head + 1}.")
     return replace(settings, layer=layer, head=head), notices
 
@@ -233,15 +236,9 @@ def head_name(settings: Settings) -> str:
 # read-only between sessions (``runtime.memory``). ``views.Run`` calls it once per change of settings.
 
 
-def bpe_encoding():
-    """GPT-2's BPE (None if unreachable). ``load_bpe`` keeps a success for the whole
-    process and retries a failure later, so this is not cached again here."""
-    return tokens_module.load_bpe()
-
-
 @shared_view(max_entries=CACHE_ENTRIES)
 def tokenize_text(text: str) -> attention.Tokenization:
-    return attention.tokenize(text, encoding=bpe_encoding())
+    return attention.tokenize(text, encoding=attention.load_bpe())  # None if unreachable: it retries later
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
@@ -262,20 +259,7 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
         )
     if not text.strip():
         raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
-    tokenized = tokenize_text(text)
-    ids, pieces = tokenized.ids, tokenized.pieces
-    truncated_from = None
-    if len(ids) > context_length:
-        truncated_from = len(ids)
-        ids, pieces = ids[:context_length], pieces[:context_length]
-    inputs = attention.embed_tokens(ids, d_in, seed)  # (num_tokens, d_in)
-    return Prepared(
-        pieces=tuple(pieces),
-        ids=tuple(ids),
-        inputs=inputs.numpy(),
-        tokenizer=tokenized.tokenizer,
-        truncated_from=truncated_from,
-    )
+    return Prepared.cut(tokenize_text(text), context_length, partial(attention.embed_tokens, d_in=d_in, seed=seed))
 
 
 def prepared(settings: Settings) -> Prepared:
@@ -303,18 +287,11 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 
     tokenized = attention.tokenize(sentence, encoding=attention.load_bpe())
     if tokenized.tokenizer != BPE_NAME:
         raise ValueError("The trained model reads GPT-2 token ids, and GPT-2's tokenizer did not load.")
-    ids, pieces = tokenized.ids, tokenized.pieces
-    context_length = found.cfg.context_length
-    truncated_from = len(ids) if len(ids) > context_length else None
-    ids, pieces = ids[:context_length], pieces[:context_length]
-    view = attention.layer_input(found, ids, layer - 1)
-    return Prepared(
-        pieces=tuple(pieces),
-        ids=tuple(ids),
-        inputs=view.inputs[0].numpy().copy(),  # (num_tokens, emb_dim)
-        tokenizer=tokenized.tokenizer,
-        truncated_from=truncated_from,
-    )
+
+    def embed(ids):  # (num_tokens, emb_dim)
+        return attention.layer_input(found, ids, layer - 1).inputs[0]
+
+    return Prepared.cut(tokenized, found.cfg.context_length, embed)
 
 
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
@@ -561,7 +538,6 @@ def every_head(settings: Settings) -> EveryHead | None:
 
 
 STORE = Path(__file__).with_name("data") / "why_attention_book.npz"  # explorer/data/
-KEYS = ("inputs", "seed", "hidden_size")  # what the stored view was computed from
 
 
 @functools.cache
