@@ -96,18 +96,15 @@ class WhyView:
 
 # The Weights setting: the chapter's random weights, or one layer of a trained model.
 #
-# Chapter 3 builds every module from ``torch.manual_seed``, so its weights are
-# random and its heads look alike. With *trained* weights each chapter page shows
-# one layer of the small GPT trained on "The Verdict" (``attention.after_chapter.training``): its real
-# ``W_query``/``W_key``/``W_value``, on the input the model really feeds that layer
-# (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it
-# shows a layer of the GPT-2 checkpoint the server's operator named in
-# ``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
+# Chapter 3 builds every module from ``torch.manual_seed``, so its weights are random and its heads look alike. With
+# *trained* weights each chapter page shows one layer of the small GPT trained on "The Verdict"
+# (``attention.after_chapter.training``): its real ``W_query``/``W_key``/``W_value``, on the input the model really
+# feeds that layer (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it shows a layer of the
+# GPT-2 checkpoint the server's operator named in ``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
 #
-# ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None
-# for the chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``,
-# ``input_text`` and ``origin`` say in words what the pages compute from it. Models are shared by every
-# session and never changed.
+# ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None for the
+# chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``, ``input_text`` and
+# ``origin`` say in words what the pages compute from it. Models are shared by every session and never changed.
 
 
 NAMES = {
@@ -340,10 +337,9 @@ def module_for(name: str, settings: Settings, seed: int | None = None):
 def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout: float = 0.0) -> torch.nn.Module:
     """``SelfAttention_v1``, ``SelfAttention_v2`` or ``CausalAttention`` holding head ``head`` of ``mha``.
 
-    ``MultiHeadAttention`` projects to d_out and views the result as num_heads heads of
-    head_dim, so head i's ``W_query`` is rows i·head_dim to (i+1)·head_dim − 1 of the fused
-    one (and likewise for keys, values and biases). ``SelfAttention_v1`` has no bias, so it can
-    hold a head only of a model without one.
+    ``MultiHeadAttention`` projects to d_out and views the result as num_heads heads of head_dim, so head i's
+    ``W_query`` is rows i·head_dim to (i+1)·head_dim − 1 of the fused one (and likewise for keys, values and biases).
+    ``SelfAttention_v1`` has no bias, so it can hold a head only of a model without one.
     """
     if not 0 <= head < mha.num_heads:
         raise ValueError(f"head must be 0 to {mha.num_heads - 1}, got {head}.")
@@ -415,19 +411,17 @@ def layer_module(name: str, settings: Settings) -> torch.nn.Module:
     return _layer_module(name, settings.weights, settings.layer, settings.head, settings.dropout, loaded)
 
 
-# What each head of a trained layer looks at on the sentence: its share of weight on the previous and the
-# first token, how spread out its rows are, and how far back it looks
-# (``attention.after_chapter.inspecting.head_summaries``); and every layer's heads at once, for the grid of all
-# layers × heads (``widgets.models.show_every_head``).
+# What each head of a trained layer looks at on the sentence: its share of weight on the previous and the first token,
+# how spread out its rows are, and how far back it looks (``attention.after_chapter.inspecting.head_summaries``); and
+# every layer's heads at once, for the grid of all layers × heads (``widgets.models.show_every_head``).
 
 
 @dataclass(frozen=True)
 class HeadSummaries:
-    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
-    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back,
-    and, for one layer, the first token's value-vector length ÷ the others'
-    (``attention.after_chapter.inspecting.first_value_ratio``; None for the grid of every layer, which keeps no
-    values)."""
+    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean row entropy
+    in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back, and, for one layer, the
+    first token's value-vector length ÷ the others' (``attention.after_chapter.inspecting.first_value_ratio``; None for
+    the grid of every layer, which keeps no values)."""
 
     previous_token: np.ndarray
     first_token: np.ndarray
@@ -530,11 +524,10 @@ def every_head(settings: Settings) -> EveryHead | None:
 # The first page's numbers for the book's example, stored, so that a new server draws its first page
 # before it has imported torch.
 #
-# Why attention opens on the book's six vectors and a GRU of 16 hidden units, seed 123 (the defaults).
-# Those numbers are computed by ``views.computed_why_view``, torch code like every other view;
-# ``python scripts/first_view.py`` stores them in ``data/why_attention_book.npz``, and
-# tests/test_first_view.py checks that they are what that code computes now. ``why_view`` hands them
-# out only for exactly the stored inputs, seed and size; any other view is computed.
+# Why attention opens on the book's six vectors and a GRU of 16 hidden units, seed 123 (the defaults). Those numbers are
+# computed by ``views.computed_why_view``, torch code like every other view; ``python scripts/first_view.py`` stores
+# them in ``data/why_attention_book.npz``, and tests/test_first_view.py checks that they are what that code computes
+# now. ``why_view`` hands them out only for exactly the stored inputs, seed and size; any other view is computed.
 
 
 STORE = Path(__file__).with_name("data") / "why_attention_book.npz"  # explorer/data/

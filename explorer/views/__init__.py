@@ -5,13 +5,12 @@ first page's run imports none.
 
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 
-This module is one run's way through a view. A page's run starts from a ``Run``: the settings and the sentence
-prepared for them (tokens and input vectors, or a trained layer's input), made once per script run by the
-session (``session.current_run``) and passed down to every view, the exports and the link. A view
-(``budgeted``) plans its memory from the run's token count, once: a view too large for a shared server
-computes only its first tokens, with a notice naming the setting to lower, or is refused (``ValueError``).
-A heavy view waits for a place among ``HEAVY_SLOTS`` computations, and a page with many tokens for a place
-among as many page runs.
+This module is one run's way through a view. A page's run starts from a ``Run``: the settings and the sentence prepared
+for them (tokens and input vectors, or a trained layer's input), made once per script run by the session
+(``session.current_run``) and passed down to every view, the exports and the link. A view (``budgeted``) plans its
+memory from the run's token count, once: a view too large for a shared server computes only its first tokens, with a
+notice naming the setting to lower, or is refused (``ValueError``). A heavy view waits for a place among ``HEAVY_SLOTS``
+computations, and a page with many tokens for a place among as many page runs.
 """
 
 from __future__ import annotations

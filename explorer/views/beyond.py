@@ -68,13 +68,11 @@ class Curve:
 class MistakeView:
     """One mistake beside the right code on the sentence, the first head (``[0, 0]``) of ``MultiHeadAttention``.
 
-    ``right_weights``/``wrong_weights`` (T, T) are the weights that multiply
-    the values (after dropout for the dropout mistake); ``future`` (T, T) is
-    True above the diagonal; ``right_output``/``wrong_output`` (T, d_out).
-    ``dropout`` is the p the module was built with; ``weight_limit`` the
-    largest weight the right code can give (1, or 1/(1 − p) after dropout).
-    ``max_weight_difference`` is the largest |wrong − right| over the first head's
-    weights that are numbers in both. ``large_d_k`` is the d_k at which the scaling mistakes are measured.
+    ``right_weights``/``wrong_weights`` (T, T) are the weights that multiply the values (after dropout for the dropout
+    mistake); ``future`` (T, T) is True above the diagonal; ``right_output``/``wrong_output`` (T, d_out). ``dropout`` is
+    the p the module was built with; ``weight_limit`` the largest weight the right code can give (1, or 1/(1 − p) after
+    dropout). ``max_weight_difference`` is the largest |wrong − right| over the first head's weights that are numbers in
+    both. ``large_d_k`` is the d_k at which the scaling mistakes are measured.
     """
 
     name: str

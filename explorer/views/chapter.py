@@ -193,12 +193,11 @@ class ShapeRow:
 
 @dataclass(frozen=True)
 class MultiheadView:
-    """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active;
-    ``wrapper_head_context`` (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context``
-    (T, d_out), the heads merged before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` the efficient module's lines with their live shapes (b = 1). For the cell panel:
-    ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw or None;
-    ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
+    """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active; ``wrapper_head_context``
+    (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context`` (T, d_out), the heads merged before
+    ``out_proj``; ``efficient_output`` (T, d_out); ``shape_rows`` the efficient module's lines with their live shapes
+    (b = 1). For the cell panel: ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw
+    or None; ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -291,9 +290,8 @@ def simplified_view(run: Run, query: int) -> SimplifiedView:
 def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
     """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
 
-    ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·).
-    ``SelfAttention_v2`` is built after ``torch.manual_seed(v2_seed)`` (default: the settings'
-    seed; the book uses 789), and a v1 given its weights.
+    ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·). ``SelfAttention_v2`` is built
+    after ``torch.manual_seed(v2_seed)`` (default: the settings' seed; the book uses 789), and a v1 given its weights.
     """
     settings = run.settings
     inputs = _inputs_tensor(run)  # (num_tokens, d_in)
@@ -386,10 +384,9 @@ def reversal_view(ids: tuple[int, ...]) -> ReversalView:
 def mask_view(run: Run, module_seed: int | None = None) -> MaskView:
     """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
 
-    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings'
-    seed); with 789 its ``W_query`` and ``W_key`` are those of the book's ``SelfAttention_v2``
-    in this section. The trace runs in eval mode, so the context vectors are the masked
-    weights times the values; dropout has its own page.
+    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed); with 789 its ``W_query``
+    and ``W_key`` are those of the book's ``SelfAttention_v2`` in this section. The trace runs in eval mode, so the
+    context vectors are the masked weights times the values; dropout has its own page.
     """
     settings = run.settings
     steps = module_trace(eval_mode(run), "CausalAttention", module_seed)
@@ -423,11 +420,10 @@ def dropout_sample_limit(num_tokens: int) -> int:
 def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> DropoutView:
     """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
 
-    The causal weights come from a ``CausalAttention`` built after ``torch.manual_seed(module_seed)``
-    (default: the settings' seed; the book's weights are SelfAttention_v2's, seed 789); the draws
-    use the settings' seed, as ``torch.manual_seed(seed)`` before ``Dropout``. In eval mode nothing
-    is dropped, so the average uses p = 0 too. ``num_samples`` is capped at
-    ``dropout_sample_limit`` (returned as ``max_samples``).
+    The causal weights come from a ``CausalAttention`` built after ``torch.manual_seed(module_seed)`` (default: the
+    settings' seed; the book's weights are SelfAttention_v2's, seed 789); the draws use the settings' seed, as
+    ``torch.manual_seed(seed)`` before ``Dropout``. In eval mode nothing is dropped, so the average uses p = 0 too.
+    ``num_samples`` is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
     """
     settings = run.settings
     steps = module_trace(eval_mode(run), "CausalAttention", module_seed)
@@ -463,12 +459,10 @@ PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password): GPT-2 has n
 def batch_view(run: Run, second_text: str | None) -> BatchView:
     """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
 
-    ``second_text=None`` (or blank) repeats the first sentence, as the book does. A
-    shorter sentence is padded at the end with ``<|endoftext|>``, id 50256 (GPT-2
-    has no padding token; the book's later chapters reuse this one).
-    ``unpadded_max_difference`` measures that padding at the end does not change
-    the real tokens' outputs, because the causal mask hides it (nan while
-    dropout is active, since the dropout draws differ). Shapes: ``BatchView``'s.
+    ``second_text=None`` (or blank) repeats the first sentence, as the book does. A shorter sentence is padded at the
+    end with ``<|endoftext|>``, id 50256 (GPT-2 has no padding token; the book's later chapters reuse this one).
+    ``unpadded_max_difference`` measures that padding at the end does not change the real tokens' outputs, because the
+    causal mask hides it (nan while dropout is active, since the dropout draws differ). Shapes: ``BatchView``'s.
     """
     settings, first = run.settings, run.prepared
     if second_text is None or not second_text.strip():
@@ -583,17 +577,15 @@ def heads_product_view() -> HeadsProductView:
 
 # Book mode: which of chapter 3's printed numbers a page shows, and with which seed it builds its module.
 #
-# The chapter changes seeds as it goes (``attention.book``): ``SelfAttention_v1`` after
-# ``torch.manual_seed(123)``, ``SelfAttention_v2`` after ``torch.manual_seed(789)`` (reused by
-# the causal-mask section), dropout drawn after ``torch.manual_seed(123)``, and the batched
-# classes after ``torch.manual_seed(123)`` again. The sidebar has one seed, so its default,
-# 123, stands for "the book's seeds": each page then builds its module with the seed the book
-# uses at that point. Any other seed is used as it is, on every page.
+# The chapter changes seeds as it goes (``attention.book``): ``SelfAttention_v1`` after ``torch.manual_seed(123)``,
+# ``SelfAttention_v2`` after ``torch.manual_seed(789)`` (reused by the causal-mask section), dropout drawn after
+# ``torch.manual_seed(123)``, and the batched classes after ``torch.manual_seed(123)`` again. The sidebar has one seed,
+# so its default, 123, stands for "the book's seeds": each page then builds its module with the seed the book uses at
+# that point. Any other seed is used as it is, on every page.
 #
-# The sidebar's dropout defaults to off (p = 0, eval mode), which is what the book uses for
-# every printed output but one: section 3.5.2 drops weights with p = 0.5 in training mode. While
-# the sidebar's dropout is untouched, the Dropout page uses the book's p = 0.5 in training mode;
-# once the user changes p or the mode, it follows the sidebar.
+# The sidebar's dropout defaults to off (p = 0, eval mode), which is what the book uses for every printed output but
+# one: section 3.5.2 drops weights with p = 0.5 in training mode. While the sidebar's dropout is untouched, the Dropout
+# page uses the book's p = 0.5 in training mode; once the user changes p or the mode, it follows the sidebar.
 #
 # ``is_book`` says whether a section's numbers on screen are the book's, and ``note`` says so in a
 # sentence, naming the section, or names what departs from the book; ``widgets.book_caption`` shows it.
@@ -727,9 +719,8 @@ def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
 
 # The shape of every tensor a method makes, line by line, recorded from a real run.
 #
-# The Multi-head page's shape table comes from here: each row pairs a line of the package's
-# source (read with ``inspect``) with the shape its tensor had when the line ran, so the table
-# cannot drift from the code.
+# The Multi-head page's shape table comes from here: each row pairs a line of the package's source (read with
+# ``inspect``) with the shape its tensor had when the line ran, so the table cannot drift from the code.
 
 
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
