@@ -18,7 +18,6 @@ import inspect
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -587,7 +586,7 @@ def heads_product_view() -> HeadsProductView:
 # one: section 3.5.2 drops weights with p = 0.5 in training mode. While the sidebar's dropout is untouched, the Dropout
 # page uses the book's p = 0.5 in training mode; once the user changes p or the mode, it follows the sidebar.
 #
-# ``is_book`` says whether a section's numbers on screen are the book's, and ``note`` says so in a
+# ``is_book`` says whether a section's numbers on screen are the book's, and ``note_of`` says so in a
 # sentence, naming the section, or names what departs from the book; ``widgets.book_caption`` shows it.
 # Each is pure in the frozen settings and cached, so a rerun recomputes nothing.
 
@@ -698,14 +697,9 @@ PRINTED = {
 }
 
 
-def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
+@functools.lru_cache(maxsize=256)  # a page's rerun writes the same caption
+def note_of(settings: Settings, section: str, also: tuple[str, ...] = ()) -> str:
     """Sentences saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
-    return note_of(settings, section, tuple(also))
-
-
-@functools.lru_cache(maxsize=256)
-def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
-    """``note``, made once per settings, section and departures (a page's rerun writes the same caption)."""
     reasons = [*departures(settings, section), *also]
     printed = f" {PRINTED[section]}" if section in PRINTED else ""
     if not reasons:
