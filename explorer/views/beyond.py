@@ -235,11 +235,6 @@ def model_kind(settings: Settings) -> str:
     return GPT2 if settings.weights == GPT2 and model(GPT2) is not None else TRAINED
 
 
-def prompt_of(settings: Settings) -> str:
-    """The prompt: the sidebar's sentence, or the book's "Your journey starts with one step"."""
-    return attention.BOOK_SENTENCE if settings.source == BOOK else settings.text
-
-
 def check_options(options: GenerationOptions) -> None:
     """The page's cap on new tokens, in words a learner reads; the package checks the rest."""
     if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:
@@ -251,10 +246,11 @@ def check_options(options: GenerationOptions) -> None:
 
 def of_settings(view, settings: Settings, options: GenerationOptions):
     """``view`` (``generation_view`` or ``cache_check_view``) for the sidebar's settings: the model they choose
-    and their sentence."""
+    and their sentence, or the book's "Your journey starts with one step"."""
     kind = model_kind(settings)
+    prompt = attention.BOOK_SENTENCE if settings.source == BOOK else settings.text
     on_miss = heavy_turn if kind == GPT2 else None  # GPT-2 without the cache reads the whole text every token
-    return view(kind, version(kind), prompt_of(settings), options, on_miss=on_miss)
+    return view(kind, version(kind), prompt, options, on_miss=on_miss)
 
 
 def generation(settings: Settings, options: GenerationOptions) -> GenerationView:
