@@ -153,7 +153,6 @@ class Cells:
 
     @property
     def options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The picker's labels (``picker_options``)."""
         return picker_options(self.rows, self.row_labels, self.cols, self.col_labels)
 
     def explain(self, row: int, col: int) -> tuple[str, str]:

@@ -261,15 +261,13 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
 
 def prepared(settings: Settings) -> Prepared:
     if settings.weights != RANDOM:  # the model's input to the layer, not seeded vectors
-        settings = fit(settings)[0]
-        return layer_prepared(
-            settings.weights, settings.layer, settings.source, settings.text, version(settings.weights)
-        )
+        s = fit(settings)[0]
+        return layer_prepared(s.weights, s.layer, s.source, s.text, version(s.weights))
     return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
 
 
 @shared_view(max_entries=MODEL_ENTRIES * 8)
-def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 0) -> Prepared:
+def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int) -> Prepared:
     """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
 
     ``loaded`` is the model's ``version``, so that a cached result never outlives its model.
@@ -323,15 +321,8 @@ def module_for(name: str, settings: Settings, seed: int | None = None):
     or holding the settings' layer of a trained model."""
     if settings.weights != RANDOM:
         return layer_module(name, settings)
-    return chapter_module(
-        name,
-        settings.seed if seed is None else seed,
-        settings.effective_d_in,
-        settings.d_out,
-        settings.context_length,
-        settings.dropout,
-        settings.num_heads,
-    )
+    s, seed = settings, settings.seed if seed is None else seed
+    return chapter_module(name, seed, s.effective_d_in, s.d_out, s.context_length, s.dropout, s.num_heads)
 
 
 def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout: float = 0.0) -> torch.nn.Module:
@@ -356,10 +347,8 @@ def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout
     if name == "SelfAttention_v2":
         single = attention.build(attention.SelfAttention_v2, 0, mha.d_in, mha.head_dim, qkv_bias=has_bias)
     elif name == "CausalAttention":
-        context_length = mha.mask.shape[0]
-        single = attention.build(
-            attention.CausalAttention, 0, mha.d_in, mha.head_dim, context_length, dropout, qkv_bias=has_bias
-        )
+        args = (mha.d_in, mha.head_dim, mha.mask.shape[0], dropout)
+        single = attention.build(attention.CausalAttention, 0, *args, qkv_bias=has_bias)
     else:
         raise ValueError(f"{name} is not a single-head module.")
     rows = slice(head * mha.head_dim, (head + 1) * mha.head_dim)
@@ -406,9 +395,8 @@ def _layer_module(name: str, kind: str, layer: int, head: int, dropout: float, l
 
 def layer_module(name: str, settings: Settings) -> torch.nn.Module:
     """The chapter's class ``name`` with the settings' layer (and head) of their model. Shared: read-only."""
-    settings = fit(settings)[0]
-    loaded = version(settings.weights)
-    return _layer_module(name, settings.weights, settings.layer, settings.head, settings.dropout, loaded)
+    s = fit(settings)[0]
+    return _layer_module(name, s.weights, s.layer, s.head, s.dropout, version(s.weights))
 
 
 # What each head of a trained layer looks at on the sentence: its share of weight on the previous and the first token,

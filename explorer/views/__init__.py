@@ -105,13 +105,9 @@ def waiting_turn(queue: TurnQueue, ahead_text: str):
 @contextlib.contextmanager
 def heavy_turn():
     """Wait, saying so, for a place among ``HEAVY_SLOTS`` heavy computations; give the memory back after."""
+    ahead = f"large computations are running or waiting before yours (it runs {HEAVY_SLOTS} at once)"
     try:
-        with (
-            waiting_turn(
-                HEAVY_TURNS, f"large computations are running or waiting before yours (it runs {HEAVY_SLOTS} at once)"
-            ),
-            st.spinner("Computing a large view…"),
-        ):
+        with waiting_turn(HEAVY_TURNS, ahead), st.spinner("Computing a large view…"):
             yield
     finally:
         release_memory()

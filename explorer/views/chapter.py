@@ -287,11 +287,9 @@ def simplified_view(run: Run, query: int) -> SimplifiedView:
 
 @budgeted("qkv")
 def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
-    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
-
-    ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·). ``SelfAttention_v2`` is built
-    after ``torch.manual_seed(v2_seed)`` (default: the settings' seed; the book uses 789), and a v1 given its weights.
-    """
+    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2: ``SelfAttention_v2``
+    built after ``torch.manual_seed(v2_seed)`` (default: the settings' seed; the book uses 789), and a v1 given its
+    weights."""
     settings = run.settings
     inputs = _inputs_tensor(run)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
@@ -430,10 +428,8 @@ def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> 
     draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
     active = settings.training and settings.dropout > 0
     max_samples = dropout_sample_limit(weights.shape[0])
-    num_samples = min(num_samples, max_samples)
-    average = attention.dropout_average(
-        weights, settings.dropout if active else 0.0, num_samples=num_samples, seed=settings.seed
-    )
+    p = settings.dropout if active else 0.0
+    average = attention.dropout_average(weights, p, num_samples=min(num_samples, max_samples), seed=settings.seed)
     return DropoutView(
         pieces=run.prepared.pieces,
         mask=steps.mask,
