@@ -88,6 +88,11 @@ def _token(piece: str) -> str:
     return "“" + literal(visible_token(piece)) + "”"
 
 
+def _at(n: Notation, d: Derivation) -> str:
+    """The cell's index as the code writes it: ``row, col``, or ``item, row, col`` for a batch item."""
+    return f"{d.row}, {d.col}" if n.item is None else f"{n.item}, {d.row}, {d.col}"
+
+
 def _sum(d: Derivation, shown: int = DOT_TERMS, unit: str = " terms", part=None) -> str:
     """The first ``shown`` of ``d``'s terms joined by " + ", each its product (or ``part(term)``), then how
     many there are in all."""
@@ -180,7 +185,7 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
     d, n = derivation, notation
     i, j = d.row + 1, d.col + 1
     matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
-    where = f"`{matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
+    where = f"`{matrix}[{_at(n, d)}]`"
     query = f"x^({i}) {_token(row_label)}"
     key = f"key x^({j}) {_token(col_label)}"
     kind = d.kind
@@ -376,11 +381,6 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
     labels = tuple(f"head {h + 1} · key {j + 1}: {pieces[j]}" for h in shown for j in range(count))
     return Cells(derive, notation, code, tuple(pieces), labels, cols="head · key", keys=tuple(pieces),
                  words=explain_head_weight)  # fmt: skip
-
-
-def _at(n: Notation, d: Derivation) -> str:
-    """The cell's index as the code writes it: ``row, col``, or ``item, row, col`` for a batch item."""
-    return f"{d.row}, {d.col}" if n.item is None else f"{n.item}, {d.row}, {d.col}"
 
 
 def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
