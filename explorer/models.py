@@ -226,11 +226,9 @@ def head_name(settings: Settings) -> str:
     return f"head {settings.head + 1} of layer {settings.layer} of {which}"
 
 
-# What every view starts from: the sentence as token ids and input vectors.
-#
-# ``prepared(settings)`` is the book's six vectors, a typed sentence's seeded embeddings, or, with
-# trained weights, what the model feeds the chosen layer (``layer_prepared``). Results are shared
-# read-only between sessions (``runtime.memory``). ``views.Run`` calls it once per change of settings.
+# What every view starts from: the sentence as token ids and input vectors (``prepared``, or ``layer_prepared`` with
+# trained weights). Results are shared read-only between sessions (``runtime.memory``); ``views.Run`` calls
+# ``prepared`` once per change of settings.
 
 
 @shared_view(max_entries=CACHE_ENTRIES)

@@ -355,14 +355,10 @@ def _seq2seq_parts(inputs: bytes, shape: tuple[int, int], seed: int, hidden_size
     return trace, attention.seq2seq_weights(shape[1], hidden_size, None, seed)
 
 
-# Why attention's trained part, computed: the shipped reversal models on the user's sentence
-# (``attention.before_chapter.reversal``).
-#
-# ``widgets.models`` draws it.
-
-
 @shared_view(max_entries=CACHE_ENTRIES)
 def reversal_view(ids: tuple[int, ...]) -> ReversalView:
+    """Why attention's trained part: the shipped reversal models (``attention.before_chapter.reversal``) on the
+    sentence's token ``ids``; ``widgets.models`` draws it."""
     found = attention.trained_alignment(ids)
     return ReversalView(
         weights=np.stack([found.untrained_weights.numpy(), found.trained_weights.numpy()]),  # (2, T, T)
