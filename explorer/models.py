@@ -472,16 +472,12 @@ def summaries(settings: Settings) -> HeadSummaries | None:
     return _summaries(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
 
 
-def grid_tokens(num_layers: int, num_heads: int) -> int:
-    """How many tokens the grid of every layer and head shows: its ``GRID_CELLS`` weights shared out."""
-    return max(2, math.isqrt(GRID_CELLS // (num_layers * num_heads)))
-
-
 @shared_view(max_entries=MODEL_ENTRIES * 2)
 def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | None:
     prepared = layer_prepared(kind, 1, source, text, loaded)  # the sentence's tokens, cut to the model's context
     found = model(kind)
-    shown = min(len(prepared.ids), grid_tokens(found.cfg.n_layers, found.cfg.n_heads))
+    grid_tokens = max(2, math.isqrt(GRID_CELLS // (found.cfg.n_layers * found.cfg.n_heads)))  # GRID_CELLS shared out
+    shown = min(len(prepared.ids), grid_tokens)
     if shown < 2:
         return None
     weights = attention.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)

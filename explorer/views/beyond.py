@@ -235,15 +235,6 @@ def model_kind(settings: Settings) -> str:
     return GPT2 if settings.weights == GPT2 and model(GPT2) is not None else TRAINED
 
 
-def check_options(options: GenerationOptions) -> None:
-    """The page's cap on new tokens, in words a learner reads; the package checks the rest."""
-    if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:
-        raise ValueError(
-            f"This server generates 1 to {MAX_PAGE_TOKENS} new tokens at a time; {options.max_new_tokens} "
-            f"were asked for. Ask for at most {MAX_PAGE_TOKENS}."
-        )
-
-
 def of_settings(view, settings: Settings, options: GenerationOptions):
     """``view`` (``generation_view`` or ``cache_check_view``) for the sidebar's settings: the model they choose
     and their sentence, or the book's "Your journey starts with one step"."""
@@ -276,7 +267,11 @@ def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
 def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> GenerationView:
     """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``), with the KV cache:
     each step's attention rows, top ten and cache size. ``cache_check_view`` compares it with recomputing."""
-    check_options(options)
+    if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:  # the page's cap; the package checks the rest
+        raise ValueError(
+            f"This server generates 1 to {MAX_PAGE_TOKENS} new tokens at a time; {options.max_new_tokens} "
+            f"were asked for. Ask for at most {MAX_PAGE_TOKENS}."
+        )
     gpt = model(kind)
     cfg = gpt.cfg
     ids = prompt_ids(prompt, cfg.context_length)
