@@ -84,11 +84,6 @@ class Run:
         return self.num_tokens >= HEAVY_TOKENS or estimate("multihead", self.num_tokens, *self.sizes).peak > HEAVY_BYTES
 
 
-def eval_mode(run: Run) -> Run:
-    """``run`` in eval mode: the same sentence, no dropout."""
-    return replace(run, settings=replace(run.settings, training=False))
-
-
 @contextlib.contextmanager
 def waiting_turn(queue: TurnQueue, ahead_text: str):
     """Wait for a place in ``queue``, first come first served, saying meanwhile how many are ``ahead_text``."""
@@ -127,8 +122,7 @@ def budgeted(kind: str | None):
                 run = Run.of(run)
             if kind is None:
                 return cached(run, *args, **kwargs)
-            if run.prepared is None:
-                raise ValueError(run.error)
+            run.ready()  # the learner's message as a ValueError when there is no sentence
             s, num_tokens = run.settings, run.num_tokens
             second = args[0] if kind == "batch" and args else None  # the batch view's second sentence
             if second and second.strip():

@@ -29,7 +29,7 @@ from explorer.models import WhyView, from_tensors, layer_inputs, module_for, pre
 from explorer.runtime import torch
 from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, TurnQueue, shared_view
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
-from explorer.views import Run, budgeted, eval_mode, run_view
+from explorer.views import Run, budgeted, run_view
 
 # What the chapter's views hand the pages: frozen dataclasses of numpy arrays, one per view, shared read-only
 # between sessions (``memory.read_only``). Shapes use the book's names: T = num_tokens, h = num_heads.
@@ -382,7 +382,7 @@ def mask_view(run: Run, module_seed: int | None = None) -> MaskView:
     context vectors are the masked weights times the values; dropout has its own page.
     """
     settings = run.settings
-    steps = module_trace(eval_mode(run), "CausalAttention", module_seed)
+    steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     scaled_scores = torch.tensor(steps.scaled_scores[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     comparison = attention.compare_masking(scaled_scores)
     future = comparison.mask.numpy()  # (num_tokens, num_tokens), True = masked
@@ -419,7 +419,7 @@ def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> 
     ``num_samples`` is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
     """
     settings = run.settings
-    steps = module_trace(eval_mode(run), "CausalAttention", module_seed)
+    steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     weights = torch.tensor(steps.attn_weights[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
     active = settings.training and settings.dropout > 0
