@@ -121,18 +121,13 @@ def _softmax_lines(d: Derivation, keys: Sequence[str], *, shift_line: bool = Tru
 # A heatmap's cells.
 
 
-@functools.lru_cache(maxsize=64)  # a 1,024-token picker's labels are made once, not at every run that shows them
-def picker_options(
-    rows: str, row_labels: tuple[str, ...], cols: str, col_labels: tuple[str, ...]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The picker's rows and columns as it lists them: a token counted from 1, as the book counts ("2: Your"),
-    or a name ("dim 0")."""
-    return tuple(
-        tuple(
-            f"{k + 1}: {visible_token(label)}" if what in TOKEN_AXES else str(label) for k, label in enumerate(labels)
-        )
-        for what, labels in ((rows, row_labels), (cols, col_labels))
-    )
+@functools.lru_cache(maxsize=128)  # a 1,024-token picker's labels are made once, not at every run that shows them
+def picker_labels(what: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """A picker's rows or columns as it lists them: a token counted from 1, as the book counts ("2: Your"), or a
+    name ("dim 0")."""
+    if what not in TOKEN_AXES:
+        return tuple(map(str, labels))
+    return tuple(f"{k + 1}: {visible_token(label)}" for k, label in enumerate(labels))
 
 
 @dataclass(frozen=True)
@@ -158,7 +153,7 @@ class Cells:
 
     @property
     def options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return picker_options(self.rows, self.row_labels, self.cols, self.col_labels)
+        return picker_labels(self.rows, self.row_labels), picker_labels(self.cols, self.col_labels)
 
     def explain(self, row: int, col: int) -> tuple[str, str]:
         """The words and the sum of cell (``row``, ``col``) (``explain`` unless ``words``): the sum is one text,
