@@ -45,13 +45,11 @@ from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
 def from_tensors(cls, *sources, **given):
     """A ``cls`` (a dataclass here) whose fields are ``given`` or else read from the first source that has them,
     each tensor as a numpy array (anything with ``.numpy()``); other values (None, numbers) as they are."""
-    values = {}
+    values = dict(given)
     for field in dataclasses.fields(cls):
-        if field.name in given:
-            values[field.name] = given[field.name]
-            continue
-        value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
-        values[field.name] = value.numpy() if hasattr(value, "numpy") else value
+        if field.name not in given:
+            value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
+            values[field.name] = value.numpy() if hasattr(value, "numpy") else value
     return cls(**values)
 
 
@@ -441,14 +439,8 @@ GRID_CELLS = 12 * 12 * 48 * 48  # weights the grid draws at most: GPT-2 small's 
 def _head_summaries(weights) -> HeadSummaries:
     """``attention.after_chapter.inspecting.head_summaries`` of weights (h, T, T) as numpy arrays, each (h,)."""
     found = attention.head_summaries(weights)
-    return HeadSummaries(
-        previous_token=found.previous_token.numpy(),
-        first_token=found.first_token.numpy(),
-        entropy=found.entropy.numpy(),
-        entropy_share=(found.entropy / found.uniform_entropy).numpy(),
-        mean_distance=found.mean_distance.numpy(),
-        uniform_entropy=found.uniform_entropy,
-    )
+    share = (found.entropy / found.uniform_entropy).numpy()
+    return from_tensors(HeadSummaries, found, entropy_share=share, first_value_ratio=None)
 
 
 @shared_view(max_entries=MODEL_ENTRIES * 8)
