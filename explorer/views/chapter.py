@@ -56,13 +56,8 @@ class TraceArrays:
 
     def first_head(self) -> TraceArrays:
         """The first batch item's first head: (b, h, T, ·) arrays become (T, ·), (b, T, ·) ones (T, ·)."""
-        picked = {}
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if value is not None and value.ndim >= 3:
-                value = value[0, 0] if value.ndim == 4 else value[0]
-            picked[field.name] = value
-        return TraceArrays(**picked)
+        arrays = {f.name: getattr(self, f.name) for f in fields(self)}
+        return replace(self, **{k: v[(0,) * (v.ndim - 2)] for k, v in arrays.items() if v is not None and v.ndim >= 3})
 
 
 @dataclass(frozen=True)
