@@ -12,12 +12,10 @@ the chapter's matrices, Multi-head's and Break it's, then Why attention's, Token
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -280,9 +278,9 @@ def masked_scores(found: Cells, mask) -> Cells:
         derivation = found.derive(row, col)
         if not mask[row, col]:
             return derivation
-        return dataclasses.replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
+        return replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
 
-    return dataclasses.replace(found, derive=derive)
+    return replace(found, derive=derive)
 
 
 def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notation, masked=None) -> Cells:
@@ -371,7 +369,7 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
         found = attention.derivations.weight(_row(scores[head], row), col, row=row, subtract_max=False)
         if keep is not None:
             found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
-        return dataclasses.replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
+        return replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
 
     labels = tuple(f"head {h + 1} · key {j + 1}: {pieces[j]}" for h in shown for j in range(count))
     return Cells(derive, notation, code, tuple(pieces), labels, cols="head · key", keys=tuple(pieces),
@@ -517,7 +515,7 @@ def mistake(cell_inputs, name: str, pieces, *, code: str, notation: Notation) ->
     def derive(row: int, col: int):
         return attention.derivations.mistake_cell(result, mha, x, row, col)
 
-    written = partial(explain_mistake, name=name, title=attention.MISTAKES[name].title)
+    written = functools.partial(explain_mistake, name=name, title=attention.MISTAKES[name].title)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=written)
 
 
@@ -588,7 +586,7 @@ def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -
         trace, weights = parts()
         found = attention.derivations.bahdanau_weight(trace, row, col)
         score = attention.derivations.bahdanau_score(trace, weights, row, col)
-        return dataclasses.replace(found, details={**found.details, "score": score})
+        return replace(found, details={**found.details, "score": score})
 
     return Cells(derive, notation, code, tuple(steps), tuple(pieces), rows="step", cols="key",
                  words=explain_bahdanau)  # fmt: skip
@@ -605,7 +603,7 @@ def reversal(ids, written, pieces, *, code: str, notation: Notation) -> Cells:
 
         model = attention.load_reversal(True) if trained else untrained_reversal()
         found = attention.derivations.reversal_weight(model, list(ids), row, col % count)
-        return dataclasses.replace(found, details={**found.details, "model": "trained" if trained else "untrained"})
+        return replace(found, details={**found.details, "model": "trained" if trained else "untrained"})
 
     labels = tuple(f"{name} · input {j + 1}: {pieces[j]}" for name in ("untrained", "trained") for j in range(count))
     return Cells(derive, notation, code, tuple(written), labels, rows="step", cols="model · input",
@@ -643,7 +641,7 @@ def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: 
     def derive(row: int, col: int):
         row_scores = [score(row, j).value for j in range(len(pieces))]
         found = attention.derivations.weight(row_scores, col, row=row, subtract_max=False)
-        return dataclasses.replace(found, details={**found.details, "score": score(row, col)})
+        return replace(found, details={**found.details, "score": score(row, col)})
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_contrast)
 

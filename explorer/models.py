@@ -13,12 +13,10 @@ It may import ``runtime`` and the bottom modules, never ``views`` or above."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import os
 from dataclasses import dataclass, fields, replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +44,7 @@ def from_tensors(cls, *sources, **given):
     """A ``cls`` (a dataclass here) whose fields are ``given`` or else read from the first source that has them,
     each tensor as a numpy array (anything with ``.numpy()``); other values (None, numbers) as they are."""
     values = dict(given)
-    for field in dataclasses.fields(cls):
+    for field in fields(cls):
         if field.name not in given:
             value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
             values[field.name] = value.numpy() if hasattr(value, "numpy") else value
@@ -252,7 +250,8 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
         )
     if not text.strip():
         raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
-    return Prepared.cut(tokenize_text(text), context_length, partial(attention.embed_tokens, d_in=d_in, seed=seed))
+    embed = functools.partial(attention.embed_tokens, d_in=d_in, seed=seed)  # (num_tokens, d_in)
+    return Prepared.cut(tokenize_text(text), context_length, embed)
 
 
 def prepared(settings: Settings) -> Prepared:
@@ -452,7 +451,7 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
     from attention.after_chapter.inspecting import first_value_ratio
 
     ratio = first_value_ratio(traced.values).numpy()  # (h,), from values (1, h, T, head_dim)
-    return dataclasses.replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
+    return replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
 
 
 def summaries(settings: Settings) -> HeadSummaries | None:
