@@ -108,6 +108,7 @@ NAMES = {
     TRAINED: "Trained (small GPT on The Verdict)",
     GPT2: "GPT-2 (the server's checkpoint)",
 }
+SPOKEN = {TRAINED: "the small GPT trained on The Verdict", GPT2: "GPT-2"}  # a model as a sentence names it
 MODEL_ENTRIES = 4  # modules built from a layer: a few per session's view, small (64 × 64 for the shipped model)
 
 
@@ -176,11 +177,10 @@ def describe(settings: Settings) -> str:
     if found is None:
         return ""
     cfg = found.cfg
-    name = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
     return (
-        f"Trained weight matrices: layer {settings.layer} of {cfg.n_layers} of {name} ({cfg.n_heads} heads, "
-        f"d_in = {cfg.emb_dim}, head_dim = {cfg.emb_dim // cfg.n_heads}), on the input the model feeds that "
-        f"layer. Single-head modules hold head {settings.head + 1} of the layer."
+        f"Trained weight matrices: layer {settings.layer} of {cfg.n_layers} of {SPOKEN[settings.weights]} "
+        f"({cfg.n_heads} heads, d_in = {cfg.emb_dim}, head_dim = {cfg.emb_dim // cfg.n_heads}), on the input the "
+        f"model feeds that layer. Single-head modules hold head {settings.head + 1} of the layer."
     )
 
 
@@ -218,8 +218,7 @@ def head_name(settings: Settings) -> str:
     """Which trained head a single-head page holds ("head 2 of layer 3 of GPT-2"); empty for random weights."""
     if model(settings.weights) is None:
         return ""
-    which = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
-    return f"head {settings.head + 1} of layer {settings.layer} of {which}"
+    return f"head {settings.head + 1} of layer {settings.layer} of {SPOKEN[settings.weights]}"
 
 
 # What every view starts from: the sentence as token ids and input vectors (``prepared``, or ``layer_prepared`` with

@@ -19,7 +19,7 @@ from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.mistake_measures import LARGE_D_K, Measure
 from attention.mistake_steps import RIGHT, Steps
 from attention.tokens import BPE_NAME
-from explorer.models import from_tensors, model, module_for, tokenize_text, version
+from explorer.models import SPOKEN, from_tensors, model, module_for, tokenize_text, version
 from explorer.runtime.memory import TurnQueue, shared_view
 from explorer.runtime.server import machine_threads
 from explorer.settings import BOOK, GPT2, TRAINED, Settings
@@ -286,7 +286,7 @@ def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOpti
     decode = attention.load_bpe()
     steps = range(len(ids) + 1, len(all_ids))  # after the first step, one token is read at a time
     return GenerationView(
-        model_name="GPT-2" if kind == GPT2 else "the small GPT trained on The Verdict",
+        model_name=SPOKEN[kind],
         num_layers=cfg.n_layers,
         num_heads=cfg.n_heads,
         head_dim=cfg.emb_dim // cfg.n_heads,
