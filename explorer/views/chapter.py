@@ -451,10 +451,8 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
     causal mask hides it (nan while dropout is active, since the dropout draws differ). Shapes: ``BatchView``'s.
     """
     settings, first = run.settings, run.prepared
-    if second_text is None or not second_text.strip():
-        second = first
-    else:
-        second = prepared(replace(settings, source="text", text=second_text))
+    blank = second_text is None or not second_text.strip()  # the book's batch: the first sentence twice
+    second = first if blank else prepared(replace(settings, source="text", text=second_text))
     lengths = (len(first.pieces), len(second.pieces))
     num_tokens = max(lengths)
     pad_vector = attention.token_vector(attention.tokens.ENDOFTEXT_ID, settings.effective_d_in, settings.seed)
