@@ -153,15 +153,10 @@ def mistake_view(run: Run, name: str) -> MistakeView:
     )
 
 
-# Generate: a GPT writing after the learner's prompt, with and without the KV cache.
-#
-# ``generation_view`` generates with ``attention.generate`` both ways (the same seed), keeps what the page
-# steps through (each new token's attention rows, its ten likeliest tokens, the cache's size), and checks
-# the cache against a full recomputation: the keys and values the cache grew one token at a time equal
-# those of the whole text read at once. Results are ``shared_view``s: one per (model, prompt, options).
-#
-# ``token_times_view`` times one new token with and without the cache at a few lengths
-# (``attention.measure_token_times``), one measurement at a time in the Speed page's ``SPEED_QUEUE``.
+# Generate: a GPT writing after the learner's prompt, with and without the KV cache. ``generation_view`` keeps what
+# the page steps through; ``cache_check_view`` checks the cache against generating without it and against reading the
+# whole text at once. Results are ``shared_view``s: one per (model, prompt, options). ``token_times_view`` times one new
+# token with and without the cache at a few lengths, one measurement at a time in the Speed page's ``SPEED_QUEUE``.
 
 
 MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
