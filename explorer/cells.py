@@ -510,11 +510,7 @@ def explain_mistake(pair, n: Notation, row_label: str, col_label: str, keys: Seq
 def mistake(cell_inputs, name: str, pieces, *, code: str, notation: Notation) -> Cells:
     """The right and the wrong weights of ``attention.MISTAKES[name]`` from its view's ``cell_inputs`` (the run,
     the module, the input): a cell is the pair (right, wrong), written side by side."""
-    result, mha, x = cell_inputs
-
-    def derive(row: int, col: int):
-        return attention.derivations.mistake_cell(result, mha, x, row, col)
-
+    derive = functools.partial(attention.derivations.mistake_cell, *cell_inputs)  # (row, col) → (right, wrong)
     written = functools.partial(explain_mistake, name=name, title=attention.MISTAKES[name].title)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=written)
 
@@ -776,11 +772,7 @@ def cached_keys(
     """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes
     it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.beyond.CacheCheck``'s). Rows
     are tokens, columns the head's dimensions, named alike on both panels."""
-
-    def derive(row: int, col: int):
-        found = attention.derivations.cache_entry
-        return found(cache_keys, recomputed_keys, layer, head, row, col, shown=shown)
-
+    derive = functools.partial(attention.derivations.cache_entry, cache_keys, recomputed_keys, layer, head, shown=shown)
     return Cells(derive, notation, code, tuple(pieces), dims(cache_keys.shape[-1]), rows="token", cols="dim",
                  words=explain_cached_key)  # fmt: skip
 
@@ -818,8 +810,5 @@ def explain_window_mask(d: Derivation, n: Notation, row_label: str, col_label: s
 def window_mask(num_tokens: int, window: int | None, pieces, *, code: str, notation: Notation) -> Cells:
     """Generate's masks: the causal mask (``window`` None) or the sliding window's, from
     ``attention.sliding_window_mask``; queries as rows, keys as columns."""
-
-    def derive(row: int, col: int):
-        return attention.derivations.window_mask_entry(num_tokens, window, row, col)
-
+    derive = functools.partial(attention.derivations.window_mask_entry, num_tokens, window)  # (row, col)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_window_mask)
