@@ -1,7 +1,7 @@
 """The views layer: what a page computes, as frozen results (dataclasses beside each view) shared read-only by
-every session. It draws nothing but a waiting notice. ``chapter`` holds the chapter's pages' views, in its order;
-``beyond`` those of Break it, Generate and Speed, which import torch: it is imported from its module, so the
-first page's run imports none.
+every session. A view calls the ``attention`` package through ``models`` and draws nothing but a waiting notice.
+``chapter`` holds the chapter's pages' views, in its order; ``beyond`` those of Break it, Generate and Speed, which
+import torch: it is imported from its module, so the first page's run imports none.
 
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 
