@@ -70,7 +70,8 @@ class Prepared:
         """``tokenized``'s first ``context_length`` tokens, with their input vectors ``embed(ids)`` (a tensor)."""
         ids, pieces = tokenized.ids[:context_length], tokenized.pieces[:context_length]
         truncated_from = len(tokenized.ids) if len(tokenized.ids) > context_length else None
-        return cls(tuple(pieces), tuple(ids), np.array(embed(ids)), tokenized.tokenizer, truncated_from)
+        inputs = embed(ids).numpy().copy()  # (num_tokens, d_in): its own memory, not a view of a batch
+        return cls(tuple(pieces), tuple(ids), inputs, tokenized.tokenizer, truncated_from)
 
 
 @dataclass(frozen=True)
