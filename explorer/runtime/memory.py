@@ -42,7 +42,7 @@ VIEW_BUDGET = 320 * MIB  # the most one view may need while it is computed
 HEAVY_BYTES = 48 * MIB  # a view estimated above this waits for a place in HEAVY_TURNS
 HEAVY_SLOTS = 2
 MIN_TOKENS = 16  # fewer tokens than this are not worth showing: refuse instead
-SHARED_D_OUT_LIMIT = 4096  # compute.multihead_view's fused module is built up to this d_out
+SHARED_D_OUT_LIMIT = 4096  # views.chapter.multihead_view's fused module is built up to this d_out
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def module_bytes(kind: str, d_in: int, d_out: int, num_heads: int, context_lengt
 def trace_bytes(
     b: int, h: int, num_tokens: int, d_in: int, head_dim: int, d_out: int, dropout: bool, *, masked=True, out_proj=False
 ) -> int:
-    """Every tensor of ``attention.trace`` as ``compute.trace_arrays`` keeps it: the scores unscaled, scaled and
+    """Every tensor of ``attention.trace`` as ``views.chapter.TraceArrays`` keeps it: the scores unscaled, scaled and
     masked and the weights, (b, h, T, T) each, the weights after dropout and its mask when dropout is active,
     the causal mask (T, T); inputs, queries, keys, values and each head's context (views share the rest),
     and with ``out_proj`` the merged context and the output."""
@@ -84,8 +84,8 @@ def trace_bytes(
 
 
 def multihead_bytes(num_tokens: int, d_in: int, d_out: int, h: int, ctx: int, dropout: bool) -> Estimate:
-    """``compute.multihead_view``: the wrapper (h heads of d_out) and ``MultiHeadAttention`` (h heads of d_out / h),
-    then, up to ``SHARED_D_OUT_LIMIT``, a fused module of the wrapper's weights and both outputs."""
+    """``views.chapter.multihead_view``: the wrapper (h heads of d_out) and ``MultiHeadAttention`` (h heads of
+    d_out / h), then, up to ``SHARED_D_OUT_LIMIT``, a fused module of the wrapper's weights and both outputs."""
     modules = module_bytes("MultiHeadAttentionWrapper", d_in, d_out, h, ctx)
     modules += module_bytes("MultiHeadAttention", d_in, d_out, h, ctx)
     wrapper = trace_bytes(1, h, num_tokens, d_in, d_out, h * d_out, dropout)
@@ -104,27 +104,27 @@ def multihead_bytes(num_tokens: int, d_in: int, d_out: int, h: int, ctx: int, dr
 
 
 def trace_view_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool) -> Estimate:
-    """``compute.module_trace`` of ``CausalAttention`` (one head), which the Causal mask and Dropout pages share."""
+    """``views.chapter.module_trace`` of ``CausalAttention`` (one head): the Causal mask and Dropout pages share it."""
     trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, dropout)
     return Estimate(result=trace, peak=trace + module_bytes("CausalAttention", d_in, d_out, 1, ctx))
 
 
 def mask_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int) -> Estimate:
-    """``compute.mask_view``: an eval-mode trace, then six (T, T) comparisons of the masking routes and a mask."""
+    """``views.chapter.mask_view``: an eval-mode trace, then six (T, T) comparisons of the masking routes and a mask."""
     trace = trace_view_bytes(num_tokens, d_in, d_out, ctx, False)
     own = 6 * num_tokens**2 * FLOAT + num_tokens**2 * BOOL
     return Estimate(result=trace.result + own, peak=trace.peak + own + 3 * num_tokens**2 * FLOAT)
 
 
 def dropout_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool) -> Estimate:
-    """``compute.dropout_view``: an eval-mode trace (not kept), the weights, one draw and the average of many."""
+    """``views.chapter.dropout_view``: an eval-mode trace (not kept), the weights, one draw and the average of many."""
     trace = trace_view_bytes(num_tokens, d_in, d_out, ctx, False)
     own = num_tokens**2 * ((3 if dropout else 2) * FLOAT + 2 * BOOL)
     return Estimate(result=own, peak=trace.peak + own + 4 * num_tokens**2 * FLOAT)
 
 
 def batch_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool) -> Estimate:
-    """``compute.batch_view``: two sentences (b = 2) through ``CausalAttention``, and each alone."""
+    """``views.chapter.batch_view``: two sentences (b = 2) through ``CausalAttention``, and each alone."""
     trace = trace_bytes(2, 1, num_tokens, d_in, d_out, d_out, dropout)
     result = (2 * num_tokens * d_in + 2 * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + num_tokens**2 * BOOL
     # for the cell panel: scaled scores, values, the draw, and the weights before dropout (the same array without it)
@@ -134,13 +134,13 @@ def batch_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool)
 
 
 def simplified_bytes(num_tokens: int, d_in: int) -> Estimate:
-    """``compute.simplified_view``: (T, T) scores and weights; (T, d_in) inputs, contexts, contributions."""
+    """``views.chapter.simplified_view``: (T, T) scores and weights; (T, d_in) inputs, contexts, contributions."""
     result = (2 * num_tokens**2 + 3 * num_tokens * d_in + 8 * num_tokens) * FLOAT
     return Estimate(result=result, peak=2 * result)
 
 
 def qkv_bytes(num_tokens: int, d_in: int, d_out: int) -> Estimate:
-    """``compute.qkv_view``: ``SelfAttention_v1``'s one-head trace (no mask), its weights, and v1 = v2."""
+    """``views.chapter.qkv_view``: ``SelfAttention_v1``'s one-head trace (no mask), its weights, and v1 = v2."""
     trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False, masked=False)
     weights = module_bytes("SelfAttention_v1", d_in, d_out, 1, 0)
     outputs = 2 * num_tokens * d_out * FLOAT

@@ -323,7 +323,7 @@ def steps_note(obj: Callable | type) -> str:
 
 # What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's numbers as JSON,
 # named for the page, the step and the quantity. A masked weight is 0, a masked score -inf ("-inf" in JSON), and
-# a token that looks like a spreadsheet formula is shown, never run. ``figures.tables`` makes the text only when
+# a token that looks like a spreadsheet formula is shown, never run. ``figures.tables_csv`` makes the text only when
 # a button is pressed.
 
 
