@@ -12,12 +12,10 @@ the chapter's matrices, Multi-head's and Break it's, then Why attention's, Token
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,14 +44,13 @@ class Notation:
     ``matrix`` is its name in the code (``attn_scores``); ``left`` and ``right`` are the letters of the
     vectors a score multiplies (q and k, or x and x), or of a context entry's values (v, or x);
     ``scaled`` says a weight's scores were divided by √d_k; ``weight_matrix`` names a projection's
-    matrix (``W_query``) and ``left`` its output's letter (q); ``tokens`` says the rows are tokens."""
+    matrix (``W_query``) and ``left`` its output's letter (q)."""
 
     matrix: str
     left: str = "q"
     right: str = "k"
     scaled: bool = False
     weight_matrix: str = ""
-    tokens: bool = True
     item: int | str | None = None  # a batch item (or "item, head"): cells read ``attn_weights[item, i, j]``
 
     @functools.cached_property
@@ -89,59 +86,46 @@ def _token(piece: str) -> str:
     return "“" + literal(visible_token(piece)) + "”"
 
 
-def _sum(parts: Sequence[str], count: int, shown: int, unit: str) -> str:
-    """``parts`` joined by " + ", the first ``shown`` of them, then how many there are in all."""
-    written = " + ".join(parts[:shown])
-    return written + (f" + … ({count} {unit} in all)" if count > shown else "")
+def _at(n: Notation, d: Derivation) -> str:
+    """The cell's index as the code writes it: ``row, col``, or ``item, row, col`` for a batch item."""
+    return f"{d.row}, {d.col}" if n.item is None else f"{n.item}, {d.row}, {d.col}"
 
 
-def _products(derivation: Derivation, shown: int) -> list[str]:
-    return ["·".join(factor(f) for f in t.factors) for t in derivation.terms[:shown]]
+def _sum(d: Derivation, shown: int = DOT_TERMS, unit: str = " terms", part=None) -> str:
+    """The first ``shown`` of ``d``'s terms joined by " + ", each its product (or ``part(term)``), then how
+    many there are in all."""
+    part = part or (lambda t: "·".join(factor(f) for f in t.factors))
+    written = " + ".join(part(t) for t in d.terms[:shown])
+    return written + (f" + … ({len(d.terms)}{unit} in all)" if len(d.terms) > shown else "")
 
 
-def _dot(d: Derivation) -> str:
-    """A dot product's first ``DOT_TERMS`` products, then how many terms there are in all."""
-    return _sum(_products(d, DOT_TERMS), len(d.terms), DOT_TERMS, "terms")
-
-
-def _terms(d: Derivation, shown: int) -> str:
-    """The first ``shown`` products, then how many there are in all."""
-    return " + ".join(_products(d, shown)) + (f" + … ({len(d.terms)} in all)" if len(d.terms) > shown else "")
-
-
-def _softmax_lines(d: Derivation, keys: Sequence[str], letter: str) -> list[str]:
+def _softmax_lines(d: Derivation, keys: Sequence[str], *, shift_line: bool = True) -> list[str]:
     """A softmax row's exps, one line per key, then the cell's share: α = exp(this) / Σ exp."""
     shift = d.details["subtract_max"] and d.details["row_max"] != 0  # as torch.softmax does: the same weights
     minus = f" − {factor(d.details['row_max'])}" if shift else ""
     lines = [
-        f"key {t.index + 1} {visible_token(keys[t.index])}: exp({number(t.factors[0])}{minus}) = {number(t.value)}"
+        f"key {t.index + 1} {visible_token(keys[t.index])}: "
+        + ("exp(−∞) = 0" if t.masked else f"exp({number(t.factors[0])}{minus}) = {number(t.value)}")
         for t in d.terms[:ROW_TERMS]
     ]
-    if shift:
+    if shift and shift_line:
         lines.insert(0, f"(the row's largest score, {number(d.details['row_max'])}, is subtracted first)")
     if len(d.terms) > ROW_TERMS:
         lines.append(f"… ({len(d.terms)} keys in all)")
-    lines.append(
-        f"{letter}_{sub(d.row, d.col)} = {number(d.terms[d.col].value)} / {number(d.total)} = {number(d.value)}"
-    )
+    lines.append(f"α_{sub(d.row, d.col)} = {number(d.terms[d.col].value)} / {number(d.total)} = {number(d.value)}")
     return lines
 
 
 # A heatmap's cells.
 
 
-@functools.lru_cache(maxsize=64)  # a 1,024-token picker's labels are made once, not at every run that shows them
-def picker_options(
-    rows: str, row_labels: tuple[str, ...], cols: str, col_labels: tuple[str, ...]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The picker's rows and columns as it lists them: a token counted from 1, as the book counts ("2: Your"),
-    or a name ("dim 0")."""
-    return tuple(
-        tuple(
-            f"{k + 1}: {visible_token(label)}" if what in TOKEN_AXES else str(label) for k, label in enumerate(labels)
-        )
-        for what, labels in ((rows, row_labels), (cols, col_labels))
-    )
+@functools.lru_cache(maxsize=128)  # a 1,024-token picker's labels are made once, not at every run that shows them
+def picker_labels(what: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """A picker's rows or columns as it lists them: a token counted from 1, as the book counts ("2: Your"), or a
+    name ("dim 0")."""
+    if what not in TOKEN_AXES:
+        return tuple(map(str, labels))
+    return tuple(f"{k + 1}: {visible_token(label)}" for k, label in enumerate(labels))
 
 
 @dataclass(frozen=True)
@@ -167,11 +151,7 @@ class Cells:
 
     @property
     def options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The picker's labels (``picker_options``)."""
-        return picker_options(self.rows, self.row_labels, self.cols, self.col_labels)
-
-    def derivation(self, row: int, col: int):
-        return self.derive(row, col)
+        return picker_labels(self.rows, self.row_labels), picker_labels(self.cols, self.col_labels)
 
     def explain(self, row: int, col: int) -> tuple[str, str]:
         """The words and the sum of cell (``row``, ``col``) (``explain`` unless ``words``): the sum is one text,
@@ -198,8 +178,8 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
     d, n = derivation, notation
     i, j = d.row + 1, d.col + 1
     matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
-    where = f"`{matrix}[{'' if n.item is None else f'{n.item}, '}{d.row}, {d.col}]`"
-    query = f"x^({i}) {_token(row_label)}" if n.tokens else literal(row_label)
+    where = f"`{matrix}[{_at(n, d)}]`"
+    query = f"x^({i}) {_token(row_label)}"
     key = f"key x^({j}) {_token(col_label)}"
     kind = d.kind
     if kind in ("score", "scaled_score"):
@@ -213,19 +193,30 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
             f"{where} (Python counts from 0) {what} the {term('dot_product', 'dot product')} "
             f"{n.left}^({i})·{n.right}^({j}): multiply their {dims} entries pairwise, then add."
         )
-        sum_text = f"ω_{sub(d.row, d.col)} = " + _sum(_products(d, DOT_TERMS), dims, DOT_TERMS, "terms")
-        lines = [f"{sum_text} = {number(d.total)}"]
+        lines = [f"{omega} = {_sum(d)} = {number(d.total)}"]
         if d.details.get("masked"):
             words += f" Key {j} comes after query {i}, so `masked_fill` replaces the score by −∞."
-            lines.append(f"masked: ω_{sub(d.row, d.col)} → −∞")
+            lines.append(f"masked: {omega} → −∞")
         if kind == "scaled_score":
             d_k = d.details["d_k"]
             words += f" Here d_k = `keys.shape[-1]` = {d_k}."
-            lines.append(f"ω_{sub(d.row, d.col)} / √{d_k} = {number(d.total)} / {d.details['sqrt_d_k']:.4f}")
-            lines[-1] += f" = {number(d.value)}"
+            lines.append(f"{omega} / √{d_k} = {number(d.total)} / {d.details['sqrt_d_k']:.4f} = {number(d.value)}")
         return words, "\n".join(lines)
     if kind == "weight":
-        return _weight(d, n, where, query, key, keys)
+        s = "ω" + ("/√d_k" if n.scaled else "")
+        words = (
+            f"{where} is the {term('attention_weights', 'attention weight')} α_{sub(d.row, d.col)} of query {query} "
+            f"on {key}: the {term('softmax')} of row {d.row + 1}'s scores {s}, exp of this one over the "
+            "sum of the row's exps."
+        )
+        if any(t.masked for t in d.terms):
+            words += " A masked key's score is −∞, and exp(−∞) = 0."
+        if d.details["subtract_max"] and d.details["row_max"] != 0:
+            words += (
+                f" The row's largest score, {number(d.details['row_max'])}, is subtracted first, as `torch.softmax` "
+                "does."
+            )
+        return words, "\n".join(_softmax_lines(d, keys, shift_line=False))
     if kind == "dropped_weight":
         p, scale = d.details["p"], d.details["scale"]
         weight = d.terms[0].factors[0]
@@ -250,63 +241,24 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
             f"{where}: the masked weight of query {query} and {key} divided by its row's sum "
             f"`row_sums[{d.row}]`, so the row sums to 1 again."
         )
-        parts = [number(t.value) for t in d.terms]
-        total = _sum(parts, len(parts), ROW_TERMS, "keys")
-        return words, f"{number(d.terms[d.col].value)} / ({total}) = {number(d.terms[d.col].value)} / " + (
-            f"{number(d.total)} = {number(d.value)}"
-        )
-    if kind in ("context", "projection"):
-        return _weighted(d, n, where, query, col_label)
-    raise ValueError(f"no words for a {kind!r} cell")
-
-
-def _weight(d: Derivation, n: Notation, where: str, query: str, key: str, keys: Sequence[str]):
-    """A softmax weight: its exp over the row's sum of exps, the row's terms listed."""
-    s = "ω" + ("/√d_k" if n.scaled else "")
-    shift = d.details["subtract_max"] and d.details["row_max"] != 0
-    words = (
-        f"{where} is the {term('attention_weights', 'attention weight')} α_{sub(d.row, d.col)} of query {query} on "
-        f"{key}: the {term('softmax')} of row {d.row + 1}'s scores {s}, exp of this one over the "
-        "sum of the row's exps."
-    )
-    if any(t.masked for t in d.terms):
-        words += " A masked key's score is −∞, and exp(−∞) = 0."
-    if shift:
-        words += (
-            f" The row's largest score, {number(d.details['row_max'])}, is subtracted first, as `torch.softmax` does."
-        )
-    minus = f" − {factor(d.details['row_max'])}" if shift else ""
-    lines = []
-    for t in d.terms[:ROW_TERMS]:
-        what = "exp(−∞) = 0" if t.masked else f"exp({number(t.factors[0])}{minus}) = {number(t.value)}"
-        lines.append(f"key {t.index + 1} {visible_token(keys[t.index])}: {what}")
-    if len(d.terms) > ROW_TERMS:
-        lines.append(f"… ({len(d.terms)} keys in all)")
-    mine = d.terms[d.col]
-    lines.append(f"α_{sub(d.row, d.col)} = {number(mine.value)} / {number(d.total)} = {number(d.value)}")
-    return words, "\n".join(lines)
-
-
-def _weighted(d: Derivation, n: Notation, where: str, query: str, col_label: str):
-    """A context-vector entry Σ_j α_ij · v^(j)[c], or a projection's x^(i) · W[:, c] (+ b)."""
+        mine, total = number(d.terms[d.col].value), _sum(d, ROW_TERMS, " keys", lambda t: number(t.value))
+        return words, f"{mine} / ({total}) = {mine} / {number(d.total)} = {number(d.value)}"
     c = literal(col_label)
-    if d.kind == "context":
+    if kind == "context":  # Σ_j α_ij · v^(j)[c]
         words = (
-            f"{where} is entry {c} of the {term('context_vector', 'context vector')} z^({d.row + 1}) of query "
-            f"{query}: every token's {n.right}^(j) entry {c}, times the weight α_{d.row + 1}j, added up."
+            f"{where} is entry {c} of the {term('context_vector', 'context vector')} z^({i}) of query "
+            f"{query}: every token's {n.right}^(j) entry {c}, times the weight α_{i}j, added up."
         )
-        parts = _products(d, ROW_TERMS)
-        line = f"z^({d.row + 1})[{d.col}] = " + _sum(parts, len(d.terms), ROW_TERMS, "tokens")
-        return words, f"{line} = {number(d.value)}"
-    bias = d.details.get("bias")
-    words = (
-        f"{where} is entry {c} of {n.left}^({d.row + 1}), the projection of {query}: its {d.details['d']} entries "
-        f"times column {d.col} of `{n.weight_matrix}`, added up" + (", plus the bias." if bias is not None else ".")
-    )
-    line = f"{n.left}^({d.row + 1})[{d.col}] = " + _sum(_products(d, DOT_TERMS), d.details["d"], DOT_TERMS, "terms")
-    if bias is not None:
-        line += f" + {factor(bias)}"
-    return words, f"{line} = {number(d.value)}"
+        return words, f"z^({i})[{d.col}] = {_sum(d, ROW_TERMS, ' tokens')} = {number(d.value)}"
+    if kind == "projection":  # x^(i) · W[:, c] (+ b)
+        bias = d.details.get("bias")
+        words = (
+            f"{where} is entry {c} of {n.left}^({i}), the projection of {query}: its {d.details['d']} entries "
+            f"times column {d.col} of `{n.weight_matrix}`, added up" + (", plus the bias." if bias is not None else ".")
+        )
+        plus = "" if bias is None else f" + {factor(bias)}"
+        return words, f"{n.left}^({i})[{d.col}] = {_sum(d)}{plus} = {number(d.value)}"
+    raise ValueError(f"no words for a {kind!r} cell")
 
 
 def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
@@ -326,9 +278,9 @@ def masked_scores(found: Cells, mask) -> Cells:
         derivation = found.derive(row, col)
         if not mask[row, col]:
             return derivation
-        return dataclasses.replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
+        return replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
 
-    return dataclasses.replace(found, derive=derive)
+    return replace(found, derive=derive)
 
 
 def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notation, masked=None) -> Cells:
@@ -407,32 +359,21 @@ def explain_head_weight(d: Derivation, n: Notation, row_label: str, col_label: s
     return f"Head {head + 1} of {d.details['num_heads']}. " + words, sums
 
 
-def _head_weight(scores, keep, p: float, head: int, row: int, col: int):
-    """Head ``head``'s weight α_ij from its (scaled, −∞ where masked) scores, then dropout's draw if any."""
-    found = attention.derivations.weight(
-        np.array(scores[head, row], dtype=np.float64), col, row=row, subtract_max=False
-    )
-    if keep is not None:
-        found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
-    return dataclasses.replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
-
-
 def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, notation: Notation) -> Cells:
     """The heads ``shown`` of (num_heads, T, T) scaled scores (−∞ where masked), after dropout's ``keep``
     (None: no dropout) with rate ``p``, as a grid: panel k's key j is column k · T + j (``figures.pick_layer``)."""
     count = len(pieces)
 
-    def derive(row: int, col: int):
-        return _head_weight(scores, keep, p, shown.start + col // count, row, col % count)
+    def derive(row: int, col: int):  # head h's weight from its scores, then dropout's draw if any
+        head, col = shown.start + col // count, col % count
+        found = attention.derivations.weight(_row(scores[head], row), col, row=row, subtract_max=False)
+        if keep is not None:
+            found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
+        return replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
 
     labels = tuple(f"head {h + 1} · key {j + 1}: {pieces[j]}" for h in shown for j in range(count))
     return Cells(derive, notation, code, tuple(pieces), labels, cols="head · key", keys=tuple(pieces),
                  words=explain_head_weight)  # fmt: skip
-
-
-def _at(n: Notation, d: Derivation) -> str:
-    """The cell's index as the code writes it: ``row, col``, or ``item, row, col`` for a batch item."""
-    return f"{d.row}, {d.col}" if n.item is None else f"{n.item}, {d.row}, {d.col}"
 
 
 def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
@@ -447,7 +388,7 @@ def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, k
         f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
         f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
     )
-    line = f"head {h + 1}: z^({i})[{c}] = {_terms(d, ROW_TERMS)} = {number(d.value)}"
+    line = f"head {h + 1}: z^({i})[{c}] = {_sum(d, ROW_TERMS, '')} = {number(d.value)}"
     return words, f"column {d.col} = head {h + 1}, its column {c}\n{line}"
 
 
@@ -476,8 +417,7 @@ def explain_mixed(d: Derivation, n: Notation, row_label: str, col_label: str, ke
     for h, subtotal in enumerate(d.details["head_totals"]):
         own = replace(d, terms=tuple(t for t in d.terms if t.head == h))
         span = f"column {h}" if head_dim == 1 else f"columns {h * head_dim}–{(h + 1) * head_dim - 1}"
-        lines.append(f"head {h + 1} ({span}): ")
-        lines[-1] += f"{_terms(own, DOT_TERMS)} = {number(subtotal)}"
+        lines.append(f"head {h + 1} ({span}): {_sum(own, unit='')} = {number(subtotal)}")
     totals = " + ".join(factor(t) for t in d.details["head_totals"])
     lines.append(f"output = {totals} + bias {factor(d.details['bias'])} = {number(d.value)}")
     return words, "\n".join(lines)
@@ -529,7 +469,7 @@ def _side(d: Derivation, divisor_name: str) -> str:
     score = d.details["score"]
     i, j = d.row + 1, d.col + 1
     lines = [
-        f"ω_{sub(d.row, d.col)} = {_terms(score, DOT_TERMS)} = {number(score.total)}",
+        f"ω_{sub(d.row, d.col)} = {_sum(score, unit='')} = {number(score.total)}",
         f"ω / {divisor_name} = {number(score.total)} / {d.details['divisor']:.4f} = {number(score.value)}",
     ]
     if "query_token" in d.details:  # view without transpose: a head's row starts in another token's numbers
@@ -570,12 +510,8 @@ def explain_mistake(pair, n: Notation, row_label: str, col_label: str, keys: Seq
 def mistake(cell_inputs, name: str, pieces, *, code: str, notation: Notation) -> Cells:
     """The right and the wrong weights of ``attention.MISTAKES[name]`` from its view's ``cell_inputs`` (the run,
     the module, the input): a cell is the pair (right, wrong), written side by side."""
-    result, mha, x = cell_inputs
-
-    def derive(row: int, col: int):
-        return attention.derivations.mistake_cell(result, mha, x, row, col)
-
-    written = partial(explain_mistake, name=name, title=attention.MISTAKES[name].title)
+    derive = functools.partial(attention.derivations.mistake_cell, *cell_inputs)  # (row, col) → (right, wrong)
+    written = functools.partial(explain_mistake, name=name, title=attention.MISTAKES[name].title)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=written)
 
 
@@ -619,7 +555,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
     """A Bahdanau weight α_ij: the softmax over the encoder tokens of the additive scores e_ij, in the
     untrained encoder–decoder, or (``details["model"]``) in the reversal model's alignment."""
     i, j, e = d.row + 1, d.col + 1, d.details["score"]
-    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_dot(e)} = {number(e.value)}"
+    score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a s + U_a h_{j})[k] = {_sum(e)} = {number(e.value)}"
     if "model" in d.details:
         words = (
             f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
@@ -627,15 +563,15 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
             f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
             f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
         )
-        return words, "\n".join([score, *_softmax_lines(d, keys, "α")])
-    state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
-    words = (
-        f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
-        f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
-        f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
-        f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
-    )
-    return words, "\n".join([score, *_softmax_lines(d, keys, "α")])
+    else:
+        state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
+        words = (
+            f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
+            f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
+            f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
+            f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
+        )
+    return words, "\n".join([score, *_softmax_lines(d, keys)])
 
 
 def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -> Cells:
@@ -646,7 +582,7 @@ def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -
         trace, weights = parts()
         found = attention.derivations.bahdanau_weight(trace, row, col)
         score = attention.derivations.bahdanau_score(trace, weights, row, col)
-        return dataclasses.replace(found, details={**found.details, "score": score})
+        return replace(found, details={**found.details, "score": score})
 
     return Cells(derive, notation, code, tuple(steps), tuple(pieces), rows="step", cols="key",
                  words=explain_bahdanau)  # fmt: skip
@@ -663,7 +599,7 @@ def reversal(ids, written, pieces, *, code: str, notation: Notation) -> Cells:
 
         model = attention.load_reversal(True) if trained else untrained_reversal()
         found = attention.derivations.reversal_weight(model, list(ids), row, col % count)
-        return dataclasses.replace(found, details={**found.details, "model": "trained" if trained else "untrained"})
+        return replace(found, details={**found.details, "model": "trained" if trained else "untrained"})
 
     labels = tuple(f"{name} · input {j + 1}: {pieces[j]}" for name in ("untrained", "trained") for j in range(count))
     return Cells(derive, notation, code, tuple(written), labels, rows="step", cols="model · input",
@@ -679,14 +615,14 @@ def explain_contrast(d: Derivation, n: Notation, row_label: str, col_label: str,
             f"{where}, softmax of an additive score: v_aᵀ tanh(W_a x^({i}) + U_a x^({j})), with untrained W_a, U_a "
             f"and v_a of {s.details['attention_size']} rows. The score is a sum over those rows, not over x's entries."
         )
-        score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a x^({i}) + U_a x^({j}))[k] = {_dot(s)}"
+        score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a x^({i}) + U_a x^({j}))[k] = {_sum(s)}"
     else:
         words = (
             f"{where}, softmax of a {term('dot_product', 'dot product')}: ω_{sub(d.row, d.col)} = x^({i})·x^({j}), "
             "as in section 3.3, no parameters at all."
         )
-        score = f"ω_{sub(d.row, d.col)} = x^({i})·x^({j}) = {_dot(s)}"
-    return words, "\n".join([f"{score} = {number(s.value)}", *_softmax_lines(d, keys, "α")])
+        score = f"ω_{sub(d.row, d.col)} = x^({i})·x^({j}) = {_sum(s)}"
+    return words, "\n".join([f"{score} = {number(s.value)}", *_softmax_lines(d, keys)])
 
 
 def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: Notation) -> Cells:
@@ -701,7 +637,7 @@ def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: 
     def derive(row: int, col: int):
         row_scores = [score(row, j).value for j in range(len(pieces))]
         found = attention.derivations.weight(row_scores, col, row=row, subtract_max=False)
-        return dataclasses.replace(found, details={**found.details, "score": score(row, col)})
+        return replace(found, details={**found.details, "score": score(row, col)})
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_contrast)
 
@@ -778,12 +714,9 @@ def recorded_weights(
         seen = ~np.isnan(rows[row])
         terms = tuple(attention.derivations.Term(j, (float(w),), float(w)) for j, w in enumerate(rows[row][seen]))
         details = {"layer": layer, "head": head, "query": first_query + row, "seen": int(seen.sum())}
-        details["model"] = model
-        details["piece"] = row_labels[row]
-        value = float(rows[row, col])
-        return attention.derivations.Derivation(
-            "recorded", row, col, terms, sum(t.value for t in terms), value, details
-        )
+        details |= {"model": model, "piece": row_labels[row]}
+        total = sum(t.value for t in terms)
+        return attention.derivations.Derivation("recorded", row, col, terms, total, float(rows[row, col]), details)
 
     queries = tuple(f"{first_query + r + 1}: {visible_token(p)}" for r, p in enumerate(row_labels))  # token numbers
     return Cells(derive, notation, code, queries, tuple(pieces), rows="query token", words=explain_recorded)
@@ -839,11 +772,7 @@ def cached_keys(
     """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes
     it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.beyond.CacheCheck``'s). Rows
     are tokens, columns the head's dimensions, named alike on both panels."""
-
-    def derive(row: int, col: int):
-        found = attention.derivations.cache_entry
-        return found(cache_keys, recomputed_keys, layer, head, row, col, shown=shown)
-
+    derive = functools.partial(attention.derivations.cache_entry, cache_keys, recomputed_keys, layer, head, shown=shown)
     return Cells(derive, notation, code, tuple(pieces), dims(cache_keys.shape[-1]), rows="token", cols="dim",
                  words=explain_cached_key)  # fmt: skip
 
@@ -881,8 +810,5 @@ def explain_window_mask(d: Derivation, n: Notation, row_label: str, col_label: s
 def window_mask(num_tokens: int, window: int | None, pieces, *, code: str, notation: Notation) -> Cells:
     """Generate's masks: the causal mask (``window`` None) or the sliding window's, from
     ``attention.sliding_window_mask``; queries as rows, keys as columns."""
-
-    def derive(row: int, col: int):
-        return attention.derivations.window_mask_entry(num_tokens, window, row, col)
-
+    derive = functools.partial(attention.derivations.window_mask_entry, num_tokens, window)  # (row, col)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_window_mask)

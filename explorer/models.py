@@ -13,7 +13,6 @@ It may import ``runtime`` and the bottom modules, never ``views`` or above."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import os
@@ -23,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 import attention
-from attention import tokens as tokens_module
 from attention.constants import (
     BOOK_SENTENCE,
     BOOK_TOKENS,
@@ -45,13 +43,11 @@ from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
 def from_tensors(cls, *sources, **given):
     """A ``cls`` (a dataclass here) whose fields are ``given`` or else read from the first source that has them,
     each tensor as a numpy array (anything with ``.numpy()``); other values (None, numbers) as they are."""
-    values = {}
-    for field in dataclasses.fields(cls):
-        if field.name in given:
-            values[field.name] = given[field.name]
-            continue
-        value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
-        values[field.name] = value.numpy() if hasattr(value, "numpy") else value
+    values = dict(given)
+    for field in fields(cls):
+        if field.name not in given:
+            value = getattr(next(s for s in sources if hasattr(s, field.name)), field.name)
+            values[field.name] = value.numpy() if hasattr(value, "numpy") else value
     return cls(**values)
 
 
@@ -68,6 +64,14 @@ class Prepared:
     inputs: np.ndarray
     tokenizer: str
     truncated_from: int | None
+
+    @classmethod
+    def cut(cls, tokenized: attention.Tokenization, context_length: int, embed) -> Prepared:
+        """``tokenized``'s first ``context_length`` tokens, with their input vectors ``embed(ids)`` (a tensor)."""
+        ids, pieces = tokenized.ids[:context_length], tokenized.pieces[:context_length]
+        truncated_from = len(tokenized.ids) if len(tokenized.ids) > context_length else None
+        inputs = embed(ids).numpy().copy()  # (num_tokens, d_in): its own memory, not a view of a batch
+        return cls(tuple(pieces), tuple(ids), inputs, tokenized.tokenizer, truncated_from)
 
 
 @dataclass(frozen=True)
@@ -89,18 +93,15 @@ class WhyView:
 
 # The Weights setting: the chapter's random weights, or one layer of a trained model.
 #
-# Chapter 3 builds every module from ``torch.manual_seed``, so its weights are
-# random and its heads look alike. With *trained* weights each chapter page shows
-# one layer of the small GPT trained on "The Verdict" (``attention.after_chapter.training``): its real
-# ``W_query``/``W_key``/``W_value``, on the input the model really feeds that layer
-# (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it
-# shows a layer of the GPT-2 checkpoint the server's operator named in
-# ``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
+# Chapter 3 builds every module from ``torch.manual_seed``, so its weights are random and its heads look alike. With
+# *trained* weights each chapter page shows one layer of the small GPT trained on "The Verdict"
+# (``attention.after_chapter.training``): its real ``W_query``/``W_key``/``W_value``, on the input the model really
+# feeds that layer (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it shows a layer of the
+# GPT-2 checkpoint the server's operator named in ``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
 #
-# ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None
-# for the chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``,
-# ``input_text`` and ``origin`` say in words what the pages compute from it. Models are shared by every
-# session and never changed.
+# ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None for the
+# chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``, ``input_text`` and
+# ``origin`` say in words what the pages compute from it. Models are shared by every session and never changed.
 
 
 NAMES = {
@@ -108,6 +109,7 @@ NAMES = {
     TRAINED: "Trained (small GPT on The Verdict)",
     GPT2: "GPT-2 (the server's checkpoint)",
 }
+SPOKEN = {TRAINED: "the small GPT trained on The Verdict", GPT2: "GPT-2"}  # a model as a sentence names it
 MODEL_ENTRIES = 4  # modules built from a layer: a few per session's view, small (64 × 64 for the shipped model)
 
 
@@ -144,16 +146,12 @@ def fit(settings: Settings) -> tuple[Settings, list[str]]:
     if found is None and settings.weights != RANDOM:
         notices.append(f"{gpt2_checkpoint().message} Showing the chapter's random weight matrices.")
         settings = replace(settings, weights=RANDOM)
-    if found is None:  # random weights: keep layer and head where the sidebar's controls can show them
-        cfg = VERDICT_CONFIG
-        head = min(max(settings.head, 0), cfg.n_heads - 1)
-        return replace(settings, layer=min(max(settings.layer, 1), cfg.n_layers), head=head), notices
-    cfg = found.cfg
+    cfg = VERDICT_CONFIG if found is None else found.cfg  # random weights: where the sidebar's controls show them
     layer = min(max(settings.layer, 1), cfg.n_layers)
-    if layer != settings.layer:
-        notices.append(f"This model has layers 1–{cfg.n_layers}; showing layer {layer}.")
     head = min(max(settings.head, 0), cfg.n_heads - 1)
-    if head != settings.head:
+    if found is not None and layer != settings.layer:
+        notices.append(f"This model has layers 1–{cfg.n_layers}; showing layer {layer}.")
+    if found is not None and head != settings.head:
         notices.append(f"Each layer has heads 1–{cfg.n_heads}; showing head {head + 1}.")
     return replace(settings, layer=layer, head=head), notices
 
@@ -180,11 +178,10 @@ def describe(settings: Settings) -> str:
     if found is None:
         return ""
     cfg = found.cfg
-    name = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
     return (
-        f"Trained weight matrices: layer {settings.layer} of {cfg.n_layers} of {name} ({cfg.n_heads} heads, "
-        f"d_in = {cfg.emb_dim}, head_dim = {cfg.emb_dim // cfg.n_heads}), on the input the model feeds that "
-        f"layer. Single-head modules hold head {settings.head + 1} of the layer."
+        f"Trained weight matrices: layer {settings.layer} of {cfg.n_layers} of {SPOKEN[settings.weights]} "
+        f"({cfg.n_heads} heads, d_in = {cfg.emb_dim}, head_dim = {cfg.emb_dim // cfg.n_heads}), on the input the "
+        f"model feeds that layer. Single-head modules hold head {settings.head + 1} of the layer."
     )
 
 
@@ -222,26 +219,17 @@ def head_name(settings: Settings) -> str:
     """Which trained head a single-head page holds ("head 2 of layer 3 of GPT-2"); empty for random weights."""
     if model(settings.weights) is None:
         return ""
-    which = "the small GPT trained on The Verdict" if settings.weights == TRAINED else "GPT-2"
-    return f"head {settings.head + 1} of layer {settings.layer} of {which}"
+    return f"head {settings.head + 1} of layer {settings.layer} of {SPOKEN[settings.weights]}"
 
 
-# What every view starts from: the sentence as token ids and input vectors.
-#
-# ``prepared(settings)`` is the book's six vectors, a typed sentence's seeded embeddings, or, with
-# trained weights, what the model feeds the chosen layer (``layer_prepared``). Results are shared
-# read-only between sessions (``runtime.memory``). ``views.Run`` calls it once per change of settings.
-
-
-def bpe_encoding():
-    """GPT-2's BPE (None if unreachable). ``load_bpe`` keeps a success for the whole
-    process and retries a failure later, so this is not cached again here."""
-    return tokens_module.load_bpe()
+# What every view starts from: the sentence as token ids and input vectors (``prepared``, or ``layer_prepared`` with
+# trained weights). Results are shared read-only between sessions (``runtime.memory``); ``views.Run`` calls
+# ``prepared`` once per change of settings.
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
 def tokenize_text(text: str) -> attention.Tokenization:
-    return attention.tokenize(text, encoding=bpe_encoding())
+    return attention.tokenize(text, encoding=attention.load_bpe())  # None if unreachable: it retries later
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
@@ -262,33 +250,19 @@ def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -
         )
     if not text.strip():
         raise ValueError("Type a sentence in the sidebar to see its tokens and attention.")
-    tokenized = tokenize_text(text)
-    ids, pieces = tokenized.ids, tokenized.pieces
-    truncated_from = None
-    if len(ids) > context_length:
-        truncated_from = len(ids)
-        ids, pieces = ids[:context_length], pieces[:context_length]
-    inputs = attention.embed_tokens(ids, d_in, seed)  # (num_tokens, d_in)
-    return Prepared(
-        pieces=tuple(pieces),
-        ids=tuple(ids),
-        inputs=inputs.numpy(),
-        tokenizer=tokenized.tokenizer,
-        truncated_from=truncated_from,
-    )
+    embed = functools.partial(attention.embed_tokens, d_in=d_in, seed=seed)  # (num_tokens, d_in)
+    return Prepared.cut(tokenize_text(text), context_length, embed)
 
 
 def prepared(settings: Settings) -> Prepared:
     if settings.weights != RANDOM:  # the model's input to the layer, not seeded vectors
-        settings = fit(settings)[0]
-        return layer_prepared(
-            settings.weights, settings.layer, settings.source, settings.text, version(settings.weights)
-        )
+        s = fit(settings)[0]
+        return layer_prepared(s.weights, s.layer, s.source, s.text, version(s.weights))
     return prepare(settings.source, settings.text, settings.effective_d_in, settings.seed, settings.context_length)
 
 
 @shared_view(max_entries=MODEL_ENTRIES * 8)
-def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 0) -> Prepared:
+def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int) -> Prepared:
     """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
 
     ``loaded`` is the model's ``version``, so that a cached result never outlives its model.
@@ -303,18 +277,11 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int = 
     tokenized = attention.tokenize(sentence, encoding=attention.load_bpe())
     if tokenized.tokenizer != BPE_NAME:
         raise ValueError("The trained model reads GPT-2 token ids, and GPT-2's tokenizer did not load.")
-    ids, pieces = tokenized.ids, tokenized.pieces
-    context_length = found.cfg.context_length
-    truncated_from = len(ids) if len(ids) > context_length else None
-    ids, pieces = ids[:context_length], pieces[:context_length]
-    view = attention.layer_input(found, ids, layer - 1)
-    return Prepared(
-        pieces=tuple(pieces),
-        ids=tuple(ids),
-        inputs=view.inputs[0].numpy().copy(),  # (num_tokens, emb_dim)
-        tokenizer=tokenized.tokenizer,
-        truncated_from=truncated_from,
-    )
+
+    def embed(ids):  # (num_tokens, emb_dim)
+        return attention.layer_input(found, ids, layer - 1).inputs[0]
+
+    return Prepared.cut(tokenized, found.cfg.context_length, embed)
 
 
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
@@ -349,24 +316,16 @@ def module_for(name: str, settings: Settings, seed: int | None = None):
     or holding the settings' layer of a trained model."""
     if settings.weights != RANDOM:
         return layer_module(name, settings)
-    return chapter_module(
-        name,
-        settings.seed if seed is None else seed,
-        settings.effective_d_in,
-        settings.d_out,
-        settings.context_length,
-        settings.dropout,
-        settings.num_heads,
-    )
+    s, seed = settings, settings.seed if seed is None else seed
+    return chapter_module(name, seed, s.effective_d_in, s.d_out, s.context_length, s.dropout, s.num_heads)
 
 
 def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout: float = 0.0) -> torch.nn.Module:
     """``SelfAttention_v1``, ``SelfAttention_v2`` or ``CausalAttention`` holding head ``head`` of ``mha``.
 
-    ``MultiHeadAttention`` projects to d_out and views the result as num_heads heads of
-    head_dim, so head i's ``W_query`` is rows i·head_dim to (i+1)·head_dim − 1 of the fused
-    one (and likewise for keys, values and biases). ``SelfAttention_v1`` has no bias, so it can
-    hold a head only of a model without one.
+    ``MultiHeadAttention`` projects to d_out and views the result as num_heads heads of head_dim, so head i's
+    ``W_query`` is rows i·head_dim to (i+1)·head_dim − 1 of the fused one (and likewise for keys, values and biases).
+    ``SelfAttention_v1`` has no bias, so it can hold a head only of a model without one.
     """
     if not 0 <= head < mha.num_heads:
         raise ValueError(f"head must be 0 to {mha.num_heads - 1}, got {head}.")
@@ -383,10 +342,8 @@ def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout
     if name == "SelfAttention_v2":
         single = attention.build(attention.SelfAttention_v2, 0, mha.d_in, mha.head_dim, qkv_bias=has_bias)
     elif name == "CausalAttention":
-        context_length = mha.mask.shape[0]
-        single = attention.build(
-            attention.CausalAttention, 0, mha.d_in, mha.head_dim, context_length, dropout, qkv_bias=has_bias
-        )
+        args = (mha.d_in, mha.head_dim, mha.mask.shape[0], dropout)
+        single = attention.build(attention.CausalAttention, 0, *args, qkv_bias=has_bias)
     else:
         raise ValueError(f"{name} is not a single-head module.")
     rows = slice(head * mha.head_dim, (head + 1) * mha.head_dim)
@@ -433,24 +390,21 @@ def _layer_module(name: str, kind: str, layer: int, head: int, dropout: float, l
 
 def layer_module(name: str, settings: Settings) -> torch.nn.Module:
     """The chapter's class ``name`` with the settings' layer (and head) of their model. Shared: read-only."""
-    settings = fit(settings)[0]
-    loaded = version(settings.weights)
-    return _layer_module(name, settings.weights, settings.layer, settings.head, settings.dropout, loaded)
+    s = fit(settings)[0]
+    return _layer_module(name, s.weights, s.layer, s.head, s.dropout, version(s.weights))
 
 
-# What each head of a trained layer looks at on the sentence: its share of weight on the previous and the
-# first token, how spread out its rows are, and how far back it looks
-# (``attention.after_chapter.inspecting.head_summaries``); and every layer's heads at once, for the grid of all
-# layers × heads (``widgets.models.show_every_head``).
+# What each head of a trained layer looks at on the sentence: its share of weight on the previous and the first token,
+# how spread out its rows are, and how far back it looks (``attention.after_chapter.inspecting.head_summaries``); and
+# every layer's heads at once, for the grid of all layers × heads (``widgets.models.show_every_head``).
 
 
 @dataclass(frozen=True)
 class HeadSummaries:
-    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean
-    row entropy in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back,
-    and, for one layer, the first token's value-vector length ÷ the others'
-    (``attention.after_chapter.inspecting.first_value_ratio``; None for the grid of every layer, which keeps no
-    values)."""
+    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean row entropy
+    in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back, and, for one layer, the
+    first token's value-vector length ÷ the others' (``attention.after_chapter.inspecting.first_value_ratio``; None for
+    the grid of every layer, which keeps no values)."""
 
     previous_token: np.ndarray
     first_token: np.ndarray
@@ -484,14 +438,8 @@ GRID_CELLS = 12 * 12 * 48 * 48  # weights the grid draws at most: GPT-2 small's 
 def _head_summaries(weights) -> HeadSummaries:
     """``attention.after_chapter.inspecting.head_summaries`` of weights (h, T, T) as numpy arrays, each (h,)."""
     found = attention.head_summaries(weights)
-    return HeadSummaries(
-        previous_token=found.previous_token.numpy(),
-        first_token=found.first_token.numpy(),
-        entropy=found.entropy.numpy(),
-        entropy_share=(found.entropy / found.uniform_entropy).numpy(),
-        mean_distance=found.mean_distance.numpy(),
-        uniform_entropy=found.uniform_entropy,
-    )
+    share = (found.entropy / found.uniform_entropy).numpy()
+    return from_tensors(HeadSummaries, found, entropy_share=share, first_value_ratio=None)
 
 
 @shared_view(max_entries=MODEL_ENTRIES * 8)
@@ -503,7 +451,7 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
     from attention.after_chapter.inspecting import first_value_ratio
 
     ratio = first_value_ratio(traced.values).numpy()  # (h,), from values (1, h, T, head_dim)
-    return dataclasses.replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
+    return replace(_head_summaries(traced.attn_weights), first_value_ratio=ratio)
 
 
 def summaries(settings: Settings) -> HeadSummaries | None:
@@ -515,16 +463,12 @@ def summaries(settings: Settings) -> HeadSummaries | None:
     return _summaries(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
 
 
-def grid_tokens(num_layers: int, num_heads: int) -> int:
-    """How many tokens the grid of every layer and head shows: its ``GRID_CELLS`` weights shared out."""
-    return max(2, math.isqrt(GRID_CELLS // (num_layers * num_heads)))
-
-
 @shared_view(max_entries=MODEL_ENTRIES * 2)
 def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | None:
     prepared = layer_prepared(kind, 1, source, text, loaded)  # the sentence's tokens, cut to the model's context
     found = model(kind)
-    shown = min(len(prepared.ids), grid_tokens(found.cfg.n_layers, found.cfg.n_heads))
+    grid_tokens = max(2, math.isqrt(GRID_CELLS // (found.cfg.n_layers * found.cfg.n_heads)))  # GRID_CELLS shared out
+    shown = min(len(prepared.ids), grid_tokens)
     if shown < 2:
         return None
     weights = attention.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
@@ -553,15 +497,13 @@ def every_head(settings: Settings) -> EveryHead | None:
 # The first page's numbers for the book's example, stored, so that a new server draws its first page
 # before it has imported torch.
 #
-# Why attention opens on the book's six vectors and a GRU of 16 hidden units, seed 123 (the defaults).
-# Those numbers are computed by ``views.computed_why_view``, torch code like every other view;
-# ``python scripts/first_view.py`` stores them in ``data/why_attention_book.npz``, and
-# tests/test_first_view.py checks that they are what that code computes now. ``why_view`` hands them
-# out only for exactly the stored inputs, seed and size; any other view is computed.
+# Why attention opens on the book's six vectors and a GRU of 16 hidden units, seed 123 (the defaults). Those numbers are
+# computed by ``views.computed_why_view``, torch code like every other view; ``python scripts/first_view.py`` stores
+# them in ``data/why_attention_book.npz``, and tests/test_first_view.py checks that they are what that code computes
+# now. ``why_view`` hands them out only for exactly the stored inputs, seed and size; any other view is computed.
 
 
 STORE = Path(__file__).with_name("data") / "why_attention_book.npz"  # explorer/data/
-KEYS = ("inputs", "seed", "hidden_size")  # what the stored view was computed from
 
 
 @functools.cache

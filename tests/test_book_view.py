@@ -12,7 +12,7 @@ def test_the_default_settings_are_book_mode_on_every_section():
     assert chapter.is_book(DEFAULTS)
     for section in chapter.SETUPS:
         assert chapter.is_book(DEFAULTS, section), section
-        assert chapter.note(DEFAULTS, section).startswith("These are the book's numbers: section ")
+        assert chapter.note_of(DEFAULTS, section).startswith("These are the book's numbers: section ")
 
 
 def test_the_default_seed_means_the_books_seed_for_each_section():
@@ -50,7 +50,7 @@ def test_an_explicit_seed_789_is_the_books_where_the_book_uses_it():
 def test_a_departure_is_named_in_the_note(changes, section, reason):
     settings = replace(DEFAULTS, **changes)
     assert not chapter.is_book(settings, section) and not chapter.is_book(settings)
-    text = chapter.note(settings, section)
+    text = chapter.note_of(settings, section)
     assert text.startswith("These are no longer the book's numbers: ") and reason in text
     assert chapter.TITLES[section] in text
 
@@ -72,5 +72,5 @@ def test_the_dropout_page_uses_the_books_setting_until_the_sidebar_dropout_chang
 
 
 def test_a_page_can_add_its_own_departure():
-    text = chapter.note(DEFAULTS, "one_query", also=["query x^(3), not the book's x^(2)"])
+    text = chapter.note_of(DEFAULTS, "one_query", also=("query x^(3), not the book's x^(2)",))
     assert text.startswith("These are no longer the book's numbers: query x^(3)")

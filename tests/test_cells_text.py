@@ -112,7 +112,7 @@ def test_masked_scores_say_minus_infinity():
 
     words, sums = masked_scores(found, mask).explain(0, 3)
     assert "−∞" in words and sums.endswith("masked: ω_14 → −∞")
-    assert masked_scores(found, mask).derivation(0, 3).value == -np.inf
+    assert masked_scores(found, mask).derive(0, 3).value == -np.inf
 
 
 @pytest.mark.parametrize("kind", ["score", "weight", "context", "projection", "dropped", "masked", "renorm"])

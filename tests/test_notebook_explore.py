@@ -87,7 +87,7 @@ def test_every_cells_derivation_makes_the_number_shown(name):
                         limit = explored.bounds["context"]
                     for row in range(rows):
                         for col in range(cols):
-                            value = panel.cells.derivation(row, col).value
+                            value = panel.cells.derive(row, col).value
                             shown = float(panel.matrix[row, col])
                             if math.isinf(shown):
                                 assert value == shown, (stage.key, row, col)

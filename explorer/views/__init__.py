@@ -1,18 +1,16 @@
 """The views layer: what a page computes, as frozen results (dataclasses beside each view) shared read-only by
-every session. A view takes the run's ``Run`` (settings and prepared sentence), is budgeted once
-(``budgeted``, below), and calls the ``attention`` package through ``models``; it draws nothing but a
-waiting notice. ``chapter`` holds the chapter's pages' views, in its order; ``beyond`` those of Break it,
-Generate and Speed, which import torch: it is imported from its module, so the first page's run imports none.
+every session. A view calls the ``attention`` package through ``models`` and draws nothing but a waiting notice.
+``chapter`` holds the chapter's pages' views, in its order; ``beyond`` those of Break it, Generate and Speed, which
+import torch: it is imported from its module, so the first page's run imports none.
 
 It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
 
-This module is one run's way through a view: the sentence prepared once, a view budgeted once, heavy work in
-turn. A page's run starts from a ``Run``: the settings and the sentence prepared for them (tokens and input
-vectors, or a trained layer's input), made once per script run by the session (``session.current_run``)
-and passed down to every view, the exports and the link. A view (``budgeted``) then plans its memory from
-the run's token count, once: a view too large for a shared server computes only its first tokens, with a
-notice naming the setting to lower, or is refused (``ValueError``). A heavy view waits for a place among
-``HEAVY_SLOTS`` computations, and a page with many tokens for a place among as many page runs.
+This module is one run's way through a view. A page's run starts from a ``Run``: the settings and the sentence prepared
+for them (tokens and input vectors, or a trained layer's input), made once per script run by the session
+(``session.current_run``) and passed down to every view, the exports and the link. A view (``budgeted``) plans its
+memory from the run's token count, once: a view too large for a shared server computes only its first tokens, with a
+notice naming the setting to lower, or is refused (``ValueError``). A heavy view waits for a place among ``HEAVY_SLOTS``
+computations, and a page with many tokens for a place among as many page runs.
 """
 
 from __future__ import annotations
@@ -74,30 +72,16 @@ class Run:
             raise ValueError(self.error)
         return self.prepared
 
+    @property
+    def sizes(self) -> tuple:
+        """What a view's memory depends on besides its token count: ``runtime.memory.estimate``'s arguments."""
+        s = self.settings
+        return s.effective_d_in, s.d_out, s.num_heads, s.context_length, s.training and s.dropout > 0
+
     @functools.cached_property
     def heavy(self) -> bool:
         """Whether drawing a page for this run is heavy work: many tokens, or a large multi-head view."""
-        return self.num_tokens >= HEAVY_TOKENS or self.estimate("multihead").peak > HEAVY_BYTES
-
-    def estimate(self, kind: str, num_tokens: int | None = None):
-        """The bytes view ``kind`` needs for this run (``runtime.memory.estimate``)."""
-        s = self.settings
-        dropout = s.training and s.dropout > 0
-        tokens = self.num_tokens if num_tokens is None else num_tokens
-        return estimate(kind, tokens, s.effective_d_in, s.d_out, s.num_heads, s.context_length, dropout)
-
-
-def eval_mode(run: Run) -> Run:
-    """``run`` in eval mode: the same sentence, no dropout."""
-    return replace(run, settings=replace(run.settings, training=False))
-
-
-def second_tokens(run: Run, second_text: str | None) -> int:
-    """The batch view's token count: the longer of the run's sentence and a second one."""
-    if not second_text or not second_text.strip():
-        return run.num_tokens
-    s = run.settings
-    return max(run.num_tokens, len(prepare(TEXT, second_text, s.effective_d_in, s.seed, s.context_length).ids))
+        return self.num_tokens >= HEAVY_TOKENS or estimate("multihead", self.num_tokens, *self.sizes).peak > HEAVY_BYTES
 
 
 @contextlib.contextmanager
@@ -116,37 +100,18 @@ def waiting_turn(queue: TurnQueue, ahead_text: str):
 @contextlib.contextmanager
 def heavy_turn():
     """Wait, saying so, for a place among ``HEAVY_SLOTS`` heavy computations; give the memory back after."""
+    ahead = f"large computations are running or waiting before yours (it runs {HEAVY_SLOTS} at once)"
     try:
-        with (
-            waiting_turn(
-                HEAVY_TURNS, f"large computations are running or waiting before yours (it runs {HEAVY_SLOTS} at once)"
-            ),
-            st.spinner("Computing a large view…"),
-        ):
+        with waiting_turn(HEAVY_TURNS, ahead), st.spinner("Computing a large view…"):
             yield
     finally:
         release_memory()
 
 
-def run_view(max_entries: int):
-    """``shared_view`` for a view of a ``Run`` that needs no budget (a small result); it takes settings too."""
-
-    def decorate(view):
-        cached = shared_view(max_entries=max_entries)(view)
-
-        @functools.wraps(view)
-        def of_run(run: Run | Settings, *args, **kwargs):
-            return cached(run if isinstance(run, Run) else Run.of(run), *args, **kwargs)
-
-        of_run.clear = cached.clear
-        return of_run
-
-    return decorate
-
-
-def budgeted(kind: str):
+def budgeted(kind: str | None):
     """Keep view ``kind`` within ``runtime.memory.VIEW_BUDGET``, planned once per call from the run's token
-    count: compute only the first tokens that fit, with a notice, or refuse; a heavy view takes its turn."""
+    count: compute only the first tokens that fit, with a notice, or refuse; a heavy view takes its turn.
+    ``kind`` None: a view with a small result, which needs no budget (``run_view``)."""
 
     def decorate(view):
         cached = shared_view(max_entries=VIEW_ENTRIES)(view)
@@ -155,12 +120,15 @@ def budgeted(kind: str):
         def planned(run: Run | Settings, *args, **kwargs):
             if not isinstance(run, Run):  # a notebook or a test may pass settings
                 run = Run.of(run)
-            if run.prepared is None:
-                raise ValueError(run.error)
-            s = run.settings
-            num_tokens = second_tokens(run, args[0] if args else None) if kind == "batch" else run.num_tokens
-            dropout = s.training and s.dropout > 0
-            found = plan(kind, num_tokens, s.effective_d_in, s.d_out, s.num_heads, s.context_length, dropout)
+            if kind is None:
+                return cached(run, *args, **kwargs)
+            run.ready()  # the learner's message as a ValueError when there is no sentence
+            s, num_tokens = run.settings, run.num_tokens
+            second = args[0] if kind == "batch" and args else None  # the batch view's second sentence
+            if second and second.strip():
+                second_ids = prepare(TEXT, second, s.effective_d_in, s.seed, s.context_length).ids
+                num_tokens = max(num_tokens, len(second_ids))
+            found = plan(kind, num_tokens, *run.sizes)
             if found.lowered:
                 st.info(found.note)
                 run = Run.of(replace(s, context_length=found.num_tokens))
@@ -171,6 +139,9 @@ def budgeted(kind: str):
         return planned
 
     return decorate
+
+
+run_view = budgeted(None)
 
 
 def page_turn(run: Run, url_path: str):
@@ -194,19 +165,14 @@ from explorer.views.chapter import (  # noqa: E402
     WHY_HIDDEN_SIZE,
     batch_view,
     computed_why_view,
-    dropout_sample_limit,
     dropout_settings,
-    dropout_untouched,
     dropout_view,
     heads_product_view,
     is_book,
     mask_view,
     module_seed,
-    module_trace,
     multihead_view,
-    note,
     qkv_view,
-    reversal_view,
     scaling_view,
     seq2seq_parts,
     simplified_view,
@@ -218,20 +184,15 @@ __all__ = [
     "Run",
     "batch_view",
     "computed_why_view",
-    "dropout_sample_limit",
     "dropout_settings",
-    "dropout_untouched",
     "dropout_view",
     "heads_product_view",
     "is_book",
     "mask_view",
     "module_seed",
-    "module_trace",
     "multihead_view",
-    "note",
     "page_turn",
     "qkv_view",
-    "reversal_view",
     "scaling_view",
     "seq2seq_parts",
     "simplified_view",

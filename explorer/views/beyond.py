@@ -19,8 +19,8 @@ from attention.measuring.costs import CACHE_SHAPES, macs_per_new_token
 from attention.mistake_measures import LARGE_D_K, Measure
 from attention.mistake_steps import RIGHT, Steps
 from attention.tokens import BPE_NAME
-from explorer.models import bpe_encoding, from_tensors, model, module_for, tokenize_text, version
-from explorer.runtime.memory import VIEW_ENTRIES, TurnQueue, shared_view
+from explorer.models import SPOKEN, from_tensors, model, module_for, tokenize_text, version
+from explorer.runtime.memory import TurnQueue, shared_view
 from explorer.runtime.server import machine_threads
 from explorer.settings import BOOK, GPT2, TRAINED, Settings
 from explorer.views import Run, heavy_turn, run_view
@@ -68,13 +68,11 @@ class Curve:
 class MistakeView:
     """One mistake beside the right code on the sentence, the first head (``[0, 0]``) of ``MultiHeadAttention``.
 
-    ``right_weights``/``wrong_weights`` (T, T) are the weights that multiply
-    the values (after dropout for the dropout mistake); ``future`` (T, T) is
-    True above the diagonal; ``right_output``/``wrong_output`` (T, d_out).
-    ``dropout`` is the p the module was built with; ``weight_limit`` the
-    largest weight the right code can give (1, or 1/(1 − p) after dropout).
-    ``max_weight_difference`` is the largest |wrong − right| over the first head's
-    weights that are numbers in both. ``large_d_k`` is the d_k at which the scaling mistakes are measured.
+    ``right_weights``/``wrong_weights`` (T, T) are the weights that multiply the values (after dropout for the dropout
+    mistake); ``future`` (T, T) is True above the diagonal; ``right_output``/``wrong_output`` (T, d_out). ``dropout`` is
+    the p the module was built with; ``weight_limit`` the largest weight the right code can give (1, or 1/(1 − p) after
+    dropout). ``max_weight_difference`` is the largest |wrong − right| over the first head's weights that are numbers in
+    both. ``large_d_k`` is the d_k at which the scaling mistakes are measured.
     """
 
     name: str
@@ -114,14 +112,7 @@ def changed_step(name: str) -> tuple[Callable, Callable]:
     return getattr(RIGHT, changed), getattr(steps, changed)
 
 
-def dropout_for(settings: Settings, name: str) -> float:
-    """The p the module is built with: the sidebar's, or the book's 0.5 for the dropout mistake when that is 0."""
-    if name == "dropout_without_rescale" and settings.dropout == 0:
-        return BOOK_DROPOUT
-    return settings.dropout
-
-
-@run_view(max_entries=VIEW_ENTRIES)
+@run_view
 def mistake_view(run: Run, name: str) -> MistakeView:
     """``attention.run_mistake(name, …)`` on the settings' module and sentence, as numpy.
 
@@ -130,7 +121,9 @@ def mistake_view(run: Run, name: str) -> MistakeView:
     if name not in attention.MISTAKES:
         raise ValueError(f"Unknown mistake {name!r}; choose one of: {', '.join(attention.MISTAKES)}.")
     settings, prepared = run.settings, run.ready()
-    p = dropout_for(settings, name)
+    p = settings.dropout  # the module's: the sidebar's, or the book's 0.5 for the dropout mistake when that is 0
+    if name == "dropout_without_rescale" and p == 0:
+        p = BOOK_DROPOUT
     mha = module_for("MultiHeadAttention", replace(settings, dropout=p))  # random or a model's layer
     x = torch.tensor(prepared.inputs)  # (num_tokens, d_in), a copy of a read-only array
     result = attention.run_mistake(name, mha, x, seed=settings.seed)
@@ -160,15 +153,10 @@ def mistake_view(run: Run, name: str) -> MistakeView:
     )
 
 
-# Generate: a GPT writing after the learner's prompt, with and without the KV cache.
-#
-# ``generation_view`` generates with ``attention.generate`` both ways (the same seed), keeps what the page
-# steps through (each new token's attention rows, its ten likeliest tokens, the cache's size), and checks
-# the cache against a full recomputation: the keys and values the cache grew one token at a time equal
-# those of the whole text read at once. Results are ``shared_view``s: one per (model, prompt, options).
-#
-# ``token_times_view`` times one new token with and without the cache at a few lengths
-# (``attention.measure_token_times``), one measurement at a time in the Speed page's ``SPEED_QUEUE``.
+# Generate: a GPT writing after the learner's prompt, with and without the KV cache. ``generation_view`` keeps what
+# the page steps through; ``cache_check_view`` checks the cache against generating without it and against reading the
+# whole text at once. Results are ``shared_view``s: one per (model, prompt, options). ``token_times_view`` times one new
+# token with and without the cache at a few lengths, one measurement at a time in the Speed page's ``SPEED_QUEUE``.
 
 
 MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
@@ -226,13 +214,12 @@ class GenerationView:
 class CacheCheck:
     """The generation checked against generating without the cache and against reading the whole text at once.
 
-    Shapes: ``cache_keys``, ``cache_values`` and ``recomputed_keys`` (n_layers, n_heads, T - 1, head_dim), the
+    Shapes: ``cache_keys`` and ``recomputed_keys`` (n_layers, n_heads, T - 1, head_dim), the
     cache when the last token was chosen and the same keys from the whole text."""
 
     same_tokens: bool  # the cache's tokens equal those of generating without it
     logits_max_difference: float  # largest |logit with cache - logit without| over every step
     cache_keys: np.ndarray
-    cache_values: np.ndarray
     recomputed_keys: np.ndarray
     keys_max_difference: float
     values_max_difference: float
@@ -243,25 +230,17 @@ def model_kind(settings: Settings) -> str:
     return GPT2 if settings.weights == GPT2 and model(GPT2) is not None else TRAINED
 
 
-def prompt_of(settings: Settings) -> str:
-    """The prompt: the sidebar's sentence, or the book's "Your journey starts with one step"."""
-    return attention.BOOK_SENTENCE if settings.source == BOOK else settings.text
-
-
-def check_options(options: GenerationOptions) -> None:
-    """The page's cap on new tokens, in words a learner reads; the package checks the rest."""
-    if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:
-        raise ValueError(
-            f"This server generates 1 to {MAX_PAGE_TOKENS} new tokens at a time; {options.max_new_tokens} "
-            f"were asked for. Ask for at most {MAX_PAGE_TOKENS}."
-        )
+def of_settings(view, settings: Settings, options: GenerationOptions):
+    """``view`` (``generation_view`` or ``cache_check_view``) for the sidebar's settings: the model they choose
+    and their sentence, or the book's "Your journey starts with one step"."""
+    kind = model_kind(settings)
+    prompt = attention.BOOK_SENTENCE if settings.source == BOOK else settings.text
+    on_miss = heavy_turn if kind == GPT2 else None  # GPT-2 without the cache reads the whole text every token
+    return view(kind, version(kind), prompt, options, on_miss=on_miss)
 
 
 def generation(settings: Settings, options: GenerationOptions) -> GenerationView:
-    """``generation_view`` for the sidebar's settings: the model they choose and their sentence."""
-    kind = model_kind(settings)
-    on_miss = heavy_turn if kind == GPT2 else None  # GPT-2 without the cache reads the whole text every token
-    return generation_view(kind, version(kind), prompt_of(settings), options, on_miss=on_miss)
+    return of_settings(generation_view, settings, options)
 
 
 def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
@@ -283,7 +262,11 @@ def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
 def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> GenerationView:
     """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``), with the KV cache:
     each step's attention rows, top ten and cache size. ``cache_check_view`` compares it with recomputing."""
-    check_options(options)
+    if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:  # the page's cap; the package checks the rest
+        raise ValueError(
+            f"This server generates 1 to {MAX_PAGE_TOKENS} new tokens at a time; {options.max_new_tokens} "
+            f"were asked for. Ask for at most {MAX_PAGE_TOKENS}."
+        )
     gpt = model(kind)
     cfg = gpt.cfg
     ids = prompt_ids(prompt, cfg.context_length)
@@ -295,10 +278,10 @@ def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOpti
     for k, token in enumerate(with_cache.tokens):
         for layer, row in enumerate(token.attn_rows):
             rows[k, layer, :, : row.shape[-1]] = row.numpy()
-    decode = bpe_encoding()
+    decode = attention.load_bpe()
     steps = range(len(ids) + 1, len(all_ids))  # after the first step, one token is read at a time
     return GenerationView(
-        model_name="GPT-2" if kind == GPT2 else "the small GPT trained on The Verdict",
+        model_name=SPOKEN[kind],
         num_layers=cfg.n_layers,
         num_heads=cfg.n_heads,
         head_dim=cfg.emb_dim // cfg.n_heads,
@@ -336,7 +319,6 @@ def cache_check_view(kind: str, loaded: int, prompt: str, options: GenerationOpt
         same_tokens=with_cache.new_ids == without_cache.new_ids,
         logits_max_difference=max(float((a.logits - b.logits).abs().max()) for a, b in pairs),
         cache_keys=grown[0],
-        cache_values=grown[1],
         recomputed_keys=recomputed[0],
         keys_max_difference=float(np.abs(grown[0] - recomputed[0]).max()),
         values_max_difference=float(np.abs(grown[1] - recomputed[1]).max()),
@@ -344,10 +326,7 @@ def cache_check_view(kind: str, loaded: int, prompt: str, options: GenerationOpt
 
 
 def cache_check(settings: Settings, options: GenerationOptions) -> CacheCheck:
-    """``cache_check_view`` for the sidebar's settings."""
-    kind = model_kind(settings)
-    on_miss = heavy_turn if kind == GPT2 else None
-    return cache_check_view(kind, version(kind), prompt_of(settings), options, on_miss=on_miss)
+    return of_settings(cache_check_view, settings, options)
 
 
 def cache_against_recomputation(gpt, ids, prompt_tokens: int):
@@ -385,21 +364,17 @@ def cache_rows(num_tokens: int) -> list[tuple]:
 
 @shared_view(max_entries=4)
 def token_times_view(kind: str, loaded: int, *, on_progress=None) -> attention.TokenTimes:
-    """One new token timed with and without the cache at ``TIMED_LENGTHS``. Call it through ``timed``."""
+    """One new token timed with and without the cache at ``TIMED_LENGTHS`` (no progress to report). Call it
+    through ``timed``."""
     gpt = model(kind)
     lengths = tuple(n for n in TIMED_LENGTHS if n <= gpt.cfg.context_length)
     return attention.measure_token_times(gpt, lengths, repeats=TIMED_REPEATS)
 
 
 def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
-    """``token_times_view`` for the settings' model: a result timed before at once, else in ``SPEED_QUEUE``'s turn."""
+    """``token_times_view`` for the settings' model, in turn (``in_turn``)."""
     kind = model_kind(settings)
-    report = on_progress or (lambda done, total, label: None)
-    hit = token_times_view.get(kind, version(kind))
-    if hit is not None:
-        return hit
-    with SPEED_QUEUE.turn(lambda ahead: report(0, 0, waiting(ahead))):
-        return token_times_view(kind, version(kind))
+    return in_turn(token_times_view, kind, version(kind), on_progress=on_progress)
 
 
 # Speed: the chapter's attention timed seven ways, one measurement at a time.
@@ -429,28 +404,23 @@ def waiting(ahead: int) -> str:
     return f"{others} ahead of yours in the queue; each stops within {SPEED_BUDGET_S:.0f} s."
 
 
-def speed_view(
-    num_tokens: tuple[int, ...],
-    d_model: int,
-    num_heads: int,
-    batch_size: int,
-    repeats: int,
-    device: str,
-    *,
-    on_progress=None,
-) -> SpeedView:
-    """``measured`` at these sizes: a result measured before at once, otherwise in turn (``SPEED_QUEUE``).
+def in_turn(view, *args, on_progress=None):
+    """``view(*args)``: a result measured before at once, otherwise in turn (``SPEED_QUEUE``).
 
     While it waits, ``on_progress(0, 0, waiting(ahead))`` is called twice a second, so a visitor
     who leaves stops waiting.
     """
-    sizes = (num_tokens, d_model, num_heads, batch_size, repeats, device)
     report = on_progress or (lambda done, total, label: None)
-    hit = measured.get(*sizes)
+    hit = view.get(*args)
     if hit is not None:
         return hit
     with SPEED_QUEUE.turn(lambda ahead: report(0, 0, waiting(ahead))):
-        return measured(*sizes, on_progress=report)
+        return view(*args, on_progress=report)
+
+
+def speed_view(*sizes, on_progress=None) -> SpeedView:
+    """``measured`` at ``sizes`` (its arguments), in turn (``in_turn``)."""
+    return in_turn(measured, *sizes, on_progress=on_progress)
 
 
 def budget_note(view: SpeedView) -> str:
@@ -483,16 +453,9 @@ def measured(
     report = on_progress or (lambda done, total, label: None)
     torch.set_num_threads(machine_threads())  # this thread's timings use every core, as in a notebook
     try:
+        sizes = dict(d_model=d_model, num_heads=num_heads, batch_size=batch_size, repeats=repeats, device=device)
         result = attention.measure(
-            list(attention.IMPLEMENTATIONS),
-            num_tokens,
-            d_model=d_model,
-            num_heads=num_heads,
-            batch_size=batch_size,
-            repeats=repeats,
-            device=device,
-            on_progress=report,
-            time_budget_s=SPEED_BUDGET_S,
+            list(attention.IMPLEMENTATIONS), num_tokens, **sizes, on_progress=report, time_budget_s=SPEED_BUDGET_S
         )
     finally:
         torch.set_num_threads(1)

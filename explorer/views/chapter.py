@@ -18,7 +18,6 @@ import inspect
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -28,9 +27,9 @@ from attention.constants import BOOK_SECTIONS as SECTIONS
 from attention.constants import BOOK_SEEDS
 from explorer.models import WhyView, from_tensors, layer_inputs, module_for, prepared, stored_why_view
 from explorer.runtime import torch
-from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, VIEW_ENTRIES, TurnQueue, shared_view
+from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, TurnQueue, shared_view
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
-from explorer.views import Run, budgeted, eval_mode, run_view
+from explorer.views import Run, budgeted, run_view
 
 # What the chapter's views hand the pages: frozen dataclasses of numpy arrays, one per view, shared read-only
 # between sessions (``memory.read_only``). Shapes use the book's names: T = num_tokens, h = num_heads.
@@ -57,13 +56,8 @@ class TraceArrays:
 
     def first_head(self) -> TraceArrays:
         """The first batch item's first head: (b, h, T, ·) arrays become (T, ·), (b, T, ·) ones (T, ·)."""
-        picked = {}
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if value is not None and value.ndim >= 3:
-                value = value[0, 0] if value.ndim == 4 else value[0]
-            picked[field.name] = value
-        return TraceArrays(**picked)
+        arrays = {f.name: getattr(self, f.name) for f in fields(self)}
+        return replace(self, **{k: v[(0,) * (v.ndim - 2)] for k, v in arrays.items() if v is not None and v.ndim >= 3})
 
 
 @dataclass(frozen=True)
@@ -193,12 +187,11 @@ class ShapeRow:
 
 @dataclass(frozen=True)
 class MultiheadView:
-    """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active;
-    ``wrapper_head_context`` (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context``
-    (T, d_out), the heads merged before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` the efficient module's lines with their live shapes (b = 1). For the cell panel:
-    ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw or None;
-    ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
+    """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active; ``wrapper_head_context``
+    (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context`` (T, d_out), the heads merged before
+    ``out_proj``; ``efficient_output`` (T, d_out); ``shape_rows`` the efficient module's lines with their live shapes
+    (b = 1). For the cell panel: ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw
+    or None; ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -250,25 +243,15 @@ def _inputs_tensor(run: Run) -> torch.Tensor:
     return torch.tensor(run.ready().inputs)  # (num_tokens, d_in), a copy of a shared read-only array
 
 
-def trace_arrays(trace: attention.Trace) -> TraceArrays:
-    """A trace's tensors as numpy arrays, ready to cache and draw."""
-    return from_tensors(TraceArrays, trace)
-
-
 @budgeted("trace")
 def module_trace(run: Run, name: str, module_seed: int | None = None) -> TraceArrays:
     """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout.
 
     The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed);
     dropout draws use the settings' seed."""
-    settings = run.settings
-    trace = attention.trace(
-        module_for(name, settings, module_seed),
-        _inputs_tensor(run),
-        training=settings.training,
-        seed=settings.seed,
-    )
-    return trace_arrays(trace)
+    s = run.settings
+    trace = attention.trace(module_for(name, s, module_seed), _inputs_tensor(run), training=s.training, seed=s.seed)
+    return from_tensors(TraceArrays, trace)
 
 
 @budgeted("simplified")
@@ -299,16 +282,13 @@ def simplified_view(run: Run, query: int) -> SimplifiedView:
 
 @budgeted("qkv")
 def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
-    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2.
-
-    ``steps`` holds the trace's arrays for the one sentence and one head: (num_tokens, ·).
-    ``SelfAttention_v2`` is built after ``torch.manual_seed(v2_seed)`` (default: the settings'
-    seed; the book uses 789), and a v1 given its weights.
-    """
+    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2: ``SelfAttention_v2``
+    built after ``torch.manual_seed(v2_seed)`` (default: the settings' seed; the book uses 789), and a v1 given its
+    weights."""
     settings = run.settings
     inputs = _inputs_tensor(run)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
-    steps = trace_arrays(attention.trace(sa_v1, inputs)).first_head()
+    steps = from_tensors(TraceArrays, attention.trace(sa_v1, inputs)).first_head()
     sa_v2 = module_for("SelfAttention_v2", settings, v2_seed)
     copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
     attention.load_v2_weights_into_v1(copy, sa_v2)
@@ -336,7 +316,7 @@ def scaling_view(d_ks: tuple[int, ...], num_keys: int, temperature: float, seed:
 WHY_HIDDEN_SIZE = 16  # the GRU's hidden state that Why attention opens with
 
 
-@run_view(max_entries=VIEW_ENTRIES)
+@run_view
 def why_view(run: Run, hidden_size: int) -> WhyView:
     """Sections 3.1–3.2 on the sentence (``computed_why_view``). The book's example at the first page's
     defaults is stored (``first_view``): a new server draws it before it has imported torch."""
@@ -370,14 +350,10 @@ def _seq2seq_parts(inputs: bytes, shape: tuple[int, int], seed: int, hidden_size
     return trace, attention.seq2seq_weights(shape[1], hidden_size, None, seed)
 
 
-# Why attention's trained part, computed: the shipped reversal models on the user's sentence
-# (``attention.before_chapter.reversal``).
-#
-# ``widgets.models`` draws it.
-
-
 @shared_view(max_entries=CACHE_ENTRIES)
 def reversal_view(ids: tuple[int, ...]) -> ReversalView:
+    """Why attention's trained part: the shipped reversal models (``attention.before_chapter.reversal``) on the
+    sentence's token ``ids``; ``widgets.models`` draws it."""
     found = attention.trained_alignment(ids)
     return ReversalView(
         weights=np.stack([found.untrained_weights.numpy(), found.trained_weights.numpy()]),  # (2, T, T)
@@ -396,13 +372,12 @@ def reversal_view(ids: tuple[int, ...]) -> ReversalView:
 def mask_view(run: Run, module_seed: int | None = None) -> MaskView:
     """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
 
-    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings'
-    seed); with 789 its ``W_query`` and ``W_key`` are those of the book's ``SelfAttention_v2``
-    in this section. The trace runs in eval mode, so the context vectors are the masked
-    weights times the values; dropout has its own page.
+    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed); with 789 its ``W_query``
+    and ``W_key`` are those of the book's ``SelfAttention_v2`` in this section. The trace runs in eval mode, so the
+    context vectors are the masked weights times the values; dropout has its own page.
     """
     settings = run.settings
-    steps = module_trace(eval_mode(run), "CausalAttention", module_seed)
+    steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     scaled_scores = torch.tensor(steps.scaled_scores[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     comparison = attention.compare_masking(scaled_scores)
     future = comparison.mask.numpy()  # (num_tokens, num_tokens), True = masked
@@ -433,22 +408,19 @@ def dropout_sample_limit(num_tokens: int) -> int:
 def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> DropoutView:
     """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
 
-    The causal weights come from a ``CausalAttention`` built after ``torch.manual_seed(module_seed)``
-    (default: the settings' seed; the book's weights are SelfAttention_v2's, seed 789); the draws
-    use the settings' seed, as ``torch.manual_seed(seed)`` before ``Dropout``. In eval mode nothing
-    is dropped, so the average uses p = 0 too. ``num_samples`` is capped at
-    ``dropout_sample_limit`` (returned as ``max_samples``).
+    The causal weights come from a ``CausalAttention`` built after ``torch.manual_seed(module_seed)`` (default: the
+    settings' seed; the book's weights are SelfAttention_v2's, seed 789); the draws use the settings' seed, as
+    ``torch.manual_seed(seed)`` before ``Dropout``. In eval mode nothing is dropped, so the average uses p = 0 too.
+    ``num_samples`` is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
     """
     settings = run.settings
-    steps = module_trace(eval_mode(run), "CausalAttention", module_seed)
+    steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     weights = torch.tensor(steps.attn_weights[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     draw = attention.apply_dropout(weights, settings.dropout, seed=settings.seed, training=settings.training)
     active = settings.training and settings.dropout > 0
     max_samples = dropout_sample_limit(weights.shape[0])
-    num_samples = min(num_samples, max_samples)
-    average = attention.dropout_average(
-        weights, settings.dropout if active else 0.0, num_samples=num_samples, seed=settings.seed
-    )
+    p = settings.dropout if active else 0.0
+    average = attention.dropout_average(weights, p, num_samples=min(num_samples, max_samples), seed=settings.seed)
     return DropoutView(
         pieces=run.prepared.pieces,
         mask=steps.mask,
@@ -473,21 +445,14 @@ PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password): GPT-2 has n
 def batch_view(run: Run, second_text: str | None) -> BatchView:
     """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
 
-    ``second_text=None`` (or blank) repeats the first sentence, as the book does. A
-    shorter sentence is padded at the end with ``<|endoftext|>``, id 50256 (GPT-2
-    has no padding token; the book's later chapters reuse this one).
-    ``unpadded_max_difference`` measures that padding at the end does not change
-    the real tokens' outputs, because the causal mask hides it (nan while
-    dropout is active, since the dropout draws differ).
-
-    Shapes: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T),
-    after dropout when it is active; ``output`` (2, T, d_out).
+    ``second_text=None`` (or blank) repeats the first sentence, as the book does. A shorter sentence is padded at the
+    end with ``<|endoftext|>``, id 50256 (GPT-2 has no padding token; the book's later chapters reuse this one).
+    ``unpadded_max_difference`` measures that padding at the end does not change the real tokens' outputs, because the
+    causal mask hides it (nan while dropout is active, since the dropout draws differ). Shapes: ``BatchView``'s.
     """
     settings, first = run.settings, run.prepared
-    if second_text is None or not second_text.strip():
-        second = first
-    else:
-        second = prepared(replace(settings, source="text", text=second_text))
+    blank = second_text is None or not second_text.strip()  # the book's batch: the first sentence twice
+    second = first if blank else prepared(replace(settings, source="text", text=second_text))
     lengths = (len(first.pieces), len(second.pieces))
     num_tokens = max(lengths)
     pad_vector = attention.token_vector(attention.tokens.ENDOFTEXT_ID, settings.effective_d_in, settings.seed)
@@ -533,27 +498,14 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
 # Section 3.6's view: the wrapper of heads, the efficient ``MultiHeadAttention``, and their agreement.
 
 
-SHARED_D_OUT_LIMIT = SHARED_D_OUT_LIMIT  # the largest d_out a MultiHeadAttention may have here
-
-
 @budgeted("multihead")
 def multihead_view(run: Run) -> MultiheadView:
     """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights.
 
-    The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in
-    all, as in the book); the efficient module splits ``d_out`` into
-    ``num_heads`` heads of ``head_dim``. The agreement check builds a
-    ``MultiHeadAttention`` of ``num_heads * d_out`` outputs from the wrapper's
-    weights, in eval mode; it is None when that exceeds ``SHARED_D_OUT_LIMIT``.
-
-    Shapes: ``mask`` (T, T); ``*_weights`` (num_heads, T, T), after dropout when
-    it is active; ``wrapper_head_context`` (num_heads, T, d_out);
-    ``wrapper_output`` (T, num_heads * d_out); ``efficient_context`` (T, d_out), the
-    heads merged, before ``out_proj``; ``efficient_output`` (T, d_out);
-    ``shape_rows`` each line of ``MultiHeadAttention.steps`` with the shape it made here. What the cell
-    panel reads: ``*_scores`` (num_heads, T, T), scaled, −∞ where masked; ``*_keep`` (num_heads, T, T), True =
-    kept by dropout, or None; ``*_values`` (num_heads, T, head_dim); ``out_weight`` (d_out, d_out) and
-    ``out_bias`` (d_out,), ``out_proj``'s, as ``nn.Linear`` stores them.
+    The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in all, as in the book); the efficient
+    module splits ``d_out`` into ``num_heads`` heads of ``head_dim``. The agreement check builds a
+    ``MultiHeadAttention`` of ``num_heads * d_out`` outputs from the wrapper's weights, in eval mode; it is None
+    when that exceeds ``SHARED_D_OUT_LIMIT``. Shapes: ``MultiheadView``'s.
     """
     settings = run.settings
     inputs = _inputs_tensor(run).unsqueeze(0)  # (1, num_tokens, d_in)
@@ -609,19 +561,17 @@ def heads_product_view() -> HeadsProductView:
 
 # Book mode: which of chapter 3's printed numbers a page shows, and with which seed it builds its module.
 #
-# The chapter changes seeds as it goes (``attention.book``): ``SelfAttention_v1`` after
-# ``torch.manual_seed(123)``, ``SelfAttention_v2`` after ``torch.manual_seed(789)`` (reused by
-# the causal-mask section), dropout drawn after ``torch.manual_seed(123)``, and the batched
-# classes after ``torch.manual_seed(123)`` again. The sidebar has one seed, so its default,
-# 123, stands for "the book's seeds": each page then builds its module with the seed the book
-# uses at that point. Any other seed is used as it is, on every page.
+# The chapter changes seeds as it goes (``attention.book``): ``SelfAttention_v1`` after ``torch.manual_seed(123)``,
+# ``SelfAttention_v2`` after ``torch.manual_seed(789)`` (reused by the causal-mask section), dropout drawn after
+# ``torch.manual_seed(123)``, and the batched classes after ``torch.manual_seed(123)`` again. The sidebar has one seed,
+# so its default, 123, stands for "the book's seeds": each page then builds its module with the seed the book uses at
+# that point. Any other seed is used as it is, on every page.
 #
-# The sidebar's dropout defaults to off (p = 0, eval mode), which is what the book uses for
-# every printed output but one: section 3.5.2 drops weights with p = 0.5 in training mode. While
-# the sidebar's dropout is untouched, the Dropout page uses the book's p = 0.5 in training mode;
-# once the user changes p or the mode, it follows the sidebar.
+# The sidebar's dropout defaults to off (p = 0, eval mode), which is what the book uses for every printed output but
+# one: section 3.5.2 drops weights with p = 0.5 in training mode. While the sidebar's dropout is untouched, the Dropout
+# page uses the book's p = 0.5 in training mode; once the user changes p or the mode, it follows the sidebar.
 #
-# ``is_book`` says whether a section's numbers on screen are the book's, and ``note`` says so in a
+# ``is_book`` says whether a section's numbers on screen are the book's, and ``note_of`` says so in a
 # sentence, naming the section, or names what departs from the book; ``widgets.book_caption`` shows it.
 # Each is pure in the frozen settings and cached, so a rerun recomputes nothing.
 
@@ -732,14 +682,9 @@ PRINTED = {
 }
 
 
-def note(settings: Settings, section: str, *, also: Sequence[str] = ()) -> str:
+@functools.lru_cache(maxsize=256)  # a page's rerun writes the same caption
+def note_of(settings: Settings, section: str, also: tuple[str, ...] = ()) -> str:
     """Sentences saying whether ``section``'s numbers are the book's; ``also`` adds a page's own departures."""
-    return note_of(settings, section, tuple(also))
-
-
-@functools.lru_cache(maxsize=256)
-def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
-    """``note``, made once per settings, section and departures (a page's rerun writes the same caption)."""
     reasons = [*departures(settings, section), *also]
     printed = f" {PRINTED[section]}" if section in PRINTED else ""
     if not reasons:
@@ -753,9 +698,8 @@ def note_of(settings: Settings, section: str, also: tuple[str, ...]) -> str:
 
 # The shape of every tensor a method makes, line by line, recorded from a real run.
 #
-# The Multi-head page's shape table comes from here: each row pairs a line of the package's
-# source (read with ``inspect``) with the shape its tensor had when the line ran, so the table
-# cannot drift from the code.
+# The Multi-head page's shape table comes from here: each row pairs a line of the package's source (read with
+# ``inspect``) with the shape its tensor had when the line ran, so the table cannot drift from the code.
 
 
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
@@ -765,11 +709,6 @@ SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a com
 PARSING = TurnQueue(slots=1)
 
 
-@functools.cache  # a function's source, read once per process
-def _source(obj) -> str:
-    return inspect.getsource(obj)
-
-
 def source_of(obj) -> str:
     """``inspect.getsource(obj)``, read once per process and by one thread at a time (``PARSING``): for a
     class, ``getsource`` parses its whole module with ``ast.parse``."""
@@ -777,18 +716,19 @@ def source_of(obj) -> str:
         return _source(obj)
 
 
-@functools.cache  # a function's statements, parsed once per process
-def _parsed(function) -> dict[int, tuple[str, str]]:
-    return _parse_statements(function)
+@functools.cache  # a function's source, read once per process
+def _source(obj) -> str:
+    return inspect.getsource(obj)
 
 
 def _statements(function) -> dict[int, tuple[str, str]]:
-    """``_parse_statements(function)``, once per process and by one thread at a time (``PARSING``)."""
+    """``_parsed(function)``, by one thread at a time (``PARSING``)."""
     with PARSING.turn():
         return _parsed(function)
 
 
-def _parse_statements(function) -> dict[int, tuple[str, str]]:
+@functools.cache  # a function's statements, parsed once per process
+def _parsed(function) -> dict[int, tuple[str, str]]:
     """Each source line number of ``function`` → its statement's code (comment removed) and shape comment."""
     lines, first = inspect.getsourcelines(function)
     source = textwrap.dedent("".join(lines))
