@@ -156,15 +156,10 @@ class Steps:
 
         return added
 
-    @property
-    def slugs(self) -> tuple[str, ...]:
-        return tuple(s.slug for s in self.steps)
-
     def show(self) -> Step:
         """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
         show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
-        index = stepper(self.page, [s.title for s in self.steps], self.slugs)
-        step = self.steps[index]
+        step = self.steps[stepper(self.page, self.steps)]
         step.show()
         drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
         if drawn != shown:
@@ -191,12 +186,12 @@ def step_index(linked: str | None, slugs: Sequence[str] | None, count: int, numb
     return min(max(number - 1, 0), count - 1)
 
 
-def stepper(page: str, steps: Sequence[str], slugs: Sequence[str]) -> int:
+def stepper(page: str, steps: Sequence[Step]) -> int:
     """Previous / Next buttons (the ← and → keys, and a presentation clicker's PageUp and PageDown) and a step
-    indicator; returns the step index. ``slugs`` name the steps in the URL."""
+    indicator; returns the step index. Each step's ``slug`` names it in the URL."""
     key, count = step_key(page), len(steps)
     if key not in st.session_state:
-        linked = initial_param("step", page, key)
+        linked, slugs = initial_param("step", page, key), [s.slug for s in steps]
         start = step_index(linked, slugs, count, NUMBERED.get(page, ()))
         if linked is not None and start is None:
             notice(
@@ -205,39 +200,35 @@ def stepper(page: str, steps: Sequence[str], slugs: Sequence[str]) -> int:
             )
         st.session_state[key] = start or 0
     index = st.session_state[key] = min(max(st.session_state[key], 0), count - 1)
+    step = steps[index]
 
     def move(delta: int) -> None:
         st.session_state[key] = min(max(st.session_state[key] + delta, 0), count - 1)
 
     previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
     middle.markdown(
-        f"<div style='text-align:center'><b>Step {index + 1} of {count}</b> · {html.escape(steps[index])}</div>",
+        f"<div style='text-align:center'><b>Step {index + 1} of {count}</b> · {html.escape(step.title)}</div>",
         unsafe_allow_html=True,
     )
     middle.progress((index + 1) / count)
-    st.session_state[RUN_STEP] = (page, index, steps[index], slugs[index])  # the link's step (``finish_run``)
+    st.session_state[RUN_STEP] = (page, index, step.title, step.slug)  # the link's step (``finish_run``)
     if room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
         return index
     # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
-    previous.button(
-        "Previous",
-        key=f"prev:{page}",
-        on_click=move,
-        args=(-1,),
-        disabled=index == 0,
-        shortcut="Left",
-        width="stretch",
-    )
-    following.button(
-        "Next",
-        key=f"next:{page}",
-        on_click=move,
-        args=(1,),
-        disabled=index == count - 1,
-        shortcut="Right",
-        width="stretch",
-        type="primary",
-    )
+    for where, label, name, delta, shortcut, last in (
+        (previous, "Previous", "prev", -1, "Left", 0),
+        (following, "Next", "next", 1, "Right", count - 1),
+    ):
+        where.button(
+            label,
+            key=f"{name}:{page}",
+            on_click=move,
+            args=(delta,),
+            disabled=index == last,
+            shortcut=shortcut,
+            width="stretch",
+            type="primary" if delta > 0 else "secondary",
+        )
     # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons kept off screen.
     st.html(CLICKER_CSS)
     for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
