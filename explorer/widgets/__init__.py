@@ -179,6 +179,9 @@ BASE_CSS = """<style>
 /* a chosen or hovered segment of a segmented control: Streamlit's blue on its tint is 4.1 : 1, this 5.9 : 1 */
 [data-testid="stButtonGroup"] button:is(:hover, [data-selected], [aria-checked="true"], [aria-pressed="true"])
   :is(p, span) {color: #005a8c;}
+/* the stepper's clicker buttons (widgets.steps): display: none takes them out of the layout, the tab order and the
+   accessibility tree, so screen readers do not read them; their keyboard shortcuts still work */
+[class*="st-key-clicker_"] {display: none;}
 @media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
   [class*="st-key-every_head"] .textpoint text {font-size: 9px !important;}
   [class*="st-key-every_head_wide"] .textpoint {display: none;}

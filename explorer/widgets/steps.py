@@ -51,13 +51,6 @@ from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, parse_position, quoted
 from explorer.views import Run
 from explorer.views.chapter import is_book, source_of
 
-# display: none takes the clicker buttons out of the layout, the tab order and the accessibility
-# tree, so screen readers do not read them; their keyboard shortcuts still work.
-CLICKER_CSS = """<style>
-[class*="st-key-clicker_"] {display: none;}
-</style>"""
-
-
 # Links made before steps had names said ?step=N. These are the steps each N opened then (2026-12), so such a
 # link opens the same step after steps are added or moved. Never change them; a renamed step needs its old
 # name here too (``tests/test_steps.py`` checks that each is still a step of its page).
@@ -229,8 +222,7 @@ def stepper(page: str, steps: Sequence[Step]) -> int:
             width="stretch",
             type="primary" if delta > 0 else "secondary",
         )
-    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons kept off screen.
-    st.html(CLICKER_CSS)
+    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons hidden (``widgets.BASE_CSS``).
     for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
         st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
     return index
