@@ -33,14 +33,7 @@ from explorer.views import Run
 from explorer.widgets import SCROLL_REGIONS
 from explorer.widgets.charts import TOUCH_HOVER
 
-_NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
-    ("d_in", "d_in"),
-    ("d_out", "d_out"),
-    ("num_heads", "num_heads"),
-    ("context_length", "context_length"),
-    ("dropout", "dropout p"),
-    ("seed", "seed"),
-)
+_NUMBERS = ("d_in", "d_out", "num_heads", "context_length", "dropout", "seed")  # Settings fields, in two columns
 
 
 def sidebar() -> Settings:
@@ -78,11 +71,11 @@ def sidebar() -> Settings:
         )
         model = _weights_controls()
         columns = st.columns(2)
-        for index, (field, label) in enumerate(_NUMBERS):
+        for index, field in enumerate(_NUMBERS):
             limit = LIMITS[field]
             whole = field != "dropout"
             columns[index % 2].number_input(
-                label,
+                field if whole else "dropout p",  # each labelled with its Settings field
                 min_value=int(limit.low) if whole else limit.low,
                 max_value=int(limit.high) if whole else limit.high,
                 step=1 if whole else 0.05,
