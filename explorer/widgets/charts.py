@@ -220,10 +220,11 @@ def selection() -> dict | None:
     return chosen if isinstance(chosen, dict) else None
 
 
-def _set(key: str, name: str, row: int, col: int, cells) -> None:
+def _set(key: str, name: str, row: int, col: int, cells) -> dict:
     """The step's selection; with what its rows and columns are, so a panel drawn before it can mark them."""
     chosen = {"panel": name, "row": row, "col": col, "labels": _labels_id(cells), "axes": (cells.rows, cells.cols)}
     st.session_state[key] = chosen
+    return chosen
 
 
 def picked(chart_key: str, step_key: str, name: str, cells) -> None:
@@ -245,22 +246,22 @@ def register(name: str, cells) -> dict | None:
     """Add a panel to this run's explainable ones; the step's selection as it applies to it, checked."""
     panels = st.session_state.setdefault(RUN_CELLS, [])
     panels.append((name, cells))
-    chosen = selection()
+    key, chosen = _step_key(), selection()
     if chosen is None:
         return None
     if chosen["panel"] == len(panels):  # from a link: the step's p-th panel
         rows, cols = cells.shape
         if not (1 <= chosen["row"] <= rows and 1 <= chosen["col"] <= cols):
             notice(f"cell={chosen['row']},{chosen['col']} in the link is outside this {rows}×{cols} matrix.")
-            st.session_state[_step_key()] = None
+            st.session_state[key] = None
             return None
-        _set(_step_key(), name, chosen["row"] - 1, chosen["col"] - 1, cells)
-        chosen = selection()
-    if chosen["panel"] == name and chosen.get("labels") != _labels_id(cells):  # a new sentence: start afresh
-        st.session_state[_step_key()] = None
+        chosen = _set(key, name, chosen["row"] - 1, chosen["col"] - 1, cells)
+    if chosen["panel"] != name:
+        return chosen
+    if chosen.get("labels") != _labels_id(cells):  # a new sentence: start afresh
+        st.session_state[key] = None
         return None
-    if chosen["panel"] == name:
-        st.session_state[CELL_CODE] = cells.code
+    st.session_state[CELL_CODE] = cells.code
     return chosen
 
 
@@ -324,9 +325,7 @@ def explain_cell(where=None) -> None:
     st.session_state[CELL_PANELS_SHOWN] = len(st.session_state.get(RUN_CELLS, []))  # checked by ``Steps.show``
     if not panels:
         return
-    key = _step_key()
-    chosen = st.session_state.get(key, UNREAD)
-    chosen = selection() if chosen is UNREAD or chosen is not None else None
+    key, chosen = _step_key(), selection()
     if chosen is not None and chosen["panel"] not in panels:  # a link's panel number this step does not have
         count = f"{len(panels)} {'matrix' if len(panels) == 1 else 'matrices'}"
         notice(f"This step has {count} to pick from, not {chosen['panel']}; no cell is selected.")
