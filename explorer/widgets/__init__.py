@@ -254,7 +254,7 @@ from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, sid
 from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries  # noqa: E402
 from explorer.widgets.questions import ask  # noqa: E402
 from explorer.widgets.sidebar import sidebar  # noqa: E402
-from explorer.widgets.steps import Steps, code_panel_key, finish_run, show_code, source_of  # noqa: E402
+from explorer.widgets.steps import Steps, finish_run, show_code  # noqa: E402
 
 __all__ = [
     "Panel",
@@ -262,7 +262,6 @@ __all__ = [
     "ask",
     "book_caption",
     "chart",
-    "code_panel_key",
     "draw",
     "dropout_setting",
     "explain_cell",
@@ -280,7 +279,6 @@ __all__ = [
     "show_summaries",
     "side_by_side",
     "sidebar",
-    "source_of",
     "style",
     "stylesheet",
     "table",
