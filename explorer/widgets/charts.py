@@ -334,9 +334,8 @@ def explain_cell(where=None) -> None:
     name = chosen["panel"] if chosen else names[0]
     cells = panels[name]
     widgets = (f"w_{key}:matrix", f"w_{key}:row", f"w_{key}:col")
-    st.session_state[widgets[0]] = name
-    st.session_state[widgets[1]] = chosen["row"] if chosen else None
-    st.session_state[widgets[2]] = chosen["col"] if chosen else None
+    row, col = (chosen["row"], chosen["col"]) if chosen else (None, None)
+    st.session_state.update({widgets[0]: name, widgets[1]: row, widgets[2]: col})
     changed = {"on_change": _picker_changed, "args": (key, panels, widgets)}
     with (where or st).container(key="cell_panel"):
         if len(panels) > 1:
@@ -463,9 +462,7 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
     download = csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
-    chart, picks = drawn.chart, {}
-    if on_select is not None:
-        picks = {"on_select": on_select, "selection_mode": "points"}
+    chart = drawn.chart
     if explain is not None:  # a click read back and, once a cell is selected, marked
         cell_key = _step_key()
         if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
@@ -473,7 +470,8 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
         else:
             marks = _marks(drawn.spec, explain, register(name, explain), name)
             chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
-        picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
+        on_select = partial(picked, key, cell_key, name, explain)
+    picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
     with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
