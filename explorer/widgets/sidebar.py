@@ -28,7 +28,7 @@ from explorer.session import (
     start_session,
     widgets_valid,
 )
-from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings, parse_range, quoted
+from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, parse_range, quoted
 from explorer.views import Run
 from explorer.widgets import SCROLL_REGIONS
 from explorer.widgets.charts import TOUCH_HOVER
@@ -36,8 +36,8 @@ from explorer.widgets.charts import TOUCH_HOVER
 _NUMBERS = ("d_in", "d_out", "num_heads", "context_length", "dropout", "seed")  # Settings fields, in two columns
 
 
-def sidebar() -> Settings:
-    """Draw the shared settings and return the validated ``Settings``."""
+def sidebar() -> None:
+    """Draw the shared settings; ``session`` keeps them validated (``current_run``)."""
     start_session()
     state = st.session_state
     state.pop(SET_HERE, None)  # this run draws the settings a page's button set
@@ -107,7 +107,6 @@ def sidebar() -> Settings:
         )
         st.html(TOUCH_HOVER + SCROLL_REGIONS, unsafe_allow_javascript=True)  # once a page, not every rerun
     token_window_control(current_run())
-    return current_run().settings
 
 
 def _weights_controls() -> bool:
