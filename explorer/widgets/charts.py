@@ -461,7 +461,6 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
     state = st.session_state
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
-    download = csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
     chart = drawn.chart
     if explain is not None:  # a click read back and, once a cell is selected, marked
         cell_key = _step_key()
@@ -475,8 +474,7 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
     with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
-        if download is not None:
-            st.download_button(**download)
+        csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
 
 
 PHONE_PX = 358  # the width a chart gets on a 390 px phone

@@ -327,12 +327,11 @@ def file_stem(step: tuple, quantity: str) -> str:
     return "-".join(p for p in parts if p)
 
 
-def csv_download(tables, file_name: str, *, key: str) -> dict | None:
-    """The arguments of a figure's CSV button (``st.download_button``): its matrix with token labels, for a
-    heatmap; None for any other figure."""
+def csv_download(tables, file_name: str, *, key: str) -> None:
+    """A figure's CSV button: its matrix with token labels, for a heatmap; nothing for any other figure."""
     if not any(t["type"] == "heatmap" for t in tables):
-        return None
-    return dict(
+        return
+    st.download_button(
         label="CSV",
         data=lambda: tables_csv(tables),
         file_name=f"{file_name}.csv",
