@@ -356,11 +356,11 @@ def finish_run(
     drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
     if drawn:
         sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
-        shown = step or (page_title, 0, "")
+        shown = step or (page_title, 0, "", "1")
         st.download_button(
             "Download this step's numbers (JSON)",
             data=lambda: step_json(step_payload(page_title, shown, run, sections, drawn)),
-            file_name=f"{file_stem(step or NO_STEP, 'numbers')}.json",
+            file_name=f"{export_name('numbers')}.json",
             mime="application/json",
             on_click="ignore",
             icon=":material/data_object:",
@@ -389,7 +389,7 @@ def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], d
     return {
         "page": page_title,
         "step": step[1] + 1,
-        "step_name": step[3] if len(step) > 3 else str(step[1] + 1),
+        "step_name": step[3],
         "step_title": step[2],
         "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
         "tokenizer": "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer,
