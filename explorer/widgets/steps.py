@@ -163,18 +163,18 @@ class Steps:
         return step
 
 
-def step_index(linked: str | None, slugs: Sequence[str] | None, count: int, numbered: Sequence[str] = ()) -> int | None:
+def step_index(linked: str | None, slugs: Sequence[str], count: int, numbered: Sequence[str] = ()) -> int | None:
     """The step a link names: a step's name (``slugs``) or, as links made before steps had names, a number
     counted from 1: the step ``numbered`` says it opened then, else that position (clamped to the page's
     steps). None when it names neither."""
     if linked is None:
         return None
-    if slugs and linked in slugs:
+    if linked in slugs:
         return slugs.index(linked)
     number = parse_position(linked)
     if number is None:
         return None
-    if slugs and 1 <= number <= len(numbered) and numbered[number - 1] in slugs:
+    if 1 <= number <= len(numbered) and numbered[number - 1] in slugs:
         return slugs.index(numbered[number - 1])
     return min(max(number - 1, 0), count - 1)
 
