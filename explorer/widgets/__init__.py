@@ -179,6 +179,9 @@ BASE_CSS = """<style>
 /* a chosen or hovered segment of a segmented control: Streamlit's blue on its tint is 4.1 : 1, this 5.9 : 1 */
 [data-testid="stButtonGroup"] button:is(:hover, [data-selected], [aria-checked="true"], [aria-pressed="true"])
   :is(p, span) {color: #005a8c;}
+/* the stepper's clicker buttons (widgets.steps): display: none takes them out of the layout, the tab order and the
+   accessibility tree, so screen readers do not read them; their keyboard shortcuts still work */
+[class*="st-key-clicker_"] {display: none;}
 @media (max-width: 640px) {  /* a phone: the grid of every layer and head keeps its labels inside each chart */
   [class*="st-key-every_head"] .textpoint text {font-size: 9px !important;}
   [class*="st-key-every_head_wide"] .textpoint {display: none;}
@@ -251,7 +254,7 @@ from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, sid
 from explorer.widgets.models import show_alignment, show_bottleneck, show_every_head, show_summaries  # noqa: E402
 from explorer.widgets.questions import ask  # noqa: E402
 from explorer.widgets.sidebar import sidebar  # noqa: E402
-from explorer.widgets.steps import Steps, code_panel_key, finish_run, show_code, source_of  # noqa: E402
+from explorer.widgets.steps import Steps, finish_run, show_code  # noqa: E402
 
 __all__ = [
     "Panel",
@@ -259,7 +262,6 @@ __all__ = [
     "ask",
     "book_caption",
     "chart",
-    "code_panel_key",
     "draw",
     "dropout_setting",
     "explain_cell",
@@ -277,7 +279,6 @@ __all__ = [
     "show_summaries",
     "side_by_side",
     "sidebar",
-    "source_of",
     "style",
     "stylesheet",
     "table",

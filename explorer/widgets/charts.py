@@ -220,10 +220,11 @@ def selection() -> dict | None:
     return chosen if isinstance(chosen, dict) else None
 
 
-def _set(key: str, name: str, row: int, col: int, cells) -> None:
+def _set(key: str, name: str, row: int, col: int, cells) -> dict:
     """The step's selection; with what its rows and columns are, so a panel drawn before it can mark them."""
     chosen = {"panel": name, "row": row, "col": col, "labels": _labels_id(cells), "axes": (cells.rows, cells.cols)}
     st.session_state[key] = chosen
+    return chosen
 
 
 def picked(chart_key: str, step_key: str, name: str, cells) -> None:
@@ -245,22 +246,22 @@ def register(name: str, cells) -> dict | None:
     """Add a panel to this run's explainable ones; the step's selection as it applies to it, checked."""
     panels = st.session_state.setdefault(RUN_CELLS, [])
     panels.append((name, cells))
-    chosen = selection()
+    key, chosen = _step_key(), selection()
     if chosen is None:
         return None
     if chosen["panel"] == len(panels):  # from a link: the step's p-th panel
         rows, cols = cells.shape
         if not (1 <= chosen["row"] <= rows and 1 <= chosen["col"] <= cols):
             notice(f"cell={chosen['row']},{chosen['col']} in the link is outside this {rows}×{cols} matrix.")
-            st.session_state[_step_key()] = None
+            st.session_state[key] = None
             return None
-        _set(_step_key(), name, chosen["row"] - 1, chosen["col"] - 1, cells)
-        chosen = selection()
-    if chosen["panel"] == name and chosen.get("labels") != _labels_id(cells):  # a new sentence: start afresh
-        st.session_state[_step_key()] = None
+        chosen = _set(key, name, chosen["row"] - 1, chosen["col"] - 1, cells)
+    if chosen["panel"] != name:
+        return chosen
+    if chosen.get("labels") != _labels_id(cells):  # a new sentence: start afresh
+        st.session_state[key] = None
         return None
-    if chosen["panel"] == name:
-        st.session_state[CELL_CODE] = cells.code
+    st.session_state[CELL_CODE] = cells.code
     return chosen
 
 
@@ -324,9 +325,7 @@ def explain_cell(where=None) -> None:
     st.session_state[CELL_PANELS_SHOWN] = len(st.session_state.get(RUN_CELLS, []))  # checked by ``Steps.show``
     if not panels:
         return
-    key = _step_key()
-    chosen = st.session_state.get(key, UNREAD)
-    chosen = selection() if chosen is UNREAD or chosen is not None else None
+    key, chosen = _step_key(), selection()
     if chosen is not None and chosen["panel"] not in panels:  # a link's panel number this step does not have
         count = f"{len(panels)} {'matrix' if len(panels) == 1 else 'matrices'}"
         notice(f"This step has {count} to pick from, not {chosen['panel']}; no cell is selected.")
@@ -335,9 +334,8 @@ def explain_cell(where=None) -> None:
     name = chosen["panel"] if chosen else names[0]
     cells = panels[name]
     widgets = (f"w_{key}:matrix", f"w_{key}:row", f"w_{key}:col")
-    st.session_state[widgets[0]] = name
-    st.session_state[widgets[1]] = chosen["row"] if chosen else None
-    st.session_state[widgets[2]] = chosen["col"] if chosen else None
+    row, col = (chosen["row"], chosen["col"]) if chosen else (None, None)
+    st.session_state.update({widgets[0]: name, widgets[1]: row, widgets[2]: col})
     changed = {"on_change": _picker_changed, "args": (key, panels, widgets)}
     with (where or st).container(key="cell_panel"):
         if len(panels) > 1:
@@ -463,10 +461,7 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
     state = st.session_state
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
-    download = csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
-    chart, picks = drawn.chart, {}
-    if on_select is not None:
-        picks = {"on_select": on_select, "selection_mode": "points"}
+    chart = drawn.chart
     if explain is not None:  # a click read back and, once a cell is selected, marked
         cell_key = _step_key()
         if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
@@ -474,12 +469,12 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
         else:
             marks = _marks(drawn.spec, explain, register(name, explain), name)
             chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
-        picks = {"on_select": partial(picked, key, cell_key, name, explain), "selection_mode": "points"}
+        on_select = partial(picked, key, cell_key, name, explain)
+    picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
     with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
-        if download is not None:
-            st.download_button(**download)
+        csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
 
 
 PHONE_PX = 358  # the width a chart gets on a 390 px phone

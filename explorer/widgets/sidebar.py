@@ -28,23 +28,16 @@ from explorer.session import (
     start_session,
     widgets_valid,
 )
-from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, Settings, parse_range, quoted
+from explorer.settings import BOOK, GPT2, LIMITS, RANDOM, TEXT, WEIGHTS, parse_range, quoted
 from explorer.views import Run
 from explorer.widgets import SCROLL_REGIONS
 from explorer.widgets.charts import TOUCH_HOVER
 
-_NUMBERS = (  # (Settings field, label) of the sidebar's number inputs, in two columns
-    ("d_in", "d_in"),
-    ("d_out", "d_out"),
-    ("num_heads", "num_heads"),
-    ("context_length", "context_length"),
-    ("dropout", "dropout p"),
-    ("seed", "seed"),
-)
+_NUMBERS = ("d_in", "d_out", "num_heads", "context_length", "dropout", "seed")  # Settings fields, in two columns
 
 
-def sidebar() -> Settings:
-    """Draw the shared settings and return the validated ``Settings``."""
+def sidebar() -> None:
+    """Draw the shared settings; ``session`` keeps them validated (``current_run``)."""
     start_session()
     state = st.session_state
     state.pop(SET_HERE, None)  # this run draws the settings a page's button set
@@ -78,11 +71,11 @@ def sidebar() -> Settings:
         )
         model = _weights_controls()
         columns = st.columns(2)
-        for index, (field, label) in enumerate(_NUMBERS):
+        for index, field in enumerate(_NUMBERS):
             limit = LIMITS[field]
             whole = field != "dropout"
             columns[index % 2].number_input(
-                label,
+                field if whole else "dropout p",  # each labelled with its Settings field
                 min_value=int(limit.low) if whole else limit.low,
                 max_value=int(limit.high) if whole else limit.high,
                 step=1 if whole else 0.05,
@@ -114,7 +107,6 @@ def sidebar() -> Settings:
         )
         st.html(TOUCH_HOVER + SCROLL_REGIONS, unsafe_allow_javascript=True)  # once a page, not every rerun
     token_window_control(current_run())
-    return current_run().settings
 
 
 def _weights_controls() -> bool:

@@ -51,13 +51,6 @@ from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, parse_position, quoted
 from explorer.views import Run
 from explorer.views.chapter import is_book, source_of
 
-# display: none takes the clicker buttons out of the layout, the tab order and the accessibility
-# tree, so screen readers do not read them; their keyboard shortcuts still work.
-CLICKER_CSS = """<style>
-[class*="st-key-clicker_"] {display: none;}
-</style>"""
-
-
 # Links made before steps had names said ?step=N. These are the steps each N opened then (2026-12), so such a
 # link opens the same step after steps are added or moved. Never change them; a renamed step needs its old
 # name here too (``tests/test_steps.py`` checks that each is still a step of its page).
@@ -156,15 +149,10 @@ class Steps:
 
         return added
 
-    @property
-    def slugs(self) -> tuple[str, ...]:
-        return tuple(s.slug for s in self.steps)
-
     def show(self) -> Step:
         """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
         show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
-        index = stepper(self.page, [s.title for s in self.steps], self.slugs)
-        step = self.steps[index]
+        step = self.steps[stepper(self.page, self.steps)]
         step.show()
         drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
         if drawn != shown:
@@ -175,28 +163,28 @@ class Steps:
         return step
 
 
-def step_index(linked: str | None, slugs: Sequence[str] | None, count: int, numbered: Sequence[str] = ()) -> int | None:
+def step_index(linked: str | None, slugs: Sequence[str], count: int, numbered: Sequence[str] = ()) -> int | None:
     """The step a link names: a step's name (``slugs``) or, as links made before steps had names, a number
     counted from 1: the step ``numbered`` says it opened then, else that position (clamped to the page's
     steps). None when it names neither."""
     if linked is None:
         return None
-    if slugs and linked in slugs:
+    if linked in slugs:
         return slugs.index(linked)
     number = parse_position(linked)
     if number is None:
         return None
-    if slugs and 1 <= number <= len(numbered) and numbered[number - 1] in slugs:
+    if 1 <= number <= len(numbered) and numbered[number - 1] in slugs:
         return slugs.index(numbered[number - 1])
     return min(max(number - 1, 0), count - 1)
 
 
-def stepper(page: str, steps: Sequence[str], slugs: Sequence[str]) -> int:
+def stepper(page: str, steps: Sequence[Step]) -> int:
     """Previous / Next buttons (the ← and → keys, and a presentation clicker's PageUp and PageDown) and a step
-    indicator; returns the step index. ``slugs`` name the steps in the URL."""
+    indicator; returns the step index. Each step's ``slug`` names it in the URL."""
     key, count = step_key(page), len(steps)
     if key not in st.session_state:
-        linked = initial_param("step", page, key)
+        linked, slugs = initial_param("step", page, key), [s.slug for s in steps]
         start = step_index(linked, slugs, count, NUMBERED.get(page, ()))
         if linked is not None and start is None:
             notice(
@@ -205,41 +193,36 @@ def stepper(page: str, steps: Sequence[str], slugs: Sequence[str]) -> int:
             )
         st.session_state[key] = start or 0
     index = st.session_state[key] = min(max(st.session_state[key], 0), count - 1)
+    step = steps[index]
 
     def move(delta: int) -> None:
         st.session_state[key] = min(max(st.session_state[key] + delta, 0), count - 1)
 
     previous, middle, following = st.columns([1, 4, 1], vertical_alignment="center")
     middle.markdown(
-        f"<div style='text-align:center'><b>Step {index + 1} of {count}</b> · {html.escape(steps[index])}</div>",
+        f"<div style='text-align:center'><b>Step {index + 1} of {count}</b> · {html.escape(step.title)}</div>",
         unsafe_allow_html=True,
     )
     middle.progress((index + 1) / count)
-    st.session_state[RUN_STEP] = (page, index, steps[index], slugs[index])  # the link's step (``finish_run``)
+    st.session_state[RUN_STEP] = (page, index, step.title, step.slug)  # the link's step (``finish_run``)
     if room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
         return index
     # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
-    previous.button(
-        "Previous",
-        key=f"prev:{page}",
-        on_click=move,
-        args=(-1,),
-        disabled=index == 0,
-        shortcut="Left",
-        width="stretch",
-    )
-    following.button(
-        "Next",
-        key=f"next:{page}",
-        on_click=move,
-        args=(1,),
-        disabled=index == count - 1,
-        shortcut="Right",
-        width="stretch",
-        type="primary",
-    )
-    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons kept off screen.
-    st.html(CLICKER_CSS)
+    for where, label, name, delta, shortcut, last in (
+        (previous, "Previous", "prev", -1, "Left", 0),
+        (following, "Next", "next", 1, "Right", count - 1),
+    ):
+        where.button(
+            label,
+            key=f"{name}:{page}",
+            on_click=move,
+            args=(delta,),
+            disabled=index == last,
+            shortcut=shortcut,
+            width="stretch",
+            type="primary" if delta > 0 else "secondary",
+        )
+    # Presentation clickers send PageDown/PageUp: two more shortcuts, on buttons hidden (``widgets.BASE_CSS``).
     for name, delta, shortcut in (("clicker_next", 1, "PageDown"), ("clicker_prev", -1, "PageUp")):
         st.button(f"{name} {page}", key=f"{name}_{page}", on_click=move, args=(delta,), shortcut=shortcut)
     return index
@@ -344,12 +327,11 @@ def file_stem(step: tuple, quantity: str) -> str:
     return "-".join(p for p in parts if p)
 
 
-def csv_download(tables, file_name: str, *, key: str) -> dict | None:
-    """The arguments of a figure's CSV button (``st.download_button``): its matrix with token labels, for a
-    heatmap; None for any other figure."""
+def csv_download(tables, file_name: str, *, key: str) -> None:
+    """A figure's CSV button: its matrix with token labels, for a heatmap; nothing for any other figure."""
     if not any(t["type"] == "heatmap" for t in tables):
-        return None
-    return dict(
+        return
+    st.download_button(
         label="CSV",
         data=lambda: tables_csv(tables),
         file_name=f"{file_name}.csv",
@@ -374,11 +356,11 @@ def finish_run(
     drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
     if drawn:
         sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
-        shown = step or (page_title, 0, "")
+        shown = step or (page_title, 0, "", "1")
         st.download_button(
             "Download this step's numbers (JSON)",
             data=lambda: step_json(step_payload(page_title, shown, run, sections, drawn)),
-            file_name=f"{file_stem(step or NO_STEP, 'numbers')}.json",
+            file_name=f"{export_name('numbers')}.json",
             mime="application/json",
             on_click="ignore",
             icon=":material/data_object:",
@@ -407,7 +389,7 @@ def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], d
     return {
         "page": page_title,
         "step": step[1] + 1,
-        "step_name": step[3] if len(step) > 3 else str(step[1] + 1),
+        "step_name": step[3],
         "step_title": step[2],
         "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
         "tokenizer": "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer,
