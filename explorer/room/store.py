@@ -210,7 +210,8 @@ class RoomStore:
             return
         if isinstance(self.db, MemoryDB):
             self.db.subscribers.append(self._changed)
-        else:  # Redis's subscription blocks while it waits for a message: it gets a thread of its own
+        else:
+            # Redis's subscription blocks while it waits for a message: it gets a thread of its own
             threading.Thread(target=self._listen, name="rooms-listener", daemon=True).start()
 
     def _changed(self, code: str | None) -> None:
