@@ -13,7 +13,7 @@ from apptest_support import app, captions, decode, markdown, next_step, type_sen
 from streamlit.util import calc_hash
 
 from explorer import room
-from explorer.room import room_store
+from explorer.room import STORE
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -66,7 +66,7 @@ def test_the_teacher_opens_a_room_with_its_code_link_and_qr_code():
     (shown,) = image.proto.imgs
     link = f"http://localhost:8501/?room={code}"
     assert f"<{link}>" in sidebar and link in shown.alt and teacher.session_state["room_token"] not in sidebar
-    assert room_store().snapshot(code).position == {"page": "causal_mask", "params": {"step": "unmasked-weights"}}
+    assert STORE.snapshot(code).position == {"page": "causal_mask", "params": {"step": "unmasked-weights"}}
 
 
 def test_the_join_dialog_shows_the_link_exactly():
@@ -151,7 +151,7 @@ def test_votes_reach_the_teachers_chart_and_the_reveal_reaches_students():
         [n for n in student.number_input if n.label == "Your answer"][0].set_value(answer).run()
         assert "Your teacher reveals the answer." in captions(student)
         assert not [b for b in student.button if b.label == "Reveal"]
-    assert room_store().tally(code, _question(students[0])) == {
+    assert STORE.tally(code, _question(students[0])) == {
         "1.00": 2,
         "0.50": 1,
     }
@@ -179,7 +179,7 @@ def test_a_student_can_neither_move_the_room_nor_reveal_for_it():
     [b for b in student.button if b.label == "Reveal"][0].click().run()
     assert "The answer" in "\n".join(i.value for i in student.info)  # revealed on this student's screen only
     next_step(student)
-    snapshot = room_store().snapshot(code)
+    snapshot = STORE.snapshot(code)
     assert snapshot.position["params"]["step"] == "the-mask" and not snapshot.revealed
     assert "room_token" not in student.session_state
 
@@ -193,7 +193,7 @@ def test_a_wrong_or_closed_room_says_so_and_keeps_the_students_sentence():
     teacher, code = open_room()
     student = join(code)
     type_sentence(student, "My own words")  # typed while following: the room has not moved since
-    room_store()._rooms.pop(code)  # the room expires
+    STORE._run(("delete", f"room:{code}"))  # the room expires
     student.run()
     assert "no open room" in "\n".join(i.value for i in student.info) and not student.exception
     assert student.session_state["settings"].text == "My own words"
@@ -222,7 +222,7 @@ def _in_room(code: str, token: str | None = None, student: str | None = None):
     if token is not None:
         at.session_state["room_token"] = token
     else:
-        room_store().heartbeat(code, student, True)  # a student's run does this; a student votes once present
+        STORE.heartbeat(code, student, True)  # a student's run does this; a student votes once present
         at.session_state["room_student"] = student
         at.session_state["room_following"] = True
     return at.run()
@@ -234,7 +234,7 @@ def _vote_chart(teacher):
 
 
 def test_a_multiple_choice_question_charts_each_choice_in_its_order():
-    code, token = room_store().create()
+    code, token = STORE.create()
     teacher = _in_room(code, token=token)
     assert _vote_chart(teacher)["layout"]["title"]["text"] == "0 votes"
     students = [_in_room(code, student=f"s{n}") for n in range(3)]
@@ -273,18 +273,16 @@ def test_the_vote_chart_labels_the_choices_as_the_students_and_the_presenter_lis
 
 
 def test_ask_again_clears_the_votes_for_a_fresh_vote():
-    code, token = room_store().create()
+    code, token = STORE.create()
     teacher = _in_room(code, token=token)
     students = [_in_room(code, student=f"s{n}") for n in range(2)]
     for student in students:
         student.radio[0].set_value("the last token").run()
     [b for b in teacher.run().button if b.label == "Reveal"][0].click().run()
     question = teacher.session_state["question_key"]
-    assert (
-        room_store().tally(code, question) == {"the last token": 2} and question in room_store().snapshot(code).revealed
-    )
+    assert STORE.tally(code, question) == {"the last token": 2} and question in STORE.snapshot(code).revealed
     [b for b in teacher.button if b.label == "Ask again"][0].click().run()
-    assert room_store().tally(code, question) == {} and not room_store().snapshot(code).revealed
+    assert STORE.tally(code, question) == {} and not STORE.snapshot(code).revealed
     assert _vote_chart(teacher)["layout"]["title"]["text"] == "0 votes"
     students[0].radio[0].set_value("the first token").run()  # a fresh vote counts
     assert _vote_chart(teacher.run())["layout"]["title"]["text"] == "1 vote"
@@ -312,7 +310,7 @@ def test_a_new_presenter_session_takes_back_the_room_its_browser_kept(monkeypatc
     first, code = open_room()
     student = join(code)
     saved = f"{code}.{first.session_state['room_token']}"
-    monkeypatch.setattr(room, "saved_teacher", lambda: saved)
+    monkeypatch.setattr(room, "saved", {room.TEACHER_COOKIE: saved}.get)
     reloaded = {"present": "1", "step": "zero-and-renormalize"}  # the reloaded or moved tab
     again = app("pages/causal_mask.py", query_params=reloaded)
     assert again.session_state["room_code"] == code and not cookie_scripts(again)
@@ -334,7 +332,7 @@ def test_the_kept_room_is_not_taken_back_without_its_token_or_outside_presenter_
     first, code = open_room()
     token = first.session_state["room_token"]
     saved = {"a wrong token": f"{code}.x{token}", "a closed room": f"ZZZZZ.{token}"}.get(case, f"{code}.{token}")
-    monkeypatch.setattr(room, "saved_teacher", lambda: saved)
+    monkeypatch.setattr(room, "saved", {room.TEACHER_COOKIE: saved}.get)
     params = {"not presenting": {}, "a student's link": {"room": code, "present": "1"}}.get(case, {"present": "1"})
     other = app("pages/causal_mask.py", query_params=params)
     assert not other.exception and not other.toast
@@ -378,23 +376,23 @@ def test_a_reload_or_a_new_tab_of_the_same_browser_votes_as_the_same_student(mon
     assert f"{room.VOTER_COOKIE}={voter}; max-age=86400; path=/; samesite=strict" in kept
     assert not cookie_scripts(first)  # the student's browser gets no teacher's cookie
     question = _question(first)
-    monkeypatch.setattr(room, "saved_voter", lambda: voter)  # the browser sends the id back from now on
+    monkeypatch.setattr(room, "saved", {room.VOTER_COOKIE: voter}.get)  # the browser sends the id back from now on
     reloaded = join(code)
     assert reloaded.session_state[room.STUDENT] == voter and not voter_scripts(reloaded)  # the browser holds it
     assert [n.value for n in reloaded.number_input if n.label == "Your answer"] == [0.5]  # the vote it sent
     answer(reloaded, 1.0)
-    assert room_store().tally(code, question) == {"1.00": 1}  # the vote changed; it did not count twice
+    assert STORE.tally(code, question) == {"1.00": 1}  # the vote changed; it did not count twice
     new_tab = join(code)
     assert new_tab.session_state[room.STUDENT] == voter
     assert [n.value for n in new_tab.number_input if n.label == "Your answer"] == [1.0]
     answer(new_tab, 0.5)
-    assert room_store().tally(code, question) == {"0.50": 1}
+    assert STORE.tally(code, question) == {"0.50": 1}
     monkeypatch.undo()
     other = join(code)  # another browser: another student
     assert [n.value for n in other.number_input if n.label == "Your answer"] == [None]
     answer(other, 1.0)
     assert other.session_state[room.STUDENT] != voter
-    assert room_store().tally(code, question) == {"0.50": 1, "1.00": 1}
+    assert STORE.tally(code, question) == {"0.50": 1, "1.00": 1}
 
 
 @pytest.mark.parametrize(
@@ -404,7 +402,7 @@ def test_a_reload_or_a_new_tab_of_the_same_browser_votes_as_the_same_student(mon
 def test_an_edited_voter_cookie_is_ignored_and_moves_nothing(monkeypatch, forged):
     teacher, code = open_room()
     saved = forged.replace("ABCDE", code).replace("the-teachers-token", teacher.session_state["room_token"])
-    monkeypatch.setattr(room, "saved_voter", lambda: room.voter_id(saved))
+    monkeypatch.setattr(room, "saved", {room.VOTER_COOKIE: saved}.get)
     student = join(code)
     assert student.session_state[room.STUDENT] != saved and len(student.session_state[room.STUDENT]) == 16
     assert "room_token" not in student.session_state  # a student, never the teacher
@@ -420,7 +418,7 @@ def test_a_teacher_who_takes_the_room_back_sees_the_answer_revealed_as_the_stude
     [b for b in first.button if b.label == "Reveal"][0].click().run()
     student.run()
     assert "Right" in "\n".join(s.value for s in student.success)
-    monkeypatch.setattr(room, "saved_teacher", lambda: f"{code}.{first.session_state['room_token']}")
+    monkeypatch.setattr(room, "saved", {room.TEACHER_COOKIE: f"{code}.{first.session_state['room_token']}"}.get)
     again = app("pages/causal_mask.py", query_params={"present": "1", "step": "the-mask"})  # after a failover
     assert again.session_state["room_code"] == code
     assert not [b for b in again.button if b.label == "Reveal"]

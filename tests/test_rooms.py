@@ -1,4 +1,4 @@
-"""The live room's stores (``explorer.room``): the same tests for memory and for Redis.
+"""The live room's store (``explorer.room``): the same tests in memory and in Redis.
 
 The Redis store runs against a real ``redis-server`` started on a free loopback port. Without one the Redis
 tests are skipped, except in CI (``CI=true``), where .ci/run installs it and a missing one fails.
@@ -17,7 +17,7 @@ import pytest
 
 import explorer.room as rooms
 from explorer.room import store as store_module
-from explorer.room.store import MemoryRoomStore, RoomFullError, RoomGoneError
+from explorer.room.store import MemoryDB, RoomFullError, RoomGoneError, RoomStore
 
 
 class Clock:
@@ -71,12 +71,10 @@ def redis_url(tmp_path_factory):
 def store_and_clock(request):
     clock = Clock()
     if request.param == "memory":
-        return MemoryRoomStore(clock=clock), clock
-    from explorer.room.store import RedisRoomStore
-
+        return RoomStore(clock=clock), clock
     url = request.getfixturevalue("redis_url")
-    store = RedisRoomStore.from_url(url)
-    store._redis.flushdb()
+    store = RoomStore.from_url(url)
+    store.db.flushdb()
     store._clock = clock
     return store, clock
 
@@ -129,10 +127,10 @@ def test_a_wrong_or_expired_code_is_gone(store_and_clock):
     store.heartbeat(code, "s1", True)  # a write keeps it open
     clock.now += store_module.IDLE_SECONDS - 5
     assert store.version(code) == 0
-    if isinstance(store, MemoryRoomStore):
+    if isinstance(store.db, MemoryDB):
         clock.now += 10
     else:  # Redis keeps its own time: its time to live ends the room
-        store._redis.expire(f"room:{code}", 1)
+        store.db.expire(f"room:{code}", 1)
         time.sleep(1.2)
     for action in (lambda: store.version(code), lambda: store.heartbeat(code, "s1", True)):
         with pytest.raises(RoomGoneError):
@@ -188,10 +186,6 @@ def test_a_room_is_bounded(store_and_clock, monkeypatch):
     store, _ = store_and_clock
     monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
     monkeypatch.setattr(store_module, "MAX_QUESTIONS", 2)
-    import explorer.room.store as redis_rooms
-
-    monkeypatch.setattr(redis_rooms, "MAX_STUDENTS", 3)
-    monkeypatch.setattr(redis_rooms, "MAX_QUESTIONS", 2)
     code, token = store.create()
     for student in "abc":
         store.heartbeat(code, student, True)
@@ -207,7 +201,7 @@ def test_a_room_is_bounded(store_and_clock, monkeypatch):
 
 
 def test_the_memory_store_is_shared_safely_by_threads():
-    store = MemoryRoomStore()
+    store = RoomStore()
     code, _ = store.create()
 
     def student(name: str) -> None:
@@ -226,14 +220,12 @@ def test_the_memory_store_is_shared_safely_by_threads():
 
 
 def test_the_store_is_memory_unless_a_redis_url_is_set(monkeypatch, redis_url):
-    from explorer.room.store import RedisRoomStore
-
     monkeypatch.delenv(rooms.URL_VARIABLE, raising=False)
-    assert isinstance(rooms.make_store(), MemoryRoomStore)
-    assert rooms.room_store() is rooms.room_store() and rooms.wakener() is rooms.wakener()
+    assert isinstance(rooms.make_store().db, MemoryDB)
+    assert isinstance(rooms.STORE, RoomStore) and rooms.WAKENER._store is rooms.STORE
     monkeypatch.setenv(rooms.URL_VARIABLE, redis_url)
     store = rooms.make_store()
-    assert isinstance(store, RedisRoomStore)
+    assert not isinstance(store.db, MemoryDB)
     code, _ = store.create()
     assert store.version(code) == 0
 
@@ -257,12 +249,8 @@ class Heard:
 
 def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_and_clock):
     store, _ = store_and_clock
-    if isinstance(store, MemoryRoomStore):
-        other = store  # one process: the store itself tells its listeners
-    else:
-        from explorer.room.store import RedisRoomStore
-
-        other = RedisRoomStore.from_url(_url_of(store))  # another process's store
+    # in memory, one process: the store itself tells its listeners; in Redis, another process's store does
+    other = store if isinstance(store.db, MemoryDB) else RoomStore.from_url(_url_of(store))
     heard = Heard()
     before = 0 if other is store else subscribers(store)
     other.on_change(heard)
@@ -284,7 +272,7 @@ def test_moves_and_reveals_are_heard_by_every_process_sharing_the_store(store_an
 def subscribers(store) -> int:
     from explorer.room.store import CHANNEL
 
-    return store._redis.pubsub_numsub(CHANNEL)[0][1]
+    return store.db.pubsub_numsub(CHANNEL)[0][1]
 
 
 def wait_subscribed(store, listeners: int) -> None:
@@ -292,32 +280,30 @@ def wait_subscribed(store, listeners: int) -> None:
     from explorer.room.store import CHANNEL
 
     deadline = time.monotonic() + 10
-    while store._redis.pubsub_numsub(CHANNEL)[0][1] < listeners:
+    while store.db.pubsub_numsub(CHANNEL)[0][1] < listeners:
         assert time.monotonic() < deadline, "the listener did not subscribe"
         time.sleep(0.02)
 
 
 def test_after_a_lost_connection_the_listener_says_every_room_may_have_changed(redis_url):
-    from explorer.room.store import RedisRoomStore
-
-    store = RedisRoomStore.from_url(redis_url)
-    store._redis.flushdb()
+    store = RoomStore.from_url(redis_url)
+    store.db.flushdb()
     heard = Heard()
     before = subscribers(store)
     store.on_change(heard)
     wait_subscribed(store, before + 1)
     assert heard.codes == []  # the first subscription missed nothing: no student is woken for it
-    store._redis.client_kill_filter(_type="pubsub")  # Redis drops the subscription, as a restart would
+    store.db.client_kill_filter(_type="pubsub")  # Redis drops the subscription, as a restart would
     heard.wait_for(None)  # subscribed again: every room may have changed meanwhile
 
 
 def _url_of(store) -> str:
-    kwargs = store._redis.connection_pool.connection_kwargs
+    kwargs = store.db.connection_pool.connection_kwargs
     return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
 
 
 def test_a_failing_listener_does_not_break_the_write_or_the_others():
-    store = MemoryRoomStore()
+    store = RoomStore()
     heard = Heard()
 
     def broken(code):
@@ -333,7 +319,7 @@ def test_a_failing_listener_does_not_break_the_write_or_the_others():
 def test_the_wakener_reruns_the_following_students_of_the_room_that_changed():
     from explorer.room.store import Wakener
 
-    store = MemoryRoomStore()
+    store = RoomStore()
     woken: list[str] = []
     connected = {"s1", "s2", "s3", "s4"}
     wakener = Wakener(store, rerun=lambda session, fragment: woken.append(session), active=connected.__contains__)
@@ -359,7 +345,7 @@ def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
     from explorer.room.store import Wakener
 
     clock = Clock()
-    store = MemoryRoomStore(clock=clock)
+    store = RoomStore(clock=clock)
     woken: list[str] = []
     connected = {"s1", "s2"}
     wakener = Wakener(store, rerun=lambda session, fragment: woken.append(session), active=connected.__contains__)
@@ -381,7 +367,7 @@ def test_the_wakener_heartbeats_connected_students_and_forgets_closed_tabs():
 def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whole_app():
     from explorer.room.store import Wakener
 
-    store = MemoryRoomStore()
+    store = RoomStore()
     woken: list[tuple[str, str]] = []
     wakener = Wakener(store, rerun=lambda session, fragment: woken.append((session, fragment)), active=bool)
     code, token = store.create()
@@ -400,7 +386,7 @@ def test_a_student_on_the_teachers_page_reruns_only_the_page_and_others_the_whol
 def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_switches_pages():
     from explorer.room.store import LIVE_PAGE, Wakener
 
-    store = MemoryRoomStore()
+    store = RoomStore()
     woken: list[tuple[str, str]] = []
     wakener = Wakener(store, rerun=lambda session, fragment: woken.append((session, fragment)), active=bool)
     code, token = store.create()
@@ -434,7 +420,7 @@ def test_a_move_needs_the_whole_app_only_when_the_sidebar_shows_something_else(o
 def test_woken_runs_take_turns_and_other_runs_do_not_wait():
     from explorer.room.store import Wakener
 
-    store = MemoryRoomStore()
+    store = RoomStore()
     wakener = Wakener(store, rerun=lambda session, fragment: None, active=bool)
     code, token = store.create()
     for session in ("s1", "s2"):
@@ -471,7 +457,7 @@ def test_woken_runs_take_turns_and_other_runs_do_not_wait():
 def test_a_move_reads_the_room_once_for_the_class_and_each_woken_run_takes_that_read():
     from explorer.room.store import Wakener
 
-    class Counting(MemoryRoomStore):
+    class Counting(RoomStore):
         reads = 0
 
         def snapshot(self, code):

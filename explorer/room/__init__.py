@@ -31,7 +31,6 @@ from explorer.page_text.questions import Question
 from explorer.room.store import (
     IDLE_SECONDS,
     LIVE_PAGE,
-    MemoryRoomStore,
     RoomFullError,
     RoomGoneError,
     RoomStore,
@@ -69,26 +68,13 @@ LIVE = LIVE_PAGE
 def make_store() -> RoomStore:
     """Redis when ``ATTENTION_ROOMS_URL`` names one (connected on first use), else memory."""
     url = os.environ.get(URL_VARIABLE, "").strip()
-    if url:
-        from explorer.room.store import RedisRoomStore
-
-        return RedisRoomStore.from_url(url)
-    return MemoryRoomStore()
+    return RoomStore.from_url(url) if url else RoomStore()
 
 
-# Made as this package is imported, which Python does once per process whichever session's thread imports it.
-_STORE = make_store()
-_WAKENER = Wakener(_STORE)
-
-
-def room_store() -> RoomStore:
-    """The process's one store (``make_store``)."""
-    return _STORE
-
-
-def wakener() -> Wakener:
-    """The process's one register of students in rooms, listening to ``room_store()``."""
-    return _WAKENER
+# Made as this package is imported, which Python does once per process whichever session's thread imports it:
+# the process's one store, and its one register of students in rooms, listening to it.
+STORE = make_store()
+WAKENER = Wakener(STORE)
 
 
 TEACHER_COOKIE = "explorer_room"  # "CODE.TOKEN" in the teacher's browser: a new session takes the room back
@@ -152,20 +138,15 @@ def join_from_link() -> None:
         st.session_state[MESSAGE] = f"room={linked[:20]!r} in the link is not a room code (5 letters and digits)."
         return
     st.session_state[CODE] = joined
-    st.session_state[VOTER_HELD] = saved_voter()
+    st.session_state[VOTER_HELD] = voter_id(saved(VOTER_COOKIE))
     st.session_state[STUDENT] = st.session_state.get(STUDENT) or st.session_state[VOTER_HELD] or secrets.token_hex(8)
     follow(True)
 
 
-def saved_voter() -> str | None:
-    """The student's anonymous id as their browser sent it when this session connected (None: none)."""
-    return voter_id(st.context.cookies.get(VOTER_COOKIE))
-
-
-def voter_id(saved: object) -> str | None:
-    """``saved`` if it is an id this app makes, else None. An edited cookie can at most make the student
+def voter_id(value: object) -> str | None:
+    """``value`` if it is an id this app makes, else None. An edited cookie can at most make the student
     another anonymous voter: it holds no token, so it cannot move the room or reveal."""
-    return saved if isinstance(saved, str) and _VOTER_ID.fullmatch(saved) else None
+    return value if isinstance(value, str) and _VOTER_ID.fullmatch(value) else None
 
 
 def follow(on: bool) -> None:
@@ -182,7 +163,7 @@ def leave(message: str) -> None:
         st.session_state.pop(key, None)
     st.session_state[MESSAGE] = message
     if patches.session_id() is not None:
-        wakener().leave(patches.session_id())
+        WAKENER.leave(patches.session_id())
 
 
 # The teacher: the room, its publication, its reveals and counts
@@ -191,7 +172,7 @@ def leave(message: str) -> None:
 def open_room() -> None:
     """Open a room with this session as its teacher (a button's ``on_click``)."""
     try:
-        st.session_state[CODE], st.session_state[TOKEN] = room_store().create()
+        st.session_state[CODE], st.session_state[TOKEN] = STORE.create()
     except RoomFullError as error:
         st.session_state[MESSAGE] = str(error)
         return
@@ -205,10 +186,10 @@ def close_room() -> None:
         st.session_state.pop(key, None)
 
 
-def saved_teacher() -> str | None:
-    """The teacher's cookie as the browser sent it when this session connected."""
-    saved = st.context.cookies.get(TEACHER_COOKIE)
-    return saved if isinstance(saved, str) else None  # (a test's AppTest has no browser, and no cookies)
+def saved(cookie: str) -> str | None:
+    """A cookie as the browser sent it when this session connected (None: none)."""
+    value = st.context.cookies.get(cookie)
+    return value if isinstance(value, str) else None  # (a test's AppTest has no browser, and no cookies)
 
 
 def resume_teacher(presenting: bool) -> bool:
@@ -218,13 +199,12 @@ def resume_teacher(presenting: bool) -> bool:
     if state.get(ROOM_COOKIE_READ):
         return False
     state[ROOM_COOKIE_READ] = True
-    saved = saved_teacher()
-    state[COOKIE_HELD] = saved
-    if not saved or code() is not None or not presenting:
+    held = state[COOKIE_HELD] = saved(TEACHER_COOKIE)
+    if not held or code() is not None or not presenting:
         return False
-    saved_code, _, token = saved.partition(".")
+    saved_code, _, token = held.partition(".")
     try:
-        if normal_code(saved_code) != saved_code or not room_store().is_teacher(saved_code, token):
+        if normal_code(saved_code) != saved_code or not STORE.is_teacher(saved_code, token):
             return False
     except RoomGoneError:
         state[MESSAGE] = (
@@ -245,7 +225,7 @@ def publish(url_path: str, params: dict[str, str]) -> None:
     if st.session_state.get(PUBLISHED) == position:
         return
     try:
-        room_store().publish(code(), st.session_state[TOKEN], position)
+        STORE.publish(code(), st.session_state[TOKEN], position)
         st.session_state[PUBLISHED] = position
     except (RoomGoneError, PermissionError):
         leave(f"Room {code()} has closed; open a new one from the sidebar.")
@@ -256,7 +236,7 @@ def reveal(question: str, on: bool = True) -> None:
     if not is_teacher():
         return
     try:
-        room_store().reveal(code(), st.session_state[TOKEN], question, on)
+        STORE.reveal(code(), st.session_state[TOKEN], question, on)
     except (RoomGoneError, RoomFullError, PermissionError) as error:
         notice(str(error))
 
@@ -267,14 +247,14 @@ def revealed_by_teacher(question: str) -> bool | None:
     if not is_teacher():
         return None
     try:
-        return question in room_store().snapshot(code()).revealed
+        return question in STORE.snapshot(code()).revealed
     except RoomGoneError:
         return None
 
 
 def tally(question: str) -> dict[str, int]:
     try:
-        return room_store().tally(code(), question) if is_teacher() else {}
+        return STORE.tally(code(), question) if is_teacher() else {}
     except RoomGoneError:
         return {}
 
@@ -282,7 +262,7 @@ def tally(question: str) -> dict[str, int]:
 def counts() -> tuple[int, int] | None:
     """The teacher's room: (following, exploring), or None when it closed."""
     try:
-        snapshot = room_store().snapshot(code())
+        snapshot = STORE.snapshot(code())
     except RoomGoneError:
         leave(f"Room {code()} has closed; open a new one from the sidebar.")
         return None
@@ -312,7 +292,7 @@ def follow_in_page(url_path: str) -> Iterator[None]:
     wakener learns which fragment draws the page, so that a move within the page reruns only it."""
     fragment_id = patches.current_fragment_id()
     if is_student() and fragment_id and patches.session_id() is not None:
-        wakener().page_fragment(patches.session_id(), fragment_id)
+        WAKENER.page_fragment(patches.session_id(), fragment_id)
     with turn():
         if arrive_in_page(url_path):
             keep_turn()
@@ -331,13 +311,13 @@ def read(url_path: str) -> None:
     """A student's run on ``url_path``: enrol with this process's wakener (which heartbeats) and read the room
     when its version changed since this session's last read; a run the wakener started reads the room as the
     wakener read it for the whole class."""
-    state, store = st.session_state, room_store()
+    state, store = st.session_state, STORE
     seen = state.get(SEEN)
     try:
         delivered = None
         if patches.session_id() is not None:
-            wakener().enrol(patches.session_id(), code(), state[STUDENT], following(), url_path)
-            delivered = wakener().delivered(patches.session_id(), code())
+            WAKENER.enrol(patches.session_id(), code(), state[STUDENT], following(), url_path)
+            delivered = WAKENER.delivered(patches.session_id(), code())
         else:
             store.heartbeat(code(), state[STUDENT], following())
         if delivered is not None:
@@ -433,13 +413,13 @@ def address(params: dict[str, str]) -> dict[str, str]:
 def keep_turn() -> None:
     """A run the wakener started goes on in a new run (another page, or the whole app): it keeps its turn."""
     if is_student() and patches.session_id() is not None:
-        wakener().woke(patches.session_id())
+        WAKENER.woke(patches.session_id())
 
 
 def turn():
     """Around the whole app's run and the page's fragment: a run the wakener started takes its turn
     (``Wakener.turn``)."""
-    return wakener().turn(patches.session_id()) if is_student() else contextlib.nullcontext()
+    return WAKENER.turn(patches.session_id()) if is_student() else contextlib.nullcontext()
 
 
 # A student's votes
@@ -450,7 +430,7 @@ def vote(question: str, choice: object) -> None:
     if not is_student() or choice is None:
         return
     try:
-        room_store().vote(code(), st.session_state[STUDENT], question, str(choice))
+        STORE.vote(code(), st.session_state[STUDENT], question, str(choice))
     except (RoomGoneError, RoomFullError, ValueError) as error:
         notice(str(error))
 
@@ -460,7 +440,7 @@ def own_vote(question: str) -> str | None:
     if not is_student():
         return None
     try:
-        return room_store().vote_of(code(), st.session_state[STUDENT], question)
+        return STORE.vote_of(code(), st.session_state[STUDENT], question)
     except RoomGoneError:
         return None
 

@@ -4,9 +4,9 @@ A teacher opens a room and gets a short code for the class and a secret token th
 session. Every write that moves the room or reveals an answer must carry the token; students only heartbeat
 and vote. Stores are bounded and forget a room after ``IDLE_SECONDS`` without a write.
 
-In order: the store's interface and bounds, the in-memory store of one process, the same store in Redis
-(``RedisStore``) for several app processes, and this process's students (``Wakener``), rerun when their room
-changes.
+In order: the bounds, the few Redis commands in this process's memory (``MemoryDB``), the one store written
+against them (``RoomStore``: in Redis for several app processes, else in memory), and this process's students
+(``Wakener``), rerun when their room changes.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import logging
 import secrets
 import threading
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from explorer.runtime.memory import TurnQueue
 from explorer.runtime.patches import rerun_session, session_active
@@ -33,7 +32,7 @@ IDLE_SECONDS = 4 * 3600  # a room without a write for this long is gone
 ACTIVE_SECONDS = 10  # a student counts as present for this long after a heartbeat
 MAX_STUDENTS = 200
 MAX_QUESTIONS = 200  # questions with votes or reveals in one room
-MAX_ROOMS = 1000  # open rooms in one memory store
+MAX_ROOMS = 1000  # open rooms in one store
 MAX_CHOICE_CHARS = 40
 _LOG = logging.getLogger(__name__)
 
@@ -92,212 +91,109 @@ def check_choice(choice: object) -> str:
 
 
 Listener = Callable[[str | None], None]
+CHANNEL = "rooms:changed"  # where a move or a reveal is published, for every process's listener
+ROOMS = "rooms"  # a hash: each open room's code -> when it expires
 
 
-class RoomStore(ABC):
-    """The rooms of this server. ``code`` is a room's code; a ``token`` is its teacher's secret.
+class MemoryDB:
+    """The few Redis commands the store sends, on hashes in this process's memory: the store of one process."""
 
-    ``on_change`` registers a listener that hears the code of every room moved or revealed in, by any process
-    sharing the store, and None when changes may have been missed (every room may have changed)."""
-
-    def __init__(self) -> None:
-        self._listeners: list[Listener] = []
-
-    def on_change(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def _changed(self, code: str | None) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(code)
-            except Exception:  # one listener's failure must not stop the store's writes or its listener thread
-                _LOG.exception("rooms: a change listener failed")
-
-    @abstractmethod
-    def create(self) -> tuple[str, str]:
-        """Open a room; returns its code and its teacher's token."""
-
-    @abstractmethod
-    def snapshot(self, code: str) -> Snapshot:
-        """The room now; raises ``RoomGoneError``."""
-
-    @abstractmethod
-    def version(self, code: str) -> int:
-        """The room's version alone, the cheap read; raises ``RoomGoneError``."""
-
-    @abstractmethod
-    def is_teacher(self, code: str, token: str) -> bool:
-        """Whether ``token`` is the room's teacher's; raises ``RoomGoneError``."""
-
-    @abstractmethod
-    def publish(self, code: str, token: str, position: dict) -> int:
-        """Move the room to ``position`` (the teacher's only); returns the new version."""
-
-    @abstractmethod
-    def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
-        """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
-
-    @abstractmethod
-    def heartbeat(self, code: str, student: str, following: bool) -> None:
-        """A student is here, following the teacher or exploring; raises ``RoomFullError`` for a new student
-        beyond ``MAX_STUDENTS``."""
-
-    @abstractmethod
-    def vote(self, code: str, student: str, question: str, choice: str) -> None:
-        """A present student's answer to a question not yet revealed; a later vote replaces it."""
-
-    @abstractmethod
-    def tally(self, code: str, question: str) -> dict[str, int]:
-        """How many students chose each answer."""
-
-    @abstractmethod
-    def vote_of(self, code: str, student: str, question: str) -> str | None:
-        """The student's vote on a question (None: none), for their new session after a reload or in a new tab."""
-
-
-@dataclass
-class _Room:
-    token_digest: str
-    touched: float
-    version: int = 0
-    position: dict | None = None
-    seen: dict[str, tuple[float, bool]] = field(default_factory=dict)  # student -> (last heartbeat, following)
-    votes: dict[str, dict[str, str]] = field(default_factory=dict)  # question -> student -> choice
-    revealed: set[str] = field(default_factory=set)
-
-
-class MemoryRoomStore(RoomStore):
-    """Rooms in this process's memory, shared by its sessions behind one lock; expired lazily."""
-
-    def __init__(self, clock=time.monotonic):
-        super().__init__()
-        self._rooms: dict[str, _Room] = {}
+    def __init__(self, clock=time.time):
+        self._hashes: dict[str, dict[str, str]] = {}
+        self._expires: dict[str, float] = {}  # key -> when it is forgotten
         self._lock = threading.Lock()  # every session's thread reads and writes the rooms
         self._clock = clock
+        self._now = self._sweep_at = clock()
+        self._published: list[str] = []
+        self.subscribers: list[Listener] = []
 
-    def _room(self, code: str, token: str | None = None, *, teacher: bool = False, write: bool = True) -> _Room:
-        """The live room ``code`` (the lock held), touched by a write; a teacher's write must carry its token."""
-        room = self._rooms.get(code)
-        now = self._clock()
-        if room is None or now - room.touched > IDLE_SECONDS:
-            self._rooms.pop(code, None)
-            raise RoomGoneError(code)
-        if teacher and not token_matches(room.token_digest, token):
-            raise PermissionError("Only the teacher who opened this room can move it or reveal answers.")
-        if write:
-            room.touched = now
-        return room
-
-    def create(self) -> tuple[str, str]:
-        token = secrets.token_urlsafe(24)
+    def run(self, commands: Iterable[tuple]) -> list:
+        """Commands such as ("hget", key, field) as one step, as a Redis transaction runs them; then the
+        subscribers hear what was published (outside the lock: a subscriber reads the store)."""
         with self._lock:
-            now = self._clock()
-            for code in [c for c, r in self._rooms.items() if now - r.touched > IDLE_SECONDS]:
-                del self._rooms[code]
-            if len(self._rooms) >= MAX_ROOMS:
-                raise RoomFullError(f"This server has {MAX_ROOMS} rooms open; try again later.")
-            code = new_code()
-            while code in self._rooms:
-                code = new_code()
-            self._rooms[code] = _Room(digest(token), now)
-        return code, token
+            self._now = self._clock()
+            if self._now >= self._sweep_at:  # every expired key is forgotten once a minute, a command's at once
+                self._sweep_at = self._now + 60
+                for key in [key for key, end in self._expires.items() if end <= self._now]:
+                    self.delete(key)
+            results = [getattr(self, name)(*args) for name, *args in commands]
+            published, self._published = self._published, []
+        for message in published:
+            for subscriber in list(self.subscribers):
+                subscriber(message)
+        return results
 
-    def snapshot(self, code: str) -> Snapshot:
-        with self._lock:
-            room = self._room(code, write=False)
-            now = self._clock()
-            present = [following for seen, following in room.seen.values() if now - seen <= ACTIVE_SECONDS]
-            return Snapshot(
-                room.version, room.position, frozenset(room.revealed), sum(present), len(present) - sum(present)
-            )
+    def _hash(self, key: str, write: bool = False) -> dict[str, str]:
+        if key in self._expires and self._expires[key] <= self._now:
+            self.delete(key)
+        return self._hashes.setdefault(key, {}) if write else self._hashes.get(key, {})
 
-    def version(self, code: str) -> int:
-        with self._lock:
-            return self._room(code, write=False).version
+    def hget(self, key: str, field: str) -> str | None:
+        return self._hash(key).get(field)
 
-    def is_teacher(self, code: str, token: str) -> bool:
-        with self._lock:
-            return token_matches(self._room(code, write=False).token_digest, token)
+    def hmget(self, key: str, *fields: str) -> list[str | None]:
+        return [self._hash(key).get(field) for field in fields]
 
-    def publish(self, code: str, token: str, position: dict) -> int:
-        position = json.loads(json.dumps(position))  # a copy of plain data, as Redis would hold it
-        with self._lock:
-            room = self._room(code, token, teacher=True)
-            room.position = position
-            room.version += 1
-            version = room.version
-        self._changed(code)
-        return version
+    def hgetall(self, key: str) -> dict[str, str]:
+        return dict(self._hash(key))
 
-    def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
-        with self._lock:
-            room = self._room(code, token, teacher=True)
-            if revealed:
-                if question not in room.revealed and len(room.revealed | room.votes.keys()) >= MAX_QUESTIONS:
-                    raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
-                room.revealed.add(question)
-            else:
-                room.revealed.discard(question)
-                room.votes.pop(question, None)  # asked again: a fresh vote
-            room.version += 1
-        self._changed(code)
+    def hlen(self, key: str) -> int:
+        return len(self._hash(key))
 
-    def heartbeat(self, code: str, student: str, following: bool) -> None:
-        with self._lock:
-            room = self._room(code)
-            now = self._clock()
-            if student not in room.seen:
-                for old in [s for s, (seen, _) in room.seen.items() if now - seen > ACTIVE_SECONDS]:
-                    del room.seen[old]
-                if len(room.seen) >= MAX_STUDENTS:
-                    raise RoomFullError(f"This room is full: it holds {MAX_STUDENTS} students.")
-            room.seen[student] = (now, following)
+    def hset(self, key: str, field: str, value: object) -> None:
+        self._hash(key, write=True)[field] = str(value)
 
-    def vote(self, code: str, student: str, question: str, choice: str) -> None:
-        choice = check_choice(choice)
-        with self._lock:
-            room = self._room(code)
-            if student not in room.seen or question in room.revealed:
-                return
-            if question not in room.votes and len(room.revealed | room.votes.keys()) >= MAX_QUESTIONS:
-                raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
-            room.votes.setdefault(question, {})[student] = choice
+    def hsetnx(self, key: str, field: str, value: object) -> bool:
+        found = self._hash(key, write=True)
+        if field in found:
+            return False
+        found[field] = str(value)
+        return True
 
-    def tally(self, code: str, question: str) -> dict[str, int]:
-        with self._lock:
-            return dict(collections.Counter(self._room(code, write=False).votes.get(question, {}).values()))
+    def hincrby(self, key: str, field: str, amount: int) -> int:
+        found = self._hash(key, write=True)
+        found[field] = str(int(found.get(field, 0)) + amount)
+        return int(found[field])
 
-    def vote_of(self, code: str, student: str, question: str) -> str | None:
-        with self._lock:
-            return self._room(code, write=False).votes.get(question, {}).get(student)
+    def hdel(self, key: str, *fields: str) -> None:
+        found = self._hash(key)
+        for field in fields:
+            found.pop(field, None)
+        if not found:  # as in Redis, a hash without fields is no key
+            self.delete(key)
+
+    def expire(self, key: str, seconds: float) -> None:
+        if key in self._hashes:
+            self._expires[key] = self._now + seconds
+
+    def delete(self, key: str) -> None:
+        self._hashes.pop(key, None)
+        self._expires.pop(key, None)
+
+    def publish(self, channel: str, message: str) -> None:
+        self._published.append(message)
 
 
-# The live room's store in Redis, for several app processes (``ATTENTION_ROOMS_URL=redis://host:6379/0``).
-#
-# One room is a few keys under ``room:CODE``: a hash (the token's digest, the version, the position as JSON),
-# two sorted sets of students by last heartbeat (``following``, ``exploring``), a set of revealed questions,
-# a set of questions with votes or reveals, and one hash of votes per question. Every write renews the keys'
-# time to live, so Redis forgets a room ``IDLE_SECONDS`` after its last write. A move or a reveal is published on
-# the channel ``rooms:changed``, which each process's listener thread hears (``on_change``).
+class RoomStore:
+    """The rooms of this server, in ``db``: a ``redis.Redis`` that decodes responses, shared by several app
+    processes (``ATTENTION_ROOMS_URL=redis://host:6379/0``), or a ``MemoryDB`` of this process alone. ``code`` is
+    a room's code; a ``token`` is its teacher's secret.
 
+    One room is a few hashes under ``room:CODE``: the token's digest, the version and the position (as JSON);
+    ``:seen``, each student's last heartbeat and whether they follow; ``:questions``, each question with votes
+    ("0") or revealed ("1"); and ``:votes:QUESTION``, each student's answer. Every write renews the keys' time to
+    live, so the store forgets a room ``IDLE_SECONDS`` after its last write. A move or a reveal is published on
+    ``CHANNEL``, which each process's listener hears (``on_change``)."""
 
-_PARTS = ("", ":following", ":exploring", ":revealed", ":questions")
-CHANNEL = "rooms:changed"
-
-
-class RedisRoomStore(RoomStore):
-    """Rooms in Redis; ``client`` is a ``redis.Redis`` that decodes responses."""
-
-    def __init__(self, client, clock=time.time, listen_client=None):
-        """``listen_client`` holds the subscription (without a read timeout; ``client`` by default)."""
-        super().__init__()
-        self._redis = client
+    def __init__(self, db=None, clock=time.time, listen_client=None):
+        """``listen_client`` holds Redis's subscription (without a read timeout; ``db`` by default)."""
+        self.db = MemoryDB(clock) if db is None else db
         self._clock = clock
-        self._listen_client = listen_client or client
-        self._listener: threading.Thread | None = None
+        self._listen_client = listen_client or db
+        self._listeners: list[Listener] = []
 
     @classmethod
-    def from_url(cls, url: str) -> RedisRoomStore:
+    def from_url(cls, url: str) -> RoomStore:
         import redis
 
         return cls(
@@ -305,14 +201,25 @@ class RedisRoomStore(RoomStore):
             listen_client=redis.Redis.from_url(url, decode_responses=True, health_check_interval=30),
         )
 
-    def on_change(self, listener) -> None:
-        """Also start hearing the other processes (once: the process's one ``Wakener`` calls this, made as
-        ``explorer.room`` is imported)."""
-        super().on_change(listener)
-        if self._listener is None:
+    def on_change(self, listener: Listener) -> None:
+        """``listener`` hears the code of every room moved or revealed in, by any process sharing the store, and
+        None when changes may have been missed (every room may have changed). The first one starts the hearing
+        (the process's one ``Wakener``, made as ``explorer.room`` is imported)."""
+        self._listeners.append(listener)
+        if len(self._listeners) > 1:
+            return
+        if isinstance(self.db, MemoryDB):
+            self.db.subscribers.append(self._changed)
+        else:
             # Redis's subscription blocks while it waits for a message: it gets a thread of its own
-            self._listener = threading.Thread(target=self._listen, name="rooms-listener", daemon=True)
-            self._listener.start()
+            threading.Thread(target=self._listen, name="rooms-listener", daemon=True).start()
+
+    def _changed(self, code: str | None) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(code)
+            except Exception:  # one listener's failure must not stop the store's writes or its listener thread
+                _LOG.exception("rooms: a change listener failed")
 
     def _listen(self) -> None:
         """Hear the other processes' moves and reveals; after a lost connection, subscribe again and say that
@@ -338,131 +245,131 @@ class RedisRoomStore(RoomStore):
                 _LOG.warning("rooms: lost Redis (%s); subscribing again in 1 s", error)
                 time.sleep(1.0)
 
-    def _touch(self, pipe, code: str, *more: str) -> None:
-        for key in [*(f"room:{code}{part}" for part in _PARTS), *more]:
-            pipe.expire(key, IDLE_SECONDS)
+    def _run(self, *commands: tuple) -> list:
+        """Commands such as ("hget", key, field), sent together: one round trip to Redis."""
+        if isinstance(self.db, MemoryDB):
+            return self.db.run(commands)
+        pipe = self.db.pipeline()
+        for name, *args in commands:
+            getattr(pipe, name)(*args)
+        return pipe.execute()
 
-    def _live(self, code: str, token: str | None = None, *, teacher: bool = False) -> str:
-        """The room's token digest, after the checks of a read (or, with ``teacher``, of the teacher's write)."""
-        stored = self._redis.hget(f"room:{code}", "token")
-        if stored is None:
+    def _room(self, code: str, *reads: tuple, token: str | None = None, teacher: bool = False) -> list:
+        """The room's token digest and what ``reads`` read with it, after the checks of a read (or, with
+        ``teacher``, of the teacher's write)."""
+        found = self._run(("hget", f"room:{code}", "token"), *reads)
+        if found[0] is None:
             raise RoomGoneError(code)
-        if teacher and not token_matches(stored, token):
+        if teacher and not token_matches(found[0], token):
             raise PermissionError("Only the teacher who opened this room can move it or reveal answers.")
-        return stored
+        return found
+
+    def _write(self, code: str, *commands: tuple, more: tuple[str, ...] = (), publish: bool = False) -> list:
+        """``commands``, then the room's keys (and the ``more`` keys) live on for ``IDLE_SECONDS``; a move or a
+        reveal is published."""
+        keys = [f"room:{code}", f"room:{code}:seen", f"room:{code}:questions", *more]
+        renew = [("expire", key, IDLE_SECONDS) for key in keys] + [("hset", ROOMS, code, self._clock() + IDLE_SECONDS)]
+        return self._run(*commands, *renew, *([("publish", CHANNEL, code)] if publish else []))
 
     def create(self) -> tuple[str, str]:
+        """Open a room; returns its code and its teacher's token."""
         token = secrets.token_urlsafe(24)
+        now = self._clock()
+        (rooms,) = self._run(("hgetall", ROOMS))
+        gone = [code for code, end in rooms.items() if float(end) <= now]
+        if len(rooms) - len(gone) >= MAX_ROOMS:
+            raise RoomFullError(f"This server has {MAX_ROOMS} rooms open; try again later.")
         for _ in range(100):
             code = new_code()
-            if self._redis.hsetnx(f"room:{code}", "token", digest(token)):
-                pipe = self._redis.pipeline()
-                pipe.hset(f"room:{code}", "version", 0)
-                self._touch(pipe, code)
-                pipe.execute()
+            if self._run(("hsetnx", f"room:{code}", "token", digest(token)))[0]:
+                self._write(code, ("hset", f"room:{code}", "version", 0), *(("hdel", ROOMS, c) for c in gone))
                 return code, token
         raise RoomFullError("No free room code was found; try again.")
 
     def snapshot(self, code: str) -> Snapshot:
-        now = self._clock()
-        pipe = self._redis.pipeline()
-        pipe.hmget(f"room:{code}", "token", "version", "position")
-        pipe.zcount(f"room:{code}:following", now - ACTIVE_SECONDS, "+inf")
-        pipe.zcount(f"room:{code}:exploring", now - ACTIVE_SECONDS, "+inf")
-        pipe.smembers(f"room:{code}:revealed")
-        (token, version, position), following, exploring, revealed = pipe.execute()
+        """The room now; raises ``RoomGoneError``."""
+        (token, version, position), seen, questions = self._run(
+            ("hmget", f"room:{code}", "token", "version", "position"),
+            ("hgetall", f"room:{code}:seen"),
+            ("hgetall", f"room:{code}:questions"),
+        )
         if token is None:
             raise RoomGoneError(code)
-        return Snapshot(
-            int(version or 0), json.loads(position) if position else None, frozenset(revealed), following, exploring
-        )
+        now = self._clock()
+        present = [follows == "1" for at, follows in map(str.split, seen.values()) if now - float(at) <= ACTIVE_SECONDS]
+        revealed = frozenset(question for question, state in questions.items() if state == "1")
+        position = json.loads(position) if position else None
+        return Snapshot(int(version or 0), position, revealed, sum(present), len(present) - sum(present))
 
     def version(self, code: str) -> int:
-        token, version = self._redis.hmget(f"room:{code}", "token", "version")
+        """The room's version alone, the cheap read; raises ``RoomGoneError``."""
+        token, version = self._run(("hmget", f"room:{code}", "token", "version"))[0]
         if token is None:
             raise RoomGoneError(code)
         return int(version or 0)
 
     def is_teacher(self, code: str, token: str) -> bool:
-        return token_matches(self._live(code), token)
+        """Whether ``token`` is the room's teacher's; raises ``RoomGoneError``."""
+        return token_matches(self._room(code)[0], token)
 
     def publish(self, code: str, token: str, position: dict) -> int:
-        self._live(code, token, teacher=True)
-        pipe = self._redis.pipeline()
-        pipe.hset(f"room:{code}", "position", json.dumps(position))
-        pipe.hincrby(f"room:{code}", "version", 1)
-        self._touch(pipe, code)
-        pipe.publish(CHANNEL, code)
-        return int(pipe.execute()[1])
-
-    def _question(self, code: str, question: str) -> None:
-        """Room for one more question, or ``RoomFullError``."""
-        key = f"room:{code}:questions"
-        if not self._redis.sismember(key, question) and self._redis.scard(key) >= MAX_QUESTIONS:
-            raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
+        """Move the room to ``position`` (the teacher's only); returns the new version."""
+        self._room(code, token=token, teacher=True)
+        room = f"room:{code}"
+        changes = ("hset", room, "position", json.dumps(position)), ("hincrby", room, "version", 1)
+        return int(self._write(code, *changes, publish=True)[1])
 
     def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
-        self._live(code, token, teacher=True)
-        votes = f"room:{code}:votes:{question}"
-        pipe = self._redis.pipeline()
+        """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
+        questions = f"room:{code}:questions"
+        _, state, asked = self._room(
+            code, ("hget", questions, question), ("hlen", questions), token=token, teacher=True
+        )
         if revealed:
-            self._question(code, question)
-            pipe.sadd(f"room:{code}:questions", question)
-            pipe.sadd(f"room:{code}:revealed", question)
-        else:
-            pipe.srem(f"room:{code}:revealed", question)
-            pipe.delete(votes)  # asked again: a fresh vote
-        pipe.hincrby(f"room:{code}", "version", 1)
-        self._touch(pipe, code)
-        pipe.publish(CHANNEL, code)
-        pipe.execute()
+            room_for_question(state, asked)
+            changes = [("hset", questions, question, "1")]
+        else:  # asked again: a fresh vote
+            changes = [("hdel", questions, question), ("delete", f"room:{code}:votes:{question}")]
+        self._write(code, *changes, ("hincrby", f"room:{code}", "version", 1), publish=True)
 
     def heartbeat(self, code: str, student: str, following: bool) -> None:
-        self._live(code)
+        """A student is here, following the teacher or exploring; raises ``RoomFullError`` for a new student
+        beyond ``MAX_STUDENTS``."""
+        seen = f"room:{code}:seen"
+        _, known = self._room(code, ("hget", seen, student))
         now = self._clock()
-        here, there = (":following", ":exploring") if following else (":exploring", ":following")
-        known = self._redis.pipeline()
-        for part in (here, there):
-            known.zscore(f"room:{code}{part}", student)
-        if not any(known.execute()):
-            stale = self._redis.pipeline()
-            for part in (here, there):
-                stale.zremrangebyscore(f"room:{code}{part}", "-inf", now - ACTIVE_SECONDS)
-                stale.zcard(f"room:{code}{part}")
-            counts = stale.execute()
-            if counts[1] + counts[3] >= MAX_STUDENTS:
+        stale = []
+        if known is None:
+            (students,) = self._run(("hgetall", seen))
+            stale = [s for s, value in students.items() if now - float(value.split()[0]) > ACTIVE_SECONDS]
+            if len(students) - len(stale) >= MAX_STUDENTS:
                 raise RoomFullError(f"This room is full: it holds {MAX_STUDENTS} students.")
-        pipe = self._redis.pipeline()
-        pipe.zadd(f"room:{code}{here}", {student: now})
-        pipe.zrem(f"room:{code}{there}", student)
-        self._touch(pipe, code)
-        pipe.execute()
+        self._write(code, *(("hdel", seen, s) for s in stale), ("hset", seen, student, f"{now} {int(following)}"))
 
     def vote(self, code: str, student: str, question: str, choice: str) -> None:
+        """A present student's answer to a question not yet revealed; a later vote replaces it."""
         choice = check_choice(choice)
-        self._live(code)
-        check = self._redis.pipeline()
-        check.zscore(f"room:{code}:following", student)
-        check.zscore(f"room:{code}:exploring", student)
-        check.sismember(f"room:{code}:revealed", question)
-        following, exploring, revealed = check.execute()
-        if (following is None and exploring is None) or revealed:
+        questions, votes = f"room:{code}:questions", f"room:{code}:votes:{question}"
+        reads = ("hget", f"room:{code}:seen", student), ("hget", questions, question), ("hlen", questions)
+        _, present, state, asked = self._room(code, *reads)
+        if present is None or state == "1":
             return
-        self._question(code, question)
-        votes = f"room:{code}:votes:{question}"
-        pipe = self._redis.pipeline()
-        pipe.sadd(f"room:{code}:questions", question)
-        pipe.hset(votes, student, choice)
-        self._touch(pipe, code, votes)
-        pipe.execute()
+        room_for_question(state, asked)
+        self._write(code, ("hsetnx", questions, question, "0"), ("hset", votes, student, choice), more=(votes,))
 
     def tally(self, code: str, question: str) -> dict[str, int]:
-        self._live(code)
-        return dict(collections.Counter(self._redis.hvals(f"room:{code}:votes:{question}")))
+        """How many students chose each answer."""
+        return dict(collections.Counter(self._room(code, ("hgetall", f"room:{code}:votes:{question}"))[1].values()))
 
     def vote_of(self, code: str, student: str, question: str) -> str | None:
-        self._live(code)
-        return self._redis.hget(f"room:{code}:votes:{question}", student)
+        """The student's vote on a question (None: none), for their new session after a reload or in a new tab."""
+        return self._room(code, ("hget", f"room:{code}:votes:{question}", student))[1]
+
+
+def room_for_question(state: str | None, asked: int) -> None:
+    """Room for one more question (``state`` None: new) beside the ``asked`` ones, or ``RoomFullError``."""
+    if state is None and asked >= MAX_QUESTIONS:
+        raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
 
 
 # This process's students in live rooms, and the wake-up that brings a teacher's move to them.
