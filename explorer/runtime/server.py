@@ -63,12 +63,6 @@ def machine_threads() -> int:
     return torch.get_num_threads()
 
 
-def __getattr__(name: str):
-    if name == "MACHINE_THREADS":  # read on first use, so that importing this module does not import torch
-        return machine_threads()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class Startup:
     """What this process has done of its start, and the one thread that does it, in order (``_run``). Steps,
     told with ``tell`` and awaited with ``wait``: "first run ready" (its modules imported), "first run" (a script
@@ -159,13 +153,8 @@ STARTUP = Startup()
 async def lifespan(app):
     """``st.App``'s lifespan (``streamlit_app.py``): the server answers at once, while ``STARTUP``'s thread
     prepares what the first run needs (``prepare_first_run``, no torch) as the first browser loads."""
-    start_preparing_first_run()
-    yield
-
-
-def start_preparing_first_run() -> None:
-    """Start ``STARTUP``'s thread with ``prepare_first_run`` (not if the server is already configured)."""
     STARTUP.start(prepare=True)
+    yield
 
 
 @contextlib.contextmanager
