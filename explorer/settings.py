@@ -261,19 +261,13 @@ def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[st
     return Settings(**values), notices
 
 
-# Settings field -> its name in a link
-LINK_NAMES = {
+# Settings field -> its name in a link: its own, but for these
+LINK_NAMES = {field.name: field.name for field in fields(Settings)} | {
     "source": "input",
-    "text": "text",
-    "d_in": "d_in",
-    "d_out": "d_out",
     "num_heads": "heads",
     "context_length": "ctx",
     "dropout": "p",
-    "seed": "seed",
     "training": "mode",
-    "weights": "weights",
-    "layer": "layer",
     "head": "layer_head",
 }
 _MODES = {

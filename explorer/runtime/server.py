@@ -170,12 +170,25 @@ def _quick_switches() -> Iterator[None]:
 
 
 def prepare_first_run() -> None:
-    """Import what the first run imports (``FIRST_RUN_MODULES``) and do once per process what it would do
-    first (``_warm_first_run``): no torch."""
+    """Do once per process what the first run would do first, none of it with torch: import its modules
+    (``FIRST_RUN_MODULES``), read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon),
+    find the browser chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored
+    first view."""
     with _quick_switches():
         for name in FIRST_RUN_MODULES:
             importlib.import_module(name)
-        _warm_first_run()
+        import numpy as np
+        import plotly.graph_objects as go
+        import plotly.io as pio
+
+        from attention.tokens import load_bpe
+
+        load_bpe()
+        patches.warm_emoji_list()
+        first_page_chunks()
+        pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
+        stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
+        stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 
 def start_importing_app() -> None:
@@ -190,24 +203,6 @@ def import_app() -> None:
         for name in APP_MODULES:
             importlib.import_module(name)
         _tune()
-
-
-def _warm_first_run() -> None:
-    """Read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon), find the browser
-    chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored first view:
-    each once per process, none with torch."""
-    import numpy as np
-    import plotly.graph_objects as go
-    import plotly.io as pio
-
-    from attention.tokens import load_bpe
-
-    load_bpe()
-    patches.warm_emoji_list()
-    first_page_chunks()
-    pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
-    stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
-    stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 
 def _tune() -> None:
