@@ -130,7 +130,7 @@ WEIGHTS = (RANDOM, TRAINED, GPT2)  # the chapter's seeded weights, the shipped s
 class Limit:
     low: float
     high: float
-    help: str
+    help: str = ""  # the sidebar's words for it
     clamped: bool = True  # a value outside is moved to the nearest limit; False: it is unreadable (the default)
 
 
@@ -152,8 +152,8 @@ LIMITS = {
         "page the seed the book uses there (789 for SelfAttention_v2 and the causal mask)",
     ),
     # the deepest GPT-2 (XL); ``explorer.models.fit`` narrows layer and head to the model's
-    "layer": Limit(1, 48, "the model's layer shown, from 1", clamped=False),
-    "head": Limit(0, 24, "the layer's head shown, an index from 0", clamped=False),
+    "layer": Limit(1, 48, clamped=False),
+    "head": Limit(0, 24, clamped=False),
 }
 # The settings that are not numbers: the values each may take (None: any text), and the notice for another.
 CHOICES = {
