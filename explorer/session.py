@@ -25,6 +25,7 @@ from explorer import figures
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (
+    CHOICES,
     Settings,
     from_query_params,
     literal,
@@ -173,10 +174,11 @@ def refill_widgets() -> bool:
 
 
 def widgets_valid() -> bool:
-    """Whether every settings widget holds what the settings hold, and of the same kind: a crafted websocket
-    message can put any value in a widget (a string in a number input)."""
+    """Whether every settings widget holds a value of the kind its setting holds, and one of its ``CHOICES``: a
+    crafted websocket message can put any value in a widget (a string in a number input)."""
     state = st.session_state
-    return all(type(state.get(key)) is type(value) and state[key] == value for key, value in _shown(chosen()))
+    kinds = all(type(state.get(key)) is type(value) for key, value in _shown(chosen()))
+    return kinds and all(state[WIDGETS[field]] in choices for field, (choices, _) in CHOICES.items() if choices)
 
 
 SHOWN_FROM_1 = ("head",)  # the sidebar counts heads from 1, as the pages' words do; Settings.head is an index
