@@ -25,9 +25,7 @@ from explorer import figures
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (
-    BOOK,
-    TEXT,
-    WEIGHTS,
+    CHOICES,
     Settings,
     from_query_params,
     literal,
@@ -49,8 +47,7 @@ TOKEN_WINDOW = "token_window"  # noqa: S105 (a key, not a password): (start, sto
 WINDOW_TOKENS = "window_tokens"  # how many tokens the window was made for: another text starts it again
 
 # The link that opened this session, and the one this run writes (below)
-INITIAL_PARAMS = "initial_params"  # the link's query parameters, read once by the page they belong to
-INITIAL_PARAMS_USED = "initial_params_used"  # {(page, name)}: the link's parameters a page has read already
+INITIAL_PARAMS = "initial_params"  # the link's query parameters a page has not read yet (each is read once)
 LINK_PAGE = "link_page"  # the page the link opened: another page does not read its parameters
 LINKED_KEYS = "linked_keys"  # the state keys a link started (a step, a query token): a new link starts them again
 PAGE_PARAMS = "page_params"  # what a page adds to this run's link (its query token, head, cell)
@@ -135,16 +132,9 @@ def initial_param(name: str, page: str, key: str | None = None) -> str | None:
     the page starts from it, which a link opened later (``state.open_link``) starts again."""
     if key is not None:
         st.session_state.setdefault(LINKED_KEYS, set()).add(key)
-    used = st.session_state.setdefault(INITIAL_PARAMS_USED, set())
-    params = st.session_state.get(INITIAL_PARAMS, {})
-    if page != "any":  # "any": a parameter that belongs to no page in particular
-        link_page = st.session_state.setdefault(LINK_PAGE, page)  # the page the link opened
-        if page != link_page:
-            return None
-    if (page, name) in used or name not in params:
-        return None
-    used.add((page, name))
-    return params[name]
+    if page != "any" and page != st.session_state.setdefault(LINK_PAGE, page):  # "any": no page in particular
+        return None  # the link opened another page
+    return st.session_state.get(INITIAL_PARAMS, {}).pop(name, None)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -170,13 +160,6 @@ def view_link(
 FIXED_BY_MODEL = ("d_in", "d_out", "num_heads", "context_length", "seed")  # disabled with a model's weights
 # Settings field -> widget key
 WIDGETS = {f: f"w_{f}" for f in ("source", "text", *FIXED_BY_MODEL, "dropout", "training", "weights", "layer", "head")}
-_KINDS = {  # Settings field -> the check a widget's value must pass before it is used
-    "source": lambda v: isinstance(v, str) and v in (BOOK, TEXT),
-    "text": lambda v: isinstance(v, str),
-    "dropout": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "training": lambda v: isinstance(v, bool),
-    "weights": lambda v: isinstance(v, str) and v in WEIGHTS,
-}
 _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 
 
@@ -186,18 +169,26 @@ def refill_widgets() -> bool:
     state = st.session_state
     if all(key in state for key in WIDGETS.values()):
         return False
-    _to_widgets(chosen())
+    state.update(_shown(chosen()))
     return True
 
 
 def widgets_valid() -> bool:
-    """Whether every settings widget holds a value of the kind its setting needs: a crafted websocket message
-    can put any value in a widget (a string in a number input)."""
+    """Whether every settings widget holds a value of the kind its setting holds, and one of its ``CHOICES``: a
+    crafted websocket message can put any value in a widget (a string in a number input)."""
     state = st.session_state
-    return all(_KINDS.get(field, _WHOLE)(state.get(key)) for field, key in WIDGETS.items())
+    kinds = all(type(state.get(key)) is type(value) for key, value in _shown(chosen()))
+    return kinds and all(state[WIDGETS[field]] in choices for field, (choices, _) in CHOICES.items() if choices)
 
 
 SHOWN_FROM_1 = ("head",)  # the sidebar counts heads from 1, as the pages' words do; Settings.head is an index
+
+
+def _shown(settings: Settings):
+    """(widget key, value it shows) for each setting."""
+    for field, key in WIDGETS.items():
+        value = getattr(settings, field)
+        yield key, value + 1 if field in SHOWN_FROM_1 else value
 
 
 def _from_widgets() -> Settings:
@@ -207,17 +198,11 @@ def _from_widgets() -> Settings:
     return Settings(**values)
 
 
-def _to_widgets(settings: Settings) -> None:
-    for field, key in WIDGETS.items():
-        value = getattr(settings, field)
-        st.session_state[key] = value + 1 if field in SHOWN_FROM_1 else value
-
-
 def _use(settings: Settings, notices: list[str]) -> None:
     """Make validated ``settings`` the session's, with weights that are available and a layer and head the model
     has, and put them in the widgets."""
     settings, more = fit(settings)
-    _to_widgets(settings)
+    st.session_state.update(_shown(settings))
     st.session_state[SETTINGS] = settings
     st.session_state[SETTINGS_NOTICES] = notices + more
 
@@ -297,7 +282,6 @@ def open_link(params: dict[str, str]) -> None:
     state[INITIAL_PARAMS] = dict(params)
     for key in state.pop(LINKED_KEYS, set()):
         state.pop(key, None)
-    state.pop(INITIAL_PARAMS_USED, None)
     state.pop(LINK_PAGE, None)
 
 

@@ -18,15 +18,9 @@ import functools
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 
 from attention.constants import BOOK_SENTENCE
-
-# Reading what a visitor typed or a link sent: whole and decimal numbers, positions and token ranges, parsed
-# strictly, quoted safely in a notice (``quoted``) and escaped for Markdown (``literal``).
-#
-# ``literal`` is the app's one Markdown escaper: notices, questions and their choices pass user text through it.
-
 
 # What a link or a websocket message may spell a number with: ASCII digits only, and not many.
 # ``str.isdigit()`` and ``int()`` accept "²", "٣" and "1_000"; these patterns do not.
@@ -130,15 +124,14 @@ MAX_TEXT_CHARS = 60_000  # a long paste is kept whole; only its first context_le
 MAX_URL_TEXT_CHARS = 2_000  # longer sentences are not put in a link
 RANDOM, TRAINED, GPT2 = "random", "trained", "gpt2"
 WEIGHTS = (RANDOM, TRAINED, GPT2)  # the chapter's seeded weights, the shipped small GPT, the server's GPT-2
-MAX_LAYER = 48  # the deepest GPT-2 (XL); ``explorer.models.fit`` narrows layer and head to the model's
-MAX_HEAD = 24
 
 
 @dataclass(frozen=True)
 class Limit:
     low: float
     high: float
-    help: str
+    help: str = ""  # the sidebar's words for it
+    clamped: bool = True  # a value outside is moved to the nearest limit; False: it is unreadable (the default)
 
 
 LIMITS = {
@@ -158,6 +151,16 @@ LIMITS = {
         "seed for the random weight matrices, the embeddings and the dropout draws; the default, 123, gives each "
         "page the seed the book uses there (789 for SelfAttention_v2 and the causal mask)",
     ),
+    # the deepest GPT-2 (XL); ``explorer.models.fit`` narrows layer and head to the model's
+    "layer": Limit(1, 48, clamped=False),
+    "head": Limit(0, 24, clamped=False),
+}
+# The settings that are not numbers: the values each may take (None: any text), and the notice for another.
+CHOICES = {
+    "source": ((BOOK, TEXT), "input={} is unknown; showing the book's example."),
+    "text": (None, "The sentence must be text, not {}; using the book's sentence."),
+    "training": ((False, True), "mode={} is unknown; using eval."),
+    "weights": (WEIGHTS, "weights={} is unknown (random, trained or gpt2); using random."),
 }
 
 
@@ -194,15 +197,26 @@ class Settings:
 DEFAULTS = Settings()
 
 
-def _clamp(name: str, raw, notices: list[str]) -> int | float:
-    """``raw`` as the setting ``name`` takes it (a whole number, or for dropout a decimal), inside its limits;
-    a value it cannot read becomes the default, one outside the limits the nearest limit, each with a notice."""
-    limit, default, whole = LIMITS[name], getattr(DEFAULTS, name), name != "dropout"
+def _checked(name: str, raw, notices: list[str]):
+    """``raw`` as the setting ``name`` takes it: one of its ``CHOICES``, or a whole number (for dropout a decimal)
+    inside its ``LIMITS``. A value it cannot read becomes the default, one outside the limits the nearest limit
+    (or the default, for a limit that is not ``clamped``), each with a notice."""
+    default = getattr(DEFAULTS, name)
+    if name in CHOICES:
+        choices, message = CHOICES[name]
+        if type(raw) is type(default) and (choices is None or raw in choices):
+            return raw
+        notices.append(message.format(quoted(raw)))
+        return default
+    limit, whole = LIMITS[name], name != "dropout"
     value = parse_whole(raw) if whole else parse_decimal(raw)
+    low, high = (int(limit.low), int(limit.high)) if whole else (limit.low, limit.high)
+    if not limit.clamped and (value is None or not low <= value <= high):
+        notices.append(f"{name}={quoted(raw)} is not a whole number from {low} to {high}; using {default}.")
+        return default
     if value is None:
         notices.append(f"{name}={quoted(raw)} is not a {'whole ' if whole else ''}number; using {default}.")
         return default
-    low, high = (int(limit.low), int(limit.high)) if whole else (limit.low, limit.high)
     if value < low or value > high:
         clamped = min(max(value, low), high)
         notices.append(f"{name}={quoted(raw)} is outside {low}–{high}; using {clamped}.")
@@ -237,93 +251,47 @@ def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[st
     When d_out and num_heads do not divide, ``keep`` names the one to leave alone.
     """
     notices: list[str] = []
-    source = settings.source if isinstance(settings.source, str) and settings.source in (BOOK, TEXT) else BOOK
-    if source != settings.source:
-        notices.append(f"input={quoted(settings.source)} is unknown; showing the book's example.")
-    text = settings.text if isinstance(settings.text, str) else DEFAULTS.text
-    if text is not settings.text:
-        notices.append(f"The sentence must be text, not {quoted(settings.text)}; using the book's sentence.")
-    if len(text) > MAX_TEXT_CHARS:
-        notices.append(f"The text is {len(text):,} characters long; only the first {MAX_TEXT_CHARS:,} are used.")
-        text = text[:MAX_TEXT_CHARS]
-    values = {
-        "d_in": _clamp("d_in", settings.d_in, notices),
-        "d_out": _clamp("d_out", settings.d_out, notices),
-        "num_heads": _clamp("num_heads", settings.num_heads, notices),
-        "context_length": _clamp("context_length", settings.context_length, notices),
-        "dropout": _clamp("dropout", settings.dropout, notices),
-        "seed": _clamp("seed", settings.seed, notices),
-    }
+    values = {field.name: _checked(field.name, getattr(settings, field.name), notices) for field in fields(settings)}
+    if len(values["text"]) > MAX_TEXT_CHARS:
+        notices.append(
+            f"The text is {len(values['text']):,} characters long; only the first {MAX_TEXT_CHARS:,} are used."
+        )
+        values["text"] = values["text"][:MAX_TEXT_CHARS]
     values["d_out"], values["num_heads"] = _fit_heads(values["d_out"], values["num_heads"], keep, notices)
-    training = settings.training if isinstance(settings.training, bool) else DEFAULTS.training
-    if training is not settings.training:
-        notices.append(f"Training mode must be on or off, not {quoted(settings.training)}; using eval.")
-    weights = settings.weights if isinstance(settings.weights, str) and settings.weights in WEIGHTS else RANDOM
-    if weights != settings.weights:
-        notices.append(f"weights={quoted(settings.weights)} is unknown (random, trained or gpt2); using random.")
-    values["layer"] = _within("layer", settings.layer, 1, MAX_LAYER, notices)
-    values["head"] = _within("head", settings.head, 0, MAX_HEAD, notices)
-    return Settings(source=source, text=text, training=training, weights=weights, **values), notices
+    return Settings(**values), notices
 
 
-def _within(name: str, raw, low: int, high: int, notices: list[str]) -> int:
-    """A whole number in low..high, else the default with a notice."""
-    value = parse_whole(raw)
-    if value is None or not low <= value <= high:
-        default = getattr(DEFAULTS, name)
-        notices.append(f"{name}={quoted(raw)} is not a whole number from {low} to {high}; using {default}.")
-        return default
-    return value
-
-
-_TRUE = {"1", "true", "yes", "on", "train"}
-_FALSE = {"0", "false", "no", "off", "eval"}
-QUERY_KEYS = ("input", "text", "d_in", "d_out", "heads", "ctx", "p", "seed", "mode", "weights", "layer", "layer_head")
+# Settings field -> its name in a link: its own, but for these
+LINK_NAMES = {field.name: field.name for field in fields(Settings)} | {
+    "source": "input",
+    "num_heads": "heads",
+    "context_length": "ctx",
+    "dropout": "p",
+    "training": "mode",
+    "head": "layer_head",
+}
+_MODES = {
+    **dict.fromkeys(("1", "true", "yes", "on", "train"), True),
+    **dict.fromkeys(("0", "false", "no", "off", "eval"), False),
+}
 
 
 def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
     """Settings from a URL's query parameters; bad or unknown values fall back with a notice."""
     notices: list[str] = []
-    raw: dict = asdict(DEFAULTS)
-    source = params.get("input")
-    if source is not None:
-        if source in (BOOK, TEXT):
-            raw["source"] = source
-        else:
-            notices.append(f"input={quoted(source)} is unknown; showing the book's example.")
-    if "text" in params:
-        text = str(params["text"])
+    raw = {field: params[name] for field, name in LINK_NAMES.items() if name in params}
+    if "text" in raw:
+        text = raw["text"] = str(raw["text"])
         if len(text) > MAX_URL_TEXT_CHARS:
             notices.append(
                 f"The sentence in the link is {len(text):,} characters; links carry at most "
                 f"{MAX_URL_TEXT_CHARS:,}, so it was cut there."
             )
-            text = text[:MAX_URL_TEXT_CHARS]
-        raw["text"] = text
-        if source is None:
-            raw["source"] = TEXT
-    for key, field in (
-        ("d_in", "d_in"),
-        ("d_out", "d_out"),
-        ("heads", "num_heads"),
-        ("ctx", "context_length"),
-        ("p", "dropout"),
-        ("seed", "seed"),
-    ):
-        if key in params:
-            raw[field] = params[key]
-    if "mode" in params:
-        mode = str(params["mode"]).lower()
-        if mode in _TRUE:
-            raw["training"] = True
-        elif mode in _FALSE:
-            raw["training"] = False
-        else:
-            notices.append(f"mode={quoted(params['mode'])} is unknown; using eval.")
-    for key, field in (("weights", "weights"), ("layer", "layer"), ("layer_head", "head")):
-        if key in params:
-            raw[field] = params[key]
-    settings, more = validate(Settings(**raw))
+            raw["text"] = text[:MAX_URL_TEXT_CHARS]
+        raw.setdefault("source", TEXT)
+    if "training" in raw:
+        raw["training"] = _MODES.get(str(raw["training"]).lower(), raw["training"])
+    settings, more = validate(replace(DEFAULTS, **raw))
     return settings, notices + more
 
 
@@ -335,24 +303,11 @@ def to_query_params(settings: Settings) -> dict[str, str]:
         params["input"] = settings.source
     if settings.source == TEXT and len(settings.text) <= MAX_URL_TEXT_CHARS:
         params["text"] = settings.text
-    pairs = (
-        ("d_in", settings.d_in, DEFAULTS.d_in),
-        ("d_out", settings.d_out, DEFAULTS.d_out),
-        ("heads", settings.num_heads, DEFAULTS.num_heads),
-        ("ctx", settings.context_length, DEFAULTS.context_length),
-        ("p", settings.dropout, DEFAULTS.dropout),
-        ("seed", settings.seed, DEFAULTS.seed),
-    )
-    for key, value, default in pairs:
-        if value != default:
-            params[key] = str(value)
+    for field in ("d_in", "d_out", "num_heads", "context_length", "dropout", "seed"):
+        if getattr(settings, field) != getattr(DEFAULTS, field):
+            params[LINK_NAMES[field]] = str(getattr(settings, field))
     if settings.training != DEFAULTS.training:
         params["mode"] = "train" if settings.training else "eval"
     if settings.weights != DEFAULTS.weights:
         params.update(weights=settings.weights, layer=str(settings.layer), layer_head=str(settings.head))
     return params
-
-
-def with_changes(settings: Settings, **changes) -> tuple[Settings, list[str]]:
-    """``settings`` with some fields changed, validated."""
-    return validate(replace(settings, **changes))

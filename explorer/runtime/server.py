@@ -63,12 +63,6 @@ def machine_threads() -> int:
     return torch.get_num_threads()
 
 
-def __getattr__(name: str):
-    if name == "MACHINE_THREADS":  # read on first use, so that importing this module does not import torch
-        return machine_threads()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class Startup:
     """What this process has done of its start, and the one thread that does it, in order (``_run``). Steps,
     told with ``tell`` and awaited with ``wait``: "first run ready" (its modules imported), "first run" (a script
@@ -159,13 +153,8 @@ STARTUP = Startup()
 async def lifespan(app):
     """``st.App``'s lifespan (``streamlit_app.py``): the server answers at once, while ``STARTUP``'s thread
     prepares what the first run needs (``prepare_first_run``, no torch) as the first browser loads."""
-    start_preparing_first_run()
-    yield
-
-
-def start_preparing_first_run() -> None:
-    """Start ``STARTUP``'s thread with ``prepare_first_run`` (not if the server is already configured)."""
     STARTUP.start(prepare=True)
+    yield
 
 
 @contextlib.contextmanager
@@ -181,12 +170,25 @@ def _quick_switches() -> Iterator[None]:
 
 
 def prepare_first_run() -> None:
-    """Import what the first run imports (``FIRST_RUN_MODULES``) and do once per process what it would do
-    first (``_warm_first_run``): no torch."""
+    """Do once per process what the first run would do first, none of it with torch: import its modules
+    (``FIRST_RUN_MODULES``), read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon),
+    find the browser chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored
+    first view."""
     with _quick_switches():
         for name in FIRST_RUN_MODULES:
             importlib.import_module(name)
-        _warm_first_run()
+        import numpy as np
+        import plotly.graph_objects as go
+        import plotly.io as pio
+
+        from attention.tokens import load_bpe
+
+        load_bpe()
+        patches.warm_emoji_list()
+        first_page_chunks()
+        pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
+        stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
+        stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 
 def start_importing_app() -> None:
@@ -201,24 +203,6 @@ def import_app() -> None:
         for name in APP_MODULES:
             importlib.import_module(name)
         _tune()
-
-
-def _warm_first_run() -> None:
-    """Read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon), find the browser
-    chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored first view:
-    each once per process, none with torch."""
-    import numpy as np
-    import plotly.graph_objects as go
-    import plotly.io as pio
-
-    from attention.tokens import load_bpe
-
-    load_bpe()
-    patches.warm_emoji_list()
-    first_page_chunks()
-    pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
-    stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
-    stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 
 def _tune() -> None:
