@@ -26,7 +26,7 @@ one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and cos
 This module holds what every builder shares: token labels made visible and escaped; colours, styles, ticks,
 margins, subplot grids, the figure itself; then, last, a figure's numbers as CSV and JSON. Then ``heatmaps``
 (a matrix's kind and colour range, what part of a large matrix is drawn, masked cells, clickable cells,
-heatmaps, dropout's heatmap, one matrix per head side by side, readable widths) and ``charts`` (bars and
+heatmaps (one dropout draw's too), one matrix per head side by side, readable widths) and ``charts`` (bars and
 lines, a score's terms, two computations compared, heads' shares, a live room's votes, every layer × head,
 and the "Break it" page's figures). Pages import this package and use its names.
 """
@@ -493,7 +493,6 @@ from .heatmaps import (  # noqa: E402, F401
     PICK_LIMIT,
     PICK_TRACE,
     cell_marks,
-    dropout_heatmap,
     fit_matrix,
     heatmap,
     heatmap_grid,
