@@ -220,8 +220,8 @@ BUILDERS = {
         log_y=True,
         dashed=("T² ref",),
     ),
-    "measured_lines": lambda: figures.measured_lines(
-        [1, 4, 16, 64], SERIES, title="m", x_title="T", y_title="ms", dashed=("T² ref", "fast")
+    "lines, measured": lambda: figures.lines(
+        [1, 4, 16, 64], SERIES, title="m", x_title="T", y_title="ms", dashed=("T² ref", "fast"), measured=True
     ),
     "agreement": lambda: figures.agreement(
         weights(6), weights(6), title="a", reference_name="book <b>", other_name="fast"

@@ -48,7 +48,7 @@ def test_thirty_standing_token_labels_need_a_line_each_on_a_phone():
 
 def test_a_legend_beside_the_plot_adds_its_names_width():
     series = {"with the cache": [1.0, 2.0, 3.0], "without the cache": [2.0, 4.0, 8.0]}
-    fig = figures.measured_lines([10, 20, 40], series, title="t", x_title="x", y_title="y", style=figures.PHONE)
+    fig = figures.lines([10, 20, 40], series, title="t", x_title="x", y_title="y", measured=True, style=figures.PHONE)
     beside = figures.readable_width(fig)
     fig.update_layout(legend={"orientation": "h", "x": 0})
     assert beside - figures.readable_width(fig) >= len("without the cache") * 10

@@ -304,14 +304,14 @@ def subplot_axes(k: int) -> tuple[str, str]:
     return "x" + suffix, "y" + suffix
 
 
-def export_config(file_name: str, *, image_format: str = "png", scale: int = 3) -> dict:
+def export_config(file_name: str, *, image_format: str = "png") -> dict:
     """plotly's toolbar config: the camera button downloads PNG at presentation
-    resolution (``scale`` × the on-screen size) or SVG, named for the view."""
+    resolution (3 × the on-screen size) or SVG, named for the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
     image_format = image_format if image_format in ("png", "svg") else "png"
     return {
         "displaylogo": False,
-        "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": scale},
+        "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": 3},
         "modeBarButtonsToRemove": ["lasso2d", "select2d"],
     }
 
@@ -485,7 +485,6 @@ from .charts import (  # noqa: E402, F401
     dot_product_bars,
     dot_product_text,
     lines,
-    measured_lines,
     stacked_contributions,
     vote_bars,
 )

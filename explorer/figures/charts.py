@@ -228,52 +228,69 @@ def lines(
     x_ticks: Sequence[float] | None = None,
     y_range: tuple[float, float] | None = None,
     extra_height: int = 140,
+    measured: bool = False,
+    layout: Mapping | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Several named series against a shared x axis (scaling lab, convergence, timings).
 
     ``x_ticks`` labels those x values only (the d_k a lab measured); ``y_range`` fixes the y axis (a
-    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high."""
-    data, layout = lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style)
-    layout["height"] = style.min_height + extra_height
-    if x_ticks is not None:
-        layout["xaxis"]["tickvals"] = plain_numbers(x_ticks)
-    if y_range is not None:
-        layout["yaxis"]["range"] = [float(y_range[0]), float(y_range[1])]
-    return figure(data, layout)
+    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high; ``layout`` adds to the
+    figure's layout (a line that marks one x).
 
-
-def lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style) -> tuple[list[dict], dict]:
-    """``lines``' traces and layout as plain dicts, for builders that add to them."""
+    ``measured`` draws measurements on log–log axes: a tick at every measured x, y ticks at powers of ten,
+    the legend beside the plot (no legend rows under it, so ``style.min_height + 100`` high), and ``dashed``
+    series (computed references) in grey. On log–log axes a cost that grows as x^k is a straight line of
+    slope k, so T² and T lines differ in steepness (the Speed page).
+    """
+    log_x, log_y = log_x or measured, log_y or measured
     xs = plain_numbers(x)
-    data = [
-        {
+    data = []
+    for index, (name, ys) in enumerate(series.items()):
+        grey = measured and name in dashed
+        trace = {
             "type": "scatter",
             "x": xs,
             "y": np.asarray(ys, dtype=np.float64).tolist(),
             "mode": "lines+markers",
             "name": plain_label(name),
             "line": {
-                "color": SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                "color": "#666666" if grey else SERIES_COLOURS[index % len(SERIES_COLOURS)],
                 "dash": "dash" if name in dashed else "solid",
                 "width": 3,
             },
             "hovertemplate": f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
             f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
         }
-        for index, (name, ys) in enumerate(series.items())
-    ]
+        data.append({**trace, "marker": {"color": "#666666"}} if grey else trace)
+    ticks = {"tickvals": plain_numbers(x_ticks) if x_ticks is not None else None}
+    legend = {"orientation": "h", "y": -0.25}
+    if measured:
+        ticks = {"tickvals": xs, "ticktext": [f"{v:g}" for v in x]}
+        legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+        legend["font"] = {"size": style.tick_size}
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    layout = figure_layout(
-        title,
-        style,
-        style.min_height + 140,
-        legend={"orientation": "h", "y": -0.25},
-        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None),
-        yaxis=axis(style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None),
-        plot_bgcolor="rgba(0,0,0,0)",
+    return figure(
+        data,
+        figure_layout(
+            title,
+            style,
+            style.min_height + (100 if measured else extra_height),
+            legend=legend,
+            xaxis=axis(
+                style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks
+            ),
+            yaxis=axis(
+                style,
+                plain_label(y_title),
+                type="log" if log_y else "linear",
+                dtick=1 if log_y else None,
+                range=None if y_range is None else [float(y_range[0]), float(y_range[1])],
+            ),
+            plot_bgcolor="rgba(0,0,0,0)",
+            **(layout or {}),
+        ),
     )
-    return data, layout
 
 
 # One score as a dot product, term by term, and charts that compare two computations of the same numbers.
@@ -346,41 +363,6 @@ def dot_product_bars(
             plot_bgcolor="rgba(0,0,0,0)",
         ),
     )
-
-
-def measured_lines(
-    x: Sequence[float],
-    series: Mapping[str, Sequence[float]],
-    *,
-    title: str,
-    x_title: str,
-    y_title: str,
-    dashed: Sequence[str] = (),
-    style: FigureStyle = DEFAULT_STYLE,
-) -> go.Figure:
-    """``lines`` on log–log axes for measurements: a tick at every measured x, y ticks at powers of ten,
-    the legend beside the plot, and ``dashed`` series (computed references) in grey.
-
-    On log–log axes a cost that grows as x^k is a straight line of slope k, so T² and T lines
-    differ in steepness (the Speed page).
-    """
-    data, layout = lines_spec(x, series, title, x_title, y_title, True, True, dashed, style)
-    layout["xaxis"].update(tickvals=plain_numbers(x), ticktext=[f"{v:g}" for v in x])
-    layout["legend"] = {
-        "orientation": "v",
-        "x": 1.02,
-        "xanchor": "left",
-        "y": 1,
-        "yanchor": "top",
-        "font": {"size": style.tick_size},
-    }
-    layout["height"] = style.min_height + 100  # no legend rows under the plot
-    grey = {plain_label(name) for name in dashed}
-    for trace in data:
-        if trace["name"] in grey:
-            trace["line"]["color"] = "#666666"
-            trace["marker"] = {"color": "#666666"}
-    return figure(data, layout)
 
 
 def agreement(
@@ -912,21 +894,11 @@ def saturation(
         "grad_norm": "gradient at the softmax's input",
         "param_grad": "W_query, W_key gradient",
     }
-    data, layout = lines_spec(
-        d_ks,
-        series,
-        f"{names[stat]} against d_k ({curve.num_keys} random keys)",
-        "d_k",
-        names[stat] + (" (median)" if stat == "param_grad" else ""),
-        True,
-        stat == "param_grad",
-        dashed,
-        style,
-    )
+    marks = {}
     if head_dim is not None:
         here = {"type": "line", "x0": head_dim, "x1": head_dim, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
-        layout["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
-        layout["annotations"] = [
+        marks["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
+        marks["annotations"] = [
             {
                 "x": math.log10(head_dim),
                 "y": 1,
@@ -936,4 +908,15 @@ def saturation(
                 "xanchor": "left",
             }
         ]
-    return figure(data, layout)
+    return lines(
+        d_ks,
+        series,
+        title=f"{names[stat]} against d_k ({curve.num_keys} random keys)",
+        x_title="d_k",
+        y_title=names[stat] + (" (median)" if stat == "param_grad" else ""),
+        log_x=True,
+        log_y=stat == "param_grad",
+        dashed=dashed,
+        layout=marks,
+        style=style,
+    )
