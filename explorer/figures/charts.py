@@ -37,7 +37,7 @@ from . import (
     token_labels,
     visible_token,
 )
-from .heatmaps import WEIGHTS, cell_text, colour_settings, fit_matrix, pick_layer, token_numbers
+from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matrix, pick_layer, token_numbers
 
 # Charts of per-token and per-size values: bars, a stacked context vector, lines, and a
 # dot product written out with its numbers.
@@ -791,21 +791,9 @@ def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureSty
     if ii.size == 0:
         return []
     x, y = subplot_axes(panel)
-    return [
-        {
-            "type": "scatter",
-            "x": [view.col_positions[j] for j in jj],
-            "y": [view.row_positions[i] for i in ii],
-            "mode": "text",
-            "text": ["masked"] * len(ii),
-            "textfont": {"size": style.label_size, "color": "#555555"},
-            "hovertemplate": "masked: a later token, given weight 0<extra></extra>",
-            "showlegend": False,
-            "name": "masked",
-            "xaxis": x,
-            "yaxis": y,
-        }
-    ]
+    hover = "masked: a later token, given weight 0"
+    xs, ys = [view.col_positions[j] for j in jj], [view.row_positions[i] for i in ii]
+    return [cell_words(xs, ys, "masked", hover, "#555555", style.label_size, name="masked", xaxis=x, yaxis=y)]
 
 
 def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
@@ -834,20 +822,11 @@ def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tup
     ]
     if len(view.row_positions) > 2 * PANEL_TEXT_LIMIT:  # thin rows: one label per run of NaN rows
         positions = [p for p in positions if p - view.block not in positions]
-    label = {
-        "type": "scatter",
-        "x": [view.col_positions[0]] * len(positions),
-        "y": positions,
-        "mode": "text",
-        "text": ["NaN row" if len(view.col_positions) > 2 else "NaN"] * len(positions),
-        "textposition": "middle right",
-        "textfont": {"size": style.cell_text_size, "color": "#000000"},
-        "hovertemplate": "NaN: every score in this row was −∞, and softmax of only −∞ is 0/0<extra></extra>",
-        "showlegend": False,
-        "name": "NaN",
-        "xaxis": x,
-        "yaxis": y,
-    }
+    word = "NaN row" if len(view.col_positions) > 2 else "NaN"
+    hover = "NaN: every score in this row was −∞, and softmax of only −∞ is 0/0"
+    xs = [view.col_positions[0]] * len(positions)
+    label = cell_words(xs, positions, word, hover, "#000000", style.cell_text_size, name="NaN", xaxis=x, yaxis=y)
+    label["textposition"] = "middle right"
     return [label], fills
 
 

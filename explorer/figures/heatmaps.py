@@ -208,6 +208,14 @@ def legend_square(colour: str, name: str, style: FigureStyle) -> dict:
     return {**entry, "hoverinfo": "skip"}
 
 
+def cell_words(x, y, word: str, hover: str | None, colour: str, size: int, **props) -> dict:
+    """A trace that writes ``word`` in the cells centred at ``x``, ``y``, with ``hover`` as their hover (None: the
+    cells' own hover shows through); ``props`` add to it (its name, its axes)."""
+    said = {"hovertemplate": f"{hover}<extra></extra>"} if hover is not None else {"hoverinfo": "skip"}
+    written = {"mode": "text", "text": [word] * len(x), "textfont": {"size": size, "color": colour}}
+    return {"type": "scatter", "x": x, "y": y, **written, **said, "showlegend": False, **props}
+
+
 def masked_word(kind: str) -> str:
     """What a masked cell says in small matrices: its score −∞, or that its weight is masked."""
     return "−∞" if kind == SIGNED else "masked"
@@ -235,19 +243,7 @@ def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool)
         }
     ]
     if words:
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": y,
-                "mode": "text",
-                "text": [masked_word(kind)] * len(ii),
-                "textfont": {"size": style.label_size, "color": "#333333"},
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "name": "masked",
-            }
-        )
+        traces.append(cell_words(x, y, masked_word(kind), None, "#333333", style.label_size, name="masked"))
     return traces
 
 
@@ -671,22 +667,14 @@ def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, st
         if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
             continue
         colour = "#333333" if text == "masked" else "#B2182B"
-        shown = {"mode": "text", "text": [text] * len(ii), "textfont": {"size": style.label_size, "color": colour}}
+        xs, ys = [cols[j] for j in jj], [rows[i] for i in ii]
+        mark = cell_words(xs, ys, text, hover, colour, style.label_size, name=text)
         if not small:  # a cross drawn as a marker, sized to the cells, so neighbours never run together
             size = int(np.clip(0.5 * style.max_height / max(len(rows), len(cols)), 4, 14))
+            del mark["text"], mark["textfont"]
             cross = {"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
-            shown = {"mode": "markers", "marker": cross}
-        marks.append(
-            {
-                "type": "scatter",
-                "x": [cols[j] for j in jj],
-                "y": [rows[i] for i in ii],
-                "hovertemplate": f"{hover}<extra></extra>",
-                "showlegend": False,
-                "name": text,
-                **shown,
-            }
-        )
+            mark.update(mode="markers", marker=cross)
+        marks.append(mark)
     return marks
 
 
