@@ -47,6 +47,12 @@ BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every 
 LABEL_HEADROOM = 0.25  # a stacked chart's y axis reaches this share of its bars' span above them: its sums' labels
 
 
+def value_bars(x, y, text, style: FigureStyle, **props) -> dict:
+    """A bar trace with its values written outside its bars, in the cells' text size, never cut off by the axes."""
+    written = {"text": text, "textposition": "outside", "textfont": {"size": style.cell_text_size}}
+    return {"type": "bar", "x": x, "y": y, **written, "cliponaxis": False, **props}
+
+
 def bars(
     values: Mapping[str, Sequence[float]],
     labels: Sequence[str],
@@ -74,27 +80,18 @@ def bars(
         if numbers.shape != (len(labels),):
             raise ValueError(f"series {name!r} has {numbers.size} values for {len(labels)} labels.")
         finite = np.isfinite(numbers)
-        data.append(
-            {
-                "type": "bar",
-                "x": x,
-                "y": np.where(finite, numbers, 0.0),
-                "name": plain_label(name),
-                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
-                "text": [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)],
-                "textposition": "outside" if len(labels) <= TEXT_CELL_LIMIT else "none",
-                "textangle": 0,
-                "textfont": {"size": style.cell_text_size},
-                "customdata": [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)],
-                "hovertext": text_labels,
-                "hovertemplate": (
-                    f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
-                    + (f"<br>{plain_label(meaning)}" if meaning else "")
-                    + "<extra></extra>"
-                ),
-                "cliponaxis": False,
-            }
+        text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
+        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
+        trace["customdata"] = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        trace["hovertext"] = text_labels
+        trace["hovertemplate"] = (
+            f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
+            + (f"<br>{plain_label(meaning)}" if meaning else "")
+            + "<extra></extra>"
         )
+        data.append(trace)
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
         band = {"type": "rect", "x0": highlight - 0.5, "x1": highlight + 0.5, "xref": "x", "y0": 0, "y1": 1}
@@ -427,21 +424,11 @@ def head_summary_bars(
     data = []
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
-        data.append(
-            {
-                "type": "bar",
-                "x": heads,
-                "y": values,
-                "name": plain_label(name),
-                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
-                "text": [f"{v:.2f}" for v in values],
-                "textposition": "outside",
-                "textfont": {"size": style.cell_text_size},
-                "constraintext": "both" if style.shrink_text else "none",  # readable_width makes the room
-                "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>",
-                "cliponaxis": False,
-            }
-        )
+        trace = value_bars(heads, values, [f"{v:.2f}" for v in values], style, name=plain_label(name))
+        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["constraintext"] = "both" if style.shrink_text else "none"  # readable_width makes the room
+        trace["hovertemplate"] = f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"
+        data.append(trace)
     return figure(
         data,
         figure_layout(
@@ -466,21 +453,9 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
     rows = list(range(len(choices)))
     most = max(counts, default=0)
-    data = [
-        {
-            "type": "bar",
-            "orientation": "h",
-            "x": list(counts),
-            "y": rows,
-            "marker": {"color": SERIES_COLOURS[0]},
-            "text": [str(n) for n in counts],
-            "textposition": "outside",
-            "textfont": {"size": style.cell_text_size},
-            "hovertext": labels,
-            "hovertemplate": "%{hovertext}: %{x} students<extra></extra>",
-            "cliponaxis": False,
-        }
-    ]
+    bar = value_bars(list(counts), rows, [str(n) for n in counts], style, orientation="h", hovertext=labels)
+    bar.update(marker={"color": SERIES_COLOURS[0]}, hovertemplate="%{hovertext}: %{x} students<extra></extra>")
+    data = [bar]
     return figure(
         data,
         figure_layout(
