@@ -49,8 +49,7 @@ steps = widgets.Steps("batches")
 def side_by_side(matrices, title, name, explain, **options):
     """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k".
     ``explain(i)`` makes item i's cells (None: charts without cells to explain)."""
-    inferred = "signed" if options.get("diverging") else figures.infer_kind(matrices, options.get("value_name", ""))
-    kind = options.setdefault("kind", inferred)
+    kind = options["kind"] = options.get("kind") or figures.infer_kind(matrices, options.get("value_name", ""))
     options.update(value_range=figures.shared_range(matrices, kind=kind))
     options.update(cell_text=matrices.shape[-1] <= 8)  # half a screen is too narrow for more columns' cell text
     for i, column in enumerate(st.columns(b)):
@@ -174,7 +173,7 @@ def context_vectors():
     short = replace(
         widgets.style(), max_height=min(widgets.style().max_height, 310)
     )  # under the text, on a 720 px screen
-    options = dict(diverging=True, decimals=decimals, style=short, **DIMENSIONS)
+    options = dict(kind="signed", decimals=decimals, style=short, **DIMENSIONS)
 
     def explain(item: int) -> cells.Cells:
         """Item ``item``'s context vectors."""

@@ -159,7 +159,7 @@ def scores_with_minus_infinity():
     with plot:
         title = "masked = attn_scores, −∞ where masked"
         explain = cells.masked_scores(found, data.mask)
-        draw(data.masked_scores, title, "masked-scores", explain, value_name="score", diverging=True, masked=mask)
+        draw(data.masked_scores, title, "masked-scores", explain, value_name="score", kind="signed", masked=mask)
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)

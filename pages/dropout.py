@@ -108,8 +108,8 @@ def one_draw():
     code, notation = "dropped_weights, dropout_mask = drop_with_mask(", Notation("dropped_weights")
     rate = p if active else 0.0  # dropout off: nothing is dropped
     explain = cells.dropped(weights, keep, rate, pieces, code=code, notation=notation)
-    options = dict(title=title, masked=mask, explain=explain)
-    draw(plot, figures.dropout_heatmap, "dropped", dropped, keep, pieces, pieces, **options)
+    options = dict(title=title, value_name="attention weight after dropout", masked=mask, dropped=~keep)
+    draw(plot, figures.heatmap, "dropped", dropped, pieces, pieces, explain=explain, **options)
     with text:
         widgets.explain_cell()
         widgets.show_code(attention.CausalAttention.steps)

@@ -135,9 +135,9 @@ def cost_per_token():
     shown = np.unique([int(np.abs(every - w).argmin()) for w in wanted])
     lengths = [data.text_lengths[i] for i in shown]
     series = {"with the cache": np.take(data.macs_with, shown), "without the cache": np.take(data.macs_without, shown)}
-    axes = dict(x_title="tokens in the text", y_title="multiply-adds", style=style)
+    axes = dict(x_title="tokens in the text", y_title="multiply-adds", measured=True, style=style)
     title = "Multiply-adds per new token (log axes)"
-    macs = figures.measured_lines(lengths, series, title=title, **axes)
+    macs = figures.lines(lengths, series, title=title, **axes)
     left, right = st.columns(2)
     with left:
         widgets.chart(macs, "macs-per-token", key="macs-per-token")
@@ -153,7 +153,7 @@ def cost_per_token():
             series = {"with the cache": np.array(times.with_cache_s) * 1e3,
                       "without the cache": np.array(times.without_cache_s) * 1e3}  # fmt: skip
             axes["y_title"] = "ms"
-            drawn = figures.measured_lines(list(times.lengths), series, title="Measured time per new token", **axes)
+            drawn = figures.lines(list(times.lengths), series, title="Measured time per new token", **axes)
             widgets.chart(drawn, "time-per-token", key="time-per-token")
     widgets.show_code(macs_per_new_token, attention.measure_token_times)
 

@@ -28,7 +28,7 @@ def matrix(name: str, z, explain, *, title: str = "", rows=None, keys: bool = Fa
     """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns, its cells
     explained by ``explain`` (None: a matrix without cells to explain)."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
-    options = {"diverging": True, "row_title": "token", "col_title": "key" if keys else "output dim", **options}
+    options = {"kind": "signed", "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)

@@ -160,7 +160,7 @@ def all_context_vectors():
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     code, notation = "context_vecs = attn_weights @ inputs", Notation("all_context_vecs", right="x")
     explain = cells.context(view.attn_weights, inputs, pieces, dims, code=code, notation=notation)
-    options = dict(value_name="context value", diverging=True, col_title="dimension", col_tokens=False)
+    options = dict(value_name="context value", kind="signed", col_title="dimension", col_tokens=False)
     options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
     widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=explain, **options)
     widgets.explain_cell()

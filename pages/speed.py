@@ -66,10 +66,10 @@ def mib(name: str) -> str:
 
 
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
-    options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, style=widgets.style())
+    options = dict(x_title="T (tokens)", y_title=y_title, dashed=dashed, measured=True, style=widgets.style())
     sizes = ", ".join(f"{k} = {v}" for k, v in data.sizes.items() if k != "repeats")  # "d_model = 256, …, b = 1"
     title = f"{title} · {data.device}, {sizes}"
-    widgets.chart(figures.measured_lines(list(data.num_tokens), series, title=title, **options), name, key=name)
+    widgets.chart(figures.lines(list(data.num_tokens), series, title=title, **options), name, key=name)
 
 
 def measurement_shown() -> bool:

@@ -31,7 +31,7 @@ def test_visible_token_is_not_escaped_for_literal_displays():
 
 def test_heatmap_keeps_duplicate_tokens_distinct_and_escapes_labels():
     z = np.arange(36, dtype=float).reshape(6, 6)
-    fig = figures.heatmap(z, HOSTILE, HOSTILE, title="scores <i>", diverging=True)
+    fig = figures.heatmap(z, HOSTILE, HOSTILE, title="scores <i>", kind="signed")
     heat = fig.data[0]
     assert list(heat.x) == list(range(6)) and list(heat.y) == list(range(6))
     ticks = list(fig.layout.yaxis.ticktext)

@@ -47,8 +47,8 @@ def test_axes_stay_numeric_and_a_click_picks_the_nearest_centre():
 
 def test_the_hover_moves_to_the_points_and_reads_as_before():
     z = np.array([[0.25, -1.5], [0.125, 2.0]])
-    plain = figures.heatmap(z, PIECES[:2], PIECES[:2], title="scores", value_name="score", diverging=True)
-    fig = figures.heatmap(z, PIECES[:2], PIECES[:2], title="scores", value_name="score", diverging=True, pickable=True)
+    plain = figures.heatmap(z, PIECES[:2], PIECES[:2], title="scores", value_name="score", kind="signed")
+    fig = figures.heatmap(z, PIECES[:2], PIECES[:2], title="scores", value_name="score", kind="signed", pickable=True)
     assert fig.data[0].hoverinfo == "skip", "the heatmap's own hover is off: the points carry it"
     texts = layer(fig).hovertext
     assert texts[1] == "query: Your<br>key: ␣journey<br>score = −1.5000"
@@ -66,7 +66,7 @@ def test_masked_cells_keep_their_words_on_hover():
 def test_a_dropout_heatmap_is_pickable_too():
     z = np.array([[1.0, 0.0], [0.6, 0.0]])
     keep = np.array([[True, False], [True, False]])
-    fig = figures.dropout_heatmap(z, keep, PIECES[:2], PIECES[:2], title="dropped", pickable=True)
+    fig = figures.heatmap(z, PIECES[:2], PIECES[:2], title="dropped", pickable=True, dropped=~keep)
     texts = layer(fig).hovertext
     assert "dropped" in texts[3] and len(texts) == 4
 

@@ -1,4 +1,4 @@
-"""``figures.dropout_heatmap``: one dropout draw with dropped and masked cells told apart."""
+"""``figures.heatmap(dropped=...)``: one dropout draw with dropped and masked cells told apart."""
 
 import numpy as np
 
@@ -16,7 +16,7 @@ def labelled(fig, name: str) -> set[tuple[int, int]]:
 
 def test_dropped_and_masked_cells_are_blank_and_labelled_apart():
     tokens = ["a", "<b>", "a", "c"]
-    fig = figures.dropout_heatmap(WEIGHTS, KEEP, tokens, tokens, title="after dropout", masked=FUTURE)
+    fig = figures.heatmap(WEIGHTS, tokens, tokens, title="after dropout", masked=FUTURE, dropped=~KEEP)
     z = np.asarray(fig.data[0].z, dtype=float)
     dropped = ~KEEP & ~FUTURE
     assert np.isnan(z[FUTURE | dropped]).all()
@@ -30,7 +30,7 @@ def test_dropped_and_masked_cells_are_blank_and_labelled_apart():
 
 
 def test_nothing_dropped_adds_no_dropped_labels():
-    fig = figures.dropout_heatmap(np.tril(np.ones((3, 3))), np.ones((3, 3), bool), list("xyz"), list("xyz"), title="t")
+    fig = figures.heatmap(np.tril(np.ones((3, 3))), list("xyz"), list("xyz"), title="t", dropped=np.zeros((3, 3), bool))
     assert [t.type for t in fig.data] == ["heatmap"]
     assert np.isfinite(np.asarray(fig.data[0].z, dtype=float)).all()
 
@@ -41,7 +41,7 @@ def test_medium_matrices_mark_dropped_cells_with_a_cross_and_large_ones_with_not
         keep = rng.random((size, size)) > 0.5
         future = np.triu(np.ones((size, size), dtype=bool), 1)
         tokens = [f"t{k}" for k in range(size)]
-        fig = figures.dropout_heatmap(np.where(keep, 1.0, 0.0), keep, tokens, tokens, title="t", masked=future)
+        fig = figures.heatmap(np.where(keep, 1.0, 0.0), tokens, tokens, title="t", masked=future, dropped=~keep)
         crosses = [t for t in fig.data if t.type == "scatter" and t.mode == "markers" and t.marker.symbol == "x-thin"]
         assert ({"×"} if crosses else set()) == marks
         assert not any(t.mode == "text" for t in fig.data if t.type == "scatter"), "no words in small cells"
@@ -54,7 +54,7 @@ def test_the_token_window_moves_the_labels_with_the_cells():
     keep[12, 11] = False
     tokens = [f"t{k}" for k in range(size)]
     style = figures.FigureStyle(token_window=(10, 14))
-    fig = figures.dropout_heatmap(np.ones((size, size)), keep, tokens, tokens, title="t", style=style)
+    fig = figures.heatmap(np.ones((size, size)), tokens, tokens, title="t", style=style, dropped=~keep)
     assert labelled(fig, "dropped") == {(12, 11)}
     assert list(fig.data[0].x) == [10, 11, 12, 13]
 
@@ -65,8 +65,14 @@ def test_a_draw_writes_its_words_in_its_cells_and_keeps_no_empty_legend_band_und
     future = np.triu(np.ones((6, 6), dtype=bool), 1)
     keep = ~np.eye(6, dtype=bool)
     for style in (figures.DEFAULT_STYLE, figures.PRESENTER, figures.PHONE):
-        fig = figures.dropout_heatmap(
-            np.tril(np.ones((6, 6))) * keep, keep, list("abcdef"), list("abcdef"), title="t", masked=future, style=style
+        fig = figures.heatmap(
+            np.tril(np.ones((6, 6))) * keep,
+            list("abcdef"),
+            list("abcdef"),
+            title="t",
+            masked=future,
+            style=style,
+            dropped=~keep,
         )
         assert not fig.layout.showlegend and fig.layout.margin.b == 10
         assert labelled(fig, "masked") == {tuple(cell) for cell in np.argwhere(future)}

@@ -103,7 +103,7 @@ def test_weights_that_barely_differ_say_so_in_numbers():
 
 def test_dropout_survivors_above_one_extend_the_scale_from_zero():
     keep = np.ones((2, 2), dtype=bool)
-    fig = figures.dropout_heatmap(np.array([[2.0, 0.0], [1.2, 0.8]]), keep, ["a", "b"], ["a", "b"], title="t")
+    fig = figures.heatmap(np.array([[2.0, 0.0], [1.2, 0.8]]), ["a", "b"], ["a", "b"], title="t", dropped=~keep)
     assert scale(fig) == (0.0, 2.0)
     assert fig.data[0].meta["hidden_value"] == 0.0
 

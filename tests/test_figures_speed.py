@@ -5,10 +5,10 @@ import numpy as np
 from explorer import figures
 
 
-def test_measured_lines_draws_each_series_on_log_log_axes_ticked_at_every_size():
+def test_measured_lines_draw_each_series_on_log_log_axes_ticked_at_every_size():
     sizes = [16, 64, 256]
     series = {"quadratic": [1.0, 16.0, 256.0], "linear": [1.0, 4.0, 16.0], "a <b>tag</b>": [2.0, 2.0, 2.0]}
-    fig = figures.measured_lines(sizes, series, title="t", x_title="T", y_title="ms", dashed=["linear"])
+    fig = figures.lines(sizes, series, title="t", x_title="T", y_title="ms", measured=True, dashed=["linear"])
 
     assert [trace.name for trace in fig.data] == ["quadratic", "linear", "a &lt;b&gt;tag&lt;/b&gt;"]
     for trace, values in zip(fig.data, series.values(), strict=True):
@@ -26,7 +26,7 @@ def test_measured_lines_draws_each_series_on_log_log_axes_ticked_at_every_size()
 def test_slopes_on_log_log_axes_are_the_growth_exponents():
     """What the page's reading relies on: T² is twice as steep as T on these axes."""
     sizes = np.array([16.0, 64.0, 256.0])
-    fig = figures.measured_lines(sizes, {"T²": sizes**2, "T": sizes}, title="t", x_title="T", y_title="MiB")
+    fig = figures.lines(sizes, {"T²": sizes**2, "T": sizes}, title="t", x_title="T", measured=True, y_title="MiB")
     slopes = [np.polyfit(np.log10(t.x), np.log10(t.y), 1)[0] for t in fig.data]
 
     np.testing.assert_allclose(slopes, [2.0, 1.0])

@@ -83,7 +83,7 @@ BUILDERS = {
         tokens(8),
         title="s",
         value_name="score",
-        diverging=True,
+        kind="signed",
         masked=future(8),
         decimals=3,
         style=figures.PRESENTER,
@@ -107,7 +107,7 @@ BUILDERS = {
         col_title="dimension",
         col_tokens=False,
         value_range=(-3.0, 3.0),
-        diverging=True,
+        kind="signed",
     ),
     "heatmap: 64 tokens": lambda: figures.heatmap(
         weights(64),
@@ -130,14 +130,14 @@ BUILDERS = {
         highlight_row=12,
         style=replace(figures.DEFAULT_STYLE, token_window=(10, 30)),
     ),
-    "dropout_heatmap: words": lambda: figures.dropout_heatmap(
-        np.where(future(6), 0, weights(6) * 2), keep(6), tokens(6), tokens(6), title="d", masked=future(6)
+    "heatmap, one dropout draw: words": lambda: figures.heatmap(
+        np.where(future(6), 0, weights(6) * 2), tokens(6), tokens(6), title="d", masked=future(6), dropped=~keep(6)
     ),
-    "dropout_heatmap: crosses": lambda: figures.dropout_heatmap(
-        np.where(future(20), 0, weights(20)), keep(20), tokens(20), tokens(20), title="d", masked=future(20)
+    "heatmap, one dropout draw: crosses": lambda: figures.heatmap(
+        np.where(future(20), 0, weights(20)), tokens(20), tokens(20), title="d", masked=future(20), dropped=~keep(20)
     ),
-    "dropout_heatmap: block means": lambda: figures.dropout_heatmap(
-        weights(400), keep(400), tokens(400), tokens(400), title="d", value_range=(0, 2)
+    "heatmap, one dropout draw: block means": lambda: figures.heatmap(
+        weights(400), tokens(400), tokens(400), title="d", value_range=(0, 2), dropped=~keep(400)
     ),
     "without_cell_text": lambda: figures.without_cell_text(
         figures.heatmap(weights(6), tokens(6), tokens(6), title="w", value_name="weight", masked=future(6))
@@ -220,8 +220,8 @@ BUILDERS = {
         log_y=True,
         dashed=("T² ref",),
     ),
-    "measured_lines": lambda: figures.measured_lines(
-        [1, 4, 16, 64], SERIES, title="m", x_title="T", y_title="ms", dashed=("T² ref", "fast")
+    "lines, measured": lambda: figures.lines(
+        [1, 4, 16, 64], SERIES, title="m", x_title="T", y_title="ms", dashed=("T² ref", "fast"), measured=True
     ),
     "agreement": lambda: figures.agreement(
         weights(6), weights(6), title="a", reference_name="book <b>", other_name="fast"

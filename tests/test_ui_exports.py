@@ -40,7 +40,7 @@ def test_masked_scores_are_minus_infinity_in_csv_and_a_string_in_json():
 
 def test_dropped_weights_are_zero_too():
     keep = ~np.eye(4, dtype=bool)
-    fig = figures.dropout_heatmap(WEIGHTS * 2 * keep, keep, TOKENS, TOKENS, title="t", masked=FUTURE)
+    fig = figures.heatmap(WEIGHTS * 2 * keep, TOKENS, TOKENS, title="t", masked=FUTURE, dropped=~keep)
     assert exported(fig)[1][1] == "0"
 
 

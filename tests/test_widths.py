@@ -8,10 +8,10 @@ from explorer.figures.heatmaps import LABEL_PITCH_PX
 
 def test_a_heatmap_of_numbers_needs_room_for_its_longest_number_in_every_column():
     values = np.linspace(-0.9, 0.9, 6 * 16).reshape(6, 16)
-    fig = figures.heatmap(values, [f"t{i}" for i in range(6)], [f"h{j}" for j in range(16)], title="t", diverging=True)
+    fig = figures.heatmap(values, [f"t{i}" for i in range(6)], [f"h{j}" for j in range(16)], title="t", kind="signed")
     width = figures.readable_width(fig)
     assert width > 16 * len("-0.90") * 7  # far wider than a 390 px phone
-    narrow = figures.heatmap(values[:, :3], [f"t{i}" for i in range(6)], ["a", "b", "c"], title="t", diverging=True)
+    narrow = figures.heatmap(values[:, :3], [f"t{i}" for i in range(6)], ["a", "b", "c"], title="t", kind="signed")
     assert figures.readable_width(narrow) < width
     assert figures.readable_width(figures.without_cell_text(fig)) < width  # only the labels' pitch is left
 
@@ -48,7 +48,7 @@ def test_thirty_standing_token_labels_need_a_line_each_on_a_phone():
 
 def test_a_legend_beside_the_plot_adds_its_names_width():
     series = {"with the cache": [1.0, 2.0, 3.0], "without the cache": [2.0, 4.0, 8.0]}
-    fig = figures.measured_lines([10, 20, 40], series, title="t", x_title="x", y_title="y", style=figures.PHONE)
+    fig = figures.lines([10, 20, 40], series, title="t", x_title="x", y_title="y", measured=True, style=figures.PHONE)
     beside = figures.readable_width(fig)
     fig.update_layout(legend={"orientation": "h", "x": 0})
     assert beside - figures.readable_width(fig) >= len("without the cache") * 10

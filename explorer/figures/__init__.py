@@ -26,7 +26,7 @@ one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and cos
 This module holds what every builder shares: token labels made visible and escaped; colours, styles, ticks,
 margins, subplot grids, the figure itself; then, last, a figure's numbers as CSV and JSON. Then ``heatmaps``
 (a matrix's kind and colour range, what part of a large matrix is drawn, masked cells, clickable cells,
-heatmaps, dropout's heatmap, one matrix per head side by side, readable widths) and ``charts`` (bars and
+heatmaps (one dropout draw's too), one matrix per head side by side, readable widths) and ``charts`` (bars and
 lines, a score's terms, two computations compared, heads' shares, a live room's votes, every layer × head,
 and the "Break it" page's figures). Pages import this package and use its names.
 """
@@ -304,14 +304,14 @@ def subplot_axes(k: int) -> tuple[str, str]:
     return "x" + suffix, "y" + suffix
 
 
-def export_config(file_name: str, *, image_format: str = "png", scale: int = 3) -> dict:
+def export_config(file_name: str, *, image_format: str = "png") -> dict:
     """plotly's toolbar config: the camera button downloads PNG at presentation
-    resolution (``scale`` × the on-screen size) or SVG, named for the view."""
+    resolution (3 × the on-screen size) or SVG, named for the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
     image_format = image_format if image_format in ("png", "svg") else "png"
     return {
         "displaylogo": False,
-        "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": scale},
+        "toImageButtonOptions": {"format": image_format, "filename": safe, "scale": 3},
         "modeBarButtonsToRemove": ["lasso2d", "select2d"],
     }
 
@@ -485,7 +485,6 @@ from .charts import (  # noqa: E402, F401
     dot_product_bars,
     dot_product_text,
     lines,
-    measured_lines,
     stacked_contributions,
     vote_bars,
 )
@@ -493,7 +492,6 @@ from .heatmaps import (  # noqa: E402, F401
     PICK_LIMIT,
     PICK_TRACE,
     cell_marks,
-    dropout_heatmap,
     fit_matrix,
     heatmap,
     heatmap_grid,

@@ -37,7 +37,7 @@ from . import (
     token_labels,
     visible_token,
 )
-from .heatmaps import WEIGHTS, cell_text, colour_settings, fit_matrix, pick_layer, token_numbers
+from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matrix, pick_layer, token_numbers
 
 # Charts of per-token and per-size values: bars, a stacked context vector, lines, and a
 # dot product written out with its numbers.
@@ -45,6 +45,12 @@ from .heatmaps import WEIGHTS, cell_text, colour_settings, fit_matrix, pick_laye
 
 BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every k-th (upright)
 LABEL_HEADROOM = 0.25  # a stacked chart's y axis reaches this share of its bars' span above them: its sums' labels
+
+
+def value_bars(x, y, text, style: FigureStyle, **props) -> dict:
+    """A bar trace with its values written outside its bars, in the cells' text size, never cut off by the axes."""
+    written = {"text": text, "textposition": "outside", "textfont": {"size": style.cell_text_size}}
+    return {"type": "bar", "x": x, "y": y, **written, "cliponaxis": False, **props}
 
 
 def bars(
@@ -74,27 +80,18 @@ def bars(
         if numbers.shape != (len(labels),):
             raise ValueError(f"series {name!r} has {numbers.size} values for {len(labels)} labels.")
         finite = np.isfinite(numbers)
-        data.append(
-            {
-                "type": "bar",
-                "x": x,
-                "y": np.where(finite, numbers, 0.0),
-                "name": plain_label(name),
-                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
-                "text": [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)],
-                "textposition": "outside" if len(labels) <= TEXT_CELL_LIMIT else "none",
-                "textangle": 0,
-                "textfont": {"size": style.cell_text_size},
-                "customdata": [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)],
-                "hovertext": text_labels,
-                "hovertemplate": (
-                    f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
-                    + (f"<br>{plain_label(meaning)}" if meaning else "")
-                    + "<extra></extra>"
-                ),
-                "cliponaxis": False,
-            }
+        text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
+        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
+        trace["customdata"] = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        trace["hovertext"] = text_labels
+        trace["hovertemplate"] = (
+            f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
+            + (f"<br>{plain_label(meaning)}" if meaning else "")
+            + "<extra></extra>"
         )
+        data.append(trace)
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
         band = {"type": "rect", "x0": highlight - 0.5, "x1": highlight + 0.5, "xref": "x", "y0": 0, "y1": 1}
@@ -228,52 +225,69 @@ def lines(
     x_ticks: Sequence[float] | None = None,
     y_range: tuple[float, float] | None = None,
     extra_height: int = 140,
+    measured: bool = False,
+    layout: Mapping | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """Several named series against a shared x axis (scaling lab, convergence, timings).
 
     ``x_ticks`` labels those x values only (the d_k a lab measured); ``y_range`` fixes the y axis (a
-    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high."""
-    data, layout = lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style)
-    layout["height"] = style.min_height + extra_height
-    if x_ticks is not None:
-        layout["xaxis"]["tickvals"] = plain_numbers(x_ticks)
-    if y_range is not None:
-        layout["yaxis"]["range"] = [float(y_range[0]), float(y_range[1])]
-    return figure(data, layout)
+    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high; ``layout`` adds to the
+    figure's layout (a line that marks one x).
 
-
-def lines_spec(x, series, title, x_title, y_title, log_x, log_y, dashed, style) -> tuple[list[dict], dict]:
-    """``lines``' traces and layout as plain dicts, for builders that add to them."""
+    ``measured`` draws measurements on log–log axes: a tick at every measured x, y ticks at powers of ten,
+    the legend beside the plot (no legend rows under it, so ``style.min_height + 100`` high), and ``dashed``
+    series (computed references) in grey. On log–log axes a cost that grows as x^k is a straight line of
+    slope k, so T² and T lines differ in steepness (the Speed page).
+    """
+    log_x, log_y = log_x or measured, log_y or measured
     xs = plain_numbers(x)
-    data = [
-        {
+    data = []
+    for index, (name, ys) in enumerate(series.items()):
+        grey = measured and name in dashed
+        trace = {
             "type": "scatter",
             "x": xs,
             "y": np.asarray(ys, dtype=np.float64).tolist(),
             "mode": "lines+markers",
             "name": plain_label(name),
             "line": {
-                "color": SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                "color": "#666666" if grey else SERIES_COLOURS[index % len(SERIES_COLOURS)],
                 "dash": "dash" if name in dashed else "solid",
                 "width": 3,
             },
             "hovertemplate": f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
             f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
         }
-        for index, (name, ys) in enumerate(series.items())
-    ]
+        data.append({**trace, "marker": {"color": "#666666"}} if grey else trace)
+    ticks = {"tickvals": plain_numbers(x_ticks) if x_ticks is not None else None}
+    legend = {"orientation": "h", "y": -0.25}
+    if measured:
+        ticks = {"tickvals": xs, "ticktext": [f"{v:g}" for v in x]}
+        legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+        legend["font"] = {"size": style.tick_size}
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    layout = figure_layout(
-        title,
-        style,
-        style.min_height + 140,
-        legend={"orientation": "h", "y": -0.25},
-        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None),
-        yaxis=axis(style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None),
-        plot_bgcolor="rgba(0,0,0,0)",
+    return figure(
+        data,
+        figure_layout(
+            title,
+            style,
+            style.min_height + (100 if measured else extra_height),
+            legend=legend,
+            xaxis=axis(
+                style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks
+            ),
+            yaxis=axis(
+                style,
+                plain_label(y_title),
+                type="log" if log_y else "linear",
+                dtick=1 if log_y else None,
+                range=None if y_range is None else [float(y_range[0]), float(y_range[1])],
+            ),
+            plot_bgcolor="rgba(0,0,0,0)",
+            **(layout or {}),
+        ),
     )
-    return data, layout
 
 
 # One score as a dot product, term by term, and charts that compare two computations of the same numbers.
@@ -348,41 +362,6 @@ def dot_product_bars(
     )
 
 
-def measured_lines(
-    x: Sequence[float],
-    series: Mapping[str, Sequence[float]],
-    *,
-    title: str,
-    x_title: str,
-    y_title: str,
-    dashed: Sequence[str] = (),
-    style: FigureStyle = DEFAULT_STYLE,
-) -> go.Figure:
-    """``lines`` on log–log axes for measurements: a tick at every measured x, y ticks at powers of ten,
-    the legend beside the plot, and ``dashed`` series (computed references) in grey.
-
-    On log–log axes a cost that grows as x^k is a straight line of slope k, so T² and T lines
-    differ in steepness (the Speed page).
-    """
-    data, layout = lines_spec(x, series, title, x_title, y_title, True, True, dashed, style)
-    layout["xaxis"].update(tickvals=plain_numbers(x), ticktext=[f"{v:g}" for v in x])
-    layout["legend"] = {
-        "orientation": "v",
-        "x": 1.02,
-        "xanchor": "left",
-        "y": 1,
-        "yanchor": "top",
-        "font": {"size": style.tick_size},
-    }
-    layout["height"] = style.min_height + 100  # no legend rows under the plot
-    grey = {plain_label(name) for name in dashed}
-    for trace in data:
-        if trace["name"] in grey:
-            trace["line"]["color"] = "#666666"
-            trace["marker"] = {"color": "#666666"}
-    return figure(data, layout)
-
-
 def agreement(
     reference,
     other,
@@ -445,21 +424,11 @@ def head_summary_bars(
     data = []
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
-        data.append(
-            {
-                "type": "bar",
-                "x": heads,
-                "y": values,
-                "name": plain_label(name),
-                "marker": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
-                "text": [f"{v:.2f}" for v in values],
-                "textposition": "outside",
-                "textfont": {"size": style.cell_text_size},
-                "constraintext": "both" if style.shrink_text else "none",  # readable_width makes the room
-                "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>",
-                "cliponaxis": False,
-            }
-        )
+        trace = value_bars(heads, values, [f"{v:.2f}" for v in values], style, name=plain_label(name))
+        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["constraintext"] = "both" if style.shrink_text else "none"  # readable_width makes the room
+        trace["hovertemplate"] = f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"
+        data.append(trace)
     return figure(
         data,
         figure_layout(
@@ -484,21 +453,9 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
     rows = list(range(len(choices)))
     most = max(counts, default=0)
-    data = [
-        {
-            "type": "bar",
-            "orientation": "h",
-            "x": list(counts),
-            "y": rows,
-            "marker": {"color": SERIES_COLOURS[0]},
-            "text": [str(n) for n in counts],
-            "textposition": "outside",
-            "textfont": {"size": style.cell_text_size},
-            "hovertext": labels,
-            "hovertemplate": "%{hovertext}: %{x} students<extra></extra>",
-            "cliponaxis": False,
-        }
-    ]
+    bar = value_bars(list(counts), rows, [str(n) for n in counts], style, orientation="h", hovertext=labels)
+    bar.update(marker={"color": SERIES_COLOURS[0]}, hovertemplate="%{hovertext}: %{x} students<extra></extra>")
+    data = [bar]
     return figure(
         data,
         figure_layout(
@@ -809,21 +766,9 @@ def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureSty
     if ii.size == 0:
         return []
     x, y = subplot_axes(panel)
-    return [
-        {
-            "type": "scatter",
-            "x": [view.col_positions[j] for j in jj],
-            "y": [view.row_positions[i] for i in ii],
-            "mode": "text",
-            "text": ["masked"] * len(ii),
-            "textfont": {"size": style.label_size, "color": "#555555"},
-            "hovertemplate": "masked: a later token, given weight 0<extra></extra>",
-            "showlegend": False,
-            "name": "masked",
-            "xaxis": x,
-            "yaxis": y,
-        }
-    ]
+    hover = "masked: a later token, given weight 0"
+    xs, ys = [view.col_positions[j] for j in jj], [view.row_positions[i] for i in ii]
+    return [cell_words(xs, ys, "masked", hover, "#555555", style.label_size, name="masked", xaxis=x, yaxis=y)]
 
 
 def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
@@ -852,20 +797,11 @@ def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tup
     ]
     if len(view.row_positions) > 2 * PANEL_TEXT_LIMIT:  # thin rows: one label per run of NaN rows
         positions = [p for p in positions if p - view.block not in positions]
-    label = {
-        "type": "scatter",
-        "x": [view.col_positions[0]] * len(positions),
-        "y": positions,
-        "mode": "text",
-        "text": ["NaN row" if len(view.col_positions) > 2 else "NaN"] * len(positions),
-        "textposition": "middle right",
-        "textfont": {"size": style.cell_text_size, "color": "#000000"},
-        "hovertemplate": "NaN: every score in this row was −∞, and softmax of only −∞ is 0/0<extra></extra>",
-        "showlegend": False,
-        "name": "NaN",
-        "xaxis": x,
-        "yaxis": y,
-    }
+    word = "NaN row" if len(view.col_positions) > 2 else "NaN"
+    hover = "NaN: every score in this row was −∞, and softmax of only −∞ is 0/0"
+    xs = [view.col_positions[0]] * len(positions)
+    label = cell_words(xs, positions, word, hover, "#000000", style.cell_text_size, name="NaN", xaxis=x, yaxis=y)
+    label["textposition"] = "middle right"
     return [label], fills
 
 
@@ -912,21 +848,11 @@ def saturation(
         "grad_norm": "gradient at the softmax's input",
         "param_grad": "W_query, W_key gradient",
     }
-    data, layout = lines_spec(
-        d_ks,
-        series,
-        f"{names[stat]} against d_k ({curve.num_keys} random keys)",
-        "d_k",
-        names[stat] + (" (median)" if stat == "param_grad" else ""),
-        True,
-        stat == "param_grad",
-        dashed,
-        style,
-    )
+    marks = {}
     if head_dim is not None:
         here = {"type": "line", "x0": head_dim, "x1": head_dim, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
-        layout["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
-        layout["annotations"] = [
+        marks["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
+        marks["annotations"] = [
             {
                 "x": math.log10(head_dim),
                 "y": 1,
@@ -936,4 +862,15 @@ def saturation(
                 "xanchor": "left",
             }
         ]
-    return figure(data, layout)
+    return lines(
+        d_ks,
+        series,
+        title=f"{names[stat]} against d_k ({curve.num_keys} random keys)",
+        x_title="d_k",
+        y_title=names[stat] + (" (median)" if stat == "param_grad" else ""),
+        log_x=True,
+        log_y=stat == "param_grad",
+        dashed=dashed,
+        layout=marks,
+        style=style,
+    )

@@ -1,7 +1,7 @@
 """Heatmaps: a matrix with its rows as queries and its columns as keys, and everything a heatmap needs.
 
 In the order a heatmap is made: colour scales by the matrix's kind, what part of a large matrix is drawn, masked
-cells, the layer of clickable cell centres, the heatmap itself, dropout's heatmap, a grid of matrices side by side
+cells, the layer of clickable cell centres, the heatmap itself (one dropout draw's too), a grid of matrices side by side
 (one per head), and how wide a figure must be for its texts to stay apart.
 """
 
@@ -208,6 +208,14 @@ def legend_square(colour: str, name: str, style: FigureStyle) -> dict:
     return {**entry, "hoverinfo": "skip"}
 
 
+def cell_words(x, y, word: str, hover: str | None, colour: str, size: int, **props) -> dict:
+    """A trace that writes ``word`` in the cells centred at ``x``, ``y``, with ``hover`` as their hover (None: the
+    cells' own hover shows through); ``props`` add to it (its name, its axes)."""
+    said = {"hovertemplate": f"{hover}<extra></extra>"} if hover is not None else {"hoverinfo": "skip"}
+    written = {"mode": "text", "text": [word] * len(x), "textfont": {"size": size, "color": colour}}
+    return {"type": "scatter", "x": x, "y": y, **written, **said, "showlegend": False, **props}
+
+
 def masked_word(kind: str) -> str:
     """What a masked cell says in small matrices: its score −∞, or that its weight is masked."""
     return "−∞" if kind == SIGNED else "masked"
@@ -235,19 +243,7 @@ def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool)
         }
     ]
     if words:
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": y,
-                "mode": "text",
-                "text": [masked_word(kind)] * len(ii),
-                "textfont": {"size": style.label_size, "color": "#333333"},
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "name": "masked",
-            }
-        )
+        traces.append(cell_words(x, y, masked_word(kind), None, "#333333", style.label_size, name="masked"))
     return traces
 
 
@@ -452,7 +448,6 @@ def heatmap(
     value_name: str = "value",
     meaning: str = "",
     kind: str | None = None,
-    diverging: bool = False,
     value_range: tuple[float, float] | None = None,
     masked=None,
     dropped=None,
@@ -471,13 +466,17 @@ def heatmap(
     ``row_labels``/``col_labels`` are raw token pieces (``row_tokens``/``col_tokens``
     True) or plain names such as "dim 0"; either way they are made safe here.
     ``kind`` ("weights", "signed", "nonnegative", "mask") sets the colour scale; without it,
-    ``diverging`` means "signed", and otherwise ``infer_kind`` decides. ``value_range``
-    overrides the kind's range, for panels that share one (``shared_range``).
+    ``infer_kind`` decides. ``value_range`` overrides the kind's range, for panels that share one (``shared_range``).
     ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
-    values (−∞ scores) are masked too. ``dropped`` (bool, True = set to 0 by a dropout draw, among the masked cells)
-    marks those cells "dropped" (``dropout_heatmap``). ``meaning`` is a sentence shown on hover. ``legend_names``
+    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
     renames legend entries (a mask's two colours, named for what 0 and 1 mean in it). ``pickable`` adds a
     point to click in each cell (``pick_layer``).
+
+    ``dropped`` (bool, same shape, True = dropped) draws one dropout draw's weights: survivors are scaled by
+    1/(1 − p), so they can pass 1, and ``infer_kind`` then gives 0 to the largest survivor ("nonnegative"), else
+    the weights' 0–1 (a ``value_name`` that says weight). Dropped cells are blank and labelled "dropped"; the
+    ``masked`` (future) cells stay labelled "masked", as they are 0 whether or not the draw dropped them.
+    Block means average the surviving weights and carry no marks.
     """
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
@@ -486,10 +485,13 @@ def heatmap(
         raise ValueError(
             f"{values.shape[0]}×{values.shape[1]} matrix but {len(row_labels)} row and {len(col_labels)} column labels."
         )
-    kind = kind or (SIGNED if diverging else infer_kind(values, value_name))
+    kind = kind or infer_kind(values, value_name)
     low, high = value_range if value_range is not None else colour_range(values, kind)
     note = spread_note(values, kind)
-    hidden = np.zeros_like(values, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    hidden = future = np.zeros_like(values, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    if dropped is not None:  # one dropout draw: a future cell is "masked", dropped or not
+        dropped = np.asarray(dropped, dtype=bool) & ~future
+        hidden = future | dropped
     hidden = hidden | ~np.isfinite(values)
     view = fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style)
     values, hidden, row_labels, col_labels = view.values, view.hidden, view.row_labels, view.col_labels
@@ -569,7 +571,7 @@ def heatmap(
     data = [trace]
     own = {}  # this heatmap's own layout, beside the shared one
     if dropped is not None:  # one dropout draw: its own marks tell masked cells from dropped ones
-        data += _dropout_marks(view, np.asarray(masked, dtype=bool) & ~dropped, dropped, style)
+        data += _dropout_marks(view, future, dropped, style)
     elif kind == MASK:
         names = ("False (0): visible", "True (1): masked, a future key")
         data += [legend_square(colour, name, style) for colour, name in zip(MASK_COLOURS, names, strict=True)]
@@ -649,52 +651,6 @@ def prints_in_cells(trace) -> bool:
     return trace.type == "heatmap" and (trace.text is not None or trace.texttemplate is not None)
 
 
-# Dropout's heatmap: the weights after one draw, dropped cells marked, survivors scaled by 1/(1 − p).
-
-
-def dropout_heatmap(
-    z,
-    keep,
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    *,
-    title: str,
-    masked=None,
-    value_name: str = "attention weight after dropout",
-    meaning: str = "",
-    value_range: tuple[float, float] | None = None,
-    pickable: bool = False,
-    style: FigureStyle = DEFAULT_STYLE,
-) -> go.Figure:
-    """Weights after one dropout draw: dropped cells blank and labelled "dropped".
-
-    Survivors are scaled by 1/(1 − p), so they can pass 1: the scale is then 0 to the largest
-    survivor ("nonnegative"), else the weights' 0–1; ``value_range`` overrides it.
-
-    ``keep`` (bool, same shape, True = kept) comes from the draw; ``masked`` (True = masked) marks the causal
-    mask's future cells, which stay labelled "masked" (they are 0 whether or not the draw dropped them). Other
-    options are ``heatmap``'s; block means average the surviving weights and carry no marks.
-    """
-    values = np.asarray(z, dtype=np.float64)
-    future = np.zeros(values.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
-    dropped = ~np.asarray(keep, dtype=bool) & ~future
-    kind = WEIGHTS if infer_kind(values, "weight") == WEIGHTS else NONNEGATIVE
-    return heatmap(
-        values,
-        row_labels,
-        col_labels,
-        title=title,
-        value_name=value_name,
-        meaning=meaning,
-        kind=kind,
-        value_range=value_range,
-        masked=future | dropped,
-        dropped=dropped,
-        pickable=pickable,
-        style=style,
-    )
-
-
 def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
     """The words "masked" and "dropped" up to ``MASK_WORD_LIMIT`` tokens per axis; up to ``TICK_LIMIT`` tokens, a
     cross sized to the cell in each dropped cell, and future cells stay grey; none on block means."""
@@ -711,22 +667,14 @@ def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, st
         if ii.size == 0 or (not small and (text == "masked" or len(rows) > TICK_LIMIT or len(cols) > TICK_LIMIT)):
             continue
         colour = "#333333" if text == "masked" else "#B2182B"
-        shown = {"mode": "text", "text": [text] * len(ii), "textfont": {"size": style.label_size, "color": colour}}
+        xs, ys = [cols[j] for j in jj], [rows[i] for i in ii]
+        mark = cell_words(xs, ys, text, hover, colour, style.label_size, name=text)
         if not small:  # a cross drawn as a marker, sized to the cells, so neighbours never run together
             size = int(np.clip(0.5 * style.max_height / max(len(rows), len(cols)), 4, 14))
+            del mark["text"], mark["textfont"]
             cross = {"symbol": "x-thin", "size": size, "line": {"width": 2, "color": colour}}
-            shown = {"mode": "markers", "marker": cross}
-        marks.append(
-            {
-                "type": "scatter",
-                "x": [cols[j] for j in jj],
-                "y": [rows[i] for i in ii],
-                "hovertemplate": f"{hover}<extra></extra>",
-                "showlegend": False,
-                "name": text,
-                **shown,
-            }
-        )
+            mark.update(mode="markers", marker=cross)
+        marks.append(mark)
     return marks
 
 
