@@ -1,21 +1,14 @@
-"""The server's memory: a budget for what one visitor's settings make it compute, decided before computing;
-the one queue for work that must take turns; and the cache that shares computed results with every session.
+"""The server's memory: a view's bytes estimated before computing it, the one queue for work that takes turns,
+and the cache that shares computed results read-only with every session. It does not import Streamlit.
 
-The sidebar lets anyone ask for 16 heads of d_out = 1,024 on 1,024 tokens in training mode. One such
-multi-head view is about 1 GiB of tensors while it is computed, and a shared server has little more.
-So each view's bytes are estimated from its settings first (one function per view kind: ``*_bytes``,
-checked against measured sizes in ``tests/test_budget.py``). ``plan`` then keeps the view within
-``VIEW_BUDGET``: all tokens if they fit, else only as many of the first tokens as fit (and says which
-setting to lower to see more), or a refusal that names the setting when even ``MIN_TOKENS`` do not fit.
-
-``views`` plans each view with ``plan`` and lets at most ``HEAVY_SLOTS`` heavy computations (above
-``HEAVY_BYTES``) run at once, in a ``TurnQueue``. Then the cache (``shared_view``, ``SHARED``), last.
-
-T is num_tokens. This module does not import Streamlit.
+Anyone may ask for 16 heads of d_out = 1,024 on 1,024 tokens in training mode: about 1 GiB while computed, as much
+as a shared server has. So ``estimate`` (checked against measured sizes in ``tests/test_budget.py``) and ``plan`` keep
+a view within ``VIEW_BUDGET``: all tokens, the first tokens that fit with a note, or a refusal naming the setting.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import ctypes
@@ -71,10 +64,8 @@ def module_bytes(kind: str, d_in: int, d_out: int, num_heads: int, context_lengt
 def trace_bytes(
     b: int, h: int, num_tokens: int, d_in: int, head_dim: int, d_out: int, dropout: bool, *, masked=True, out_proj=False
 ) -> int:
-    """Every tensor of ``attention.trace`` as ``views.chapter.TraceArrays`` keeps it: the scores unscaled, scaled and
-    masked and the weights, (b, h, T, T) each, the weights after dropout and its mask when dropout is active,
-    the causal mask (T, T); inputs, queries, keys, values and each head's context (views share the rest),
-    and with ``out_proj`` the merged context and the output."""
+    """``views.chapter.TraceArrays``: four (b, h, T, T) scores and weights (six with dropout), the (T, T) causal mask,
+    inputs, queries, keys, values and each head's context, and with ``out_proj`` the merged context and output."""
     cells = b * h * num_tokens * num_tokens
     squares = cells * (4 * FLOAT + ((FLOAT + BOOL) if dropout else 0)) + (num_tokens**2 * BOOL if masked else 0)
     vectors = b * num_tokens * (d_in + 4 * h * head_dim) * FLOAT
@@ -103,70 +94,39 @@ def multihead_bytes(num_tokens: int, d_in: int, d_out: int, h: int, ctx: int, dr
     return Estimate(result=result, peak=modules + wrapper + efficient + fused + efficient // 2)
 
 
-def trace_view_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool) -> Estimate:
-    """``views.chapter.module_trace`` of ``CausalAttention`` (one head): the Causal mask and Dropout pages share it."""
-    trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, dropout)
-    return Estimate(result=trace, peak=trace + module_bytes("CausalAttention", d_in, d_out, 1, ctx))
-
-
-def mask_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int) -> Estimate:
-    """``views.chapter.mask_view``: an eval-mode trace, then six (T, T) comparisons of the masking routes and a mask."""
-    trace = trace_view_bytes(num_tokens, d_in, d_out, ctx, False)
-    own = 6 * num_tokens**2 * FLOAT + num_tokens**2 * BOOL
-    return Estimate(result=trace.result + own, peak=trace.peak + own + 3 * num_tokens**2 * FLOAT)
-
-
-def dropout_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool) -> Estimate:
-    """``views.chapter.dropout_view``: an eval-mode trace (not kept), the weights, one draw and the average of many."""
-    trace = trace_view_bytes(num_tokens, d_in, d_out, ctx, False)
-    own = num_tokens**2 * ((3 if dropout else 2) * FLOAT + 2 * BOOL)
-    return Estimate(result=own, peak=trace.peak + own + 4 * num_tokens**2 * FLOAT)
-
-
-def batch_bytes(num_tokens: int, d_in: int, d_out: int, ctx: int, dropout: bool) -> Estimate:
-    """``views.chapter.batch_view``: two sentences (b = 2) through ``CausalAttention``, and each alone."""
-    trace = trace_bytes(2, 1, num_tokens, d_in, d_out, d_out, dropout)
-    result = (2 * num_tokens * d_in + 2 * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + num_tokens**2 * BOOL
-    # for the cell panel: scaled scores, values, the draw, and the weights before dropout (the same array without it)
-    result += ((4 if dropout else 2) * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + 2 * num_tokens**2 * BOOL
-    alone = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False)
-    return Estimate(result=result, peak=module_bytes("CausalAttention", d_in, d_out, 1, ctx) + trace + alone)
-
-
-def simplified_bytes(num_tokens: int, d_in: int) -> Estimate:
-    """``views.chapter.simplified_view``: (T, T) scores and weights; (T, d_in) inputs, contexts, contributions."""
-    result = (2 * num_tokens**2 + 3 * num_tokens * d_in + 8 * num_tokens) * FLOAT
-    return Estimate(result=result, peak=2 * result)
-
-
-def qkv_bytes(num_tokens: int, d_in: int, d_out: int) -> Estimate:
-    """``views.chapter.qkv_view``: ``SelfAttention_v1``'s one-head trace (no mask), its weights, and v1 = v2."""
-    trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False, masked=False)
-    weights = module_bytes("SelfAttention_v1", d_in, d_out, 1, 0)
-    outputs = 2 * num_tokens * d_out * FLOAT
-    return Estimate(result=trace + weights + outputs, peak=trace + 4 * weights + 2 * outputs)
-
-
 VIEWS = ("multihead", "trace", "mask", "dropout", "batch", "simplified", "qkv")
 
 
 @functools.lru_cache(maxsize=1024)  # pure in whole numbers: a rerun recomputes nothing
 def estimate(kind: str, num_tokens: int, d_in: int, d_out: int, num_heads: int, ctx: int, dropout: bool) -> Estimate:
-    """The bytes of view ``kind`` (one of ``VIEWS``) for num_tokens tokens; ``dropout``: training mode with p > 0."""
+    """The bytes of ``views.chapter``'s view ``kind`` (one of ``VIEWS``); ``dropout``: training mode with p > 0."""
+    square, causal = num_tokens**2 * FLOAT, module_bytes("CausalAttention", d_in, d_out, 1, ctx)
+    eval_trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False)  # CausalAttention's, one head
     if kind == "multihead":
         return multihead_bytes(num_tokens, d_in, d_out, num_heads, ctx, dropout)
-    if kind == "trace":
-        return trace_view_bytes(num_tokens, d_in, d_out, ctx, dropout)
-    if kind == "mask":
-        return mask_bytes(num_tokens, d_in, d_out, ctx)
-    if kind == "dropout":
-        return dropout_bytes(num_tokens, d_in, d_out, ctx, dropout)
-    if kind == "batch":
-        return batch_bytes(num_tokens, d_in, d_out, ctx, dropout)
-    if kind == "simplified":
-        return simplified_bytes(num_tokens, d_in)
-    if kind == "qkv":
-        return qkv_bytes(num_tokens, d_in, d_out)
+    if kind == "trace":  # ``module_trace`` of CausalAttention: the Causal mask and Dropout pages share it
+        trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, dropout)
+        return Estimate(result=trace, peak=trace + causal)
+    if kind == "mask":  # an eval-mode trace, then six (T, T) comparisons of the masking routes and a mask
+        own = 6 * square + num_tokens**2 * BOOL
+        return Estimate(result=eval_trace + own, peak=eval_trace + causal + own + 3 * square)
+    if kind == "dropout":  # an eval-mode trace (not kept), the weights, one draw and the average of many
+        own = num_tokens**2 * ((3 if dropout else 2) * FLOAT + 2 * BOOL)
+        return Estimate(result=own, peak=eval_trace + causal + own + 4 * square)
+    if kind == "batch":  # two sentences (b = 2) through ``CausalAttention``, and each alone
+        trace = trace_bytes(2, 1, num_tokens, d_in, d_out, d_out, dropout)
+        result = (2 * num_tokens * d_in + 2 * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + num_tokens**2 * BOOL
+        # for the cell panel: scaled scores, values, the draw, and the weights before dropout (the same without it)
+        result += ((4 if dropout else 2) * num_tokens**2 + 2 * num_tokens * d_out) * FLOAT + 2 * num_tokens**2 * BOOL
+        return Estimate(result=result, peak=causal + trace + eval_trace)
+    if kind == "simplified":  # (T, T) scores and weights; (T, d_in) inputs, contexts, contributions
+        result = (2 * num_tokens**2 + 3 * num_tokens * d_in + 8 * num_tokens) * FLOAT
+        return Estimate(result=result, peak=2 * result)
+    if kind == "qkv":  # ``SelfAttention_v1``'s one-head trace (no mask), its weights, and v1 = v2
+        trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False, masked=False)
+        weights = module_bytes("SelfAttention_v1", d_in, d_out, 1, 0)
+        outputs = 2 * num_tokens * d_out * FLOAT
+        return Estimate(result=trace + weights + outputs, peak=trace + 4 * weights + 2 * outputs)
     raise ValueError(f"Unknown view {kind!r}; choose one of: {', '.join(VIEWS)}.")
 
 
@@ -196,22 +156,22 @@ def plan(
     budget: int = VIEW_BUDGET,
 ) -> Plan:
     """Keep view ``kind`` of num_tokens tokens (context_length ``ctx``) within ``budget`` bytes while it is computed:
-    the most tokens that fit, with context_length lowered to them (see the module's docstring)."""
+    the most tokens that fit, with context_length lowered to them, or a refusal when even ``MIN_TOKENS`` do not."""
     full = estimate(kind, num_tokens, d_in, d_out, num_heads, ctx, dropout)
     if full.peak <= budget:
         return Plan(num_tokens, full, lowered=False, note="")
+
+    def too_big(tokens: int) -> bool:
+        return estimate(kind, tokens, d_in, d_out, num_heads, tokens, dropout).peak > budget
+
     big = ("num_heads, " if kind == "multihead" else "") + "d_in or d_out"
     least = min(num_tokens, MIN_TOKENS)
-    if estimate(kind, least, d_in, d_out, num_heads, least, dropout).peak > budget:
+    if too_big(least):
         raise ValueError(
             f"These settings need more memory than this shared server gives one view ({_mib(budget)}), even for "
             f"{least} tokens: lower {big}."
         )
-    low, high = least, num_tokens  # the most tokens that fit lies in [low, high)
-    while high - low > 1:
-        middle = (low + high) // 2
-        fits = estimate(kind, middle, d_in, d_out, num_heads, middle, dropout).peak <= budget
-        low, high = (middle, high) if fits else (low, middle)
+    low = least + bisect.bisect_left(range(least + 1, num_tokens), True, key=too_big)  # peaks grow with the tokens
     lower = big + (", or turn training mode off" if dropout else "")
     note = (
         f"Only the first {low:,} of {num_tokens:,} tokens are computed here: all of them would need about "
@@ -221,36 +181,31 @@ def plan(
     return Plan(low, estimate(kind, low, d_in, d_out, num_heads, low, dropout), lowered=True, note=note)
 
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6") if ctypes.util.find_library("c") else None
+_LIBC = ctypes.CDLL(name) if (name := ctypes.util.find_library("c")) else None
 
 
 def release_memory() -> None:
-    """Give freed heap memory back to the system (glibc's ``malloc_trim``), so one heavy view does not
-    leave the server's memory high after its tensors are gone. Does nothing without glibc."""
+    """Give freed heap memory back to the system after a heavy view (glibc's ``malloc_trim``; nothing without it)."""
     trim = getattr(_LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
 
 
 class TurnQueue:
-    """The one queue for work that must take turns (heavy views, heavy page runs, the Speed page's timings, a
-    room's wake-ups): at most ``slots`` holders at once, the others waiting first come, first served, each told
-    how many are ahead of it, so that a page can say so instead of looking frozen. A holder who leaves wakes only
-    the waiters who may now go in: when a teacher's move wakes fifty students, a whole-queue wake-up at each
-    turn's end would be fifty times fifty threads taking Python's lock to find they must wait on."""
+    """The one queue for work that takes turns (heavy views and page runs, Speed timings, a room's wake-ups): at most
+    ``slots`` holders, the others first come, first served, each told how many are ahead so a page need not look
+    frozen. A turn's end wakes only who may now go in (not fifty students' threads to find they must wait on)."""
 
     def __init__(self, slots: int = 1) -> None:
         self.slots = slots
         self._lock = threading.Lock()  # holders and waiters are sessions' threads
-        self._queue: collections.deque[tuple[int, threading.Event]] = collections.deque()  # holders, then waiters
-        self._tickets = itertools.count()
+        self._queue: collections.deque[threading.Event] = collections.deque()  # holders, then waiters
 
     @contextlib.contextmanager
     def turn(self, on_wait: Callable[[int], None] = lambda ahead: None, poll_s: float = 0.5) -> Iterator[None]:
-        """Wait for a place, calling ``on_wait(ahead)`` every ``poll_s`` seconds meanwhile (``ahead``: holders
-        and waiters before this one). If ``on_wait`` raises (a visitor who reruns or leaves), the ticket is
-        given up."""
-        place = (next(self._tickets), threading.Event())  # set when this waiter may go in: only it wakes
+        """Wait for a place, calling ``on_wait(ahead)`` every ``poll_s`` s meanwhile; if it raises (a visitor who
+        reruns or leaves), the place is given up."""
+        place = threading.Event()  # set when this waiter may go in: only it wakes
         with self._lock:
             self._queue.append(place)
         try:
@@ -259,14 +214,14 @@ class TurnQueue:
                     ahead = self._queue.index(place)
                     if ahead < self.slots:
                         break
-                    place[1].clear()  # under the lock: a wake-up after this is not missed
+                    place.clear()  # under the lock: a wake-up after this is not missed
                 on_wait(ahead)
-                place[1].wait(timeout=poll_s)
+                place.wait(timeout=poll_s)
             yield
         finally:
             with self._lock:
                 self._queue.remove(place)
-                for _, may_enter in itertools.islice(self._queue, self.slots):
+                for may_enter in itertools.islice(self._queue, self.slots):
                     may_enter.set()
 
     def __len__(self) -> int:
@@ -274,23 +229,16 @@ class TurnQueue:
             return len(self._queue)
 
 
-# What pages compute, shared: views, modules, prepared inputs, tokenizations and measurements are
-# ``shared_view``s, one read-only result for every session in ``SHARED``. A measurement's progress callback is
-# not part of the key, and nothing drawn is replayed on a hit. Why not ``st.cache_data`` (a copy at every hit)
-# or ``st.cache_resource`` (bounds entries, not bytes): ARCHITECTURE.md, "Caching and threads"; both also keep
-# a lock for every key they ever computed in Streamlit 1.67 (about 190 bytes per typed sentence; BENCHMARKS.md).
-
-
+# What pages compute is a ``shared_view``: one read-only result for every session in ``SHARED``. Not
+# ``st.cache_data`` (a copy at every hit) nor ``st.cache_resource`` (bounds entries, not bytes); both also keep a
+# lock per key ever computed (ARCHITECTURE.md, "Caching and threads"; BENCHMARKS.md).
 CACHE_ENTRIES = 32
 VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays
-CACHE_BYTES = 320 * MIB  # every shared result together
-ENTRY_BYTES = 96 * MIB  # the largest result kept; larger ones are computed for the run that asks
-CACHE_TTL_S = 600.0  # a result unused this long is dropped
 
 
 def size_of(value, seen: set[int] | None = None) -> int:
-    """The bytes of numpy arrays, torch tensors, module parameters and strings reachable from ``value``,
-    each memory block counted once (an array that views a tensor counts its whole block)."""
+    """The bytes of arrays, tensors, module parameters and strings reachable from ``value``, each memory block
+    counted once (an array that views a tensor counts its whole block)."""
     seen = set() if seen is None else seen
     torch = loaded("torch")  # not imported (or still importing in another thread): nothing here is a tensor
     if torch is not None and isinstance(value, torch.nn.Module):
@@ -321,9 +269,8 @@ def size_of(value, seen: set[int] | None = None) -> int:
 
 
 class SharedCache:
-    """One process-wide store of read-only results, least recently used dropped first. Bounded by ``max_bytes``
-    in all, ``entry_bytes`` per result (a larger one is not kept), entries per function name (the first item of
-    each key) and ``ttl_s`` since last use, checked whenever the cache is used."""
+    """A process-wide store of read-only results, least recently used dropped first; bounded by ``max_bytes`` in all,
+    ``entry_bytes`` per result (larger ones are not kept), entries per function (a key's first item) and ``ttl_s``."""
 
     def __init__(self, max_bytes: int, entry_bytes: int, ttl_s: float) -> None:
         self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
@@ -373,8 +320,7 @@ class SharedCache:
 
     @contextlib.contextmanager
     def computing(self, key: tuple):
-        """Compute ``key``'s value in the block, one session at a time: sessions asking for it at once compute
-        it once (the others find it when their turn comes)."""
+        """Compute ``key``'s value in the block, one session at a time: the others then find it computed."""
         with self._lock:
             self._lock.wait_for(lambda: key not in self._computing)
             self._computing.add(key)
@@ -403,13 +349,13 @@ class SharedCache:
 
 
 MISSING = object()  # what ``SharedCache.get`` returns for a key it does not hold
-SHARED = SharedCache(CACHE_BYTES, ENTRY_BYTES, CACHE_TTL_S)
+# 320 MiB in all; a result over 96 MiB is not kept (only its run uses it); one unused for 10 minutes is dropped
+SHARED = SharedCache(max_bytes=320 * MIB, entry_bytes=96 * MIB, ttl_s=600.0)
 
 
 def read_only(value):
-    """``value`` with every numpy array in it made read-only, every dict a read-only mapping, every list a tuple
-    and every frozen dataclass a copy whose fields are read-only too: a page that wrote into a ``shared_view``
-    result would change what other students see, so writing fails loudly instead."""
+    """``value`` with its arrays read-only, dicts read-only mappings, lists tuples and dataclasses copies of such:
+    a page that wrote into a ``shared_view`` result would change what other students see."""
     if isinstance(value, np.ndarray):
         value.setflags(write=False)
         return value
@@ -424,11 +370,9 @@ def read_only(value):
 
 
 def shared_view(max_entries: int):
-    """A cached function whose result is made ``read_only`` and shared by every session in ``SHARED``; sessions
-    asking for the same key at once compute it once. Keyword arguments named ``on_…`` are callbacks, not part of
-    the key: ``on_miss``, a context manager factory that a computation runs in (``views.budgeted`` waits there
-    for a place among the heavy computations), or ``on_progress``, which a measurement calls as it goes.
-    ``function.clear()`` forgets its results; ``function.get(*args)`` looks one up without computing."""
+    """A function whose ``read_only`` result every session shares in ``SHARED``, computed once for sessions asking at
+    once. ``on_…`` keywords are not in the key: ``on_miss``, a context manager a computation runs in (a heavy turn),
+    or ``on_progress``. ``function.clear()`` forgets its results; ``function.get(*args)`` looks one up."""
 
     def decorate(function):
         name = f"{function.__module__}.{function.__qualname__}"
