@@ -1,14 +1,9 @@
-"""Process-wide settings for a server shared by a classroom, made once by ``configure_server``.
+"""A server shared by a classroom, with a fast first page. Importing this imports neither torch nor pandas.
 
-Nothing starts on import, and importing this module imports neither torch nor pandas. One thread does
-the process's start (``Startup``): as the server starts, ``lifespan`` has it import the first page's
-modules (``FIRST_RUN_MODULES``, none of which imports torch). After the first run, once the browser says the
-page has painted, it imports pandas (other runs wait meanwhile), then torch and the whole package, gives each
-script run one torch thread and freezes the heap out of the collector's reach. BENCHMARKS.md, "Where the time
-goes" and "Cost per action and first paint", has the measurements.
-
-Then the browser's side of a fast first page (``page_routes``, ``preload_browser_code``): its charts' code
-fetched early, and a word when it has painted (``PAINTED_PATH``)."""
+One thread does the process's start (``Startup``): the first page's modules, then, after it has painted (the browser
+says so at ``PAINTED_PATH``), pandas, torch and the package, one torch thread per run and a frozen heap. The browser
+fetches the charts' code early (``page_routes``, ``preload_browser_code``). Measurements: BENCHMARKS.md, "Where the
+time goes" and "Cost per action and first paint"."""
 
 from __future__ import annotations
 
@@ -29,45 +24,33 @@ import streamlit as st
 import attention
 from explorer.runtime import patches
 
-# Imported after the first run, before any other run goes on (``Startup._run``): plotly looks pandas up in
-# ``sys.modules`` without importing it, and took a module another thread was still importing for a whole one
-# ("partially initialized module 'pandas' has no attribute 'Series'"), so no run builds a chart meanwhile.
+# Imported after the first run, before any other goes on: plotly reads pandas from ``sys.modules`` without importing
+# it, and a half-imported one failed charts ("partially initialized module 'pandas' has no attribute 'Series'").
 SETTLED_MODULES = ("pandas",)
 # Imported after the first paint, for the pages that come later: Streamlit converts a table with pyarrow.
 LATER_MODULES = ("pyarrow",)
-# Imported as the server starts (``lifespan``): what the entry script and the first page import. None of it
-# imports torch (tests/test_first_paint.py).
-FIRST_RUN_MODULES = (
-    "explorer.session",
-    "explorer.views",
-    "explorer.widgets",
-    "explorer.figures",
-    "explorer.models",
-    "explorer.page_text.glossary",
-)
+# Imported as the server starts (``lifespan``): what the entry script and first page import, no torch among it.
+FIRST_RUN_MODULES = tuple(f"explorer.{name}" for name in ("session", "views", "widgets", "figures", "models"))
+FIRST_RUN_MODULES += ("explorer.page_text.glossary",)
 # Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
 APP_MODULES = ("torch", *(f"attention.{name}" for name in attention.SUBMODULES))
 # While imports run in the background, the interpreter hands the GIL on every 0.5 ms instead of 5 ms.
 IMPORT_SWITCH_INTERVAL_S = 0.0005
-# The browser tells the server when the first page has painted (``PAINTED_PATH``); torch is imported then, or
-# this long after the first run if no browser says so (a page without a chart, another client).
+# Torch is imported when the browser says the first page has painted, or this long after the first run.
 PAINT_WAIT_S = 4.0
 
 
 @functools.cache
 def machine_threads() -> int:
-    """The intra-op threads torch would use on this machine (read before ``configure_server`` gives script runs
-    one); the Speed page measures with all of them."""
+    """Torch's intra-op threads on this machine, read before script runs get one; the Speed page measures with all."""
     import torch
 
     return torch.get_num_threads()
 
 
 class Startup:
-    """What this process has done of its start, and the one thread that does it, in order (``_run``). Steps,
-    told with ``tell`` and awaited with ``wait``: "first run ready" (its modules imported), "first run" (a script
-    run has begun), "torch wanted" (by a link, a test or a tool), "pandas wanted" (by a waiting run), "painted"
-    (or nothing waits for it any more), "settled" (pandas imported) and "warmed" (torch imported, tuned)."""
+    """The process's start, done in order by one thread (``_run``); steps, ``tell``-ed and awaited with ``wait``:
+    "first run ready", "first run", "torch wanted", "pandas wanted", "painted", "settled" (pandas) and "warmed"."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()  # sessions, the browser's POST and the start thread tell each other
@@ -90,21 +73,20 @@ class Startup:
             return self._changed.wait_for(lambda: not self._done.isdisjoint(steps), timeout)
 
     def first_run_began(self) -> bool:
-        """Record the calling script run as the first, unless one was already recorded or pandas is being
-        imported; whether it is the first (a rerun its thread took on is too)."""
+        """Whether the calling script run is the first (or a rerun its thread took on); records it if none was and
+        pandas is not being imported."""
         with self._changed:
             if self._first_run is threading.current_thread():
                 return True
             if self._first_run is not None or self._settling:
                 return False
             self._first_run = threading.current_thread()
-            self._done.add("first run")
-            self._changed.notify_all()
+            self.tell("first run")  # the condition's lock is reentrant (an RLock)
         return True
 
     def enter_run(self) -> None:
-        """Let the calling script run go on when no chart it builds can meet a half-imported pandas: the first
-        run goes on at once (pandas is imported after its thread ends), any other waits until pandas is."""
+        """Let the calling run go on when no chart can meet a half-imported pandas: the first at once, others after
+        pandas."""
         if self.has("settled") or self.first_run_began():
             return
         self.tell("pandas wanted")
@@ -120,11 +102,8 @@ class Startup:
         self._thread.start()
 
     def _run(self, prepare: bool) -> None:
-        """The first run's modules; pandas once the first run is over and its page has painted (or
-        ``PAINT_WAIT_S`` after, or at once when a run or a link needs it); then torch and the later modules.
-        Started as the run ended, torch's import took CPU from the browser's paint: 5.6 s to the first page
-        painted, against 4.1 s when it waited 2.5 s. Before the first run, pandas' 0.3 s delayed the first chart
-        as much."""
+        """The first run's modules; pandas once that run is over and painted (or ``PAINT_WAIT_S`` after, or when
+        needed); then torch. Torch's import at the run's end delayed the paint (5.6 s against 4.1 s after 2.5 s)."""
         if prepare:
             prepare_first_run()
         self.tell("first run ready")
@@ -151,16 +130,14 @@ STARTUP = Startup()
 
 @contextlib.asynccontextmanager
 async def lifespan(app):
-    """``st.App``'s lifespan (``streamlit_app.py``): the server answers at once, while ``STARTUP``'s thread
-    prepares what the first run needs (``prepare_first_run``, no torch) as the first browser loads."""
+    """``st.App``'s lifespan: the server answers at once while ``STARTUP``'s thread prepares the first run."""
     STARTUP.start(prepare=True)
     yield
 
 
 @contextlib.contextmanager
 def _quick_switches() -> Iterator[None]:
-    """Hand the GIL on every ``IMPORT_SWITCH_INTERVAL_S`` meanwhile, so that the threads serving the browser
-    and running pages wait less behind a background import (only ``STARTUP``'s thread imports this way)."""
+    """Hand the GIL on more often meanwhile, so that the browser's and pages' threads wait less behind an import."""
     saved = sys.getswitchinterval()
     sys.setswitchinterval(min(saved, IMPORT_SWITCH_INTERVAL_S))
     try:
@@ -170,10 +147,8 @@ def _quick_switches() -> Iterator[None]:
 
 
 def prepare_first_run() -> None:
-    """Do once per process what the first run would do first, none of it with torch: import its modules
-    (``FIRST_RUN_MODULES``), read GPT-2's ranks, load Streamlit's emoji list (``st.set_page_config``'s icon),
-    find the browser chunks, encode a figure as plotly does (imports numpy.ma and orjson) and read the stored
-    first view."""
+    """What the first run would do first, without torch: its modules, GPT-2's ranks, the emoji list, the browser
+    chunks, a figure encoded (numpy.ma and orjson) and the stored first view."""
     with _quick_switches():
         for name in FIRST_RUN_MODULES:
             importlib.import_module(name)
@@ -198,7 +173,7 @@ def start_importing_app() -> None:
 
 
 def import_app() -> None:
-    """Import torch and what every page imports (``APP_MODULES``), and tune the process (``_tune``)."""
+    """Import torch and the ``attention`` package (``APP_MODULES``), and tune the process."""
     with _quick_switches():
         for name in APP_MODULES:
             importlib.import_module(name)
@@ -206,8 +181,7 @@ def import_app() -> None:
 
 
 def _tune() -> None:
-    """One torch thread per script run and the heap frozen (``configure_server``); once per process, after
-    torch is imported (``STARTUP``'s thread)."""
+    """One torch thread per script run and the heap frozen (``configure_server`` says why)."""
     machine_threads()
     import torch
 
@@ -216,17 +190,9 @@ def _tune() -> None:
 
 
 def configure_server() -> None:
-    """Start this run's browser on the charts' code (``preload_browser_code``: Plotly's 4.7 MB and each
-    widget's code are otherwise fetched at the first such element); on the first call, have torch imported and
-    the process tuned after this run (right away outside a script run: a test or a tool).
-
-    * **Torch after the first page.** The first run at the defaults imports no torch (lazy modules and a stored
-      ``first_view``). Importing torch took 1.1-2.2 s of CPU, under the interpreter lock the browser's files
-      are served with, so ``STARTUP`` waits for the first paint; a run that needs torch sooner imports it.
-    * One torch thread per script run: two intra-op threads per run on a busy 2-core server made Why attention
-      at T = 1,024 take 3.1-10.9 s instead of 1.2-1.4 s.
-    * The objects that importing torch, plotly and pandas made are frozen out of the collector's reach: a full
-      collection then took 13-17 ms instead of 124-212 ms."""
+    """Start the browser on the charts' code; have torch imported after the first page (its 1.1-2.2 s of CPU delayed
+    the paint), or at once outside a run. One torch thread per run (two made Why attention at T = 1,024 take 3.1-10.9
+    s, not 1.2-1.4 s on 2 busy cores); imports frozen (a full collection: 13-17 ms, not 124-212 ms)."""
     preload_browser_code()
     if not patches.in_a_run():  # a test or a tool: no page is waiting, and it may compute at once
         start_importing_app()
@@ -238,8 +204,7 @@ def configure_server() -> None:
 
 
 def warm_up() -> None:
-    """Import what later pages need, then freeze everything imported so far out of the collector's reach
-    (``STARTUP``'s thread, once)."""
+    """Import what later pages need, then freeze everything imported so far out of the collector's reach."""
     for name in LATER_MODULES:
         importlib.import_module(name)
     import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
@@ -249,27 +214,13 @@ def warm_up() -> None:
     gc.freeze()
 
 
-# The browser's side of a fast first page: its charts' code fetched early (``page_routes``, and
-# ``preload_browser_code`` for a page opened otherwise), and a POST to ``PAINTED_PATH`` once every heatmap has
-# its image, which tells ``STARTUP`` "painted".
-
-
-# Streamlit's browser code for the elements every page draws, which it fetches only when the first such
-# element arrives: charts (Plotly, 4.7 MB), HTML in Markdown, the sidebar's widgets, the stepper's
-# buttons, the downloads. Each is a chunk ``<name>.<hash>.js``. Not the code panel's highlighter (1.6 MB):
-# a closed panel sends no code (``ui.show_code``), and evaluating it delayed the first chart.
+# The browser's side: Streamlit's code (chunks ``<name>.<hash>.js``) for what every page draws, which it fetches only
+# at the first such element: charts (Plotly, 4.7 MB), HTML in Markdown, widgets, buttons, downloads. Not the code
+# panel's highlighter (1.6 MB): a closed panel sends no code, and evaluating it delayed the first chart.
 FIRST_PAGE_CHUNKS = (
-    "PlotlyChart",
-    "rehype-raw",
-    "Radio",
-    "TextInput",
-    "NumberInput",
-    "Slider",
-    "Checkbox",
-    "ButtonGroup",
-    "Button",
-    "DownloadButton",
-    "Progress",
+    *("PlotlyChart", "rehype-raw"),  # charts, HTML in Markdown
+    *("Radio", "TextInput", "NumberInput", "Slider", "Checkbox", "ButtonGroup", "Button"),  # widgets, buttons
+    *("DownloadButton", "Progress"),
 )
 STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
 PAINTED_PATH = "/api/explorer/painted"
@@ -277,10 +228,8 @@ paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
 
 
 def page_routes(pages: list[str]) -> list:
-    """Routes for ``st.App(routes=...)`` that answer ``/`` and each page's path (``pages``: URL paths) with
-    Streamlit's own page plus a low-priority ``modulepreload`` link for each of ``FIRST_PAGE_CHUNKS`` (the
-    frontend's own ~40 modules come first on the browser's six connections). A link whose first run
-    ``needs_torch`` starts torch's import as its page is asked for. None with a ``server.baseUrlPath``."""
+    """``st.App`` routes answering ``/`` and each page's path with Streamlit's page plus a low-priority preload link
+    per chunk (after the frontend's ~40 modules), and ``PAINTED_PATH``. None with a ``server.baseUrlPath``."""
     global paint_route
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
@@ -312,8 +261,7 @@ def page_routes(pages: list[str]) -> list:
 
 
 def needs_torch(path: str, params) -> bool:
-    """Whether a page opened at URL ``path`` with query ``params`` needs torch in its first run: all but the
-    default page at the default settings (``first_view``), in presenter mode or not."""
+    """Whether a page opened at ``path?params`` needs torch in its first run: all but the default page and settings."""
     return path.rstrip("/") != "" or not set(params) <= {"present"}
 
 
@@ -321,18 +269,15 @@ def needs_torch(path: str, params) -> bool:
 def first_page_chunks() -> tuple[str, ...]:
     """The file names of ``FIRST_PAGE_CHUNKS`` in this Streamlit's browser build (those it has)."""
     names = []
-    for chunk in FIRST_PAGE_CHUNKS:
-        pattern = re.compile(re.escape(chunk) + r"\.[A-Za-z0-9_-]+\.js")
-        found = [path.name for path in STATIC_JS.glob(f"{chunk}.*.js") if pattern.fullmatch(path.name)]
-        names += found[:1] if len(found) == 1 else []
+    for chunk in FIRST_PAGE_CHUNKS:  # one ``<chunk>.<hash>.js`` each, or none
+        found = [p.name for p in STATIC_JS.glob(f"{chunk}.*.js") if re.fullmatch(rf"{chunk}\.[\w-]+\.js", p.name, re.A)]
+        names += found if len(found) == 1 else []
     return tuple(names)
 
 
 def preload_browser_code() -> None:
-    """Have the browser import Streamlit's code for charts and widgets now, as it would at the first of each;
-    until a first page has painted, have it say when this page has (``PAINTED_PATH``). The script goes in
-    Streamlit's event container (where ``st.toast`` draws), taking no room; the chunks sit beside Streamlit's
-    ``index.*.js``, whose URL holds any ``server.baseUrlPath``."""
+    """Have the browser import the chunks now, and until a first page has painted, say when this one has; the script
+    takes no room (``st.toast``'s container); chunks sit beside ``index.*.js`` under any ``server.baseUrlPath``."""
     chunks, events = first_page_chunks(), patches.event_container()
     if not chunks or events is None or not patches.in_a_run():
         return
