@@ -1,22 +1,12 @@
-"""The runtime layer: what the server process needs whatever page it draws. This module holds ``torch``,
-imported on first use (below); then ``memory`` (a view's bytes before it is computed, heavy work taking
-turns, and results shared read-only by every session), ``patches`` (every use of Streamlit's private names)
-and ``server`` (a fast first page, then torch, and the process tuned for a classroom).
-
-It may import the bottom modules (``settings`` and the others), never ``models`` or above.
+"""The runtime layer, what the server needs whatever page it draws: ``memory`` (budgets, turns, the shared cache),
+``patches`` (Streamlit's private names) and ``server`` (a fast first page, then torch). It may import the bottom
+modules (``settings`` and the others), never ``models`` or above.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-
-# ``torch`` for the explorer's modules, imported the first time one of them uses it.
-#
-# A server draws its first page before it has imported torch (``runtime.server``; BENCHMARKS.md, "Cost per
-# action and first paint"), so the modules that page imports do not import torch when they load:
-# they take ``torch`` from here, and ``torch.tensor(...)`` in a function imports torch then, once
-# per process. The ``attention`` package loads its submodules on first use in the same way.
 
 
 class LazyModule:
@@ -41,4 +31,6 @@ def loaded(name: str):
     return module
 
 
+# A server draws its first page before importing torch (``runtime.server``), so the modules that page imports take
+# ``torch`` from here: ``torch.tensor(...)`` in a function imports it then, once per process.
 torch = LazyModule("torch")

@@ -1,19 +1,8 @@
-"""Every change this app makes to Streamlit's internals, in one place, for the Streamlit it was written for.
+"""Every change this app makes to Streamlit's internals (widget deserializers, the entry point, a page's run) and
+every read of its state that no public call gives (the run, a session by id, the event container, the emoji list).
 
-* ``tolerate_crafted_widgets``: eight widget deserializers read a value they cannot parse as "not sent".
-* ``ensure_entrypoint``: ``PagesManager.uses_pages_directory`` is turned off, so a deep link runs the app script.
-* ``run_page``: ``Page._can_be_called`` is set again, so a fragment rerun can run the page.
-
-And every read of Streamlit's state that no public call gives, so that no other module imports a private name:
-
-* ``in_a_run``, ``session_id``, ``current_fragment_id``: the script run the calling code is in, if any;
-* ``session_active``, ``rerun_session``: another session, by id (the live room's wake-up);
-* ``event_container``: where ``st.toast`` draws, for a script that takes no room on the page;
-* ``warm_emoji_list``: Streamlit's emoji list loaded before a first page needs it.
-
-Each relies on a private name that a new Streamlit may move. ``STREAMLIT_VERSION`` is the version they were
-written and tested for; ``check_version`` (run by ``tests/test_patches.py``) fails, saying what to re-check,
-when the installed Streamlit's minor version differs.
+Each relies on a private name that a new Streamlit may move: ``check_version`` (run by ``tests/test_patches.py``)
+fails, saying what to re-check, when the installed minor version is not ``STREAMLIT_VERSION``.
 """
 
 from __future__ import annotations
@@ -47,8 +36,8 @@ def check_version(installed: str = st.__version__) -> None:
         )
 
 
-# Session id -> notices about widget values Streamlit could not read. No lock: a session's list is used only by
-# its own script thread, and each change to the dict (setdefault, pop, clear) is one step for the interpreter.
+# Session id -> notices of widget values Streamlit could not read. No lock: a session's list is used by its own
+# script thread only, and each change to the dict is one step for the interpreter.
 _UNREADABLE: dict[str, list[str]] = {}
 
 
@@ -64,13 +53,8 @@ def _record_unreadable(ui_value) -> None:
 
 
 def tolerate_crafted_widgets() -> None:
-    """Make Streamlit's widgets read a value they cannot parse as "no value sent" (their current value),
-    and record a notice for the session; once per process.
-
-    A browser sends each widget a value of its kind, but a crafted websocket message can send a
-    number input the string "abc". Streamlit's own ``int("abc")`` then raises before any of this
-    app's code runs, and the session shows an exception until it reloads.
-    """
+    """Make eight widgets read a value they cannot parse (a crafted message's "abc" for a number, which raised before
+    any app code ran, until a reload) as "none sent", with a notice for the session."""
     for serde in (
         number_input.NumberInputSerde,
         slider.SliderSerde,
@@ -102,15 +86,8 @@ def unreadable_notices(session_id: str | None) -> list[str]:
 
 
 def ensure_entrypoint() -> None:
-    """Make sure the app script (``explorer_app.py``: sidebar and navigation) runs around every page.
-
-    Streamlit treats an app with a ``pages/`` folder as an old-style
-    multipage app until the entry script has called ``st.navigation`` once in
-    the server process. If the first request after a start is a deep link
-    (``/causal_mask?step=3``), it runs that page file alone, without the
-    sidebar, and stays in that mode. Pages call this first: it switches the
-    process to ``st.navigation`` mode and reruns, so the entry script runs.
-    """
+    """Make the app script (sidebar, navigation) run around every page: a deep link as a server's first request ran
+    the page alone, in the old ``pages/`` mode, until ``st.navigation`` was called. This switches mode and reruns."""
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
@@ -150,8 +127,7 @@ def current_fragment_id() -> str | None:
 
 
 def _session(session_id: str):
-    """The session's ``AppSession`` while its browser is connected (the browser test ``test_room`` fails if
-    these names change)."""
+    """The session's ``AppSession`` while its browser is connected (the browser test ``test_room`` checks these)."""
     from streamlit import runtime
 
     if not runtime.exists():
@@ -166,10 +142,8 @@ def session_active(session_id: str) -> bool:
 
 
 def rerun_session(session_id: str, fragment_id: str = "") -> None:
-    """Rerun a Streamlit session from another thread, as a changed source file does with ``runOnSave``: on
-    the server's event loop, with the client state of the session's last run (its page and query string; its
-    widget values are kept in its session state). With ``fragment_id``, only that fragment reruns, if the
-    session still has it."""
+    """Rerun a session from another thread as ``runOnSave`` does: on the event loop, with its last run's page and
+    query string; with ``fragment_id``, only that fragment, if the session still has it."""
     session = _session(session_id)
     if session is None:
         return
@@ -188,8 +162,7 @@ def rerun_session(session_id: str, fragment_id: str = "") -> None:
 
 
 def event_container():
-    """The container where ``st.toast`` draws (``st._event``), or None in another Streamlit: a script put there
-    takes no room on the page."""
+    """The container where ``st.toast`` draws (``st._event``; a script there takes no room), or None."""
     return getattr(st, "_event", None)
 
 
