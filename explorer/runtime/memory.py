@@ -19,9 +19,7 @@ import itertools
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -38,7 +36,7 @@ MIN_TOKENS = 16  # fewer tokens than this are not worth showing: refuse instead
 SHARED_D_OUT_LIMIT = 4096  # views.chapter.multihead_view's fused module is built up to this d_out
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Estimate:
     """Bytes of one view: ``result`` is what is kept (and cached); ``peak`` is everything alive while computing."""
 
@@ -130,7 +128,7 @@ def estimate(kind: str, num_tokens: int, d_in: int, d_out: int, num_heads: int, 
     raise ValueError(f"Unknown view {kind!r}; choose one of: {', '.join(VIEWS)}.")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Plan:
     """What to compute: the first ``num_tokens`` tokens (all of them unless ``lowered``), and its estimate."""
 
@@ -186,9 +184,8 @@ _LIBC = ctypes.CDLL(name) if (name := ctypes.util.find_library("c")) else None
 
 def release_memory() -> None:
     """Give freed heap memory back to the system after a heavy view (glibc's ``malloc_trim``; nothing without it)."""
-    trim = getattr(_LIBC, "malloc_trim", None)
-    if trim is not None:
-        trim(0)
+    if hasattr(_LIBC, "malloc_trim"):
+        _LIBC.malloc_trim(0)
 
 
 class TurnQueue:
@@ -243,20 +240,6 @@ def size_of(value, seen: set[int] | None = None) -> int:
     torch = loaded("torch")  # not imported (or still importing in another thread): nothing here is a tensor
     if torch is not None and isinstance(value, torch.nn.Module):
         return sum(size_of(t, seen) for t in (*value.parameters(), *value.buffers()))
-    if torch is not None and isinstance(value, torch.Tensor):
-        storage = value.untyped_storage()
-        if storage.data_ptr() in seen:
-            return 0
-        seen.add(storage.data_ptr())
-        return storage.nbytes()
-    if isinstance(value, np.ndarray):
-        base = value
-        while isinstance(base.base, np.ndarray):
-            base = base.base
-        if base.__array_interface__["data"][0] in seen:
-            return 0
-        seen.add(base.__array_interface__["data"][0])
-        return max(base.nbytes, value.nbytes)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return sum(size_of(getattr(value, field.name), seen) for field in dataclasses.fields(value))
     if isinstance(value, dict | MappingProxyType):
@@ -265,7 +248,19 @@ def size_of(value, seen: set[int] | None = None) -> int:
         return sum(size_of(item, seen) for item in value)
     if isinstance(value, str):
         return sys.getsizeof(value)
-    return 0
+    if torch is not None and isinstance(value, torch.Tensor):
+        block, size = value.untyped_storage().data_ptr(), value.untyped_storage().nbytes()
+    elif isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        block, size = base.__array_interface__["data"][0], max(base.nbytes, value.nbytes)
+    else:
+        return 0
+    if block in seen:
+        return 0
+    seen.add(block)
+    return size
 
 
 class SharedCache:
@@ -274,7 +269,7 @@ class SharedCache:
 
     def __init__(self, max_bytes: int, entry_bytes: int, ttl_s: float) -> None:
         self.max_bytes, self.entry_bytes, self.ttl_s = max_bytes, entry_bytes, ttl_s
-        self._entries: OrderedDict[tuple, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, used)
+        self._entries: dict[tuple, tuple[object, int, float]] = {}  # key -> (value, bytes, used), oldest use first
         self._bytes = 0
         # sessions run on their own threads; those that ask for a key another is computing wait for its end
         self._lock = threading.Condition()
@@ -284,11 +279,8 @@ class SharedCache:
         self._bytes -= self._entries.pop(key)[1]
 
     def _expire(self, now: float) -> None:
-        while self._entries:
-            key, (_, _, used) = next(iter(self._entries.items()))
-            if now - used <= self.ttl_s:
-                return
-            self._drop(key)
+        while self._entries and now - next(iter(self._entries.values()))[2] > self.ttl_s:  # the oldest use is first
+            self._drop(next(iter(self._entries)))
 
     def get(self, key: tuple, default=None):
         now = time.monotonic()
@@ -296,9 +288,8 @@ class SharedCache:
             self._expire(now)
             if key not in self._entries:
                 return default
-            value, size, _ = self._entries[key]
-            self._entries[key] = (value, size, now)
-            self._entries.move_to_end(key)
+            value, size, _ = self._entries.pop(key)
+            self._entries[key] = (value, size, now)  # last: the most recently used
             return value
 
     def put(self, key: tuple, value, max_entries: int) -> bool:
