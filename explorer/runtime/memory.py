@@ -273,7 +273,7 @@ class SharedCache:
         self._bytes = 0
         # sessions run on their own threads; those that ask for a key another is computing wait for its end
         self._lock = threading.Condition()
-        self._computing: set[tuple] = set()  # the keys some session is computing (``computing``)
+        self._computing: set[tuple] = set()  # the keys some session is computing (``computed``)
 
     def _drop(self, key: tuple) -> None:
         self._bytes -= self._entries.pop(key)[1]
@@ -309,14 +309,17 @@ class SharedCache:
             self._bytes += size
             return True
 
-    @contextlib.contextmanager
-    def computing(self, key: tuple):
-        """Compute ``key``'s value in the block, one session at a time: the others then find it computed."""
+    def computed(self, key: tuple, compute: Callable[[], object], max_entries: int):
+        """``key``'s value, else ``compute()``'s, kept: sessions asking at once compute it once, the others wait."""
         with self._lock:
             self._lock.wait_for(lambda: key not in self._computing)
+            if (value := self.get(key, MISSING)) is not MISSING:
+                return value
             self._computing.add(key)
         try:
-            yield
+            value = compute()
+            self.put(key, value, max_entries)
+            return value
         finally:
             with self._lock:
                 self._computing.discard(key)
@@ -373,17 +376,11 @@ def shared_view(max_entries: int):
 
         @functools.wraps(function)
         def cached(*args, on_miss=None, **kwargs):
-            key = key_of(args, kwargs)
-            value = SHARED.get(key, MISSING)
-            if value is not MISSING:
-                return value
-            with SHARED.computing(key):
-                value = SHARED.get(key, MISSING)
-                if value is MISSING:
-                    with on_miss() if on_miss else contextlib.nullcontext():
-                        value = read_only(function(*args, **kwargs))
-                    SHARED.put(key, value, max_entries)
-            return value
+            def compute():
+                with on_miss() if on_miss else contextlib.nullcontext():
+                    return read_only(function(*args, **kwargs))
+
+            return SHARED.computed(key_of(args, kwargs), compute, max_entries)
 
         cached.clear = lambda: SHARED.clear(name)
         cached.get = lambda *args, **kwargs: SHARED.get(key_of(args, kwargs))

@@ -29,10 +29,9 @@ def check_version(installed: str = st.__version__) -> None:
     if ".".join(installed.split(".")[:2]) != STREAMLIT_VERSION:
         raise RuntimeError(
             f"explorer/runtime/patches.py was written for Streamlit {STREAMLIT_VERSION} and Streamlit {installed} "
-            "is installed: re-check the widget Serde classes' "
-            "deserialize, PagesManager.uses_pages_directory and Page._can_be_called, get_script_run_ctx, "
-            "ThreadState, the runtime's _session_mgr, AppSession._client_state, st._event and string_util, then update "
-            "STREAMLIT_VERSION."
+            "is installed: re-check the widget Serde classes' deserialize, PagesManager.uses_pages_directory and "
+            "Page._can_be_called, get_script_run_ctx, ThreadState, the runtime's _session_mgr, "
+            "AppSession._client_state, st._event and string_util, then update STREAMLIT_VERSION."
         )
 
 
