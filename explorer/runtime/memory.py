@@ -72,26 +72,6 @@ def trace_bytes(
     return squares + vectors
 
 
-def multihead_bytes(num_tokens: int, d_in: int, d_out: int, h: int, ctx: int, dropout: bool) -> Estimate:
-    """``views.chapter.multihead_view``: the wrapper (h heads of d_out) and ``MultiHeadAttention`` (h heads of
-    d_out / h), then, up to ``SHARED_D_OUT_LIMIT``, a fused module of the wrapper's weights and both outputs."""
-    modules = module_bytes("MultiHeadAttentionWrapper", d_in, d_out, h, ctx)
-    modules += module_bytes("MultiHeadAttention", d_in, d_out, h, ctx)
-    wrapper = trace_bytes(1, h, num_tokens, d_in, d_out, h * d_out, dropout)
-    efficient = trace_bytes(1, h, num_tokens, d_in, d_out // h, d_out, dropout, out_proj=True)
-    heads = num_tokens * h * d_out * FLOAT  # one (T, h * d_out) output
-    result = 2 * h * num_tokens**2 * FLOAT + num_tokens**2 * BOOL + heads + 2 * num_tokens * d_out * FLOAT
-    panel = 2 * h * num_tokens**2 * (FLOAT + (BOOL if dropout else 0)) + heads + num_tokens * d_out * FLOAT
-    result += panel + (d_out + 1) * d_out * FLOAT  # what the cell panel reads: scores, draws, values, out_proj
-    fused = 0
-    if h * d_out <= SHARED_D_OUT_LIMIT:
-        shared = module_bytes("MultiHeadAttention", d_in, h * d_out, h, ctx)
-        forward = trace_bytes(1, h, num_tokens, d_in, d_out, h * d_out, False, out_proj=True)
-        fused = shared + forward + (2 if dropout else 1) * heads
-        result += (2 if dropout else 1) * heads  # the fused output, and the wrapper's own in training mode
-    return Estimate(result=result, peak=modules + wrapper + efficient + fused + efficient // 2)
-
-
 VIEWS = ("multihead", "trace", "mask", "dropout", "batch", "simplified", "qkv")
 
 
@@ -100,8 +80,23 @@ def estimate(kind: str, num_tokens: int, d_in: int, d_out: int, num_heads: int, 
     """The bytes of ``views.chapter``'s view ``kind`` (one of ``VIEWS``); ``dropout``: training mode with p > 0."""
     square, causal = num_tokens**2 * FLOAT, module_bytes("CausalAttention", d_in, d_out, 1, ctx)
     eval_trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, False)  # CausalAttention's, one head
-    if kind == "multihead":
-        return multihead_bytes(num_tokens, d_in, d_out, num_heads, ctx, dropout)
+    if kind == "multihead":  # the wrapper (h heads of d_out), MultiHeadAttention's h heads of d_out / h, then,
+        h = num_heads  # up to ``SHARED_D_OUT_LIMIT``, a fused module of the wrapper's weights and both outputs
+        modules = module_bytes("MultiHeadAttentionWrapper", d_in, d_out, h, ctx)
+        modules += module_bytes("MultiHeadAttention", d_in, d_out, h, ctx)
+        wrapper = trace_bytes(1, h, num_tokens, d_in, d_out, h * d_out, dropout)
+        efficient = trace_bytes(1, h, num_tokens, d_in, d_out // h, d_out, dropout, out_proj=True)
+        heads = num_tokens * h * d_out * FLOAT  # one (T, h * d_out) output
+        result = 2 * h * num_tokens**2 * FLOAT + num_tokens**2 * BOOL + heads + 2 * num_tokens * d_out * FLOAT
+        panel = 2 * h * num_tokens**2 * (FLOAT + (BOOL if dropout else 0)) + heads + num_tokens * d_out * FLOAT
+        result += panel + (d_out + 1) * d_out * FLOAT  # what the cell panel reads: scores, draws, values, out_proj
+        fused = 0
+        if h * d_out <= SHARED_D_OUT_LIMIT:
+            shared = module_bytes("MultiHeadAttention", d_in, h * d_out, h, ctx)
+            forward = trace_bytes(1, h, num_tokens, d_in, d_out, h * d_out, False, out_proj=True)
+            fused = shared + forward + (2 if dropout else 1) * heads
+            result += (2 if dropout else 1) * heads  # the fused output, and the wrapper's own in training mode
+        return Estimate(result=result, peak=modules + wrapper + efficient + fused + efficient // 2)
     if kind == "trace":  # ``module_trace`` of CausalAttention: the Causal mask and Dropout pages share it
         trace = trace_bytes(1, 1, num_tokens, d_in, d_out, d_out, dropout)
         return Estimate(result=trace, peak=trace + causal)
