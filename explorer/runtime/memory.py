@@ -186,7 +186,7 @@ def release_memory() -> None:
 class TurnQueue:
     """The one queue for work that takes turns (heavy views and page runs, Speed timings, a room's wake-ups): at most
     ``slots`` holders, the others first come, first served, each told how many are ahead so a page need not look
-    frozen. A turn's end wakes only who may now go in (not fifty students' threads to find they must wait on)."""
+    frozen. A turn's end wakes only who may now go in, not every waiter (fifty students after a teacher's move)."""
 
     def __init__(self, slots: int = 1) -> None:
         self.slots = slots

@@ -101,9 +101,6 @@ def run_page(page) -> None:
     page.run()
 
 
-# Streamlit's run and session state, read where no public call gives it.
-
-
 def in_a_run() -> bool:
     """The calling code runs in a script run (a page), not in a test, a tool or a server thread."""
     return get_script_run_ctx() is not None

@@ -85,8 +85,7 @@ class Startup:
         return True
 
     def enter_run(self) -> None:
-        """Let the calling run go on when no chart can meet a half-imported pandas: the first at once, others after
-        pandas."""
+        """Let the calling run go on when no chart can meet a half-imported pandas: the first at once, others after."""
         if self.has("settled") or self.first_run_began():
             return
         self.tell("pandas wanted")
@@ -191,8 +190,8 @@ def _tune() -> None:
 
 def configure_server() -> None:
     """Start the browser on the charts' code; have torch imported after the first page (its 1.1-2.2 s of CPU delayed
-    the paint), or at once outside a run. One torch thread per run (two made Why attention at T = 1,024 take 3.1-10.9
-    s, not 1.2-1.4 s on 2 busy cores); imports frozen (a full collection: 13-17 ms, not 124-212 ms)."""
+    the paint), or at once outside a run. One torch thread per run (with two, Why attention at T = 1,024 took
+    3.1-10.9 s, not 1.2-1.4 s, on 2 busy cores); imports frozen (a full collection: 13-17 ms, not 124-212 ms)."""
     preload_browser_code()
     if not patches.in_a_run():  # a test or a tool: no page is waiting, and it may compute at once
         start_importing_app()
@@ -220,7 +219,7 @@ def warm_up() -> None:
 FIRST_PAGE_CHUNKS = (
     *("PlotlyChart", "rehype-raw"),  # charts, HTML in Markdown
     *("Radio", "TextInput", "NumberInput", "Slider", "Checkbox", "ButtonGroup", "Button"),  # widgets, buttons
-    *("DownloadButton", "Progress"),
+    *("DownloadButton", "Progress"),  # downloads, progress bars
 )
 STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
 PAINTED_PATH = "/api/explorer/painted"
@@ -229,7 +228,8 @@ paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
 
 def page_routes(pages: list[str]) -> list:
     """``st.App`` routes answering ``/`` and each page's path with Streamlit's page plus a low-priority preload link
-    per chunk (after the frontend's ~40 modules), and ``PAINTED_PATH``. None with a ``server.baseUrlPath``."""
+    per chunk (after the frontend's ~40 modules), starting torch's import for a link that ``needs_torch``, and
+    ``PAINTED_PATH``. None with a ``server.baseUrlPath``."""
     global paint_route
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
