@@ -79,8 +79,6 @@ class WhyView:
 # The Weights setting: the chapter's random weights (``model`` gives None), or one layer of the small GPT trained on
 # "The Verdict" or of the GPT-2 checkpoint named in ``ATTENTION_GPT2_CHECKPOINT``, on the input the model feeds that
 # layer. ``fit`` and ``effective`` fit the settings to the model; ``describe`` and the like say it in words.
-
-
 NAMES = {
     RANDOM: "Random (the chapter's)",
     TRAINED: "Trained (small GPT on The Verdict)",
@@ -92,9 +90,7 @@ MODEL_ENTRIES = 4  # modules built from a layer: a few per session's view, small
 
 def gpt2_checkpoint() -> attention.GPT2Checkpoint:
     """The server's GPT-2, or why there is none (loaded once per file, never raises; no torch without one)."""
-    if not checkpoint_named(os.environ):
-        return NO_CHECKPOINT
-    return attention.gpt2_from_environment()
+    return attention.gpt2_from_environment() if checkpoint_named(os.environ) else NO_CHECKPOINT
 
 
 def model(kind: str) -> attention.GPTModel | None:
@@ -108,8 +104,7 @@ def model(kind: str) -> attention.GPTModel | None:
 
 def version(kind: str) -> int:
     """Which loaded model ``kind`` is, for cache keys: a replaced GPT-2 file is a new model (0 for random weights)."""
-    found = model(kind)
-    return 0 if found is None else id(found)
+    return 0 if (found := model(kind)) is None else id(found)
 
 
 def fit(settings: Settings) -> tuple[Settings, list[str]]:
@@ -197,8 +192,6 @@ def head_name(settings: Settings) -> str:
 
 
 # What every view starts from: the sentence as token ids and input vectors, shared read-only between sessions.
-
-
 @shared_view(max_entries=CACHE_ENTRIES)
 def tokenize_text(text: str) -> attention.Tokenization:
     return attention.tokenize(text, encoding=attention.load_bpe())  # None if unreachable: it retries later
@@ -241,11 +234,8 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int) -
     tokenized = attention.tokenize(sentence, encoding=attention.load_bpe())
     if tokenized.tokenizer != BPE_NAME:
         raise ValueError("The trained model reads GPT-2 token ids, and GPT-2's tokenizer did not load.")
-
-    def embed(ids):  # (num_tokens, emb_dim)
-        return attention.layer_input(found, ids, layer - 1).inputs[0]
-
-    return Prepared.cut(tokenized, found.cfg.context_length, embed)
+    fed = functools.partial(attention.layer_input, found, layer=layer - 1)
+    return Prepared.cut(tokenized, found.cfg.context_length, lambda ids: fed(ids).inputs[0])  # (T, emb_dim)
 
 
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
@@ -255,8 +245,6 @@ def layer_inputs(settings: Settings, ids) -> torch.Tensor:
 
 
 # The chapter's modules for a run, shared and read-only: built like the book, or holding a trained layer.
-
-
 MODULES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")
 
 
@@ -347,8 +335,6 @@ def layer_module(name: str, settings: Settings) -> torch.nn.Module:
 
 
 # What each head of a trained layer looks at on the sentence (``attention.head_summaries``), one layer's or every one's.
-
-
 @dataclass(frozen=True)
 class HeadSummaries:
     """Per head (h,): ``attention.head_summaries``, the entropy as a share of ``uniform_entropy``, and, for one layer,
@@ -438,8 +424,6 @@ def every_head(settings: Settings) -> EveryHead | None:
 # The first page's numbers for the book's example at the defaults (``views.computed_why_view``), stored by
 # ``scripts/first_view.py`` so that a new server draws its first page before it has imported torch; only for exactly
 # the stored inputs, seed and size. tests/test_first_view.py checks them against the code.
-
-
 STORE = Path(__file__).with_name("data") / "why_attention_book.npz"  # explorer/data/
 
 

@@ -113,7 +113,9 @@ def mistake_view(run: Run, name: str) -> MistakeView:
     result = attention.run_mistake(name, mha, x, seed=settings.seed)
     both = result.right_weights.isfinite() & result.wrong_weights.isfinite()  # (T, T)
     weight_difference = (result.wrong_weights - result.right_weights).abs()[both]  # (cells that are numbers in both,)
-    return MistakeView(
+    return from_tensors(
+        MistakeView,
+        result,  # right_weights, wrong_weights, nan_tokens, measures
         name=name,
         pieces=prepared.pieces,
         truncated_from=prepared.truncated_from,
@@ -121,21 +123,16 @@ def mistake_view(run: Run, name: str) -> MistakeView:
         num_heads=mha.num_heads,
         head_dim=mha.head_dim,
         weight_limit=1 / (1 - p) if name == "dropout_without_rescale" else 1.0,
-        right_weights=result.right_weights.numpy(),
-        wrong_weights=result.wrong_weights.numpy(),
         future=attention.causal_mask(len(prepared.pieces)).numpy(),
         max_weight_difference=weight_difference.max().item() if weight_difference.numel() else float("nan"),
-        nan_tokens=result.nan_tokens,
-        measures=result.measures,
         curve=None if result.curve is None else from_tensors(Curve, result.curve),
+        large_d_k=LARGE_D_K,
         cell_inputs=(result, mha, x),
     )
 
 
 # Generate: a GPT writing after the learner's prompt, with and without the KV cache, one shared view per (model, prompt,
 # options); ``token_times_view`` times a new token at a few lengths, in turn in the Speed page's ``SPEED_QUEUE``.
-
-
 MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
 DEFAULT_NEW_TOKENS = 40
 GENERATION_ENTRIES = 32  # a class works on ten or so sentences at once: keep them all (GPT-2 small: ~2 MB each)
@@ -341,8 +338,6 @@ def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
 
 # Speed: the chapter's attention timed seven ways, one measurement at a time, first come first served (``SPEED_QUEUE``),
 # each within ``SPEED_BUDGET_S``; a result measured before is returned at once, without queueing.
-
-
 SPEED_ENTRIES = 16
 SPEED_BUDGET_S = 20.0  # each measurement stops within this; the queue's wait is a multiple of it
 SPEED_QUEUE = TurnQueue()

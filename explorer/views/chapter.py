@@ -241,14 +241,11 @@ def simplified_view(run: Run, query: int) -> SimplifiedView:
     normalized = attention.compare_normalizations(row)
     overflow = attention.overflow_demo(row)
     loop = attention.attention_loop(inputs) if inputs.shape[0] <= 64 else None
-    return SimplifiedView(
+    return from_tensors(
+        SimplifiedView,
+        result,  # attn_scores, attn_weights, context_vecs
+        normalized,  # by_sum, naive_softmax, torch_softmax
         inputs=inputs.numpy(),
-        attn_scores=result.attn_scores.numpy(),
-        attn_weights=result.attn_weights.numpy(),
-        context_vecs=result.context_vecs.numpy(),
-        by_sum=normalized.by_sum.numpy(),
-        naive_softmax=normalized.naive_softmax.numpy(),
-        torch_softmax=normalized.torch_softmax.numpy(),
         naive_vs_torch_max_difference=float((normalized.naive_softmax - normalized.torch_softmax).abs().max()),
         overflow_scores=overflow.attn_scores.numpy(),
         overflow_naive=overflow.naive_softmax.numpy(),
@@ -267,8 +264,8 @@ def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
     sa_v1 = module_for("SelfAttention_v1", settings)
     steps = from_tensors(TraceArrays, attention.trace(sa_v1, inputs)).first_head()
     sa_v2 = module_for("SelfAttention_v2", settings, v2_seed)
-    copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
-    attention.load_v2_weights_into_v1(copy, sa_v2)
+    blank_v1 = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
+    copy = attention.load_v2_weights_into_v1(blank_v1, sa_v2)
     with torch.no_grad():
         v1_out = copy(inputs)  # (num_tokens, d_out)
         v2_out = sa_v2(inputs)  # (num_tokens, d_out)
@@ -304,8 +301,7 @@ def computed_why_view(inputs: np.ndarray, seed: int, hidden_size: int) -> WhyVie
     attending to itself."""
     inputs = torch.tensor(inputs)  # a copy of a shared read-only array
     run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=seed)
-    contrast = attention.self_attention_contrast(inputs, seed=seed)
-    return from_tensors(WhyView, run, contrast)
+    return from_tensors(WhyView, run, attention.self_attention_contrast(inputs, seed=seed))
 
 
 def seq2seq_parts(inputs: np.ndarray, seed: int, hidden_size: int):
@@ -326,38 +322,29 @@ def _seq2seq_parts(inputs: bytes, shape: tuple[int, int], seed: int, hidden_size
 def reversal_view(ids: tuple[int, ...]) -> ReversalView:
     """Why attention's trained part: the shipped reversal models on the sentence's token ``ids``."""
     found = attention.trained_alignment(ids)
-    return ReversalView(
-        weights=np.stack([found.untrained_weights.numpy(), found.trained_weights.numpy()]),  # (2, T, T)
-        right=(found.output == found.expected).numpy(),
-        mean_max_weight=found.mean_max_weight,
-        untrained_mean_max_weight=found.untrained_mean_max_weight,
-        on_anti_diagonal=found.on_anti_diagonal,
-    )
+    weights = np.stack([found.untrained_weights.numpy(), found.trained_weights.numpy()])  # (2, T, T)
+    return from_tensors(ReversalView, found, weights=weights, right=(found.output == found.expected).numpy())
 
 
 @budgeted("mask")
 def mask_view(run: Run, module_seed: int | None = None) -> MaskView:
     """Section 3.5.1: ``CausalAttention``'s scores masked both ways, in eval mode (dropout has its own page); built
     after ``torch.manual_seed(module_seed)``, with 789 its weights are the book's ``SelfAttention_v2``'s."""
-    settings = run.settings
     steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     scaled_scores = torch.tensor(steps.scaled_scores[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     comparison = attention.compare_masking(scaled_scores)
     future = comparison.mask.numpy()  # (num_tokens, num_tokens), True = masked
     unmasked = comparison.unmasked_weights.numpy()  # (num_tokens, num_tokens)
-    return MaskView(
+    return from_tensors(
+        MaskView,
+        comparison,  # unmasked_weights, mask, weights_neg_inf, weights_renormalized, max_abs_difference
         pieces=run.prepared.pieces,
         truncated_from=run.prepared.truncated_from,
         steps=steps,
-        mask_buffer_shape=tuple(module_for("CausalAttention", settings, module_seed).mask.shape),
-        unmasked_weights=unmasked,
-        mask=future,
+        mask_buffer_shape=tuple(module_for("CausalAttention", run.settings, module_seed).mask.shape),
         mask_simple=(~future).astype(unmasked.dtype),
         masked_simple=np.where(future, 0.0, unmasked).astype(unmasked.dtype),
         masked_scores=np.where(future, -np.inf, steps.attn_scores[0, 0]).astype(unmasked.dtype),
-        weights_neg_inf=comparison.weights_neg_inf.numpy(),
-        weights_renormalized=comparison.weights_renormalized.numpy(),
-        max_abs_difference=comparison.max_abs_difference,
     )
 
 
@@ -379,19 +366,16 @@ def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> 
     max_samples = dropout_sample_limit(weights.shape[0])
     p = settings.dropout if active else 0.0
     average = attention.dropout_average(weights, p, num_samples=min(num_samples, max_samples), seed=settings.seed)
-    return DropoutView(
+    return from_tensors(
+        DropoutView,
+        draw,  # keep, dropped_weights, row_sums
+        average,  # mean_weights, num_samples, max_abs_error
         pieces=run.prepared.pieces,
         mask=steps.mask,
         active=active,
         scale=1 / (1 - settings.dropout) if active else 1.0,
         attn_weights=weights.numpy(),
-        keep=draw.keep.numpy(),
-        dropped_weights=draw.dropped_weights.numpy(),
-        row_sums=draw.row_sums.numpy(),
         max_samples=max_samples,
-        mean_weights=average.mean_weights.numpy(),
-        num_samples=average.num_samples.numpy(),
-        max_abs_error=average.max_abs_error.numpy(),
         ones_demo=attention.apply_dropout(torch.ones(6, 6), 0.5, seed=123).dropped_weights.numpy(),
     )
 
@@ -506,8 +490,6 @@ def heads_product_view() -> HeadsProductView:
 # changes seeds as it goes (``attention.book``); the sidebar's default seed, 123, stands for "the book's seeds", any
 # other is used on every page. Its dropout defaults to off, as in every printed output but section 3.5.2's p = 0.5 in
 # training mode, which the Dropout page uses until the learner changes p or the mode. ``note_of`` says it in words.
-
-
 pure = functools.lru_cache(maxsize=4096)  # for functions pure in frozen settings: a rerun recomputes nothing
 BOOK_NUM_TOKENS = 6  # the book's example: "Your journey starts with one step", six 3-d vectors
 BOOK_DROPOUT = 0.5  # section 3.5.2's Dropout(0.5), in training mode
@@ -547,17 +529,14 @@ SETUPS = {
 def module_seed(settings: Settings, section: str) -> int:
     """The seed a page builds its module with: the book's for ``section`` while the sidebar's seed is the default."""
     book_seed = SETUPS[section].seed
-    if settings.seed == DEFAULTS.seed and book_seed is not None:
-        return book_seed
-    return settings.seed
+    return book_seed if settings.seed == DEFAULTS.seed and book_seed is not None else settings.seed
 
 
 @pure
 def dropout_settings(settings: Settings) -> Settings:
     """The Dropout page's settings: the book's p = 0.5 in training mode while the sidebar's dropout is untouched."""
-    if settings.dropout == DEFAULTS.dropout and settings.training == DEFAULTS.training:
-        return replace(settings, dropout=BOOK_DROPOUT, training=True)
-    return settings
+    untouched = settings.dropout == DEFAULTS.dropout and settings.training == DEFAULTS.training
+    return replace(settings, dropout=BOOK_DROPOUT, training=True) if untouched else settings
 
 
 @pure
@@ -619,8 +598,6 @@ def note_of(settings: Settings, section: str, also: tuple[str, ...] = ()) -> str
 
 # The Multi-head page's shape table: each line of the package's source (read with ``inspect``) beside the shape its
 # tensor had when the line ran, so the table cannot drift from the code.
-
-
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
 # On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"), as 4 of
 # 1,766 new sentences did under 30 students typing: sources are parsed one thread at a time.
