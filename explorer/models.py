@@ -61,16 +61,13 @@ class Prepared:
 
 @dataclass(frozen=True)
 class WhyView:
-    """Sections 3.1–3.2: ``encoder_states`` (T, hidden_size), ``bahdanau_weights`` (steps, T),
-    each token's ``*_share``/``*_influence`` (T,), and the (T, T) self-attention contrast."""
+    """Sections 3.1–3.2: ``encoder_states`` (T, hidden_size), ``bahdanau_weights`` (steps, T), each token's
+    ``*_share`` (T,), and the (T, T) self-attention contrast."""
 
     encoder_states: np.ndarray
-    final_state: np.ndarray
     bahdanau_weights: np.ndarray
     final_state_share: np.ndarray
     attention_context_share: np.ndarray
-    final_state_influence: np.ndarray
-    attention_context_influence: np.ndarray
     dot_product_weights: np.ndarray
     additive_weights: np.ndarray
     additive_num_parameters: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -55,7 +55,6 @@ class Curve:
     wrong_grad_norm: np.ndarray
     right_param_grad: np.ndarray
     wrong_param_grad: np.ndarray
-    wrong_starved: np.ndarray
     num_keys: int
 
 
@@ -105,9 +104,8 @@ def mistake_view(run: Run, name: str) -> MistakeView:
     if name not in attention.MISTAKES:
         raise ValueError(f"Unknown mistake {name!r}; choose one of: {', '.join(attention.MISTAKES)}.")
     settings, prepared = run.settings, run.ready()
-    p = settings.dropout  # the module's: the sidebar's, or the book's 0.5 for the dropout mistake when that is 0
-    if name == "dropout_without_rescale" and p == 0:
-        p = BOOK_DROPOUT
+    rescaling = name == "dropout_without_rescale"  # the book's 0.5 for the dropout mistake when the sidebar's p is 0
+    p = BOOK_DROPOUT if rescaling and settings.dropout == 0 else settings.dropout
     mha = module_for("MultiHeadAttention", replace(settings, dropout=p))  # random or a model's layer
     x = torch.tensor(prepared.inputs)  # (num_tokens, d_in), a copy of a read-only array
     result = attention.run_mistake(name, mha, x, seed=settings.seed)
@@ -122,7 +120,7 @@ def mistake_view(run: Run, name: str) -> MistakeView:
         dropout=p,
         num_heads=mha.num_heads,
         head_dim=mha.head_dim,
-        weight_limit=1 / (1 - p) if name == "dropout_without_rescale" else 1.0,
+        weight_limit=1 / (1 - p) if rescaling else 1.0,
         future=attention.causal_mask(len(prepared.pieces)).numpy(),
         max_weight_difference=weight_difference.max().item() if weight_difference.numel() else float("nan"),
         curve=None if result.curve is None else from_tensors(Curve, result.curve),
@@ -142,7 +140,7 @@ TIMED_REPEATS = 3
 
 @dataclass(frozen=True)
 class GenerationOptions:
-    """How the page generates: ``temperature`` 0 is greedy; ``top_k`` None keeps every token."""
+    """``attention.generate``'s options on the page: ``temperature`` 0 is greedy; ``top_k`` None keeps every token."""
 
     max_new_tokens: int = DEFAULT_NEW_TOKENS
     temperature: float = 0.0
@@ -231,8 +229,7 @@ def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOpti
     gpt = model(kind)
     cfg = gpt.cfg
     ids = prompt_ids(prompt, cfg.context_length)
-    sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
-    with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
+    with_cache = attention.generate(gpt, ids, use_cache=True, **asdict(options))
     all_ids = with_cache.ids
     n_new, read = len(with_cache.tokens), len(all_ids) - 1  # the last token was chosen, never read
     rows = np.full((n_new, cfg.n_layers, cfg.n_heads, read), np.nan, dtype=np.float32)
@@ -270,9 +267,8 @@ def cache_check_view(kind: str, loaded: int, prompt: str, options: GenerationOpt
     """``generation_view``'s generation against generating without the cache and against a full recomputation."""
     gpt = model(kind)
     ids = prompt_ids(prompt, gpt.cfg.context_length)
-    sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
-    with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
-    without_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=False, **sampling)
+    with_cache = attention.generate(gpt, ids, use_cache=True, **asdict(options))
+    without_cache = attention.generate(gpt, ids, use_cache=False, **asdict(options))
     pairs = zip(with_cache.tokens, without_cache.tokens, strict=True)
     grown, recomputed = cache_against_recomputation(gpt, with_cache.ids[:-1], len(ids))
     return CacheCheck(
