@@ -398,17 +398,10 @@ def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | N
     if shown < 2:
         return None
     weights = attention.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
-    per_layer = [_head_summaries(layer) for layer in weights]
-    stacked = {
-        name: np.stack([getattr(one, name) for one in per_layer])  # (L, h)
-        for name in ("previous_token", "first_token", "entropy", "entropy_share", "mean_distance")
-    }
-    return EveryHead(
-        weights=weights.numpy(),
-        pieces=prepared.pieces[:shown],
-        summaries=HeadSummaries(**stacked, uniform_entropy=per_layer[0].uniform_entropy),
-        num_tokens=len(prepared.ids),
-    )
+    flat = _head_summaries(weights.flatten(0, 1))  # every layer's heads in a row: arrays (L * h,)
+    names = ("previous_token", "first_token", "entropy", "entropy_share", "mean_distance")
+    summaries = replace(flat, **{name: getattr(flat, name).reshape(weights.shape[:2]) for name in names})  # (L, h)
+    return EveryHead(weights.numpy(), prepared.pieces[:shown], summaries, num_tokens=len(prepared.ids))
 
 
 def every_head(settings: Settings) -> EveryHead | None:

@@ -386,12 +386,11 @@ def measured(
 ) -> SpeedView:
     """Every implementation's median time and peak memory against T (``attention.measure``) within
     ``SPEED_BUDGET_S``, reporting to ``on_progress(done, total, label)``; call it through ``speed_view``."""
-    report = on_progress or (lambda done, total, label: None)
     torch.set_num_threads(machine_threads())  # this thread's timings use every core, as in a notebook
     try:
         sizes = dict(d_model=d_model, num_heads=num_heads, batch_size=batch_size, repeats=repeats, device=device)
         result = attention.measure(
-            list(attention.IMPLEMENTATIONS), num_tokens, **sizes, on_progress=report, time_budget_s=SPEED_BUDGET_S
+            list(attention.IMPLEMENTATIONS), num_tokens, **sizes, on_progress=on_progress, time_budget_s=SPEED_BUDGET_S
         )
     finally:
         torch.set_num_threads(1)
