@@ -276,9 +276,8 @@ def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout
                 "This model's W_query, W_key and W_value have a bias, and SelfAttention_v1 has none, so it cannot "
                 "hold them; SelfAttention_v2 (qkv_bias=True) can."
             )
-        single = attention.build(attention.SelfAttention_v1, 0, mha.d_in, mha.head_dim)
-        attention.load_v2_weights_into_v1(single, head_module(mha, head, "SelfAttention_v2"))
-        return single
+        v1 = attention.build(attention.SelfAttention_v1, 0, mha.d_in, mha.head_dim)
+        return attention.load_v2_weights_into_v1(v1, head_module(mha, head, "SelfAttention_v2"))
     if name == "SelfAttention_v2":
         single = attention.build(attention.SelfAttention_v2, 0, mha.d_in, mha.head_dim, qkv_bias=has_bias)
     elif name == "CausalAttention":

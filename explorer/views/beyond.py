@@ -132,7 +132,6 @@ def mistake_view(run: Run, name: str) -> MistakeView:
 # Generate: a GPT writing after the learner's prompt, with and without the KV cache, one shared view per (model, prompt,
 # options); ``token_times_view`` times a new token at a few lengths, in turn in the Speed page's ``SPEED_QUEUE``.
 MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
-DEFAULT_NEW_TOKENS = 40
 GENERATION_ENTRIES = 32  # a class works on ten or so sentences at once: keep them all (GPT-2 small: ~2 MB each)
 TIMED_LENGTHS = (10, 20, 40, 80, 120)  # text lengths timed live, cut to the model's context_length
 TIMED_REPEATS = 3
@@ -142,7 +141,7 @@ TIMED_REPEATS = 3
 class GenerationOptions:
     """``attention.generate``'s options on the page: ``temperature`` 0 is greedy; ``top_k`` None keeps every token."""
 
-    max_new_tokens: int = DEFAULT_NEW_TOKENS
+    max_new_tokens: int = 40
     temperature: float = 0.0
     top_k: int | None = None
     seed: int = 123

@@ -291,9 +291,8 @@ WHY_HIDDEN_SIZE = 16  # the GRU's hidden state that Why attention opens with
 @run_view
 def why_view(run: Run, hidden_size: int) -> WhyView:
     """Sections 3.1–3.2 on the sentence (``computed_why_view``), stored for the book's example at the defaults."""
-    inputs, settings = run.ready().inputs, run.settings  # (num_tokens, d_in)
-    stored = stored_why_view(inputs, settings.seed, hidden_size)
-    return stored if stored is not None else computed_why_view(inputs, settings.seed, hidden_size)
+    args = (run.ready().inputs, run.settings.seed, hidden_size)  # inputs (num_tokens, d_in)
+    return stored_why_view(*args) or computed_why_view(*args)
 
 
 def computed_why_view(inputs: np.ndarray, seed: int, hidden_size: int) -> WhyView:
