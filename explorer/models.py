@@ -29,8 +29,7 @@ from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
 
 
 def from_tensors(cls, *sources, **given):
-    """A dataclass ``cls`` whose fields are ``given`` or else read from the first source that has them, tensors as
-    numpy arrays."""
+    """A dataclass ``cls`` of the ``given`` fields, the rest read from the first source that has them, as numpy."""
     values = dict(given)
     for field in fields(cls):
         if field.name not in given:

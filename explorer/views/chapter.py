@@ -653,8 +653,7 @@ def line_shapes(function, *args, **kwargs) -> tuple[ShapeRow, ...]:
     def in_function(frame, event, arg):
         if event in ("line", "return"):
             record(frame)
-            statement = statements.get(frame.f_lineno)
-            running[0] = frame.f_lineno if statement else None
+            running[0] = frame.f_lineno if statements.get(frame.f_lineno) else None
         return in_function
 
     def on_call(frame, event, arg):
