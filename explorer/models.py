@@ -1,15 +1,6 @@
-"""The models layer: the Weights setting's one place, and what every view starts from. Nothing here draws.
-
-- The Weights setting (``model``, ``fit``, ``effective``, ``describe``): the chapter's random weights
-  (``model`` gives None) or one layer of a trained model, and the settings fitted to it.
-- The inputs (``prepared``): the book's vectors, a typed sentence's seeded embeddings, or what a trained
-  model feeds the chosen layer.
-- The modules (``module_for``): the chapter's classes built like the book, or holding a trained layer.
-- The heads (``summaries``, ``every_head``): what each head of a trained layer looks at.
-- The first view (``stored_why_view``): the first page's numbers, stored, so a new server draws it before
-  it has imported torch.
-
-It may import ``runtime`` and the bottom modules, never ``views`` or above."""
+"""The models layer: the Weights setting (``model``, ``fit``), the inputs (``prepared``), the modules
+(``module_for``), what each head of a trained layer looks at (``summaries``, ``every_head``) and the first page's
+stored numbers (``stored_why_view``). Nothing here draws. It may import ``runtime``, never ``views`` or above."""
 
 from __future__ import annotations
 
@@ -36,13 +27,9 @@ from explorer.runtime import torch
 from explorer.runtime.memory import CACHE_ENTRIES, shared_view
 from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings
 
-# What the views compute from: the sentence prepared (``Prepared``) and the stored first view's result
-# (``WhyView``), frozen dataclasses of numpy arrays; ``from_tensors`` makes any view's result from tensors.
-
 
 def from_tensors(cls, *sources, **given):
-    """A ``cls`` (a dataclass here) whose fields are ``given`` or else read from the first source that has them,
-    each tensor as a numpy array (anything with ``.numpy()``); other values (None, numbers) as they are."""
+    """A dataclass ``cls`` of the ``given`` fields, the rest read from the first source that has them, as numpy."""
     values = dict(given)
     for field in fields(cls):
         if field.name not in given:
@@ -53,11 +40,8 @@ def from_tensors(cls, *sources, **given):
 
 @dataclass(frozen=True)
 class Prepared:
-    """The sentence as the pages see it: tokens and their embeddings.
-
-    ``inputs`` is (num_tokens, d_in). ``truncated_from`` is the token count
-    before truncation to ``context_length``, or None.
-    """
+    """The sentence as the pages see it: tokens and their embeddings ``inputs`` (num_tokens, d_in); ``truncated_from``
+    is the token count before truncation to ``context_length``, or None."""
 
     pieces: tuple[str, ...]
     ids: tuple[int, ...]
@@ -76,34 +60,21 @@ class Prepared:
 
 @dataclass(frozen=True)
 class WhyView:
-    """Sections 3.1–3.2: ``encoder_states`` (T, hidden_size), ``bahdanau_weights`` (steps, T),
-    each token's ``*_share``/``*_influence`` (T,), and the (T, T) self-attention contrast."""
+    """Sections 3.1–3.2: ``encoder_states`` (T, hidden_size), ``bahdanau_weights`` (steps, T), each token's
+    ``*_share`` (T,), and the (T, T) self-attention contrast."""
 
     encoder_states: np.ndarray
-    final_state: np.ndarray
     bahdanau_weights: np.ndarray
     final_state_share: np.ndarray
     attention_context_share: np.ndarray
-    final_state_influence: np.ndarray
-    attention_context_influence: np.ndarray
     dot_product_weights: np.ndarray
     additive_weights: np.ndarray
     additive_num_parameters: int
 
 
-# The Weights setting: the chapter's random weights, or one layer of a trained model.
-#
-# Chapter 3 builds every module from ``torch.manual_seed``, so its weights are random and its heads look alike. With
-# *trained* weights each chapter page shows one layer of the small GPT trained on "The Verdict"
-# (``attention.after_chapter.training``): its real ``W_query``/``W_key``/``W_value``, on the input the model really
-# feeds that layer (the embeddings, every block below, then the block's LayerNorm). With *gpt2* it shows a layer of the
-# GPT-2 checkpoint the server's operator named in ``ATTENTION_GPT2_CHECKPOINT`` (``attention.after_chapter.gpt2``).
-#
-# ``model`` is where the choice is dispatched on: it returns the model behind the Weights setting, or None for the
-# chapter's random weights. ``fit`` and ``effective`` fit the settings to that model; ``describe``, ``input_text`` and
-# ``origin`` say in words what the pages compute from it. Models are shared by every session and never changed.
-
-
+# The Weights setting: the chapter's random weights (``model`` gives None), or one layer of the small GPT trained on
+# "The Verdict" or of the GPT-2 checkpoint named in ``ATTENTION_GPT2_CHECKPOINT``, on the input the model feeds that
+# layer. ``fit`` and ``effective`` fit the settings to the model; ``describe`` and the like say it in words.
 NAMES = {
     RANDOM: "Random (the chapter's)",
     TRAINED: "Trained (small GPT on The Verdict)",
@@ -115,9 +86,7 @@ MODEL_ENTRIES = 4  # modules built from a layer: a few per session's view, small
 
 def gpt2_checkpoint() -> attention.GPT2Checkpoint:
     """The server's GPT-2, or why there is none (loaded once per file, never raises; no torch without one)."""
-    if not checkpoint_named(os.environ):
-        return NO_CHECKPOINT
-    return attention.gpt2_from_environment()
+    return attention.gpt2_from_environment() if checkpoint_named(os.environ) else NO_CHECKPOINT
 
 
 def model(kind: str) -> attention.GPTModel | None:
@@ -131,16 +100,12 @@ def model(kind: str) -> attention.GPTModel | None:
 
 def version(kind: str) -> int:
     """Which loaded model ``kind`` is, for cache keys: a replaced GPT-2 file is a new model (0 for random weights)."""
-    found = model(kind)
-    return 0 if found is None else id(found)
+    return 0 if (found := model(kind)) is None else id(found)
 
 
 def fit(settings: Settings) -> tuple[Settings, list[str]]:
-    """``settings`` with its weights available and its layer and head inside the model, explaining each change.
-
-    ``layer`` counts from 1, as a reader counts a model's layers; ``head`` is an index from 0 (the sidebar
-    and the pages' words count heads from 1).
-    """
+    """``settings`` with its weights available and its layer (from 1) and head (from 0) inside the model, and a
+    notice for each change."""
     notices = []
     found = model(settings.weights)
     if found is None and settings.weights != RANDOM:
@@ -222,11 +187,7 @@ def head_name(settings: Settings) -> str:
     return f"head {settings.head + 1} of layer {settings.layer} of {SPOKEN[settings.weights]}"
 
 
-# What every view starts from: the sentence as token ids and input vectors (``prepared``, or ``layer_prepared`` with
-# trained weights). Results are shared read-only between sessions (``runtime.memory``); ``views.Run`` calls
-# ``prepared`` once per change of settings.
-
-
+# What every view starts from: the sentence as token ids and input vectors, shared read-only between sessions.
 @shared_view(max_entries=CACHE_ENTRIES)
 def tokenize_text(text: str) -> attention.Tokenization:
     return attention.tokenize(text, encoding=attention.load_bpe())  # None if unreachable: it retries later
@@ -234,10 +195,7 @@ def tokenize_text(text: str) -> attention.Tokenization:
 
 @shared_view(max_entries=CACHE_ENTRIES)
 def prepare(source: str, text: str, d_in: int, seed: int, context_length: int) -> Prepared:
-    """Tokens and input embeddings for the book preset or a typed sentence.
-
-    Raises ``ValueError`` with a learner-friendly message for an empty sentence.
-    """
+    """Tokens and input embeddings for the book preset or a typed sentence; a ``ValueError`` for an empty one."""
     if source == BOOK:
         book = tokenize_text(BOOK_SENTENCE)
         kept = min(len(BOOK_TOKENS), context_length)
@@ -263,13 +221,8 @@ def prepared(settings: Settings) -> Prepared:
 
 @shared_view(max_entries=MODEL_ENTRIES * 8)
 def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int) -> Prepared:
-    """The sentence's GPT-2 tokens and what the model feeds layer ``layer`` (from 1) for them.
-
-    ``loaded`` is the model's ``version``, so that a cached result never outlives its model.
-    The book's preset becomes the book's sentence, tokenized: a trained model reads token ids, not
-    the book's hand-made 3-d vectors. Text longer than the model's context is cut to it.
-    Shapes: ``inputs`` (num_tokens, emb_dim).
-    """
+    """The sentence's GPT-2 tokens (the book's preset as text) and what the model feeds layer ``layer`` (from 1) for
+    them, (num_tokens, emb_dim); ``loaded`` is the model's ``version``, so no result outlives its model."""
     found = model(kind)
     sentence = attention.BOOK_SENTENCE if source == BOOK else text
     if not sentence.strip():
@@ -277,11 +230,8 @@ def layer_prepared(kind: str, layer: int, source: str, text: str, loaded: int) -
     tokenized = attention.tokenize(sentence, encoding=attention.load_bpe())
     if tokenized.tokenizer != BPE_NAME:
         raise ValueError("The trained model reads GPT-2 token ids, and GPT-2's tokenizer did not load.")
-
-    def embed(ids):  # (num_tokens, emb_dim)
-        return attention.layer_input(found, ids, layer - 1).inputs[0]
-
-    return Prepared.cut(tokenized, found.cfg.context_length, embed)
+    fed = functools.partial(attention.layer_input, found, layer=layer - 1)
+    return Prepared.cut(tokenized, found.cfg.context_length, lambda ids: fed(ids).inputs[0])  # (T, emb_dim)
 
 
 def layer_inputs(settings: Settings, ids) -> torch.Tensor:
@@ -290,11 +240,7 @@ def layer_inputs(settings: Settings, ids) -> torch.Tensor:
     return attention.layer_input(model(settings.weights), ids, settings.layer - 1).inputs[0]  # (num_tokens, emb_dim)
 
 
-# The chapter's modules for a run: built like the book (``torch.manual_seed(seed)`` then the constructor),
-# or holding one layer of a trained model, sliced into the chapter's classes (``head_module``,
-# ``wrapper_of_layer``, ``layer_copy``). ``module_for`` picks between them. Shared and read-only.
-
-
+# The chapter's modules for a run, shared and read-only: built like the book, or holding a trained layer.
 MODULES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")
 
 
@@ -303,17 +249,14 @@ def chapter_module(name: str, seed: int, d_in: int, d_out: int, context_length: 
     """A module built like the book: ``torch.manual_seed(seed)`` then the constructor. Shared, read-only."""
     if name not in MODULES:
         raise ValueError(f"no chapter-3 module named {name!r}")
-    cls = getattr(attention, name)
-    if name in ("SelfAttention_v1", "SelfAttention_v2"):
-        return attention.build(cls, seed, d_in, d_out)
-    if name == "CausalAttention":
-        return attention.build(cls, seed, d_in, d_out, context_length, dropout)
-    return attention.build(cls, seed, d_in, d_out, context_length, dropout, num_heads=num_heads)
+    args = (d_in, d_out) if name.startswith("SelfAttention") else (d_in, d_out, context_length, dropout)
+    heads = {"num_heads": num_heads} if name.startswith("MultiHead") else {}
+    return attention.build(getattr(attention, name), seed, *args, **heads)
 
 
 def module_for(name: str, settings: Settings, seed: int | None = None):
     """The module ``name`` for ``settings``, built after ``torch.manual_seed(seed)`` (default: the settings' seed),
-    or holding the settings' layer of a trained model."""
+    or holding their layer of a trained model."""
     if settings.weights != RANDOM:
         return layer_module(name, settings)
     s, seed = settings, settings.seed if seed is None else seed
@@ -321,12 +264,8 @@ def module_for(name: str, settings: Settings, seed: int | None = None):
 
 
 def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout: float = 0.0) -> torch.nn.Module:
-    """``SelfAttention_v1``, ``SelfAttention_v2`` or ``CausalAttention`` holding head ``head`` of ``mha``.
-
-    ``MultiHeadAttention`` projects to d_out and views the result as num_heads heads of head_dim, so head i's
-    ``W_query`` is rows i·head_dim to (i+1)·head_dim − 1 of the fused one (and likewise for keys, values and biases).
-    ``SelfAttention_v1`` has no bias, so it can hold a head only of a model without one.
-    """
+    """``SelfAttention_v1``, ``SelfAttention_v2`` or ``CausalAttention`` holding head ``head`` of ``mha``: rows
+    head·head_dim to (head+1)·head_dim − 1 of each fused projection (v1, without a bias, only for a model without)."""
     if not 0 <= head < mha.num_heads:
         raise ValueError(f"head must be 0 to {mha.num_heads - 1}, got {head}.")
     has_bias = mha.W_query.bias is not None
@@ -336,9 +275,8 @@ def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout
                 "This model's W_query, W_key and W_value have a bias, and SelfAttention_v1 has none, so it cannot "
                 "hold them; SelfAttention_v2 (qkv_bias=True) can."
             )
-        single = attention.build(attention.SelfAttention_v1, 0, mha.d_in, mha.head_dim)
-        attention.load_v2_weights_into_v1(single, head_module(mha, head, "SelfAttention_v2"))
-        return single
+        v1 = attention.build(attention.SelfAttention_v1, 0, mha.d_in, mha.head_dim)
+        return attention.load_v2_weights_into_v1(v1, head_module(mha, head, "SelfAttention_v2"))
     if name == "SelfAttention_v2":
         single = attention.build(attention.SelfAttention_v2, 0, mha.d_in, mha.head_dim, qkv_bias=has_bias)
     elif name == "CausalAttention":
@@ -356,13 +294,10 @@ def head_module(mha: attention.MultiHeadAttention, head: int, name: str, dropout
 
 
 def wrapper_of_layer(mha: attention.MultiHeadAttention, dropout: float = 0.0) -> attention.MultiHeadAttentionWrapper:
-    """``MultiHeadAttentionWrapper`` whose head i is ``head_module(mha, i, "CausalAttention")``.
-
-    Its output is ``mha``'s heads side by side, before ``out_proj``.
-    """
-    has_bias = mha.W_query.bias is not None
+    """``MultiHeadAttentionWrapper`` whose head i is ``head_module(mha, i, "CausalAttention")``: its output is
+    ``mha``'s heads side by side, before ``out_proj``."""
     args = (mha.d_in, mha.head_dim, mha.mask.shape[0], dropout, mha.num_heads)
-    wrapper = attention.build(attention.MultiHeadAttentionWrapper, 0, *args, qkv_bias=has_bias)
+    wrapper = attention.build(attention.MultiHeadAttentionWrapper, 0, *args, qkv_bias=mha.W_query.bias is not None)
     with torch.no_grad():
         for index, head in enumerate(wrapper.heads):
             head.load_state_dict(head_module(mha, index, "CausalAttention", dropout).state_dict())
@@ -371,9 +306,9 @@ def wrapper_of_layer(mha: attention.MultiHeadAttention, dropout: float = 0.0) ->
 
 def layer_copy(mha: attention.MultiHeadAttention, dropout: float = 0.0) -> attention.MultiHeadAttention:
     """A copy of the layer's ``MultiHeadAttention`` with dropout ``dropout`` (the model itself stays untouched)."""
-    has_bias = mha.W_query.bias is not None
     args = (mha.d_in, mha.d_out, mha.mask.shape[0], dropout)
-    copy = attention.build(attention.MultiHeadAttention, 0, *args, num_heads=mha.num_heads, qkv_bias=has_bias)
+    heads = {"num_heads": mha.num_heads, "qkv_bias": mha.W_query.bias is not None}
+    copy = attention.build(attention.MultiHeadAttention, 0, *args, **heads)
     copy.load_state_dict(mha.state_dict())
     return copy.eval()
 
@@ -394,17 +329,11 @@ def layer_module(name: str, settings: Settings) -> torch.nn.Module:
     return _layer_module(name, s.weights, s.layer, s.head, s.dropout, version(s.weights))
 
 
-# What each head of a trained layer looks at on the sentence: its share of weight on the previous and the first token,
-# how spread out its rows are, and how far back it looks (``attention.after_chapter.inspecting.head_summaries``); and
-# every layer's heads at once, for the grid of all layers × heads (``widgets.models.show_every_head``).
-
-
+# What each head of a trained layer looks at on the sentence (``attention.head_summaries``), one layer's or every one's.
 @dataclass(frozen=True)
 class HeadSummaries:
-    """Per head (h,): the share of each row's weight on the previous token and on the first token, the mean row entropy
-    in nats and as a share of ``uniform_entropy`` (spreading evenly), the mean distance back, and, for one layer, the
-    first token's value-vector length ÷ the others' (``attention.after_chapter.inspecting.first_value_ratio``; None for
-    the grid of every layer, which keeps no values)."""
+    """Per head (h,): ``attention.head_summaries``, the entropy as a share of ``uniform_entropy``, and, for one layer,
+    the first token's value-vector length ÷ the others' (None for the grid of every layer)."""
 
     previous_token: np.ndarray
     first_token: np.ndarray
@@ -417,10 +346,8 @@ class HeadSummaries:
 
 @dataclass(frozen=True)
 class EveryHead:
-    """Every layer's and head's attention weights on the first ``shown`` of the sentence's ``num_tokens`` tokens
-    (causal: later tokens do not change them), with each head's ``summaries`` (arrays (L, h)) over those.
-
-    Shapes: ``weights`` (L, h, shown, shown); ``pieces`` the shown tokens."""
+    """Every layer's and head's weights (L, h, shown, shown) on the sentence's first ``shown`` of ``num_tokens``
+    tokens (causal: later tokens do not change them), with each head's ``summaries`` (arrays (L, h))."""
 
     weights: np.ndarray
     pieces: tuple[str, ...]
@@ -455,12 +382,9 @@ def _summaries(kind: str, layer: int, source: str, text: str, loaded: int) -> He
 
 
 def summaries(settings: Settings) -> HeadSummaries | None:
-    """What each head of the settings' layer looks at on the sentence (eval mode, no dropout); None for
-    random weights or a single token."""
-    settings = fit(settings)[0]
-    if settings.weights == RANDOM:
-        return None
-    return _summaries(settings.weights, settings.layer, settings.source, settings.text, version(settings.weights))
+    """What each head of the settings' layer looks at on the sentence; None for random weights or a single token."""
+    s = fit(settings)[0]
+    return None if s.weights == RANDOM else _summaries(s.weights, s.layer, s.source, s.text, version(s.weights))
 
 
 @shared_view(max_entries=MODEL_ENTRIES * 2)
@@ -472,37 +396,22 @@ def _every_head(kind: str, source: str, text: str, loaded: int) -> EveryHead | N
     if shown < 2:
         return None
     weights = attention.every_layer_weights(found, prepared.ids[:shown])  # (L, h, shown, shown)
-    per_layer = [_head_summaries(layer) for layer in weights]
-    stacked = {
-        name: np.stack([getattr(one, name) for one in per_layer])  # (L, h)
-        for name in ("previous_token", "first_token", "entropy", "entropy_share", "mean_distance")
-    }
-    return EveryHead(
-        weights=weights.numpy(),
-        pieces=prepared.pieces[:shown],
-        summaries=HeadSummaries(**stacked, uniform_entropy=per_layer[0].uniform_entropy),
-        num_tokens=len(prepared.ids),
-    )
+    flat = _head_summaries(weights.flatten(0, 1))  # every layer's heads in a row: arrays (L * h,)
+    names = ("previous_token", "first_token", "entropy", "entropy_share", "mean_distance")
+    summaries = replace(flat, **{name: getattr(flat, name).reshape(weights.shape[:2]) for name in names})  # (L, h)
+    return EveryHead(weights.numpy(), prepared.pieces[:shown], summaries, num_tokens=len(prepared.ids))
 
 
 def every_head(settings: Settings) -> EveryHead | None:
-    """Every layer's and head's attention weights on the sentence's first tokens, with each head's summaries;
-    None for random weights or a single token. Computed in one pass through the model, once per sentence."""
-    settings = fit(settings)[0]
-    if settings.weights == RANDOM:
-        return None
-    return _every_head(settings.weights, settings.source, settings.text, version(settings.weights))
+    """Every layer's and head's weights on the sentence's first tokens, with each head's summaries, in one pass through
+    the model; None for random weights or a single token."""
+    s = fit(settings)[0]
+    return None if s.weights == RANDOM else _every_head(s.weights, s.source, s.text, version(s.weights))
 
 
-# The first page's numbers for the book's example, stored, so that a new server draws its first page
-# before it has imported torch.
-#
-# Why attention opens on the book's six vectors and a GRU of 16 hidden units, seed 123 (the defaults). Those numbers are
-# computed by ``views.computed_why_view``, torch code like every other view; ``python scripts/first_view.py`` stores
-# them in ``data/why_attention_book.npz``, and tests/test_first_view.py checks that they are what that code computes
-# now. ``why_view`` hands them out only for exactly the stored inputs, seed and size; any other view is computed.
-
-
+# The first page's numbers for the book's example at the defaults (``views.computed_why_view``), stored by
+# ``scripts/first_view.py`` so that a new server draws its first page before it has imported torch; only for exactly
+# the stored inputs, seed and size. tests/test_first_view.py checks them against the code.
 STORE = Path(__file__).with_name("data") / "why_attention_book.npz"  # explorer/data/
 
 
@@ -519,12 +428,10 @@ def _stored(path: Path = STORE) -> dict[str, np.ndarray] | None:
 
 
 def stored_why_view(inputs: np.ndarray, seed: int, hidden_size: int, path: Path = STORE) -> WhyView | None:
-    """The stored view if it was computed from these ``inputs`` (num_tokens, d_in), ``seed`` and
-    ``hidden_size``; otherwise None."""
+    """The stored view if it was computed from these ``inputs`` (num_tokens, d_in), ``seed`` and ``hidden_size``."""
     stored = _stored(path)
-    if stored is None or int(stored["seed"]) != seed or int(stored["hidden_size"]) != hidden_size:
-        return None
-    if stored["inputs"].shape != inputs.shape or not np.array_equal(stored["inputs"], inputs):
+    same = stored is not None and (int(stored["seed"]), int(stored["hidden_size"])) == (seed, hidden_size)
+    if not same or not np.array_equal(stored["inputs"], inputs):  # False for another shape too
         return None
     values = {field.name: stored[field.name] for field in fields(WhyView)}
     return WhyView(**values | {"additive_num_parameters": int(values["additive_num_parameters"])})

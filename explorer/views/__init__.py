@@ -1,17 +1,9 @@
-"""The views layer: what a page computes, as frozen results (dataclasses beside each view) shared read-only by
-every session. A view calls the ``attention`` package through ``models`` and draws nothing but a waiting notice.
-``chapter`` holds the chapter's pages' views, in its order; ``beyond`` those of Break it, Generate and Speed, which
-import torch: it is imported from its module, so the first page's run imports none.
+"""The views layer: what a page computes, as frozen results shared read-only by every session, from the ``attention``
+package through ``models``; ``chapter`` holds the chapter's pages' views, ``beyond`` (imported from its module, as it
+imports torch) the later pages'. It may import ``models`` and ``runtime``, never ``session``, ``widgets`` or pages.
 
-It may import ``models``, ``runtime`` and the bottom modules, never ``session``, ``widgets`` or pages.
-
-This module is one run's way through a view. A page's run starts from a ``Run``: the settings and the sentence prepared
-for them (tokens and input vectors, or a trained layer's input), made once per script run by the session
-(``session.current_run``) and passed down to every view, the exports and the link. A view (``budgeted``) plans its
-memory from the run's token count, once: a view too large for a shared server computes only its first tokens, with a
-notice naming the setting to lower, or is refused (``ValueError``). A heavy view waits for a place among ``HEAVY_SLOTS``
-computations, and a page with many tokens for a place among as many page runs.
-"""
+This module is one run's way through a view: a ``Run`` (the settings and the sentence prepared for them, made once per
+script run), a memory budget planned from its token count (``budgeted``), and turns for heavy views and pages."""
 
 from __future__ import annotations
 
@@ -41,10 +33,8 @@ HEAVY_TOKENS = 256  # a page of this many tokens or more is drawn in turn (``pag
 
 @dataclass(frozen=True)
 class Run:
-    """The settings of one run and the sentence prepared for them; equal (and hashed) by the settings alone.
-
-    ``error`` is the learner's message when the sentence cannot be prepared (an empty sentence): a view
-    then raises it as a ``ValueError``, which the page shows instead of its figures."""
+    """The settings of one run and the sentence prepared for them, equal (and hashed) by the settings alone; or
+    ``error``, the learner's message when it cannot be prepared, which a view raises as a ``ValueError``."""
 
     settings: Settings
     prepared: Prepared | None = field(default=None, compare=False, repr=False)
@@ -109,9 +99,8 @@ def heavy_turn():
 
 
 def budgeted(kind: str | None):
-    """Keep view ``kind`` within ``runtime.memory.VIEW_BUDGET``, planned once per call from the run's token
-    count: compute only the first tokens that fit, with a notice, or refuse; a heavy view takes its turn.
-    ``kind`` None: a view with a small result, which needs no budget (``run_view``)."""
+    """Keep view ``kind`` (None: a small one, ``run_view``) within ``runtime.memory.VIEW_BUDGET``, planned from the
+    run's token count: compute only the first tokens that fit, with a notice, or refuse; a heavy view takes its turn."""
 
     def decorate(view):
         cached = shared_view(max_entries=VIEW_ENTRIES)(view)
@@ -145,23 +134,17 @@ run_view = budgeted(None)
 
 
 def page_turn(run: Run, url_path: str):
-    """A context manager for drawing one page: a heavy page (many tokens, or a large multi-head view) waits
-    for a place among ``HEAVY_SLOTS`` heavy page runs, first come first served, with a notice.
-
-    Streamlit runs every session's script on its own thread, and Python runs one thread at a time:
-    20 sessions re-running a heavy page shared the interpreter with a student on a light page, whose
-    reruns then took up to 9.6 s. Waiting here costs no CPU, and a light page never waits. A session
-    runs one script at a time, so it holds one place at most; while it waits, a newer rerun of the
-    same session replaces the waiting one (Streamlit stops a run at its next drawing call).
-    """
+    """A context manager for drawing one page: a heavy page waits for a place among ``HEAVY_SLOTS`` heavy page runs,
+    with a notice. Python runs one thread at a time: 20 sessions re-running a heavy page made a student's light page
+    take up to 9.6 s. Waiting costs no CPU, and a light page never waits."""
     if url_path == "speed" or not run.heavy:  # the Speed page has its own queue (``views.beyond``)
         return contextlib.nullcontext()
     ahead = f"large pages are being drawn or waiting before yours (it draws {HEAVY_SLOTS} at once)"
     return waiting_turn(HEAVY_PAGES, ahead)
 
 
-# The chapter's views, after the run's pieces above, which they import from here.
-from explorer.views.chapter import (  # noqa: E402
+# The chapter's views, re-exported for the pages, after the run's pieces above, which they import from here.
+from explorer.views.chapter import (  # noqa: E402, F401
     WHY_HIDDEN_SIZE,
     batch_view,
     computed_why_view,
@@ -178,23 +161,3 @@ from explorer.views.chapter import (  # noqa: E402
     simplified_view,
     why_view,
 )
-
-__all__ = [
-    "WHY_HIDDEN_SIZE",
-    "Run",
-    "batch_view",
-    "computed_why_view",
-    "dropout_settings",
-    "dropout_view",
-    "heads_product_view",
-    "is_book",
-    "mask_view",
-    "module_seed",
-    "multihead_view",
-    "page_turn",
-    "qkv_view",
-    "scaling_view",
-    "seq2seq_parts",
-    "simplified_view",
-    "why_view",
-]

@@ -1,15 +1,11 @@
-"""The views of the pages beyond the chapter's steps, which import torch (the first page's run imports none of
-them): Break it's mistakes, Generate's text with and without the KV cache, and Speed's measurements.
-
-Like every view, each selects and converts and does no attention math. Break it: the module is the one every
-page builds from the settings (``models.module_for``), the sentence is the run's, and ``attention.run_mistake``
-runs the right and the wrong forward pass and measures the difference.
-"""
+"""The views of the pages beyond the chapter's steps, which import torch: Break it's mistakes, Generate's text with
+and without the KV cache, and Speed's measurements. Like every view, each selects and converts, and does no math."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -29,8 +25,7 @@ from explorer.views.chapter import BOOK_DROPOUT
 
 @dataclass(frozen=True)
 class SpeedView:
-    """Every implementation's median time and peak memory against T: ``num_tokens`` and
-    ``one_weights_mib`` (len(T),); ``time_ms`` and ``peak_memory_mib`` name → (len(T),)."""
+    """Every implementation's median time and peak memory against T, each (len(T),) or name → (len(T),)."""
 
     implementations: tuple[str, ...]
     num_tokens: np.ndarray
@@ -60,20 +55,13 @@ class Curve:
     wrong_grad_norm: np.ndarray
     right_param_grad: np.ndarray
     wrong_param_grad: np.ndarray
-    wrong_starved: np.ndarray
     num_keys: int
 
 
 @dataclass(frozen=True)
 class MistakeView:
-    """One mistake beside the right code on the sentence, the first head (``[0, 0]``) of ``MultiHeadAttention``.
-
-    ``right_weights``/``wrong_weights`` (T, T) are the weights that multiply the values (after dropout for the dropout
-    mistake); ``future`` (T, T) is True above the diagonal; ``right_output``/``wrong_output`` (T, d_out). ``dropout`` is
-    the p the module was built with; ``weight_limit`` the largest weight the right code can give (1, or 1/(1 − p) after
-    dropout). ``max_weight_difference`` is the largest |wrong − right| over the first head's weights that are numbers in
-    both. ``large_d_k`` is the d_k at which the scaling mistakes are measured.
-    """
+    """One mistake beside the right code on the sentence, the first head of ``MultiHeadAttention``: ``*_weights`` (T, T)
+    multiply the values; ``future`` (T, T) is True above the diagonal; ``weight_limit`` is the right code's largest."""
 
     name: str
     pieces: tuple[str, ...]
@@ -85,9 +73,6 @@ class MistakeView:
     right_weights: np.ndarray
     wrong_weights: np.ndarray
     future: np.ndarray
-    right_output: np.ndarray
-    wrong_output: np.ndarray
-    max_output_difference: float
     max_weight_difference: float
     nan_tokens: int
     measures: tuple[Measure, ...]
@@ -114,53 +99,39 @@ def changed_step(name: str) -> tuple[Callable, Callable]:
 
 @run_view
 def mistake_view(run: Run, name: str) -> MistakeView:
-    """``attention.run_mistake(name, …)`` on the settings' module and sentence, as numpy.
-
-    Raises ``ValueError`` for an unknown mistake or an empty sentence.
-    """
+    """``attention.run_mistake(name, …)`` on the settings' module and sentence, as numpy; a ``ValueError`` for an
+    unknown mistake or an empty sentence."""
     if name not in attention.MISTAKES:
         raise ValueError(f"Unknown mistake {name!r}; choose one of: {', '.join(attention.MISTAKES)}.")
     settings, prepared = run.settings, run.ready()
-    p = settings.dropout  # the module's: the sidebar's, or the book's 0.5 for the dropout mistake when that is 0
-    if name == "dropout_without_rescale" and p == 0:
-        p = BOOK_DROPOUT
+    rescaling = name == "dropout_without_rescale"  # the book's 0.5 for the dropout mistake when the sidebar's p is 0
+    p = BOOK_DROPOUT if rescaling and settings.dropout == 0 else settings.dropout
     mha = module_for("MultiHeadAttention", replace(settings, dropout=p))  # random or a model's layer
     x = torch.tensor(prepared.inputs)  # (num_tokens, d_in), a copy of a read-only array
     result = attention.run_mistake(name, mha, x, seed=settings.seed)
-    num_tokens = len(prepared.pieces)
-    curve = result.curve
     both = result.right_weights.isfinite() & result.wrong_weights.isfinite()  # (T, T)
     weight_difference = (result.wrong_weights - result.right_weights).abs()[both]  # (cells that are numbers in both,)
-    return MistakeView(
+    return from_tensors(
+        MistakeView,
+        result,  # right_weights, wrong_weights, nan_tokens, measures
         name=name,
         pieces=prepared.pieces,
         truncated_from=prepared.truncated_from,
         dropout=p,
         num_heads=mha.num_heads,
         head_dim=mha.head_dim,
-        weight_limit=1 / (1 - p) if name == "dropout_without_rescale" else 1.0,
-        right_weights=result.right_weights.numpy(),
-        wrong_weights=result.wrong_weights.numpy(),
-        future=np.triu(np.ones((num_tokens, num_tokens), dtype=bool), k=1),
-        right_output=result.right_output[0].numpy(),
-        wrong_output=result.wrong_output[0].numpy(),
-        max_output_difference=result.max_output_difference,
+        weight_limit=1 / (1 - p) if rescaling else 1.0,
+        future=attention.causal_mask(len(prepared.pieces)).numpy(),
         max_weight_difference=weight_difference.max().item() if weight_difference.numel() else float("nan"),
-        nan_tokens=result.nan_tokens,
-        measures=result.measures,
-        curve=None if curve is None else from_tensors(Curve, curve),
+        curve=None if result.curve is None else from_tensors(Curve, result.curve),
+        large_d_k=LARGE_D_K,
         cell_inputs=(result, mha, x),
     )
 
 
-# Generate: a GPT writing after the learner's prompt, with and without the KV cache. ``generation_view`` keeps what
-# the page steps through; ``cache_check_view`` checks the cache against generating without it and against reading the
-# whole text at once. Results are ``shared_view``s: one per (model, prompt, options). ``token_times_view`` times one new
-# token with and without the cache at a few lengths, one measurement at a time in the Speed page's ``SPEED_QUEUE``.
-
-
+# Generate: a GPT writing after the learner's prompt, with and without the KV cache, one shared view per (model, prompt,
+# options); ``token_times_view`` times a new token at a few lengths, in turn in the Speed page's ``SPEED_QUEUE``.
 MAX_PAGE_TOKENS = 100  # the most new tokens one generation on this server makes
-DEFAULT_NEW_TOKENS = 40
 GENERATION_ENTRIES = 32  # a class works on ten or so sentences at once: keep them all (GPT-2 small: ~2 MB each)
 TIMED_LENGTHS = (10, 20, 40, 80, 120)  # text lengths timed live, cut to the model's context_length
 TIMED_REPEATS = 3
@@ -168,9 +139,9 @@ TIMED_REPEATS = 3
 
 @dataclass(frozen=True)
 class GenerationOptions:
-    """How the page generates: ``temperature`` 0 is greedy; ``top_k`` None keeps every token."""
+    """``attention.generate``'s options on the page: ``temperature`` 0 is greedy; ``top_k`` None keeps every token."""
 
-    max_new_tokens: int = DEFAULT_NEW_TOKENS
+    max_new_tokens: int = 40
     temperature: float = 0.0
     top_k: int | None = None
     seed: int = 123
@@ -178,13 +149,8 @@ class GenerationOptions:
 
 @dataclass(frozen=True)
 class GenerationView:
-    """A generation and its checks. ``pieces`` are the prompt's tokens then the new ones.
-
-    Step k (from 0) chose new token k from the text's first ``prompt_tokens + k`` tokens.
-    Shapes: ``attn_rows`` (n_new, n_layers, n_heads, T - 1), step k's row of the query that chose
-    token k, NaN past its ``prompt_tokens + k`` keys; ``top_probs`` (n_new, 10);
-    ``macs_with``/``macs_without`` (n_new,) multiply-adds of each step after the first.
-    """
+    """A generation: step k chose new token k from the first ``prompt_tokens + k`` tokens, with ``attn_rows`` (n_new,
+    n_layers, n_heads, T - 1) its query's rows, NaN past them; ``top_probs`` (n_new, 10); ``macs_*`` per later step."""
 
     model_name: str
     num_layers: int
@@ -212,10 +178,8 @@ class GenerationView:
 
 @dataclass(frozen=True)
 class CacheCheck:
-    """The generation checked against generating without the cache and against reading the whole text at once.
-
-    Shapes: ``cache_keys`` and ``recomputed_keys`` (n_layers, n_heads, T - 1, head_dim), the
-    cache when the last token was chosen and the same keys from the whole text."""
+    """The generation checked against generating without the cache and against reading the whole text at once; keys
+    (n_layers, n_heads, T - 1, head_dim) as cached when the last token was chosen and from the whole text."""
 
     same_tokens: bool  # the cache's tokens equal those of generating without it
     logits_max_difference: float  # largest |logit with cache - logit without| over every step
@@ -231,16 +195,11 @@ def model_kind(settings: Settings) -> str:
 
 
 def of_settings(view, settings: Settings, options: GenerationOptions):
-    """``view`` (``generation_view`` or ``cache_check_view``) for the sidebar's settings: the model they choose
-    and their sentence, or the book's "Your journey starts with one step"."""
+    """``view`` (``generation_view`` or ``cache_check_view``) for the sidebar's model and sentence."""
     kind = model_kind(settings)
     prompt = attention.BOOK_SENTENCE if settings.source == BOOK else settings.text
     on_miss = heavy_turn if kind == GPT2 else None  # GPT-2 without the cache reads the whole text every token
     return view(kind, version(kind), prompt, options, on_miss=on_miss)
-
-
-def generation(settings: Settings, options: GenerationOptions) -> GenerationView:
-    return of_settings(generation_view, settings, options)
 
 
 def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
@@ -260,8 +219,7 @@ def prompt_ids(prompt: str, context_length: int) -> tuple[int, ...]:
 
 @shared_view(max_entries=GENERATION_ENTRIES)
 def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> GenerationView:
-    """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``), with the KV cache:
-    each step's attention rows, top ten and cache size. ``cache_check_view`` compares it with recomputing."""
+    """Generate after ``prompt`` with the model ``kind`` (``loaded`` is its ``version``) and the KV cache."""
     if not 1 <= options.max_new_tokens <= MAX_PAGE_TOKENS:  # the page's cap; the package checks the rest
         raise ValueError(
             f"This server generates 1 to {MAX_PAGE_TOKENS} new tokens at a time; {options.max_new_tokens} "
@@ -270,8 +228,7 @@ def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOpti
     gpt = model(kind)
     cfg = gpt.cfg
     ids = prompt_ids(prompt, cfg.context_length)
-    sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
-    with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
+    with_cache = attention.generate(gpt, ids, use_cache=True, **asdict(options))
     all_ids = with_cache.ids
     n_new, read = len(with_cache.tokens), len(all_ids) - 1  # the last token was chosen, never read
     rows = np.full((n_new, cfg.n_layers, cfg.n_heads, read), np.nan, dtype=np.float32)
@@ -306,13 +263,11 @@ def generation_view(kind: str, loaded: int, prompt: str, options: GenerationOpti
 
 @shared_view(max_entries=GENERATION_ENTRIES)
 def cache_check_view(kind: str, loaded: int, prompt: str, options: GenerationOptions) -> CacheCheck:
-    """``generation_view``'s generation against generating without the cache (tokens, logits) and against a
-    full recomputation (the cached keys and values); computed only for the page's cache step."""
+    """``generation_view``'s generation against generating without the cache and against a full recomputation."""
     gpt = model(kind)
     ids = prompt_ids(prompt, gpt.cfg.context_length)
-    sampling = dict(temperature=options.temperature, top_k=options.top_k, seed=options.seed)
-    with_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=True, **sampling)
-    without_cache = attention.generate(gpt, ids, options.max_new_tokens, use_cache=False, **sampling)
+    with_cache = attention.generate(gpt, ids, use_cache=True, **asdict(options))
+    without_cache = attention.generate(gpt, ids, use_cache=False, **asdict(options))
     pairs = zip(with_cache.tokens, without_cache.tokens, strict=True)
     grown, recomputed = cache_against_recomputation(gpt, with_cache.ids[:-1], len(ids))
     return CacheCheck(
@@ -325,13 +280,13 @@ def cache_check_view(kind: str, loaded: int, prompt: str, options: GenerationOpt
     )
 
 
-def cache_check(settings: Settings, options: GenerationOptions) -> CacheCheck:
-    return of_settings(cache_check_view, settings, options)
+generation = functools.partial(of_settings, generation_view)  # (settings, options) → GenerationView
+cache_check = functools.partial(of_settings, cache_check_view)  # (settings, options) → CacheCheck
 
 
 def cache_against_recomputation(gpt, ids, prompt_tokens: int):
-    """Every layer's keys and values as the cache grew (the prompt, then one token at a time) and as one
-    pass over the whole text makes them. Shapes: each (n_layers, n_heads, len(ids), head_dim)."""
+    """Every layer's keys and values, (n_layers, n_heads, len(ids), head_dim), as the cache grew (the prompt, then one
+    token at a time) and from one pass over the whole text."""
     model_with_cache = attention.GPTWithCache(gpt)
     with torch.no_grad():
         grown = model_with_cache.step(torch.tensor([ids[:prompt_tokens]]))  # (1, prompt_tokens)
@@ -364,8 +319,7 @@ def cache_rows(num_tokens: int) -> list[tuple]:
 
 @shared_view(max_entries=4)
 def token_times_view(kind: str, loaded: int, *, on_progress=None) -> attention.TokenTimes:
-    """One new token timed with and without the cache at ``TIMED_LENGTHS`` (no progress to report). Call it
-    through ``timed``."""
+    """One new token timed with and without the cache at ``TIMED_LENGTHS``; call it through ``timed``."""
     gpt = model(kind)
     lengths = tuple(n for n in TIMED_LENGTHS if n <= gpt.cfg.context_length)
     return attention.measure_token_times(gpt, lengths, repeats=TIMED_REPEATS)
@@ -377,17 +331,8 @@ def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
     return in_turn(token_times_view, kind, version(kind), on_progress=on_progress)
 
 
-# Speed: the chapter's attention timed seven ways, one measurement at a time.
-#
-# A shared server runs one measurement at a time, first come first served (``SPEED_QUEUE``), and each
-# stops within ``SPEED_BUDGET_S`` seconds (``attention.measure``'s ``time_budget_s``), so a visitor
-# waits at most one budget per measurement ahead of theirs and is told their place in the queue.
-# Results are shared views (``runtime.memory``): the progress callback is not part of the key, nothing
-# drawn is replayed, and a result measured before is returned at once, without queueing.
-#
-# ``SPEED_QUEUE`` is the same ``runtime.memory.TurnQueue`` the heavy views take turns in, with one slot.
-
-
+# Speed: the chapter's attention timed seven ways, one measurement at a time, first come first served (``SPEED_QUEUE``),
+# each within ``SPEED_BUDGET_S``; a result measured before is returned at once, without queueing.
 SPEED_ENTRIES = 16
 SPEED_BUDGET_S = 20.0  # each measurement stops within this; the queue's wait is a multiple of it
 SPEED_QUEUE = TurnQueue()
@@ -405,22 +350,14 @@ def waiting(ahead: int) -> str:
 
 
 def in_turn(view, *args, on_progress=None):
-    """``view(*args)``: a result measured before at once, otherwise in turn (``SPEED_QUEUE``).
-
-    While it waits, ``on_progress(0, 0, waiting(ahead))`` is called twice a second, so a visitor
-    who leaves stops waiting.
-    """
+    """``view(*args)``: a result measured before at once, otherwise in turn (``SPEED_QUEUE``), reporting the wait to
+    ``on_progress`` twice a second, so a visitor who leaves stops waiting."""
     report = on_progress or (lambda done, total, label: None)
     hit = view.get(*args)
     if hit is not None:
         return hit
     with SPEED_QUEUE.turn(lambda ahead: report(0, 0, waiting(ahead))):
         return view(*args, on_progress=report)
-
-
-def speed_view(*sizes, on_progress=None) -> SpeedView:
-    """``measured`` at ``sizes`` (its arguments), in turn (``in_turn``)."""
-    return in_turn(measured, *sizes, on_progress=on_progress)
 
 
 def budget_note(view: SpeedView) -> str:
@@ -446,16 +383,13 @@ def measured(
     *,
     on_progress=None,
 ) -> SpeedView:
-    """Every implementation's median time and peak memory against T (``attention.measure``), at these
-    sizes, within ``SPEED_BUDGET_S``. Call it through ``speed_view``, which queues the callers.
-    ``on_progress(done, total, label)`` reports the measurement's progress.
-    """
-    report = on_progress or (lambda done, total, label: None)
+    """Every implementation's median time and peak memory against T (``attention.measure``) within
+    ``SPEED_BUDGET_S``, reporting to ``on_progress(done, total, label)``; call it through ``speed_view``."""
     torch.set_num_threads(machine_threads())  # this thread's timings use every core, as in a notebook
     try:
         sizes = dict(d_model=d_model, num_heads=num_heads, batch_size=batch_size, repeats=repeats, device=device)
         result = attention.measure(
-            list(attention.IMPLEMENTATIONS), num_tokens, **sizes, on_progress=report, time_budget_s=SPEED_BUDGET_S
+            list(attention.IMPLEMENTATIONS), num_tokens, **sizes, on_progress=on_progress, time_budget_s=SPEED_BUDGET_S
         )
     finally:
         torch.set_num_threads(1)
@@ -476,3 +410,6 @@ def measured(
         rounds=result.rounds,
         skipped_tokens=result.skipped_tokens,
     )
+
+
+speed_view = functools.partial(in_turn, measured)  # (*sizes, on_progress=None) → SpeedView, in turn

@@ -1,14 +1,6 @@
-"""The chapter's views, in its order: one module's trace, simplified attention, Q, K, V with the scaling lab, and
-Why attention's RNN encoder–decoder; then section 3.5's causal mask two ways, dropout on the causal weights and a
-batch of two; then section 3.6's wrapper of heads, the efficient ``MultiHeadAttention`` and their agreement.
-
-Each turns a ``Run`` into the numbers one page draws, by calling the ``attention`` package and converting
-its tensors to numpy: a frozen dataclass from ``results``. No attention math happens here: it selects,
-slices and converts. Moving between pages or steps recomputes nothing that is unchanged.
-
-Then book mode (which of the chapter's printed numbers a page shows, and with which seed it builds its
-module) and the Multi-head page's shape table, recorded line by line from a real run.
-"""
+"""The chapter's views, in its order: each turns a ``Run`` into the numbers one page draws, a frozen dataclass of
+numpy arrays from the ``attention`` package (no attention math here: it selects, slices and converts). Then book mode
+and the Multi-head page's shape table, recorded line by line from a real run."""
 
 from __future__ import annotations
 
@@ -31,8 +23,7 @@ from explorer.runtime.memory import CACHE_ENTRIES, SHARED_D_OUT_LIMIT, TurnQueue
 from explorer.settings import BOOK, DEFAULTS, RANDOM, Settings
 from explorer.views import Run, budgeted, run_view
 
-# What the chapter's views hand the pages: frozen dataclasses of numpy arrays, one per view, shared read-only
-# between sessions (``memory.read_only``). Shapes use the book's names: T = num_tokens, h = num_heads.
+# Results, shared read-only between sessions (``memory.read_only``). Shapes: T = num_tokens, h = num_heads.
 
 
 @dataclass(frozen=True)
@@ -110,12 +101,8 @@ class ScalingView:
 
 @dataclass(frozen=True)
 class MaskView:
-    """Section 3.5.1: ``CausalAttention``'s eval-mode trace and the masking comparison, (T, T) each.
-
-    ``mask`` is True above the diagonal (the module's buffer); ``mask_simple`` is the book's
-    ``torch.tril(torch.ones(T, T))``, 1 where a query may look; ``masked_simple`` the unmasked
-    weights times it; ``masked_scores`` the unscaled scores with −∞ where masked, as the book's
-    ``attn_scores.masked_fill(mask.bool(), -torch.inf)``."""
+    """Section 3.5.1: ``CausalAttention``'s eval-mode trace and the masking comparison, (T, T) each. ``mask`` is True
+    above the diagonal; ``mask_simple`` the book's ``torch.tril(torch.ones(T, T))``; ``masked_scores`` unscaled."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -133,10 +120,8 @@ class MaskView:
 
 @dataclass(frozen=True)
 class DropoutView:
-    """Section 3.5.2: one draw on the causal weights, (T, T) each, and the average of many draws.
-
-    ``num_samples`` and ``max_abs_error`` (len(counts),) trace the average's convergence.
-    """
+    """Section 3.5.2: one draw on the causal weights, (T, T) each, and the average of many draws, whose convergence
+    ``num_samples`` and ``max_abs_error`` (len(counts),) trace."""
 
     pieces: tuple[str, ...]
     mask: np.ndarray
@@ -155,9 +140,8 @@ class DropoutView:
 
 @dataclass(frozen=True)
 class BatchView:
-    """Section 3.5.3: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T), after
-    dropout when it is active; ``output`` (2, T, d_out); per item ``pieces``, ``lengths``,
-    ``truncated_from`` and ``unpadded_max_difference`` (nan while dropout is active)."""
+    """Section 3.5.3: ``inputs`` (2, T, d_in); ``mask`` (T, T); ``weights`` (2, T, T), after dropout when active;
+    ``output`` (2, T, d_out); per item ``pieces``, ``lengths`` and ``unpadded_max_difference`` (nan under dropout)."""
 
     pieces: tuple[tuple[str, ...], ...]
     lengths: tuple[int, int]
@@ -187,11 +171,8 @@ class ShapeRow:
 
 @dataclass(frozen=True)
 class MultiheadView:
-    """Section 3.6. ``mask`` (T, T); ``*_weights`` (h, T, T), after dropout when it is active; ``wrapper_head_context``
-    (h, T, d_out); ``wrapper_output`` (T, h * d_out); ``efficient_context`` (T, d_out), the heads merged before
-    ``out_proj``; ``efficient_output`` (T, d_out); ``shape_rows`` the efficient module's lines with their live shapes
-    (b = 1). For the cell panel: ``*_scores`` (h, T, T) scaled, −∞ where masked; ``*_keep`` (h, T, T) the dropout draw
-    or None; ``*_values`` (h, T, head_dim); ``out_weight`` (d_out, d_out), ``out_bias`` (d_out,)."""
+    """Section 3.6. ``*_weights``, ``*_scores`` (scaled, −∞ where masked) and ``*_keep`` (None without dropout) are
+    (h, T, T); ``*_values`` (h, T, head_dim); ``wrapper_output`` (T, h * d_out); ``efficient_*`` (T, d_out)."""
 
     pieces: tuple[str, ...]
     truncated_from: int | None
@@ -219,8 +200,7 @@ class MultiheadView:
 
 @dataclass(frozen=True)
 class HeadsProductView:
-    """Section 3.6.2's check (``attention.HeadsProduct``) as numpy: ``a`` (b, h, T, head_dim); ``batched`` and
-    ``per_head`` (b, h, T, T)."""
+    """Section 3.6.2's check (``attention.HeadsProduct``) as numpy: ``a`` (b, h, T, head_dim), products (b, h, T, T)."""
 
     a: np.ndarray
     batched: np.ndarray
@@ -245,10 +225,8 @@ def _inputs_tensor(run: Run) -> torch.Tensor:
 
 @budgeted("trace")
 def module_trace(run: Run, name: str, module_seed: int | None = None) -> TraceArrays:
-    """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout.
-
-    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed);
-    dropout draws use the settings' seed."""
+    """Every intermediate of one module on the sentence, batch size 1, with the settings' dropout; the module is built
+    after ``torch.manual_seed(module_seed)`` (default: the settings' seed), the draws use the settings' seed."""
     s = run.settings
     trace = attention.trace(module_for(name, s, module_seed), _inputs_tensor(run), training=s.training, seed=s.seed)
     return from_tensors(TraceArrays, trace)
@@ -263,14 +241,11 @@ def simplified_view(run: Run, query: int) -> SimplifiedView:
     normalized = attention.compare_normalizations(row)
     overflow = attention.overflow_demo(row)
     loop = attention.attention_loop(inputs) if inputs.shape[0] <= 64 else None
-    return SimplifiedView(
+    return from_tensors(
+        SimplifiedView,
+        result,  # attn_scores, attn_weights, context_vecs
+        normalized,  # by_sum, naive_softmax, torch_softmax
         inputs=inputs.numpy(),
-        attn_scores=result.attn_scores.numpy(),
-        attn_weights=result.attn_weights.numpy(),
-        context_vecs=result.context_vecs.numpy(),
-        by_sum=normalized.by_sum.numpy(),
-        naive_softmax=normalized.naive_softmax.numpy(),
-        torch_softmax=normalized.torch_softmax.numpy(),
         naive_vs_torch_max_difference=float((normalized.naive_softmax - normalized.torch_softmax).abs().max()),
         overflow_scores=overflow.attn_scores.numpy(),
         overflow_naive=overflow.naive_softmax.numpy(),
@@ -282,23 +257,20 @@ def simplified_view(run: Run, query: int) -> SimplifiedView:
 
 @budgeted("qkv")
 def qkv_view(run: Run, v2_seed: int | None = None) -> QkvView:
-    """Section 3.4 on the sentence: ``SelfAttention_v1``'s weights and every step, and v1 = v2: ``SelfAttention_v2``
-    built after ``torch.manual_seed(v2_seed)`` (default: the settings' seed; the book uses 789), and a v1 given its
-    weights."""
+    """Section 3.4: ``SelfAttention_v1``'s weights and every step, and v1 = v2, ``SelfAttention_v2`` built after
+    ``torch.manual_seed(v2_seed)`` (default: the settings' seed; the book uses 789) beside a v1 given its weights."""
     settings = run.settings
     inputs = _inputs_tensor(run)  # (num_tokens, d_in)
     sa_v1 = module_for("SelfAttention_v1", settings)
     steps = from_tensors(TraceArrays, attention.trace(sa_v1, inputs)).first_head()
     sa_v2 = module_for("SelfAttention_v2", settings, v2_seed)
-    copy = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
-    attention.load_v2_weights_into_v1(copy, sa_v2)
+    blank_v1 = attention.build(attention.SelfAttention_v1, settings.seed, settings.effective_d_in, settings.d_out)
+    copy = attention.load_v2_weights_into_v1(blank_v1, sa_v2)
     with torch.no_grad():
         v1_out = copy(inputs)  # (num_tokens, d_out)
         v2_out = sa_v2(inputs)  # (num_tokens, d_out)
     return QkvView(
-        W_query=sa_v1.W_query.detach().numpy().copy(),
-        W_key=sa_v1.W_key.detach().numpy().copy(),
-        W_value=sa_v1.W_value.detach().numpy().copy(),
+        **{name: getattr(sa_v1, name).detach().numpy().copy() for name in ("W_query", "W_key", "W_value")},
         steps=steps,
         v1_output=v1_out.numpy(),
         v2_output=v2_out.numpy(),
@@ -318,27 +290,22 @@ WHY_HIDDEN_SIZE = 16  # the GRU's hidden state that Why attention opens with
 
 @run_view
 def why_view(run: Run, hidden_size: int) -> WhyView:
-    """Sections 3.1–3.2 on the sentence (``computed_why_view``). The book's example at the first page's
-    defaults is stored (``first_view``): a new server draws it before it has imported torch."""
-    inputs, settings = run.ready().inputs, run.settings  # (num_tokens, d_in)
-    stored = stored_why_view(inputs, settings.seed, hidden_size)
-    return stored if stored is not None else computed_why_view(inputs, settings.seed, hidden_size)
+    """Sections 3.1–3.2 on the sentence (``computed_why_view``), stored for the book's example at the defaults."""
+    args = (run.ready().inputs, run.settings.seed, hidden_size)  # inputs (num_tokens, d_in)
+    return stored_why_view(*args) or computed_why_view(*args)
 
 
 def computed_why_view(inputs: np.ndarray, seed: int, hidden_size: int) -> WhyView:
-    """A seeded GRU encoder–decoder with Bahdanau attention on ``inputs`` (num_tokens, d_in), the bottleneck
-    measured by autograd, and the same sequence attending to itself."""
+    """A seeded GRU encoder–decoder with Bahdanau attention on ``inputs`` (num_tokens, d_in), and the same sequence
+    attending to itself."""
     inputs = torch.tensor(inputs)  # a copy of a shared read-only array
     run = attention.encoder_decoder(inputs, hidden_size=hidden_size, seed=seed)
-    contrast = attention.self_attention_contrast(inputs, seed=seed)
-    return from_tensors(WhyView, run, contrast)
+    return from_tensors(WhyView, run, attention.self_attention_contrast(inputs, seed=seed))
 
 
 def seq2seq_parts(inputs: np.ndarray, seed: int, hidden_size: int):
-    """The trace and weights of ``attention.encoder_decoder`` on ``inputs`` (num_tokens, d_in), as ``why_view``
-    ran it: what a GRU or Bahdanau cell of Why attention reads (``explorer.cells.encoder_states``). The view
-    keeps no decoder states (a first visit's is stored), so this runs once per sentence, when a first cell is
-    asked for, never at a page's run."""
+    """The trace and weights of ``attention.encoder_decoder`` on ``inputs`` (num_tokens, d_in), as ``why_view`` ran
+    it: what a cell of Why attention reads, computed when a first cell is asked for, never at a page's run."""
     x = np.ascontiguousarray(inputs, dtype=np.float32)
     return _seq2seq_parts(x.tobytes(), x.shape, seed, hidden_size)
 
@@ -352,49 +319,31 @@ def _seq2seq_parts(inputs: bytes, shape: tuple[int, int], seed: int, hidden_size
 
 @shared_view(max_entries=CACHE_ENTRIES)
 def reversal_view(ids: tuple[int, ...]) -> ReversalView:
-    """Why attention's trained part: the shipped reversal models (``attention.before_chapter.reversal``) on the
-    sentence's token ``ids``; ``widgets.models`` draws it."""
+    """Why attention's trained part: the shipped reversal models on the sentence's token ``ids``."""
     found = attention.trained_alignment(ids)
-    return ReversalView(
-        weights=np.stack([found.untrained_weights.numpy(), found.trained_weights.numpy()]),  # (2, T, T)
-        right=(found.output == found.expected).numpy(),
-        mean_max_weight=found.mean_max_weight,
-        untrained_mean_max_weight=found.untrained_mean_max_weight,
-        on_anti_diagonal=found.on_anti_diagonal,
-    )
-
-
-# Section 3.5's views: the causal mask two ways, dropout on the causal weights, and a batch of two
-# sentences through ``CausalAttention``; each from the run's prepared sentence, budgeted once (``run``).
+    weights = np.stack([found.untrained_weights.numpy(), found.trained_weights.numpy()])  # (2, T, T)
+    return from_tensors(ReversalView, found, weights=weights, right=(found.output == found.expected).numpy())
 
 
 @budgeted("mask")
 def mask_view(run: Run, module_seed: int | None = None) -> MaskView:
-    """Section 3.5.1 on the sentence: ``CausalAttention``'s scores masked both ways.
-
-    The module is built after ``torch.manual_seed(module_seed)`` (default: the settings' seed); with 789 its ``W_query``
-    and ``W_key`` are those of the book's ``SelfAttention_v2`` in this section. The trace runs in eval mode, so the
-    context vectors are the masked weights times the values; dropout has its own page.
-    """
-    settings = run.settings
+    """Section 3.5.1: ``CausalAttention``'s scores masked both ways, in eval mode (dropout has its own page); built
+    after ``torch.manual_seed(module_seed)``, with 789 its weights are the book's ``SelfAttention_v2``'s."""
     steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     scaled_scores = torch.tensor(steps.scaled_scores[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
     comparison = attention.compare_masking(scaled_scores)
     future = comparison.mask.numpy()  # (num_tokens, num_tokens), True = masked
     unmasked = comparison.unmasked_weights.numpy()  # (num_tokens, num_tokens)
-    return MaskView(
+    return from_tensors(
+        MaskView,
+        comparison,  # unmasked_weights, mask, weights_neg_inf, weights_renormalized, max_abs_difference
         pieces=run.prepared.pieces,
         truncated_from=run.prepared.truncated_from,
         steps=steps,
-        mask_buffer_shape=tuple(module_for("CausalAttention", settings, module_seed).mask.shape),
-        unmasked_weights=unmasked,
-        mask=future,
+        mask_buffer_shape=tuple(module_for("CausalAttention", run.settings, module_seed).mask.shape),
         mask_simple=(~future).astype(unmasked.dtype),
         masked_simple=np.where(future, 0.0, unmasked).astype(unmasked.dtype),
         masked_scores=np.where(future, -np.inf, steps.attn_scores[0, 0]).astype(unmasked.dtype),
-        weights_neg_inf=comparison.weights_neg_inf.numpy(),
-        weights_renormalized=comparison.weights_renormalized.numpy(),
-        max_abs_difference=comparison.max_abs_difference,
     )
 
 
@@ -406,13 +355,8 @@ def dropout_sample_limit(num_tokens: int) -> int:
 
 @budgeted("dropout")
 def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> DropoutView:
-    """Section 3.5.2: one dropout draw on the causal weights, and the average of many draws.
-
-    The causal weights come from a ``CausalAttention`` built after ``torch.manual_seed(module_seed)`` (default: the
-    settings' seed; the book's weights are SelfAttention_v2's, seed 789); the draws use the settings' seed, as
-    ``torch.manual_seed(seed)`` before ``Dropout``. In eval mode nothing is dropped, so the average uses p = 0 too.
-    ``num_samples`` is capped at ``dropout_sample_limit`` (returned as ``max_samples``).
-    """
+    """Section 3.5.2: one dropout draw (seeded with the settings' seed) on ``mask_view``'s causal weights, and the
+    average of ``num_samples`` draws, capped at ``dropout_sample_limit``; in eval mode nothing is dropped."""
     settings = run.settings
     steps = module_trace(run.but(training=False), "CausalAttention", module_seed)
     weights = torch.tensor(steps.attn_weights[0, 0])  # (num_tokens, num_tokens), a copy of a read-only array
@@ -421,19 +365,16 @@ def dropout_view(run: Run, num_samples: int, module_seed: int | None = None) -> 
     max_samples = dropout_sample_limit(weights.shape[0])
     p = settings.dropout if active else 0.0
     average = attention.dropout_average(weights, p, num_samples=min(num_samples, max_samples), seed=settings.seed)
-    return DropoutView(
+    return from_tensors(
+        DropoutView,
+        draw,  # keep, dropped_weights, row_sums
+        average,  # mean_weights, num_samples, max_abs_error
         pieces=run.prepared.pieces,
         mask=steps.mask,
         active=active,
         scale=1 / (1 - settings.dropout) if active else 1.0,
         attn_weights=weights.numpy(),
-        keep=draw.keep.numpy(),
-        dropped_weights=draw.dropped_weights.numpy(),
-        row_sums=draw.row_sums.numpy(),
         max_samples=max_samples,
-        mean_weights=average.mean_weights.numpy(),
-        num_samples=average.num_samples.numpy(),
-        max_abs_error=average.max_abs_error.numpy(),
         ones_demo=attention.apply_dropout(torch.ones(6, 6), 0.5, seed=123).dropped_weights.numpy(),
     )
 
@@ -443,13 +384,8 @@ PAD_TOKEN = "<|endoftext|>"  # noqa: S105 (a token, not a password): GPT-2 has n
 
 @budgeted("batch")
 def batch_view(run: Run, second_text: str | None) -> BatchView:
-    """Section 3.5.3: two sentences as one batch (b=2) through ``CausalAttention``.
-
-    ``second_text=None`` (or blank) repeats the first sentence, as the book does. A shorter sentence is padded at the
-    end with ``<|endoftext|>``, id 50256 (GPT-2 has no padding token; the book's later chapters reuse this one).
-    ``unpadded_max_difference`` measures that padding at the end does not change the real tokens' outputs, because the
-    causal mask hides it (nan while dropout is active, since the dropout draws differ). Shapes: ``BatchView``'s.
-    """
+    """Section 3.5.3: two sentences as one batch through ``CausalAttention``; a blank ``second_text`` repeats the
+    first, as the book does. The shorter one is padded at the end, which the causal mask hides from the real tokens."""
     settings, first = run.settings, run.prepared
     blank = second_text is None or not second_text.strip()  # the book's batch: the first sentence twice
     second = first if blank else prepared(replace(settings, source="text", text=second_text))
@@ -495,24 +431,18 @@ def batch_view(run: Run, second_text: str | None) -> BatchView:
     )
 
 
-# Section 3.6's view: the wrapper of heads, the efficient ``MultiHeadAttention``, and their agreement.
-
-
 @budgeted("multihead")
 def multihead_view(run: Run) -> MultiheadView:
-    """Section 3.6: the wrapper of heads, the efficient module, and their agreement on shared weights.
-
-    The wrapper's heads each have ``d_out`` outputs (``num_heads * d_out`` in all, as in the book); the efficient
-    module splits ``d_out`` into ``num_heads`` heads of ``head_dim``. The agreement check builds a
-    ``MultiHeadAttention`` of ``num_heads * d_out`` outputs from the wrapper's weights, in eval mode; it is None
-    when that exceeds ``SHARED_D_OUT_LIMIT``. Shapes: ``MultiheadView``'s.
-    """
+    """Section 3.6: the wrapper of heads (``d_out`` each), the efficient module (``d_out`` split into heads), and their
+    agreement: a ``MultiHeadAttention`` given the wrapper's weights, None above ``SHARED_D_OUT_LIMIT`` outputs."""
     settings = run.settings
     inputs = _inputs_tensor(run).unsqueeze(0)  # (1, num_tokens, d_in)
     wrapper = module_for("MultiHeadAttentionWrapper", settings)
     efficient = module_for("MultiHeadAttention", settings)
-    wrapper_trace = attention.trace(wrapper, inputs, training=settings.training, seed=settings.seed)
-    efficient_trace = attention.trace(efficient, inputs, training=settings.training, seed=settings.seed)
+    wrapper_trace, efficient_trace = (
+        attention.trace(module, inputs, training=settings.training, seed=settings.seed)
+        for module in (wrapper, efficient)
+    )
     shared_d_out = wrapper_trace.output.shape[-1]  # num_heads * the wrapper's d_out
     agreement = outputs = None
     if shared_d_out <= SHARED_D_OUT_LIMIT:
@@ -527,18 +457,12 @@ def multihead_view(run: Run) -> MultiheadView:
         truncated_from=run.prepared.truncated_from,
         mask=efficient_trace.mask.numpy(),
         dropout_active=efficient_trace.dropout_mask is not None,
-        wrapper_weights=wrapper_trace.dropped_weights[0].numpy(),
+        **_heads("wrapper", wrapper_trace),
+        **_heads("efficient", efficient_trace),
         wrapper_head_context=wrapper_trace.head_context[0].numpy(),
         wrapper_output=wrapper_trace.output[0].numpy(),
-        efficient_weights=efficient_trace.dropped_weights[0].numpy(),
         efficient_context=efficient_trace.context[0].numpy(),
         efficient_output=efficient_trace.output[0].numpy(),
-        wrapper_scores=wrapper_trace.masked_scores[0].numpy(),
-        wrapper_keep=_kept(wrapper_trace),
-        wrapper_values=wrapper_trace.values[0].numpy(),
-        efficient_scores=efficient_trace.masked_scores[0].numpy(),
-        efficient_keep=_kept(efficient_trace),
-        efficient_values=efficient_trace.values[0].numpy(),
         out_weight=efficient.out_proj.weight.detach().numpy(),
         out_bias=efficient.out_proj.bias.detach().numpy(),
         shape_rows=line_shapes(attention.MultiHeadAttention.steps, efficient, inputs),
@@ -548,9 +472,11 @@ def multihead_view(run: Run) -> MultiheadView:
     )
 
 
-def _kept(trace) -> np.ndarray | None:
-    """The first sequence's dropout draw, (num_heads, T, T), True = kept; None when dropout is off."""
-    return None if trace.dropout_mask is None else trace.dropout_mask[0].numpy()
+def _heads(module: str, trace) -> dict[str, np.ndarray | None]:
+    """The first sequence's ``{module}_weights``, ``_scores``, ``_keep`` (None without dropout) and ``_values``."""
+    keep = None if trace.dropout_mask is None else trace.dropout_mask[0].numpy()  # (h, T, T), True = kept
+    arrays = {"weights": trace.dropped_weights[0], "scores": trace.masked_scores[0], "values": trace.values[0]}
+    return {f"{module}_{name}": array.numpy() for name, array in arrays.items()} | {f"{module}_keep": keep}
 
 
 @shared_view(max_entries=CACHE_ENTRIES)
@@ -559,23 +485,11 @@ def heads_product_view() -> HeadsProductView:
     return from_tensors(HeadsProductView, attention.heads_product())
 
 
-# Book mode: which of chapter 3's printed numbers a page shows, and with which seed it builds its module.
-#
-# The chapter changes seeds as it goes (``attention.book``): ``SelfAttention_v1`` after ``torch.manual_seed(123)``,
-# ``SelfAttention_v2`` after ``torch.manual_seed(789)`` (reused by the causal-mask section), dropout drawn after
-# ``torch.manual_seed(123)``, and the batched classes after ``torch.manual_seed(123)`` again. The sidebar has one seed,
-# so its default, 123, stands for "the book's seeds": each page then builds its module with the seed the book uses at
-# that point. Any other seed is used as it is, on every page.
-#
-# The sidebar's dropout defaults to off (p = 0, eval mode), which is what the book uses for every printed output but
-# one: section 3.5.2 drops weights with p = 0.5 in training mode. While the sidebar's dropout is untouched, the Dropout
-# page uses the book's p = 0.5 in training mode; once the user changes p or the mode, it follows the sidebar.
-#
-# ``is_book`` says whether a section's numbers on screen are the book's, and ``note_of`` says so in a
-# sentence, naming the section, or names what departs from the book; ``widgets.book_caption`` shows it.
-# Each is pure in the frozen settings and cached, so a rerun recomputes nothing.
-
-
+# Book mode: which of chapter 3's printed numbers a page shows, and with which seed it builds its module. The chapter
+# changes seeds as it goes (``attention.book``); the sidebar's default seed, 123, stands for "the book's seeds", any
+# other is used on every page. Its dropout defaults to off, as in every printed output but section 3.5.2's p = 0.5 in
+# training mode, which the Dropout page uses until the learner changes p or the mode. ``note_of`` says it in words.
+pure = functools.lru_cache(maxsize=4096)  # for functions pure in frozen settings: a rerun recomputes nothing
 BOOK_NUM_TOKENS = 6  # the book's example: "Your journey starts with one step", six 3-d vectors
 BOOK_DROPOUT = 0.5  # section 3.5.2's Dropout(0.5), in training mode
 BOOK_DRAW_SEED = BOOK_SEEDS["dropout"]  # section 3.5.2's torch.manual_seed before the dropout draws
@@ -610,32 +524,21 @@ SETUPS = {
 }
 
 
-@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+@pure
 def module_seed(settings: Settings, section: str) -> int:
-    """The seed a page builds its module with: the book's for ``section`` while the sidebar's seed
-    is the default, else the sidebar's."""
+    """The seed a page builds its module with: the book's for ``section`` while the sidebar's seed is the default."""
     book_seed = SETUPS[section].seed
-    if settings.seed == DEFAULTS.seed and book_seed is not None:
-        return book_seed
-    return settings.seed
+    return book_seed if settings.seed == DEFAULTS.seed and book_seed is not None else settings.seed
 
 
-@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
-def dropout_untouched(settings: Settings) -> bool:
-    """Whether the sidebar's dropout p and mode are still their defaults (off)."""
-    return settings.dropout == DEFAULTS.dropout and settings.training == DEFAULTS.training
-
-
-@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+@pure
 def dropout_settings(settings: Settings) -> Settings:
-    """The Dropout page's settings: the book's p = 0.5 in training mode while the sidebar's dropout
-    is untouched, else the sidebar's own."""
-    if dropout_untouched(settings):
-        return replace(settings, dropout=BOOK_DROPOUT, training=True)
-    return settings
+    """The Dropout page's settings: the book's p = 0.5 in training mode while the sidebar's dropout is untouched."""
+    untouched = settings.dropout == DEFAULTS.dropout and settings.training == DEFAULTS.training
+    return replace(settings, dropout=BOOK_DROPOUT, training=True) if untouched else settings
 
 
-@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+@pure
 def departures(settings: Settings, section: str) -> tuple[str, ...]:
     """What in ``settings`` makes ``section``'s numbers differ from the book's, in words (empty: none)."""
     setup, reasons = SETUPS[section], []
@@ -664,13 +567,9 @@ def departures(settings: Settings, section: str) -> tuple[str, ...]:
     return tuple(reasons)
 
 
-@functools.lru_cache(maxsize=4096)  # pure in frozen settings: a rerun recomputes nothing
+@pure
 def is_book(settings: Settings, section: str | None = None) -> bool:
-    """Whether ``section``'s numbers on screen are the ones the book prints.
-
-    Without ``section``: whether the settings are book mode, the book's preset with the default
-    settings, in which every page shows the book's numbers.
-    """
+    """Whether ``section``'s numbers on screen are the ones the book prints; without ``section``, every page's."""
     sections = SETUPS if section is None else (section,)
     return not any(departures(settings, name) for name in sections)
 
@@ -696,22 +595,16 @@ def note_of(settings: Settings, section: str, also: tuple[str, ...] = ()) -> str
     )
 
 
-# The shape of every tensor a method makes, line by line, recorded from a real run.
-#
-# The Multi-head page's shape table comes from here: each row pairs a line of the package's source (read with
-# ``inspect``) with the shape its tensor had when the line ran, so the table cannot drift from the code.
-
-
+# The Multi-head page's shape table: each line of the package's source (read with ``inspect``) beside the shape its
+# tensor had when the line ran, so the table cannot drift from the code.
 SHAPE_COMMENT = re.compile(r"\([\w, *]*\)")  # "(b, num_tokens, d_out)" in a comment
-# On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"),
-# as 4 of 1,766 new sentences did under 30 students typing: the app parses its sources one thread at a time,
-# taking turns in a queue of one place (the app's one queue, ``runtime.memory.TurnQueue``).
+# On Python 3.11, two threads in ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch"), as 4 of
+# 1,766 new sentences did under 30 students typing: sources are parsed one thread at a time.
 PARSING = TurnQueue(slots=1)
 
 
 def source_of(obj) -> str:
-    """``inspect.getsource(obj)``, read once per process and by one thread at a time (``PARSING``): for a
-    class, ``getsource`` parses its whole module with ``ast.parse``."""
+    """``inspect.getsource(obj)``, read once per process, one thread at a time (a class's parses its module)."""
     with PARSING.turn():
         return _source(obj)
 
@@ -719,12 +612,6 @@ def source_of(obj) -> str:
 @functools.cache  # a function's source, read once per process
 def _source(obj) -> str:
     return inspect.getsource(obj)
-
-
-def _statements(function) -> dict[int, tuple[str, str]]:
-    """``_parsed(function)``, by one thread at a time (``PARSING``)."""
-    with PARSING.turn():
-        return _parsed(function)
 
 
 @functools.cache  # a function's statements, parsed once per process
@@ -746,9 +633,10 @@ def _parsed(function) -> dict[int, tuple[str, str]]:
 
 
 def line_shapes(function, *args, **kwargs) -> tuple[ShapeRow, ...]:
-    """Call ``function(*args, **kwargs)`` and record, after each of its statements, the shape of
-    every tensor that statement bound to a local name. In-place changes add no row."""
-    statements = _statements(function)
+    """Call ``function(*args, **kwargs)`` and record, after each of its statements, the shape of every tensor that
+    statement bound to a local name. In-place changes add no row."""
+    with PARSING.turn():
+        statements = _parsed(function)
     code = inspect.unwrap(function).__code__
     rows: list[ShapeRow] = []
     seen: dict[str, torch.Tensor] = {}
@@ -765,8 +653,7 @@ def line_shapes(function, *args, **kwargs) -> tuple[ShapeRow, ...]:
     def in_function(frame, event, arg):
         if event in ("line", "return"):
             record(frame)
-            statement = statements.get(frame.f_lineno)
-            running[0] = frame.f_lineno if statement else None
+            running[0] = frame.f_lineno if statements.get(frame.f_lineno) else None
         return in_function
 
     def on_call(frame, event, arg):
