@@ -2,33 +2,22 @@
 
 Every page draws through these functions, so the conventions hold everywhere:
 
-* rows are queries and columns are keys, labelled with the tokens on numeric
-  axes (``tickvals``/``ticktext``), so a token that occurs twice stays two rows;
-* every token label passes through ``token_label``, which makes whitespace
-  visible and escapes it, so "<b>" or a link typed by a user is shown, never
-  interpreted by plotly;
-* colour is a measurement (``heatmaps``' kinds): attention weights on one fixed 0–1
-  Cividis scale, signed values (scores, Q/K/V, context vectors) on ColorBrewer's RdBu
-  centred on zero from −max|v| to +max|v|, other non-negative values from 0; panels
-  compared side by side share one range (``shared_range``); a boolean mask has two
-  colours and a legend; explicit ranges switch plotly's ``zauto`` off, so they hold;
-* cell values are printed when the matrix is small; hover everywhere says the
-  row token, the column token, the value and what it means;
-* masked cells are grey, never a colour of the scale, and say on hover what they hold
-  (a masked score −∞, a masked weight 0).
+* rows are queries and columns are keys, labelled with the tokens on numeric axes (``tickvals``/``ticktext``),
+  so a token that occurs twice stays two rows;
+* every token label passes through ``token_label``, which makes whitespace visible and escapes HTML, so "<b>"
+  or a link typed by a user is shown, never interpreted by plotly;
+* colour is a measurement (``heatmaps``' kinds): attention weights on one fixed 0–1 Cividis scale, signed values
+  on RdBu centred on zero from −max|v| to +max|v|, other non-negative values from 0; panels compared side by side
+  share one range (``shared_range``); a boolean mask has two colours and a legend;
+* cell values are printed when the matrix is small; hover says the row token, the column token, the value and
+  what it means; masked cells are grey and say on hover what they hold (a masked score −∞, a masked weight 0).
 
-Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math. Each
-assembles its traces and layout as plain dicts and makes its figure in one constructor call that
-skips plotly's validation (``figure``): about 1 ms a heatmap, where setting properties one by
-one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
+Builders do no torch math. Each makes its figure from plain dicts in one unvalidated constructor call
+(``figure``): about 1 ms a heatmap, where plotly's validating setters cost 10-25 ms;
 ``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
 
-This module holds what every builder shares: token labels made visible and escaped; colours, styles, ticks,
-margins, subplot grids, the figure itself; then, last, a figure's numbers as CSV and JSON. Then ``heatmaps``
-(a matrix's kind and colour range, what part of a large matrix is drawn, masked cells, clickable cells,
-heatmaps (one dropout draw's too), one matrix per head side by side, readable widths) and ``charts`` (bars and
-lines, a score's terms, two computations compared, heads' shares, a live room's votes, every layer × head,
-and the "Break it" page's figures). Pages import this package and use its names.
+This module holds what every builder shares (labels, colours, styles, ticks, layouts, subplot grids) and a
+figure's numbers as CSV, JSON and text; ``heatmaps`` holds matrices, ``charts`` everything else.
 """
 
 from __future__ import annotations
@@ -74,8 +63,7 @@ def visible_token(piece: str) -> str:
 
 
 def token_label(piece: str) -> str:
-    """A token as a plotly label: ``visible_token`` with HTML special characters
-    escaped, so "<b>" or a link typed by a user is shown, never interpreted."""
+    """A token as a plotly label: ``visible_token`` with HTML escaped, so "<b>" typed by a user is shown as typed."""
     return html.escape(visible_token(piece), quote=False)
 
 
@@ -161,11 +149,8 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
 
 
 def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:
-    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th.
-
-    ``keep`` (a highlighted row or column) always keeps its label: the every-k-th
-    positions are then counted from it, both ways, so no label crowds it.
-    """
+    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th, counted both ways from
+    ``keep`` (a highlighted row or column), which always keeps its label."""
     if count <= limit:
         return list(range(count))
     step = int(np.ceil(count / limit))
@@ -220,25 +205,13 @@ def figure_layout(
     subtitle: str = "",
     **props,
 ) -> dict:
-    """The title, margins and height every figure shares, and every text size set explicitly: Streamlit's
-    plotly theme sets its own smaller axis-title, legend and colour-bar sizes where a figure sets none.
-
-    ``props`` are the builder's own layout (axes from ``axis``, shapes, ``plot_bgcolor`` ...); ``legend``
-    and ``margin`` are merged into the shared ones; ``subtitle`` is a line under the title, in the ticks' size
-    (a narrow chart cuts a long title off at its right edge, so what the title must say is not added to it)."""
-    shown = {"text": plain_label(subtitle), "font": {"size": style.tick_size}} if subtitle else {}
+    """The title, margins, height and every text size (Streamlit's theme shrinks any a figure leaves unset);
+    ``legend`` and ``margin`` merge into the shared ones, ``props`` are the builder's own layout, ``subtitle`` a
+    line under the title (a narrow chart cuts a long title off, so what it must say is not added to the title)."""
+    sub = {"subtitle": {"text": plain_label(subtitle), "font": {"size": style.tick_size}}} if subtitle else {}
+    place = {"x": 0, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}}
     return {
-        "title": {
-            "text": plain_label(title),
-            "font": {"size": style.title_size},
-            "x": 0,
-            "xanchor": "left",
-            "y": 1,
-            "yref": "container",
-            "yanchor": "top",
-            "pad": {"t": 6},
-            **({"subtitle": shown} if shown else {}),
-        },
+        "title": {"text": plain_label(title), "font": {"size": style.title_size}, **place, **sub},
         "font": {"size": style.font_size},
         "legend": {"font": {"size": style.font_size}, **(legend or {})},
         "height": height,
@@ -260,11 +233,9 @@ def subplot_grid(
     vertical_spacing: float = 0.0,
     shared_yaxes: bool = False,
 ) -> tuple[dict, list[dict]]:
-    """The axes of a ``rows`` × ``cols`` grid of subplots and the titles above them, as plain dicts laid out as
-    ``plotly.subplots.make_subplots`` would (to the last bit), which validates every axis: 10 ms for 12 panels.
-
-    Subplot k (from 0, row by row from the top left) draws on the axes ``subplot_axes(k)`` names. With
-    ``shared_yaxes``, a row's y axes follow its first, which alone shows tick labels. Empty titles get none."""
+    """The axes and panel titles of a ``rows`` × ``cols`` grid, to the bit as ``make_subplots`` lays them out (it
+    validates every axis: 10 ms for 12 panels); panel k, row by row, draws on ``subplot_axes(k)``. With
+    ``shared_yaxes`` a row's y axes follow its first, which alone shows tick labels."""
     width = (1.0 - horizontal_spacing * (cols - 1)) / cols
     height = (1.0 - vertical_spacing * (rows - 1)) / rows
     axes, annotations = {}, []
@@ -282,20 +253,24 @@ def subplot_grid(
             if shared_yaxes and c > 0:
                 axes["yaxis" + y[1:]].update(matches=subplot_axes(r * cols)[1], showticklabels=False)
             if k < len(titles) and titles[k]:
-                annotations.append(
-                    {
-                        "y": top,
-                        "xref": "paper",
-                        "x": (left + right) / 2.0,
-                        "yref": "paper",
-                        "text": titles[k],
-                        "showarrow": False,
-                        "font": {"size": style.font_size},
-                        "xanchor": "center",
-                        "yanchor": "bottom",
-                    }
-                )
+                annotations.append(paper_text(titles[k], (left + right) / 2.0, top, style, "center", "bottom"))
     return axes, annotations
+
+
+def paper_text(text: str, x: float, y: float, style: FigureStyle, xanchor: str, yanchor: str) -> dict:
+    """An annotation at (``x``, ``y``) in the figure's paper coordinates, in the style's font size."""
+    said = {"text": text, "showarrow": False, "font": {"size": style.font_size}}
+    return {"x": x, "y": y, "xref": "paper", "yref": "paper", **said, "xanchor": xanchor, "yanchor": yanchor}
+
+
+def rect(x0: float, x1: float, y0: float, y1: float, line: dict, **props) -> dict:
+    """A rectangle shape (an outline or a band) with its ``line``; ``props`` add its axes, fill ..."""
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": line, **props}
+
+
+def chosen_ticks(positions: Sequence, texts: Sequence[str], chosen: Sequence[int]) -> dict:
+    """An axis's ``tickvals`` and ``ticktext``: the labels ``chosen`` (indices) of ``positions`` and ``texts``."""
+    return {"tickvals": [positions[i] for i in chosen], "ticktext": [texts[i] for i in chosen]}
 
 
 def subplot_axes(k: int) -> tuple[str, str]:

@@ -718,8 +718,7 @@ def right_and_wrong(
             "yaxis": y,
         }
         if small:
-            trace["text"] = cell_text(z, view.hidden)
-            trace["texttemplate"] = "%{text}"
+            trace.update(cell_text(z, view.hidden))
             trace["textfont"] = {"size": style.cell_text_size}
         data.append(trace)
         data += _masked_words(view, values, future, k, style)
