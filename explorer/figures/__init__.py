@@ -148,6 +148,11 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
 )
 
 
+def series_colour(index: int) -> str:
+    """The colour of a chart's ``index``-th series (or token), the palette repeating after eight."""
+    return SERIES_COLOURS[index % len(SERIES_COLOURS)]
+
+
 def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:
     """Which of ``count`` positions get a label: all up to ``limit``, else every k-th, counted both ways from
     ``keep`` (a highlighted row or column), which always keeps its label."""

@@ -1,8 +1,5 @@
 """Charts that are not a single matrix: bars, lines, a dot product term by term, heads' shares, a room's votes,
-and every layer and head of a model as small multiples; then, last, the "Break it" page's figures and text (the
-changed line as a diff, the right and the wrong weights side by side on one colour scale, the measured
-consequences, and the saturation curve).
-"""
+every layer and head of a model as small multiples, and last the "Break it" page's figures and text."""
 
 from __future__ import annotations
 
@@ -31,6 +28,8 @@ from . import (
     labels_that_fit,
     plain_label,
     plain_numbers,
+    rect,
+    series_colour,
     subplot_axes,
     subplot_grid,
     tick_positions,
@@ -45,6 +44,13 @@ from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matri
 
 BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every k-th (upright)
 LABEL_HEADROOM = 0.25  # a stacked chart's y axis reaches this share of its bars' span above them: its sums' labels
+LEGEND_ABOVE = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}
+
+
+def chart(data: list[dict], title: str, style: FigureStyle, height: int, **props) -> go.Figure:
+    """A figure whose plot background is clear (a heatmap's is the grey of masked cells); ``props`` as in
+    ``figure_layout``."""
+    return figure(data, figure_layout(title, style, height, plot_bgcolor="rgba(0,0,0,0)", **props))
 
 
 def value_bars(x, y, text, style: FigureStyle, **props) -> dict:
@@ -65,12 +71,9 @@ def bars(
     extra_height: int = 80,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """One or more series of per-token values as grouped bars (e.g. a score row and its three normalizations).
-    Non-finite values (nan, inf) are drawn as empty bars labelled with what they are.
-
-    Value labels have fewer decimals when several series share a group, and plotly hides one that would not fit
-    its bar's width (``uniformtext``), so labels never run into each other. Hover always has the full value.
-    """
+    """Series of per-token values as grouped bars (a score row and its normalizations); non-finite values are empty
+    bars labelled with what they are. Value labels have fewer decimals when several series share a group, and one
+    that would not fit its bar is hidden (``uniformtext``); hover always has the full value."""
     x = list(range(len(labels)))
     text_labels = token_labels(labels)
     shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
@@ -82,7 +85,7 @@ def bars(
         finite = np.isfinite(numbers)
         text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
         trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
-        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["marker"] = {"color": series_colour(index)}
         trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
         trace["customdata"] = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
         trace["hovertext"] = text_labels
@@ -94,30 +97,23 @@ def bars(
         data.append(trace)
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
-        band = {"type": "rect", "x0": highlight - 0.5, "x1": highlight + 0.5, "xref": "x", "y0": 0, "y1": 1}
-        own["shapes"] = [{**band, "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12, "line": {"width": 0}}]
+        band = {"xref": "x", "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12}
+        own["shapes"] = [rect(highlight - 0.5, highlight + 0.5, 0, 1, {"width": 0}, **band)]
     top = max((float(np.nanmax(trace["y"])) for trace in data), default=1.0)
     bottom = min((float(np.nanmin(trace["y"])) for trace in data), default=0.0)
     headroom = 0.18 * ((top - min(bottom, 0)) or 1.0)  # room above the bars for their value labels
-    return figure(
+    y_range = [min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom]
+    return chart(
         data,
-        figure_layout(
-            title,
-            style,
-            style.min_height + extra_height,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-            xaxis=token_axis(text_labels, style, keep=highlight),
-            yaxis=axis(
-                style,
-                plain_label(value_name),
-                zeroline=True,
-                range=[min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom],
-            ),
-            barmode="group",
-            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
-            plot_bgcolor="rgba(0,0,0,0)",
-            **own,
-        ),
+        title,
+        style,
+        style.min_height + extra_height,
+        legend=LEGEND_ABOVE,
+        xaxis=token_axis(text_labels, style, keep=highlight),
+        yaxis=axis(style, plain_label(value_name), zeroline=True, range=y_range),
+        barmode="group",
+        uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
+        **own,
     )
 
 
@@ -142,14 +138,9 @@ def stacked_contributions(
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """A context vector as the sum of each token's weighted input.
-
-    ``contributions`` is (num_tokens, d): row j is ``weight_j * x_j``. One bar
-    per dimension, stacked by token, so each bar's height is the context vector's entry.
-    Above ``STACKED_TOKEN_LIMIT`` tokens, the ``STACKED_TOKEN_LIMIT - 1`` tokens with the
-    largest total |contribution| keep their own blocks and the rest are summed into one
-    "other N tokens" block: a thousand thin blocks are unreadable and slow to draw.
-    """
+    """A context vector as the sum of each token's weighted input: ``contributions`` (num_tokens, d), row j
+    ``weight_j * x_j``, stacked by token in one bar per dimension. Above ``STACKED_TOKEN_LIMIT`` tokens, all but
+    the ``STACKED_TOKEN_LIMIT - 1`` largest (total |contribution|) share one "other N tokens" block."""
     values = np.asarray(contributions, dtype=np.float64)
     num_tokens, dims = values.shape
     labels = token_labels(token_pieces)
@@ -158,31 +149,18 @@ def stacked_contributions(
         largest = np.argsort(-np.abs(values).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1]
         shown = np.sort(largest)
     dimensions = list(range(dims))
-    data = [
-        {
-            "type": "bar",
-            "x": dimensions,
-            "y": values[j],
-            "name": f"{j + 1}: {labels[j]}",  # tokens counted from 1, as the book counts x^(1)
-            "marker": {"color": SERIES_COLOURS[j % len(SERIES_COLOURS)]},
-            "hovertemplate": f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
-        }
-        for j in shown
-    ]
+
+    def block(y, name: str, colour: str, hover: str) -> dict:
+        said = {"marker": {"color": colour}, "hovertemplate": f"{hover} %{{y:.4f}}<extra></extra>"}
+        return {"type": "bar", "x": dimensions, "y": y, "name": name, **said}
+
+    # tokens counted from 1, as the book counts x^(1)
+    data = [block(values[j], f"{j + 1}: {labels[j]}", series_colour(j), f"{labels[j]}<br>contributes") for j in shown]
     if len(shown) < num_tokens:
         others = np.ones(num_tokens, dtype=bool)
         others[shown] = False
         name = f"other {int(others.sum())} tokens"
-        data.append(
-            {
-                "type": "bar",
-                "x": dimensions,
-                "y": values[others].sum(axis=0),
-                "name": name,
-                "marker": {"color": MASKED_FILL},
-                "hovertemplate": f"{name}<br>contribute %{{y:.4f}}<extra></extra>",
-            }
-        )
+        data.append(block(values[others].sum(axis=0), name, MASKED_FILL, f"{name}<br>contribute"))
     legend = len(data) <= TEXT_CELL_LIMIT  # beyond that, hover names each token's share
     totals = values.sum(axis=0)
     line = {"symbol": "line-ew-open", "size": 28, "color": "#000000", "line": {"width": 3}}
@@ -196,19 +174,16 @@ def stacked_contributions(
     top = max(float(np.clip(values, 0, None).sum(axis=0).max()), float(totals.max()), 0.0)
     bottom = min(float(np.clip(values, None, 0).sum(axis=0).min()), float(totals.min()), 0.0)
     headroom = LABEL_HEADROOM * (top - bottom or 1.0) if "text" in context else 0.0
-    return figure(
+    return chart(
         [*data, context],
-        figure_layout(
-            title,
-            style,
-            style.min_height + (140 if legend else 40),
-            legend={"orientation": "h", "y": -0.25},
-            xaxis=axis(style, tickvals=ticks, ticktext=[f"dim {k}" for k in ticks]),
-            yaxis=axis(style, "sum of weighted inputs", range=[bottom, top + headroom]),
-            barmode="relative",
-            showlegend=legend,
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        title,
+        style,
+        style.min_height + (140 if legend else 40),
+        legend={"orientation": "h", "y": -0.25},
+        xaxis=axis(style, tickvals=ticks, ticktext=[f"dim {k}" for k in ticks]),
+        yaxis=axis(style, "sum of weighted inputs", range=[bottom, top + headroom]),
+        barmode="relative",
+        showlegend=legend,
     )
 
 
@@ -229,36 +204,18 @@ def lines(
     layout: Mapping | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several named series against a shared x axis (scaling lab, convergence, timings).
-
-    ``x_ticks`` labels those x values only (the d_k a lab measured); ``y_range`` fixes the y axis (a
-    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high; ``layout`` adds to the
-    figure's layout (a line that marks one x).
-
-    ``measured`` draws measurements on log–log axes: a tick at every measured x, y ticks at powers of ten,
-    the legend beside the plot (no legend rows under it, so ``style.min_height + 100`` high), and ``dashed``
-    series (computed references) in grey. On log–log axes a cost that grows as x^k is a straight line of
-    slope k, so T² and T lines differ in steepness (the Speed page).
-    """
+    """Named series against a shared x axis; ``x_ticks`` labels those x values only, ``y_range`` fixes the y axis,
+    ``layout`` adds to the figure's (a line marking one x). ``measured`` draws on log–log axes (a cost growing as
+    x^k is a line of slope k), a tick at every x, the legend beside the plot and ``dashed`` references in grey."""
     log_x, log_y = log_x or measured, log_y or measured
     xs = plain_numbers(x)
     data = []
     for index, (name, ys) in enumerate(series.items()):
         grey = measured and name in dashed
-        trace = {
-            "type": "scatter",
-            "x": xs,
-            "y": np.asarray(ys, dtype=np.float64).tolist(),
-            "mode": "lines+markers",
-            "name": plain_label(name),
-            "line": {
-                "color": "#666666" if grey else SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                "dash": "dash" if name in dashed else "solid",
-                "width": 3,
-            },
-            "hovertemplate": f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
-            f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
-        }
+        line = {"color": "#666666" if grey else series_colour(index), "dash": "dash" if name in dashed else "solid"}
+        hover = f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>{plain_label(y_title)} = %{{y:.4g}}"
+        trace = {"type": "scatter", "x": xs, "y": np.asarray(ys, dtype=np.float64).tolist(), "mode": "lines+markers"}
+        trace |= {"name": plain_label(name), "line": {**line, "width": 3}, "hovertemplate": f"{hover}<extra></extra>"}
         data.append({**trace, "marker": {"color": "#666666"}} if grey else trace)
     ticks = {"tickvals": plain_numbers(x_ticks) if x_ticks is not None else None}
     legend = {"orientation": "h", "y": -0.25}
@@ -267,26 +224,18 @@ def lines(
         legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
         legend["font"] = {"size": style.tick_size}
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    return figure(
+    y_axis = {"range": None if y_range is None else [float(y_range[0]), float(y_range[1])]}
+    return chart(
         data,
-        figure_layout(
-            title,
-            style,
-            style.min_height + (100 if measured else extra_height),
-            legend=legend,
-            xaxis=axis(
-                style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks
-            ),
-            yaxis=axis(
-                style,
-                plain_label(y_title),
-                type="log" if log_y else "linear",
-                dtick=1 if log_y else None,
-                range=None if y_range is None else [float(y_range[0]), float(y_range[1])],
-            ),
-            plot_bgcolor="rgba(0,0,0,0)",
-            **(layout or {}),
+        title,
+        style,
+        style.min_height + (100 if measured else extra_height),
+        legend=legend,
+        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks),
+        yaxis=axis(
+            style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None, **y_axis
         ),
+        **(layout or {}),
     )
 
 
@@ -299,12 +248,8 @@ def _factor(value: float) -> str:
 
 
 def dot_product_text(query_vector, key_vector, score: float, query: int, key: int, *, max_terms: int = 4) -> str:
-    """A dot product written out with its real numbers, numbered from 1 like the book:
-    "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.9544".
-
-    Only the first ``max_terms`` terms are written; the rest are "…". ``score``
-    is the dot product as the package computed it: nothing is computed here.
-    """
+    """A dot product written out, numbered from 1 like the book: "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 = 0.4";
+    the first ``max_terms`` terms, then "…"; ``score`` as the package computed it (nothing is computed here)."""
     q = np.asarray(query_vector, dtype=np.float64)
     k = np.asarray(key_vector, dtype=np.float64)
     if q.shape != k.shape or q.ndim != 1:
@@ -325,10 +270,9 @@ def dot_product_bars(
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """One query's score row as bars, its own bar in a second colour; hovering a bar writes its dot product out.
+    """One query's score row as bars, its own in a second colour; hovering a bar writes its dot product out.
 
-    Shapes: ``scores`` (num_tokens,), the query's dot products with every input; ``query_vector`` (d,) and
-    ``key_vectors`` (num_tokens, d), the inputs they came from, used only to write the terms (``dot_product_text``).
+    Shapes: ``scores`` (num_tokens,); ``query_vector`` (d,) and ``key_vectors`` (num_tokens, d), only written out.
     """
     data = np.asarray(scores, dtype=np.float64)
     keys = np.asarray(key_vectors, dtype=np.float64)
@@ -338,27 +282,20 @@ def dot_product_bars(
     written = [dot_product_text(query_vector, keys[j], data[j], query, j) for j in range(len(keys))]
     hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
     small = len(labels) <= TEXT_CELL_LIMIT
-    bar = {
-        "type": "bar",
-        "x": list(range(len(labels))),
-        "y": data,
-        "marker": {"color": [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]},
-    }
-    if small:
-        bar["text"] = [f"{v:.4f}" for v in data]
-    bar.update(textposition="outside" if small else "none", textangle=0, textfont={"size": style.cell_text_size})
-    bar.update(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False, showlegend=False)
-    return figure(
+    colours = [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]
+    bar = value_bars(list(range(len(labels))), data, [f"{v:.4f}" for v in data], style, textangle=0, showlegend=False)
+    bar.update(marker={"color": colours}, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
+    if not small:
+        del bar["text"]
+        bar["textposition"] = "none"
+    return chart(
         [bar],
-        figure_layout(
-            title,
-            style,
-            style.min_height + 20,
-            xaxis=token_axis(text_labels, style, keep=query, title="key"),
-            yaxis=axis(style, "attention score", zeroline=True),
-            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        title,
+        style,
+        style.min_height + 20,
+        xaxis=token_axis(text_labels, style, keep=query, title="key"),
+        yaxis=axis(style, "attention score", zeroline=True),
+        uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
     )
 
 
@@ -371,8 +308,8 @@ def agreement(
     other_name: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Two computations of the same matrix, entry against entry: where they agree, every point lies
-    on the diagonal y = x. The title carries the largest |difference|, which no eye can see."""
+    """Two computations of the same matrix, entry against entry: where they agree, every point lies on y = x. The
+    title carries the largest |difference|, which no eye can see."""
     x = np.ravel(np.asarray(reference, dtype=np.float64))
     y = np.ravel(np.asarray(other, dtype=np.float64))
     if x.shape != y.shape:
@@ -382,28 +319,18 @@ def agreement(
     span = [low - pad, high + pad]
     diagonal = {"type": "scatter", "x": span, "y": span, "mode": "lines", "name": "y = x (equal)", "hoverinfo": "skip"}
     diagonal["line"] = {"color": "#666666", "dash": "dash", "width": 2}
-    entries = {
-        "type": "scatter",
-        "x": x,
-        "y": y,
-        "mode": "markers",
-        "marker": {"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8},
-        "name": "one output entry",
-        "hovertemplate": f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}"
-        "<extra></extra>",
-    }
+    hover = f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}<extra></extra>"
+    entries = {"type": "scatter", "x": x, "y": y, "mode": "markers", "name": "one output entry", "hovertemplate": hover}
+    entries["marker"] = {"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8}
     difference = float(np.abs(x - y).max()) if x.size else 0.0
-    return figure(
+    return chart(
         [diagonal, entries],
-        figure_layout(
-            f"{title}: max |difference| = {difference:.1e}",
-            style,
-            style.max_height,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-            xaxis=axis(style, plain_label(reference_name), range=span),
-            yaxis=axis(style, plain_label(other_name), range=span, scaleanchor="x"),
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        f"{title}: max |difference| = {difference:.1e}",
+        style,
+        style.max_height,
+        legend=LEGEND_ABOVE,
+        xaxis=axis(style, plain_label(reference_name), range=span),
+        yaxis=axis(style, plain_label(other_name), range=span, scaleanchor="x"),
     )
 
 
@@ -413,9 +340,8 @@ def head_summary_bars(
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars, on a y axis fixed to
-    0–1, as every attention weight in the app is, so two layers or two sentences can be compared by eye. Heads are
-    "head 1", "head 2", …, counted from 1 as on the heads grid and the grid of every layer and head."""
+    """Per-head shares (one value per head in each series) as grouped bars on a y axis fixed to 0–1, so two layers
+    or sentences compare by eye; heads are counted from 1, as on the heads grids."""
     lengths = {len(series) for series in shares.values()}
     if len(lengths) != 1:
         raise ValueError("Every series needs one value per head.")
@@ -425,29 +351,25 @@ def head_summary_bars(
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
         trace = value_bars(heads, values, [f"{v:.2f}" for v in values], style, name=plain_label(name))
-        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["marker"] = {"color": series_colour(index)}
         trace["constraintext"] = "both" if style.shrink_text else "none"  # readable_width makes the room
         trace["hovertemplate"] = f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"
         data.append(trace)
-    return figure(
+    return chart(
         data,
-        figure_layout(
-            title,
-            style,
-            style.min_height + 80,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-            xaxis=axis(style),
-            yaxis=axis(style, "share (0–1)", range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1]),
-            barmode="group",
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        title,
+        style,
+        style.min_height + 80,
+        legend=LEGEND_ABOVE,
+        xaxis=axis(style),
+        yaxis=axis(style, "share (0–1)", range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1]),
+        barmode="group",
     )
 
 
 def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, style: FigureStyle = DEFAULT_STYLE):
-    """A live room's votes on a question's ``choices``, lettered A, B, … as the presenter lists them: one row per
-    choice, top to bottom, so that no label runs into another however long it is. A choice is shown as written
-    (``plain_label``), not as a token: its tokens' whitespace is already visible in it."""
+    """A live room's votes on a question's ``choices``, lettered A, B, … as the presenter lists them, one row each
+    so no labels run together; a choice is shown as written (``plain_label``), its whitespace already visible."""
     if len(counts) != len(choices):
         raise ValueError(f"{len(counts)} counts for {len(choices)} choices.")
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
@@ -455,27 +377,16 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     most = max(counts, default=0)
     bar = value_bars(list(counts), rows, [str(n) for n in counts], style, orientation="h", hovertext=labels)
     bar.update(marker={"color": SERIES_COLOURS[0]}, hovertemplate="%{hovertext}: %{x} students<extra></extra>")
-    data = [bar]
-    return figure(
-        data,
-        figure_layout(
-            title,
-            style,
-            figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 40),
-            margin={"t": 2 * style.title_size + 12},  # no legend above the bars: the title alone
-            showlegend=False,
-            yaxis=axis(
-                style, None, tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, ticksuffix="  "
-            ),
-            xaxis=axis(
-                style,
-                "students",
-                range=[0, max(most, 1) * 1.15],
-                dtick=max(1, int(np.ceil(max(most, 1) / 5))),
-                rangemode="tozero",
-            ),
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+    students = {"range": [0, max(most, 1) * 1.15], "dtick": max(1, int(np.ceil(max(most, 1) / 5)))}
+    return chart(
+        [bar],
+        title,
+        style,
+        figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 40),
+        margin={"t": 2 * style.title_size + 12},  # no legend above the bars: the title alone
+        showlegend=False,
+        yaxis=axis(style, None, tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, ticksuffix="  "),
+        xaxis=axis(style, "students", **students, rangemode="tozero"),
     )
 
 
