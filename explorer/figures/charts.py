@@ -22,10 +22,12 @@ from . import (
     TEXT_CELL_LIMIT,
     FigureStyle,
     axis,
+    chosen_ticks,
     figure,
     figure_height,
     figure_layout,
     labels_that_fit,
+    paper_text,
     plain_label,
     plain_numbers,
     rect,
@@ -34,7 +36,6 @@ from . import (
     subplot_grid,
     tick_positions,
     token_labels,
-    visible_token,
 )
 from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matrix, pick_layer, token_numbers
 
@@ -390,18 +391,11 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     )
 
 
-# Every layer and head of a model at a glance: one small attention-weight matrix per head, rows = layers,
-# columns = heads, all on the one fixed 0–1 scale with one colour bar (BertViz's model view and CircuitsVis's
-# head grid show the same idea).
-#
-# Rows share the height a step's figure may take, so GPT-2's 12 layers fit a 1280×720 screen under the stepper.
-# The small multiples carry no cell numbers and no tick labels. Each has one transparent scatter point, in its
-# blank upper-right triangle (the causal mask hides those keys), which carries its head's summary: written there
-# when it fits (``labels_fit``), and in the hover. With ``hoverdistance = -1`` that point is the nearest one
-# wherever the mouse is in the small multiple, so a click anywhere selects it: ``st.plotly_chart`` reports clicks
-# on scatter points but not on heatmaps (streamlit issues 8760 and 15042). Its ``customdata`` is [layer, head],
-# both counted from 1. The point's hover therefore replaces the heatmap's (layer, head, query, key and weight)
-# over the small multiple; a point per cell would keep both, but 67,000 of them take Chromium 5 s to draw.
+# Every layer and head at a glance (as BertViz's model view): one small weight matrix per head, rows = layers,
+# columns = heads, on the one 0–1 scale, fitting a 1280×720 screen for GPT-2's 12 layers. Each has one transparent
+# point in its blank upper-right triangle that carries its head's summary (written there if ``labels_fit``) and,
+# with ``hoverdistance = -1``, takes a click anywhere in it (plotly reports no clicks on heatmaps, streamlit issues
+# 8760 and 15042); ``customdata`` is [layer, head] from 1. A point per cell would take Chromium 5 s to draw.
 
 
 PICK = "open this head"  # the name of the scatter traces a click selects (``tables.OVERLAYS``: not data)
@@ -425,8 +419,7 @@ def _row(num_layers: int, style: FigureStyle) -> int:
 
 
 def labels_fit(num_layers: int, style: FigureStyle) -> bool:
-    """Whether a head's label fits in its small multiple: its text takes at most 40% of the row's height.
-    Otherwise (12 layers in presenter mode) the labels would cover the weights, and only the hover has them."""
+    """Whether a head's label fits in its small multiple, at most 40% of the row's height (else only hover has it)."""
     return style.font_size <= 0.4 * _row(num_layers, style)
 
 
@@ -441,11 +434,7 @@ def every_head_grid(
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """``weights`` (L, h, T, T) as an L × h grid of heatmaps; ``labels[l][k]`` is layer l+1's head k+1's summary,
-    ``details[l][k]`` what its label's hover adds.
-
-    ``current`` (layer, head, both from 1) is outlined. Queries are rows and keys columns, on numeric axes whose
-    hidden tick labels are the escaped tokens, so hover names the tokens.
-    """
+    ``details[l][k]`` what its hover adds; ``current`` (layer, head, from 1) is outlined."""
     stack = np.asarray(weights, dtype=np.float32)
     num_layers, num_heads, rows, cols = stack.shape
     grid = (num_layers, num_heads)
@@ -466,59 +455,37 @@ def every_head_grid(
     positions = list(range(1, rows + 1))  # tokens counted from 1, as the hover's "query 1 · key 1" reads
     ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}
     spots = {"x": [1 + 0.72 * (cols - 1)], "y": [1 + 0.24 * (rows - 1)]}  # inside the blank upper-right triangle
+    point = {"type": "scatter", "name": PICK, **spots, "mode": "markers+text" if written else "markers"}
+    point |= {"textposition": "middle center", "textfont": {"size": style.font_size, "color": LABEL_COLOUR}}
+    point |= {"marker": {"size": 2.2 * style.font_size, "color": "rgba(0,0,0,0)"}, "showlegend": False}
     data, annotations, shapes = [], [], []
     numbered = num_heads > NUMBERS_ABOVE  # "head 12" is wider than a phone's column
     if numbered:
-        annotations.append({**_header("head", (0.0, 1.0), "right", style), "yanchor": "bottom"})
+        annotations.append(paper_text("head", 0.0, 1.0, style, "right", "bottom"))
     for layer in range(num_layers):
         for head in range(num_heads):
             k = layer * num_heads + head
             x, y = subplot_axes(k)
             name = f"layer {layer + 1}, head {head + 1}"
             label = plain_label(labels[layer][head])
-            data.append(
-                {
-                    "type": "heatmap",
-                    "z": np.where(hidden, np.nan, stack[layer, head]).astype(np.float32),
-                    "x": positions,
-                    "y": positions,
-                    "meta": {"title": name, "kind": WEIGHTS, "hidden_value": 0.0},
-                    "hoverongaps": False,
-                    "hovertemplate": f"{name}<br>query %{{y}} · key %{{x}}<br>attention weight = %{{z:.3f}}"
-                    "<extra></extra>",
-                    **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
-                    "xaxis": x,
-                    "yaxis": y,
-                }
-            )
-            data.append(
-                {
-                    "type": "scatter",
-                    "name": PICK,
-                    **spots,
-                    "mode": "markers+text" if written else "markers",
-                    "text": [label],
-                    "textposition": "middle center",
-                    "textfont": {"size": style.font_size, "color": LABEL_COLOUR},
-                    "marker": {"size": 2.2 * style.font_size, "color": "rgba(0,0,0,0)"},
-                    "customdata": [[layer + 1, head + 1]],
-                    "hovertemplate": f"{name}: {label}<br>{plain_label(details[layer][head])}<br>click to open "
-                    "it on the chapter pages<extra></extra>",
-                    "showlegend": False,
-                    "cliponaxis": False,
-                    "xaxis": x,
-                    "yaxis": y,
-                }
-            )
+            z = np.where(hidden, np.nan, stack[layer, head]).astype(np.float32)
+            hover = f"{name}<br>query %{{y}} · key %{{x}}<br>attention weight = %{{z:.3f}}<extra></extra>"
+            heat = {"type": "heatmap", "z": z, "x": positions, "y": positions, "hoverongaps": False}
+            meta = {"title": name, "kind": WEIGHTS, "hidden_value": 0.0}
+            colours = colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0)
+            data.append({**heat, "meta": meta, "hovertemplate": hover, **colours, "xaxis": x, "yaxis": y})
+            said = f"{name}: {label}<br>{plain_label(details[layer][head])}<br>click to open it on the chapter pages"
+            picked = {"customdata": [[layer + 1, head + 1]], "hovertemplate": f"{said}<extra></extra>"}
+            data.append({**point, "text": [label], **picked, "cliponaxis": False, "xaxis": x, "yaxis": y})
             domain_x, domain_y = axes["xaxis" + x[1:]]["domain"], axes["yaxis" + y[1:]]["domain"]
             if layer == 0:
                 header = str(head + 1) if numbered else f"head {head + 1}"
-                annotations.append(_header(header, (sum(domain_x) / 2, 1.0), "bottom", style))
+                annotations.append(paper_text(header, sum(domain_x) / 2, 1.0, style, "center", "bottom"))
             if head == 0:
-                annotations.append(_header(f"layer {layer + 1}", (0.0, sum(domain_y) / 2), "right", style))
+                annotations.append(paper_text(f"layer {layer + 1}", 0.0, sum(domain_y) / 2, style, "right", "middle"))
             if current == (layer + 1, head + 1):  # the layer and head the chapter pages hold now
-                box = {"xref": f"{x} domain", "yref": f"{y} domain", "x0": 0, "x1": 1, "y0": 0, "y1": 1}
-                shapes.append({"type": "rect", **box, "line": {"color": CURRENT, "width": 3}})
+                outline = {"color": CURRENT, "width": 3}
+                shapes.append(rect(0, 1, 0, 1, outline, xref=f"{x} domain", yref=f"{y} domain"))
     for name, props in axes.items():
         shown = {"range": [0.5, cols + 0.5]} if name.startswith("x") else {"range": [rows + 0.5, 0.5]}
         axes[name] = {**props, **ticks, **shown, "ticks": "", "showgrid": False, "zeroline": False}
@@ -528,22 +495,6 @@ def every_head_grid(
     # anywhere in it selects that point
     layout.update(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
     return figure(data, layout)
-
-
-def _header(text: str, at: tuple[float, float], side: str, style: FigureStyle) -> dict:
-    """A column's "head j" above the grid (``side`` "bottom") or a row's "layer i" left of it ("right")."""
-    above = side == "bottom"
-    anchor = {"xanchor": "center", "yanchor": "bottom"} if above else {"xanchor": "right", "yanchor": "middle"}
-    return {
-        "x": at[0],
-        "y": at[1],
-        "xref": "paper",
-        "yref": "paper",
-        "text": text,
-        "showarrow": False,
-        "font": {"size": style.font_size},
-        **anchor,
-    }
 
 
 # Figures and text for the "Break it" page: the changed line as a diff, the right and the wrong
@@ -606,65 +557,32 @@ def right_and_wrong(
         view = fit_matrix(values, hidden, pieces, pieces, True, True, style)
         rows, cols = view.values.shape
         small = view.block == 1 and rows <= PANEL_TEXT_LIMIT and cols <= PANEL_TEXT_LIMIT
-        z = np.where(view.hidden, np.nan, view.values).astype(np.float32)
         x, y = subplot_axes(k)
-        trace = {
-            "type": "heatmap",
-            "z": z,
-            "x": view.col_positions,
-            "y": view.row_positions,
-            "coloraxis": "coloraxis",
-            "meta": {
-                "rows": [visible_token(p) for p in view.row_labels],
-                "cols": [visible_token(p) for p in view.col_labels],
-                "title": titles[k],
-            },
-            "hoverongaps": False,
-            "xgap": 1 if small else 0,
-            "ygap": 1 if small else 0,
-            "customdata": token_numbers(view),  # counted from 1, as the book counts tokens
-            "hovertemplate": f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>"
-            "weight = %{z:.4f}<extra></extra>",
-            "xaxis": x,
-            "yaxis": y,
-        }
+        hover = f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>weight = %{{z:.4f}}"
+        props = {"coloraxis": "coloraxis", "xgap": int(small), "ygap": int(small), "xaxis": x, "yaxis": y}
+        props |= {"customdata": token_numbers(view), "hovertemplate": f"{hover}<extra></extra>"}  # tokens from 1
+        trace = view.trace(titles[k], {}, **props)
         if small:
-            trace.update(cell_text(z, view.hidden))
-            trace["textfont"] = {"size": style.cell_text_size}
+            trace.update(cell_text(trace["z"], view.hidden), textfont={"size": style.cell_text_size})
         data.append(trace)
         data += _masked_words(view, values, future, k, style)
         nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], k, style)
         data += nan_traces
         shapes += nan_shapes
-        labels = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+        labels = view.tick_texts()[0]
         ticks = tick_positions(len(labels), fit)
-        shown = {"tickvals": [view.row_positions[i] for i in ticks], "ticktext": [labels[i] for i in ticks]}
-        shown.update(showgrid=False, zeroline=False)
+        shown = {**chosen_ticks(view.row_positions, labels, ticks), "showgrid": False, "zeroline": False}
         span = [view.row_positions[0] - 0.5 * view.block, view.row_positions[-1] + 0.5 * view.block]
         x_axis, y_axis = "xaxis" + x[1:], "yaxis" + y[1:]
         axes[y_axis] = axis(style, "queries" if k == 0 else "", **axes[y_axis], **shown, range=span[::-1])
         axes[x_axis] = axis(style, **axes[x_axis], **shown, range=span, tickangle=-90 if len(ticks) > 6 else None)
-    colour_axis = {
-        "colorscale": COLOUR_STOPS[SEQUENTIAL],
-        "cmin": 0.0,
-        "cmax": zmax,
-        "colorbar": {
-            "thickness": 12,
-            "title": {"text": "weight", "font": {"size": style.tick_size}},
-            "tickfont": {"size": style.tick_size},
-        },
-    }
-    own = {"shapes": shapes} if shapes else {}
-    layout = figure_layout(
-        title,
-        style,
-        height,
-        margin={"t": 2 * style.title_size + style.font_size + 12},  # tick labels are below
-        **axes,
-        annotations=annotations,
-        coloraxis=colour_axis,
-        **own,
-    )
+    bar_title = {"text": "weight", "font": {"size": style.tick_size}}
+    colour_bar = {"thickness": 12, "title": bar_title, "tickfont": {"size": style.tick_size}}
+    colour_axis = {"colorscale": COLOUR_STOPS[SEQUENTIAL], "cmin": 0.0, "cmax": zmax, "colorbar": colour_bar}
+    margin = {"t": 2 * style.title_size + style.font_size + 12}  # tick labels are below
+    layout = figure_layout(title, style, height, margin=margin, **axes, annotations=annotations, coloraxis=colour_axis)
+    if shapes:
+        layout["shapes"] = shapes
     return figure(pick_layer(data, layout, apart=False) if pickable else data, layout)
 
 
@@ -682,29 +600,15 @@ def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureSty
 
 
 def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
-    """Fill each NaN row (or block of rows holding one) vermilion and label it "NaN row" at its start
-    (only the first of each run of rows when rows are too thin for a label each): the label trace
-    and the fills."""
+    """The label trace and the vermilion fills of each NaN row (or block holding one), labelled "NaN row" at its
+    start (only a run's first where rows are too thin for a label each)."""
     positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
     if not positions:
         return [], []
     x, y = subplot_axes(panel)
     x0, x1 = view.col_positions[0] - 0.5 * view.block, view.col_positions[-1] + 0.5 * view.block
-    fills = [
-        {
-            "type": "rect",
-            "x0": x0,
-            "x1": x1,
-            "y0": position - 0.5 * view.block,
-            "y1": position + 0.5 * view.block,
-            "fillcolor": NAN_FILL,
-            "line": {"color": NAN_LINE, "width": 2},
-            "layer": "above",
-            "xref": x,
-            "yref": y,
-        }
-        for position in positions
-    ]
+    fill, half = {"fillcolor": NAN_FILL, "layer": "above", "xref": x, "yref": y}, 0.5 * view.block
+    fills = [rect(x0, x1, p - half, p + half, {"color": NAN_LINE, "width": 2}, **fill) for p in positions]
     if len(view.row_positions) > 2 * PANEL_TEXT_LIMIT:  # thin rows: one label per run of NaN rows
         positions = [p for p in positions if p - view.block not in positions]
     word = "NaN row" if len(view.col_positions) > 2 else "NaN"
@@ -737,12 +641,9 @@ def saturation(
     head_dim: int | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """The saturation curve against d_k: ``stat`` "max_weight" (with the uniform 1/num_keys line), "grad_norm"
-    (at the softmax's input) or "param_grad" (reaching W_query and W_key, on a log scale).
-
-    ``curve`` has ``d_ks``, ``right_<stat>``, ``wrong_<stat>`` and ``num_keys``;
-    ``head_dim`` marks this module's d_k with a vertical line.
-    """
+    """The saturation curve (``d_ks``, ``right_<stat>``, ``wrong_<stat>``, ``num_keys``) against d_k: ``stat``
+    "max_weight" (with the uniform 1/num_keys line), "grad_norm" (at the softmax's input) or "param_grad" (reaching
+    W_query and W_key, on a log scale); ``head_dim`` marks this module's d_k with a vertical line."""
     d_ks = np.asarray(curve.d_ks)
     series = {
         "÷ √d_k (right)": getattr(curve, f"right_{stat}"),
@@ -762,16 +663,8 @@ def saturation(
     if head_dim is not None:
         here = {"type": "line", "x0": head_dim, "x1": head_dim, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
         marks["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
-        marks["annotations"] = [
-            {
-                "x": math.log10(head_dim),
-                "y": 1,
-                "yref": "paper",
-                "text": f" d_k here = {head_dim}",
-                "showarrow": False,
-                "xanchor": "left",
-            }
-        ]
+        said = {"text": f" d_k here = {head_dim}", "showarrow": False, "xanchor": "left"}
+        marks["annotations"] = [{"x": math.log10(head_dim), "y": 1, "yref": "paper", **said}]
     return lines(
         d_ks,
         series,
