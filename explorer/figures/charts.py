@@ -443,14 +443,8 @@ def every_head_grid(
     top, plot_height = _top(style), num_layers * _row(num_layers, style)
     height = top + plot_height + BOTTOM_PX
     written = labels_fit(num_layers, style)
-    axes, _ = subplot_grid(
-        num_layers,
-        num_heads,
-        [],
-        style,
-        horizontal_spacing=min(0.03, 0.24 / num_heads),
-        vertical_spacing=GAP_PX / plot_height,
-    )
+    spacing = {"horizontal_spacing": min(0.03, 0.24 / num_heads), "vertical_spacing": GAP_PX / plot_height}
+    axes, _ = subplot_grid(num_layers, num_heads, [], style, **spacing)
     hidden = np.triu(np.ones((rows, cols), dtype=bool), k=1)  # the causal mask: keys after the query
     positions = list(range(1, rows + 1))  # tokens counted from 1, as the hover's "query 1 · key 1" reads
     ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}

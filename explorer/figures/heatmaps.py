@@ -112,11 +112,7 @@ def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show
 
 def hidden_value(kind: str, masked: bool) -> str | float | None:
     """What a blank cell holds, for exports: a masked (or dropped) weight is exactly 0, a masked score −∞."""
-    if kind == WEIGHTS:
-        return 0.0
-    if kind == SIGNED and masked:
-        return "-inf"
-    return None
+    return 0.0 if kind == WEIGHTS else "-inf" if kind == SIGNED and masked else None
 
 
 # What part of a matrix a heatmap draws: cell text, and block means for a matrix too large to read cell by cell.
@@ -527,32 +523,16 @@ def heatmap(
     if highlighted:
         x0, x1 = view.col_positions[0] - 0.5, view.col_positions[-1] + 0.5
         own["shapes"] = [rect(x0, x1, highlight_row - 0.5, highlight_row + 0.5, {"color": "#D55E00", "width": 3})]
-    own["yaxis"] = axis(
-        style,
-        plain_label(plural(row_title)),
-        **chosen_ticks(view.row_positions, row_text, row_ticks),
-        autorange="reversed",
-        showgrid=False,
-        zeroline=False,
-    )
-    own["xaxis"] = axis(
-        style,
-        plain_label(plural(col_title)),
-        **chosen_ticks(view.col_positions, col_text, col_ticks),
-        tickangle=-90 if len(col_ticks) > ROTATED_TICKS else None,  # None: "auto"
-        autotickangles=[0, -90],
-        side="top",
-        showgrid=False,
-        zeroline=False,
-        automargin=True,
-    )
+    plain = {"showgrid": False, "zeroline": False}
+    row_axis = {**chosen_ticks(view.row_positions, row_text, row_ticks), "autorange": "reversed", **plain}
+    own["yaxis"] = axis(style, plain_label(plural(row_title)), **row_axis)
+    upright = -90 if len(col_ticks) > ROTATED_TICKS else None  # None: "auto"
+    col_axis = {**chosen_ticks(view.col_positions, col_text, col_ticks), "tickangle": upright, "automargin": True}
+    own["xaxis"] = axis(style, plain_label(plural(col_title)), **col_axis, autotickangles=[0, -90], side="top", **plain)
     # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
     own["xaxis"]["title"]["standoff"] = 4 + (style.tick_size if may_stand else 0)
-    margin = {}
-    if legend_height:  # room under the plot for the legend
-        margin["b"] = legend_height + 10
-    if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
-        margin["t"] = top
+    # room under the plot for the legend; above it, for the title, then the axis title, then upright labels
+    margin = ({"b": legend_height + 10} if legend_height else {}) | ({"t": top} if may_stand else {})
     layout = figure_layout(title, style, height, margin=margin, subtitle=note, **own)
     for trace in data if legend_names else ():
         if trace.get("name") in legend_names:
@@ -632,21 +612,11 @@ def heatmap_grid(
     count, rows, cols = stack.shape
     columns = max(1, min(columns, count))
     grid_rows = int(np.ceil(count / columns))
-    vertical_spacing = GRID_ROW_SPACING / max(grid_rows, 1) + 0.04
-    axes, annotations = subplot_grid(
-        grid_rows,
-        columns,
-        [plain_label(t) for t in titles],
-        style,
-        horizontal_spacing=0.03,
-        vertical_spacing=vertical_spacing,
-        shared_yaxes=True,
-    )
+    gap = GRID_ROW_SPACING / max(grid_rows, 1) + 0.04
+    spacing = {"horizontal_spacing": 0.03, "vertical_spacing": gap, "shared_yaxes": True}
+    axes, annotations = subplot_grid(grid_rows, columns, [plain_label(t) for t in titles], style, **spacing)
     hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
-    views = [
-        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
-        for k in range(count)
-    ]
+    views = [fit_matrix(m, hidden | ~np.isfinite(m), row_labels, col_labels, True, True, style) for m in stack]
     view = views[0]
     rows, cols = view.values.shape
     row_text, col_text = view.tick_texts()
@@ -655,16 +625,10 @@ def heatmap_grid(
     for k in range(count):
         x, y = subplot_axes(k)
         hover = f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · key{first} %{{customdata[1]}}"
-        trace = views[k].trace(
-            titles[k],
-            {"kind": WEIGHTS, "hidden_value": 0.0},  # a masked weight is exactly 0
-            textfont={"size": style.cell_text_size},
-            customdata=token_numbers(views[k]),  # counted from 1 (a block's first)
-            hovertemplate=f"{hover}<br>attention weight = %{{z:.4f}}<extra></extra>",
-            **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
-            xaxis=x,
-            yaxis=y,
-        )
+        props = {"hovertemplate": f"{hover}<br>attention weight = %{{z:.4f}}<extra></extra>", "xaxis": x, "yaxis": y}
+        props |= {"customdata": token_numbers(views[k]), "textfont": {"size": style.cell_text_size}}  # from 1
+        meta = {"kind": WEIGHTS, "hidden_value": 0.0}  # a masked weight is exactly 0
+        trace = views[k].trace(titles[k], meta, **props, **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0))
         data.append(trace | (cell_text(trace["z"], views[k].hidden) if small else {}))
     row_height = max(figure_height(rows, style, extra=60), 240)
     if max_row_height is not None:
@@ -674,7 +638,7 @@ def heatmap_grid(
     # rows: as many labels as a panel's plot area is tall, 1.3 lines each; it is the figure's height less the title's
     # margin above, and the column labels with the bottom margin below (2 lines), shared by the grid's rows
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 24) - (2 * style.tick_size + 10)
-    panel_height = plot_height * (1 - vertical_spacing * (grid_rows - 1)) / grid_rows
+    panel_height = plot_height * (1 - gap * (grid_rows - 1)) / grid_rows
     row_fit = max(2, int(panel_height / (1.3 * style.tick_size)))
     row_ticks, col_ticks = tick_positions(rows, row_fit), tick_positions(cols, max(2, fit // columns + 1))
     y_ticks = chosen_ticks(view.row_positions, row_text, row_ticks)
