@@ -171,9 +171,8 @@ def labels_that_fit(height: int, style: FigureStyle) -> int:
 
 
 def words_fit(word: str, columns: int, style: FigureStyle, plot_px: float) -> bool:
-    """Whether ``word``, written in ``columns`` cells side by side at the style's label size, keeps a gap to its
-    neighbours in a plot ``plot_px`` wide. A style that scrolls a chart sideways (a phone) draws it wide enough
-    for its cell texts (``widths.readable_width``), so there the words always fit."""
+    """Whether ``word`` in ``columns`` cells side by side keeps a gap to its neighbours in a plot ``plot_px`` wide;
+    always where a chart scrolls sideways (a phone), drawn wide enough for its texts (``readable_width``)."""
     return not style.shrink_text or columns * (len(word) * WORD_EM * style.label_size + WORD_GAP_PX) <= plot_px
 
 
@@ -285,8 +284,7 @@ def subplot_axes(k: int) -> tuple[str, str]:
 
 
 def export_config(file_name: str, *, image_format: str = "png") -> dict:
-    """plotly's toolbar config: the camera button downloads PNG at presentation
-    resolution (3 × the on-screen size) or SVG, named for the view."""
+    """plotly's toolbar config: the camera button downloads PNG at 3 × on-screen size, or SVG, named for the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
     image_format = image_format if image_format in ("png", "svg") else "png"
     return {
@@ -297,8 +295,7 @@ def export_config(file_name: str, *, image_format: str = "png") -> dict:
 
 
 def plain_numbers(values) -> list:
-    """A sequence of numbers as a list of Python numbers (numpy scalars become ``int``/``float``), as
-    plotly's validator would store it: exports write ``trace.x`` to JSON."""
+    """Numbers as Python ``int``/``float`` (not numpy scalars), as plotly's validator stores them for JSON exports."""
     return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
@@ -362,17 +359,13 @@ ALT_ROW_VALUES = 64  # a highlighted row's numbers a text alternative reads out,
 
 def highlighted_rows(fig) -> list[int | None]:
     """For each heatmap of ``fig``, in order, the index of the row it outlines (the inspected query), or None."""
-    return [
-        (trace.meta.get("highlight") if isinstance(trace.meta, dict) else None)
-        for trace in fig.data
-        if trace.type == "heatmap"
-    ]
+    metas = [trace.meta for trace in fig.data if trace.type == "heatmap"]
+    return [meta.get("highlight") if isinstance(meta, dict) else None for meta in metas]
 
 
 def _row_text(label: str, values) -> str:
-    shown = ", ".join(
-        "masked" if not np.isfinite(v) else f"{v:.3g}" for v in np.asarray(values, float)[:ALT_ROW_VALUES]
-    )
+    first = np.asarray(values, float)[:ALT_ROW_VALUES]
+    shown = ", ".join("masked" if not np.isfinite(v) else f"{v:.3g}" for v in first)
     more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
     return f"Highlighted row {label}: {shown}{more}"
 
@@ -386,10 +379,8 @@ def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | No
         name = f" {table['name']}" if table.get("name") else ""
         if table["type"] == "heatmap":
             rows, cols = table["rows"], table["cols"]
-            parts.append(
-                f"Heatmap{name}: {len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)}), "
-                f"{_range(table['values'])}"
-            )
+            size = f"{len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)})"
+            parts.append(f"Heatmap{name}: {size}, {_range(table['values'])}")
             row = next(highlights, None)
             if row is not None and 0 <= row < len(table["values"]):
                 parts.append(_row_text(rows[row] if row < len(rows) else str(row + 1), table["values"][row]))
@@ -417,8 +408,7 @@ def csv_text(text: str) -> str:
 
 
 def tables_csv(tables: list[dict]) -> str:
-    """Every heatmap of a figure as CSV: its title in the corner, token labels in the header and the first column
-    (-inf for masked scores)."""
+    """Every heatmap of a figure as CSV: its title in the corner, token labels heading rows and columns."""
     blocks = []
     for table in tables:
         if table["type"] != "heatmap":
