@@ -78,6 +78,7 @@ def bars(
     x = list(range(len(labels)))
     text_labels = token_labels(labels)
     shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
+    meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
     data = []
     for index, (name, series) in enumerate(values.items()):
         numbers = np.asarray(series, dtype=np.float64)
@@ -86,15 +87,10 @@ def bars(
         finite = np.isfinite(numbers)
         text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
         trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
-        trace["marker"] = {"color": series_colour(index)}
+        full = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        said = f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}{meaning_line}<extra></extra>"
+        trace.update(marker={"color": series_colour(index)}, customdata=full, hovertext=text_labels, hovertemplate=said)
         trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
-        trace["customdata"] = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
-        trace["hovertext"] = text_labels
-        trace["hovertemplate"] = (
-            f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
-            + (f"<br>{plain_label(meaning)}" if meaning else "")
-            + "<extra></extra>"
-        )
         data.append(trace)
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
@@ -122,13 +118,9 @@ def token_axis(text_labels: Sequence[str], style: FigureStyle, keep: int | None 
     """Token labels under bars: all of them up to ``BAR_TICK_LIMIT``, else every k-th (``keep`` always),
     standing upright above ``ROTATED_TICKS`` so that neighbours do not run into each other."""
     ticks = tick_positions(len(text_labels), BAR_TICK_LIMIT, keep)
+    upright = -90 if len(text_labels) > ROTATED_TICKS else 0
     return axis(
-        style,
-        title,
-        tickvals=ticks,
-        ticktext=[text_labels[i] for i in ticks],
-        tickangle=-90 if len(text_labels) > ROTATED_TICKS else 0,
-        automargin=True,
+        style, title, tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickangle=upright, automargin=True
     )
 
 
