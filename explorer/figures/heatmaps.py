@@ -366,10 +366,6 @@ def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int, 
     return {**point, "selected": invisible, "unselected": invisible, "showlegend": False}
 
 
-def _rect(x0: float, x1: float, y0: float, y1: float, width: int, axes: tuple[str, str] = ("x", "y")) -> dict:
-    return rect(x0, x1, y0, y1, {"color": MARK_COLOUR, "width": width}, xref=axes[0], yref=axes[1])
-
-
 def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) -> list[dict]:
     """Outlines for a figure's JSON (``spec``): the cell (``row``, ``col``) when both are given, else the row or the
     column, if shown; on panels side by side ``col`` counts as ``pick_layer``'s points do (``meta.offset``)."""
@@ -388,16 +384,14 @@ def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) ->
 
 def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -> list[dict]:
     rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
-    axes = _axes(heat)
     if (row is None and all_columns) or not rows or not cols:
         return []
     if (row is not None and row not in rows) or (not all_columns and col not in cols):
         return []
-    if row is not None and not all_columns:
-        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4, axes)]
-    if row is not None:
-        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3, axes)]
-    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3, axes)]
+    x0, x1 = (min(cols), max(cols)) if all_columns else (col, col)
+    y0, y1 = (min(rows), max(rows)) if row is None else (row, row)
+    line = {"color": MARK_COLOUR, "width": 3 if all_columns or row is None else 4}  # a cell's outline is bolder
+    return [rect(x0 - 0.5, x1 + 0.5, y0 - 0.5, y1 + 0.5, line, xref=_axes(heat)[0], yref=_axes(heat)[1])]
 
 
 # Heatmaps: a matrix with its rows as queries and its columns as keys.
