@@ -45,14 +45,8 @@ MAX_TOKEN_CHARS = 24  # longer pieces are cut, with "…"
 def visible_token(piece: str) -> str:
     """A token's text with whitespace and invisible characters made visible and long pieces shortened; for places
     that show text literally (tables). Cached: a page shows the same few hundred tokens again at every run."""
-    shown = []
-    for char in piece:
-        if char in _INVISIBLE:
-            shown.append(_INVISIBLE[char])
-        elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn"):
-            shown.append(f"⟨U+{ord(char):04X}⟩")
-        else:
-            shown.append(char)
+    unseen = ("Cc", "Cf", "Zl", "Zp", "Co", "Cn")  # control and format characters, separators, private, unassigned
+    shown = [_INVISIBLE.get(c, f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) in unseen else c) for c in piece]
     text = "".join(shown) or "∅"
     if len(text) > MAX_TOKEN_CHARS:
         text = text[: MAX_TOKEN_CHARS - 1] + "…"
