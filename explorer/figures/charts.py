@@ -138,9 +138,8 @@ def stacked_contributions(
     num_tokens, dims = values.shape
     labels = token_labels(token_pieces)
     shown = np.arange(num_tokens)
-    if num_tokens > STACKED_TOKEN_LIMIT:
-        largest = np.argsort(-np.abs(values).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1]
-        shown = np.sort(largest)
+    if num_tokens > STACKED_TOKEN_LIMIT:  # the tokens with the largest total |contribution|
+        shown = np.sort(np.argsort(-np.abs(values).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1])
     dimensions = list(range(dims))
 
     def block(y, name: str, colour: str, hover: str) -> dict:
@@ -150,8 +149,7 @@ def stacked_contributions(
     # tokens counted from 1, as the book counts x^(1)
     data = [block(values[j], f"{j + 1}: {labels[j]}", series_colour(j), f"{labels[j]}<br>contributes") for j in shown]
     if len(shown) < num_tokens:
-        others = np.ones(num_tokens, dtype=bool)
-        others[shown] = False
+        others = ~np.isin(np.arange(num_tokens), shown)
         name = f"other {int(others.sum())} tokens"
         data.append(block(values[others].sum(axis=0), name, MASKED_FILL, f"{name}<br>contribute"))
     legend = len(data) <= TEXT_CELL_LIMIT  # beyond that, hover names each token's share
