@@ -2,33 +2,22 @@
 
 Every page draws through these functions, so the conventions hold everywhere:
 
-* rows are queries and columns are keys, labelled with the tokens on numeric
-  axes (``tickvals``/``ticktext``), so a token that occurs twice stays two rows;
-* every token label passes through ``token_label``, which makes whitespace
-  visible and escapes it, so "<b>" or a link typed by a user is shown, never
-  interpreted by plotly;
-* colour is a measurement (``heatmaps``' kinds): attention weights on one fixed 0–1
-  Cividis scale, signed values (scores, Q/K/V, context vectors) on ColorBrewer's RdBu
-  centred on zero from −max|v| to +max|v|, other non-negative values from 0; panels
-  compared side by side share one range (``shared_range``); a boolean mask has two
-  colours and a legend; explicit ranges switch plotly's ``zauto`` off, so they hold;
-* cell values are printed when the matrix is small; hover everywhere says the
-  row token, the column token, the value and what it means;
-* masked cells are grey, never a colour of the scale, and say on hover what they hold
-  (a masked score −∞, a masked weight 0).
+* rows are queries and columns are keys, labelled with the tokens on numeric axes (``tickvals``/``ticktext``),
+  so a token that occurs twice stays two rows;
+* every token label passes through ``token_label``, which makes whitespace visible and escapes HTML, so "<b>"
+  or a link typed by a user is shown, never interpreted by plotly;
+* colour is a measurement (``heatmaps``' kinds): attention weights on one fixed 0–1 Cividis scale, signed values
+  on RdBu centred on zero from −max|v| to +max|v|, other non-negative values from 0; panels compared side by side
+  share one range (``shared_range``); a boolean mask has two colours and a legend;
+* cell values are printed when the matrix is small; hover says the row token, the column token, the value and
+  what it means; masked cells are grey and say on hover what they hold (a masked score −∞, a masked weight 0).
 
-Builders take numpy arrays (or anything ``np.asarray`` accepts) and do no torch math. Each
-assembles its traces and layout as plain dicts and makes its figure in one constructor call that
-skips plotly's validation (``figure``): about 1 ms a heatmap, where setting properties one by
-one (``update_layout``, ``add_trace``, ``make_subplots``) validates each and costs 10-25 ms.
+Builders do no torch math. Each makes its figure from plain dicts in one unvalidated constructor call
+(``figure``): about 1 ms a heatmap, where plotly's validating setters cost 10-25 ms;
 ``tests/test_figures_validity.py`` checks that plotly's validator accepts every builder's output.
 
-This module holds what every builder shares: token labels made visible and escaped; colours, styles, ticks,
-margins, subplot grids, the figure itself; then, last, a figure's numbers as CSV and JSON. Then ``heatmaps``
-(a matrix's kind and colour range, what part of a large matrix is drawn, masked cells, clickable cells,
-heatmaps (one dropout draw's too), one matrix per head side by side, readable widths) and ``charts`` (bars and
-lines, a score's terms, two computations compared, heads' shares, a live room's votes, every layer × head,
-and the "Break it" page's figures). Pages import this package and use its names.
+This module holds what every builder shares (labels, colours, styles, ticks, layouts, subplot grids) and a
+figure's numbers as CSV, JSON and text; ``heatmaps`` holds matrices, ``charts`` everything else.
 """
 
 from __future__ import annotations
@@ -56,14 +45,8 @@ MAX_TOKEN_CHARS = 24  # longer pieces are cut, with "…"
 def visible_token(piece: str) -> str:
     """A token's text with whitespace and invisible characters made visible and long pieces shortened; for places
     that show text literally (tables). Cached: a page shows the same few hundred tokens again at every run."""
-    shown = []
-    for char in piece:
-        if char in _INVISIBLE:
-            shown.append(_INVISIBLE[char])
-        elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn"):
-            shown.append(f"⟨U+{ord(char):04X}⟩")
-        else:
-            shown.append(char)
+    unseen = ("Cc", "Cf", "Zl", "Zp", "Co", "Cn")  # control and format characters, separators, private, unassigned
+    shown = [_INVISIBLE.get(c, f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) in unseen else c) for c in piece]
     text = "".join(shown) or "∅"
     if len(text) > MAX_TOKEN_CHARS:
         text = text[: MAX_TOKEN_CHARS - 1] + "…"
@@ -74,8 +57,7 @@ def visible_token(piece: str) -> str:
 
 
 def token_label(piece: str) -> str:
-    """A token as a plotly label: ``visible_token`` with HTML special characters
-    escaped, so "<b>" or a link typed by a user is shown, never interpreted."""
+    """A token as a plotly label: ``visible_token`` with HTML escaped, so "<b>" typed by a user is shown as typed."""
     return html.escape(visible_token(piece), quote=False)
 
 
@@ -160,12 +142,14 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
 )
 
 
-def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:
-    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th.
+def series_colour(index: int) -> str:
+    """The colour of a chart's ``index``-th series (or token), the palette repeating after eight."""
+    return SERIES_COLOURS[index % len(SERIES_COLOURS)]
 
-    ``keep`` (a highlighted row or column) always keeps its label: the every-k-th
-    positions are then counted from it, both ways, so no label crowds it.
-    """
+
+def tick_positions(count: int, limit: int = TICK_LIMIT, keep: int | None = None) -> list[int]:
+    """Which of ``count`` positions get a label: all up to ``limit``, else every k-th, counted both ways from
+    ``keep`` (a highlighted row or column), which always keeps its label."""
     if count <= limit:
         return list(range(count))
     step = int(np.ceil(count / limit))
@@ -181,9 +165,8 @@ def labels_that_fit(height: int, style: FigureStyle) -> int:
 
 
 def words_fit(word: str, columns: int, style: FigureStyle, plot_px: float) -> bool:
-    """Whether ``word``, written in ``columns`` cells side by side at the style's label size, keeps a gap to its
-    neighbours in a plot ``plot_px`` wide. A style that scrolls a chart sideways (a phone) draws it wide enough
-    for its cell texts (``widths.readable_width``), so there the words always fit."""
+    """Whether ``word`` in ``columns`` cells side by side keeps a gap to its neighbours in a plot ``plot_px`` wide;
+    always where a chart scrolls sideways (a phone), drawn wide enough for its texts (``readable_width``)."""
     return not style.shrink_text or columns * (len(word) * WORD_EM * style.label_size + WORD_GAP_PX) <= plot_px
 
 
@@ -220,25 +203,13 @@ def figure_layout(
     subtitle: str = "",
     **props,
 ) -> dict:
-    """The title, margins and height every figure shares, and every text size set explicitly: Streamlit's
-    plotly theme sets its own smaller axis-title, legend and colour-bar sizes where a figure sets none.
-
-    ``props`` are the builder's own layout (axes from ``axis``, shapes, ``plot_bgcolor`` ...); ``legend``
-    and ``margin`` are merged into the shared ones; ``subtitle`` is a line under the title, in the ticks' size
-    (a narrow chart cuts a long title off at its right edge, so what the title must say is not added to it)."""
-    shown = {"text": plain_label(subtitle), "font": {"size": style.tick_size}} if subtitle else {}
+    """The title, margins, height and every text size (Streamlit's theme shrinks any a figure leaves unset);
+    ``legend`` and ``margin`` merge into the shared ones, ``props`` are the builder's own layout, ``subtitle`` a
+    line under the title (a narrow chart cuts a long title off, so what it must say is not added to the title)."""
+    sub = {"subtitle": {"text": plain_label(subtitle), "font": {"size": style.tick_size}}} if subtitle else {}
+    place = {"x": 0, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}}
     return {
-        "title": {
-            "text": plain_label(title),
-            "font": {"size": style.title_size},
-            "x": 0,
-            "xanchor": "left",
-            "y": 1,
-            "yref": "container",
-            "yanchor": "top",
-            "pad": {"t": 6},
-            **({"subtitle": shown} if shown else {}),
-        },
+        "title": {"text": plain_label(title), "font": {"size": style.title_size}, **place, **sub},
         "font": {"size": style.font_size},
         "legend": {"font": {"size": style.font_size}, **(legend or {})},
         "height": height,
@@ -260,11 +231,9 @@ def subplot_grid(
     vertical_spacing: float = 0.0,
     shared_yaxes: bool = False,
 ) -> tuple[dict, list[dict]]:
-    """The axes of a ``rows`` × ``cols`` grid of subplots and the titles above them, as plain dicts laid out as
-    ``plotly.subplots.make_subplots`` would (to the last bit), which validates every axis: 10 ms for 12 panels.
-
-    Subplot k (from 0, row by row from the top left) draws on the axes ``subplot_axes(k)`` names. With
-    ``shared_yaxes``, a row's y axes follow its first, which alone shows tick labels. Empty titles get none."""
+    """The axes and panel titles of a ``rows`` × ``cols`` grid, to the bit as ``make_subplots`` lays them out (it
+    validates every axis: 10 ms for 12 panels); panel k, row by row, draws on ``subplot_axes(k)``. With
+    ``shared_yaxes`` a row's y axes follow its first, which alone shows tick labels."""
     width = (1.0 - horizontal_spacing * (cols - 1)) / cols
     height = (1.0 - vertical_spacing * (rows - 1)) / rows
     axes, annotations = {}, []
@@ -282,20 +251,24 @@ def subplot_grid(
             if shared_yaxes and c > 0:
                 axes["yaxis" + y[1:]].update(matches=subplot_axes(r * cols)[1], showticklabels=False)
             if k < len(titles) and titles[k]:
-                annotations.append(
-                    {
-                        "y": top,
-                        "xref": "paper",
-                        "x": (left + right) / 2.0,
-                        "yref": "paper",
-                        "text": titles[k],
-                        "showarrow": False,
-                        "font": {"size": style.font_size},
-                        "xanchor": "center",
-                        "yanchor": "bottom",
-                    }
-                )
+                annotations.append(paper_text(titles[k], (left + right) / 2.0, top, style, "center", "bottom"))
     return axes, annotations
+
+
+def paper_text(text: str, x: float, y: float, style: FigureStyle, xanchor: str, yanchor: str) -> dict:
+    """An annotation at (``x``, ``y``) in the figure's paper coordinates, in the style's font size."""
+    said = {"text": text, "showarrow": False, "font": {"size": style.font_size}}
+    return {"x": x, "y": y, "xref": "paper", "yref": "paper", **said, "xanchor": xanchor, "yanchor": yanchor}
+
+
+def rect(x0: float, x1: float, y0: float, y1: float, line: dict, **props) -> dict:
+    """A rectangle shape (an outline or a band) with its ``line``; ``props`` add its axes, fill ..."""
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": line, **props}
+
+
+def chosen_ticks(positions: Sequence, texts: Sequence[str], chosen: Sequence[int]) -> dict:
+    """An axis's ``tickvals`` and ``ticktext``: the labels ``chosen`` (indices) of ``positions`` and ``texts``."""
+    return {"tickvals": [positions[i] for i in chosen], "ticktext": [texts[i] for i in chosen]}
 
 
 def subplot_axes(k: int) -> tuple[str, str]:
@@ -305,8 +278,7 @@ def subplot_axes(k: int) -> tuple[str, str]:
 
 
 def export_config(file_name: str, *, image_format: str = "png") -> dict:
-    """plotly's toolbar config: the camera button downloads PNG at presentation
-    resolution (3 × the on-screen size) or SVG, named for the view."""
+    """plotly's toolbar config: the camera button downloads PNG at 3 × on-screen size, or SVG, named for the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in file_name).strip("-") or "attention-explorer"
     image_format = image_format if image_format in ("png", "svg") else "png"
     return {
@@ -317,8 +289,7 @@ def export_config(file_name: str, *, image_format: str = "png") -> dict:
 
 
 def plain_numbers(values) -> list:
-    """A sequence of numbers as a list of Python numbers (numpy scalars become ``int``/``float``), as
-    plotly's validator would store it: exports write ``trace.x`` to JSON."""
+    """Numbers as Python ``int``/``float`` (not numpy scalars), as plotly's validator stores them for JSON exports."""
     return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
@@ -382,17 +353,13 @@ ALT_ROW_VALUES = 64  # a highlighted row's numbers a text alternative reads out,
 
 def highlighted_rows(fig) -> list[int | None]:
     """For each heatmap of ``fig``, in order, the index of the row it outlines (the inspected query), or None."""
-    return [
-        (trace.meta.get("highlight") if isinstance(trace.meta, dict) else None)
-        for trace in fig.data
-        if trace.type == "heatmap"
-    ]
+    metas = [trace.meta for trace in fig.data if trace.type == "heatmap"]
+    return [meta.get("highlight") if isinstance(meta, dict) else None for meta in metas]
 
 
 def _row_text(label: str, values) -> str:
-    shown = ", ".join(
-        "masked" if not np.isfinite(v) else f"{v:.3g}" for v in np.asarray(values, float)[:ALT_ROW_VALUES]
-    )
+    first = np.asarray(values, float)[:ALT_ROW_VALUES]
+    shown = ", ".join("masked" if not np.isfinite(v) else f"{v:.3g}" for v in first)
     more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
     return f"Highlighted row {label}: {shown}{more}"
 
@@ -406,10 +373,8 @@ def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | No
         name = f" {table['name']}" if table.get("name") else ""
         if table["type"] == "heatmap":
             rows, cols = table["rows"], table["cols"]
-            parts.append(
-                f"Heatmap{name}: {len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)}), "
-                f"{_range(table['values'])}"
-            )
+            size = f"{len(rows)} rows ({_span(rows)}) by {len(cols)} columns ({_span(cols)})"
+            parts.append(f"Heatmap{name}: {size}, {_range(table['values'])}")
             row = next(highlights, None)
             if row is not None and 0 <= row < len(table["values"]):
                 parts.append(_row_text(rows[row] if row < len(rows) else str(row + 1), table["values"][row]))
@@ -437,8 +402,7 @@ def csv_text(text: str) -> str:
 
 
 def tables_csv(tables: list[dict]) -> str:
-    """Every heatmap of a figure as CSV: its title in the corner, token labels in the header and the first column
-    (-inf for masked scores)."""
+    """Every heatmap of a figure as CSV: its title in the corner, token labels heading rows and columns."""
     blocks = []
     for table in tables:
         if table["type"] != "heatmap":

@@ -1,8 +1,5 @@
 """Charts that are not a single matrix: bars, lines, a dot product term by term, heads' shares, a room's votes,
-and every layer and head of a model as small multiples; then, last, the "Break it" page's figures and text (the
-changed line as a diff, the right and the wrong weights side by side on one colour scale, the measured
-consequences, and the saturation curve).
-"""
+every layer and head of a model as small multiples, and last the "Break it" page's figures and text."""
 
 from __future__ import annotations
 
@@ -25,17 +22,20 @@ from . import (
     TEXT_CELL_LIMIT,
     FigureStyle,
     axis,
+    chosen_ticks,
     figure,
     figure_height,
     figure_layout,
     labels_that_fit,
+    paper_text,
     plain_label,
     plain_numbers,
+    rect,
+    series_colour,
     subplot_axes,
     subplot_grid,
     tick_positions,
     token_labels,
-    visible_token,
 )
 from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matrix, pick_layer, token_numbers
 
@@ -45,6 +45,13 @@ from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matri
 
 BAR_TICK_LIMIT = 16  # token labels under bars: all up to this many, else every k-th (upright)
 LABEL_HEADROOM = 0.25  # a stacked chart's y axis reaches this share of its bars' span above them: its sums' labels
+LEGEND_ABOVE = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}
+
+
+def chart(data: list[dict], title: str, style: FigureStyle, height: int, **props) -> go.Figure:
+    """A figure whose plot background is clear (a heatmap's is the grey of masked cells); ``props`` as in
+    ``figure_layout``."""
+    return figure(data, figure_layout(title, style, height, plot_bgcolor="rgba(0,0,0,0)", **props))
 
 
 def value_bars(x, y, text, style: FigureStyle, **props) -> dict:
@@ -65,15 +72,13 @@ def bars(
     extra_height: int = 80,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """One or more series of per-token values as grouped bars (e.g. a score row and its three normalizations).
-    Non-finite values (nan, inf) are drawn as empty bars labelled with what they are.
-
-    Value labels have fewer decimals when several series share a group, and plotly hides one that would not fit
-    its bar's width (``uniformtext``), so labels never run into each other. Hover always has the full value.
-    """
+    """Series of per-token values as grouped bars (a score row and its normalizations); non-finite values are empty
+    bars labelled with what they are. Value labels have fewer decimals when several series share a group, and one
+    that would not fit its bar is hidden (``uniformtext``); hover always has the full value."""
     x = list(range(len(labels)))
     text_labels = token_labels(labels)
     shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
+    meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
     data = []
     for index, (name, series) in enumerate(values.items()):
         numbers = np.asarray(series, dtype=np.float64)
@@ -82,42 +87,30 @@ def bars(
         finite = np.isfinite(numbers)
         text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
         trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
-        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        full = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        said = f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}{meaning_line}<extra></extra>"
+        trace.update(marker={"color": series_colour(index)}, customdata=full, hovertext=text_labels, hovertemplate=said)
         trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
-        trace["customdata"] = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
-        trace["hovertext"] = text_labels
-        trace["hovertemplate"] = (
-            f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}"
-            + (f"<br>{plain_label(meaning)}" if meaning else "")
-            + "<extra></extra>"
-        )
         data.append(trace)
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
-        band = {"type": "rect", "x0": highlight - 0.5, "x1": highlight + 0.5, "xref": "x", "y0": 0, "y1": 1}
-        own["shapes"] = [{**band, "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12, "line": {"width": 0}}]
+        band = {"xref": "x", "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12}
+        own["shapes"] = [rect(highlight - 0.5, highlight + 0.5, 0, 1, {"width": 0}, **band)]
     top = max((float(np.nanmax(trace["y"])) for trace in data), default=1.0)
     bottom = min((float(np.nanmin(trace["y"])) for trace in data), default=0.0)
     headroom = 0.18 * ((top - min(bottom, 0)) or 1.0)  # room above the bars for their value labels
-    return figure(
+    y_range = [min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom]
+    return chart(
         data,
-        figure_layout(
-            title,
-            style,
-            style.min_height + extra_height,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-            xaxis=token_axis(text_labels, style, keep=highlight),
-            yaxis=axis(
-                style,
-                plain_label(value_name),
-                zeroline=True,
-                range=[min(bottom, 0) - (headroom if bottom < 0 else 0), max(top, 0) + headroom],
-            ),
-            barmode="group",
-            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
-            plot_bgcolor="rgba(0,0,0,0)",
-            **own,
-        ),
+        title,
+        style,
+        style.min_height + extra_height,
+        legend=LEGEND_ABOVE,
+        xaxis=token_axis(text_labels, style, keep=highlight),
+        yaxis=axis(style, plain_label(value_name), zeroline=True, range=y_range),
+        barmode="group",
+        uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
+        **own,
     )
 
 
@@ -125,13 +118,9 @@ def token_axis(text_labels: Sequence[str], style: FigureStyle, keep: int | None 
     """Token labels under bars: all of them up to ``BAR_TICK_LIMIT``, else every k-th (``keep`` always),
     standing upright above ``ROTATED_TICKS`` so that neighbours do not run into each other."""
     ticks = tick_positions(len(text_labels), BAR_TICK_LIMIT, keep)
+    upright = -90 if len(text_labels) > ROTATED_TICKS else 0
     return axis(
-        style,
-        title,
-        tickvals=ticks,
-        ticktext=[text_labels[i] for i in ticks],
-        tickangle=-90 if len(text_labels) > ROTATED_TICKS else 0,
-        automargin=True,
+        style, title, tickvals=ticks, ticktext=[text_labels[i] for i in ticks], tickangle=upright, automargin=True
     )
 
 
@@ -142,47 +131,27 @@ def stacked_contributions(
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """A context vector as the sum of each token's weighted input.
-
-    ``contributions`` is (num_tokens, d): row j is ``weight_j * x_j``. One bar
-    per dimension, stacked by token, so each bar's height is the context vector's entry.
-    Above ``STACKED_TOKEN_LIMIT`` tokens, the ``STACKED_TOKEN_LIMIT - 1`` tokens with the
-    largest total |contribution| keep their own blocks and the rest are summed into one
-    "other N tokens" block: a thousand thin blocks are unreadable and slow to draw.
-    """
+    """A context vector as the sum of each token's weighted input: ``contributions`` (num_tokens, d), row j
+    ``weight_j * x_j``, stacked by token in one bar per dimension. Above ``STACKED_TOKEN_LIMIT`` tokens, all but
+    the ``STACKED_TOKEN_LIMIT - 1`` largest (total |contribution|) share one "other N tokens" block."""
     values = np.asarray(contributions, dtype=np.float64)
     num_tokens, dims = values.shape
     labels = token_labels(token_pieces)
     shown = np.arange(num_tokens)
-    if num_tokens > STACKED_TOKEN_LIMIT:
-        largest = np.argsort(-np.abs(values).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1]
-        shown = np.sort(largest)
+    if num_tokens > STACKED_TOKEN_LIMIT:  # the tokens with the largest total |contribution|
+        shown = np.sort(np.argsort(-np.abs(values).sum(axis=1), kind="stable")[: STACKED_TOKEN_LIMIT - 1])
     dimensions = list(range(dims))
-    data = [
-        {
-            "type": "bar",
-            "x": dimensions,
-            "y": values[j],
-            "name": f"{j + 1}: {labels[j]}",  # tokens counted from 1, as the book counts x^(1)
-            "marker": {"color": SERIES_COLOURS[j % len(SERIES_COLOURS)]},
-            "hovertemplate": f"{labels[j]}<br>contributes %{{y:.4f}}<extra></extra>",
-        }
-        for j in shown
-    ]
+
+    def block(y, name: str, colour: str, hover: str) -> dict:
+        said = {"marker": {"color": colour}, "hovertemplate": f"{hover} %{{y:.4f}}<extra></extra>"}
+        return {"type": "bar", "x": dimensions, "y": y, "name": name, **said}
+
+    # tokens counted from 1, as the book counts x^(1)
+    data = [block(values[j], f"{j + 1}: {labels[j]}", series_colour(j), f"{labels[j]}<br>contributes") for j in shown]
     if len(shown) < num_tokens:
-        others = np.ones(num_tokens, dtype=bool)
-        others[shown] = False
+        others = ~np.isin(np.arange(num_tokens), shown)
         name = f"other {int(others.sum())} tokens"
-        data.append(
-            {
-                "type": "bar",
-                "x": dimensions,
-                "y": values[others].sum(axis=0),
-                "name": name,
-                "marker": {"color": MASKED_FILL},
-                "hovertemplate": f"{name}<br>contribute %{{y:.4f}}<extra></extra>",
-            }
-        )
+        data.append(block(values[others].sum(axis=0), name, MASKED_FILL, f"{name}<br>contribute"))
     legend = len(data) <= TEXT_CELL_LIMIT  # beyond that, hover names each token's share
     totals = values.sum(axis=0)
     line = {"symbol": "line-ew-open", "size": 28, "color": "#000000", "line": {"width": 3}}
@@ -196,19 +165,16 @@ def stacked_contributions(
     top = max(float(np.clip(values, 0, None).sum(axis=0).max()), float(totals.max()), 0.0)
     bottom = min(float(np.clip(values, None, 0).sum(axis=0).min()), float(totals.min()), 0.0)
     headroom = LABEL_HEADROOM * (top - bottom or 1.0) if "text" in context else 0.0
-    return figure(
+    return chart(
         [*data, context],
-        figure_layout(
-            title,
-            style,
-            style.min_height + (140 if legend else 40),
-            legend={"orientation": "h", "y": -0.25},
-            xaxis=axis(style, tickvals=ticks, ticktext=[f"dim {k}" for k in ticks]),
-            yaxis=axis(style, "sum of weighted inputs", range=[bottom, top + headroom]),
-            barmode="relative",
-            showlegend=legend,
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        title,
+        style,
+        style.min_height + (140 if legend else 40),
+        legend={"orientation": "h", "y": -0.25},
+        xaxis=axis(style, tickvals=ticks, ticktext=[f"dim {k}" for k in ticks]),
+        yaxis=axis(style, "sum of weighted inputs", range=[bottom, top + headroom]),
+        barmode="relative",
+        showlegend=legend,
     )
 
 
@@ -229,36 +195,18 @@ def lines(
     layout: Mapping | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several named series against a shared x axis (scaling lab, convergence, timings).
-
-    ``x_ticks`` labels those x values only (the d_k a lab measured); ``y_range`` fixes the y axis (a
-    share: 0 to 1); the plot is ``style.min_height + extra_height`` pixels high; ``layout`` adds to the
-    figure's layout (a line that marks one x).
-
-    ``measured`` draws measurements on log–log axes: a tick at every measured x, y ticks at powers of ten,
-    the legend beside the plot (no legend rows under it, so ``style.min_height + 100`` high), and ``dashed``
-    series (computed references) in grey. On log–log axes a cost that grows as x^k is a straight line of
-    slope k, so T² and T lines differ in steepness (the Speed page).
-    """
+    """Named series against a shared x axis; ``x_ticks`` labels those x values only, ``y_range`` fixes the y axis,
+    ``layout`` adds to the figure's (a line marking one x). ``measured`` draws on log–log axes (a cost growing as
+    x^k is a line of slope k), a tick at every x, the legend beside the plot and ``dashed`` references in grey."""
     log_x, log_y = log_x or measured, log_y or measured
     xs = plain_numbers(x)
     data = []
     for index, (name, ys) in enumerate(series.items()):
         grey = measured and name in dashed
-        trace = {
-            "type": "scatter",
-            "x": xs,
-            "y": np.asarray(ys, dtype=np.float64).tolist(),
-            "mode": "lines+markers",
-            "name": plain_label(name),
-            "line": {
-                "color": "#666666" if grey else SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                "dash": "dash" if name in dashed else "solid",
-                "width": 3,
-            },
-            "hovertemplate": f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>"
-            f"{plain_label(y_title)} = %{{y:.4g}}<extra></extra>",
-        }
+        line = {"color": "#666666" if grey else series_colour(index), "dash": "dash" if name in dashed else "solid"}
+        hover = f"{plain_label(name)}<br>{plain_label(x_title)} = %{{x}}<br>{plain_label(y_title)} = %{{y:.4g}}"
+        trace = {"type": "scatter", "x": xs, "y": np.asarray(ys, dtype=np.float64).tolist(), "mode": "lines+markers"}
+        trace |= {"name": plain_label(name), "line": {**line, "width": 3}, "hovertemplate": f"{hover}<extra></extra>"}
         data.append({**trace, "marker": {"color": "#666666"}} if grey else trace)
     ticks = {"tickvals": plain_numbers(x_ticks) if x_ticks is not None else None}
     legend = {"orientation": "h", "y": -0.25}
@@ -267,26 +215,18 @@ def lines(
         legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
         legend["font"] = {"size": style.tick_size}
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    return figure(
+    y_axis = {"range": None if y_range is None else [float(y_range[0]), float(y_range[1])]}
+    return chart(
         data,
-        figure_layout(
-            title,
-            style,
-            style.min_height + (100 if measured else extra_height),
-            legend=legend,
-            xaxis=axis(
-                style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks
-            ),
-            yaxis=axis(
-                style,
-                plain_label(y_title),
-                type="log" if log_y else "linear",
-                dtick=1 if log_y else None,
-                range=None if y_range is None else [float(y_range[0]), float(y_range[1])],
-            ),
-            plot_bgcolor="rgba(0,0,0,0)",
-            **(layout or {}),
+        title,
+        style,
+        style.min_height + (100 if measured else extra_height),
+        legend=legend,
+        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks),
+        yaxis=axis(
+            style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None, **y_axis
         ),
+        **(layout or {}),
     )
 
 
@@ -299,12 +239,8 @@ def _factor(value: float) -> str:
 
 
 def dot_product_text(query_vector, key_vector, score: float, query: int, key: int, *, max_terms: int = 4) -> str:
-    """A dot product written out with its real numbers, numbered from 1 like the book:
-    "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.9544".
-
-    Only the first ``max_terms`` terms are written; the rest are "…". ``score``
-    is the dot product as the package computed it: nothing is computed here.
-    """
+    """A dot product written out, numbered from 1 like the book: "x^(2)·x^(1) = 0.55×0.43 + 0.87×0.15 = 0.4";
+    the first ``max_terms`` terms, then "…"; ``score`` as the package computed it (nothing is computed here)."""
     q = np.asarray(query_vector, dtype=np.float64)
     k = np.asarray(key_vector, dtype=np.float64)
     if q.shape != k.shape or q.ndim != 1:
@@ -325,10 +261,9 @@ def dot_product_bars(
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """One query's score row as bars, its own bar in a second colour; hovering a bar writes its dot product out.
+    """One query's score row as bars, its own in a second colour; hovering a bar writes its dot product out.
 
-    Shapes: ``scores`` (num_tokens,), the query's dot products with every input; ``query_vector`` (d,) and
-    ``key_vectors`` (num_tokens, d), the inputs they came from, used only to write the terms (``dot_product_text``).
+    Shapes: ``scores`` (num_tokens,); ``query_vector`` (d,) and ``key_vectors`` (num_tokens, d), only written out.
     """
     data = np.asarray(scores, dtype=np.float64)
     keys = np.asarray(key_vectors, dtype=np.float64)
@@ -338,27 +273,20 @@ def dot_product_bars(
     written = [dot_product_text(query_vector, keys[j], data[j], query, j) for j in range(len(keys))]
     hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
     small = len(labels) <= TEXT_CELL_LIMIT
-    bar = {
-        "type": "bar",
-        "x": list(range(len(labels))),
-        "y": data,
-        "marker": {"color": [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]},
-    }
-    if small:
-        bar["text"] = [f"{v:.4f}" for v in data]
-    bar.update(textposition="outside" if small else "none", textangle=0, textfont={"size": style.cell_text_size})
-    bar.update(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False, showlegend=False)
-    return figure(
+    colours = [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]
+    bar = value_bars(list(range(len(labels))), data, [f"{v:.4f}" for v in data], style, textangle=0, showlegend=False)
+    bar.update(marker={"color": colours}, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
+    if not small:
+        del bar["text"]
+        bar["textposition"] = "none"
+    return chart(
         [bar],
-        figure_layout(
-            title,
-            style,
-            style.min_height + 20,
-            xaxis=token_axis(text_labels, style, keep=query, title="key"),
-            yaxis=axis(style, "attention score", zeroline=True),
-            uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        title,
+        style,
+        style.min_height + 20,
+        xaxis=token_axis(text_labels, style, keep=query, title="key"),
+        yaxis=axis(style, "attention score", zeroline=True),
+        uniformtext={"minsize": style.cell_text_size, "mode": "hide"},
     )
 
 
@@ -371,8 +299,8 @@ def agreement(
     other_name: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Two computations of the same matrix, entry against entry: where they agree, every point lies
-    on the diagonal y = x. The title carries the largest |difference|, which no eye can see."""
+    """Two computations of the same matrix, entry against entry: where they agree, every point lies on y = x. The
+    title carries the largest |difference|, which no eye can see."""
     x = np.ravel(np.asarray(reference, dtype=np.float64))
     y = np.ravel(np.asarray(other, dtype=np.float64))
     if x.shape != y.shape:
@@ -382,28 +310,18 @@ def agreement(
     span = [low - pad, high + pad]
     diagonal = {"type": "scatter", "x": span, "y": span, "mode": "lines", "name": "y = x (equal)", "hoverinfo": "skip"}
     diagonal["line"] = {"color": "#666666", "dash": "dash", "width": 2}
-    entries = {
-        "type": "scatter",
-        "x": x,
-        "y": y,
-        "mode": "markers",
-        "marker": {"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8},
-        "name": "one output entry",
-        "hovertemplate": f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}"
-        "<extra></extra>",
-    }
+    hover = f"{plain_label(reference_name)}: %{{x:.6f}}<br>{plain_label(other_name)}: %{{y:.6f}}<extra></extra>"
+    entries = {"type": "scatter", "x": x, "y": y, "mode": "markers", "name": "one output entry", "hovertemplate": hover}
+    entries["marker"] = {"color": SERIES_COLOURS[0], "size": 9, "opacity": 0.8}
     difference = float(np.abs(x - y).max()) if x.size else 0.0
-    return figure(
+    return chart(
         [diagonal, entries],
-        figure_layout(
-            f"{title}: max |difference| = {difference:.1e}",
-            style,
-            style.max_height,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-            xaxis=axis(style, plain_label(reference_name), range=span),
-            yaxis=axis(style, plain_label(other_name), range=span, scaleanchor="x"),
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        f"{title}: max |difference| = {difference:.1e}",
+        style,
+        style.max_height,
+        legend=LEGEND_ABOVE,
+        xaxis=axis(style, plain_label(reference_name), range=span),
+        yaxis=axis(style, plain_label(other_name), range=span, scaleanchor="x"),
     )
 
 
@@ -413,9 +331,8 @@ def head_summary_bars(
     title: str,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Per-head shares (each series one value per head, all between 0 and 1) as grouped bars, on a y axis fixed to
-    0–1, as every attention weight in the app is, so two layers or two sentences can be compared by eye. Heads are
-    "head 1", "head 2", …, counted from 1 as on the heads grid and the grid of every layer and head."""
+    """Per-head shares (one value per head in each series) as grouped bars on a y axis fixed to 0–1, so two layers
+    or sentences compare by eye; heads are counted from 1, as on the heads grids."""
     lengths = {len(series) for series in shares.values()}
     if len(lengths) != 1:
         raise ValueError("Every series needs one value per head.")
@@ -425,29 +342,25 @@ def head_summary_bars(
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
         trace = value_bars(heads, values, [f"{v:.2f}" for v in values], style, name=plain_label(name))
-        trace["marker"] = {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]}
+        trace["marker"] = {"color": series_colour(index)}
         trace["constraintext"] = "both" if style.shrink_text else "none"  # readable_width makes the room
         trace["hovertemplate"] = f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"
         data.append(trace)
-    return figure(
+    return chart(
         data,
-        figure_layout(
-            title,
-            style,
-            style.min_height + 80,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-            xaxis=axis(style),
-            yaxis=axis(style, "share (0–1)", range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1]),
-            barmode="group",
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+        title,
+        style,
+        style.min_height + 80,
+        legend=LEGEND_ABOVE,
+        xaxis=axis(style),
+        yaxis=axis(style, "share (0–1)", range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1]),
+        barmode="group",
     )
 
 
 def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, style: FigureStyle = DEFAULT_STYLE):
-    """A live room's votes on a question's ``choices``, lettered A, B, … as the presenter lists them: one row per
-    choice, top to bottom, so that no label runs into another however long it is. A choice is shown as written
-    (``plain_label``), not as a token: its tokens' whitespace is already visible in it."""
+    """A live room's votes on a question's ``choices``, lettered A, B, … as the presenter lists them, one row each
+    so no labels run together; a choice is shown as written (``plain_label``), its whitespace already visible."""
     if len(counts) != len(choices):
         raise ValueError(f"{len(counts)} counts for {len(choices)} choices.")
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
@@ -455,42 +368,24 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     most = max(counts, default=0)
     bar = value_bars(list(counts), rows, [str(n) for n in counts], style, orientation="h", hovertext=labels)
     bar.update(marker={"color": SERIES_COLOURS[0]}, hovertemplate="%{hovertext}: %{x} students<extra></extra>")
-    data = [bar]
-    return figure(
-        data,
-        figure_layout(
-            title,
-            style,
-            figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 40),
-            margin={"t": 2 * style.title_size + 12},  # no legend above the bars: the title alone
-            showlegend=False,
-            yaxis=axis(
-                style, None, tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, ticksuffix="  "
-            ),
-            xaxis=axis(
-                style,
-                "students",
-                range=[0, max(most, 1) * 1.15],
-                dtick=max(1, int(np.ceil(max(most, 1) / 5))),
-                rangemode="tozero",
-            ),
-            plot_bgcolor="rgba(0,0,0,0)",
-        ),
+    students = {"range": [0, max(most, 1) * 1.15], "dtick": max(1, int(np.ceil(max(most, 1) / 5)))}
+    return chart(
+        [bar],
+        title,
+        style,
+        figure_height(len(choices), style, extra=2 * style.title_size + 2 * style.tick_size + 40),
+        margin={"t": 2 * style.title_size + 12},  # no legend above the bars: the title alone
+        showlegend=False,
+        yaxis=axis(style, None, tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, ticksuffix="  "),
+        xaxis=axis(style, "students", **students, rangemode="tozero"),
     )
 
 
-# Every layer and head of a model at a glance: one small attention-weight matrix per head, rows = layers,
-# columns = heads, all on the one fixed 0–1 scale with one colour bar (BertViz's model view and CircuitsVis's
-# head grid show the same idea).
-#
-# Rows share the height a step's figure may take, so GPT-2's 12 layers fit a 1280×720 screen under the stepper.
-# The small multiples carry no cell numbers and no tick labels. Each has one transparent scatter point, in its
-# blank upper-right triangle (the causal mask hides those keys), which carries its head's summary: written there
-# when it fits (``labels_fit``), and in the hover. With ``hoverdistance = -1`` that point is the nearest one
-# wherever the mouse is in the small multiple, so a click anywhere selects it: ``st.plotly_chart`` reports clicks
-# on scatter points but not on heatmaps (streamlit issues 8760 and 15042). Its ``customdata`` is [layer, head],
-# both counted from 1. The point's hover therefore replaces the heatmap's (layer, head, query, key and weight)
-# over the small multiple; a point per cell would keep both, but 67,000 of them take Chromium 5 s to draw.
+# Every layer and head at a glance (as BertViz's model view): one small weight matrix per head, rows = layers,
+# columns = heads, on the one 0–1 scale, fitting a 1280×720 screen for GPT-2's 12 layers. Each has one transparent
+# point in its blank upper-right triangle that carries its head's summary (written there if ``labels_fit``) and,
+# with ``hoverdistance = -1``, takes a click anywhere in it (plotly reports no clicks on heatmaps, streamlit issues
+# 8760 and 15042); ``customdata`` is [layer, head] from 1. A point per cell would take Chromium 5 s to draw.
 
 
 PICK = "open this head"  # the name of the scatter traces a click selects (``tables.OVERLAYS``: not data)
@@ -514,8 +409,7 @@ def _row(num_layers: int, style: FigureStyle) -> int:
 
 
 def labels_fit(num_layers: int, style: FigureStyle) -> bool:
-    """Whether a head's label fits in its small multiple: its text takes at most 40% of the row's height.
-    Otherwise (12 layers in presenter mode) the labels would cover the weights, and only the hover has them."""
+    """Whether a head's label fits in its small multiple, at most 40% of the row's height (else only hover has it)."""
     return style.font_size <= 0.4 * _row(num_layers, style)
 
 
@@ -530,11 +424,7 @@ def every_head_grid(
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
     """``weights`` (L, h, T, T) as an L × h grid of heatmaps; ``labels[l][k]`` is layer l+1's head k+1's summary,
-    ``details[l][k]`` what its label's hover adds.
-
-    ``current`` (layer, head, both from 1) is outlined. Queries are rows and keys columns, on numeric axes whose
-    hidden tick labels are the escaped tokens, so hover names the tokens.
-    """
+    ``details[l][k]`` what its hover adds; ``current`` (layer, head, from 1) is outlined."""
     stack = np.asarray(weights, dtype=np.float32)
     num_layers, num_heads, rows, cols = stack.shape
     grid = (num_layers, num_heads)
@@ -543,71 +433,43 @@ def every_head_grid(
     top, plot_height = _top(style), num_layers * _row(num_layers, style)
     height = top + plot_height + BOTTOM_PX
     written = labels_fit(num_layers, style)
-    axes, _ = subplot_grid(
-        num_layers,
-        num_heads,
-        [],
-        style,
-        horizontal_spacing=min(0.03, 0.24 / num_heads),
-        vertical_spacing=GAP_PX / plot_height,
-    )
+    spacing = {"horizontal_spacing": min(0.03, 0.24 / num_heads), "vertical_spacing": GAP_PX / plot_height}
+    axes, _ = subplot_grid(num_layers, num_heads, [], style, **spacing)
     hidden = np.triu(np.ones((rows, cols), dtype=bool), k=1)  # the causal mask: keys after the query
     positions = list(range(1, rows + 1))  # tokens counted from 1, as the hover's "query 1 · key 1" reads
     ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}
     spots = {"x": [1 + 0.72 * (cols - 1)], "y": [1 + 0.24 * (rows - 1)]}  # inside the blank upper-right triangle
+    point = {"type": "scatter", "name": PICK, **spots, "mode": "markers+text" if written else "markers"}
+    point |= {"textposition": "middle center", "textfont": {"size": style.font_size, "color": LABEL_COLOUR}}
+    point |= {"marker": {"size": 2.2 * style.font_size, "color": "rgba(0,0,0,0)"}, "showlegend": False}
     data, annotations, shapes = [], [], []
     numbered = num_heads > NUMBERS_ABOVE  # "head 12" is wider than a phone's column
     if numbered:
-        annotations.append({**_header("head", (0.0, 1.0), "right", style), "yanchor": "bottom"})
+        annotations.append(paper_text("head", 0.0, 1.0, style, "right", "bottom"))
     for layer in range(num_layers):
         for head in range(num_heads):
             k = layer * num_heads + head
             x, y = subplot_axes(k)
             name = f"layer {layer + 1}, head {head + 1}"
             label = plain_label(labels[layer][head])
-            data.append(
-                {
-                    "type": "heatmap",
-                    "z": np.where(hidden, np.nan, stack[layer, head]).astype(np.float32),
-                    "x": positions,
-                    "y": positions,
-                    "meta": {"title": name, "kind": WEIGHTS, "hidden_value": 0.0},
-                    "hoverongaps": False,
-                    "hovertemplate": f"{name}<br>query %{{y}} · key %{{x}}<br>attention weight = %{{z:.3f}}"
-                    "<extra></extra>",
-                    **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
-                    "xaxis": x,
-                    "yaxis": y,
-                }
-            )
-            data.append(
-                {
-                    "type": "scatter",
-                    "name": PICK,
-                    **spots,
-                    "mode": "markers+text" if written else "markers",
-                    "text": [label],
-                    "textposition": "middle center",
-                    "textfont": {"size": style.font_size, "color": LABEL_COLOUR},
-                    "marker": {"size": 2.2 * style.font_size, "color": "rgba(0,0,0,0)"},
-                    "customdata": [[layer + 1, head + 1]],
-                    "hovertemplate": f"{name}: {label}<br>{plain_label(details[layer][head])}<br>click to open "
-                    "it on the chapter pages<extra></extra>",
-                    "showlegend": False,
-                    "cliponaxis": False,
-                    "xaxis": x,
-                    "yaxis": y,
-                }
-            )
+            z = np.where(hidden, np.nan, stack[layer, head]).astype(np.float32)
+            hover = f"{name}<br>query %{{y}} · key %{{x}}<br>attention weight = %{{z:.3f}}<extra></extra>"
+            heat = {"type": "heatmap", "z": z, "x": positions, "y": positions, "hoverongaps": False}
+            meta = {"title": name, "kind": WEIGHTS, "hidden_value": 0.0}
+            colours = colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0)
+            data.append({**heat, "meta": meta, "hovertemplate": hover, **colours, "xaxis": x, "yaxis": y})
+            said = f"{name}: {label}<br>{plain_label(details[layer][head])}<br>click to open it on the chapter pages"
+            picked = {"customdata": [[layer + 1, head + 1]], "hovertemplate": f"{said}<extra></extra>"}
+            data.append({**point, "text": [label], **picked, "cliponaxis": False, "xaxis": x, "yaxis": y})
             domain_x, domain_y = axes["xaxis" + x[1:]]["domain"], axes["yaxis" + y[1:]]["domain"]
             if layer == 0:
                 header = str(head + 1) if numbered else f"head {head + 1}"
-                annotations.append(_header(header, (sum(domain_x) / 2, 1.0), "bottom", style))
+                annotations.append(paper_text(header, sum(domain_x) / 2, 1.0, style, "center", "bottom"))
             if head == 0:
-                annotations.append(_header(f"layer {layer + 1}", (0.0, sum(domain_y) / 2), "right", style))
+                annotations.append(paper_text(f"layer {layer + 1}", 0.0, sum(domain_y) / 2, style, "right", "middle"))
             if current == (layer + 1, head + 1):  # the layer and head the chapter pages hold now
-                box = {"xref": f"{x} domain", "yref": f"{y} domain", "x0": 0, "x1": 1, "y0": 0, "y1": 1}
-                shapes.append({"type": "rect", **box, "line": {"color": CURRENT, "width": 3}})
+                outline = {"color": CURRENT, "width": 3}
+                shapes.append(rect(0, 1, 0, 1, outline, xref=f"{x} domain", yref=f"{y} domain"))
     for name, props in axes.items():
         shown = {"range": [0.5, cols + 0.5]} if name.startswith("x") else {"range": [rows + 0.5, 0.5]}
         axes[name] = {**props, **ticks, **shown, "ticks": "", "showgrid": False, "zeroline": False}
@@ -617,22 +479,6 @@ def every_head_grid(
     # anywhere in it selects that point
     layout.update(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
     return figure(data, layout)
-
-
-def _header(text: str, at: tuple[float, float], side: str, style: FigureStyle) -> dict:
-    """A column's "head j" above the grid (``side`` "bottom") or a row's "layer i" left of it ("right")."""
-    above = side == "bottom"
-    anchor = {"xanchor": "center", "yanchor": "bottom"} if above else {"xanchor": "right", "yanchor": "middle"}
-    return {
-        "x": at[0],
-        "y": at[1],
-        "xref": "paper",
-        "yref": "paper",
-        "text": text,
-        "showarrow": False,
-        "font": {"size": style.font_size},
-        **anchor,
-    }
 
 
 # Figures and text for the "Break it" page: the changed line as a diff, the right and the wrong
@@ -695,66 +541,32 @@ def right_and_wrong(
         view = fit_matrix(values, hidden, pieces, pieces, True, True, style)
         rows, cols = view.values.shape
         small = view.block == 1 and rows <= PANEL_TEXT_LIMIT and cols <= PANEL_TEXT_LIMIT
-        z = np.where(view.hidden, np.nan, view.values).astype(np.float32)
         x, y = subplot_axes(k)
-        trace = {
-            "type": "heatmap",
-            "z": z,
-            "x": view.col_positions,
-            "y": view.row_positions,
-            "coloraxis": "coloraxis",
-            "meta": {
-                "rows": [visible_token(p) for p in view.row_labels],
-                "cols": [visible_token(p) for p in view.col_labels],
-                "title": titles[k],
-            },
-            "hoverongaps": False,
-            "xgap": 1 if small else 0,
-            "ygap": 1 if small else 0,
-            "customdata": token_numbers(view),  # counted from 1, as the book counts tokens
-            "hovertemplate": f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>"
-            "weight = %{z:.4f}<extra></extra>",
-            "xaxis": x,
-            "yaxis": y,
-        }
+        hover = f"{plain_label(titles[k])}<br>query %{{customdata[0]}} · key %{{customdata[1]}}<br>weight = %{{z:.4f}}"
+        props = {"coloraxis": "coloraxis", "xgap": int(small), "ygap": int(small), "xaxis": x, "yaxis": y}
+        props |= {"customdata": token_numbers(view), "hovertemplate": f"{hover}<extra></extra>"}  # tokens from 1
+        trace = view.trace(titles[k], {}, **props)
         if small:
-            trace["text"] = cell_text(z, view.hidden)
-            trace["texttemplate"] = "%{text}"
-            trace["textfont"] = {"size": style.cell_text_size}
+            trace.update(cell_text(trace["z"], view.hidden), textfont={"size": style.cell_text_size})
         data.append(trace)
         data += _masked_words(view, values, future, k, style)
         nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], k, style)
         data += nan_traces
         shapes += nan_shapes
-        labels = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
+        labels = view.tick_texts()[0]
         ticks = tick_positions(len(labels), fit)
-        shown = {"tickvals": [view.row_positions[i] for i in ticks], "ticktext": [labels[i] for i in ticks]}
-        shown.update(showgrid=False, zeroline=False)
+        shown = {**chosen_ticks(view.row_positions, labels, ticks), "showgrid": False, "zeroline": False}
         span = [view.row_positions[0] - 0.5 * view.block, view.row_positions[-1] + 0.5 * view.block]
         x_axis, y_axis = "xaxis" + x[1:], "yaxis" + y[1:]
         axes[y_axis] = axis(style, "queries" if k == 0 else "", **axes[y_axis], **shown, range=span[::-1])
         axes[x_axis] = axis(style, **axes[x_axis], **shown, range=span, tickangle=-90 if len(ticks) > 6 else None)
-    colour_axis = {
-        "colorscale": COLOUR_STOPS[SEQUENTIAL],
-        "cmin": 0.0,
-        "cmax": zmax,
-        "colorbar": {
-            "thickness": 12,
-            "title": {"text": "weight", "font": {"size": style.tick_size}},
-            "tickfont": {"size": style.tick_size},
-        },
-    }
-    own = {"shapes": shapes} if shapes else {}
-    layout = figure_layout(
-        title,
-        style,
-        height,
-        margin={"t": 2 * style.title_size + style.font_size + 12},  # tick labels are below
-        **axes,
-        annotations=annotations,
-        coloraxis=colour_axis,
-        **own,
-    )
+    bar_title = {"text": "weight", "font": {"size": style.tick_size}}
+    colour_bar = {"thickness": 12, "title": bar_title, "tickfont": {"size": style.tick_size}}
+    colour_axis = {"colorscale": COLOUR_STOPS[SEQUENTIAL], "cmin": 0.0, "cmax": zmax, "colorbar": colour_bar}
+    margin = {"t": 2 * style.title_size + style.font_size + 12}  # tick labels are below
+    layout = figure_layout(title, style, height, margin=margin, **axes, annotations=annotations, coloraxis=colour_axis)
+    if shapes:
+        layout["shapes"] = shapes
     return figure(pick_layer(data, layout, apart=False) if pickable else data, layout)
 
 
@@ -772,29 +584,15 @@ def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureSty
 
 
 def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
-    """Fill each NaN row (or block of rows holding one) vermilion and label it "NaN row" at its start
-    (only the first of each run of rows when rows are too thin for a label each): the label trace
-    and the fills."""
+    """The label trace and the vermilion fills of each NaN row (or block holding one), labelled "NaN row" at its
+    start (only a run's first where rows are too thin for a label each)."""
     positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
     if not positions:
         return [], []
     x, y = subplot_axes(panel)
     x0, x1 = view.col_positions[0] - 0.5 * view.block, view.col_positions[-1] + 0.5 * view.block
-    fills = [
-        {
-            "type": "rect",
-            "x0": x0,
-            "x1": x1,
-            "y0": position - 0.5 * view.block,
-            "y1": position + 0.5 * view.block,
-            "fillcolor": NAN_FILL,
-            "line": {"color": NAN_LINE, "width": 2},
-            "layer": "above",
-            "xref": x,
-            "yref": y,
-        }
-        for position in positions
-    ]
+    fill, half = {"fillcolor": NAN_FILL, "layer": "above", "xref": x, "yref": y}, 0.5 * view.block
+    fills = [rect(x0, x1, p - half, p + half, {"color": NAN_LINE, "width": 2}, **fill) for p in positions]
     if len(view.row_positions) > 2 * PANEL_TEXT_LIMIT:  # thin rows: one label per run of NaN rows
         positions = [p for p in positions if p - view.block not in positions]
     word = "NaN row" if len(view.col_positions) > 2 else "NaN"
@@ -827,12 +625,9 @@ def saturation(
     head_dim: int | None = None,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """The saturation curve against d_k: ``stat`` "max_weight" (with the uniform 1/num_keys line), "grad_norm"
-    (at the softmax's input) or "param_grad" (reaching W_query and W_key, on a log scale).
-
-    ``curve`` has ``d_ks``, ``right_<stat>``, ``wrong_<stat>`` and ``num_keys``;
-    ``head_dim`` marks this module's d_k with a vertical line.
-    """
+    """The saturation curve (``d_ks``, ``right_<stat>``, ``wrong_<stat>``, ``num_keys``) against d_k: ``stat``
+    "max_weight" (with the uniform 1/num_keys line), "grad_norm" (at the softmax's input) or "param_grad" (reaching
+    W_query and W_key, on a log scale); ``head_dim`` marks this module's d_k with a vertical line."""
     d_ks = np.asarray(curve.d_ks)
     series = {
         "÷ √d_k (right)": getattr(curve, f"right_{stat}"),
@@ -852,16 +647,8 @@ def saturation(
     if head_dim is not None:
         here = {"type": "line", "x0": head_dim, "x1": head_dim, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
         marks["shapes"] = [{**here, "line": {"color": "#555555", "dash": "dot"}}]
-        marks["annotations"] = [
-            {
-                "x": math.log10(head_dim),
-                "y": 1,
-                "yref": "paper",
-                "text": f" d_k here = {head_dim}",
-                "showarrow": False,
-                "xanchor": "left",
-            }
-        ]
+        said = {"text": f" d_k here = {head_dim}", "showarrow": False, "xanchor": "left"}
+        marks["annotations"] = [{"x": math.log10(head_dim), "y": 1, "yref": "paper", **said}]
     return lines(
         d_ks,
         series,

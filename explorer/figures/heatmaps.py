@@ -1,9 +1,6 @@
-"""Heatmaps: a matrix with its rows as queries and its columns as keys, and everything a heatmap needs.
-
-In the order a heatmap is made: colour scales by the matrix's kind, what part of a large matrix is drawn, masked
-cells, the layer of clickable cell centres, the heatmap itself (one dropout draw's too), a grid of matrices side by side
-(one per head), and how wide a figure must be for its texts to stay apart.
-"""
+"""Heatmaps: a matrix with its rows as queries and its columns as keys, in the order one is made: colour scale by
+kind, what part of a large matrix is drawn, masked cells, clickable cells, the heatmap, a grid of them side by side,
+and how wide a figure must be for its texts to stay apart."""
 
 from __future__ import annotations
 
@@ -27,12 +24,14 @@ from . import (
     TICK_LIMIT,
     FigureStyle,
     axis,
+    chosen_ticks,
     figure,
     figure_height,
     figure_layout,
     labels_that_fit,
     plain_label,
     plural,
+    rect,
     subplot_axes,
     subplot_grid,
     tick_positions,
@@ -113,21 +112,18 @@ def colour_settings(kind: str, low: float, high: float, style: FigureStyle, show
 
 def hidden_value(kind: str, masked: bool) -> str | float | None:
     """What a blank cell holds, for exports: a masked (or dropped) weight is exactly 0, a masked score −∞."""
-    if kind == WEIGHTS:
-        return 0.0
-    if kind == SIGNED and masked:
-        return "-inf"
-    return None
+    return 0.0 if kind == WEIGHTS else "-inf" if kind == SIGNED and masked else None
 
 
 # What part of a matrix a heatmap draws: cell text, and block means for a matrix too large to read cell by cell.
 
 
-def cell_text(values: np.ndarray, hidden: np.ndarray, decimals: int = 2) -> np.ndarray:
-    """The numbers printed in a heatmap's cells, "" in hidden ones, as one string array: a figure copies it
-    in one piece, where nested lists are copied string by string."""
+def cell_text(values: np.ndarray, hidden: np.ndarray, decimals: int = 2) -> dict:
+    """A heatmap's numbers printed in its cells, "" in hidden ones, as one string array (a figure copies it in one
+    piece, nested lists string by string)."""
     rows = zip(values, hidden, strict=True)
-    return np.array([["" if off else f"{v:.{decimals}f}" for v, off in zip(*row, strict=True)] for row in rows])
+    text = np.array([["" if off else f"{v:.{decimals}f}" for v, off in zip(*row, strict=True)] for row in rows])
+    return {"text": text, "texttemplate": "%{text}"}
 
 
 @dataclass(frozen=True)
@@ -144,19 +140,31 @@ class MatrixView:
     col_tokens: bool
     block: int
 
+    def tick_texts(self) -> tuple[list[str], list[str]]:
+        """The row and column labels as plotly shows them: tokens through ``token_labels``, names escaped."""
+        rows = token_labels(self.row_labels) if self.row_tokens else [plain_label(x) for x in self.row_labels]
+        return rows, token_labels(self.col_labels) if self.col_tokens else [plain_label(x) for x in self.col_labels]
+
+    def trace(self, title: str, meta: dict, **props) -> dict:
+        """A heatmap trace of the drawn cells, hidden ones as gaps (grey); ``meta`` adds to the row and column
+        names and the title that the exports read."""
+        rows = [visible_token(x) if self.row_tokens else str(x) for x in self.row_labels]
+        cols = [visible_token(x) if self.col_tokens else str(x) for x in self.col_labels]
+        z = np.where(self.hidden, np.nan, self.values).astype(np.float32)
+        trace = {"type": "heatmap", "z": z, "x": self.col_positions, "y": self.row_positions, "hoverongaps": False}
+        return {**trace, "meta": {"rows": rows, "cols": cols, "title": title, **meta}, **props}
+
 
 def token_numbers(view: MatrixView) -> np.ndarray:
-    """Each drawn cell's row and column counted from 1, as the pages count tokens (a block's first), for a
-    hover's ``customdata``: (rows, cols, 2), int16, so a 192-token matrix adds as many bytes as its float32
-    values did, where labels cell by cell would add several times more."""
+    """Each drawn cell's row and column counted from 1 (a block's first), for a hover's ``customdata``: (rows, cols,
+    2) int16, as many bytes as the float32 values, where labels cell by cell would take several times more."""
     rows, cols = np.asarray(view.row_positions) + 1, np.asarray(view.col_positions) + 1
     return np.stack(np.broadcast_arrays(rows[:, None], cols[None, :]), axis=-1).astype(np.int16)
 
 
 def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """The mean of the shown cells in each ``block`` × ``block`` block (the last ones may be smaller),
-    and which blocks have none. Sums run along rows, then down columns (``np.add.reduceat``): a third of
-    the time of summing padded blocks over two strided axes."""
+    """The mean of the shown cells in each ``block`` × ``block`` block (the last ones may be smaller) and which
+    blocks have none; ``np.add.reduceat`` along rows, then columns, takes a third of the time of padded blocks."""
     rows, cols = values.shape
     shown = ~hidden & np.isfinite(values)
     row_starts, col_starts = np.arange(0, rows, block), np.arange(0, cols, block)
@@ -167,8 +175,8 @@ def _block_means(values: np.ndarray, hidden: np.ndarray, block: int) -> tuple[np
 
 
 def fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style: FigureStyle) -> MatrixView:
-    """Apply ``style.token_window`` to token axes, then draw block means if an axis is still
-    longer than ``style.max_cells_per_axis``, so a 1,024-token matrix is not sent cell by cell."""
+    """Apply ``style.token_window`` to token axes, then block means if an axis is still longer than
+    ``style.max_cells_per_axis``, so a 1,024-token matrix is not sent cell by cell."""
     row_labels, col_labels = list(row_labels), list(col_labels)
     row_start = col_start = 0
     if style.token_window is not None:
@@ -201,16 +209,15 @@ MASKED_WEIGHT_HOVER = "0 (masked): this key is in the query's future"
 
 
 def legend_square(colour: str, name: str, style: FigureStyle) -> dict:
-    """A legend entry without data: a boolean mask's colour in place of a colour bar, or the grey of masked cells
-    where the word "masked" does not fit in them."""
+    """A legend entry without data: a boolean mask's colour, or the grey of masked cells too small for "masked"."""
     square = {"symbol": "square", "size": style.tick_size, "color": colour}
     entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "marker": square, "name": name}
     return {**entry, "hoverinfo": "skip"}
 
 
 def cell_words(x, y, word: str, hover: str | None, colour: str, size: int, **props) -> dict:
-    """A trace that writes ``word`` in the cells centred at ``x``, ``y``, with ``hover`` as their hover (None: the
-    cells' own hover shows through); ``props`` add to it (its name, its axes)."""
+    """A trace writing ``word`` in the cells centred at ``x``, ``y`` with ``hover`` (None: the cells' own shows
+    through); ``props`` add its name, its axes ..."""
     said = {"hovertemplate": f"{hover}<extra></extra>"} if hover is not None else {"hoverinfo": "skip"}
     written = {"mode": "text", "text": [word] * len(x), "textfont": {"size": size, "color": colour}}
     return {"type": "scatter", "x": x, "y": y, **written, **said, "showlegend": False, **props}
@@ -222,41 +229,25 @@ def masked_word(kind: str) -> str:
 
 
 def masked_cells(view, masked_cells, kind: str, style: FigureStyle, words: bool) -> list[dict]:
-    """Masked cells stay grey (the plot background shows through); they say what they are on hover,
-    and in small matrices the word "masked" (``masked_word``) is written in them."""
+    """Masked cells stay grey (the plot background); they say what they are on hover, and in small matrices
+    ``masked_word`` is written in them."""
     ii, jj = np.nonzero(masked_cells)
     if ii.size == 0 or len(view.row_positions) > TICK_LIMIT or len(view.col_positions) > TICK_LIMIT:
         return []
     x = [view.col_positions[j] for j in jj]
     y = [view.row_positions[i] for i in ii]
     hover = MASKED_SCORE_HOVER if kind == SIGNED else MASKED_WEIGHT_HOVER
-    traces = [
-        {
-            "type": "scatter",
-            "x": x,
-            "y": y,
-            "mode": "markers",
-            "marker": {"size": 1, "opacity": 0},
-            "hovertemplate": f"{hover}<extra></extra>",
-            "showlegend": False,
-            "name": "masked cells",
-        }
-    ]
+    said = {"hovertemplate": f"{hover}<extra></extra>", "showlegend": False, "name": "masked cells"}
+    traces = [{"type": "scatter", "x": x, "y": y, "mode": "markers", "marker": {"size": 1, "opacity": 0}, **said}]
     if words:
         traces.append(cell_words(x, y, masked_word(kind), None, "#333333", style.label_size, name="masked"))
     return traces
 
 
-# A heatmap whose cells can be clicked: one invisible point at the centre of every cell (issue 25).
-#
-# Plotly reports no selection for a heatmap trace (streamlit issues 8760 and 15042), so ``pick_layer``
-# adds a scatter trace named "cells" with one point per cell, ``customdata`` = (row, column) of the full
-# matrix (then the row and column counted from 1, for the hover, where the heatmap numbers its cells),
-# invisible whether selected or not. With ``hoverdistance`` −1 the nearest centre wins, so a click
-# anywhere in a cell picks that cell. The hover moves to that layer: each point carries the text the
-# heatmap (or a masked or dropped mark) showed for its cell, so hovering reads as before.
-#
-# ``cell_marks`` outlines a selected cell, or the row or column a selection on another panel points at.
+# A heatmap whose cells can be clicked (issue 25): plotly reports no selection for a heatmap (streamlit issues 8760
+# and 15042), so ``pick_layer`` adds an invisible point at every cell's centre, ``customdata`` = (row, column) of
+# the full matrix. With ``hoverdistance`` −1 the nearest centre wins, so a click anywhere in a cell picks it. The
+# points carry the hover the heatmap (or a mark) showed. ``cell_marks`` outlines a picked cell, row or column.
 
 
 PICK_TRACE = "cells"  # the name of the layer of points (an overlay: the exports skip it)
@@ -266,8 +257,8 @@ _FIELD = re.compile(r"%\{(customdata\[(\d)\]|x|y|z)(?::\.(\d+)f)?\}")
 
 
 def _filled(template: str, fields: dict) -> str:
-    """``template`` with plotly's ``%{…}`` fields replaced (``customdata[k]``, ``x``, ``y``, ``z`` with a
-    ``.Nf`` format) as plotly's d3 format writes them, and its ``<extra></extra>`` dropped."""
+    """``template`` with plotly's ``%{…}`` fields (``customdata[k]``, ``x``, ``y``, ``z``, ``.Nf``) filled in as
+    plotly's d3 format writes them, without its ``<extra></extra>``."""
 
     def replace(match: re.Match) -> str:
         name, index, decimals = match.groups()
@@ -286,13 +277,10 @@ def _axes(trace: dict) -> tuple[str, str]:
 
 
 def pick_layer(data: list[dict], layout: dict, *, apart: bool = True) -> list[dict]:
-    """``data`` (heatmaps, each followed by its marks) with layers of invisible points, one per cell, on top
-    of each heatmap, which carry the hover; ``layout`` gets the nearest-point hover a click needs.
-
-    One heatmap: a point's ``customdata`` is (row, column). Several (subplots side by side): ``apart``
-    counts the columns on across the panels (panel k's column c is k · columns + c, as if the panels were
-    one wide matrix), else every panel's cell (i, j) is the one cell (i, j) (two versions of one matrix).
-    A heatmap that shows block means or more than ``PICK_LIMIT`` cells gets no points."""
+    """``data`` (heatmaps, each followed by its marks) with a layer of invisible points on each heatmap, which
+    carry the hover; ``layout`` gets the nearest-point hover a click needs. With several panels, ``apart`` counts
+    panel k's column c as k · columns + c (one wide matrix), else cell (i, j) is one cell in every panel (two
+    versions of one matrix). Block means or more than ``PICK_LIMIT`` cells get no points."""
     heats = [t for t in data if t.get("type") == "heatmap"]
     layers = []
     for k, heat in enumerate(heats):
@@ -324,12 +312,9 @@ def _keep_extent(layout: dict, heat: dict) -> None:
 
 
 def _layers(heat: dict, overlays: list[dict], offset: int) -> list[dict] | None:
-    """The invisible points of one heatmap; None when it has no cells to pick (block means, too many).
-
-    A heatmap whose hover names each cell (``customdata``) gets one layer with a text per point. Otherwise
-    the cells that share a hover share a layer: the numbers' layer reads each value from the points'
-    invisible colour through the heatmap's own template, and masked or dropped cells say so; a 64-token
-    matrix then sends one template, not 4,096 texts."""
+    """The invisible points of one heatmap, None when it has no cells to pick. A hover that names each cell gets
+    one text per point; else cells sharing a hover share a layer, the numbers' layer reading each value from the
+    points' invisible colour through the heatmap's template (a 64-token matrix sends one template, not 4,096)."""
     rows, cols = list(heat["y"]), list(heat["x"])
     z = np.asarray(heat["z"], dtype=np.float64)
     blocks = rows != list(range(rows[0], rows[0] + len(rows))) or cols != list(range(cols[0], cols[0] + len(cols)))
@@ -371,37 +356,19 @@ def _layers(heat: dict, overlays: list[dict], offset: int) -> list[dict] | None:
 
 
 def _points(ys: np.ndarray, xs: np.ndarray, axes: tuple[str, str], offset: int, numbers=()) -> dict:
-    """Invisible points at cell centres, selected or not, each with its (row, column) in the full matrix
-    (columns counted on by ``offset`` across panels side by side), then the heatmap's ``numbers`` for its
-    hover (row and column counted from 1), if it has them: ``customdata[2]`` and ``[3]``."""
+    """Invisible points at cell centres, selected or not, with their (row, column) in the full matrix (columns
+    counted on by ``offset``), then the heatmap's ``numbers`` for its hover as ``customdata[2]`` and ``[3]``."""
     invisible = {"marker": {"opacity": 0}}
     custom = np.stack([ys, xs + offset, *numbers], axis=-1).astype(np.int32)  # (cells, 2 or 4)
-    return {
-        "type": "scatter",
-        "name": PICK_TRACE,
-        "mode": "markers",
-        "x": xs,
-        "y": ys,
-        "xaxis": axes[0],
-        "yaxis": axes[1],
-        "meta": {"offset": offset},
-        "customdata": custom,
-        "marker": {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"},
-        "selected": invisible,
-        "unselected": invisible,
-        "showlegend": False,
-    }
-
-
-def _rect(x0: float, x1: float, y0: float, y1: float, width: int, axes: tuple[str, str] = ("x", "y")) -> dict:
-    line = {"color": MARK_COLOUR, "width": width}
-    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "xref": axes[0], "yref": axes[1], "line": line}
+    marker = {"size": 1, "opacity": 0, "color": "rgba(0,0,0,0)"}
+    point = {"type": "scatter", "name": PICK_TRACE, "mode": "markers", "x": xs, "y": ys, "xaxis": axes[0]}
+    point |= {"yaxis": axes[1], "meta": {"offset": offset}, "customdata": custom, "marker": marker}
+    return {**point, "selected": invisible, "unselected": invisible, "showlegend": False}
 
 
 def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) -> list[dict]:
-    """Outlines for a figure's JSON (``spec``): the cell (``row``, ``col``) when both are given, else the
-    whole row or the whole column; none for a row or column the heatmap does not show (a token window).
-    On panels side by side, ``col`` counts as ``pick_layer``'s points do (each layer's ``meta.offset``)."""
+    """Outlines for a figure's JSON (``spec``): the cell (``row``, ``col``) when both are given, else the row or the
+    column, if shown; on panels side by side ``col`` counts as ``pick_layer``'s points do (``meta.offset``)."""
     traces = spec.get("data", ())
     heats = [t for t in traces if t.get("type") == "heatmap"]
     offsets = {_axes(t): (t.get("meta") or {}).get("offset", 0) for t in traces if t.get("name") == PICK_TRACE}
@@ -417,16 +384,14 @@ def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) ->
 
 def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -> list[dict]:
     rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
-    axes = _axes(heat)
     if (row is None and all_columns) or not rows or not cols:
         return []
     if (row is not None and row not in rows) or (not all_columns and col not in cols):
         return []
-    if row is not None and not all_columns:
-        return [_rect(col - 0.5, col + 0.5, row - 0.5, row + 0.5, 4, axes)]
-    if row is not None:
-        return [_rect(min(cols) - 0.5, max(cols) + 0.5, row - 0.5, row + 0.5, 3, axes)]
-    return [_rect(col - 0.5, col + 0.5, min(rows) - 0.5, max(rows) + 0.5, 3, axes)]
+    x0, x1 = (min(cols), max(cols)) if all_columns else (col, col)
+    y0, y1 = (min(rows), max(rows)) if row is None else (row, row)
+    line = {"color": MARK_COLOUR, "width": 3 if all_columns or row is None else 4}  # a cell's outline is bolder
+    return [rect(x0 - 0.5, x1 + 0.5, y0 - 0.5, y1 + 0.5, line, xref=_axes(heat)[0], yref=_axes(heat)[1])]
 
 
 # Heatmaps: a matrix with its rows as queries and its columns as keys.
@@ -461,22 +426,13 @@ def heatmap(
     pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """A matrix as a heatmap with token (or other) labels on numeric axes.
+    """A matrix as a heatmap with token labels (``row_tokens``/``col_tokens``) or names ("dim 0") on numeric axes.
 
-    ``row_labels``/``col_labels`` are raw token pieces (``row_tokens``/``col_tokens``
-    True) or plain names such as "dim 0"; either way they are made safe here.
-    ``kind`` ("weights", "signed", "nonnegative", "mask") sets the colour scale; without it,
-    ``infer_kind`` decides. ``value_range`` overrides the kind's range, for panels that share one (``shared_range``).
-    ``masked`` (bool, same shape, True = masked) greys cells out and labels them; non-finite
-    values (−∞ scores) are masked too. ``meaning`` is a sentence shown on hover. ``legend_names``
-    renames legend entries (a mask's two colours, named for what 0 and 1 mean in it). ``pickable`` adds a
-    point to click in each cell (``pick_layer``).
-
-    ``dropped`` (bool, same shape, True = dropped) draws one dropout draw's weights: survivors are scaled by
-    1/(1 − p), so they can pass 1, and ``infer_kind`` then gives 0 to the largest survivor ("nonnegative"), else
-    the weights' 0–1 (a ``value_name`` that says weight). Dropped cells are blank and labelled "dropped"; the
-    ``masked`` (future) cells stay labelled "masked", as they are 0 whether or not the draw dropped them.
-    Block means average the surviving weights and carry no marks.
+    ``kind`` (``KINDS``; else ``infer_kind``) sets the colour scale, ``value_range`` overrides its range (panels that
+    share one). ``masked`` cells (bool, True = masked) and non-finite values are grey and labelled; ``meaning`` is a
+    hover line; ``legend_names`` renames legend entries; ``pickable`` adds a point to click in each cell.
+    ``dropped`` (bool) draws one dropout draw: dropped cells are blank and say "dropped", future ones "masked";
+    survivors scaled by 1/(1 − p) can pass 1, so ``infer_kind`` then picks "nonnegative". Block means carry no marks.
     """
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 2:
@@ -494,12 +450,9 @@ def heatmap(
         hidden = future | dropped
     hidden = hidden | ~np.isfinite(values)
     view = fit_matrix(values, hidden, row_labels, col_labels, row_tokens, col_tokens, style)
-    values, hidden, row_labels, col_labels = view.values, view.hidden, view.row_labels, view.col_labels
-    row_tokens, col_tokens = view.row_tokens, view.col_tokens
+    values, hidden = view.values, view.hidden
     rows, cols = values.shape
-
-    row_text = token_labels(row_labels) if row_tokens else [plain_label(x) for x in row_labels]
-    col_text = token_labels(col_labels) if col_tokens else [plain_label(x) for x in col_labels]
+    row_text, col_text = view.tick_texts()
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT
     highlighted = highlight_row is not None and highlight_row in view.row_positions and view.block == 1
     # Token labels thin out to what fits: columns as many as rows would in a square plot; rows as many
@@ -530,44 +483,23 @@ def heatmap(
     prints_values = small and plot_height / rows >= 1.3 * style.cell_text_size
     row_ticks = tick_positions(rows, row_fit, keep)
 
-    trace = {
-        "type": "heatmap",
-        "z": np.where(hidden, np.nan, values).astype(np.float32),
-        "x": view.col_positions,
-        "y": view.row_positions,
-        "meta": {
-            "rows": [visible_token(x) if row_tokens else str(x) for x in row_labels],
-            "cols": [visible_token(x) if col_tokens else str(x) for x in col_labels],
-            "title": title,
-            "kind": kind,
-            "hidden_value": 0.0 if dropped is not None else hidden_value(kind, masked is not None),
-            "highlight": keep,  # for the text alternative
-        },
-        "hoverongaps": False,
-        "xgap": 1 if small else 0,
-        "ygap": 1 if small else 0,
-        **colour_settings(kind, low, high, style),
-    }
+    blank = 0.0 if dropped is not None else hidden_value(kind, masked is not None)
+    meta = {"kind": kind, "hidden_value": blank, "highlight": keep}  # the row, for the text alternative
+    trace = view.trace(title, meta, xgap=int(small), ygap=int(small), **colour_settings(kind, low, high, style))
     meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
-    if small:
+    block = "" if small or view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
+    said = ":" if small else "" if view.block == 1 else " block from"
+    if small:  # the cells' labels, else their numbers counted from 1 (``token_numbers``)
         row_of, col_of = np.array(row_text)[:, None], np.array(col_text)[None, :]  # (rows, 1), (1, cols)
         trace["customdata"] = np.stack(np.broadcast_arrays(row_of, col_of), axis=-1)  # (rows, cols, 2)
-        trace["hovertemplate"] = (
-            f"{plain_label(row_title)}: %{{customdata[0]}}<br>{plain_label(col_title)}: %{{customdata[1]}}"
-            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{meaning_line}<extra></extra>"
-        )
-        if prints_values:
-            trace["text"] = cell_text(values, hidden, decimals)
-            trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": style.cell_text_size}
-    else:  # numbers, not labels, cell by cell: counted from 1 (``token_numbers``)
-        block = "" if view.block == 1 else f" (mean of a {view.block}×{view.block} block)"
-        first = "" if view.block == 1 else " block from"
+        trace.update(cell_text(values, hidden, decimals) if prints_values else {})
+    else:
         trace["customdata"] = token_numbers(view)
-        trace["hovertemplate"] = (
-            f"{plain_label(row_title)}{first} %{{customdata[0]}}<br>{plain_label(col_title)}{first} %{{customdata[1]}}"
-            f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
-        )
+    trace["hovertemplate"] = (
+        f"{plain_label(row_title)}{said} %{{customdata[0]}}<br>{plain_label(col_title)}{said} %{{customdata[1]}}"
+        f"<br>{plain_label(value_name)} = %{{z:.{decimals + 2}f}}{block}{meaning_line}<extra></extra>"
+    )
     data = [trace]
     own = {}  # this heatmap's own layout, beside the shared one
     if dropped is not None:  # one dropout draw: its own marks tell masked cells from dropped ones
@@ -583,44 +515,18 @@ def heatmap(
         own["showlegend"] = True
         own["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top", "font": {"size": style.font_size}}
     if highlighted:
-        own["shapes"] = [
-            {
-                "type": "rect",
-                "x0": view.col_positions[0] - 0.5,
-                "x1": view.col_positions[-1] + 0.5,
-                "y0": highlight_row - 0.5,
-                "y1": highlight_row + 0.5,
-                "line": {"color": "#D55E00", "width": 3},
-            }
-        ]
-    own["yaxis"] = axis(
-        style,
-        plain_label(plural(row_title)),
-        tickvals=[view.row_positions[i] for i in row_ticks],
-        ticktext=[row_text[i] for i in row_ticks],
-        autorange="reversed",
-        showgrid=False,
-        zeroline=False,
-    )
-    own["xaxis"] = axis(
-        style,
-        plain_label(plural(col_title)),
-        tickvals=[view.col_positions[j] for j in col_ticks],
-        ticktext=[col_text[j] for j in col_ticks],
-        tickangle=-90 if len(col_ticks) > ROTATED_TICKS else None,  # None: "auto"
-        autotickangles=[0, -90],
-        side="top",
-        showgrid=False,
-        zeroline=False,
-        automargin=True,
-    )
+        x0, x1 = view.col_positions[0] - 0.5, view.col_positions[-1] + 0.5
+        own["shapes"] = [rect(x0, x1, highlight_row - 0.5, highlight_row + 0.5, {"color": "#D55E00", "width": 3})]
+    plain = {"showgrid": False, "zeroline": False}
+    row_axis = {**chosen_ticks(view.row_positions, row_text, row_ticks), "autorange": "reversed", **plain}
+    own["yaxis"] = axis(style, plain_label(plural(row_title)), **row_axis)
+    upright = -90 if len(col_ticks) > ROTATED_TICKS else None  # None: "auto"
+    col_axis = {**chosen_ticks(view.col_positions, col_text, col_ticks), "tickangle": upright, "automargin": True}
+    own["xaxis"] = axis(style, plain_label(plural(col_title)), **col_axis, autotickangles=[0, -90], side="top", **plain)
     # plotly.js puts a top axis's title too close to upright labels: one more line of tick text apart
     own["xaxis"]["title"]["standoff"] = 4 + (style.tick_size if may_stand else 0)
-    margin = {}
-    if legend_height:  # room under the plot for the legend
-        margin["b"] = legend_height + 10
-    if may_stand:  # room above the plot for the figure's title, then the axis title, then upright labels
-        margin["t"] = top
+    # room under the plot for the legend; above it, for the title, then the axis title, then upright labels
+    margin = ({"b": legend_height + 10} if legend_height else {}) | ({"t": top} if may_stand else {})
     layout = figure_layout(title, style, height, margin=margin, subtitle=note, **own)
     for trace in data if legend_names else ():
         if trace.get("name") in legend_names:
@@ -629,12 +535,8 @@ def heatmap(
 
 
 def without_cell_text(fig: go.Figure) -> go.Figure:
-    """A copy of ``fig`` with the numbers and "masked" labels printed in its cells removed.
-
-    For heatmaps drawn too narrow for their cell text (e.g. two side by side):
-    the values stay in the hover, masked cells stay blank. A figure with no cell
-    text (above ``TEXT_CELL_LIMIT`` tokens) is returned as it is.
-    """
+    """A copy of ``fig`` without the numbers and words printed in its cells (too narrow for them), which stay in the
+    hover; a figure with no cell text is returned as it is."""
     if not any(prints_in_cells(trace) for trace in fig.data):
         return fig
     data = [trace.to_plotly_json() for trace in fig.data if not (trace.type == "scatter" and trace.mode == "text")]
@@ -652,8 +554,8 @@ def prints_in_cells(trace) -> bool:
 
 
 def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, style: FigureStyle) -> list[dict]:
-    """The words "masked" and "dropped" up to ``MASK_WORD_LIMIT`` tokens per axis; up to ``TICK_LIMIT`` tokens, a
-    cross sized to the cell in each dropped cell, and future cells stay grey; none on block means."""
+    """The words "masked" and "dropped" up to ``MASK_WORD_LIMIT`` tokens per axis; up to ``TICK_LIMIT``, a cross in
+    each dropped cell, future cells staying grey; none on block means."""
     if view.block > 1:
         return []
     rows, cols = view.row_positions, view.col_positions
@@ -678,8 +580,7 @@ def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, st
     return marks
 
 
-# Several same-sized matrices side by side, e.g. one attention-weight matrix per head, on one
-# shared colour scale with one colour bar.
+# Several same-sized matrices side by side, e.g. one attention-weight matrix per head, on one colour scale.
 
 
 GRID_ROW_SPACING = 0.12  # the room between a grid's rows of panels: this over the rows, + 0.04, of the height
@@ -698,68 +599,31 @@ def heatmap_grid(
     pickable: bool = False,
     style: FigureStyle = DEFAULT_STYLE,
 ) -> go.Figure:
-    """Several same-sized attention-weight matrices (e.g. one per head) on the one 0–1 scale with one colour bar;
-    token labels on the first column's axis only, so no subplot's labels land on its neighbour.
-
-    ``max_row_height`` caps each grid row's height in pixels, so that many
-    narrow subplots side by side stay on one screen instead of growing tall. ``pickable`` adds a point to
-    click in each cell, panel k's column j counted as k · columns + j (``pick_layer``).
-    """
+    """Same-sized attention-weight matrices (one per head) on the one 0–1 scale with one colour bar, token labels on
+    the first column's axis only. ``max_row_height`` caps a grid row's height (px), so many narrow panels stay on
+    one screen; ``pickable`` adds a point to click in each cell (panel k's column j is k · columns + j)."""
     stack = np.asarray(matrices, dtype=np.float64)
     count, rows, cols = stack.shape
     columns = max(1, min(columns, count))
     grid_rows = int(np.ceil(count / columns))
-    vertical_spacing = GRID_ROW_SPACING / max(grid_rows, 1) + 0.04
-    axes, annotations = subplot_grid(
-        grid_rows,
-        columns,
-        [plain_label(t) for t in titles],
-        style,
-        horizontal_spacing=0.03,
-        vertical_spacing=vertical_spacing,
-        shared_yaxes=True,
-    )
+    gap = GRID_ROW_SPACING / max(grid_rows, 1) + 0.04
+    spacing = {"horizontal_spacing": 0.03, "vertical_spacing": gap, "shared_yaxes": True}
+    axes, annotations = subplot_grid(grid_rows, columns, [plain_label(t) for t in titles], style, **spacing)
     hidden = np.zeros((rows, cols), dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
-    views = [
-        fit_matrix(stack[k], hidden | ~np.isfinite(stack[k]), row_labels, col_labels, True, True, style)
-        for k in range(count)
-    ]
+    views = [fit_matrix(m, hidden | ~np.isfinite(m), row_labels, col_labels, True, True, style) for m in stack]
     view = views[0]
     rows, cols = view.values.shape
-    row_text = token_labels(view.row_labels) if view.row_tokens else [plain_label(x) for x in view.row_labels]
-    col_text = token_labels(view.col_labels) if view.col_tokens else [plain_label(x) for x in view.col_labels]
-    row_raw = [visible_token(x) for x in view.row_labels]
-    col_raw = [visible_token(x) for x in view.col_labels]
+    row_text, col_text = view.tick_texts()
     small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
     data, first = [], "" if view.block == 1 else " block from"
     for k in range(count):
-        z = np.where(views[k].hidden, np.nan, views[k].values).astype(np.float32)
         x, y = subplot_axes(k)
-        trace = {
-            "type": "heatmap",
-            "z": z,
-            "x": view.col_positions,
-            "y": view.row_positions,
-            "meta": {
-                "rows": row_raw,
-                "cols": col_raw,
-                "title": titles[k],
-                "kind": WEIGHTS,
-                "hidden_value": 0.0,  # a masked weight is exactly 0
-            },
-            "hoverongaps": False,
-            "textfont": {"size": style.cell_text_size},
-            "customdata": token_numbers(views[k]),  # counted from 1 (a block's first)
-            "hovertemplate": f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · "
-            f"key{first} %{{customdata[1]}}<br>attention weight = %{{z:.4f}}<extra></extra>",
-            **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0),
-            "xaxis": x,
-            "yaxis": y,
-        }
-        if small:
-            trace["text"] = cell_text(z, views[k].hidden)
-            trace["texttemplate"] = "%{text}"
-        data.append(trace)
+        hover = f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · key{first} %{{customdata[1]}}"
+        props = {"hovertemplate": f"{hover}<br>attention weight = %{{z:.4f}}<extra></extra>", "xaxis": x, "yaxis": y}
+        props |= {"customdata": token_numbers(views[k]), "textfont": {"size": style.cell_text_size}}  # from 1
+        meta = {"kind": WEIGHTS, "hidden_value": 0.0}  # a masked weight is exactly 0
+        trace = views[k].trace(titles[k], meta, **props, **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0))
+        data.append(trace | (cell_text(trace["z"], views[k].hidden) if small else {}))
     row_height = max(figure_height(rows, style, extra=60), 240)
     if max_row_height is not None:
         row_height = min(row_height, max_row_height)
@@ -768,11 +632,11 @@ def heatmap_grid(
     # rows: as many labels as a panel's plot area is tall, 1.3 lines each; it is the figure's height less the title's
     # margin above, and the column labels with the bottom margin below (2 lines), shared by the grid's rows
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 24) - (2 * style.tick_size + 10)
-    panel_height = plot_height * (1 - vertical_spacing * (grid_rows - 1)) / grid_rows
+    panel_height = plot_height * (1 - gap * (grid_rows - 1)) / grid_rows
     row_fit = max(2, int(panel_height / (1.3 * style.tick_size)))
     row_ticks, col_ticks = tick_positions(rows, row_fit), tick_positions(cols, max(2, fit // columns + 1))
-    y_ticks = {"tickvals": [view.row_positions[i] for i in row_ticks], "ticktext": [row_text[i] for i in row_ticks]}
-    x_ticks = {"tickvals": [view.col_positions[j] for j in col_ticks], "ticktext": [col_text[j] for j in col_ticks]}
+    y_ticks = chosen_ticks(view.row_positions, row_text, row_ticks)
+    x_ticks = chosen_ticks(view.col_positions, col_text, col_ticks)
     for name, props in axes.items():
         ticks = x_ticks if name.startswith("x") else {**y_ticks, "autorange": "reversed"}
         axes[name] = axis(style, **props, **ticks, showgrid=False)
@@ -790,10 +654,9 @@ LABEL_PITCH_PX = 16  # a row or column with its own tick label needs this much, 
 
 
 def readable_width(fig: go.Figure) -> int:
-    """The narrowest width (px) at which no two texts of the figure run into each other across: each heatmap's
-    column as wide as its longest printed number and at least ``LABEL_PITCH_PX`` (square cells give the rows as
-    much), and each lying x tick label as wide as its text, in the share of the width its panel gets, plus the
-    figure's side margins. 0 when nothing needs room."""
+    """The narrowest width (px) at which no two texts run into each other across: a heatmap's column as wide as its
+    longest printed number, at least ``LABEL_PITCH_PX``, and lying x tick labels as wide as their text, in their
+    panel's share of the width, plus the side margins; 0 when nothing needs room."""
     plot_px = 0.0
     sizes = [fig.layout[key].tickfont.size for key in fig.layout if key.startswith(("xaxis", "yaxis"))]
     pitch = LABEL_PITCH_PX * max([12, *[size for size in sizes if size]]) / 12  # larger tick labels, more room
