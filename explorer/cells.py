@@ -1,14 +1,9 @@
 """A heatmap's cells, their numbers and their words: the cell panel's (issue 25) and ``attention.notebook.explore``'s.
 
-A page makes a chart's ``Cells`` in the step that draws it, with a constructor below, and passes it as
-``explain=``. ``Cells`` maps a cell (row, col), counted from 0, to its ``attention.derivations.Derivation`` and
-writes it out in the book's notation: what the cell is (x^(i) counted from 1, Python's index beside it), then
-the sum with the numbers on screen. Nothing is computed until a cell is asked for. ``rows`` and ``cols`` name
-what a row and a column are ("query", "key", "dim"): a selection marks the same names on the step's other panels.
-
-In reading order: ``Notation`` and the shared wording; ``Cells``; then each kind's words beside its constructor:
-the chapter's matrices, Multi-head's and Break it's, then Why attention's, Tokens' and Generate's.
-"""
+A page makes a chart's ``Cells`` in the step that draws it, with a constructor below, and passes it as ``explain=``.
+``Cells`` maps a cell (row, col), counted from 0, to its ``attention.derivations.Derivation``, made only when asked
+for, and writes it in the book's notation: what the cell is (x^(i) from 1, Python's index beside it), then the sum
+with the numbers on screen. Below: ``Notation``, ``Cells``, then each kind's words beside its constructor."""
 
 from __future__ import annotations
 
@@ -39,18 +34,14 @@ TOKEN_AXES = ("query", "key", "token")  # a picker lists these as tokens counted
 
 @dataclass(frozen=True)
 class Notation:
-    """How the book writes a matrix's cells.
-
-    ``matrix`` is its name in the code (``attn_scores``); ``left`` and ``right`` are the letters of the
-    vectors a score multiplies (q and k, or x and x), or of a context entry's values (v, or x);
-    ``scaled`` says a weight's scores were divided by √d_k; ``weight_matrix`` names a projection's
-    matrix (``W_query``) and ``left`` its output's letter (q)."""
+    """How the book writes a matrix's cells: ``matrix``, its name in the code; ``left`` and ``right``, the letters of
+    the vectors a score multiplies (q and k) or of a context entry's values (v); ``scaled``: scores ÷ √d_k."""
 
     matrix: str
     left: str = "q"
     right: str = "k"
     scaled: bool = False
-    weight_matrix: str = ""
+    weight_matrix: str = ""  # a projection's matrix (``W_query``); ``left`` is then its output's letter (q)
     item: int | str | None = None  # a batch item (or "item, head"): cells read ``attn_weights[item, i, j]``
 
     @functools.cached_property
@@ -130,10 +121,8 @@ def picker_labels(what: str, labels: tuple[str, ...]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Cells:
-    """A heatmap's cells explained: ``derive(row, col)`` gives the ``Derivation`` of a cell, counted from 0.
-
-    ``code`` is the line that made the matrix, as "Show the code" prints it (a part of that line is
-    enough, found in one line only); ``keys`` are the tokens a softmax row or a weighted sum runs over."""
+    """A heatmap's cells explained: ``derive(row, col)`` gives a cell's ``Derivation``; ``code`` is (part of) the one
+    line that made the matrix in "Show the code"; ``keys``, the tokens a softmax row or a weighted sum runs over."""
 
     derive: Callable
     notation: Notation
@@ -161,20 +150,17 @@ class Cells:
         return written(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
 
 
-def _row(matrix, row: int) -> np.ndarray:
-    """A writable copy of one row (a view's arrays are read-only; torch warns on those)."""
-    return np.array(matrix[row], dtype=np.float64)
+def _f64(array) -> np.ndarray:
+    """A writable float64 copy, made for the cell asked for (a view's arrays are read-only; torch warns on those)."""
+    return np.array(array, dtype=np.float64)
 
 
 # The chapter's matrices: scores, weights, the masks' two routes, dropout, context vectors, projections.
 
 
 def explain(derivation: Derivation, notation: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """The words and the sum for ``derivation``: (Markdown, plain text for a code block).
-
-    ``row_label`` and ``col_label`` are the cell's row and column (token pieces or names such as "dim 0");
-    ``keys`` are the row's key tokens, which a softmax row or a weighted sum runs over. Every kind's own
-    words (``explain_merged``, …) take the same arguments, so a ``Cells`` can take any as its ``words``."""
+    """The words and the sum for ``derivation``: (Markdown, plain text for a code block). Every kind's own words
+    (``explain_merged``, …) take the same arguments, so a ``Cells`` can take any as its ``words``."""
     d, n = derivation, notation
     i, j = d.row + 1, d.col + 1
     matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
@@ -264,9 +250,8 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
 def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
     """ω_ij = q^(i) · k^(j) (÷ √d_k with ``scaled``) from (T, d) queries and keys."""
 
-    def derive(row: int, col: int):  # copies made for the cell asked for: the view's arrays are read-only
-        q, k = np.array(queries, dtype=np.float64), np.array(keys, dtype=np.float64)
-        return attention.derivations.score(q, k, row, col, scaled=scaled)
+    def derive(row: int, col: int):
+        return attention.derivations.score(_f64(queries), _f64(keys), row, col, scaled=scaled)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -289,7 +274,7 @@ def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notati
 
     def derive(row: int, col: int):
         hidden = None if masked is None else np.array(masked[row], dtype=bool)
-        return attention.derivations.weight(_row(scores_matrix, row), col, row=row, masked=hidden, subtract_max=False)
+        return attention.derivations.weight(_f64(scores_matrix[row]), col, row=row, masked=hidden, subtract_max=False)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -309,7 +294,7 @@ def renormalized(masked_matrix, mask, pieces: Sequence[str], *, code: str, notat
 
     def derive(row: int, col: int):
         hidden = np.array(mask[row], dtype=bool)
-        return attention.derivations.renormalized(_row(masked_matrix, row), col, row=row, masked=hidden)
+        return attention.derivations.renormalized(_f64(masked_matrix[row]), col, row=row, masked=hidden)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -328,22 +313,18 @@ def context(weights_matrix, values, pieces: Sequence[str], dims: Sequence[str], 
     """z^(i)[c] = Σ_j α_ij · v^(j)[c] from (T, T) weights and (T, d) values; columns are dimensions."""
 
     def derive(row: int, col: int):
-        v = np.array(values, dtype=np.float64)
-        return attention.derivations.weighted_sum(_row(weights_matrix, row), v, col, row=row)
+        return attention.derivations.weighted_sum(_f64(weights_matrix[row]), _f64(values), col, row=row)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), cols="dim", keys=tuple(pieces))
 
 
-def projections(
-    inputs, weight_matrix, pieces: Sequence[str], dims: Sequence[str], *, code: str, notation: Notation, bias=None
-):
+def projections(inputs, weight_matrix, pieces, dims, *, code: str, notation: Notation, bias=None) -> Cells:
     """An entry of ``x @ W`` (+ ``bias``) ((T, d_in) inputs, (d_in, d_out) ``weight_matrix``, (d_out,) bias): rows
     are tokens, columns the output's dimensions."""
 
     def derive(row: int, col: int):
-        x, w = np.array(inputs[row], dtype=np.float64), np.array(weight_matrix, dtype=np.float64)
-        b = None if bias is None else np.array(bias, dtype=np.float64)
-        return attention.derivations.projection(x, w, col, bias=b, row=row, kind="projection")
+        x, b = _f64(inputs[row]), None if bias is None else _f64(bias)
+        return attention.derivations.projection(x, _f64(weight_matrix), col, bias=b, row=row, kind="projection")
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), rows="query", cols="dim")
 
@@ -366,7 +347,7 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
 
     def derive(row: int, col: int):  # head h's weight from its scores, then dropout's draw if any
         head, col = shown.start + col // count, col % count
-        found = attention.derivations.weight(_row(scores[head], row), col, row=row, subtract_max=False)
+        found = attention.derivations.weight(_f64(scores[head, row]), col, row=row, subtract_max=False)
         if keep is not None:
             found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
         return replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
@@ -428,9 +409,8 @@ def out_proj(context, out_weight, bias, pieces, cols, *, num_heads: int, code: s
     and its bias (None: none): each entry's terms grouped by head."""
 
     def derive(row: int, col: int):
-        row_in, weight = np.array(context[row], dtype=np.float64), np.array(out_weight, dtype=np.float64)
-        b = None if bias is None else np.array(bias, dtype=np.float64)
-        return attention.derivations.out_projection(row_in, weight, col, num_heads=num_heads, bias=b, row=row)
+        x, b = _f64(context[row]), None if bias is None else _f64(bias)
+        return attention.derivations.out_projection(x, _f64(out_weight), col, num_heads=num_heads, bias=b, row=row)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(cols), cols="dim", keys=tuple(pieces),
                  words=explain_mixed)  # fmt: skip
@@ -627,7 +607,7 @@ def explain_contrast(d: Derivation, n: Notation, row_label: str, col_label: str,
 
 def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: Notation) -> Cells:
     """The self-attention contrast: softmax of x·xᵀ, or of the additive scores of ``contrast_weights``."""
-    x = np.array(inputs, dtype=np.float64)
+    x = _f64(inputs)
 
     def score(row: int, col: int):
         if additive:
@@ -706,9 +686,8 @@ def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str,
 def recorded_weights(
     rows, row_labels, pieces, *, layer: int, head: int, first_query: int, model: str, code: str, notation: Notation
 ) -> Cells:
-    """Generate's query rows: the weights of ``model`` (``GenerationView.model_name``: the small GPT, or GPT-2)
-    as its step recorded them (no scores were kept), so a cell shows its row, which adds up to 1, and says
-    where it came from; NaN marks a key not yet seen."""
+    """Generate's query rows: the weights of ``model`` as its step recorded them (no scores were kept), so a cell shows
+    its row, which adds up to 1; NaN marks a key not yet seen."""
 
     def derive(row: int, col: int):
         seen = ~np.isnan(rows[row])
@@ -769,9 +748,8 @@ def explain_cached_key(d: Derivation, n: Notation, row_label: str, col_label: st
 def cached_keys(
     cache_keys, recomputed_keys, layer: int, head: int, pieces, *, shown: str, code: str, notation: Notation
 ) -> Cells:
-    """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes
-    it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.beyond.CacheCheck``'s). Rows
-    are tokens, columns the head's dimensions, named alike on both panels."""
+    """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes it
+    again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys; rows are tokens, columns the head's dimensions."""
     derive = functools.partial(attention.derivations.cache_entry, cache_keys, recomputed_keys, layer, head, shown=shown)
     return Cells(derive, notation, code, tuple(pieces), dims(cache_keys.shape[-1]), rows="token", cols="dim",
                  words=explain_cached_key)  # fmt: skip

@@ -57,12 +57,7 @@ def show_summaries(settings: Settings) -> None:
         "on the first token": found.first_token,
         "entropy ÷ uniform": found.entropy_share,
     }
-    draw(
-        head_summary_bars,
-        "head-summaries",
-        shares,
-        title=f"What each head of layer {settings.layer} looks at",
-    )
+    draw(head_summary_bars, "head-summaries", shares, title=f"What each head of layer {settings.layer} looks at")
     columns = {
         "previous token": found.previous_token,
         "first token": found.first_token,
@@ -206,14 +201,10 @@ def head_labels(summaries) -> tuple[list[list[str]], list[list[str]]]:
     """Each head's label and its hover text with all three numbers, layer by layer; ``summaries`` holds (L, h).
     More than ``SHORT_ABOVE`` heads get short labels."""
     short = summaries.previous_token.shape[-1] > SHORT_ABOVE
-    labels, details = [], []
-    for previous, first, spread in zip(
-        summaries.previous_token, summaries.first_token, summaries.entropy_share, strict=True
-    ):
-        labels.append([head_label(*values, short=short) for values in zip(previous, first, spread, strict=True)])
-        details.append(
-            [f"prev {p:.2f} · first {f:.2f} · spread {s:.2f}" for p, f, s in zip(previous, first, spread, strict=True)]
-        )
+    trios = zip(summaries.previous_token, summaries.first_token, summaries.entropy_share, strict=True)
+    layers = [list(zip(*trio, strict=True)) for trio in trios]  # a layer's (previous, first, spread) of each head
+    labels = [[head_label(*values, short=short) for values in layer] for layer in layers]
+    details = [[f"prev {p:.2f} · first {f:.2f} · spread {s:.2f}" for p, f, s in layer] for layer in layers]
     return labels, details
 
 

@@ -153,10 +153,8 @@ WINDOW_KEY = "w_window"
 
 
 def token_window_control(run: Run) -> None:
-    """For long inputs, a sidebar slider that picks which tokens the heatmaps show cell by cell.
-
-    Without it, a long sentence is drawn whole as block means (see ``figures.fit_matrix``).
-    """
+    """For long inputs, a sidebar slider that picks which tokens the heatmaps show cell by cell; without it, a long
+    sentence is drawn whole as block means (``figures.fit_matrix``)."""
     st.session_state.pop(TOKEN_WINDOW, None)
     num_tokens = run.num_tokens
     if num_tokens <= WINDOW_THRESHOLD:
