@@ -180,8 +180,6 @@ LINK_PAGES = (  # (page script, its title): the chapter pages that show one head
     ("pages/causal_mask.py", "Causal mask"),
     ("pages/dropout.py", "Dropout"),
 )
-
-
 SHORT_ABOVE = 6  # more heads than this side by side get the short labels ("P 0.62")
 
 

@@ -72,8 +72,8 @@ def sidebar() -> None:
         model = _weights_controls()
         columns = st.columns(2)
         for index, field in enumerate(_NUMBERS):
-            limit = LIMITS[field]
-            whole = field != "dropout"
+            limit, whole = LIMITS[field], field != "dropout"
+            span = f"{limit.low:,.0f}–{limit.high:,.0f}" if whole else f"0–{limit.high}"
             columns[index % 2].number_input(
                 field if whole else "dropout p",  # each labelled with its Settings field
                 min_value=int(limit.low) if whole else limit.low,
@@ -84,9 +84,7 @@ def sidebar() -> None:
                 on_change=on_change_of,
                 args=(field,),
                 disabled=(field == "d_in" and state["w_source"] == BOOK) or (model and field in FIXED_BY_MODEL),
-                help=f"{limit.help} ({limit.low:,.0f}–{limit.high:,.0f})"
-                if whole
-                else f"{limit.help} (0–{limit.high})",
+                help=f"{limit.help} ({span})",
             )
         st.toggle(
             "Training mode",

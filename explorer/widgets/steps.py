@@ -314,9 +314,8 @@ def finish_run(
     shown = address(params)
     if st.query_params.to_dict() != shown:
         st.query_params.from_dict(shown)
-    with (state.get(LINK_SLOT) or st.sidebar).popover(
-        "Copy link to this view", icon=":material/link:", width="stretch"
-    ):
+    slot = state.get(LINK_SLOT) or st.sidebar  # ``widgets.sidebar`` reserved it
+    with slot.popover("Copy link to this view", icon=":material/link:", width="stretch"):
         st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
         st.code(link, language=None, wrap_lines=True)
         if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
