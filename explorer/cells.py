@@ -83,8 +83,7 @@ def _at(n: Notation, d: Derivation) -> str:
 
 
 def _sum(d: Derivation, shown: int = DOT_TERMS, unit: str = " terms", part=None) -> str:
-    """The first ``shown`` of ``d``'s terms joined by " + ", each its product (or ``part(term)``), then how
-    many there are in all."""
+    """The first ``shown`` of ``d``'s terms (products, or ``part(term)``) joined by " + ", then how many in all."""
     part = part or (lambda t: "·".join(factor(f) for f in t.factors))
     written = " + ".join(part(t) for t in d.terms[:shown])
     return written + (f" + … ({len(d.terms)}{unit} in all)" if len(d.terms) > shown else "")
@@ -112,8 +111,7 @@ def _softmax_lines(d: Derivation, keys: Sequence[str], *, shift_line: bool = Tru
 
 @functools.lru_cache(maxsize=128)  # a 1,024-token picker's labels are made once, not at every run that shows them
 def picker_labels(what: str, labels: tuple[str, ...]) -> tuple[str, ...]:
-    """A picker's rows or columns as it lists them: a token counted from 1, as the book counts ("2: Your"), or a
-    name ("dim 0")."""
+    """A picker's rows or columns as it lists them: a token counted from 1 ("2: Your"), or a name ("dim 0")."""
     if what not in TOKEN_AXES:
         return tuple(map(str, labels))
     return tuple(f"{k + 1}: {visible_token(label)}" for k, label in enumerate(labels))
@@ -269,8 +267,7 @@ def masked_scores(found: Cells, mask) -> Cells:
 
 
 def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notation, masked=None) -> Cells:
-    """α_ij, the softmax of row i of the (already scaled) ``scores_matrix`` (T, T); ``masked`` (T, T), True =
-    a future key."""
+    """α_ij, the softmax of row i of the scaled (T, T) ``scores_matrix``; ``masked`` (T, T), True = a future key."""
 
     def derive(row: int, col: int):
         hidden = None if masked is None else np.array(masked[row], dtype=bool)
@@ -358,8 +355,7 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
 
 
 def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A column of the heads side by side (``merge``): which head and column it came from, then that
-    head's weighted sum Σ_j α_ij · v^(j)[c']."""
+    """A column of the heads side by side (``merge``): its head and column, then that head's Σ_j α_ij · v^(j)[c']."""
     h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
     i, columns = d.row + 1, "1 column" if head_dim == 1 else f"{head_dim} columns"
     words = (
@@ -385,8 +381,7 @@ def merged(weights, values, pieces, cols, *, first: int = 0, code: str, notation
 
 
 def explain_mixed(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """``out_proj``'s output: every merged column times a row of ``out_proj.weight``, grouped by head, each
-    head's subtotal, then the bias: here the heads mix."""
+    """``out_proj``'s output: each head's merged columns times ``out_proj.weight``, subtotalled, then the bias."""
     i, heads, head_dim = d.row + 1, d.details["num_heads"], d.details["head_dim"]
     words = (
         f"`output[{_at(n, d)}]` is `out_proj` applied to query x^({i}) {_token(row_label)}'s merged "
@@ -522,8 +517,7 @@ def explain_gru(d: Derivation, n: Notation, row_label: str, col_label: str, keys
 
 
 def encoder_states(parts: Callable, pieces, dims, *, code: str, notation: Notation) -> Cells:
-    """``encoder_states``: token rows, hidden units as columns; each a GRU step of the encoder–decoder whose
-    (trace, weights) ``parts()`` returns."""
+    """``encoder_states``, (T, hidden) GRU steps of the encoder–decoder whose (trace, weights) ``parts()`` returns."""
 
     def derive(row: int, col: int):
         return attention.derivations.encoder_state(*parts(), row, col)
@@ -555,8 +549,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
 
 
 def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -> Cells:
-    """``bahdanau_weights`` of the encoder–decoder whose (trace, weights) ``parts()`` returns: decoder steps as
-    rows, encoder tokens as columns."""
+    """``bahdanau_weights`` (decoder steps, encoder tokens) of the encoder–decoder whose ``parts()`` are given."""
 
     def derive(row: int, col: int):
         trace, weights = parts()
@@ -636,8 +629,7 @@ def explain_embedding(d: Derivation, n: Notation, row_label: str, col_label: str
 
 
 def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) -> Cells:
-    """The input matrix under ``settings`` (``explorer.settings.Settings``): a number of a table (the book's
-    vectors, a seeded draw, or what a model feeds its layer), no sum."""
+    """The input matrix under ``settings``: numbers of a table (the book's, a seeded draw, a model's), no sum."""
     cols = dims(np.shape(inputs)[1])
 
     def derive(row: int, col: int):
@@ -664,8 +656,7 @@ def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) 
 
 
 def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A trained model's weight as generation recorded it: which model made it (``details["model"]``), where
-    it came from, and its row's sum."""
+    """A trained model's weight as generation recorded it (``details["model"]`` made it), and its row's sum."""
     g, j = d.details, d.col + 1
     if d.col >= g["seen"]:
         words = f"Key x^({j}) {_token(col_label)} comes after this query, so the causal mask hides it: no weight."
@@ -786,7 +777,6 @@ def explain_window_mask(d: Derivation, n: Notation, row_label: str, col_label: s
 
 
 def window_mask(num_tokens: int, window: int | None, pieces, *, code: str, notation: Notation) -> Cells:
-    """Generate's masks: the causal mask (``window`` None) or the sliding window's, from
-    ``attention.sliding_window_mask``; queries as rows, keys as columns."""
+    """Generate's causal mask (``window`` None) or sliding window's (``attention.sliding_window_mask``)."""
     derive = functools.partial(attention.derivations.window_mask_entry, num_tokens, window)  # (row, col)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_window_mask)

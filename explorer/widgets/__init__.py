@@ -78,8 +78,7 @@ def weights_caption(settings: Settings) -> None:
 
 
 def outside_model() -> Run:
-    """The run for a page the model's weights do not reach (Why attention's RNN): random weights, and a caption
-    saying why."""
+    """The run for a page the model's weights do not reach (Why attention's RNN): random weights, saying why."""
     run = current_run()
     if run.settings.weights == RANDOM:
         return run
@@ -99,8 +98,7 @@ def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), 
 
 
 def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
-    """The Dropout page's line saying whose dropout it uses, the book's or the sidebar's, and a button back to the
-    book's."""
+    """The Dropout page's line saying whose dropout it uses, and a button back to the book's."""
     book = used is not settings
     mode, action = st.columns([3, 2], vertical_alignment="center")
     mode.markdown(
@@ -202,8 +200,7 @@ BASE_CSS += "}\n</style>"
 
 
 def stylesheet(*, presenter: bool) -> None:
-    """The app's one stylesheet: less empty space above the title, so a step fits a 1280×720 screen, and in
-    presenter mode larger text and less chrome for projection."""
+    """The app's one stylesheet: a step fits a 1280×720 screen; presenter mode adds larger text, less chrome."""
     st.html(BASE_CSS + (PRESENTER_CSS if presenter else ""))
 
 

@@ -228,8 +228,7 @@ def _set(key: str, name: str, row: int, col: int, cells) -> dict:
 
 
 def picked(chart_key: str, step_key: str, name: str, cells) -> None:
-    """A click or tap on a chart's cell: keep it as the step's selection (an empty event, a click that
-    unselects, keeps the one there is)."""
+    """A click or tap on a chart's cell becomes the step's selection; an empty event keeps the one there is."""
     event = st.session_state.get(chart_key) or {}
     points = (event.get("selection") or {}).get("points") or []
     custom = points[0].get("customdata") if points else None
@@ -401,8 +400,7 @@ class Panel:
 
 
 def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel:
-    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``explain``
-    (``explorer.cells.Cells``) lets a learner pick its cells."""
+    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one."""
     if "style" not in options:
         options["style"] = style()
     if explain is not None:

@@ -196,8 +196,7 @@ def head_label(previous: float, first: float, spread: float, *, short: bool = Fa
 
 
 def head_labels(summaries) -> tuple[list[list[str]], list[list[str]]]:
-    """Each head's label and its hover text with all three numbers, layer by layer; ``summaries`` holds (L, h).
-    More than ``SHORT_ABOVE`` heads get short labels."""
+    """Each head's label and its hover text with all three numbers, layer by layer, from (L, h) ``summaries``."""
     short = summaries.previous_token.shape[-1] > SHORT_ABOVE
     trios = zip(summaries.previous_token, summaries.first_token, summaries.entropy_share, strict=True)
     layers = [list(zip(*trio, strict=True)) for trio in trios]  # a layer's (previous, first, spread) of each head

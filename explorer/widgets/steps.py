@@ -85,8 +85,7 @@ class Step:
 
 
 class Steps:
-    """A page's steps in the order the page adds them (``add``); ``show`` draws the stepper and runs the step
-    the learner is on."""
+    """A page's steps in the order the page adds them (``add``); ``show`` draws the stepper and the step shown."""
 
     def __init__(self, page: str):
         self.page = page
@@ -134,8 +133,7 @@ def step_index(linked: str | None, slugs: Sequence[str], count: int, numbered: S
 
 
 def stepper(page: str, steps: Sequence[Step]) -> int:
-    """Previous / Next buttons (the ← and → keys, and a presentation clicker's PageUp and PageDown) and a step
-    indicator; returns the step index. Each step's ``slug`` names it in the URL."""
+    """Previous and Next buttons (the ← and → keys, a clicker's PageUp and PageDown) and the step; returns its index."""
     key, count = step_key(page), len(steps)
     if key not in st.session_state:
         linked, slugs = initial_param("step", page, key), [s.slug for s in steps]
