@@ -1,25 +1,15 @@
-"""Charts, whole: a figure built once and shared by every session that draws it, drawn with its downloads,
-and its cells made clickable, with the panel that explains the clicked one.
-
-Shared figures. ``shared`` builds a figure the first time its builder is called with given numbers, labels and
-style, and hands the same ``Drawn`` (kept as JSON: no session can change what another sees) to every later call
-whose arguments have equal contents (``fingerprint``), whichever session made them: a class mostly draws alike.
-
-Clickable cells (issue 25). Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, an
-``explorer.cells.Cells`` made in the step, then call ``explain_cell(where)`` once on the step, where the panel
-should go::
+"""Charts, whole: a figure built once and shared by every session that draws it (``shared``), drawn with its
+downloads, and its cells made clickable, with the panel that explains the clicked one (issue 25)::
 
     cells = explorer.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
                                 notation=Notation("attn_weights", scaled=True))
     widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
-    widgets.explain_cell()
+    widgets.explain_cell()  # once on the step, where the panel should go
 
 Streamlit reports no selection on a heatmap trace, so the figure gets invisible points, one per cell
-(``figures.heatmaps.pick_layer``). A click (``picked``) or the picker sets the step's cell: it is outlined, and
-other panels mark the rows and columns they share with it by name (``Cells.rows``, ``Cells.cols``). Its
-``Cells.code`` line is marked in "Show the code", and the link carries ``cell=i,j`` (from 1; ``i,j,p`` for the
-step's p-th panel). Clicks on any other chart end in ``on_pick``.
-"""
+(``figures.heatmaps.pick_layer``). A click (``picked``) or the picker sets the step's cell: it is outlined, other
+panels mark the rows and columns they share with it by name (``Cells.rows``, ``Cells.cols``), its ``Cells.code``
+line is marked in "Show the code", and the link carries ``cell=i,j`` (from 1; ``i,j,p`` for the p-th panel)."""
 
 from __future__ import annotations
 
@@ -97,10 +87,7 @@ def _frozen(value):
     """Arrays read-only and lists as tuples: what a table keeps is read by every session and written by none."""
     if isinstance(value, np.ndarray):
         value.setflags(write=False)
-        return value
-    if isinstance(value, list):
-        return tuple(value)
-    return value
+    return tuple(value) if isinstance(value, list) else value
 
 
 def prepare(fig, *, cell_text: bool = True) -> Drawn:
@@ -134,18 +121,14 @@ def _feed(digest, value) -> None:
         for item in value:
             _feed(digest, item)
         digest.update(b"]")
-    elif isinstance(value, Mapping):
-        digest.update(f"map:{len(value)}{{".encode())
-        for key, item in value.items():
+    elif isinstance(value, Mapping) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        fields = () if isinstance(value, Mapping) else dataclasses.fields(value)
+        items = value.items() if isinstance(value, Mapping) else [(f.name, getattr(value, f.name)) for f in fields]
+        digest.update(f"{type(value).__qualname__}:{len(items)}{{".encode())
+        for key, item in items:
             _feed(digest, key)
             _feed(digest, item)
         digest.update(b"}")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        digest.update(f"{type(value).__qualname__}(".encode())
-        for field in dataclasses.fields(value):
-            _feed(digest, field.name)
-            _feed(digest, getattr(value, field.name))
-        digest.update(b")")
     elif callable(value) and hasattr(value, "__qualname__"):
         digest.update(f"callable:{value.__module__}.{value.__qualname__};".encode())
     else:
@@ -161,7 +144,8 @@ def fingerprint(*values) -> str:
 
 
 def shared(builder: Callable, *args, cell_text: bool = True, **options) -> Drawn:
-    """``prepare(builder(*args, **options), cell_text=cell_text)``, built once for every equal call."""
+    """``prepare(builder(*args, **options))``, built once for all calls whose arguments have equal contents
+    (``fingerprint``), whichever session made them; as JSON, no session can change what another sees."""
     try:
         key = ("figure", fingerprint(builder, args, options, cell_text))
     except UnhashableError:
@@ -474,6 +458,4 @@ def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str]
     dims = np.shape(vectors)[1]
     cols = [f"dim {k}" for k in range(dims)] if cols is None else cols
     shown = dict(row_title="token", col_title="dimension", col_tokens=False, kind="signed", value_name="context value")
-    shown.update(decimals=4 if dims <= 4 else 2)
-    shown.update(options)
-    draw(figures.heatmap, name, vectors, pieces, cols, **shown)
+    draw(figures.heatmap, name, vectors, pieces, cols, **(shown | {"decimals": 4 if dims <= 4 else 2} | options))

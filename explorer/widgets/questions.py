@@ -102,15 +102,13 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
 
 def _kept_answer(question: Question, vote: str | None) -> str | float | None:
     """A vote as the room keeps it (a choice, or a number written with the question's decimals) as an answer."""
-    if vote is None or question.choices is not None:
-        return vote if question.choices is not None and vote in question.choices else None
+    if question.choices is not None:
+        return vote if vote in question.choices else None
     try:
         number = float(vote)
-    except ValueError:
+    except (TypeError, ValueError):  # no vote, or not a number
         return None
-    if not math.isfinite(number):
-        return None
-    return round(number) if question.decimals == 0 else number
+    return (round(number) if question.decimals == 0 else number) if math.isfinite(number) else None
 
 
 def lettered(question: Question, choice: str) -> str:
