@@ -91,18 +91,9 @@ def show_alignment(pieces, ids) -> None:
     written = [pieces[count - 1 - i] for i in range(count)]  # row i: the token output step i must write
     code, notation = "weights = torch.softmax(", Notation("alignment")
     explain = cells.reversal(ids, written, list(pieces), code=code, notation=notation)
-    draw(
-        figures.heatmap_grid,
-        "reversal-alignment",
-        view.weights,
-        ["untrained", "trained to reverse"],
-        written,
-        list(pieces),
-        title="Bahdanau weights: rows write the sentence backwards, columns are the input",
-        columns=2,
-        max_row_height=480,
-        explain=explain,
-    )
+    title = "Bahdanau weights: rows write the sentence backwards, columns are the input"
+    grid = (view.weights, ["untrained", "trained to reverse"], written, list(pieces))
+    draw(figures.heatmap_grid, "reversal-alignment", *grid, title=title, columns=2, max_row_height=480, explain=explain)
     st.caption(attention.TRAINED_NOTE)
 
 
