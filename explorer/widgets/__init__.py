@@ -51,11 +51,10 @@ def truncation_notice(truncated_from: int | None, context_length: int, *, subjec
 def table(data, *, where=None, **options) -> None:
     """A table: an interactive ``st.dataframe``, or in presenter mode an HTML table whose text is at least 18 px (a
     dataframe draws on a canvas at a fixed small size)."""
-    where = where or st
-    if not st.session_state.get(PRESENTER):
-        where.dataframe(data, **options)
-        return
-    where.table(data.style.hide(axis="index") if options.get("hide_index") else data)
+    if st.session_state.get(PRESENTER):
+        (where or st).table(data.style.hide(axis="index") if options.get("hide_index") else data)
+    else:
+        (where or st).dataframe(data, **options)
 
 
 def guard(function: Callable, *args, **kwargs):
