@@ -668,9 +668,8 @@ def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str,
         f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each "
         "step's weights, not its scores, so here is the row they share: it adds up to 1."
     )
-    parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + (
-        [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
-    )
+    more = [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
+    parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + more
     return words, f"row: {' + '.join(parts)} = {number(d.total)}\nα_{sub(g['query'], d.col)} = {number(d.value)}"
 
 

@@ -194,8 +194,7 @@ def selection() -> dict | None:
     """This step's selected cell: {"panel", "row", "col", "labels"}, or None."""
     key = _step_key()
     if key not in st.session_state:
-        page = st.session_state.get(RUN_STEP, ("",))[0]
-        raw = initial_param("cell", page)
+        raw = initial_param("cell", st.session_state.get(RUN_STEP, NO_STEP)[0])
         found = parse_cell(raw)
         if raw is not None and found is None:
             notice(f"cell={quoted(raw)} in the link is not a cell such as 2,1 (query 2, key 1); none is selected.")

@@ -17,8 +17,8 @@ opened then (``NUMBERED``). A student who follows a live room gets no buttons: t
 from __future__ import annotations
 
 import html
-import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -223,9 +223,7 @@ def show_code(*objects: Callable | type | str, title: str = "Show the code") -> 
     marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
     with panel:
         for obj in objects:
-            if isinstance(obj, str):  # a dotted name, looked up now
-                module, _, name = obj.rpartition(".")
-                obj = getattr(importlib.import_module(module), name)
+            obj = pkgutil.resolve_name(obj) if isinstance(obj, str) else obj  # a dotted name, looked up now
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`" + steps_note(obj))
