@@ -1,14 +1,9 @@
 """A heatmap's cells, their numbers and their words: the cell panel's (issue 25) and ``attention.notebook.explore``'s.
 
-A page makes a chart's ``Cells`` in the step that draws it, with a constructor below, and passes it as
-``explain=``. ``Cells`` maps a cell (row, col), counted from 0, to its ``attention.derivations.Derivation`` and
-writes it out in the book's notation: what the cell is (x^(i) counted from 1, Python's index beside it), then
-the sum with the numbers on screen. Nothing is computed until a cell is asked for. ``rows`` and ``cols`` name
-what a row and a column are ("query", "key", "dim"): a selection marks the same names on the step's other panels.
-
-In reading order: ``Notation`` and the shared wording; ``Cells``; then each kind's words beside its constructor:
-the chapter's matrices, Multi-head's and Break it's, then Why attention's, Tokens' and Generate's.
-"""
+A page makes a chart's ``Cells`` in the step that draws it, with a constructor below, and passes it as ``explain=``.
+``Cells`` maps a cell (row, col), counted from 0, to its ``attention.derivations.Derivation``, made only when asked
+for, and writes it in the book's notation: what the cell is (x^(i) from 1, Python's index beside it), then the sum
+with the numbers on screen. Below: ``Notation``, ``Cells``, then each kind's words beside its constructor."""
 
 from __future__ import annotations
 
@@ -39,18 +34,14 @@ TOKEN_AXES = ("query", "key", "token")  # a picker lists these as tokens counted
 
 @dataclass(frozen=True)
 class Notation:
-    """How the book writes a matrix's cells.
-
-    ``matrix`` is its name in the code (``attn_scores``); ``left`` and ``right`` are the letters of the
-    vectors a score multiplies (q and k, or x and x), or of a context entry's values (v, or x);
-    ``scaled`` says a weight's scores were divided by √d_k; ``weight_matrix`` names a projection's
-    matrix (``W_query``) and ``left`` its output's letter (q)."""
+    """How the book writes a matrix's cells: ``matrix``, its name in the code; ``left`` and ``right``, the letters of
+    the vectors a score multiplies (q and k) or of a context entry's values (v); ``scaled``: scores ÷ √d_k."""
 
     matrix: str
     left: str = "q"
     right: str = "k"
     scaled: bool = False
-    weight_matrix: str = ""
+    weight_matrix: str = ""  # a projection's matrix (``W_query``); ``left`` is then its output's letter (q)
     item: int | str | None = None  # a batch item (or "item, head"): cells read ``attn_weights[item, i, j]``
 
     @functools.cached_property
@@ -92,8 +83,7 @@ def _at(n: Notation, d: Derivation) -> str:
 
 
 def _sum(d: Derivation, shown: int = DOT_TERMS, unit: str = " terms", part=None) -> str:
-    """The first ``shown`` of ``d``'s terms joined by " + ", each its product (or ``part(term)``), then how
-    many there are in all."""
+    """The first ``shown`` of ``d``'s terms (products, or ``part(term)``) joined by " + ", then how many in all."""
     part = part or (lambda t: "·".join(factor(f) for f in t.factors))
     written = " + ".join(part(t) for t in d.terms[:shown])
     return written + (f" + … ({len(d.terms)}{unit} in all)" if len(d.terms) > shown else "")
@@ -121,8 +111,7 @@ def _softmax_lines(d: Derivation, keys: Sequence[str], *, shift_line: bool = Tru
 
 @functools.lru_cache(maxsize=128)  # a 1,024-token picker's labels are made once, not at every run that shows them
 def picker_labels(what: str, labels: tuple[str, ...]) -> tuple[str, ...]:
-    """A picker's rows or columns as it lists them: a token counted from 1, as the book counts ("2: Your"), or a
-    name ("dim 0")."""
+    """A picker's rows or columns as it lists them: a token counted from 1 ("2: Your"), or a name ("dim 0")."""
     if what not in TOKEN_AXES:
         return tuple(map(str, labels))
     return tuple(f"{k + 1}: {visible_token(label)}" for k, label in enumerate(labels))
@@ -130,10 +119,8 @@ def picker_labels(what: str, labels: tuple[str, ...]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Cells:
-    """A heatmap's cells explained: ``derive(row, col)`` gives the ``Derivation`` of a cell, counted from 0.
-
-    ``code`` is the line that made the matrix, as "Show the code" prints it (a part of that line is
-    enough, found in one line only); ``keys`` are the tokens a softmax row or a weighted sum runs over."""
+    """A heatmap's cells explained: ``derive(row, col)`` gives a cell's ``Derivation``; ``code`` is (part of) the one
+    line that made the matrix in "Show the code"; ``keys``, the tokens a softmax row or a weighted sum runs over."""
 
     derive: Callable
     notation: Notation
@@ -161,20 +148,17 @@ class Cells:
         return written(self.derive(row, col), self.notation, self.row_labels[row], self.col_labels[col], keys)
 
 
-def _row(matrix, row: int) -> np.ndarray:
-    """A writable copy of one row (a view's arrays are read-only; torch warns on those)."""
-    return np.array(matrix[row], dtype=np.float64)
+def _f64(array) -> np.ndarray:
+    """A writable float64 copy, made for the cell asked for (a view's arrays are read-only; torch warns on those)."""
+    return np.array(array, dtype=np.float64)
 
 
 # The chapter's matrices: scores, weights, the masks' two routes, dropout, context vectors, projections.
 
 
 def explain(derivation: Derivation, notation: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """The words and the sum for ``derivation``: (Markdown, plain text for a code block).
-
-    ``row_label`` and ``col_label`` are the cell's row and column (token pieces or names such as "dim 0");
-    ``keys`` are the row's key tokens, which a softmax row or a weighted sum runs over. Every kind's own
-    words (``explain_merged``, …) take the same arguments, so a ``Cells`` can take any as its ``words``."""
+    """The words and the sum for ``derivation``: (Markdown, plain text for a code block). Every kind's own words
+    (``explain_merged``, …) take the same arguments, so a ``Cells`` can take any as its ``words``."""
     d, n = derivation, notation
     i, j = d.row + 1, d.col + 1
     matrix = f"({n.matrix})" if " " in n.matrix else n.matrix  # an expression: its index applies to the whole
@@ -264,9 +248,8 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
 def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
     """ω_ij = q^(i) · k^(j) (÷ √d_k with ``scaled``) from (T, d) queries and keys."""
 
-    def derive(row: int, col: int):  # copies made for the cell asked for: the view's arrays are read-only
-        q, k = np.array(queries, dtype=np.float64), np.array(keys, dtype=np.float64)
-        return attention.derivations.score(q, k, row, col, scaled=scaled)
+    def derive(row: int, col: int):
+        return attention.derivations.score(_f64(queries), _f64(keys), row, col, scaled=scaled)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -284,12 +267,11 @@ def masked_scores(found: Cells, mask) -> Cells:
 
 
 def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notation, masked=None) -> Cells:
-    """α_ij, the softmax of row i of the (already scaled) ``scores_matrix`` (T, T); ``masked`` (T, T), True =
-    a future key."""
+    """α_ij, the softmax of row i of the scaled (T, T) ``scores_matrix``; ``masked`` (T, T), True = a future key."""
 
     def derive(row: int, col: int):
         hidden = None if masked is None else np.array(masked[row], dtype=bool)
-        return attention.derivations.weight(_row(scores_matrix, row), col, row=row, masked=hidden, subtract_max=False)
+        return attention.derivations.weight(_f64(scores_matrix[row]), col, row=row, masked=hidden, subtract_max=False)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -309,7 +291,7 @@ def renormalized(masked_matrix, mask, pieces: Sequence[str], *, code: str, notat
 
     def derive(row: int, col: int):
         hidden = np.array(mask[row], dtype=bool)
-        return attention.derivations.renormalized(_row(masked_matrix, row), col, row=row, masked=hidden)
+        return attention.derivations.renormalized(_f64(masked_matrix[row]), col, row=row, masked=hidden)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
 
@@ -328,22 +310,18 @@ def context(weights_matrix, values, pieces: Sequence[str], dims: Sequence[str], 
     """z^(i)[c] = Σ_j α_ij · v^(j)[c] from (T, T) weights and (T, d) values; columns are dimensions."""
 
     def derive(row: int, col: int):
-        v = np.array(values, dtype=np.float64)
-        return attention.derivations.weighted_sum(_row(weights_matrix, row), v, col, row=row)
+        return attention.derivations.weighted_sum(_f64(weights_matrix[row]), _f64(values), col, row=row)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), cols="dim", keys=tuple(pieces))
 
 
-def projections(
-    inputs, weight_matrix, pieces: Sequence[str], dims: Sequence[str], *, code: str, notation: Notation, bias=None
-):
+def projections(inputs, weight_matrix, pieces, dims, *, code: str, notation: Notation, bias=None) -> Cells:
     """An entry of ``x @ W`` (+ ``bias``) ((T, d_in) inputs, (d_in, d_out) ``weight_matrix``, (d_out,) bias): rows
     are tokens, columns the output's dimensions."""
 
     def derive(row: int, col: int):
-        x, w = np.array(inputs[row], dtype=np.float64), np.array(weight_matrix, dtype=np.float64)
-        b = None if bias is None else np.array(bias, dtype=np.float64)
-        return attention.derivations.projection(x, w, col, bias=b, row=row, kind="projection")
+        x, b = _f64(inputs[row]), None if bias is None else _f64(bias)
+        return attention.derivations.projection(x, _f64(weight_matrix), col, bias=b, row=row, kind="projection")
 
     return Cells(derive, notation, code, tuple(pieces), tuple(dims), rows="query", cols="dim")
 
@@ -366,7 +344,7 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
 
     def derive(row: int, col: int):  # head h's weight from its scores, then dropout's draw if any
         head, col = shown.start + col // count, col % count
-        found = attention.derivations.weight(_row(scores[head], row), col, row=row, subtract_max=False)
+        found = attention.derivations.weight(_f64(scores[head, row]), col, row=row, subtract_max=False)
         if keep is not None:
             found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
         return replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
@@ -377,8 +355,7 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
 
 
 def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A column of the heads side by side (``merge``): which head and column it came from, then that
-    head's weighted sum Σ_j α_ij · v^(j)[c']."""
+    """A column of the heads side by side (``merge``): its head and column, then that head's Σ_j α_ij · v^(j)[c']."""
     h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
     i, columns = d.row + 1, "1 column" if head_dim == 1 else f"{head_dim} columns"
     words = (
@@ -404,8 +381,7 @@ def merged(weights, values, pieces, cols, *, first: int = 0, code: str, notation
 
 
 def explain_mixed(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """``out_proj``'s output: every merged column times a row of ``out_proj.weight``, grouped by head, each
-    head's subtotal, then the bias: here the heads mix."""
+    """``out_proj``'s output: each head's merged columns times ``out_proj.weight``, subtotalled, then the bias."""
     i, heads, head_dim = d.row + 1, d.details["num_heads"], d.details["head_dim"]
     words = (
         f"`output[{_at(n, d)}]` is `out_proj` applied to query x^({i}) {_token(row_label)}'s merged "
@@ -428,9 +404,8 @@ def out_proj(context, out_weight, bias, pieces, cols, *, num_heads: int, code: s
     and its bias (None: none): each entry's terms grouped by head."""
 
     def derive(row: int, col: int):
-        row_in, weight = np.array(context[row], dtype=np.float64), np.array(out_weight, dtype=np.float64)
-        b = None if bias is None else np.array(bias, dtype=np.float64)
-        return attention.derivations.out_projection(row_in, weight, col, num_heads=num_heads, bias=b, row=row)
+        x, b = _f64(context[row]), None if bias is None else _f64(bias)
+        return attention.derivations.out_projection(x, _f64(out_weight), col, num_heads=num_heads, bias=b, row=row)
 
     return Cells(derive, notation, code, tuple(pieces), tuple(cols), cols="dim", keys=tuple(pieces),
                  words=explain_mixed)  # fmt: skip
@@ -542,8 +517,7 @@ def explain_gru(d: Derivation, n: Notation, row_label: str, col_label: str, keys
 
 
 def encoder_states(parts: Callable, pieces, dims, *, code: str, notation: Notation) -> Cells:
-    """``encoder_states``: token rows, hidden units as columns; each a GRU step of the encoder–decoder whose
-    (trace, weights) ``parts()`` returns."""
+    """``encoder_states``, (T, hidden) GRU steps of the encoder–decoder whose (trace, weights) ``parts()`` returns."""
 
     def derive(row: int, col: int):
         return attention.derivations.encoder_state(*parts(), row, col)
@@ -575,8 +549,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
 
 
 def bahdanau(parts: Callable, steps, pieces, *, code: str, notation: Notation) -> Cells:
-    """``bahdanau_weights`` of the encoder–decoder whose (trace, weights) ``parts()`` returns: decoder steps as
-    rows, encoder tokens as columns."""
+    """``bahdanau_weights`` (decoder steps, encoder tokens) of the encoder–decoder whose ``parts()`` are given."""
 
     def derive(row: int, col: int):
         trace, weights = parts()
@@ -627,7 +600,7 @@ def explain_contrast(d: Derivation, n: Notation, row_label: str, col_label: str,
 
 def contrast(inputs, seed: int, pieces, *, additive: bool, code: str, notation: Notation) -> Cells:
     """The self-attention contrast: softmax of x·xᵀ, or of the additive scores of ``contrast_weights``."""
-    x = np.array(inputs, dtype=np.float64)
+    x = _f64(inputs)
 
     def score(row: int, col: int):
         if additive:
@@ -656,8 +629,7 @@ def explain_embedding(d: Derivation, n: Notation, row_label: str, col_label: str
 
 
 def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) -> Cells:
-    """The input matrix under ``settings`` (``explorer.settings.Settings``): a number of a table (the book's
-    vectors, a seeded draw, or what a model feeds its layer), no sum."""
+    """The input matrix under ``settings``: numbers of a table (the book's, a seeded draw, a model's), no sum."""
     cols = dims(np.shape(inputs)[1])
 
     def derive(row: int, col: int):
@@ -684,8 +656,7 @@ def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) 
 
 
 def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A trained model's weight as generation recorded it: which model made it (``details["model"]``), where
-    it came from, and its row's sum."""
+    """A trained model's weight as generation recorded it (``details["model"]`` made it), and its row's sum."""
     g, j = d.details, d.col + 1
     if d.col >= g["seen"]:
         words = f"Key x^({j}) {_token(col_label)} comes after this query, so the causal mask hides it: no weight."
@@ -697,18 +668,16 @@ def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str,
         f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each "
         "step's weights, not its scores, so here is the row they share: it adds up to 1."
     )
-    parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + (
-        [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
-    )
+    more = [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
+    parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + more
     return words, f"row: {' + '.join(parts)} = {number(d.total)}\nα_{sub(g['query'], d.col)} = {number(d.value)}"
 
 
 def recorded_weights(
     rows, row_labels, pieces, *, layer: int, head: int, first_query: int, model: str, code: str, notation: Notation
 ) -> Cells:
-    """Generate's query rows: the weights of ``model`` (``GenerationView.model_name``: the small GPT, or GPT-2)
-    as its step recorded them (no scores were kept), so a cell shows its row, which adds up to 1, and says
-    where it came from; NaN marks a key not yet seen."""
+    """Generate's query rows: the weights of ``model`` as its step recorded them (no scores were kept), so a cell shows
+    its row, which adds up to 1; NaN marks a key not yet seen."""
 
     def derive(row: int, col: int):
         seen = ~np.isnan(rows[row])
@@ -769,9 +738,8 @@ def explain_cached_key(d: Derivation, n: Notation, row_label: str, col_label: st
 def cached_keys(
     cache_keys, recomputed_keys, layer: int, head: int, pieces, *, shown: str, code: str, notation: Notation
 ) -> Cells:
-    """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes
-    it again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys (``views.beyond.CacheCheck``'s). Rows
-    are tokens, columns the head's dimensions, named alike on both panels."""
+    """Generate's cache step: token j's key as the cache kept it (``shown`` "cached") or as the whole text makes it
+    again ("recomputed"), from (n_layers, n_heads, T, head_dim) keys; rows are tokens, columns the head's dimensions."""
     derive = functools.partial(attention.derivations.cache_entry, cache_keys, recomputed_keys, layer, head, shown=shown)
     return Cells(derive, notation, code, tuple(pieces), dims(cache_keys.shape[-1]), rows="token", cols="dim",
                  words=explain_cached_key)  # fmt: skip
@@ -808,7 +776,6 @@ def explain_window_mask(d: Derivation, n: Notation, row_label: str, col_label: s
 
 
 def window_mask(num_tokens: int, window: int | None, pieces, *, code: str, notation: Notation) -> Cells:
-    """Generate's masks: the causal mask (``window`` None) or the sliding window's, from
-    ``attention.sliding_window_mask``; queries as rows, keys as columns."""
+    """Generate's causal mask (``window`` None) or sliding window's (``attention.sliding_window_mask``)."""
     derive = functools.partial(attention.derivations.window_mask_entry, num_tokens, window)  # (row, col)
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces), words=explain_window_mask)

@@ -1,11 +1,7 @@
-"""The widgets layer: the Streamlit pieces pages are made of (sidebar, stepper, charts with their
-downloads, the code panel, questions, captions, the stylesheet) and friendly handling of bad input.
-It may import ``room`` (its own layer), ``session``, ``views``, ``models``, ``runtime`` and the bottom modules,
-never pages.
-
-This module holds the small pieces every page shares, then the captions that say where the numbers come from,
-then the app's one stylesheet. The other modules' names are imported at the end, after these, which they use.
-"""
+"""The widgets layer: the Streamlit pieces pages are made of, and friendly handling of bad input. This module holds
+the small shared pieces, the captions that say where the numbers come from and the stylesheet; the other
+modules' names, which use these, are imported at the end. It may import ``room``, ``session``, ``views``,
+``models``, ``runtime`` and the bottom modules, never pages."""
 
 from __future__ import annotations
 
@@ -25,9 +21,8 @@ from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
 
 @contextlib.contextmanager
 def progress(text: str) -> Iterator[Callable[[int, int, str], None]]:
-    """A progress bar for a long computation; yields ``report(done, total, label)`` to move it. The bar moves
-    four times a second at most, so redrawing it does not slow what it measures; ``total`` 0 shows ``label``
-    alone. The bar is removed when the block ends."""
+    """A progress bar for a long computation, removed when the block ends; yields ``report(done, total, label)``,
+    which redraws it at most four times a second (``total`` 0: ``label`` alone)."""
     bar = st.progress(0.0, text=text)
     shown = [0.0]
 
@@ -54,13 +49,12 @@ def truncation_notice(truncated_from: int | None, context_length: int, *, subjec
 
 
 def table(data, *, where=None, **options) -> None:
-    """A table: an interactive ``st.dataframe``, or in presenter mode an HTML table whose text is at least
-    18 px (a dataframe draws on a canvas at a fixed small size). ``options`` go to ``st.dataframe``."""
-    where = where or st
-    if not st.session_state.get(PRESENTER):
-        where.dataframe(data, **options)
-        return
-    where.table(data.style.hide(axis="index") if options.get("hide_index") else data)
+    """A table: an interactive ``st.dataframe``, or in presenter mode an HTML table whose text is at least 18 px (a
+    dataframe draws on a canvas at a fixed small size)."""
+    if st.session_state.get(PRESENTER):
+        (where or st).table(data.style.hide(axis="index") if options.get("hide_index") else data)
+    else:
+        (where or st).dataframe(data, **options)
 
 
 def guard(function: Callable, *args, **kwargs):
@@ -78,16 +72,12 @@ def guard(function: Callable, *args, **kwargs):
 
 def weights_caption(settings: Settings) -> None:
     """``describe`` as a caption under the page's title, when a model's weights are on."""
-    if settings.weights == RANDOM:
-        return
-    text = describe(settings)
-    if text:
+    if settings.weights != RANDOM and (text := describe(settings)):
         st.caption(":material/model_training: " + text)
 
 
 def outside_model() -> Run:
-    """The run for a page the model's weights do not reach (Why attention's RNN encoder–decoder): the sidebar's
-    own settings, with random weights; with a model's weights on, a caption says why they are not used here."""
+    """The run for a page the model's weights do not reach (Why attention's RNN): random weights, saying why."""
     run = current_run()
     if run.settings.weights == RANDOM:
         return run
@@ -107,8 +97,7 @@ def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), 
 
 
 def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
-    """The Dropout page's line saying whose dropout it uses (the book's or the sidebar's), and a button that
-    turns the sidebar's dropout off again, so that the page returns to the book's."""
+    """The Dropout page's line saying whose dropout it uses, and a button back to the book's."""
     book = used is not settings
     mode, action = st.columns([3, 2], vertical_alignment="center")
     mode.markdown(
@@ -210,8 +199,7 @@ BASE_CSS += "}\n</style>"
 
 
 def stylesheet(*, presenter: bool) -> None:
-    """The app's one stylesheet: less empty space above the title, so a step fits a 1280×720 screen, and in
-    presenter mode larger text and less chrome for projection."""
+    """The app's one stylesheet: a step fits a 1280×720 screen; presenter mode adds larger text, less chrome."""
     st.html(BASE_CSS + (PRESENTER_CSS if presenter else ""))
 
 
@@ -257,32 +245,8 @@ from explorer.widgets.sidebar import sidebar  # noqa: E402
 from explorer.widgets.steps import Steps, finish_run, show_code  # noqa: E402
 
 __all__ = [
-    "Panel",
-    "Steps",
-    "ask",
-    "book_caption",
-    "chart",
-    "draw",
-    "dropout_setting",
-    "explain_cell",
-    "finish_run",
-    "guard",
-    "outside_model",
-    "page_stylesheet",
-    "panel",
-    "progress",
-    "run_page",
-    "show_alignment",
-    "show_bottleneck",
-    "show_code",
-    "show_every_head",
-    "show_summaries",
-    "side_by_side",
-    "sidebar",
-    "style",
-    "stylesheet",
-    "table",
-    "token_vectors",
-    "truncation_notice",
-    "weights_caption",
-]
+    "Panel", "Steps", "ask", "book_caption", "chart", "draw", "dropout_setting", "explain_cell", "finish_run",
+    "guard", "outside_model", "page_stylesheet", "panel", "progress", "run_page", "show_alignment",
+    "show_bottleneck", "show_code", "show_every_head", "show_summaries", "side_by_side", "sidebar", "style",
+    "stylesheet", "table", "token_vectors", "truncation_notice", "weights_caption"
+]  # fmt: skip

@@ -1,28 +1,15 @@
-"""Charts, whole: a figure built once and shared by every session that draws it, drawn with its downloads,
-and its cells made clickable, with the panel that explains the clicked one.
-
-Shared figures. A class mostly steps through the same pages with the same sentence, so most figures a server draws
-have been drawn before. ``shared`` builds a figure the first time its builder is called with given numbers, labels
-and style, and hands the same ``Drawn`` to every later call whose arguments have equal contents (``fingerprint``),
-whichever session or cached result they came from. It is kept as JSON: no session can change what another sees.
-
-Clickable cells (issue 25). Give a heatmap drawn with ``widgets.draw`` or ``widgets.panel`` an ``explain=``, an
-``explorer.cells.Cells`` made in the step from the view's arrays, then call ``explain_cell(where)`` once on the
-step, where the panel should go (under the charts, or in a text column beside them)::
+"""Charts, whole: a figure built once and shared by every session that draws it (``shared``), drawn with its
+downloads, and its cells made clickable, with the panel that explains the clicked one (issue 25)::
 
     cells = explorer.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
                                 notation=Notation("attn_weights", scaled=True))
     widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
-    widgets.explain_cell()
+    widgets.explain_cell()  # once on the step, where the panel should go
 
-The figure gets a layer of invisible points, one per cell (``figures.heatmaps.pick_layer``): Streamlit reports
-no selection on a heatmap trace, but does on those points. A click or tap calls ``picked``, which stores the cell
-for the page's step and reruns the page's fragment; the picker (two selectboxes) sets the same state from the
-keyboard. Panels of one step share the selection: the chosen cell is outlined, and the rows and columns other
-panels share with it by name (``Cells.rows``, ``Cells.cols``) are marked. The selected matrix's ``Cells.code``
-line is marked in "Show the code", and the link carries ``cell=i,j`` (from 1, as the book counts; ``i,j,p`` for
-the step's p-th panel). Clicks on any other chart end in ``on_pick``.
-"""
+Streamlit reports no selection on a heatmap trace, so the figure gets invisible points, one per cell
+(``figures.heatmaps.pick_layer``). A click (``picked``) or the picker sets the step's cell: it is outlined, other
+panels mark the rows and columns they share with it by name (``Cells.rows``, ``Cells.cols``), its ``Cells.code``
+line is marked in "Show the code", and the link carries ``cell=i,j`` (from 1; ``i,j,p`` for the p-th panel)."""
 
 from __future__ import annotations
 
@@ -66,20 +53,23 @@ FIGURES = SharedCache(FIGURE_BYTES, FIGURE_BYTES // 8, FIGURE_TTL_S)
 
 
 class EncodedFigure(BaseFigure):
-    """A figure that is only its JSON, for ``st.plotly_chart``, which encodes a figure's ``to_dict()``: a figure
-    made from JSON builds plotly objects and deep-copies them back into the same dict (2-8 ms), where this one
-    parses the JSON (0.1-0.3 ms). It is nothing else; ``Drawn.figure()`` makes a whole figure."""
+    """A figure that is only its JSON, plus this session's cell marks (``shapes``), for ``st.plotly_chart``, which
+    encodes ``to_dict()``: parsing the JSON takes 0.1-0.3 ms, a figure made from it 2-8 ms."""
 
-    def __init__(self, spec: str) -> None:  # BaseFigure.__init__ would build the plotly objects
-        self._spec = spec
-        self.to_dict = functools.partial(json.loads, spec)  # a new dict at each call: the chart may change it
+    def __init__(self, spec: str, shapes: Sequence[dict] = ()) -> None:  # BaseFigure's would build plotly objects
+        self._spec, self._shapes = spec, shapes
+
+    def to_dict(self) -> dict:  # a new dict at each call: the chart may change it
+        found = json.loads(self._spec)
+        if self._shapes:
+            found["layout"]["shapes"] = [*found["layout"].get("shapes", []), *self._shapes]
+        return found
 
 
 @dataclasses.dataclass(frozen=True)
 class Drawn:
-    """A figure ready to draw, kept as its JSON, with its numbers for the downloads (``figure_tables``). As text,
-    it costs Python's garbage collector nothing: as plotly objects, 500 kept figures added 54 ms to a full
-    collection."""
+    """A figure ready to draw, kept as JSON (500 kept as plotly objects added 54 ms to a full garbage collection),
+    with its numbers for the downloads (``figure_tables``)."""
 
     spec: str  # plotly's JSON of the figure
     tables: tuple[dict, ...]
@@ -97,10 +87,7 @@ def _frozen(value):
     """Arrays read-only and lists as tuples: what a table keeps is read by every session and written by none."""
     if isinstance(value, np.ndarray):
         value.setflags(write=False)
-        return value
-    if isinstance(value, list):
-        return tuple(value)
-    return value
+    return tuple(value) if isinstance(value, list) else value
 
 
 def prepare(fig, *, cell_text: bool = True) -> Drawn:
@@ -134,18 +121,14 @@ def _feed(digest, value) -> None:
         for item in value:
             _feed(digest, item)
         digest.update(b"]")
-    elif isinstance(value, Mapping):
-        digest.update(f"map:{len(value)}{{".encode())
-        for key, item in value.items():
+    elif isinstance(value, Mapping) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        fields = () if isinstance(value, Mapping) else dataclasses.fields(value)
+        items = value.items() if isinstance(value, Mapping) else [(f.name, getattr(value, f.name)) for f in fields]
+        digest.update(f"{type(value).__qualname__}:{len(items)}{{".encode())
+        for key, item in items:
             _feed(digest, key)
             _feed(digest, item)
         digest.update(b"}")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        digest.update(f"{type(value).__qualname__}(".encode())
-        for field in dataclasses.fields(value):
-            _feed(digest, field.name)
-            _feed(digest, getattr(value, field.name))
-        digest.update(b")")
     elif callable(value) and hasattr(value, "__qualname__"):
         digest.update(f"callable:{value.__module__}.{value.__qualname__};".encode())
     else:
@@ -161,7 +144,8 @@ def fingerprint(*values) -> str:
 
 
 def shared(builder: Callable, *args, cell_text: bool = True, **options) -> Drawn:
-    """``prepare(builder(*args, **options), cell_text=cell_text)``, built once for every equal call."""
+    """``prepare(builder(*args, **options))``, built once for all calls whose arguments have equal contents
+    (``fingerprint``), whichever session made them; as JSON, no session can change what another sees."""
     try:
         key = ("figure", fingerprint(builder, args, options, cell_text))
     except UnhashableError:
@@ -210,8 +194,7 @@ def selection() -> dict | None:
     """This step's selected cell: {"panel", "row", "col", "labels"}, or None."""
     key = _step_key()
     if key not in st.session_state:
-        page = st.session_state.get(RUN_STEP, ("",))[0]
-        raw = initial_param("cell", page)
+        raw = initial_param("cell", st.session_state.get(RUN_STEP, NO_STEP)[0])
         found = parse_cell(raw)
         if raw is not None and found is None:
             notice(f"cell={quoted(raw)} in the link is not a cell such as 2,1 (query 2, key 1); none is selected.")
@@ -228,8 +211,7 @@ def _set(key: str, name: str, row: int, col: int, cells) -> dict:
 
 
 def picked(chart_key: str, step_key: str, name: str, cells) -> None:
-    """A click or tap on a chart's cell: keep it as the step's selection (an empty event, a click that
-    unselects, keeps the one there is)."""
+    """A click or tap on a chart's cell becomes the step's selection; an empty event keeps the one there is."""
     event = st.session_state.get(chart_key) or {}
     points = (event.get("selection") or {}).get("points") or []
     custom = points[0].get("customdata") if points else None
@@ -263,19 +245,6 @@ def register(name: str, cells) -> dict | None:
         return None
     st.session_state[CELL_CODE] = cells.code
     return chosen
-
-
-class MarkedFigure(EncodedFigure):
-    """A shared figure's JSON with this session's marks added as ``st.plotly_chart`` reads it: the JSON is
-    parsed once, as for any figure, and never written again."""
-
-    def __init__(self, spec: str, shapes: list[dict]) -> None:
-        self._spec, self._shapes = spec, shapes
-
-    def to_dict(self) -> dict:
-        found = json.loads(self._spec)
-        found["layout"]["shapes"] = [*found["layout"].get("shapes", []), *self._shapes]
-        return found
 
 
 @functools.lru_cache(maxsize=64)
@@ -367,10 +336,8 @@ def explain_cell(where=None) -> None:
 
 
 def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
-    """An ``on_select`` callback for the chart ``key``: ``action(*customdata)`` of the point a click selected
-    (Streamlit 1.67 reports scatter points, not heatmap cells: streamlit issues 8760 and 15042). Nothing when a
-    click selected no point, or when its ``customdata`` is not whole numbers: a crafted message can hold anything,
-    and the action's settings path validates them again."""
+    """An ``on_select`` callback for the chart ``key``: ``action(*customdata)`` of the point a click selected, if its
+    ``customdata`` is whole numbers (Streamlit reports scatter points, not heatmap cells: its issues 8760 and 15042)."""
 
     def callback() -> None:
         try:
@@ -416,8 +383,7 @@ class Panel:
 
 
 def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel:
-    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``explain``
-    (``explorer.cells.Cells``) lets a learner pick its cells."""
+    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one."""
     if "style" not in options:
         options["style"] = style()
     if explain is not None:
@@ -446,13 +412,9 @@ def draw(
     explain=None,
     **options,
 ) -> None:
-    """Draw the figure ``builder`` (a ``figures`` function) makes in this session's ``style``, keyed by ``key``
-    or else ``name``. The toolbar downloads PNG (3× resolution) or SVG, named for the view; a heatmap gets a
-    CSV download, and the numbers join this step's JSON export. ``on_select`` is called when a click selects a
-    point, and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells.
-
-    The figure is built once for every session that draws the same (``shared``): a Next click back to a step
-    finds its figures by their contents, and builds none."""
+    """Draw, keyed by ``key`` or else ``name``, the figure ``builder`` makes in this session's ``style``, built once
+    for all sessions (``shared``), with its PNG or SVG and CSV downloads; ``on_select`` is called when a click
+    selects a point, and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells."""
     options = panel(name, builder, *args, explain=explain, **options).options
     _show(shared(builder, *args, cell_text=cell_text, **options), name, key or name, on_select, explain)
 
@@ -468,7 +430,7 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
             state.setdefault(RUN_CELLS, []).append((name, explain))
         else:
             marks = _marks(drawn.spec, explain, register(name, explain), name)
-            chart = MarkedFigure(drawn.spec, marks) if marks else drawn.chart
+            chart = EncodedFigure(drawn.spec, marks) if marks else drawn.chart
         on_select = partial(picked, key, cell_key, name, explain)
     picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
@@ -481,9 +443,8 @@ PHONE_PX = 358  # the width a chart gets on a 390 px phone
 
 
 def phone_scroll(readable_width: int, key: str):
-    """Around a chart whose cell texts need more than a phone's width, and its CSV download: on a phone the chart
-    keeps that width and scrolls sideways inside itself, under a hint (``widgets.BASE_CSS``); on a wider screen
-    nothing changes. The download is a focusable element in the scrolled area, which keyboards reach."""
+    """Around a chart whose cell texts need more than a phone's width, and its CSV download (a focusable element, which
+    keyboards reach): on a phone the chart keeps that width and scrolls sideways inside itself."""
     if readable_width <= PHONE_PX:
         return contextlib.nullcontext()
     width = next((w for w in SCROLL_WIDTHS if w >= readable_width), SCROLL_WIDTHS[-1])
@@ -496,6 +457,4 @@ def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str]
     dims = np.shape(vectors)[1]
     cols = [f"dim {k}" for k in range(dims)] if cols is None else cols
     shown = dict(row_title="token", col_title="dimension", col_tokens=False, kind="signed", value_name="context value")
-    shown.update(decimals=4 if dims <= 4 else 2)
-    shown.update(options)
-    draw(figures.heatmap, name, vectors, pieces, cols, **shown)
+    draw(figures.heatmap, name, vectors, pieces, cols, **(shown | {"decimals": 4 if dims <= 4 else 2} | options))

@@ -57,12 +57,7 @@ def show_summaries(settings: Settings) -> None:
         "on the first token": found.first_token,
         "entropy ÷ uniform": found.entropy_share,
     }
-    draw(
-        head_summary_bars,
-        "head-summaries",
-        shares,
-        title=f"What each head of layer {settings.layer} looks at",
-    )
+    draw(head_summary_bars, "head-summaries", shares, title=f"What each head of layer {settings.layer} looks at")
     columns = {
         "previous token": found.previous_token,
         "first token": found.first_token,
@@ -96,18 +91,9 @@ def show_alignment(pieces, ids) -> None:
     written = [pieces[count - 1 - i] for i in range(count)]  # row i: the token output step i must write
     code, notation = "weights = torch.softmax(", Notation("alignment")
     explain = cells.reversal(ids, written, list(pieces), code=code, notation=notation)
-    draw(
-        figures.heatmap_grid,
-        "reversal-alignment",
-        view.weights,
-        ["untrained", "trained to reverse"],
-        written,
-        list(pieces),
-        title="Bahdanau weights: rows write the sentence backwards, columns are the input",
-        columns=2,
-        max_row_height=480,
-        explain=explain,
-    )
+    title = "Bahdanau weights: rows write the sentence backwards, columns are the input"
+    grid = (view.weights, ["untrained", "trained to reverse"], written, list(pieces))
+    draw(figures.heatmap_grid, "reversal-alignment", *grid, title=title, columns=2, max_row_height=480, explain=explain)
     st.caption(attention.TRAINED_NOTE)
 
 
@@ -185,8 +171,6 @@ LINK_PAGES = (  # (page script, its title): the chapter pages that show one head
     ("pages/causal_mask.py", "Causal mask"),
     ("pages/dropout.py", "Dropout"),
 )
-
-
 SHORT_ABOVE = 6  # more heads than this side by side get the short labels ("P 0.62")
 
 
@@ -203,17 +187,12 @@ def head_label(previous: float, first: float, spread: float, *, short: bool = Fa
 
 
 def head_labels(summaries) -> tuple[list[list[str]], list[list[str]]]:
-    """Each head's label and its hover text with all three numbers, layer by layer; ``summaries`` holds (L, h).
-    More than ``SHORT_ABOVE`` heads get short labels."""
+    """Each head's label and its hover text with all three numbers, layer by layer, from (L, h) ``summaries``."""
     short = summaries.previous_token.shape[-1] > SHORT_ABOVE
-    labels, details = [], []
-    for previous, first, spread in zip(
-        summaries.previous_token, summaries.first_token, summaries.entropy_share, strict=True
-    ):
-        labels.append([head_label(*values, short=short) for values in zip(previous, first, spread, strict=True)])
-        details.append(
-            [f"prev {p:.2f} · first {f:.2f} · spread {s:.2f}" for p, f, s in zip(previous, first, spread, strict=True)]
-        )
+    trios = zip(summaries.previous_token, summaries.first_token, summaries.entropy_share, strict=True)
+    layers = [list(zip(*trio, strict=True)) for trio in trios]  # a layer's (previous, first, spread) of each head
+    labels = [[head_label(*values, short=short) for values in layer] for layer in layers]
+    details = [[f"prev {p:.2f} · first {f:.2f} · spread {s:.2f}" for p, f, s in layer] for layer in layers]
     return labels, details
 
 

@@ -1,15 +1,7 @@
-"""Predict, then reveal: a question the learner answers before a step shows the result.
-
-A page builds a ``Question`` from its own numbers (the right answer is
-computed by the caller, never written into the page) and calls ``ask`` (``show_question``) before
-the step that shows the result. The learner picks a choice or types a number,
-then presses Reveal, which says whether they were right. In presenter mode the
-question is shown large with its choices (``widgets.PRESENTER_CSS``), for the class to vote by hand, and
-the teacher presses Reveal: there is nothing to type.
-
-Answers and reveals live in plain session state, keyed by the question and by
-``context`` (the settings the answer depends on), so they survive reruns and
-moving between steps, and a new sentence asks afresh."""
+"""Predict, then reveal: a question, built by a page from its own numbers, that the learner answers before a step
+shows the result, then presses Reveal to see whether they were right. In presenter mode the question is shown
+large with its choices, for the class to vote by hand, and the teacher reveals. Answers and reveals live in
+session state keyed by the question and ``context`` (the settings the answer depends on): a new sentence asks afresh."""
 
 from __future__ import annotations
 
@@ -30,13 +22,8 @@ def state_key(question: Question, context: object = None) -> str:
 
 
 def show_question(question: Question, *, context: object = None, presenter: bool | None = None) -> bool:
-    """Draw the question, its answer box (not in presenter mode) and Reveal; returns whether it is revealed.
-
-    ``context`` is whatever the answer depends on (the settings, the query
-    token): a change of it asks the question afresh. In a live room (``explorer.room``) a student's answer is
-    their vote, the teacher sees the votes come in, and a following student's reveal is the teacher's. The
-    teacher's reveal is read from the room, so a session that took the room back shows what the students see.
-    """
+    """Draw the question, its answer box (not in presenter mode) and Reveal; returns whether it is revealed. In a live
+    room a student's answer is their vote, and a following student's reveal is the teacher's, read from the room."""
     key = state_key(question, context)
     answer_key, revealed_key, widget = question_keys(key)
     presenter = bool(st.session_state.get(PRESENTER)) if presenter is None else presenter
@@ -86,8 +73,7 @@ def _reveal(key: str, on: bool) -> None:
 
 
 def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: bool, vote_as: str) -> None:
-    """A radio of the choices or a number box; its value is kept under ``answer_key`` across reruns, and in a
-    live room it is the student's vote on the question ``vote_as``."""
+    """A radio of the choices or a number box, kept under ``answer_key`` across reruns; in a live room, the vote."""
     st.session_state[widget] = st.session_state.get(answer_key)
 
     def keep() -> None:
@@ -116,20 +102,18 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
 
 def _kept_answer(question: Question, vote: str | None) -> str | float | None:
     """A vote as the room keeps it (a choice, or a number written with the question's decimals) as an answer."""
-    if vote is None or question.choices is not None:
-        return vote if question.choices is not None and vote in question.choices else None
+    if question.choices is not None:
+        return vote if vote in question.choices else None
     try:
         number = float(vote)
-    except ValueError:
+    except (TypeError, ValueError):  # no vote, or not a number
         return None
-    if not math.isfinite(number):
-        return None
-    return round(number) if question.decimals == 0 else number
+    return (round(number) if question.decimals == 0 else number) if math.isfinite(number) else None
 
 
 def lettered(question: Question, choice: str) -> str:
-    """A choice as the presenter lists it and a student picks it: "**A.** x^(1) “Your”", so that the class and the
-    teacher's vote chart (``figures.vote_bars``) name it by the same letter."""
+    """A choice as the presenter lists it and a student picks it ("**A.** x^(1) “Your”"), by the letter the vote chart
+    (``figures.vote_bars``) uses too."""
     return f"**{chr(65 + question.choices.index(choice))}.** {literal(choice)}"
 
 

@@ -72,8 +72,8 @@ def sidebar() -> None:
         model = _weights_controls()
         columns = st.columns(2)
         for index, field in enumerate(_NUMBERS):
-            limit = LIMITS[field]
-            whole = field != "dropout"
+            limit, whole = LIMITS[field], field != "dropout"
+            span = f"{limit.low:,.0f}–{limit.high:,.0f}" if whole else f"0–{limit.high}"
             columns[index % 2].number_input(
                 field if whole else "dropout p",  # each labelled with its Settings field
                 min_value=int(limit.low) if whole else limit.low,
@@ -84,9 +84,7 @@ def sidebar() -> None:
                 on_change=on_change_of,
                 args=(field,),
                 disabled=(field == "d_in" and state["w_source"] == BOOK) or (model and field in FIXED_BY_MODEL),
-                help=f"{limit.help} ({limit.low:,.0f}–{limit.high:,.0f})"
-                if whole
-                else f"{limit.help} (0–{limit.high})",
+                help=f"{limit.help} ({span})",
             )
         st.toggle(
             "Training mode",
@@ -153,10 +151,8 @@ WINDOW_KEY = "w_window"
 
 
 def token_window_control(run: Run) -> None:
-    """For long inputs, a sidebar slider that picks which tokens the heatmaps show cell by cell.
-
-    Without it, a long sentence is drawn whole as block means (see ``figures.fit_matrix``).
-    """
+    """For long inputs, a sidebar slider that picks which tokens the heatmaps show cell by cell; without it, a long
+    sentence is drawn whole as block means (``figures.fit_matrix``)."""
     st.session_state.pop(TOKEN_WINDOW, None)
     num_tokens = run.num_tokens
     if num_tokens <= WINDOW_THRESHOLD:

@@ -1,6 +1,5 @@
-"""A page's steps and the stepper: Previous and Next (the ← and → keys, and a presentation clicker's PageUp and
-PageDown), the step's title and progress, and the step's name kept in the URL. A student who follows a live room
-gets the title and progress alone: the teacher moves their steps.
+"""A page's steps and the stepper (Previous and Next, also by the ← and → keys and a clicker's PageUp and PageDown),
+the "Show the code" panel (``show_code``), and the end of every run (``finish_run``): downloads and the link.
 
 A page writes one function per step, named for what it shows, and adds it to its ``Steps`` in order::
 
@@ -12,17 +11,14 @@ A page writes one function per step, named for what it shows, and adds it to its
 
     steps.show()  # the stepper, then the chosen step's function
 
-The URL names the step by its function (``?step=one-draw``); a link made before steps had names
-(``?step=2``) opens the step it opened then (``NUMBERED``). Then the "Show the code" panel (``show_code``), and
-what a learner takes away from a step and the end of every run (``finish_run``): downloads and the link.
-"""
+The URL names the step by its function (``?step=one-draw``); an old numbered link (``?step=2``) opens the step it
+opened then (``NUMBERED``). A student who follows a live room gets no buttons: the teacher moves their steps."""
 
 from __future__ import annotations
 
-import functools
 import html
-import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -56,64 +52,23 @@ from explorer.views.chapter import is_book, source_of
 # name here too (``tests/test_steps.py`` checks that each is still a step of its page).
 NUMBERED = {
     "tokens": ("token-ids", "embeddings"),
-    "simplified": (
-        "one-query-scores",
-        "scores-to-weights",
-        "why-torch-softmax",
-        "context-vector",
-        "all-scores-and-weights",
-        "all-context-vectors",
-    ),
-    "qkv": (
-        "projection-weights",
-        "queries-keys-values",
-        "scaled-scores",
-        "weights-and-context",
-        "saturation",
-        "gradients",
-        "v1-equals-v2",
-    ),
-    "causal_mask": (
-        "unmasked-weights",
-        "the-mask",
-        "zero-and-renormalize",
-        "scores-with-minus-infinity",
-        "two-routes",
-        "context-vectors",
-    ),
+    "simplified": ("one-query-scores", "scores-to-weights", "why-torch-softmax", "context-vector",
+                   "all-scores-and-weights", "all-context-vectors"),
+    "qkv": ("projection-weights", "queries-keys-values", "scaled-scores", "weights-and-context", "saturation",
+            "gradients", "v1-equals-v2"),
+    "causal_mask": ("unmasked-weights", "the-mask", "zero-and-renormalize", "scores-with-minus-infinity",
+                    "two-routes", "context-vectors"),
     "dropout": ("demo-on-ones", "one-draw", "survivors", "row-sums", "many-draws", "mean-vs-weights"),
     "batches": ("stack-into-batch", "mask-slice", "item-weights", "context-vectors"),
-    "multihead": (
-        "several-heads",
-        "one-head",
-        "concatenate",
-        "split-into-heads",
-        "all-heads-at-once",
-        "merge-and-out-proj",
-        "same-output",
-        "what-heads-look-at",
-        "every-head",
-    ),
+    "multihead": ("several-heads", "one-head", "concatenate", "split-into-heads", "all-heads-at-once",
+                  "merge-and-out-proj", "same-output", "what-heads-look-at", "every-head"),
     "mistakes": ("changed-line", "right-beside-wrong", "what-it-costs", "against-d-k"),
-    "why_attention": (
-        "encoder-reads",
-        "one-vector",
-        "bahdanau-looks-back",
-        "what-each-sees",
-        "trained-alignment",
-        "trained-bottleneck",
-        "to-self-attention",
-    ),
-    "generate": (
-        "prompt-and-settings",
-        "token-by-token",
-        "kv-cache",
-        "cost-per-token",
-        "smaller-caches",
-        "sliding-window",
-    ),
+    "why_attention": ("encoder-reads", "one-vector", "bahdanau-looks-back", "what-each-sees", "trained-alignment",
+                      "trained-bottleneck", "to-self-attention"),
+    "generate": ("prompt-and-settings", "token-by-token", "kv-cache", "cost-per-token", "smaller-caches",
+                 "sliding-window"),
     "speed": ("implementations", "time", "memory", "why"),
-}
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -130,8 +85,7 @@ class Step:
 
 
 class Steps:
-    """A page's steps in the order the page adds them (``add``); ``show`` draws the stepper and runs the step
-    the learner is on."""
+    """A page's steps in the order the page adds them (``add``); ``show`` draws the stepper and the step shown."""
 
     def __init__(self, page: str):
         self.page = page
@@ -164,9 +118,8 @@ class Steps:
 
 
 def step_index(linked: str | None, slugs: Sequence[str], count: int, numbered: Sequence[str] = ()) -> int | None:
-    """The step a link names: a step's name (``slugs``) or, as links made before steps had names, a number
-    counted from 1: the step ``numbered`` says it opened then, else that position (clamped to the page's
-    steps). None when it names neither."""
+    """The step a link names: a step's name (``slugs``), or a number from 1 as old links have it, meaning the step
+    ``numbered`` says it opened then, else that position (clamped); None when it names neither."""
     if linked is None:
         return None
     if linked in slugs:
@@ -180,8 +133,7 @@ def step_index(linked: str | None, slugs: Sequence[str], count: int, numbered: S
 
 
 def stepper(page: str, steps: Sequence[Step]) -> int:
-    """Previous / Next buttons (the ← and → keys, and a presentation clicker's PageUp and PageDown) and a step
-    indicator; returns the step index. Each step's ``slug`` names it in the URL."""
+    """Previous and Next buttons (the ← and → keys, a clicker's PageUp and PageDown) and the step; returns its index."""
     key, count = step_key(page), len(steps)
     if key not in st.session_state:
         linked, slugs = initial_param("step", page, key), [s.slug for s in steps]
@@ -244,13 +196,17 @@ OUT_PROJ_NOTE = (  # MultiHeadAttention: the book overwrites ``context_vec``
     " The book's `context_vec = self.out_proj(context_vec)` is `output = self.out_proj(context_vec)` here, so "
     "the heads' merged `context_vec` is kept too."
 )
-DROPOUT_CLASSES = ("CausalAttention", "MultiHeadAttention")
 CACHED_STEPS_NOTE = (  # the same for the package's classes after the chapter, which the book does not have
     ": not in the book: the package's attention after chapter 3, its new lines marked `# New`, returning every "
     "tensor it computed. `forward` returns the output and the new cache."
 )
 CELL_MARK = "  # ◀ this cell"  # appended to the line that made the selected cell's matrix (``widgets.charts``)
-BOOK_CLASSES = ("SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention")
+BOOK_NOTES = {  # each of the chapter's classes: how its ``steps`` differs from the book's ``forward``
+    "SelfAttention_v1": STEPS_NOTE,
+    "SelfAttention_v2": STEPS_NOTE,
+    "CausalAttention": STEPS_NOTE + DROPOUT_NOTE,
+    "MultiHeadAttention": STEPS_NOTE + DROPOUT_NOTE + OUT_PROJ_NOTE,
+}
 
 
 def code_panel_key(title: str = "Show the code") -> str:
@@ -259,19 +215,15 @@ def code_panel_key(title: str = "Show the code") -> str:
 
 
 def show_code(*objects: Callable | type | str, title: str = "Show the code") -> None:
-    """The package source that computed what is on screen, sent only while the panel is open (opening it reruns
-    the page's fragment): a closed panel costs the browser no syntax highlighter (1.6 MB of JavaScript, about a
-    quarter of a second before the first chart) and imports nothing, since an object may be given by its dotted
-    name (``"attention.gru_step"``). The panel keeps its state from step to step of a page, by its key."""
+    """The package source that computed what is on screen (objects, or dotted names imported only when shown), sent
+    only while the panel is open: a closed one costs no 1.6 MB syntax highlighter. It stays open from step to step."""
     panel = st.expander(title, icon=":material/code:", key=code_panel_key(title), on_change="rerun")
     if not panel.open:
         return
     marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
     with panel:
         for obj in objects:
-            if isinstance(obj, str):  # a dotted name, looked up now
-                module, _, name = obj.rpartition(".")
-                obj = getattr(importlib.import_module(module), name)
+            obj = pkgutil.resolve_name(obj) if isinstance(obj, str) else obj  # a dotted name, looked up now
             module = inspect.getmodule(obj)
             where = f"{module.__name__}.{obj.__qualname__}" if module else obj.__qualname__
             st.caption(f"`{where}`" + steps_note(obj))
@@ -292,16 +244,11 @@ def mark_line(source: str, code: str) -> str:
 
 
 def steps_note(obj: Callable | type) -> str:
-    """Why a panel shows a class's ``steps`` rather than its ``forward``: for the chapter's classes, each way
-    it differs from the book's ``forward``; for the ones after it (a KV cache, grouped-query attention), that
-    they are the package's own; else nothing."""
+    """Why a panel shows a class's ``steps`` rather than its ``forward``: how it differs from the book's, or that a
+    class after the chapter is the package's own; else nothing."""
     if getattr(obj, "__name__", "") != "steps":
         return ""
-    owner = obj.__qualname__.split(".")[0]
-    if owner not in BOOK_CLASSES:
-        return CACHED_STEPS_NOTE
-    dropout = DROPOUT_NOTE if owner in DROPOUT_CLASSES else ""
-    return STEPS_NOTE + dropout + (OUT_PROJ_NOTE if owner == "MultiHeadAttention" else "")
+    return BOOK_NOTES.get(obj.__qualname__.split(".")[0], CACHED_STEPS_NOTE)
 
 
 # What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's numbers as JSON,
@@ -316,15 +263,8 @@ NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
 
 def export_name(quantity: str) -> str:
     """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
-    return file_stem(st.session_state.get(RUN_STEP, NO_STEP), quantity)
-
-
-@functools.lru_cache(maxsize=512)
-def file_stem(step: tuple, quantity: str) -> str:
-    """``export_name`` for the step ``(page, index, title, slug)``."""
-    page, index = step[0], step[1]
-    parts = [page, f"step{index + 1}" if page else "", quantity.replace("-", "_")]
-    return "-".join(p for p in parts if p)
+    page, index = st.session_state.get(RUN_STEP, NO_STEP)[:2]
+    return "-".join(filter(None, (page, f"step{index + 1}" if page else "", quantity.replace("-", "_"))))
 
 
 def csv_download(tables, file_name: str, *, key: str) -> None:
@@ -348,10 +288,8 @@ def csv_download(tables, file_name: str, *, key: str) -> None:
 def finish_run(
     page_title: str, run: Run, url_path: str, address: Callable[[dict[str, str]], dict[str, str]] = dict
 ) -> dict[str, str]:
-    """After the page: a "download this step's numbers" JSON button for everything drawn in this run, then the
-    view written into the URL (the address bar is a deep link) and offered as "Copy link to this view" in the
-    sidebar slot ``widgets.sidebar`` reserved. ``address`` makes the address bar's parameters from the view's
-    (a student in a live room keeps the room there). Returns the view's parameters."""
+    """After the page: the step's JSON download, then the view written into the URL and offered as "Copy link to this
+    view" in the sidebar. ``address`` makes the address bar's parameters from the view's. Returns the view's."""
     state = st.session_state
     drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
     if drawn:
@@ -372,9 +310,8 @@ def finish_run(
     shown = address(params)
     if st.query_params.to_dict() != shown:
         st.query_params.from_dict(shown)
-    with (state.get(LINK_SLOT) or st.sidebar).popover(
-        "Copy link to this view", icon=":material/link:", width="stretch"
-    ):
+    slot = state.get(LINK_SLOT) or st.sidebar  # ``widgets.sidebar`` reserved it
+    with slot.popover("Copy link to this view", icon=":material/link:", width="stretch"):
         st.caption("Opens this page, step and settings with the same numbers. Click the copy icon.")
         st.code(link, language=None, wrap_lines=True)
         if settings.source == TEXT and len(settings.text) > MAX_URL_TEXT_CHARS:
