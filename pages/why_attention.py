@@ -28,8 +28,7 @@ def keep_hidden_size() -> None:
 
 
 def seq2seq_parts():
-    """The encoder–decoder's trace and weights, which a GRU or Bahdanau cell reads: run when a first cell is
-    asked for, never at a page's run."""
+    """The encoder–decoder's trace and weights for the GRU and Bahdanau cells: run only when a cell is asked for."""
     return views.seq2seq_parts(data.inputs, settings.seed, hidden_size)
 
 
@@ -50,23 +49,15 @@ def encoder_reads():
         f"at a time and updates a **{term('hidden_state')}** of {hidden_size} numbers. Row *j* is the state after "
         "reading tokens 1 to *j*."
     )
-    control.slider(
-        "hidden_size",
-        4,
-        attention.constants.MAX_HIDDEN_SIZE,
-        value=hidden_size,
-        key="w_why_hidden",
-        on_change=keep_hidden_size,
-        help="Size of the GRU's hidden state, in numbers (bounded for a shared server).",
-    )
+    explained = "Size of the GRU's hidden state, in numbers (bounded for a shared server)."
+    kept = dict(value=hidden_size, key="w_why_hidden", on_change=keep_hidden_size, help=explained)
+    control.slider("hidden_size", 4, attention.constants.MAX_HIDDEN_SIZE, **kept)
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
     options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
     code, notation = "return (1 - z) * n + z * h", Notation("encoder_states")
-    explain = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
-    widgets.token_vectors(
-        "encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options, explain=explain
-    )
+    options["explain"] = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
+    widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
     widgets.explain_cell()
 
 
@@ -105,8 +96,7 @@ def bahdanau_looks_back():
     options.update(meaning="how much this decoder step reads this encoder state")
     decoder_steps = [f"step {i + 1}" for i in range(weights.shape[0])]  # counted from 1, like the tokens
     notation = Notation("bahdanau_weights")  # the softmax runs in the decoder's loop, which the page does not show
-    explain = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
-    options.update(explain=explain)
+    options["explain"] = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
     widgets.explain_cell()
 
