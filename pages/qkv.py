@@ -85,10 +85,9 @@ def queries_keys_values():
 def scaled_scores():
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
-        f"√{term('d_k')}, where d_k = `keys.shape[-1]` = d_out = {d_k}: √{d_k} = {math.sqrt(d_k):.4f}. "
-        "When query and key entries have mean 0 and variance 1, this keeps the scores' spread near 1 whatever d_k "
-        "(steps 5 and 6 show why this matters). "
-        "Because of this division, the book, after Vaswani et al. (2017), calls the mechanism "
+        f"√{term('d_k')}, where d_k = `keys.shape[-1]` = d_out = {d_k}: √{d_k} = {math.sqrt(d_k):.4f}. When query and "
+        "key entries have mean 0 and variance 1, this keeps the scores' spread near 1 whatever d_k (steps 5 and 6 show "
+        "why this matters). Because of this division, the book, after Vaswani et al. (2017), calls the mechanism "
         f"**{term('scaled_dot_product')}**."
         + notes.example_rows(trace, example, attn_scores="attn_scores", **{"attn_scores / √d_k": "scaled_scores"})
     )

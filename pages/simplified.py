@@ -100,10 +100,9 @@ def why_torch_softmax():
 @steps.add("The context vector")
 def context_vector():
     st.markdown(
-        f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of "
-        "all inputs, each multiplied by its attention weight. It is an enriched embedding of x^"
-        f"({n}): it carries information from every token. Each colored block is one token's weighted input; the "
-        "black mark is their sum."
+        f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of all "
+        f"inputs, each multiplied by its attention weight. It is an enriched embedding of x^({n}): it carries "
+        "information from every token. Each colored block is one token's weighted input; the black mark is their sum."
         + (
             f" With {len(pieces)} tokens, the {figures.STACKED_TOKEN_LIMIT - 1} largest contributions have "
             "their own blocks and the gray block adds up the rest."

@@ -42,12 +42,11 @@ def encoder_reads():
     untrained_note()
     text, control = st.columns([3, 1])
     text.markdown(
-        "Chapter 3 opens with translation. Word by word it fails, because languages order words differently, "
-        "so a model must read the whole sentence before it writes. Before attention that model was an "
-        f"**{term('encoder_decoder', 'RNN encoder–decoder')}**.\n\n"
-        "The encoder (here a one-way GRU, a common kind of RNN, which reads left to right) reads one token "
-        f"at a time and updates a **{term('hidden_state')}** of {hidden_size} numbers. Row *j* is the state after "
-        "reading tokens 1 to *j*."
+        "Chapter 3 opens with translation. Word by word it fails, because languages order words differently, so a "
+        "model must read the whole sentence before it writes. Before attention that model was an "
+        f"**{term('encoder_decoder', 'RNN encoder–decoder')}**.\n\nThe encoder (here a one-way GRU, a common kind of "
+        f"RNN, which reads left to right) reads one token at a time and updates a **{term('hidden_state')}** of "
+        f"{hidden_size} numbers. Row *j* is the state after reading tokens 1 to *j*."
     )
     explained = "Size of the GRU's hidden state, in numbers (bounded for a shared server)."
     kept = dict(value=hidden_size, key="w_why_hidden", on_change=keep_hidden_size, help=explained)
@@ -85,11 +84,10 @@ def bahdanau_looks_back():
     untrained_note()
     weights = view.bahdanau_weights
     st.markdown(
-        f"{term('bahdanau')} (2014) lets the decoder **look back at every encoder state**. At each decoder "
-        "step a small network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a "
-        f"{term('softmax')} turns the scores into {term('attention_weights')} over the input tokens. "
-        "Untrained, the network scores all states almost alike: the largest weight is "
-        f"{weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
+        f"{term('bahdanau')} (2014) lets the decoder **look back at every encoder state**. At each decoder step a "
+        f"small network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a {term('softmax')} turns the "
+        f"scores into {term('attention_weights')} over the input tokens. Untrained, the network scores all states "
+        f"almost alike: the largest weight is {weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
     )
     options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
     options.update(row_title="decoder step", col_title="encoder token")

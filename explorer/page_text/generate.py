@@ -1,5 +1,4 @@
-"""The Generate page's step prose: each sentence quotes this generation (a ``views.beyond.GenerationView``)
-or this timing (an ``attention.TokenTimes``)."""
+"""The Generate page's step prose, quoting this generation (``views.beyond.GenerationView``) or timing."""
 
 from __future__ import annotations
 
@@ -13,15 +12,8 @@ WINDOW_LEGEND = {
 PROMPT_CAPTION = "The prompt is the sidebar's sentence (the book's by default); ↵ marks a new line."
 TOP_K_CHOICES = (0, 5, 10, 20, 50, 200)
 CACHE_COLUMNS = [
-    "model",
-    "attention",
-    "layers",
-    "query heads",
-    "key/value heads",
-    "head_dim",
-    "stored as",
-    "bytes per token",
-    "MiB for 1,024 tokens",
+    *("model", "attention", "layers", "query heads", "key/value heads", "head_dim"),
+    *("stored as", "bytes per token", "MiB for 1,024 tokens"),
 ]
 FORMULA = "`bytes per token = 2 × num_layers × num_kv_heads × head_dim × bytes per number`"
 
@@ -39,9 +31,8 @@ def cap_help(cap: int) -> str:
 def how_chosen(options) -> str:
     """The sampling settings in words."""
     if options.temperature == 0:
-        return "chosen greedily: always the likeliest token" + (
-            f" (of the top {options.top_k})" if options.top_k else ""
-        )
+        top = f" (of the top {options.top_k})" if options.top_k else ""
+        return "chosen greedily: always the likeliest token" + top
     kept = f"the {options.top_k} likeliest tokens" if options.top_k else "every token"
     return f"sampled from {kept} at temperature {options.temperature:g}, seed {options.seed}"
 

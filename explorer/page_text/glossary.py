@@ -33,9 +33,8 @@ NOTATION = (
     "`context_vec_2` belong to x^(2), the second token, which is row `[1]` of the full matrices.",
     "Heads and layers are counted from 1 in words (head 1 is the first); code indexes them from 0, and a page "
     "says so where it shows an index.",
-    "**Attention weights** are the softmax's output, computed anew for every input. The **weight matrices** "
-    "W_query, W_key and W_value are the trainable parameters. Where “weights” alone could mean either, the "
-    "app names which.",
+    "**Attention weights** are the softmax's output, computed anew for every input. The **weight matrices** W_query, "
+    "W_key and W_value are the trainable parameters. Where “weights” alone could mean either, the app names which.",
     "d_out is a module's output size. Where it could mean one head's size or all heads' together, the page "
     "says which; head_dim is one head's size in `MultiHeadAttention`.",
 )

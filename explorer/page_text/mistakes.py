@@ -62,12 +62,10 @@ def difference_text(name: str, head_dim: int, max_difference: float) -> str:
 def curve_text(num_keys: int, head_dim: int) -> str:
     """The Against d_k step: what the two charts measure."""
     return (
-        f"Random rows of {num_keys} keys at growing {term('d_k')}, through the package's softmax and the "
-        "mistake's. First chart: the "
-        f"largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Second chart: the "
-        f"{term('gradient')} that reaches W_query "
-        "and W_key, measured with autograd (median over rows; each step up the axis is 10 times more). "
-        f"The dotted line is this module's head_dim = {head_dim}."
+        f"Random rows of {num_keys} keys at growing {term('d_k')}, through the package's softmax and the mistake's. "
+        f"First chart: the largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Second chart: "
+        f"the {term('gradient')} that reaches W_query and W_key, measured with autograd (median over rows; each step "
+        f"up the axis is 10 times more). The dotted line is this module's head_dim = {head_dim}."
     )
 
 

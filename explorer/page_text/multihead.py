@@ -48,9 +48,8 @@ def one_head_text(head: int, num_tokens: int, d_out: int) -> str:
     """Step 2: one head is an ordinary ``CausalAttention``; ``head`` is its index in ``heads``."""
     return (
         f"Head {head + 1} (`heads[{head}]` in code, which counts from 0) is an ordinary `CausalAttention`: its "
-        f"{term('attention_weights')} times its own values give its own "
-        f"{term('context_vector', 'context vectors')}, shape (num_tokens, d_out) = "
-        f"({num_tokens}, {d_out})."
+        f"{term('attention_weights')} times its own values give its own {term('context_vector', 'context vectors')}, "
+        f"shape (num_tokens, d_out) = ({num_tokens}, {d_out})."
     )
 
 
@@ -72,10 +71,9 @@ def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     return (
         f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
         f"{term('num_heads')} = {num_heads} heads of {term('head_dim')} = d_out // num_heads = {head_dim}. "
-        f"{term('transpose', '`transpose(1, 2)`')} swaps only "
-        "the token and head dimensions, putting heads before tokens; `.T` would reverse all four, batch included. "
-        "Then one batched matmul attends in every head at once. Each line of `steps` and the shape it made for "
-        "this input (b = 1 sentence), recorded as it ran:"
+        f"{term('transpose', '`transpose(1, 2)`')} swaps only the token and head dimensions, putting heads before "
+        "tokens; `.T` would reverse all four, batch included. Then one batched matmul attends in every head at once. "
+        "Each line of `steps` and the shape it made for this input (b = 1 sentence), recorded as it ran:"
     )
 
 
@@ -97,13 +95,11 @@ def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int, *,
 def merge_text(mha_d_out: int, num_heads: int, head_dim: int, wrapper_width: int, first_row: str) -> str:
     """Step 6: the heads merged back, then ``out_proj``."""
     return (
-        "`transpose(1, 2)` puts tokens before heads again. `view` needs the numbers in memory in that order, and "
-        f"a transpose only changes how memory is read, so {term('contiguous', '`contiguous()`')} copies them "
-        "first. Then `view` lays the "
-        f"heads side by side: num_heads × head_dim = {num_heads} × {head_dim} = d_out = {mha_d_out} columns (the "
-        f"wrapper's concatenation has {wrapper_width}). {term('out_proj')}, a d_out × d_out linear layer, mixes "
-        "the heads. "
-        f"First row: {first_row}."
+        "`transpose(1, 2)` puts tokens before heads again. `view` needs the numbers in memory in that order, and a "
+        f"transpose only changes how memory is read, so {term('contiguous', '`contiguous()`')} copies them first. Then "
+        f"`view` lays the heads side by side: num_heads × head_dim = {num_heads} × {head_dim} = d_out = {mha_d_out} "
+        f"columns (the wrapper's concatenation has {wrapper_width}). {term('out_proj')}, a d_out × d_out linear layer, "
+        f"mixes the heads. First row: {first_row}."
     )
 
 
