@@ -25,8 +25,7 @@ steps = widgets.Steps("qkv")
 
 
 def matrix(name: str, z, explain, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
-    """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns, its cells
-    explained by ``explain`` (None: a matrix without cells to explain)."""
+    """A named heatmap: token rows (example outlined), token (``keys``) or d_out columns, cells explained or None."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
     options = {"kind": "signed", "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:

@@ -137,11 +137,8 @@ def _diagonal_0(data) -> Question:
 
 
 def _scaling(data) -> Question:
-    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k.
-
-    A number, not larger-or-smaller: the mistake's "why" already says which way, so the learner must turn
-    "one-hot" or "equal weights" into a number for rows of ``num_keys`` keys.
-    """
+    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k. A number, since
+    the mistake's "why" already says which way: the learner turns "one-hot" or "equal weights" into one."""
     measured = data.measure("max_weight_large_d_k")
     d_k, num_keys = data.large_d_k, data.curve.num_keys
     if measured.wrong > measured.right:

@@ -157,8 +157,7 @@ def _matrix(rows) -> str:
 
 
 def heads_product_text(check) -> str:
-    """Step 5's note on section 3.6.2's check (a ``views.chapter.HeadsProductView``): what it multiplies, and
-    the result."""
+    """Step 5's note on section 3.6.2's check (``views.chapter.HeadsProductView``): what it multiplies, the result."""
     b, num_heads, num_tokens, head_dim = check.a.shape
     return (
         "Section 3.6.2 checks that one batched matmul equals each head's own product. Its tensor `a` has shape "
@@ -170,8 +169,7 @@ def heads_product_text(check) -> str:
 
 
 def heads_product_code(check) -> str:
-    """The check as the book runs it, with the package's numbers as comments: the batched product, then each
-    head's."""
+    """The check as the book runs it, the package's numbers as comments: the batched product, then each head's."""
     lines = [f"print(a @ a.transpose(2, 3))  # shape {tuple(check.batched.shape)}: head 1, then head 2"]
     lines += [f"# {_matrix(product)}" for product in check.batched[0]]
     for h, product in enumerate(check.per_head[0][: len(HEAD_NAMES)]):
