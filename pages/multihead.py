@@ -169,16 +169,15 @@ def same_output():
     widgets.show_code(attention.multihead_from_wrapper)
 
 
-def what_heads_look_at():
-    widgets.show_summaries(settings)
-
-
-def every_head():
-    widgets.show_every_head(settings)
-
-
 if is_trained:  # a model's weights: what its heads look at, and every layer's heads
-    steps.add("What each head looks at")(what_heads_look_at)
-    steps.add("Every layer and head")(every_head)
+
+    @steps.add("What each head looks at")
+    def what_heads_look_at():
+        widgets.show_summaries(settings)
+
+    @steps.add("Every layer and head")
+    def every_head():
+        widgets.show_every_head(settings)
+
 
 steps.show()

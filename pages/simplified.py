@@ -18,12 +18,9 @@ QUERY = session.SIMPLIFIED_QUERY  # the chosen query, kept while the widget is o
 query = session.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
 heading, picker = st.columns([3, 1], vertical_alignment="bottom")
 heading.title("Simplified attention")
-picker.selectbox(
-    "Query token",
-    range(len(pieces)),
-    format_func=lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}",
-    **session.kept_widget(QUERY, "w_simplified_query", query),
-)
+kept = session.kept_widget(QUERY, "w_simplified_query", query)
+label = lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}"  # noqa: E731
+picker.selectbox("Query token", range(len(pieces)), format_func=label, **kept)
 widgets.weights_caption(settings)
 view = widgets.guard(views.simplified_view, run, query)
 inputs, scores, n = view.inputs, view.attn_scores[query], query + 1  # the book's x^(n) is inputs[n - 1]
