@@ -153,7 +153,7 @@ def cost_per_token():
 
 @steps.add("Smaller caches")
 def smaller_caches():
-    st.markdown(notes.memory_text(data) + "\n\n" + notes.FORMULA)
+    st.markdown(notes.MEMORY_TEXT + "\n\n" + notes.FORMULA)
     widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
     widgets.show_code(attention.GroupedQueryAttention.steps, cache_bytes_per_token)
 

@@ -146,7 +146,7 @@ def merge_and_out_proj():
                                notation=notation)  # fmt: skip
         widgets.token_vectors("efficient-output", output, pieces, out, title=title, explain=mixed)
     widgets.explain_cell()
-    st.markdown(notes.gpt_text())
+    st.markdown(notes.GPT_TEXT)
     widgets.show_code(attention.MultiHeadAttention.steps)
 
 

@@ -43,10 +43,8 @@ def lab_lines(name: str, title: str, lab) -> widgets.Panel:
 def lab_controls():
     """The lab's two controls, side by side, and its measurements for them: (the lab, the keys per row)."""
     left, right = st.columns(2)
-    kept, label = (
-        session.kept_widget(session.QKV_TEMPERATURE, "w_qkv_temperature", 1.0),
-        "Temperature (divides every score)",
-    )
+    kept = session.kept_widget(session.QKV_TEMPERATURE, "w_qkv_temperature", 1.0)
+    label = "Temperature (divides every score)"
     temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
     num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget(session.QKV_NUM_KEYS, "w_qkv_num_keys", 8))
     return widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed), num_keys

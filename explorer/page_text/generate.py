@@ -135,15 +135,13 @@ def times_text(times) -> str:
     )
 
 
-def memory_text(view) -> str:
-    return (
-        "The cache keeps a key and a value for every token, in every layer, for every key/value head. "
-        "Grouped-query attention (GQA, in Llama 3 and Qwen) lets several query heads share one key/value head; "
-        "multi-query attention (MQA) shares one among all. The query heads stay; the cache shrinks by "
-        "num_heads / num_kv_heads. `GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`. "
-        "The GQA and MQA rows of GPT-2 small and the small GPT are what-ifs: both models use multi-head attention. "
-        "Llama 3 8B really has 8 key/value heads."
-    )
+MEMORY_TEXT = (
+    "The cache keeps a key and a value for every token, in every layer, for every key/value head. Grouped-query "
+    "attention (GQA, in Llama 3 and Qwen) lets several query heads share one key/value head; multi-query attention "
+    "(MQA) shares one among all. The query heads stay; the cache shrinks by num_heads / num_kv_heads. "
+    "`GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`. The GQA and MQA rows of GPT-2 small "
+    "and the small GPT are what-ifs: both models use multi-head attention. Llama 3 8B really has 8 key/value heads."
+)
 
 
 def window_text(window: int, num_tokens: int) -> str:

@@ -103,12 +103,10 @@ def merge_text(mha_d_out: int, num_heads: int, head_dim: int, wrapper_width: int
     )
 
 
-def gpt_text() -> str:
-    """Step 6, after the numbers: the real sizes, and where this module goes next."""
-    return (
-        "This module is the attention layer that chapter 4's GPT stacks, 12 times in GPT-2 small. There num_heads "
-        "= 12 and d_in = d_out = 768, so head_dim = 64, and context_length = 1,024."
-    )
+GPT_TEXT = (  # step 6, after the numbers: the real sizes, and where this module goes next
+    "This module is the attention layer that chapter 4's GPT stacks, 12 times in GPT-2 small. There num_heads "
+    "= 12 and d_in = d_out = 768, so head_dim = 64, and context_length = 1,024."
+)
 
 
 def same_output_text(d_out: int, head_dim: int, shared_d_out: int, *, trained: bool = False) -> str:

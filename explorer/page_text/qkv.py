@@ -40,9 +40,8 @@ def example_rows(steps, example: int, **names: str) -> str:
     rows = []
     for label, name in names.items():
         base, _, rest = label.partition(" ")
-        rows.append(
-            f"`{base}_{number}{' ' + rest if rest else ''} = {first_values(getattr(steps, name)[example:], 8)}`"
-        )
+        shown = f"{base}_{number}{' ' + rest if rest else ''}"  # attn_scores_2 / √d_k
+        rows.append(f"`{shown} = {first_values(getattr(steps, name)[example:], 8)}`")
     return f" Query x^({number}), row `[{example}]` in Python, outlined: " + ", ".join(rows) + "."
 
 
