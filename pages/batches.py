@@ -50,11 +50,9 @@ def side_by_side(matrices, title, name, explain, **options):
     for i, column in enumerate(st.columns(b)):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
-            item = f"{item_names[i]} · {title}"
             explained = None if explain is None else explain(i)
-            widgets.draw(
-                figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, explain=explained, **options
-            )
+            shown = dict(options, title=f"{item_names[i]} · {title}", explain=explained)
+            widgets.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, **shown)
 
 
 @steps.add("Stack into a batch")
@@ -160,10 +158,9 @@ def context_vectors():
         f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {first_values(output[0])}. " + alone
     )
     widgets.book_caption(settings, "causal_class")
-    decimals = 4 if d_out <= 4 else 2
     style = widgets.style()
     short = replace(style, max_height=min(style.max_height, 310))  # under the text, on a 720 px screen
-    options = dict(kind="signed", decimals=decimals, style=short, **DIMENSIONS)
+    options = dict(kind="signed", decimals=4 if d_out <= 4 else 2, style=short, **DIMENSIONS)
 
     def explain(item: int) -> cells.Cells:
         """Item ``item``'s context vectors."""

@@ -109,10 +109,8 @@ def context_vector():
     )
     widgets.book_caption(settings, "one_query", also=other_query)
     shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
-    title = f"context_vec_{n} = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
-    widgets.draw(
-        figures.stacked_contributions, "context-vector", view.contributions, pieces, title=title, key="contributions"
-    )
+    options = dict(title=f"context_vec_{n} = [{shown}{', …' if inputs.shape[1] > 6 else ''}]", key="contributions")
+    widgets.draw(figures.stacked_contributions, "context-vector", view.contributions, pieces, **options)
     widgets.show_code(attention.context_contributions)
 
 
