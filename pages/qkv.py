@@ -130,9 +130,8 @@ def weights_and_context():
 def saturation():
     lab, num_keys = lab_controls()
     st.markdown(notes.saturation_text(lab, num_keys))
-    widgets.side_by_side(
-        lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
-    )
+    largest = lab_lines("max_weight", "largest weight in a row", lab)
+    widgets.side_by_side(largest, lab_lines("entropy", "row entropy (nats)", lab))
     widgets.show_code(attention.scaling_lab)
 
 
