@@ -76,13 +76,11 @@ def token_by_token():
     rows = data.attn_rows[: k + 1, layer, head, :seen]
     row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
     title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
-    shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
+    shown = dict(title=title, kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
     code, notation = "attn_rows.append(steps.attn_weights[:, :, -1, :])", Notation("attn_weights")
     recorded = dict(layer=layer, head=head, first_query=prompt_tokens - 1, model=data.model_name)
     explain = cells.recorded_weights(rows, row_labels, pieces[:seen], **recorded, code=code, notation=notation)
-    weights = widgets.panel(
-        "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown
-    )
+    weights = widgets.panel("query-rows", figures.heatmap, rows, row_labels, pieces[:seen], explain=explain, **shown)
     names = data.top_pieces[k]
     chosen = data.ids[seen]
     highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
