@@ -199,9 +199,8 @@ def _mask_after_softmax(data) -> Question:
         f"weights will still sum to 1 (to {ROW_SUM_DECIMALS} decimals)?",
         len(whole),
         decimals=0,
-        explanation=f"Rows that do: {_tokens(whole)}. The softmax gave part of each row to later tokens; zeroing "
-        f"that part afterwards leaves less than 1. The last token, x^({len(sums)}), has no later tokens to lose "
-        "weight to.",
+        explanation=f"Rows that do: {_tokens(whole)}. The softmax gave part of each row to later tokens; zeroing that "
+        f"part afterwards leaves less than 1. The last token, x^({len(sums)}), has no later tokens to lose weight to.",
     )
 
 
