@@ -22,11 +22,6 @@ SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # 
 steps = widgets.Steps("why_attention")
 
 
-def keep_hidden_size() -> None:
-    """The slider's hidden_size, kept while another step is shown (its widget is not drawn there)."""
-    st.session_state[session.WHY_HIDDEN] = st.session_state["w_why_hidden"]
-
-
 def seq2seq_parts():
     """The encoder–decoder's trace and weights for the GRU and Bahdanau cells: run only when a cell is asked for."""
     return views.seq2seq_parts(data.inputs, settings.seed, hidden_size)
@@ -49,8 +44,8 @@ def encoder_reads():
         f"{hidden_size} numbers. Row *j* is the state after reading tokens 1 to *j*."
     )
     explained = "Size of the GRU's hidden state, in numbers (bounded for a shared server)."
-    kept = dict(value=hidden_size, key="w_why_hidden", on_change=keep_hidden_size, help=explained)
-    control.slider("hidden_size", 4, attention.constants.MAX_HIDDEN_SIZE, **kept)
+    kept = session.kept_widget(session.WHY_HIDDEN, "w_why_hidden", hidden_size)  # kept while another step shows
+    control.slider("hidden_size", 4, attention.constants.MAX_HIDDEN_SIZE, help=explained, **kept)
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
     options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
