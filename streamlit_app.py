@@ -1,13 +1,12 @@
 """Attention Explorer's entry point: ``streamlit run streamlit_app.py``.
 
-Streamlit finds ``app`` below and serves ``explorer_app.py`` (the sidebar, the navigation and the
-pages) as an ``st.App``. Its lifespan imports the first page's modules when the server starts (they need
-no torch: torch is imported after the first page has painted), and its routes give the browser the
-charts' code to fetch with the page (``explorer/runtime/server.py``; BENCHMARKS.md, "Cost per action and first
-paint").
+Streamlit finds ``app`` below and serves ``explorer_app.py`` (the sidebar, the navigation and the pages) as an
+``st.App``. Its lifespan imports the first page's modules when the server starts (they need no torch: torch is imported
+after the first page has painted), and its routes give the browser the charts' code to fetch with the page
+(``explorer/runtime/server.py``; BENCHMARKS.md, "Cost per action and first paint").
 
-Run as a script instead (``AppTest.from_file("streamlit_app.py")``, or a Streamlit that runs the entry
-file as the app), it runs ``explorer_app.py`` itself, so the app is the same either way.
+Run as a script instead (``AppTest.from_file("streamlit_app.py")``, or a Streamlit that runs the entry file as the app),
+it runs ``explorer_app.py`` itself, so the app is the same either way.
 """
 
 import runpy

@@ -22,14 +22,10 @@ else:
     linked = session.initial_param("second", "batches")
     if linked is not None and "second_text" not in st.session_state:
         st.session_state["second_text"] = linked[:MAX_URL_TEXT_CHARS]
-    second_text = st.text_input(
-        "Second sentence of the batch",
-        key="second_text",
-        max_chars=MAX_TEXT_CHARS,
-        placeholder="Empty: the same as the first sentence, as in the book",
-        help="Tokenized like the first; the shorter sentence is padded at the end. Press Enter to apply.",
-        persist_state="session",
-    )
+    placeholder = "Empty: the same as the first sentence, as in the book"
+    explained = "Tokenized like the first; the shorter sentence is padded at the end. Press Enter to apply."
+    options = dict(max_chars=MAX_TEXT_CHARS, placeholder=placeholder, help=explained, persist_state="session")
+    second_text = st.text_input("Second sentence of the batch", key="second_text", **options)
     second_text = second_text if second_text and second_text.strip() else None
     if second_text and len(second_text) <= MAX_URL_TEXT_CHARS:
         session.page_param("second", second_text)
@@ -47,19 +43,16 @@ steps = widgets.Steps("batches")
 
 
 def side_by_side(matrices, title, name, explain, **options):
-    """One heatmap per batch item, next to each other on one colour scale; columns are the item's tokens, or "dim k".
-    ``explain(i)`` makes item i's cells (None: charts without cells to explain)."""
+    """One heatmap per batch item on one colour scale; ``explain(i)`` makes item i's cells (None: none to explain)."""
     kind = options["kind"] = options.get("kind") or figures.infer_kind(matrices, options.get("value_name", ""))
     options.update(value_range=figures.shared_range(matrices, kind=kind))
     options.update(cell_text=matrices.shape[-1] <= 8)  # half a screen is too narrow for more columns' cell text
     for i, column in enumerate(st.columns(b)):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:
-            item = f"{item_names[i]} · {title}"
             explained = None if explain is None else explain(i)
-            widgets.draw(
-                figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, title=item, explain=explained, **options
-            )
+            shown = dict(options, title=f"{item_names[i]} · {title}", explain=explained)
+            widgets.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, **shown)
 
 
 @steps.add("Stack into a batch")
@@ -84,12 +77,9 @@ def stack_into_batch():
 
 @steps.add("One mask slice")
 def mask_slice():
-    rows, cols = data.mask_buffer_shape  # the book passes context_length = 6, so its buffer is (6, 6)
-    books = (
-        " (the book passes context_length = 6, so its buffer is (6, 6))"
-        if settings.source == BOOK and rows != 6
-        else ""
-    )
+    rows, cols = data.mask_buffer_shape
+    book_buffer = settings.source == BOOK and rows != 6  # the book passes context_length = 6
+    books = " (the book passes context_length = 6, so its buffer is (6, 6))" if book_buffer else ""
     st.markdown(
         f"`__init__` registers `self.mask`, shape **({rows}, {cols})** (context_length × context_length){books}, as a "
         f"{term('buffer', '**buffer**')}: a tensor the module owns but never trains. It moves with the module "
@@ -131,9 +121,8 @@ def item_weights():
         """Item ``item``'s weights, after dropout when it is on."""
         if dropout_on:
             code, notation = "dropped_weights, dropout_mask = drop_with_mask(", Notation("dropped_weights", item=item)
-            return cells.dropped(
-                data.attn_weights[item], data.keep[item], p, pieces[item], code=code, notation=notation
-            )
+            weights, keep = data.attn_weights[item], data.keep[item]
+            return cells.dropped(weights, keep, p, pieces[item], code=code, notation=notation)
         code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True, item=item)
         return cells.weights(data.scaled_scores[item], pieces[item], masked=mask, code=code, notation=notation)
 
@@ -169,11 +158,9 @@ def context_vectors():
         f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {first_values(output[0])}. " + alone
     )
     widgets.book_caption(settings, "causal_class")
-    decimals = 4 if d_out <= 4 else 2
-    short = replace(
-        widgets.style(), max_height=min(widgets.style().max_height, 310)
-    )  # under the text, on a 720 px screen
-    options = dict(kind="signed", decimals=decimals, style=short, **DIMENSIONS)
+    style = widgets.style()
+    short = replace(style, max_height=min(style.max_height, 310))  # under the text, on a 720 px screen
+    options = dict(kind="signed", decimals=4 if d_out <= 4 else 2, style=short, **DIMENSIONS)
 
     def explain(item: int) -> cells.Cells:
         """Item ``item``'s context vectors."""

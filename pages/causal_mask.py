@@ -23,8 +23,7 @@ steps = widgets.Steps("causal_mask")
 
 
 def style(compact: bool = False):
-    """The page's heatmap style; small matrices fit under the stepper at 1280×720 (``compact``: two side by side
-    under a longer text)."""
+    """The page's heatmap style: small matrices fit under the stepper at 1280×720, ``compact`` ones two abreast."""
     shown = widgets.style()
     if num_tokens > figures.TEXT_CELL_LIMIT:
         return shown
@@ -32,8 +31,7 @@ def style(compact: bool = False):
 
 
 def draw(z, title, name, explain, narrow=False, compact=False, **options):
-    """A query × key heatmap of this sentence, its cells explained by ``explain`` (None: a chart without cells to
-    explain); ``narrow`` ones lose their cell text beyond 8 tokens."""
+    """A query × key heatmap, its cells explained by ``explain`` (or None); ``narrow``: no cell text beyond 8 tokens."""
     options.setdefault("value_name", "attention weight")
     cell_text = not (narrow and num_tokens > 8)
     options.update(title=title, style=style(compact), cell_text=cell_text)
@@ -68,12 +66,8 @@ def unmasked_weights():
     text, plot = text_and_plot()
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
     trained_head = models.head_name(settings)  # the trained layer's head the module holds, or ""
-    built = (
-        f"holding {trained_head}"
-        if trained_head
-        else f"built after `torch.manual_seed({seed})`"
-        + (", which has the book's `SelfAttention_v2` weight matrices" if seed == 789 else "")
-    )
+    book = ", which has the book's `SelfAttention_v2` weight matrices" if seed == 789 else ""
+    built = f"holding {trained_head}" if trained_head else f"built after `torch.manual_seed({seed})`{book}"
     text.markdown(
         f"These are the weights **before** masking of a `CausalAttention` {built}"
         + ": the softmax of attn_scores / √d_k. Every query attends to every key, including tokens that come "

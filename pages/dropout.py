@@ -21,12 +21,8 @@ st.title("Dropout")
 widgets.weights_caption(settings)
 requested = session.whole_state(SAMPLES, 1000)
 used = views.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
-data = widgets.guard(
-    views.dropout_view,
-    run.but(dropout=used.dropout, training=used.training),
-    requested,
-    views.module_seed(settings, "dropout"),
-)
+book_run = run.but(dropout=used.dropout, training=used.training)
+data = widgets.guard(views.dropout_view, book_run, requested, views.module_seed(settings, "dropout"))
 st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
 pieces, mask, active, p = data.pieces, data.mask, data.active, used.dropout
 weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights

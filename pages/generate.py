@@ -17,12 +17,8 @@ from explorer.views import beyond as views
 run = session.current_run()
 settings = run.settings
 st.title("Generate")
-NEW, TEMPERATURE, TOP_K, SEED = (
-    session.GENERATE_NEW,
-    session.GENERATE_TEMPERATURE,
-    session.GENERATE_TOP_K,
-    session.GENERATE_SEED,
-)
+NEW, TEMPERATURE = session.GENERATE_NEW, session.GENERATE_TEMPERATURE
+TOP_K, SEED = session.GENERATE_TOP_K, session.GENERATE_SEED
 defaults = views.GenerationOptions()
 options = views.GenerationOptions(
     max_new_tokens=session.whole_state(NEW, defaults.max_new_tokens),
@@ -36,12 +32,10 @@ with st.popover(notes.settings_label(options), icon=":material/tune:", width="st
                       **session.kept_widget(NEW, "w_gen_new", defaults.max_new_tokens))  # fmt: skip
     middle.slider("Temperature", 0.0, 2.0, step=0.1, help="0: greedy, always the likeliest token",
                   **session.kept_widget(TEMPERATURE, "w_gen_temperature", 0.0))  # fmt: skip
-    right.selectbox(
-        "top-k", notes.TOP_K_CHOICES, format_func=notes.top_k_name, **session.kept_widget(TOP_K, "w_gen_top_k", 0)
-    )
-    last.number_input(
-        "Seed", 0, 2**31 - 1, help="draws the samples", **session.kept_widget(SEED, "w_gen_seed", defaults.seed)
-    )
+    kept = session.kept_widget(TOP_K, "w_gen_top_k", 0)
+    right.selectbox("top-k", notes.TOP_K_CHOICES, format_func=notes.top_k_name, **kept)
+    kept = session.kept_widget(SEED, "w_gen_seed", defaults.seed)
+    last.number_input("Seed", 0, 2**31 - 1, help="draws the samples", **kept)
 data = widgets.guard(views.generation, settings, options)
 n_new, pieces, prompt_tokens = data.new_tokens, data.pieces, data.prompt_tokens
 style = widgets.style()
@@ -59,8 +53,7 @@ def picker(column, label: str, key: str, name: str, count: int, first: int) -> i
 
 
 def chosen_token() -> tuple[int, int, int, int]:
-    """The new token, layer and head picked above the chart (kept across steps and in the link), and the keys
-    the query of that token sees."""
+    """The new token, layer and head picked above the chart (kept across steps and in the link), and its keys."""
     left, middle, right = st.columns([3, 1, 1])
     k = picker(left, "New token", session.GENERATE_TOKEN, "token", n_new, 1)
     layer = picker(middle, "Layer", session.GENERATE_LAYER, "gen_layer", data.num_layers, 1)
@@ -83,13 +76,11 @@ def token_by_token():
     rows = data.attn_rows[: k + 1, layer, head, :seen]
     row_labels = [pieces[prompt_tokens + j - 1] for j in range(k + 1)]
     title = f"query rows, attn_weights (layer {layer + 1}, head {head + 1})"
-    shown = dict(kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
+    shown = dict(title=title, kind="weights", masked=np.isnan(rows), highlight_row=k, value_name="attention weight")
     code, notation = "attn_rows.append(steps.attn_weights[:, :, -1, :])", Notation("attn_weights")
     recorded = dict(layer=layer, head=head, first_query=prompt_tokens - 1, model=data.model_name)
     explain = cells.recorded_weights(rows, row_labels, pieces[:seen], **recorded, code=code, notation=notation)
-    weights = widgets.panel(
-        "query-rows", figures.heatmap, rows, row_labels, pieces[:seen], title=title, explain=explain, **shown
-    )
+    weights = widgets.panel("query-rows", figures.heatmap, rows, row_labels, pieces[:seen], explain=explain, **shown)
     names = data.top_pieces[k]
     chosen = data.ids[seen]
     highlight = list(data.top_ids[k]).index(chosen) if chosen in data.top_ids[k] else None
@@ -160,7 +151,7 @@ def cost_per_token():
 
 @steps.add("Smaller caches")
 def smaller_caches():
-    st.markdown(notes.memory_text(data) + "\n\n" + notes.FORMULA)
+    st.markdown(notes.MEMORY_TEXT + "\n\n" + notes.FORMULA)
     widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
     widgets.show_code(attention.GroupedQueryAttention.steps, cache_bytes_per_token)
 

@@ -21,13 +21,8 @@ if MISTAKE not in st.session_state:
     st.session_state[MISTAKE] = linked if linked in attention.MISTAKES else NAMES[0]
 title, choice = st.columns([1, 2], vertical_alignment="bottom")
 title.title("Break it")
-choice.selectbox(
-    "The mistake",
-    NAMES,
-    format_func=lambda n: attention.MISTAKES[n].title,
-    help=notes.HELP,
-    **session.kept_widget(MISTAKE, "w_mistake", NAMES[0]),
-)
+kept = session.kept_widget(MISTAKE, "w_mistake", NAMES[0])
+choice.selectbox("The mistake", NAMES, format_func=lambda n: attention.MISTAKES[n].title, help=notes.HELP, **kept)
 widgets.weights_caption(settings)
 name = st.session_state[MISTAKE]
 session.page_param("mistake", name)
@@ -65,17 +60,9 @@ def right_beside_wrong():
     st.markdown(notes.panels_text(data.weight_limit))
     code = mistake.wrong_code.strip().splitlines()[0]  # the changed line
     explain = cells.mistake(data.cell_inputs, name, data.pieces, code=code, notation=Notation("attn_weights"))
-    widgets.draw(
-        drawn.right_and_wrong,
-        "mistake-weights",
-        data.right_weights,
-        data.wrong_weights,
-        data.pieces,
-        future=data.future,
-        title=f"attn_weights, head 1: {mistake.title}",
-        zmax=data.weight_limit,
-        explain=explain,
-    )
+    options = dict(future=data.future, title=f"attn_weights, head 1: {mistake.title}", zmax=data.weight_limit)
+    right, wrong = data.right_weights, data.wrong_weights
+    widgets.draw(drawn.right_and_wrong, "mistake-weights", right, wrong, data.pieces, explain=explain, **options)
     widgets.explain_cell()
     if rows := int(data.nan_rows.sum()):
         st.warning(

@@ -50,8 +50,7 @@ def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
         head_control("Heads shown", "head_group", range(len(spans)), group_size, spans.__getitem__)
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
-    layout.update(cell_text=len(group) * num_tokens <= 12)
-    layout.update(explain=explain)
+    layout.update(cell_text=len(group) * num_tokens <= 12, explain=explain)
     widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
     widgets.explain_cell()
 
@@ -73,11 +72,9 @@ def one_head():
     left, right = st.columns([3, 2])
     with left:
         options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
-        options.update(kind="weights")
-        weights = data.wrapper_weights[head]
         explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1))
-        options.update(cell_text=num_tokens <= 10, explain=explain)
-        widgets.draw(figures.heatmap, "head-weights", weights, pieces, pieces, **options)
+        options.update(kind="weights", cell_text=num_tokens <= 10, explain=explain)
+        widgets.draw(figures.heatmap, "head-weights", data.wrapper_weights[head], pieces, pieces, **options)
     with right:
         context, title, cols = data.wrapper_head_context[head], f"head {head + 1}: context_vec", notes.labels(d_out)
         code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v")
@@ -149,7 +146,7 @@ def merge_and_out_proj():
                                notation=notation)  # fmt: skip
         widgets.token_vectors("efficient-output", output, pieces, out, title=title, explain=mixed)
     widgets.explain_cell()
-    st.markdown(notes.gpt_text())
+    st.markdown(notes.GPT_TEXT)
     widgets.show_code(attention.MultiHeadAttention.steps)
 
 
@@ -169,16 +166,15 @@ def same_output():
     widgets.show_code(attention.multihead_from_wrapper)
 
 
-def what_heads_look_at():
-    widgets.show_summaries(settings)
-
-
-def every_head():
-    widgets.show_every_head(settings)
-
-
 if is_trained:  # a model's weights: what its heads look at, and every layer's heads
-    steps.add("What each head looks at")(what_heads_look_at)
-    steps.add("Every layer and head")(every_head)
+
+    @steps.add("What each head looks at")
+    def what_heads_look_at():
+        widgets.show_summaries(settings)
+
+    @steps.add("Every layer and head")
+    def every_head():
+        widgets.show_every_head(settings)
+
 
 steps.show()

@@ -25,8 +25,7 @@ steps = widgets.Steps("qkv")
 
 
 def matrix(name: str, z, explain, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
-    """A named heatmap with token rows (example row outlined) and token (``keys``) or d_out columns, its cells
-    explained by ``explain`` (None: a matrix without cells to explain)."""
+    """A named heatmap: token rows (example outlined), token (``keys``) or d_out columns, cells explained or None."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
     options = {"kind": "signed", "row_title": "token", "col_title": "key" if keys else "output dim", **options}
     if rows is None:
@@ -44,10 +43,8 @@ def lab_lines(name: str, title: str, lab) -> widgets.Panel:
 def lab_controls():
     """The lab's two controls, side by side, and its measurements for them: (the lab, the keys per row)."""
     left, right = st.columns(2)
-    kept, label = (
-        session.kept_widget(session.QKV_TEMPERATURE, "w_qkv_temperature", 1.0),
-        "Temperature (divides every score)",
-    )
+    kept = session.kept_widget(session.QKV_TEMPERATURE, "w_qkv_temperature", 1.0)
+    label = "Temperature (divides every score)"
     temperature = left.select_slider(label, TEMPERATURES, help=notes.TEMPERATURE_HELP, **kept)
     num_keys = right.slider("Keys per row", 2, 256, **session.kept_widget(session.QKV_NUM_KEYS, "w_qkv_num_keys", 8))
     return widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed), num_keys
@@ -85,10 +82,9 @@ def queries_keys_values():
 def scaled_scores():
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
-        f"√{term('d_k')}, where d_k = `keys.shape[-1]` = d_out = {d_k}: √{d_k} = {math.sqrt(d_k):.4f}. "
-        "When query and key entries have mean 0 and variance 1, this keeps the scores' spread near 1 whatever d_k "
-        "(steps 5 and 6 show why this matters). "
-        "Because of this division, the book, after Vaswani et al. (2017), calls the mechanism "
+        f"√{term('d_k')}, where d_k = `keys.shape[-1]` = d_out = {d_k}: √{d_k} = {math.sqrt(d_k):.4f}. When query and "
+        "key entries have mean 0 and variance 1, this keeps the scores' spread near 1 whatever d_k (steps 5 and 6 show "
+        "why this matters). Because of this division, the book, after Vaswani et al. (2017), calls the mechanism "
         f"**{term('scaled_dot_product')}**."
         + notes.example_rows(trace, example, attn_scores="attn_scores", **{"attn_scores / √d_k": "scaled_scores"})
     )
@@ -134,9 +130,8 @@ def weights_and_context():
 def saturation():
     lab, num_keys = lab_controls()
     st.markdown(notes.saturation_text(lab, num_keys))
-    widgets.side_by_side(
-        lab_lines("max_weight", "largest weight in a row", lab), lab_lines("entropy", "row entropy (nats)", lab)
-    )
+    largest = lab_lines("max_weight", "largest weight in a row", lab)
+    widgets.side_by_side(largest, lab_lines("entropy", "row entropy (nats)", lab))
     widgets.show_code(attention.scaling_lab)
 
 

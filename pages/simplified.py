@@ -18,12 +18,9 @@ QUERY = session.SIMPLIFIED_QUERY  # the chosen query, kept while the widget is o
 query = session.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
 heading, picker = st.columns([3, 1], vertical_alignment="bottom")
 heading.title("Simplified attention")
-picker.selectbox(
-    "Query token",
-    range(len(pieces)),
-    format_func=lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}",
-    **session.kept_widget(QUERY, "w_simplified_query", query),
-)
+kept = session.kept_widget(QUERY, "w_simplified_query", query)
+label = lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}"  # noqa: E731
+picker.selectbox("Query token", range(len(pieces)), format_func=label, **kept)
 widgets.weights_caption(settings)
 view = widgets.guard(views.simplified_view, run, query)
 inputs, scores, n = view.inputs, view.attn_scores[query], query + 1  # the book's x^(n) is inputs[n - 1]
@@ -100,10 +97,9 @@ def why_torch_softmax():
 @steps.add("The context vector")
 def context_vector():
     st.markdown(
-        f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of "
-        "all inputs, each multiplied by its attention weight. It is an enriched embedding of x^"
-        f"({n}): it carries information from every token. Each colored block is one token's weighted input; the "
-        "black mark is their sum."
+        f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of all "
+        f"inputs, each multiplied by its attention weight. It is an enriched embedding of x^({n}): it carries "
+        "information from every token. Each colored block is one token's weighted input; the black mark is their sum."
         + (
             f" With {len(pieces)} tokens, the {figures.STACKED_TOKEN_LIMIT - 1} largest contributions have "
             "their own blocks and the gray block adds up the rest."
@@ -113,10 +109,8 @@ def context_vector():
     )
     widgets.book_caption(settings, "one_query", also=other_query)
     shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
-    title = f"context_vec_{n} = [{shown}{', …' if inputs.shape[1] > 6 else ''}]"
-    widgets.draw(
-        figures.stacked_contributions, "context-vector", view.contributions, pieces, title=title, key="contributions"
-    )
+    options = dict(title=f"context_vec_{n} = [{shown}{', …' if inputs.shape[1] > 6 else ''}]", key="contributions")
+    widgets.draw(figures.stacked_contributions, "context-vector", view.contributions, pieces, **options)
     widgets.show_code(attention.context_contributions)
 
 

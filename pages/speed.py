@@ -143,24 +143,19 @@ def why():
     T, one, memory, k = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib, data.memory_exponent
     grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
     linear = f", growing as $T^{{{k[FUSED]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
-    kept = (
-        "less than one T × T tensor"
-        if memory[FUSED][-1] < one[-1]
-        else "at least one T × T tensor, so it stored the scores"
-    )
+    below = memory[FUSED][-1] < one[-1]
+    kept = "less than one T × T tensor" if below else "at least one T × T tensor, so it stored the scores"
     st.markdown(
-        f"At T = {T[-1]}, `trace` peaks at {mib('trace')}, {memory['trace'][-1] / one[-1]:.1f}× one "
-        f"`attn_weights` tensor ({amount(one[-1])}): it keeps the book's masked scores and the attention weights, "
-        f"and takes {pace('trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled "
-        f"scores, a third, and drops them when it returns: {mib(REFERENCE)}.{grew} `nn.MultiheadAttention` makes "
-        "the scores and returns every head's attention weights: "
-        f"{mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper holds one "
-        f"head's (b, T, T) tensors at a time ({mib('MultiHeadAttentionWrapper')}) but runs "
-        f"{data.sizes['num_heads']} smaller products one after another: {pace('MultiHeadAttentionWrapper')}. "
-        f"`{FUSED}` and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax "
-        f"and values. Measured, its backend here kept {kept}: {mib(FUSED)} and "
-        f"{mib('fast_multihead')}{linear} and take {ratio(FUSED):.1f}× and "
-        f"{ratio('fast_multihead'):.1f}× the time of `{REFERENCE}`."
+        f"At T = {T[-1]}, `trace` peaks at {mib('trace')}, {memory['trace'][-1] / one[-1]:.1f}× one `attn_weights` "
+        f"tensor ({amount(one[-1])}): it keeps the book's masked scores and the attention weights, and takes "
+        f"{pace('trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled scores, a third, and "
+        f"drops them when it returns: {mib(REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns "
+        f"every head's attention weights: {mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper "
+        f"holds one head's (b, T, T) tensors at a time ({mib('MultiHeadAttentionWrapper')}) but runs "
+        f"{data.sizes['num_heads']} smaller products one after another: {pace('MultiHeadAttentionWrapper')}. `{FUSED}` "
+        f"and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax and values. "
+        f"Measured, its backend here kept {kept}: {mib(FUSED)} and {mib('fast_multihead')}{linear} and take "
+        f"{ratio(FUSED):.1f}× and {ratio('fast_multihead'):.1f}× the time of `{REFERENCE}`."
     )
     rows = [(n, data.time_ms[n][-1], ratio(n), memory[n][-1], memory[n][-1] / one[-1]) for n in data.time_ms]
     columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one attn_weights tensor"]

@@ -55,20 +55,10 @@ def embeddings():
     dims = [f"dim {k}" for k in range(data.inputs.shape[1])]
     code = "torch.rand(d_in, generator=generator)"  # token_vector's draw
     explain = cells.embeddings(data.inputs, data.ids, data.pieces, settings, code=code, notation=Notation("inputs"))
-    widgets.draw(
-        figures.heatmap,
-        "input-embeddings",
-        data.inputs,
-        data.pieces,
-        dims,
-        title=f"Input embeddings, shape ({len(data.pieces)}, {data.inputs.shape[1]})",
-        value_name="embedding value",
-        meaning="one coordinate of this token's input vector",
-        row_title="token",
-        col_title="dimension",
-        col_tokens=False,
-        explain=explain,
-    )
+    title = f"Input embeddings, shape ({len(data.pieces)}, {data.inputs.shape[1]})"
+    options = dict(title=title, value_name="embedding value", meaning="one coordinate of this token's input vector")
+    options.update(row_title="token", col_title="dimension", col_tokens=False, explain=explain)
+    widgets.draw(figures.heatmap, "input-embeddings", data.inputs, data.pieces, dims, **options)
     widgets.explain_cell()
     widgets.show_code(attention.embed_tokens, attention.token_vector)
 

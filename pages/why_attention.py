@@ -22,14 +22,8 @@ SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # 
 steps = widgets.Steps("why_attention")
 
 
-def keep_hidden_size() -> None:
-    """The slider's hidden_size, kept while another step is shown (its widget is not drawn there)."""
-    st.session_state[session.WHY_HIDDEN] = st.session_state["w_why_hidden"]
-
-
 def seq2seq_parts():
-    """The encoder–decoder's trace and weights, which a GRU or Bahdanau cell reads: run when a first cell is
-    asked for, never at a page's run."""
+    """The encoder–decoder's trace and weights for the GRU and Bahdanau cells: run only when a cell is asked for."""
     return views.seq2seq_parts(data.inputs, settings.seed, hidden_size)
 
 
@@ -43,30 +37,21 @@ def encoder_reads():
     untrained_note()
     text, control = st.columns([3, 1])
     text.markdown(
-        "Chapter 3 opens with translation. Word by word it fails, because languages order words differently, "
-        "so a model must read the whole sentence before it writes. Before attention that model was an "
-        f"**{term('encoder_decoder', 'RNN encoder–decoder')}**.\n\n"
-        "The encoder (here a one-way GRU, a common kind of RNN, which reads left to right) reads one token "
-        f"at a time and updates a **{term('hidden_state')}** of {hidden_size} numbers. Row *j* is the state after "
-        "reading tokens 1 to *j*."
+        "Chapter 3 opens with translation. Word by word it fails, because languages order words differently, so a "
+        "model must read the whole sentence before it writes. Before attention that model was an "
+        f"**{term('encoder_decoder', 'RNN encoder–decoder')}**.\n\nThe encoder (here a one-way GRU, a common kind of "
+        f"RNN, which reads left to right) reads one token at a time and updates a **{term('hidden_state')}** of "
+        f"{hidden_size} numbers. Row *j* is the state after reading tokens 1 to *j*."
     )
-    control.slider(
-        "hidden_size",
-        4,
-        attention.constants.MAX_HIDDEN_SIZE,
-        value=hidden_size,
-        key="w_why_hidden",
-        on_change=keep_hidden_size,
-        help="Size of the GRU's hidden state, in numbers (bounded for a shared server).",
-    )
+    explained = "Size of the GRU's hidden state, in numbers (bounded for a shared server)."
+    kept = session.kept_widget(session.WHY_HIDDEN, "w_why_hidden", hidden_size)  # kept while another step shows
+    control.slider("hidden_size", 4, attention.constants.MAX_HIDDEN_SIZE, help=explained, **kept)
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
     options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
     code, notation = "return (1 - z) * n + z * h", Notation("encoder_states")
-    explain = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
-    widgets.token_vectors(
-        "encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options, explain=explain
-    )
+    options["explain"] = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
+    widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
     widgets.explain_cell()
 
 
@@ -94,19 +79,17 @@ def bahdanau_looks_back():
     untrained_note()
     weights = view.bahdanau_weights
     st.markdown(
-        f"{term('bahdanau')} (2014) lets the decoder **look back at every encoder state**. At each decoder "
-        "step a small network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a "
-        f"{term('softmax')} turns the scores into {term('attention_weights')} over the input tokens. "
-        "Untrained, the network scores all states almost alike: the largest weight is "
-        f"{weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
+        f"{term('bahdanau')} (2014) lets the decoder **look back at every encoder state**. At each decoder step a "
+        f"small network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a {term('softmax')} turns the "
+        f"scores into {term('attention_weights')} over the input tokens. Untrained, the network scores all states "
+        f"almost alike: the largest weight is {weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
     )
     options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
     options.update(row_title="decoder step", col_title="encoder token")
     options.update(meaning="how much this decoder step reads this encoder state")
     decoder_steps = [f"step {i + 1}" for i in range(weights.shape[0])]  # counted from 1, like the tokens
     notation = Notation("bahdanau_weights")  # the softmax runs in the decoder's loop, which the page does not show
-    explain = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
-    options.update(explain=explain)
+    options["explain"] = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
     widgets.explain_cell()
 

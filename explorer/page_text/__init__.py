@@ -1,16 +1,10 @@
 """The words of the pages whose text is long, one module per page (a page with short text writes its words in
-its steps), with the questions and the glossary that every page shares.
-
-Nothing here draws; the pages call these functions and render what they return.
-
-``first_values`` writes a matrix's first row as the book prints it.
-"""
+its steps), with the questions and the glossary that every page shares. Nothing here draws; the pages call these
+functions and render what they return."""
 
 from __future__ import annotations
 
 import numpy as np
-
-# Numbers written as the book prints them.
 
 
 def first_values(matrix, count: int = 4) -> str:

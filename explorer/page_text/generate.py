@@ -1,5 +1,4 @@
-"""The Generate page's step prose: each sentence quotes this generation (a ``views.beyond.GenerationView``)
-or this timing (an ``attention.TokenTimes``)."""
+"""The Generate page's step prose, quoting this generation (``views.beyond.GenerationView``) or timing."""
 
 from __future__ import annotations
 
@@ -13,15 +12,8 @@ WINDOW_LEGEND = {
 PROMPT_CAPTION = "The prompt is the sidebar's sentence (the book's by default); ↵ marks a new line."
 TOP_K_CHOICES = (0, 5, 10, 20, 50, 200)
 CACHE_COLUMNS = [
-    "model",
-    "attention",
-    "layers",
-    "query heads",
-    "key/value heads",
-    "head_dim",
-    "stored as",
-    "bytes per token",
-    "MiB for 1,024 tokens",
+    *("model", "attention", "layers", "query heads", "key/value heads", "head_dim"),
+    *("stored as", "bytes per token", "MiB for 1,024 tokens"),
 ]
 FORMULA = "`bytes per token = 2 × num_layers × num_kv_heads × head_dim × bytes per number`"
 
@@ -39,9 +31,8 @@ def cap_help(cap: int) -> str:
 def how_chosen(options) -> str:
     """The sampling settings in words."""
     if options.temperature == 0:
-        return "chosen greedily: always the likeliest token" + (
-            f" (of the top {options.top_k})" if options.top_k else ""
-        )
+        top = f" (of the top {options.top_k})" if options.top_k else ""
+        return "chosen greedily: always the likeliest token" + top
     kept = f"the {options.top_k} likeliest tokens" if options.top_k else "every token"
     return f"sampled from {kept} at temperature {options.temperature:g}, seed {options.seed}"
 
@@ -144,15 +135,13 @@ def times_text(times) -> str:
     )
 
 
-def memory_text(view) -> str:
-    return (
-        "The cache keeps a key and a value for every token, in every layer, for every key/value head. "
-        "Grouped-query attention (GQA, in Llama 3 and Qwen) lets several query heads share one key/value head; "
-        "multi-query attention (MQA) shares one among all. The query heads stay; the cache shrinks by "
-        "num_heads / num_kv_heads. `GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`. "
-        "The GQA and MQA rows of GPT-2 small and the small GPT are what-ifs: both models use multi-head attention. "
-        "Llama 3 8B really has 8 key/value heads."
-    )
+MEMORY_TEXT = (
+    "The cache keeps a key and a value for every token, in every layer, for every key/value head. Grouped-query "
+    "attention (GQA, in Llama 3 and Qwen) lets several query heads share one key/value head; multi-query attention "
+    "(MQA) shares one among all. The query heads stay; the cache shrinks by num_heads / num_kv_heads. "
+    "`GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`. The GQA and MQA rows of GPT-2 small "
+    "and the small GPT are what-ifs: both models use multi-head attention. Llama 3 8B really has 8 key/value heads."
+)
 
 
 def window_text(window: int, num_tokens: int) -> str:

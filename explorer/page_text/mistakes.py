@@ -62,12 +62,10 @@ def difference_text(name: str, head_dim: int, max_difference: float) -> str:
 def curve_text(num_keys: int, head_dim: int) -> str:
     """The Against d_k step: what the two charts measure."""
     return (
-        f"Random rows of {num_keys} keys at growing {term('d_k')}, through the package's softmax and the "
-        "mistake's. First chart: the "
-        f"largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Second chart: the "
-        f"{term('gradient')} that reaches W_query "
-        "and W_key, measured with autograd (median over rows; each step up the axis is 10 times more). "
-        f"The dotted line is this module's head_dim = {head_dim}."
+        f"Random rows of {num_keys} keys at growing {term('d_k')}, through the package's softmax and the mistake's. "
+        f"First chart: the largest weight in a row; 1 means {term('one_hot')}, all weight on one key. Second chart: "
+        f"the {term('gradient')} that reaches W_query and W_key, measured with autograd (median over rows; each step "
+        f"up the axis is 10 times more). The dotted line is this module's head_dim = {head_dim}."
     )
 
 
@@ -139,11 +137,8 @@ def _diagonal_0(data) -> Question:
 
 
 def _scaling(data) -> Question:
-    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k.
-
-    A number, not larger-or-smaller: the mistake's "why" already says which way, so the learner must turn
-    "one-hot" or "equal weights" into a number for rows of ``num_keys`` keys.
-    """
+    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k. A number, since
+    the mistake's "why" already says which way: the learner turns "one-hot" or "equal weights" into one."""
     measured = data.measure("max_weight_large_d_k")
     d_k, num_keys = data.large_d_k, data.curve.num_keys
     if measured.wrong > measured.right:
@@ -204,9 +199,8 @@ def _mask_after_softmax(data) -> Question:
         f"weights will still sum to 1 (to {ROW_SUM_DECIMALS} decimals)?",
         len(whole),
         decimals=0,
-        explanation=f"Rows that do: {_tokens(whole)}. The softmax gave part of each row to later tokens; zeroing "
-        f"that part afterwards leaves less than 1. The last token, x^({len(sums)}), has no later tokens to lose "
-        "weight to.",
+        explanation=f"Rows that do: {_tokens(whole)}. The softmax gave part of each row to later tokens; zeroing that "
+        f"part afterwards leaves less than 1. The last token, x^({len(sums)}), has no later tokens to lose weight to.",
     )
 
 

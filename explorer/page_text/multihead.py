@@ -48,9 +48,8 @@ def one_head_text(head: int, num_tokens: int, d_out: int) -> str:
     """Step 2: one head is an ordinary ``CausalAttention``; ``head`` is its index in ``heads``."""
     return (
         f"Head {head + 1} (`heads[{head}]` in code, which counts from 0) is an ordinary `CausalAttention`: its "
-        f"{term('attention_weights')} times its own values give its own "
-        f"{term('context_vector', 'context vectors')}, shape (num_tokens, d_out) = "
-        f"({num_tokens}, {d_out})."
+        f"{term('attention_weights')} times its own values give its own {term('context_vector', 'context vectors')}, "
+        f"shape (num_tokens, d_out) = ({num_tokens}, {d_out})."
     )
 
 
@@ -72,10 +71,9 @@ def split_text(mha_d_out: int, num_heads: int, head_dim: int) -> str:
     return (
         f"`MultiHeadAttention` projects **once** to d_out = {mha_d_out}, then splits: `view` cuts d_out into "
         f"{term('num_heads')} = {num_heads} heads of {term('head_dim')} = d_out // num_heads = {head_dim}. "
-        f"{term('transpose', '`transpose(1, 2)`')} swaps only "
-        "the token and head dimensions, putting heads before tokens; `.T` would reverse all four, batch included. "
-        "Then one batched matmul attends in every head at once. Each line of `steps` and the shape it made for "
-        "this input (b = 1 sentence), recorded as it ran:"
+        f"{term('transpose', '`transpose(1, 2)`')} swaps only the token and head dimensions, putting heads before "
+        "tokens; `.T` would reverse all four, batch included. Then one batched matmul attends in every head at once. "
+        "Each line of `steps` and the shape it made for this input (b = 1 sentence), recorded as it ran:"
     )
 
 
@@ -97,22 +95,18 @@ def all_heads_text(weights_shape: tuple[int, ...], head_dim: int, d_out: int, *,
 def merge_text(mha_d_out: int, num_heads: int, head_dim: int, wrapper_width: int, first_row: str) -> str:
     """Step 6: the heads merged back, then ``out_proj``."""
     return (
-        "`transpose(1, 2)` puts tokens before heads again. `view` needs the numbers in memory in that order, and "
-        f"a transpose only changes how memory is read, so {term('contiguous', '`contiguous()`')} copies them "
-        "first. Then `view` lays the "
-        f"heads side by side: num_heads × head_dim = {num_heads} × {head_dim} = d_out = {mha_d_out} columns (the "
-        f"wrapper's concatenation has {wrapper_width}). {term('out_proj')}, a d_out × d_out linear layer, mixes "
-        "the heads. "
-        f"First row: {first_row}."
+        "`transpose(1, 2)` puts tokens before heads again. `view` needs the numbers in memory in that order, and a "
+        f"transpose only changes how memory is read, so {term('contiguous', '`contiguous()`')} copies them first. Then "
+        f"`view` lays the heads side by side: num_heads × head_dim = {num_heads} × {head_dim} = d_out = {mha_d_out} "
+        f"columns (the wrapper's concatenation has {wrapper_width}). {term('out_proj')}, a d_out × d_out linear layer, "
+        f"mixes the heads. First row: {first_row}."
     )
 
 
-def gpt_text() -> str:
-    """Step 6, after the numbers: the real sizes, and where this module goes next."""
-    return (
-        "This module is the attention layer that chapter 4's GPT stacks, 12 times in GPT-2 small. There num_heads "
-        "= 12 and d_in = d_out = 768, so head_dim = 64, and context_length = 1,024."
-    )
+GPT_TEXT = (  # step 6, after the numbers: the real sizes, and where this module goes next
+    "This module is the attention layer that chapter 4's GPT stacks, 12 times in GPT-2 small. There num_heads "
+    "= 12 and d_in = d_out = 768, so head_dim = 64, and context_length = 1,024."
+)
 
 
 def same_output_text(d_out: int, head_dim: int, shared_d_out: int, *, trained: bool = False) -> str:
@@ -161,8 +155,7 @@ def _matrix(rows) -> str:
 
 
 def heads_product_text(check) -> str:
-    """Step 5's note on section 3.6.2's check (a ``views.chapter.HeadsProductView``): what it multiplies, and
-    the result."""
+    """Step 5's note on section 3.6.2's check (``views.chapter.HeadsProductView``): what it multiplies, the result."""
     b, num_heads, num_tokens, head_dim = check.a.shape
     return (
         "Section 3.6.2 checks that one batched matmul equals each head's own product. Its tensor `a` has shape "
@@ -174,8 +167,7 @@ def heads_product_text(check) -> str:
 
 
 def heads_product_code(check) -> str:
-    """The check as the book runs it, with the package's numbers as comments: the batched product, then each
-    head's."""
+    """The check as the book runs it, the package's numbers as comments: the batched product, then each head's."""
     lines = [f"print(a @ a.transpose(2, 3))  # shape {tuple(check.batched.shape)}: head 1, then head 2"]
     lines += [f"# {_matrix(product)}" for product in check.batched[0]]
     for h, product in enumerate(check.per_head[0][: len(HEAD_NAMES)]):

@@ -40,9 +40,8 @@ def example_rows(steps, example: int, **names: str) -> str:
     rows = []
     for label, name in names.items():
         base, _, rest = label.partition(" ")
-        rows.append(
-            f"`{base}_{number}{' ' + rest if rest else ''} = {first_values(getattr(steps, name)[example:], 8)}`"
-        )
+        shown = f"{base}_{number}{' ' + rest if rest else ''}"  # attn_scores_2 / √d_k
+        rows.append(f"`{shown} = {first_values(getattr(steps, name)[example:], 8)}`")
     return f" Query x^({number}), row `[{example}]` in Python, outlined: " + ", ".join(rows) + "."
 
 
@@ -55,26 +54,24 @@ def saturation_text(lab, num_keys: int) -> str:
     largest = lab.unscaled_max_weight[-1]
     verdict = f"therefore {term('saturates')}" if largest > 0.9 else "grows sharper"  # saturated: nearly one-hot
     return (
-        "The lab draws each query and key entry with mean 0 and variance 1. Their dot products over d_k entries "
-        "then have a spread (standard deviation) of about √d_k. The book's inputs and `torch.rand` weight matrices "
-        "are positive, so every query and key entry is too, and the scores grow in proportion to d_k instead. "
-        f"Unscaled, the softmax {verdict}: {TOP} the largest weight averages "
-        f"**{lab.unscaled_max_weight[-1]:.2f}**, and the row's {term('entropy', 'entropy')} is "
-        f"**{lab.unscaled_entropy[-1]:.2f}** nats (0 would be {term('one_hot')}). Scaled: "
-        f"**{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** (uniform: log {num_keys} = "
-        f"{math.log(num_keys):.2f})."
+        "The lab draws each query and key entry with mean 0 and variance 1. Their dot products over d_k entries then "
+        "have a spread (standard deviation) of about √d_k. The book's inputs and `torch.rand` weight matrices are "
+        "positive, so every query and key entry is too, and the scores grow in proportion to d_k instead. Unscaled, "
+        f"the softmax {verdict}: {TOP} the largest weight averages **{lab.unscaled_max_weight[-1]:.2f}**, and the "
+        f"row's {term('entropy', 'entropy')} is **{lab.unscaled_entropy[-1]:.2f}** nats (0 would be "
+        f"{term('one_hot')}). Scaled: **{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** "
+        f"(uniform: log {num_keys} = {math.log(num_keys):.2f})."
     )
 
 
 def gradients_text(lab) -> str:
     grads = lab.unscaled_grad_norm
     return (
-        f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the row's output, "
-        "Σ_j α_j·v_j with one random number v_j per key, at the softmax's input. The Break it page measures what "
-        "reaches `W_query` and `W_key`. Unscaled it "
-        f"{'falls' if grads[-1] < grads[0] else 'rises'} from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** "
-        f"{TOP}; scaled it is **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax passes almost no gradient "
-        "back to the scores."
+        f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the row's output, Σ_j "
+        "α_j·v_j with one random number v_j per key, at the softmax's input. The Break it page measures what reaches "
+        f"`W_query` and `W_key`. Unscaled it {'falls' if grads[-1] < grads[0] else 'rises'} from **{grads[0]:.3f}** at "
+        f"d_k = 1 to **{grads[-1]:.3f}** {TOP}; scaled it is **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax "
+        "passes almost no gradient back to the scores."
     )
 
 
@@ -87,8 +84,7 @@ def v1_v2_text(v2_seed: int, max_difference: float, *, trained_head: str = "") -
         "better-scaled initialization makes training more stable"
     )
     return (
-        f"`SelfAttention_v2`, {built}, and "
-        f"{term('qkv_bias')}=False leaves out its bias. It stores each weight matrix transposed (d_out × d_in). "
-        f"Copy v2's weight matrices, transposed, into v1 and the outputs agree: max |difference| = "
-        f"**{max_difference:.3g}**."
+        f"`SelfAttention_v2`, {built}, and {term('qkv_bias')}=False leaves out its bias. It stores each weight matrix "
+        "transposed (d_out × d_in). Copy v2's weight matrices, transposed, into v1 and the outputs agree: max "
+        f"|difference| = **{max_difference:.3g}**."
     )

@@ -1,11 +1,8 @@
 """The predict-then-reveal questions of the chapter's pages, built from each page's own numbers.
 
-Each function takes what its page already has (weights, sums, shapes) and
-returns a ``Question`` whose answer is read from those numbers, so a
-new sentence or new settings change the answer with them. Pages pass it to
-``widgets.ask`` before the step that shows the result. Break it's questions, one per mistake, are in
-``page_text.mistakes``.
-
+Each function takes what its page already has (weights, sums, shapes) and returns a ``Question`` whose answer is
+read from those numbers, so a new sentence or new settings change the answer with them. Pages pass it to
+``widgets.ask`` before the step that shows the result; Break it's questions are in ``page_text.mistakes``.
 A question's text quotes tokens through ``settings.literal``, the app's one Markdown escaper."""
 
 from __future__ import annotations
@@ -29,11 +26,9 @@ def quote(piece: str) -> str:
 class Question:
     """One question: a ``prompt``, and either ``choices`` (``answer`` is one of them) or a number.
 
-    ``prompt`` and ``explanation`` are markdown: put tokens in them through
-    ``quote``. For a number, an answer within ``tolerance`` of ``answer`` is
-    right; it is typed and printed with ``decimals`` decimals. ``also_right``
-    holds other answers that are exactly as right (a tie), choices or numbers.
-    ``explanation`` is shown with the reveal: the reason, not only the number.
+    ``prompt`` and ``explanation`` (shown with the reveal: the reason, not only the number) are markdown, with
+    tokens put in through ``quote``. For a number, an answer within ``tolerance`` of ``answer`` is right; it is
+    typed and printed with ``decimals`` decimals. ``also_right`` holds other answers exactly as right (a tie).
     """
 
     key: str
@@ -79,11 +74,8 @@ SAME = 1e-5  # differences below this count as none (float32 rounding)
 
 
 def most_attended(weights_row, pieces: Sequence[str], query: int) -> Question:
-    """Simplified attention: which input the query gives the largest weight (``weights_row`` (T,)).
-
-    Inputs whose weight ties with the largest (within ``SAME``: a repeated token ties exactly with the query
-    itself, since its embedding is the same vector) are all right.
-    """
+    """Simplified attention: which input the query gives the largest weight (``weights_row`` (T,)); inputs that
+    tie with it (within ``SAME``: a repeated token has the same embedding) are all right."""
     weights = np.asarray(weights_row, dtype=np.float64)
     best = int(np.argmax(weights))
     tied = [int(j) for j in np.flatnonzero(weights >= weights[best] - SAME)]
@@ -101,28 +93,19 @@ def most_attended(weights_row, pieces: Sequence[str], query: int) -> Question:
         )
     else:
         result = f" Its largest weight, {weights[best]:.4f}, is on x^({best + 1})."
+    key, explanation = f"simplified:most:{query}", reason + result
     if len(pieces) > CHOICE_LIMIT:
-        return Question(
-            f"simplified:most:{query}",
-            prompt + " Type its position j of x^(j).",
-            best + 1,
-            decimals=0,
-            explanation=reason + result,
-            also_right=tuple(j + 1 for j in others),
-        )
+        also_numbers = tuple(j + 1 for j in others)
+        prompt += " Type its position j of x^(j)."
+        return Question(key, prompt, best + 1, decimals=0, explanation=explanation, also_right=also_numbers)
     choices = tuple(f"x^({j + 1}) “{visible_token(piece)}”" for j, piece in enumerate(pieces))
     also = tuple(choices[j] for j in others)
-    return Question(
-        f"simplified:most:{query}", prompt, choices[best], choices, explanation=reason + result, also_right=also
-    )
+    return Question(key, prompt, choices[best], choices, explanation=explanation, also_right=also)
 
 
 def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -> Question:
-    """Q, K, V: whether dividing the scores by √d_k raises or lowers the query's largest weight.
-
-    ``attn_weights_row`` (T,) is the page's softmax of the scaled scores; the
-    unscaled softmax is that of ``attn_scores_row`` (T,) as it is.
-    """
+    """Q, K, V: whether dividing the scores by √d_k raises or lowers the query's largest weight
+    (``attn_weights_row`` (T,): the page's softmax of the scaled scores; ``attn_scores_row`` (T,): unscaled)."""
     scores = np.asarray(attn_scores_row, dtype=np.float64)  # (T,)
     unscaled = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()  # softmax, as torch's: (T,)
     before, after = float(unscaled.max()), float(np.max(attn_weights_row))
@@ -148,12 +131,9 @@ def scaling_direction(attn_scores_row, attn_weights_row, d_k: int, query: int) -
 
 
 def masked_second_row(unmasked_weights, renormalized_weights, pieces: Sequence[str]) -> Question | None:
-    """Causal mask: the second token's weight on the first after zeroing the future and renormalizing.
-
-    ``unmasked_weights`` and ``renormalized_weights`` are (T, T). Asked before the page shows the renormalized
-    weights; the prompt quotes the row's two weights before the mask, so the learner renormalizes them (the
-    book's 0.5517 : 0.4483). None for a single token, which has no second row.
-    """
+    """Causal mask: the second token's weight on the first after zeroing the future and renormalizing (both
+    (T, T)). The prompt quotes the row's two weights before the mask, so the learner renormalizes them (the
+    book's 0.5517 : 0.4483). None for a single token, which has no second row."""
     if len(pieces) < 2:
         return None
     before = np.asarray(unmasked_weights, dtype=np.float64)[1]  # (T,)
@@ -172,11 +152,8 @@ def masked_second_row(unmasked_weights, renormalized_weights, pieces: Sequence[s
 
 
 def dropout_average_sum(row_sums, pieces: Sequence[str], query: int, p: float, active: bool) -> Question:
-    """Dropout: what ``query``'s row sums to on average over many draws (``row_sums`` (T,) of this draw's).
-
-    Asked on the step that shows one draw's row sums, before the steps that average many draws. The answer is
-    1, the row's sum before dropout: it can be reasoned out, where one draw's sum cannot.
-    """
+    """Dropout: what ``query``'s row sums to on average over many draws (``row_sums`` (T,) of this draw's): 1,
+    the row's sum before dropout, which can be reasoned out, where one draw's sum cannot."""
     this_draw = float(np.asarray(row_sums, dtype=np.float64)[query])
     setting = f"dropout at p = {p:.2f}" if active else "dropout switched off (eval mode or p = 0)"
     if active:
@@ -222,11 +199,8 @@ def padding_changes(unpadded_max_difference: Sequence[float], padded: bool) -> Q
 def context_size(
     num_heads: int, d_out: int, wrapper_width: int, d_in: int, context_length: int, dropout: float
 ) -> Question:
-    """Multi-head: how many numbers the wrapper's output has per token, given the module's settings.
-
-    The prompt gives the constructor call, not the two factors: the learner must know that the wrapper's
-    ``d_out`` is each head's and that its heads are concatenated.
-    """
+    """Multi-head: how many numbers the wrapper's output has per token. The prompt gives the constructor call, not
+    the two factors: the learner must know that the wrapper's ``d_out`` is each head's and that heads are joined."""
     call = (
         f"MultiHeadAttentionWrapper(d_in={d_in}, d_out={d_out}, context_length={context_length}, "
         f"dropout={dropout:g}, num_heads={num_heads})"
