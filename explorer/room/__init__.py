@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 import urllib.parse
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 
 import streamlit as st
 
@@ -127,8 +127,7 @@ def join_from_link() -> None:
     linked = initial_param("room", "any")
     if linked is None:
         return
-    joined = normal_code(linked)
-    if joined is None:
+    if (joined := normal_code(linked)) is None:
         st.session_state[MESSAGE] = f"room={linked[:20]!r} in the link is not a room code (5 letters and digits)."
         return
     st.session_state[CODE] = joined
@@ -166,11 +165,10 @@ def open_room() -> None:
     """Open a room with this session as its teacher (a button's ``on_click``)."""
     try:
         st.session_state[CODE], st.session_state[TOKEN] = STORE.create()
+        st.session_state.pop(PUBLISHED, None)
+        st.session_state.pop(MESSAGE, None)
     except RoomFullError as error:
         st.session_state[MESSAGE] = str(error)
-        return
-    st.session_state.pop(PUBLISHED, None)
-    st.session_state.pop(MESSAGE, None)
 
 
 def close_room() -> None:
@@ -254,15 +252,33 @@ def _read_room(read, default):
 
 
 def follow_teacher(pages: dict, url_path: str) -> None:
-    """Before the sidebar: take a student who follows to the Live room page, and one who stops following to the
-    page it showed. ``pages`` maps each URL path to its ``st.Page``."""
+    """Before any widget: read the room; a student who follows opens the teacher's link on the Live room page, or
+    switches there from another page; one who stopped following there switches to the page it showed. A move
+    counts as made only on the Live room page: a dropped switch is made again. ``pages``: URL path -> ``st.Page``."""
     if resume_teacher(presenter()):
         st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
-    move = arrive(url_path, pages)
-    if move is not None:
-        keep_turn()
-        page, params = move
-        st.switch_page(pages[page], query_params=address(params))
+    if not is_student():
+        return
+    read(url_path)
+    if url_path == LIVE_PAGE and not following():
+        if live_page() in pages:
+            switch(pages[live_page()], {k: v for k, v in st.query_params.to_dict().items() if k not in HIDDEN_PARAMS})
+        return
+    position, elsewhere = due(), url_path != LIVE_PAGE and LIVE_PAGE in pages
+    if elsewhere and following():  # a link to another page: back to the teacher's
+        position = position or teachers_position()
+    if position is None or position["page"] not in pages:
+        return
+    if elsewhere:
+        switch(pages[LIVE_PAGE], position["params"])
+    else:
+        move_to(position)
+
+
+def switch(page, params: dict[str, str]) -> None:
+    """Switch to ``page`` with ``params``; a run the wakener started keeps its turn."""
+    keep_turn()
+    st.switch_page(page, query_params=address(params))
 
 
 @contextlib.contextmanager
@@ -309,35 +325,22 @@ def read(url_path: str) -> None:
     state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
 
 
+def teachers_position() -> dict | None:
+    """The teacher's position as this student last read it (None: none yet)."""
+    seen = st.session_state.get(SEEN)
+    return seen and seen[1]
+
+
 def due() -> dict | None:
     """The teacher's position when this student follows and has not arrived there yet."""
-    seen = st.session_state.get(SEEN)
-    if not following() or seen is None or seen[1] is None or st.session_state.get(APPLIED) == seen[1]:
-        return None
-    return seen[1]
+    position = teachers_position() if following() else None
+    return position if position is not None and st.session_state.get(APPLIED) != position else None
 
 
-def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] | None:
-    """Before any widget: read the room, and when following, open the teacher's link on the Live room page, or
-    return (``LIVE_PAGE``, that link) to switch to from another; a student who stopped following there gets
-    (the page it showed, its link). A move counts as made only on the Live room page: a dropped switch is redone."""
-    if not is_student():
-        return None
-    read(url_path)
-    if url_path == LIVE_PAGE and not following():
-        shown, params = live_page(), st.query_params.to_dict()
-        return (shown, {k: v for k, v in params.items() if k not in HIDDEN_PARAMS}) if shown in pages else None
-    position, elsewhere = due(), url_path != LIVE_PAGE and LIVE_PAGE in pages
-    if elsewhere and following():  # a link to another page: back to the teacher's
-        seen = st.session_state.get(SEEN)
-        position = position or (seen and seen[1])
-    if position is None or position["page"] not in pages:
-        return None
-    if elsewhere:
-        return LIVE_PAGE, position["params"]
+def move_to(position: dict) -> None:
+    """Open the teacher's link; this student has arrived at ``position``."""
     open_link(position["params"])
     st.session_state[APPLIED] = position
-    return None
 
 
 def live_page() -> str | None:
@@ -367,8 +370,7 @@ def arrive_in_page(url_path: str) -> bool:
         or sidebar_differs(applied["params"], position["params"])
     ):
         return True
-    open_link(position["params"])
-    st.session_state[APPLIED] = position
+    move_to(position)
     return False
 
 
@@ -409,10 +411,8 @@ def own_vote(question: str) -> str | None:
 
 def revealed_here(question: str) -> bool | None:
     """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
-    if not following():
-        return None
     seen = st.session_state.get(SEEN)
-    return bool(seen) and question in seen[2]
+    return (bool(seen) and question in seen[2]) if following() else None
 
 
 # The live room on screen: a presenter's room in the sidebar, a student's bar above the page, the class's votes.

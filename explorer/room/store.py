@@ -130,10 +130,9 @@ class MemoryDB:
 
     def hsetnx(self, key: str, field: str, value: object) -> bool:
         found = self._hash(key, write=True)
-        if field in found:
-            return False
-        found[field] = str(value)
-        return True
+        new = field not in found
+        found.setdefault(field, str(value))
+        return new
 
     def hincrby(self, key: str, field: str, amount: int) -> int:
         found = self._hash(key, write=True)
@@ -291,9 +290,8 @@ class RoomStore:
     def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
         """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
         questions = f"room:{code}:questions"
-        _, state, asked = self._room(
-            code, ("hget", questions, question), ("hlen", questions), token=token, teacher=True
-        )
+        reads = ("hget", questions, question), ("hlen", questions)
+        _, state, asked = self._room(code, *reads, token=token, teacher=True)
         if revealed:
             room_for_question(state, asked)
             changes = [("hset", questions, question, "1")]
