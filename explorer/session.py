@@ -138,7 +138,7 @@ def view_link(
     """The query parameters that reproduce a view (settings, step, ``page_param``s, presenter mode), and its link."""
     params = dict(to_query_params(settings))  # a copy: the cached dict is shared
     if step is not None:
-        params["step"] = step[3] if len(step) > 3 else str(step[1] + 1)  # the step's name
+        params["step"] = step[3]  # the step's name
     params.update(page_params)
     if presenter:
         params["present"] = "1"
@@ -174,14 +174,10 @@ def widgets_valid() -> bool:
     return kinds and all(state[WIDGETS[field]] in choices for field, (choices, _) in CHOICES.items() if choices)
 
 
-SHOWN_FROM_1 = ("head",)  # the sidebar counts heads from 1, as the pages' words do; Settings.head is an index
-
-
 def _shown(settings: Settings):
-    """(widget key, value it shows) for each setting."""
+    """(widget key, value it shows) for each setting: the sidebar counts heads from 1, as the pages' words do."""
     for field, key in WIDGETS.items():
-        value = getattr(settings, field)
-        yield key, value + 1 if field in SHOWN_FROM_1 else value
+        yield key, settings.head + 1 if field == "head" else getattr(settings, field)
 
 
 def _use(settings: Settings, notices: list[str]) -> None:
@@ -194,7 +190,7 @@ def _use(settings: Settings, notices: list[str]) -> None:
 
 def on_change_of(field: str = "") -> None:
     values = {name: st.session_state[key] for name, key in WIDGETS.items()}
-    values.update({name: values[name] - 1 for name in SHOWN_FROM_1})
+    values["head"] -= 1  # Settings.head is an index
     _use(*validate(Settings(**values), keep="num_heads" if field == "num_heads" else "d_out"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
@@ -74,10 +75,6 @@ def parse_range(raw, count: int) -> tuple[int, int] | None:
     return start, max(stop, start + 1)
 
 
-# Every ASCII punctuation character, which Markdown lets a backslash make literal.
-_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|~:$&\"'=/^%;,?@")
-
-
 _SCHEME = re.compile(r"(?i)\b(https?|ftps?|mailto|javascript|data|file|xmpp|tel|sms)\\:")
 _WWW = re.compile(r"(?i)\b(www)\\\.")
 
@@ -86,7 +83,7 @@ def literal(text: str) -> str:
     """``text`` escaped so that Markdown shows it as it is: no link, image, emphasis or HTML. A backslash makes
     punctuation literal; a word joiner (U+2060) breaks a bare address where the autolinker would find one
     (after a scheme or "www", before "@"). The text reads the same."""
-    escaped = "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+    escaped = "".join("\\" + c if c in string.punctuation else c for c in str(text))  # all ASCII punctuation
     escaped = _SCHEME.sub("\\1\u2060\\\\:", escaped)
     escaped = _WWW.sub("\\1\u2060\\\\.", escaped)
     return escaped.replace("\\@", "\u2060\\@")
