@@ -105,9 +105,6 @@ ROOM_SLOT = "room_slot"  # the sidebar's first container: a presenter's room, un
 RESUMED = "room_resumed"  # this session took back its browser's room: said once, in the room's panel
 
 
-# A notice that may quote what a visitor sent, drawn with every Markdown character escaped.
-
-
 def notice(text: str, *, where=None) -> None:
     """A notice that may quote user input, drawn literally (``literal``)."""
     (where or st).info(literal(text), icon=":material/info:")

@@ -154,8 +154,7 @@ def leave(message: str) -> None:
     for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
         st.session_state.pop(key, None)
     st.session_state[MESSAGE] = message
-    if patches.session_id() is not None:
-        WAKENER.leave(patches.session_id())
+    WAKENER.leave(patches.session_id())  # (None outside a script run: nothing to forget)
 
 
 # The teacher: the room, its publication, its reveals and counts
@@ -511,10 +510,8 @@ def remember_voter() -> None:
 def write_cookie(name: str, value: str, max_age: int) -> None:
     """Set a cookie that only this site reads (``max_age`` 0 forgets it), from a script run in the browser."""
     cookie = json.dumps(f"{name}={value}; max-age={max_age}; path=/; samesite=strict")
-    st.html(
-        f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');</script>",
-        unsafe_allow_javascript=True,
-    )
+    script = f"document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');"
+    st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
 @st.dialog("Join the room", width="large")

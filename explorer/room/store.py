@@ -392,7 +392,7 @@ class Wakener:
         if member is not None:
             member.fragment = fragment_id
 
-    def leave(self, session_id: str) -> None:
+    def leave(self, session_id: str | None) -> None:
         self._members.pop(session_id, None)
         self._delivered.pop(session_id, None)
 
