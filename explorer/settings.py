@@ -13,7 +13,7 @@ import math
 import re
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import astuple, dataclass, fields, replace
 
 from attention.constants import BOOK_SENTENCE
 
@@ -162,7 +162,7 @@ class Settings:
 
     def key(self) -> tuple:
         """A hashable key for caches."""
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return astuple(self)
 
 
 DEFAULTS = Settings()

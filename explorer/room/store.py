@@ -116,9 +116,6 @@ class MemoryDB:
     def hget(self, key: str, field: str) -> str | None:
         return self._hash(key).get(field)
 
-    def hmget(self, key: str, *fields: str) -> list[str | None]:
-        return [self._hash(key).get(field) for field in fields]
-
     def hgetall(self, key: str) -> dict[str, str]:
         return dict(self._hash(key))
 
@@ -264,13 +261,13 @@ class RoomStore:
     def snapshot(self, code: str) -> Snapshot:
         """The room now; raises ``RoomGoneError``."""
         room = f"room:{code}"
-        reads = ("hmget", room, "version", "position"), ("hgetall", f"{room}:seen"), ("hgetall", f"{room}:questions")
-        _, (version, position), seen, questions = self._room(code, *reads)
+        reads = ("hgetall", room), ("hgetall", f"{room}:seen"), ("hgetall", f"{room}:questions")
+        _, found, seen, questions = self._room(code, *reads)
         now = self._clock()
         present = [follows == "1" for at, follows in map(str.split, seen.values()) if now - float(at) <= ACTIVE_SECONDS]
         revealed = frozenset(question for question, state in questions.items() if state == "1")
-        position = json.loads(position) if position else None
-        return Snapshot(int(version or 0), position, revealed, sum(present), len(present) - sum(present))
+        position = json.loads(found["position"]) if found.get("position") else None
+        return Snapshot(int(found.get("version") or 0), position, revealed, sum(present), len(present) - sum(present))
 
     def version(self, code: str) -> int:
         """The room's version alone, the cheap read; raises ``RoomGoneError``."""
