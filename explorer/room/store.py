@@ -374,10 +374,9 @@ class Wakener:
 
     def enrol(self, session_id: str, code: str, student: str, following: bool, page: str = "") -> None:
         """A student's run on ``page``: note it, and heartbeat now when it is new here or changed its mind."""
-        member = Member(code, student, following, page)
         known = self._members.get(session_id)
-        member.fragment = known.fragment if known and known.page == page else ""
-        self._members[session_id] = member
+        fragment = known.fragment if known and known.page == page else ""
+        self._members[session_id] = Member(code, student, following, page, fragment)
         if self._unstarted.pop("heartbeat", False):
             # renews every enrolled student's presence in the store, whether or not the room moves
             threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True).start()
