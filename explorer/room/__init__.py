@@ -422,8 +422,7 @@ TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
 def controls() -> None:
     """The live room, between the sidebar and the page: a student's bar, or a presenter's room in the sidebar."""
-    message = st.session_state.get(MESSAGE)
-    if message:
+    if message := st.session_state.get(MESSAGE):
         text, button = st.columns([4, 1], vertical_alignment="center")
         notice(message, where=text)
         button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(MESSAGE, None))
