@@ -243,15 +243,13 @@ def start_session() -> None:
 
 
 def on_a_phone() -> bool:
-    """Whether the browser is a phone's: "Mobi" in its User-Agent, as every phone browser writes (a tablet's is a
-    desktop's)."""
+    """Whether the browser is a phone's: "Mobi" in its User-Agent, as every phone's browser (not a tablet's) writes."""
     agent = st.context.headers.get("User-Agent")
     return isinstance(agent, str) and "Mobi" in agent
 
 
 def open_link(params: dict[str, str]) -> None:
-    """Open a link's parameters as a session that starts from it does (settings, and the pages' state it starts),
-    before the sidebar's widgets are drawn."""
+    """Open a link's settings and pages' state as a session starting from it does, before the sidebar is drawn."""
     state = st.session_state
     _use(*from_query_params(params))
     state[INITIAL_PARAMS] = dict(params)
@@ -289,8 +287,7 @@ def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> i
 
 
 def whole_state(key: str, default: int) -> int:
-    """A page's own whole number (>= 1) under ``key``, or ``default`` with a notice when a crafted message left
-    something else there."""
+    """A page's own whole number (>= 1) under ``key``, else ``default`` with a notice (a crafted message)."""
     value = st.session_state.get(key, default)
     if not _WHOLE(value) or value < 1:
         notice(f"{quoted(value)} is not a count; using {default}.")

@@ -102,9 +102,8 @@ def following() -> bool:
 
 
 def app_pages(chapter: tuple, live: tuple) -> list:
-    """The ``st.Page`` of each (script, title, icon, options) of the ``chapter``, and the ``live`` room's page,
-    listed for a student in a room alone, after joining the link's room; copies of pages made once (each checks
-    its file on disk)."""
+    """After joining the link's room: copies of the ``chapter``'s and the ``live`` room's ``st.Page``s, made once
+    (each checks its file), the live room's listed for a student in a room alone."""
     join_from_link()
     key = (id(chapter), id(live), is_student())
     if key not in _PROTOTYPES:

@@ -205,14 +205,12 @@ class RoomStore:
                 pubsub = self._listen_client.pubsub()
                 pubsub.subscribe(CHANNEL)
                 while True:
-                    message = pubsub.get_message(timeout=5.0)
-                    if message is None:
-                        continue
-                    if message["type"] == "subscribe":
+                    message = pubsub.get_message(timeout=5.0) or {}  # {}: nothing within 5 s
+                    if message.get("type") == "subscribe":
                         if subscribed_before:  # changes made while the connection was lost were not heard
                             self._changed(None)
                         subscribed_before = True
-                    elif message["type"] == "message":
+                    elif message.get("type") == "message":
                         self._changed(message["data"])
             except (redis.RedisError, OSError) as error:
                 _LOG.warning("rooms: lost Redis (%s); subscribing again in 1 s", error)
