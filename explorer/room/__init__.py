@@ -283,9 +283,8 @@ def switch(page, params: dict[str, str]) -> None:
 def follow_in_page(url_path: str) -> Iterator[None]:
     """Around the page's fragment, which the wakener learns: a move it alone draws is made here, another reruns
     the whole app; a run the room woke takes its turn."""
-    fragment_id = patches.current_fragment_id()
-    if is_student() and fragment_id and patches.session_id() is not None:
-        WAKENER.page_fragment(patches.session_id(), fragment_id)
+    if is_student() and (fragment_id := patches.current_fragment_id()):
+        WAKENER.page_fragment(patches.session_id(), fragment_id)  # (no session id: no member, nothing to note)
     with turn():
         if arrive_in_page(url_path):
             keep_turn()

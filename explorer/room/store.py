@@ -381,7 +381,7 @@ class Wakener:
         if known is None or (known.code, known.student, known.following) != (code, student, following):
             self._store.heartbeat(code, student, following)
 
-    def page_fragment(self, session_id: str, fragment_id: str) -> None:
+    def page_fragment(self, session_id: str | None, fragment_id: str) -> None:
         member = self._members.get(session_id)
         if member is not None:
             member.fragment = fragment_id
