@@ -1,16 +1,10 @@
 """The session layer: one visitor's settings in ``st.session_state`` and the URL, the ``Run`` made from them,
 the state a page keeps across reruns, and the link that reproduces a view.
 
-First every key the app keeps in ``st.session_state`` besides its widgets' own (``key="w_…"``): what it holds
-and who writes it; ``tests/test_architecture.py`` fails on a key written as a string anywhere else. Then a
-notice that quotes what a visitor sent, the link to what is on screen, the settings, and the state a page keeps.
-
-One ``Settings`` object is the source of truth, and ``current_run`` makes the run's ``Run`` from it once per
-change. The sidebar's ``on_change`` callbacks validate new values and write any correction back into the widgets
-before the page runs, so the sidebar never shows a value the pages do not use. The URL is rewritten after each
-run; a link's parameters are read once, when a session starts (``initial_param``).
-
-It may import ``views``, ``models``, ``runtime`` and the bottom modules, never ``widgets`` or pages.
+First every key the app keeps in ``st.session_state`` besides its widgets' own (``tests/test_architecture.py``
+fails on one written as a string elsewhere). One ``Settings`` object is the source of truth: the sidebar's
+callbacks validate new values and write corrections back into the widgets before the page runs; ``current_run``
+makes the ``Run`` once per change. A link's parameters are read once per session (``initial_param``).
 """
 
 from __future__ import annotations
@@ -111,9 +105,6 @@ ROOM_SLOT = "room_slot"  # the sidebar's first container: a presenter's room, un
 RESUMED = "room_resumed"  # this session took back its browser's room: said once, in the room's panel
 
 
-# A notice that may quote what a visitor sent, drawn with every Markdown character escaped.
-
-
 def notice(text: str, *, where=None) -> None:
     """A notice that may quote user input, drawn literally (``literal``)."""
     (where or st).info(literal(text), icon=":material/info:")
@@ -129,7 +120,7 @@ def page_param(name: str, value) -> None:
 
 def initial_param(name: str, page: str, key: str | None = None) -> str | None:
     """A page parameter from the link that opened this session, used once by ``page``; ``key`` is the state key
-    the page starts from it, which a link opened later (``state.open_link``) starts again."""
+    the page starts from it, which a link opened later (``open_link``) starts again."""
     if key is not None:
         st.session_state.setdefault(LINKED_KEYS, set()).add(key)
     if page != "any" and page != st.session_state.setdefault(LINK_PAGE, page):  # "any": no page in particular
@@ -141,11 +132,10 @@ def initial_param(name: str, page: str, key: str | None = None) -> str | None:
 def view_link(
     settings: Settings, step: tuple | None, page_params: tuple, presenter: bool, base_url: str | None, url_path: str
 ) -> tuple[dict[str, str], str]:
-    """The query parameters that reproduce a view, and its whole link: the settings, the step (``RUN_STEP``),
-    what the page recorded (``page_param``: a query token, a head, a cell) and presenter mode."""
+    """The query parameters that reproduce a view (settings, step, ``page_param``s, presenter mode), and its link."""
     params = dict(to_query_params(settings))  # a copy: the cached dict is shared
     if step is not None:
-        params["step"] = step[3] if len(step) > 3 else str(step[1] + 1)  # the step's name
+        params["step"] = step[3]  # the step's name
     params.update(page_params)
     if presenter:
         params["present"] = "1"
@@ -164,8 +154,8 @@ _WHOLE = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
 
 
 def refill_widgets() -> bool:
-    """Put the settings back into the settings widgets when Streamlit forgot their values (it clears the
-    widgets' state when the server switches the page, as the live room does); True when it did."""
+    """Put the settings back into the widgets when Streamlit forgot them (a page switched by the server, as the
+    live room does); True when it did."""
     state = st.session_state
     if all(key in state for key in WIDGETS.values()):
         return False
@@ -174,33 +164,21 @@ def refill_widgets() -> bool:
 
 
 def widgets_valid() -> bool:
-    """Whether every settings widget holds a value of the kind its setting holds, and one of its ``CHOICES``: a
-    crafted websocket message can put any value in a widget (a string in a number input)."""
+    """Whether every settings widget holds a value of its setting's kind and ``CHOICES``: a crafted websocket
+    message can put any value in a widget."""
     state = st.session_state
     kinds = all(type(state.get(key)) is type(value) for key, value in _shown(chosen()))
     return kinds and all(state[WIDGETS[field]] in choices for field, (choices, _) in CHOICES.items() if choices)
 
 
-SHOWN_FROM_1 = ("head",)  # the sidebar counts heads from 1, as the pages' words do; Settings.head is an index
-
-
 def _shown(settings: Settings):
-    """(widget key, value it shows) for each setting."""
+    """(widget key, value it shows) for each setting: the sidebar counts heads from 1, as the pages' words do."""
     for field, key in WIDGETS.items():
-        value = getattr(settings, field)
-        yield key, value + 1 if field in SHOWN_FROM_1 else value
-
-
-def _from_widgets() -> Settings:
-    state = st.session_state
-    values = {field: state[key] for field, key in WIDGETS.items()}
-    values.update({field: values[field] - 1 for field in SHOWN_FROM_1})
-    return Settings(**values)
+        yield key, settings.head + 1 if field == "head" else getattr(settings, field)
 
 
 def _use(settings: Settings, notices: list[str]) -> None:
-    """Make validated ``settings`` the session's, with weights that are available and a layer and head the model
-    has, and put them in the widgets."""
+    """Make validated ``settings`` the session's, fitted to the model (``fit``), and put them in the widgets."""
     settings, more = fit(settings)
     st.session_state.update(_shown(settings))
     st.session_state[SETTINGS] = settings
@@ -208,20 +186,20 @@ def _use(settings: Settings, notices: list[str]) -> None:
 
 
 def on_change_of(field: str = "") -> None:
-    _use(*validate(_from_widgets(), keep="num_heads" if field == "num_heads" else "d_out"))
+    values = {name: st.session_state[key] for name, key in WIDGETS.items()}
+    values["head"] -= 1  # Settings.head is an index
+    _use(*validate(Settings(**values), keep="num_heads" if field == "num_heads" else "d_out"))
 
 
 def set_settings(**changes) -> None:
-    """Change settings from a page's button (use as an ``on_click`` callback); the next run is the whole
-    app's (``begin_run`` returns None), so the sidebar shows them."""
+    """Change settings from a page's button (an ``on_click``); the next run is the whole app's, to show them."""
     _use(*validate(replace(chosen(), **changes)))
     st.session_state[SET_HERE] = True
 
 
 def begin_run() -> Run | None:
-    """Start a page's run: forget what the previous run drew and return this session's ``Run``. None when a
-    page's button changed the settings since the sidebar last drew them: then only a run of the whole app
-    redraws the sidebar (a click inside the page reruns the page alone)."""
+    """Start a page's run: forget what the previous run drew and return this session's ``Run``; None when a
+    page's button changed the settings, which only the whole app's run redraws in the sidebar."""
     state = st.session_state
     if state.pop(SET_HERE, False):
         return None
@@ -237,12 +215,9 @@ def chosen() -> Settings:
 
 
 def current_run() -> Run:
-    """This session's ``Run``: the validated settings with a trained model's sizes, and the sentence prepared
-    for them. Made when the settings change and kept in the session, so a click inside a page (a fragment
-    rerun) prepares nothing again. Pages call this first: a session's first run also makes sure the app
-    script runs around the page (``ensure_entrypoint``)."""
-    state = st.session_state
-    chosen_now = state.get(SETTINGS) or Settings()
+    """This session's ``Run`` (settings with a trained model's sizes, and the sentence prepared), made once per
+    change of the settings; a session's first also makes sure the app script runs around the page."""
+    state, chosen_now = st.session_state, chosen()
     kept = state.get(RUN_KEY)
     if kept is None or kept[0] is not chosen_now:
         ensure_entrypoint()
@@ -268,15 +243,13 @@ def start_session() -> None:
 
 
 def on_a_phone() -> bool:
-    """Whether the browser says it is a phone: "Mobi" in its User-Agent, as every phone browser writes (a
-    tablet's is a desktop's). The charts are drawn on the server, so their text size is chosen here."""
+    """Whether the browser is a phone's: "Mobi" in its User-Agent, as every phone's browser (not a tablet's) writes."""
     agent = st.context.headers.get("User-Agent")
     return isinstance(agent, str) and "Mobi" in agent
 
 
 def open_link(params: dict[str, str]) -> None:
-    """Open a link's parameters as a session that starts from it does: its settings, and the pages' state (the
-    step, the query token, the head) started again from it. Call it before the sidebar's widgets are drawn."""
+    """Open a link's settings and pages' state as a session starting from it does, before the sidebar is drawn."""
     state = st.session_state
     _use(*from_query_params(params))
     state[INITIAL_PARAMS] = dict(params)
@@ -296,8 +269,8 @@ def presenter() -> bool:
 
 
 def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> int:
-    """An index a page keeps across reruns and steps under ``key``, which outlives the widgets that change it:
-    started from the link's ``name`` parameter (or ``default``), clamped below ``count``, written into the URL."""
+    """An index a page keeps under ``key`` across reruns and steps: started from the link's ``name`` parameter
+    (or ``default``), clamped below ``count``, written into the URL."""
     if key not in st.session_state:
         linked = initial_param(name, page, key)
         number = parse_position(linked)
@@ -314,8 +287,7 @@ def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> i
 
 
 def whole_state(key: str, default: int) -> int:
-    """A page's own whole number (>= 1) in ``st.session_state``, or ``default`` with a notice when a
-    crafted message left something else there."""
+    """A page's own whole number (>= 1) under ``key``, else ``default`` with a notice (a crafted message)."""
     value = st.session_state.get(key, default)
     if not _WHOLE(value) or value < 1:
         notice(f"{quoted(value)} is not a count; using {default}.")
@@ -324,8 +296,7 @@ def whole_state(key: str, default: int) -> int:
 
 
 def kept_widget(key: str, widget: str, default) -> dict:
-    """Arguments for a widget whose value is kept under ``key`` while the widget is off screen
-    (Streamlit forgets a widget's state when a rerun does not draw it)."""
+    """Arguments for a ``widget`` whose value is kept under ``key`` while it is off screen (Streamlit forgets it)."""
     value = st.session_state.setdefault(key, default)
     if type(value) is not type(default) and not (_WHOLE(value) and isinstance(default, float)):
         notice(f"{quoted(value)} is not a value this control takes; using {default}.")
@@ -335,10 +306,8 @@ def kept_widget(key: str, widget: str, default) -> dict:
 
 
 def figure_style() -> figures.FigureStyle:
-    """The figure style for this session: presenter mode makes everything larger, a phone its text at least
-    16 px, and the sidebar's token window narrows token axes to the tokens chosen there."""
+    """This session's figure style: presenter mode's, a phone's or the default, narrowed to the token window."""
     state = st.session_state
-    base = figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
-    base = figures.PRESENTER if state.get(PRESENTER) else base
-    window = st.session_state.get(TOKEN_WINDOW)
+    base = figures.PRESENTER if state.get(PRESENTER) else figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
+    window = state.get(TOKEN_WINDOW)
     return replace(base, token_window=window) if window else base

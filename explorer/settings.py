@@ -1,15 +1,9 @@
-"""The explorer's settings: one small object, validated at the boundary.
+"""The explorer's settings: one small object, validated at the boundary, without Streamlit.
 
-``Settings`` holds everything a view depends on. It is built from widget
-values or from a URL's query parameters, and written back to the URL, so a
-link reproduces a view. Every value a user controls is clamped to ``LIMITS``,
-which keeps one session from exhausting a shared server; whatever had to be
-changed is reported as a notice, never as an error. The parsers below read the raw values. This module does
-not import Streamlit and is tested on its own.
-
-First, reading what a visitor typed or a link sent: whole and decimal numbers, positions and token ranges,
-parsed strictly, quoted safely in a notice (``quoted``) and escaped for Markdown (``literal``, the app's one
-Markdown escaper: notices, questions and their choices pass user text through it).
+``Settings`` holds everything a view depends on, built from widgets or a link's query parameters and written back
+to the URL. Every value is clamped to ``LIMITS`` (one session must not exhaust a shared server), each change told
+in a notice, never an error. First the strict parsers of what a visitor sent, ``quoted`` for a notice, and
+``literal``, the app's one Markdown escaper.
 """
 
 from __future__ import annotations
@@ -17,8 +11,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+import string
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import astuple, dataclass, fields, replace
 
 from attention.constants import BOOK_SENTENCE
 
@@ -33,50 +28,37 @@ QUOTE_CHARS = 40  # a notice quotes at most this much of a bad value
 
 
 def quoted(raw) -> str:
-    """A bad value as a notice quotes it: at most ``QUOTE_CHARS`` characters, in quotes.
-
-    It is still text a visitor chose: whatever draws a notice must show it literally (``untrusted.literal``).
-    """
+    """A bad value as a notice quotes it, at most ``QUOTE_CHARS`` characters: a notice must still draw it literally."""
     text = str(raw) if isinstance(raw, str | int | float | bool) or raw is None else type(raw).__name__
     return "'" + text[:QUOTE_CHARS] + ("…'" if len(text) > QUOTE_CHARS else "'")
 
 
 def parse_whole(raw) -> int | None:
     """``raw`` as a whole number, or None: a Python int, an integral float, or ASCII digits with an optional sign."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float):
-        return int(raw) if raw.is_integer() else None
     if isinstance(raw, str) and WHOLE_NUMBER.fullmatch(raw.strip()):
         return int(raw.strip())
-    return None
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
 
 
 def parse_decimal(raw) -> float | None:
     """``raw`` as a finite number, or None: a Python number or ASCII digits with an optional point and sign."""
-    if isinstance(raw, bool):
+    if isinstance(raw, str) and DECIMAL_NUMBER.fullmatch(raw.strip()):
+        raw = float(raw.strip())
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
         return None
-    if isinstance(raw, int | float):
-        value = float(raw)
-    elif isinstance(raw, str) and DECIMAL_NUMBER.fullmatch(raw.strip()):
-        value = float(raw.strip())
-    else:
-        return None
-    return value if math.isfinite(value) else None
+    return float(raw)
 
 
 def parse_position(raw) -> int | None:
     """A step, query or head number from a link: 1 to 6 ASCII digits, else None."""
-    if not isinstance(raw, str) or not POSITION.fullmatch(raw):
-        return None
-    return int(raw)
+    return int(raw) if isinstance(raw, str) and POSITION.fullmatch(raw) else None
 
 
 def parse_cell(raw) -> tuple[int, int, int] | None:
-    """A heatmap cell from a link, "row,col" or "row,col,panel", each counted from 1 as the book counts
-    (panel: the step's p-th explainable heatmap, default 1), else None."""
+    """A heatmap cell from a link, "row,col" or "row,col,panel" (the step's p-th heatmap, default 1), each counted
+    from 1 as the book counts, else None."""
     match = CELL.fullmatch(raw.strip()) if isinstance(raw, str) else None
     if match is None:
         return None
@@ -93,26 +75,15 @@ def parse_range(raw, count: int) -> tuple[int, int] | None:
     return start, max(stop, start + 1)
 
 
-# Every ASCII punctuation character, which Markdown lets a backslash make literal.
-_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|~:$&\"'=/^%;,?@")
-
-
 _SCHEME = re.compile(r"(?i)\b(https?|ftps?|mailto|javascript|data|file|xmpp|tel|sms)\\:")
 _WWW = re.compile(r"(?i)\b(www)\\\.")
 
 
 def literal(text: str) -> str:
-    """``text`` escaped so that Markdown shows it as it is: no link, image, emphasis or HTML.
-
-    Notices quote what a link or a message sent (``settings.quoted``); Streamlit draws
-    ``st.info``'s body as Markdown, so ``[Log in](https://evil.example)`` would be a link and
-    ``![x](https://evil.example/p.png)`` a fetched image. A backslash makes every punctuation
-    character literal. Bare addresses ("https://…", "www.…", "a@b.c") are linked after parsing,
-    from the text itself, so an invisible word joiner (U+2060) goes where one would start: after a
-    scheme ("https", "mailto", …) before its ":", after "www" before its ".", and before each "@".
-    The text reads the same; numbers ("0.40") and sentences ("Yes: …") are left as they are.
-    """
-    escaped = "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+    """``text`` escaped so that Markdown shows it as it is: no link, image, emphasis or HTML. A backslash makes
+    punctuation literal; a word joiner (U+2060) breaks a bare address where the autolinker would find one
+    (after a scheme or "www", before "@"). The text reads the same."""
+    escaped = "".join("\\" + c if c in string.punctuation else c for c in str(text))  # all ASCII punctuation
     escaped = _SCHEME.sub("\\1\u2060\\\\:", escaped)
     escaped = _WWW.sub("\\1\u2060\\\\.", escaped)
     return escaped.replace("\\@", "\u2060\\@")
@@ -191,16 +162,15 @@ class Settings:
 
     def key(self) -> tuple:
         """A hashable key for caches."""
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return astuple(self)
 
 
 DEFAULTS = Settings()
 
 
 def _checked(name: str, raw, notices: list[str]):
-    """``raw`` as the setting ``name`` takes it: one of its ``CHOICES``, or a whole number (for dropout a decimal)
-    inside its ``LIMITS``. A value it cannot read becomes the default, one outside the limits the nearest limit
-    (or the default, for a limit that is not ``clamped``), each with a notice."""
+    """``raw`` as the setting ``name`` takes it (one of its ``CHOICES``, or a number inside its ``LIMITS``): else
+    the default, or for one outside clamped limits the nearest limit, with a notice."""
     default = getattr(DEFAULTS, name)
     if name in CHOICES:
         choices, message = CHOICES[name]
@@ -246,10 +216,8 @@ def _fit_heads(d_out: int, num_heads: int, keep: str, notices: list[str]) -> tup
 
 
 def validate(settings: Settings, keep: str = "d_out") -> tuple[Settings, list[str]]:
-    """Clamp every value to ``LIMITS`` and fix impossible combinations, explaining each change.
-
-    When d_out and num_heads do not divide, ``keep`` names the one to leave alone.
-    """
+    """Clamp every value to ``LIMITS`` and fix impossible combinations, explaining each change; when d_out and
+    num_heads do not divide, ``keep`` names the one to leave alone."""
     notices: list[str] = []
     values = {field.name: _checked(field.name, getattr(settings, field.name), notices) for field in fields(settings)}
     if len(values["text"]) > MAX_TEXT_CHARS:

@@ -1,14 +1,10 @@
 """The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
 follow the teacher's page, step and settings, and vote on the questions.
 
-``store`` keeps the room's state in this process's memory or in Redis (``ATTENTION_ROOMS_URL=redis://...``) and
-reruns this process's students when their room changes; nothing polls. This module is one session in a room:
-joining, the teacher's publication at the end of each run (``publish``), a student's arrival where the teacher is
-(``follow_teacher`` before the sidebar, ``follow_in_page`` in the page's fragment), the votes, and the room on
-screen (``controls``, ``vote_chart``). A student who follows is on the Live room page (``LIVE``), whose fragment
-draws the teacher's page: a move to another step or page reruns only it; new settings rerun the whole app.
-
-The teacher's session alone holds the room's token; a student's holds the code and an anonymous id.
+``store`` keeps the rooms (in memory, or in Redis with ``ATTENTION_ROOMS_URL``) and reruns the students whose room
+changed; nothing polls. This module is one session in a room: joining, the teacher's ``publish`` at each run's end,
+a student's arrival where the teacher is (``follow_teacher``, ``follow_in_page``: on the Live room page, a move to
+another step or page reruns only the page's fragment), the votes, and the room on screen (``controls``).
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ import os
 import re
 import secrets
 import urllib.parse
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 
 import streamlit as st
 
@@ -62,7 +58,6 @@ from explorer.session import (
 from explorer.settings import from_query_params
 
 URL_VARIABLE = "ATTENTION_ROOMS_URL"
-LIVE = LIVE_PAGE
 
 
 def make_store() -> RoomStore:
@@ -71,8 +66,7 @@ def make_store() -> RoomStore:
     return RoomStore.from_url(url) if url else RoomStore()
 
 
-# Made as this package is imported, which Python does once per process whichever session's thread imports it:
-# the process's one store, and its one register of students in rooms, listening to it.
+# Made once per process, as this package is imported: the one store, and the students in rooms, listening to it.
 STORE = make_store()
 WAKENER = Wakener(STORE)
 
@@ -108,9 +102,8 @@ def following() -> bool:
 
 
 def app_pages(chapter: tuple, live: tuple) -> list:
-    """The ``st.Page`` of each of the ``chapter``'s (script, title, icon, options), and the ``live`` room's page,
-    listed in the navigation only for a student in a room (a link reaches it in any case). Joins the room the
-    link names first. Each run gets copies of pages made once: making one checks its file on disk."""
+    """After joining the link's room: copies of the ``chapter``'s and the ``live`` room's ``st.Page``s, made once
+    (each checks its file), the live room's listed for a student in a room alone."""
     join_from_link()
     key = (id(chapter), id(live), is_student())
     if key not in _PROTOTYPES:
@@ -133,8 +126,7 @@ def join_from_link() -> None:
     linked = initial_param("room", "any")
     if linked is None:
         return
-    joined = normal_code(linked)
-    if joined is None:
+    if (joined := normal_code(linked)) is None:
         st.session_state[MESSAGE] = f"room={linked[:20]!r} in the link is not a room code (5 letters and digits)."
         return
     st.session_state[CODE] = joined
@@ -144,8 +136,7 @@ def join_from_link() -> None:
 
 
 def voter_id(value: object) -> str | None:
-    """``value`` if it is an id this app makes, else None. An edited cookie can at most make the student
-    another anonymous voter: it holds no token, so it cannot move the room or reveal."""
+    """``value`` if it is an id this app makes, else None: an edited cookie at most makes another anonymous voter."""
     return value if isinstance(value, str) and _VOTER_ID.fullmatch(value) else None
 
 
@@ -162,8 +153,7 @@ def leave(message: str) -> None:
     for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
         st.session_state.pop(key, None)
     st.session_state[MESSAGE] = message
-    if patches.session_id() is not None:
-        WAKENER.leave(patches.session_id())
+    WAKENER.leave(patches.session_id())  # (None outside a script run: nothing to forget)
 
 
 # The teacher: the room, its publication, its reveals and counts
@@ -173,11 +163,10 @@ def open_room() -> None:
     """Open a room with this session as its teacher (a button's ``on_click``)."""
     try:
         st.session_state[CODE], st.session_state[TOKEN] = STORE.create()
+        st.session_state.pop(PUBLISHED, None)
+        st.session_state.pop(MESSAGE, None)
     except RoomFullError as error:
         st.session_state[MESSAGE] = str(error)
-        return
-    st.session_state.pop(PUBLISHED, None)
-    st.session_state.pop(MESSAGE, None)
 
 
 def close_room() -> None:
@@ -193,8 +182,8 @@ def saved(cookie: str) -> str | None:
 
 
 def resume_teacher(presenting: bool) -> bool:
-    """Once per session, in presenter mode and without a room in the link: take back the room whose token the
-    browser kept, after the app's process restarted or the tab was reloaded. Returns True when it did."""
+    """Once per session, in presenter mode without a room in the link: take back the room whose token the browser
+    kept (after a restart or a reload). True when it did."""
     state = st.session_state
     if state.get(ROOM_COOKIE_READ):
         return False
@@ -217,8 +206,7 @@ def resume_teacher(presenting: bool) -> bool:
 
 
 def publish(url_path: str, params: dict[str, str]) -> None:
-    """The end of each of the teacher's runs (``explorer_app.py``): publish where the teacher is, when it
-    changed. The store tells every process's wakener, which reruns the students who follow."""
+    """At the end of each of the teacher's runs (``explorer_app.py``): publish where the teacher is, if it moved."""
     if not is_teacher():
         return
     position = {"page": url_path, "params": {k: v for k, v in params.items() if k not in HIDDEN_PARAMS}}
@@ -242,57 +230,61 @@ def reveal(question: str, on: bool = True) -> None:
 
 
 def revealed_by_teacher(question: str) -> bool | None:
-    """For the room's teacher, whether ``question`` is revealed as the room holds it (None: not its teacher, or
-    the room closed). A session that took the room back after a restart then shows what the students see."""
-    if not is_teacher():
-        return None
-    try:
-        return question in STORE.snapshot(code()).revealed
-    except RoomGoneError:
-        return None
+    """For the room's teacher, whether ``question`` is revealed as the room holds it (None: not its teacher)."""
+    return _read_room(lambda room: question in STORE.snapshot(room).revealed, None) if is_teacher() else None
 
 
 def tally(question: str) -> dict[str, int]:
-    try:
-        return STORE.tally(code(), question) if is_teacher() else {}
-    except RoomGoneError:
-        return {}
+    return _read_room(lambda room: STORE.tally(room, question), {}) if is_teacher() else {}
 
 
-def counts() -> tuple[int, int] | None:
-    """The teacher's room: (following, exploring), or None when it closed."""
+def _read_room(read, default):
+    """``read(code)`` of this session's room, or ``default`` when the room has closed."""
     try:
-        snapshot = STORE.snapshot(code())
+        return read(code())
     except RoomGoneError:
-        leave(f"Room {code()} has closed; open a new one from the sidebar.")
-        return None
-    return snapshot.following, snapshot.exploring
+        return default
 
 
 # A student's arrival where the teacher is
 
 
 def follow_teacher(pages: dict, url_path: str) -> None:
-    """Before the sidebar's widgets: take a student who follows the room to the Live room page, which shows the
-    teacher's page and link, and one who stops following to the page it showed. ``pages`` maps each page's URL
-    path to its ``st.Page``; ``url_path`` is this run's."""
+    """Before any widget: read the room; a student who follows opens the teacher's link on the Live room page, or
+    switches there from another page; one who stopped following there switches to the page it showed. A move
+    counts as made only on the Live room page: a dropped switch is made again. ``pages``: URL path -> ``st.Page``."""
     if resume_teacher(presenter()):
         st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
-    move = arrive(url_path, pages)
-    if move is not None:
-        keep_turn()
-        page, params = move
-        st.switch_page(pages[page], query_params=address(params))
+    if not is_student():
+        return
+    read(url_path)
+    if url_path == LIVE_PAGE and not following():
+        if live_page() in pages:
+            switch(pages[live_page()], {k: v for k, v in st.query_params.to_dict().items() if k not in HIDDEN_PARAMS})
+        return
+    position, elsewhere = due(), url_path != LIVE_PAGE and LIVE_PAGE in pages
+    if elsewhere and following():  # a link to another page: back to the teacher's
+        position = position or teachers_position()
+    if position is None or position["page"] not in pages:
+        return
+    if elsewhere:
+        switch(pages[LIVE_PAGE], position["params"])
+    else:
+        move_to(position)
+
+
+def switch(page, params: dict[str, str]) -> None:
+    """Switch to ``page`` with ``params``; a run the wakener started keeps its turn."""
+    keep_turn()
+    st.switch_page(page, query_params=address(params))
 
 
 @contextlib.contextmanager
 def follow_in_page(url_path: str) -> Iterator[None]:
-    """Around the page's fragment: a student whose page alone was rerun for a move makes it here (or reruns the
-    whole app when the move needs the sidebar or another page), and a run the room woke takes its turn. The
-    wakener learns which fragment draws the page, so that a move within the page reruns only it."""
-    fragment_id = patches.current_fragment_id()
-    if is_student() and fragment_id and patches.session_id() is not None:
-        WAKENER.page_fragment(patches.session_id(), fragment_id)
+    """Around the page's fragment, which the wakener learns: a move it alone draws is made here, another reruns
+    the whole app; a run the room woke takes its turn."""
+    if is_student() and (fragment_id := patches.current_fragment_id()):
+        WAKENER.page_fragment(patches.session_id(), fragment_id)  # (no session id: no member, nothing to note)
     with turn():
         if arrive_in_page(url_path):
             keep_turn()
@@ -301,73 +293,51 @@ def follow_in_page(url_path: str) -> Iterator[None]:
 
 
 def page_shown(navigation, pages: dict):
-    """The page the page's fragment draws: the teacher's on the Live room page, when a student follows there;
-    else the one ``st.navigation`` returned. ``pages`` maps each page's URL path to its ``st.Page``."""
-    shown = live_page() if navigation.url_path == LIVE else None
-    return pages[shown] if shown in pages and shown != LIVE else navigation
+    """The page the fragment draws: on the Live room page the teacher's, else the one ``st.navigation`` returned."""
+    shown = live_page() if navigation.url_path == LIVE_PAGE else None
+    return pages[shown] if shown in pages and shown != LIVE_PAGE else navigation
 
 
 def read(url_path: str) -> None:
-    """A student's run on ``url_path``: enrol with this process's wakener (which heartbeats) and read the room
-    when its version changed since this session's last read; a run the wakener started reads the room as the
-    wakener read it for the whole class."""
-    state, store = st.session_state, STORE
-    seen = state.get(SEEN)
+    """A student's run on ``url_path``: enrol with the wakener (which heartbeats) and read the room if its version
+    changed, as the wakener read it for the class when it started this run."""
+    state, session_id, room = st.session_state, patches.session_id(), code()
+    seen_version = state.get(SEEN, (-1,))[0]  # -1: not read yet
     try:
-        delivered = None
-        if patches.session_id() is not None:
-            WAKENER.enrol(patches.session_id(), code(), state[STUDENT], following(), url_path)
-            delivered = WAKENER.delivered(patches.session_id(), code())
+        if session_id is None:
+            STORE.heartbeat(room, state[STUDENT], following())
+            snapshot = None
         else:
-            store.heartbeat(code(), state[STUDENT], following())
-        if delivered is not None:
-            if seen is not None and seen[0] >= delivered.version:  # this session has read a newer one since
+            WAKENER.enrol(session_id, room, state[STUDENT], following(), url_path)
+            snapshot = WAKENER.delivered(session_id, room)
+        if snapshot is None:
+            if STORE.version(room) == seen_version:
                 return
-            snapshot = delivered
-        else:
-            version = store.version(code())
-            if seen is not None and seen[0] == version:
-                return
-            snapshot = store.snapshot(code())
+            snapshot = STORE.snapshot(room)
+        elif seen_version >= snapshot.version:  # this session has read a newer one since
+            return
     except (RoomGoneError, RoomFullError) as error:
         leave(str(error))
         return
     state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
 
 
+def teachers_position() -> dict | None:
+    """The teacher's position as this student last read it (None: none yet)."""
+    seen = st.session_state.get(SEEN)
+    return seen and seen[1]
+
+
 def due() -> dict | None:
     """The teacher's position when this student follows and has not arrived there yet."""
-    seen = st.session_state.get(SEEN)
-    if not following() or seen is None or seen[1] is None or st.session_state.get(APPLIED) == seen[1]:
-        return None
-    return seen[1]
+    position = teachers_position() if following() else None
+    return position if position is not None and st.session_state.get(APPLIED) != position else None
 
 
-def arrive(url_path: str, pages: Collection[str]) -> tuple[str, dict[str, str]] | None:
-    """A student's run, before any widget is drawn: read the room, and when following, be where the teacher
-    is. On the Live room page (``LIVE``) this opens the teacher's link; elsewhere, even a page the student
-    opened from the navigation, it returns (``LIVE``, the teacher's link) to switch to. A student who stopped
-    following on the Live room page gets (the page it showed, the link it had). ``pages`` are the app's URL
-    paths. The move counts as made only in a run on the Live room page: a dropped switch is made again."""
-    if not is_student():
-        return None
-    read(url_path)
-    if url_path == LIVE and not following():
-        shown = live_page()
-        if shown is None or shown not in pages:
-            return None
-        return shown, {k: v for k, v in st.query_params.to_dict().items() if k not in HIDDEN_PARAMS}
-    position = due()
-    if url_path != LIVE and LIVE in pages and following():  # a link to another page: back to the teacher's
-        seen = st.session_state.get(SEEN)
-        position = position or (seen and seen[1])
-    if position is None or position["page"] not in pages:
-        return None
-    if url_path != LIVE and LIVE in pages:
-        return LIVE, position["params"]
+def move_to(position: dict) -> None:
+    """Open the teacher's link; this student has arrived at ``position``."""
     open_link(position["params"])
     st.session_state[APPLIED] = position
-    return None
 
 
 def live_page() -> str | None:
@@ -377,17 +347,14 @@ def live_page() -> str | None:
 
 
 def sidebar_differs(old: dict[str, str], new: dict[str, str]) -> bool:
-    """Whether two links differ in what the sidebar draws (the settings, the token window), so that moving
-    from one to the other needs the whole app's run. A page's own parameters (its step, cell, query token,
-    head) are drawn in the page alone."""
+    """Whether two links differ in what the sidebar draws (settings, token window): then a move needs the app's run."""
     differs = any(old.get(k) != new.get(k) for k in SIDEBAR_PARAMS)
     return differs or from_query_params(old)[0] != from_query_params(new)[0]
 
 
 def arrive_in_page(url_path: str) -> bool:
-    """A student's run of the page alone (the wakener reruns only the page when it can): make a move that
-    the page alone draws here (another step; on the Live room page, another page too), and return False;
-    return True when the move needs the whole app's run (other settings: the sidebar must show them)."""
+    """A student's run of the page alone: make a move the page alone draws (another step; on the Live room page,
+    another page too) and return False, or True when it needs the whole app's run (the sidebar's settings)."""
     if not is_student():
         return False
     read(url_path)
@@ -396,12 +363,11 @@ def arrive_in_page(url_path: str) -> bool:
         return False
     if (
         applied is None
-        or (url_path != LIVE and (position["page"] != url_path or applied["page"] != url_path))
+        or (url_path != LIVE_PAGE and (position["page"] != url_path or applied["page"] != url_path))
         or sidebar_differs(applied["params"], position["params"])
     ):
         return True
-    open_link(position["params"])
-    st.session_state[APPLIED] = position
+    move_to(position)
     return False
 
 
@@ -417,8 +383,7 @@ def keep_turn() -> None:
 
 
 def turn():
-    """Around the whole app's run and the page's fragment: a run the wakener started takes its turn
-    (``Wakener.turn``)."""
+    """Around the app's run and the page's fragment: a run the wakener started takes its turn."""
     return WAKENER.turn(patches.session_id()) if is_student() else contextlib.nullcontext()
 
 
@@ -437,20 +402,14 @@ def vote(question: str, choice: object) -> None:
 
 def own_vote(question: str) -> str | None:
     """A student's vote on ``question`` as the room holds it (None: none), for a new session of the same browser."""
-    if not is_student():
-        return None
-    try:
-        return STORE.vote_of(code(), st.session_state[STUDENT], question)
-    except RoomGoneError:
-        return None
+    vote_of = functools.partial(STORE.vote_of, student=st.session_state.get(STUDENT), question=question)
+    return _read_room(vote_of, None) if is_student() else None
 
 
 def revealed_here(question: str) -> bool | None:
     """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
-    if not following():
-        return None
     seen = st.session_state.get(SEEN)
-    return bool(seen) and question in seen[2]
+    return (bool(seen) and question in seen[2]) if following() else None
 
 
 # The live room on screen: a presenter's room in the sidebar, a student's bar above the page, the class's votes.
@@ -460,10 +419,8 @@ TEACHER_POLL_SECONDS = 1.0  # the teacher's counts and votes
 
 
 def controls() -> None:
-    """The live room, between the sidebar and the page: a student's bar, or a presenter's room in
-    the sidebar."""
-    message = st.session_state.get(MESSAGE)
-    if message:
+    """The live room, between the sidebar and the page: a student's bar, or a presenter's room in the sidebar."""
+    if message := st.session_state.get(MESSAGE):
         text, button = st.columns([4, 1], vertical_alignment="center")
         notice(message, where=text)
         button.button("Dismiss", key="room_dismiss", on_click=st.session_state.pop, args=(MESSAGE, None))
@@ -507,8 +464,8 @@ def qr_png(link: str) -> bytes:
 
 
 def teacher_panel() -> None:
-    """In presenter mode: "Open a room", or the open room's code, its buttons and counts, then its link and QR
-    code, which may lie below the screen's edge: a 1280×720 screen shows every button without scrolling."""
+    """In presenter mode: "Open a room", or the room's code, buttons and counts, then its link and QR code, which
+    may lie below a 1280×720 screen's edge."""
     remember_room()
     if not is_teacher():
         st.button(
@@ -533,8 +490,7 @@ def teacher_panel() -> None:
 
 
 def remember_room() -> None:
-    """Keep the room's code and token in the teacher's browser (a cookie only this site reads), so that the tab
-    takes the room back when the app's process restarts; forget them when the room closes."""
+    """Keep the room's code and token in the teacher's browser, to take the room back after a restart."""
     want = f"{code()}.{st.session_state[TOKEN]}" if is_teacher() else None
     if want != st.session_state.get(COOKIE_HELD):
         st.session_state[COOKIE_HELD] = want
@@ -542,8 +498,8 @@ def remember_room() -> None:
 
 
 def remember_voter() -> None:
-    """Keep a student's anonymous id in their browser, so that a reload or a new tab votes as the same student.
-    Written on each run until the browser sends it back: a run cut short by a move must not lose it."""
+    """Keep a student's anonymous id in their browser (a reload or a new tab votes as them), written on each run
+    until the browser sends it back: a run cut short by a move must not lose it."""
     if is_student() and st.session_state.get(VOTER_HELD) != st.session_state.get(STUDENT):
         write_cookie(VOTER_COOKIE, st.session_state.get(STUDENT), VOTER_SECONDS)
 
@@ -551,10 +507,8 @@ def remember_voter() -> None:
 def write_cookie(name: str, value: str, max_age: int) -> None:
     """Set a cookie that only this site reads (``max_age`` 0 forgets it), from a script run in the browser."""
     cookie = json.dumps(f"{name}={value}; max-age={max_age}; path=/; samesite=strict")
-    st.html(
-        f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');</script>",
-        unsafe_allow_javascript=True,
-    )
+    script = f"document.cookie = {cookie} + (location.protocol === 'https:' ? '; secure' : '');"
+    st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
 @st.dialog("Join the room", width="large")
@@ -569,10 +523,12 @@ def join_dialog(code: str, link: str) -> None:
 
 @st.fragment(run_every=TEACHER_POLL_SECONDS)
 def teacher_counts() -> None:
-    found = counts()
-    if found is None:
+    try:
+        room = STORE.snapshot(code())
+    except RoomGoneError:
+        leave(f"Room {code()} has closed; open a new one from the sidebar.")
         st.rerun(scope="app")
-    st.markdown(f"**{found[0]} following · {found[1]} exploring**")
+    st.markdown(f"**{room.following} following · {room.exploring} exploring**")
 
 
 def vote_chart(question: Question, key: str) -> None:
@@ -580,7 +536,7 @@ def vote_chart(question: Question, key: str) -> None:
 
     @st.fragment(run_every=TEACHER_POLL_SECONDS)
     def votes() -> None:
-        counts = tally(key)
+        counts, style = tally(key), figure_style()
         if question.choices is None and not counts:
             st.caption("No votes yet.")
             return
@@ -590,17 +546,10 @@ def vote_chart(question: Question, key: str) -> None:
         values = [counts.get(str(label), 0) for label in labels]
         title = f"{sum(values)} vote{'s' if sum(values) != 1 else ''}"
         if question.choices is not None:  # lettered A, B, … as the presenter lists the choices
-            fig = figures.vote_bars(question.choices, values, title=title, style=figure_style())
+            fig = figures.vote_bars(question.choices, values, title=title, style=style)
         else:
-            fig = figures.bars(
-                {"votes": values},
-                labels,
-                title=title,
-                value_name="students",
-                decimals=0,
-                extra_height=0,
-                style=figure_style(),
-            )
+            more = {"value_name": "students", "decimals": 0, "extra_height": 0}
+            fig = figures.bars({"votes": values}, labels, title=title, style=style, **more)
         st.plotly_chart(fig, key=f"{key}_votes", config={"displayModeBar": False}, width="stretch")
 
     votes()

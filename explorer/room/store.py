@@ -1,12 +1,8 @@
 """The live room's state and the wake-up that brings a teacher's move to the class.
 
-A teacher opens a room and gets a short code for the class and a secret token that stays in the teacher's
-session. Every write that moves the room or reveals an answer must carry the token; students only heartbeat
-and vote. Stores are bounded and forget a room after ``IDLE_SECONDS`` without a write.
-
-In order: the bounds, the few Redis commands in this process's memory (``MemoryDB``), the one store written
-against them (``RoomStore``: in Redis for several app processes, else in memory), and this process's students
-(``Wakener``), rerun when their room changes.
+A room has a short code for the class and a secret token for its teacher, which every move or reveal carries;
+students only heartbeat and vote. In order: the bounds, the few Redis commands in memory (``MemoryDB``), the one
+store written against them (``RoomStore``), and this process's students (``Wakener``), rerun when their room changes.
 """
 
 from __future__ import annotations
@@ -62,10 +58,6 @@ class Snapshot:
     exploring: int
 
 
-def new_code() -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
-
-
 def digest(token: str) -> str:
     """The token as stored: a store never holds the token itself."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -81,13 +73,6 @@ def normal_code(code: object) -> str | None:
         return None
     code = "".join(code.split()).upper()
     return code if len(code) == CODE_LENGTH and all(c in ALPHABET for c in code) else None
-
-
-def check_choice(choice: object) -> str:
-    choice = str(choice)
-    if len(choice) > MAX_CHOICE_CHARS:
-        raise ValueError(f"An answer has at most {MAX_CHOICE_CHARS} characters.")
-    return choice
 
 
 Listener = Callable[[str | None], None]
@@ -131,9 +116,6 @@ class MemoryDB:
     def hget(self, key: str, field: str) -> str | None:
         return self._hash(key).get(field)
 
-    def hmget(self, key: str, *fields: str) -> list[str | None]:
-        return [self._hash(key).get(field) for field in fields]
-
     def hgetall(self, key: str) -> dict[str, str]:
         return dict(self._hash(key))
 
@@ -145,15 +127,14 @@ class MemoryDB:
 
     def hsetnx(self, key: str, field: str, value: object) -> bool:
         found = self._hash(key, write=True)
-        if field in found:
-            return False
-        found[field] = str(value)
-        return True
+        new = field not in found
+        found.setdefault(field, str(value))
+        return new
 
     def hincrby(self, key: str, field: str, amount: int) -> int:
         found = self._hash(key, write=True)
-        found[field] = str(int(found.get(field, 0)) + amount)
-        return int(found[field])
+        found[field] = str(value := int(found.get(field, 0)) + amount)
+        return value
 
     def hdel(self, key: str, *fields: str) -> None:
         found = self._hash(key)
@@ -175,21 +156,15 @@ class MemoryDB:
 
 
 class RoomStore:
-    """The rooms of this server, in ``db``: a ``redis.Redis`` that decodes responses, shared by several app
-    processes (``ATTENTION_ROOMS_URL=redis://host:6379/0``), or a ``MemoryDB`` of this process alone. ``code`` is
-    a room's code; a ``token`` is its teacher's secret.
-
-    One room is a few hashes under ``room:CODE``: the token's digest, the version and the position (as JSON);
-    ``:seen``, each student's last heartbeat and whether they follow; ``:questions``, each question with votes
-    ("0") or revealed ("1"); and ``:votes:QUESTION``, each student's answer. Every write renews the keys' time to
-    live, so the store forgets a room ``IDLE_SECONDS`` after its last write. A move or a reveal is published on
-    ``CHANNEL``, which each process's listener hears (``on_change``)."""
+    """The rooms in ``db``: a decoding ``redis.Redis`` shared by several app processes, or this process's
+    ``MemoryDB``. A room is hashes under ``room:CODE`` (token digest, version, position as JSON), ``:seen``
+    (heartbeat and following), ``:questions`` ("0": has votes, "1": revealed) and ``:votes:QUESTION``; every
+    write renews their time to live (``IDLE_SECONDS``), and a move or a reveal is published on ``CHANNEL``."""
 
     def __init__(self, db=None, clock=time.time, listen_client=None):
-        """``listen_client`` holds Redis's subscription (without a read timeout; ``db`` by default)."""
         self.db = MemoryDB(clock) if db is None else db
         self._clock = clock
-        self._listen_client = listen_client or db
+        self._listen_client = listen_client or db  # holds Redis's subscription, without a read timeout
         self._listeners: list[Listener] = []
 
     @classmethod
@@ -202,9 +177,8 @@ class RoomStore:
         )
 
     def on_change(self, listener: Listener) -> None:
-        """``listener`` hears the code of every room moved or revealed in, by any process sharing the store, and
-        None when changes may have been missed (every room may have changed). The first one starts the hearing
-        (the process's one ``Wakener``, made as ``explorer.room`` is imported)."""
+        """``listener`` hears the code of every room moved or revealed in by any process sharing the store, and
+        None when changes may have been missed; the first one starts the hearing."""
         self._listeners.append(listener)
         if len(self._listeners) > 1:
             return
@@ -222,8 +196,7 @@ class RoomStore:
                 _LOG.exception("rooms: a change listener failed")
 
     def _listen(self) -> None:
-        """Hear the other processes' moves and reveals; after a lost connection, subscribe again and say that
-        every room may have changed."""
+        """Hear every process's moves and reveals; after a lost connection, subscribe again and say so."""
         import redis
 
         subscribed_before = False
@@ -232,14 +205,12 @@ class RoomStore:
                 pubsub = self._listen_client.pubsub()
                 pubsub.subscribe(CHANNEL)
                 while True:
-                    message = pubsub.get_message(timeout=5.0)
-                    if message is None:
-                        continue
-                    if message["type"] == "subscribe":
+                    message = pubsub.get_message(timeout=5.0) or {}  # {}: nothing within 5 s
+                    if message.get("type") == "subscribe":
                         if subscribed_before:  # changes made while the connection was lost were not heard
                             self._changed(None)
                         subscribed_before = True
-                    elif message["type"] == "message":
+                    elif message.get("type") == "message":
                         self._changed(message["data"])
             except (redis.RedisError, OSError) as error:
                 _LOG.warning("rooms: lost Redis (%s); subscribing again in 1 s", error)
@@ -255,8 +226,8 @@ class RoomStore:
         return pipe.execute()
 
     def _room(self, code: str, *reads: tuple, token: str | None = None, teacher: bool = False) -> list:
-        """The room's token digest and what ``reads`` read with it, after the checks of a read (or, with
-        ``teacher``, of the teacher's write)."""
+        """The room's token digest and what ``reads`` read, once the room is found (and, with ``teacher``, the
+        token is its teacher's)."""
         found = self._run(("hget", f"room:{code}", "token"), *reads)
         if found[0] is None:
             raise RoomGoneError(code)
@@ -265,8 +236,7 @@ class RoomStore:
         return found
 
     def _write(self, code: str, *commands: tuple, more: tuple[str, ...] = (), publish: bool = False) -> list:
-        """``commands``, then the room's keys (and the ``more`` keys) live on for ``IDLE_SECONDS``; a move or a
-        reveal is published."""
+        """``commands``, then the room's keys (and ``more``) live on for ``IDLE_SECONDS``; ``publish`` a move."""
         keys = [f"room:{code}", f"room:{code}:seen", f"room:{code}:questions", *more]
         renew = [("expire", key, IDLE_SECONDS) for key in keys] + [("hset", ROOMS, code, self._clock() + IDLE_SECONDS)]
         return self._run(*commands, *renew, *([("publish", CHANNEL, code)] if publish else []))
@@ -280,7 +250,7 @@ class RoomStore:
         if len(rooms) - len(gone) >= MAX_ROOMS:
             raise RoomFullError(f"This server has {MAX_ROOMS} rooms open; try again later.")
         for _ in range(100):
-            code = new_code()
+            code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
             if self._run(("hsetnx", f"room:{code}", "token", digest(token)))[0]:
                 self._write(code, ("hset", f"room:{code}", "version", 0), *(("hdel", ROOMS, c) for c in gone))
                 return code, token
@@ -288,25 +258,18 @@ class RoomStore:
 
     def snapshot(self, code: str) -> Snapshot:
         """The room now; raises ``RoomGoneError``."""
-        (token, version, position), seen, questions = self._run(
-            ("hmget", f"room:{code}", "token", "version", "position"),
-            ("hgetall", f"room:{code}:seen"),
-            ("hgetall", f"room:{code}:questions"),
-        )
-        if token is None:
-            raise RoomGoneError(code)
+        room = f"room:{code}"
+        reads = ("hgetall", room), ("hgetall", f"{room}:seen"), ("hgetall", f"{room}:questions")
+        _, found, seen, questions = self._room(code, *reads)
         now = self._clock()
         present = [follows == "1" for at, follows in map(str.split, seen.values()) if now - float(at) <= ACTIVE_SECONDS]
         revealed = frozenset(question for question, state in questions.items() if state == "1")
-        position = json.loads(position) if position else None
-        return Snapshot(int(version or 0), position, revealed, sum(present), len(present) - sum(present))
+        position = json.loads(found["position"]) if found.get("position") else None
+        return Snapshot(int(found.get("version") or 0), position, revealed, sum(present), len(present) - sum(present))
 
     def version(self, code: str) -> int:
         """The room's version alone, the cheap read; raises ``RoomGoneError``."""
-        token, version = self._run(("hmget", f"room:{code}", "token", "version"))[0]
-        if token is None:
-            raise RoomGoneError(code)
-        return int(version or 0)
+        return int(self._room(code, ("hget", f"room:{code}", "version"))[1] or 0)
 
     def is_teacher(self, code: str, token: str) -> bool:
         """Whether ``token`` is the room's teacher's; raises ``RoomGoneError``."""
@@ -322,9 +285,8 @@ class RoomStore:
     def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
         """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
         questions = f"room:{code}:questions"
-        _, state, asked = self._room(
-            code, ("hget", questions, question), ("hlen", questions), token=token, teacher=True
-        )
+        reads = ("hget", questions, question), ("hlen", questions)
+        _, state, asked = self._room(code, *reads, token=token, teacher=True)
         if revealed:
             room_for_question(state, asked)
             changes = [("hset", questions, question, "1")]
@@ -333,8 +295,7 @@ class RoomStore:
         self._write(code, *changes, ("hincrby", f"room:{code}", "version", 1), publish=True)
 
     def heartbeat(self, code: str, student: str, following: bool) -> None:
-        """A student is here, following the teacher or exploring; raises ``RoomFullError`` for a new student
-        beyond ``MAX_STUDENTS``."""
+        """A student is here, following or exploring; ``RoomFullError`` for a new one beyond ``MAX_STUDENTS``."""
         seen = f"room:{code}:seen"
         _, known = self._room(code, ("hget", seen, student))
         now = self._clock()
@@ -348,7 +309,8 @@ class RoomStore:
 
     def vote(self, code: str, student: str, question: str, choice: str) -> None:
         """A present student's answer to a question not yet revealed; a later vote replaces it."""
-        choice = check_choice(choice)
+        if len(choice := str(choice)) > MAX_CHOICE_CHARS:
+            raise ValueError(f"An answer has at most {MAX_CHOICE_CHARS} characters.")
         questions, votes = f"room:{code}:questions", f"room:{code}:votes:{question}"
         reads = ("hget", f"room:{code}:seen", student), ("hget", questions, question), ("hlen", questions)
         _, present, state, asked = self._room(code, *reads)
@@ -362,7 +324,7 @@ class RoomStore:
         return dict(collections.Counter(self._room(code, ("hgetall", f"room:{code}:votes:{question}"))[1].values()))
 
     def vote_of(self, code: str, student: str, question: str) -> str | None:
-        """The student's vote on a question (None: none), for their new session after a reload or in a new tab."""
+        """The student's vote on a question (None: none), for their session after a reload or in a new tab."""
         return self._room(code, ("hget", f"room:{code}:votes:{question}", student))[1]
 
 
@@ -372,14 +334,10 @@ def room_for_question(state: str | None, asked: int) -> None:
         raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
 
 
-# This process's students in live rooms, and the wake-up that brings a teacher's move to them.
-#
-# A student's every run enrols its session (``enrol``). When the room changes, in this process or another
-# sharing Redis, the store's listener wakes each following student's session here: Streamlit reruns it as it
-# reruns a session whose source file changed (``runOnSave``). That run reads the room and moves the student.
-# Their runs take turns (``turn``): thirty runs sharing Python's one thread by time slices all end near the end,
-# while runs one after the other end one by one. A thread heartbeats every enrolled student whose browser is
-# still connected, for the teacher's counts, and forgets the sessions whose tabs closed.
+# This process's students: each run enrols its session; when its room changes (here or in another process) the
+# store's listener reruns each following student's session, as Streamlit's ``runOnSave`` does, and the woken runs
+# take turns (thirty runs sharing Python's thread by time slices all end late; one after another end one by one).
+# A thread heartbeats every enrolled student whose browser is connected and forgets closed tabs.
 
 
 HEARTBEAT_SECONDS = 2.0  # well inside the store's ACTIVE_SECONDS
@@ -396,11 +354,10 @@ class Member:
 
 
 class Wakener:
-    """The enrolled sessions of one process (by Streamlit session id) and their wake-ups."""
+    """The enrolled sessions of one process (by Streamlit session id) and their wake-ups. ``rerun(session_id,
+    fragment_id)`` reruns a session (that fragment alone, when given); ``active(session_id)``: its browser is on."""
 
     def __init__(self, store: RoomStore, rerun=None, active=None):
-        """``rerun(session_id, fragment_id)`` reruns a session (only that fragment, when given);
-        ``active(session_id)``: whether its browser is still connected (tests pass their own)."""
         # No lock: every method changes these in single steps (one dict or set operation, which the interpreter
         # does whole), and a session's entries change only by its own runs, its wake-up and the heartbeat.
         self._store = store
@@ -414,24 +371,22 @@ class Wakener:
         store.on_change(self.changed)
 
     def enrol(self, session_id: str, code: str, student: str, following: bool, page: str = "") -> None:
-        """A student's run on ``page``: note the session, and heartbeat now when it is new here or changed its
-        mind."""
-        member = Member(code, student, following, page)
+        """A student's run on ``page``: note it, and heartbeat now when it is new here or changed its mind."""
         known = self._members.get(session_id)
-        member.fragment = known.fragment if known and known.page == page else ""
-        self._members[session_id] = member
+        fragment = known.fragment if known and known.page == page else ""
+        self._members[session_id] = Member(code, student, following, page, fragment)
         if self._unstarted.pop("heartbeat", False):
             # renews every enrolled student's presence in the store, whether or not the room moves
             threading.Thread(target=self._beat_forever, name="rooms-heartbeat", daemon=True).start()
         if known is None or (known.code, known.student, known.following) != (code, student, following):
             self._store.heartbeat(code, student, following)
 
-    def page_fragment(self, session_id: str, fragment_id: str) -> None:
+    def page_fragment(self, session_id: str | None, fragment_id: str) -> None:
         member = self._members.get(session_id)
         if member is not None:
             member.fragment = fragment_id
 
-    def leave(self, session_id: str) -> None:
+    def leave(self, session_id: str | None) -> None:
         self._members.pop(session_id, None)
         self._delivered.pop(session_id, None)
 
@@ -439,9 +394,8 @@ class Wakener:
         return self._members.copy()
 
     def changed(self, code: str | None) -> None:
-        """Room ``code`` moved or revealed (None: any room may have): wake its following students here. A
-        student on the Live room page or the teacher's page reruns only the page's fragment (which reruns the
-        whole app when the move needs it); the others rerun the whole app."""
+        """Room ``code`` moved or revealed (None: any may have): wake its following students here, only the page's
+        fragment for those on the Live room page or the teacher's page, the whole app for the others."""
         snapshots: dict[str, Snapshot | None] = {}
         for session_id, member in self.members().items():
             if not member.following or code not in (None, member.code):
@@ -458,16 +412,15 @@ class Wakener:
             self._rerun(session_id, member.fragment if in_page else "")
 
     def woke(self, session_id: str, snapshot: Snapshot | None = None) -> None:
-        """The session's next run is one this wakener started: it takes a turn, and reads the room from
-        ``snapshot`` (read once for all the room's students here) rather than from the store."""
+        """The session's next run is one this wakener started: it takes a turn and reads ``snapshot``, read once
+        for all the room's students here."""
         self._woken.add(session_id)
         if snapshot is not None:
             self._delivered[session_id] = snapshot
 
     def delivered(self, session_id: str, code: str) -> Snapshot | None:
-        """The room as read when this session was last woken, if its run has not taken it yet: a class woken by
-        one move costs the store one read, not one per student. A snapshot lags the store only by a change
-        whose wake-up is on its way, and that wake-up brings the newer one."""
+        """The room as read when this session was last woken, if its run has not taken it yet: one read per move,
+        not one per student. It lags the store only by a change whose wake-up, with a newer one, is on its way."""
         snapshot = self._delivered.pop(session_id, None)
         member = self._members.get(session_id)
         return snapshot if member is not None and member.code == code else None
@@ -475,12 +428,11 @@ class Wakener:
     @contextlib.contextmanager
     def turn(self, session_id: str | None) -> Iterator[None]:
         """Around a session's run: a run this wakener started waits for its turn, one at a time."""
-        try:
+        turns = contextlib.nullcontext()
+        with contextlib.suppress(KeyError):
             self._woken.remove(session_id)  # one step: a wake-up that lands meanwhile is not lost
-            woken = True
-        except KeyError:
-            woken = False
-        with self._turns.turn() if woken else contextlib.nullcontext():
+            turns = self._turns.turn()
+        with turns:
             yield
 
     def beat(self) -> None:
