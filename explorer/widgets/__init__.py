@@ -245,8 +245,32 @@ from explorer.widgets.sidebar import sidebar  # noqa: E402
 from explorer.widgets.steps import Steps, finish_run, show_code  # noqa: E402
 
 __all__ = [
-    "Panel", "Steps", "ask", "book_caption", "chart", "draw", "dropout_setting", "explain_cell", "finish_run",
-    "guard", "outside_model", "page_stylesheet", "panel", "progress", "run_page", "show_alignment",
-    "show_bottleneck", "show_code", "show_every_head", "show_summaries", "side_by_side", "sidebar", "style",
-    "stylesheet", "table", "token_vectors", "truncation_notice", "weights_caption"
-]  # fmt: skip
+    "Panel",
+    "Steps",
+    "ask",
+    "book_caption",
+    "chart",
+    "draw",
+    "dropout_setting",
+    "explain_cell",
+    "finish_run",
+    "guard",
+    "outside_model",
+    "page_stylesheet",
+    "panel",
+    "progress",
+    "run_page",
+    "show_alignment",
+    "show_bottleneck",
+    "show_code",
+    "show_every_head",
+    "show_summaries",
+    "side_by_side",
+    "sidebar",
+    "style",
+    "stylesheet",
+    "table",
+    "token_vectors",
+    "truncation_notice",
+    "weights_caption",
+]
