@@ -9,7 +9,8 @@ With ``?present=1``, on every page and step, for the book's example and sentence
   overlaps a plot area (its own or a neighbouring chart's);
 * no two value labels printed in a chart overlap or touch, none sticks out of its chart, and none is cut
   off by the plot area it is clipped to;
-* a highlighted (outlined) row keeps its tick label.
+* a highlighted (outlined) row keeps its tick label;
+* every heatmap's colour scale tells the truth (``test_scales``).
 
 One page load walks all of a page's steps with the stepper, measuring each.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import stepped_pages
+from test_scales import READ_SCALES, scale_problems
 
 pytestmark = pytest.mark.browser
 
@@ -75,6 +77,7 @@ def walk_presenter(app_page, spec, sentence: str | None) -> tuple[list[str], dic
         step, total = app_page.step()
         measured = measure(app_page)
         found += problems(measured, f"{spec.stem} step {step}/{total}")
+        found += scale_problems(app_page.page.evaluate(READ_SCALES), f"{spec.stem} step {step}/{total}")
         bottoms += [c["bottom"] for c in measured["charts"]]
         if step == total:
             return found, {"steps": total, "max_chart_bottom": max(bottoms, default=0.0)}

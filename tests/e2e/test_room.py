@@ -34,8 +34,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 # How long a move may take before the test calls it lost: a functional bound, far above the second the issue
 # asks for. The times themselves are printed and written to artifacts/e2e/room_times.jsonl (BENCHMARKS.md, "A live
-# room"): on this 2-core machine four Chromiums paint each move at once, which a class's own devices do not.
-LOST_SECONDS = 10.0
+# room"): on this 2-core machine four Chromiums paint each move at once, which a class's own devices do not, and
+# under a load average near 18 (the suite beside other work) 10 s was seen to run out.
+LOST_SECONDS = 20.0
 WATCH = """([name, kind, arg]) => {
   const tests = {
     shows: ([step, title, sentence]) => {  // a student's page shows this step of this page (and sentence)
