@@ -103,7 +103,7 @@ def following() -> bool:
 
 def app_pages(chapter: tuple, live: tuple) -> list:
     """After joining the link's room: copies of the ``chapter``'s and the ``live`` room's ``st.Page``s, made once
-    (each checks its file), the live room's listed for a student in a room alone."""
+    (each checks its file), the live room's listed for a student alone."""
     join_from_link()
     key = (id(chapter), id(live), is_student())
     if key not in _PROTOTYPES:
@@ -148,11 +148,13 @@ def follow(on: bool) -> None:
         st.session_state.pop(SEEN, None)
 
 
-def leave(message: str) -> None:
-    """Leave the room, saying why; the student's sentence and settings stay as they are."""
+def leave(message: str = "") -> None:
+    """Leave the room, saying why (a teacher's "Close the room": its students find it until it expires); the
+    sentence and settings stay as they are."""
     for key in (CODE, TOKEN, FOLLOWING, SEEN, APPLIED, PUBLISHED):
         st.session_state.pop(key, None)
-    st.session_state[MESSAGE] = message
+    if message:
+        st.session_state[MESSAGE] = message
     WAKENER.leave(patches.session_id())  # (None outside a script run: nothing to forget)
 
 
@@ -169,40 +171,34 @@ def open_room() -> None:
         st.session_state[MESSAGE] = str(error)
 
 
-def close_room() -> None:
-    """This teacher stops using the room; its students find it until it expires."""
-    for key in (CODE, TOKEN, PUBLISHED):
-        st.session_state.pop(key, None)
-
-
 def saved(cookie: str) -> str | None:
     """A cookie as the browser sent it when this session connected (None: none)."""
     value = st.context.cookies.get(cookie)
     return value if isinstance(value, str) else None  # (a test's AppTest has no browser, and no cookies)
 
 
-def resume_teacher(presenting: bool) -> bool:
+def resume_teacher(presenting: bool) -> None:
     """Once per session, in presenter mode without a room in the link: take back the room whose token the browser
-    kept (after a restart or a reload). True when it did."""
+    kept (after a restart or a reload)."""
     state = st.session_state
     if state.get(ROOM_COOKIE_READ):
-        return False
+        return
     state[ROOM_COOKIE_READ] = True
     held = state[COOKIE_HELD] = saved(TEACHER_COOKIE)
     if not held or code() is not None or not presenting:
-        return False
+        return
     saved_code, _, token = held.partition(".")
     try:
         if normal_code(saved_code) != saved_code or not STORE.is_teacher(saved_code, token):
-            return False
+            return
     except RoomGoneError:
         state[MESSAGE] = (
             f"Room {saved_code} is no longer open: the server restarted without a shared store, or the room was idle "
             f"for {IDLE_SECONDS // 3600} hours. Open a new one from the sidebar."
         )
-        return False
+        return
     state[CODE], state[TOKEN] = saved_code, token
-    return True
+    state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
 
 
 def publish(url_path: str, params: dict[str, str]) -> None:
@@ -231,17 +227,17 @@ def reveal(question: str, on: bool = True) -> None:
 
 def revealed_by_teacher(question: str) -> bool | None:
     """For the room's teacher, whether ``question`` is revealed as the room holds it (None: not its teacher)."""
-    return _read_room(lambda room: question in STORE.snapshot(room).revealed, None) if is_teacher() else None
+    return _read_room(is_teacher(), lambda room: question in STORE.snapshot(room).revealed, None)
 
 
 def tally(question: str) -> dict[str, int]:
-    return _read_room(lambda room: STORE.tally(room, question), {}) if is_teacher() else {}
+    return _read_room(is_teacher(), lambda room: STORE.tally(room, question), {})
 
 
-def _read_room(read, default):
-    """``read(code)`` of this session's room, or ``default`` when the room has closed."""
+def _read_room(allowed: bool, read, default):
+    """``read(code)`` of this session's room if ``allowed``, else (or when the room has closed) ``default``."""
     try:
-        return read(code())
+        return read(code()) if allowed else default
     except RoomGoneError:
         return default
 
@@ -253,8 +249,7 @@ def follow_teacher(pages: dict, url_path: str) -> None:
     """Before any widget: read the room; a student who follows opens the teacher's link on the Live room page, or
     switches there from another page; one who stopped following there switches to the page it showed. A move
     counts as made only on the Live room page: a dropped switch is made again. ``pages``: URL path -> ``st.Page``."""
-    if resume_teacher(presenter()):
-        st.session_state[RESUMED] = True  # not a toast: it lay over the stepper's Next for seconds
+    resume_teacher(presenter())
     if not is_student():
         return
     read(url_path)
@@ -402,8 +397,7 @@ def vote(question: str, choice: object) -> None:
 
 def own_vote(question: str) -> str | None:
     """A student's vote on ``question`` as the room holds it (None: none), for a new session of the same browser."""
-    vote_of = functools.partial(STORE.vote_of, student=st.session_state.get(STUDENT), question=question)
-    return _read_room(vote_of, None) if is_student() else None
+    return _read_room(is_student(), lambda room: STORE.vote_of(room, st.session_state[STUDENT], question), None)
 
 
 def revealed_here(question: str) -> bool | None:
@@ -484,7 +478,7 @@ def teacher_panel() -> None:
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(room, link)
     teacher_counts()
-    st.button("Close the room", key="room_close", type="tertiary", on_click=close_room)
+    st.button("Close the room", key="room_close", type="tertiary", on_click=leave)
     st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
     st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
 

@@ -93,8 +93,8 @@ class MemoryDB:
         self.subscribers: list[Listener] = []
 
     def run(self, commands: Iterable[tuple]) -> list:
-        """Commands such as ("hget", key, field) as one step, as a Redis transaction runs them; then the
-        subscribers hear what was published (outside the lock: a subscriber reads the store)."""
+        """Commands as one step, as a Redis transaction; then the subscribers hear what was published (outside the
+        lock: a subscriber reads the store)."""
         with self._lock:
             self._now = self._clock()
             if self._now >= self._sweep_at:  # every expired key is forgotten once a minute, a command's at once
@@ -118,9 +118,6 @@ class MemoryDB:
 
     def hgetall(self, key: str) -> dict[str, str]:
         return dict(self._hash(key))
-
-    def hlen(self, key: str) -> int:
-        return len(self._hash(key))
 
     def hset(self, key: str, field: str, value: object) -> None:
         self._hash(key, write=True)[field] = str(value)
@@ -164,7 +161,7 @@ class RoomStore:
     def __init__(self, db=None, clock=time.time, listen_client=None):
         self.db = MemoryDB(clock) if db is None else db
         self._clock = clock
-        self._listen_client = listen_client or db  # holds Redis's subscription, without a read timeout
+        self._listen_client = listen_client or db  # Redis's subscription, without a read timeout
         self._listeners: list[Listener] = []
 
     @classmethod
@@ -226,8 +223,8 @@ class RoomStore:
         return pipe.execute()
 
     def _room(self, code: str, *reads: tuple, token: str | None = None, teacher: bool = False) -> list:
-        """The room's token digest and what ``reads`` read, once the room is found (and, with ``teacher``, the
-        token is its teacher's)."""
+        """The room's token digest and what ``reads`` read; raises unless the room is found (with ``teacher``: and
+        the token is its teacher's)."""
         found = self._run(("hget", f"room:{code}", "token"), *reads)
         if found[0] is None:
             raise RoomGoneError(code)
@@ -285,10 +282,9 @@ class RoomStore:
     def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
         """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
         questions = f"room:{code}:questions"
-        reads = ("hget", questions, question), ("hlen", questions)
-        _, state, asked = self._room(code, *reads, token=token, teacher=True)
+        _, asked = self._room(code, ("hgetall", questions), token=token, teacher=True)
         if revealed:
-            room_for_question(state, asked)
+            room_for_question(question, asked)
             changes = [("hset", questions, question, "1")]
         else:  # asked again: a fresh vote
             changes = [("hdel", questions, question), ("delete", f"room:{code}:votes:{question}")]
@@ -312,11 +308,10 @@ class RoomStore:
         if len(choice := str(choice)) > MAX_CHOICE_CHARS:
             raise ValueError(f"An answer has at most {MAX_CHOICE_CHARS} characters.")
         questions, votes = f"room:{code}:questions", f"room:{code}:votes:{question}"
-        reads = ("hget", f"room:{code}:seen", student), ("hget", questions, question), ("hlen", questions)
-        _, present, state, asked = self._room(code, *reads)
-        if present is None or state == "1":
+        _, present, asked = self._room(code, ("hget", f"room:{code}:seen", student), ("hgetall", questions))
+        if present is None or asked.get(question) == "1":
             return
-        room_for_question(state, asked)
+        room_for_question(question, asked)
         self._write(code, ("hsetnx", questions, question, "0"), ("hset", votes, student, choice), more=(votes,))
 
     def tally(self, code: str, question: str) -> dict[str, int]:
@@ -328,9 +323,9 @@ class RoomStore:
         return self._room(code, ("hget", f"room:{code}:votes:{question}", student))[1]
 
 
-def room_for_question(state: str | None, asked: int) -> None:
-    """Room for one more question (``state`` None: new) beside the ``asked`` ones, or ``RoomFullError``."""
-    if state is None and asked >= MAX_QUESTIONS:
+def room_for_question(question: str, asked: dict[str, str]) -> None:
+    """Room for ``question`` beside the ``asked`` ones, or ``RoomFullError``."""
+    if question not in asked and len(asked) >= MAX_QUESTIONS:
         raise RoomFullError(f"A room holds at most {MAX_QUESTIONS} questions.")
 
 
@@ -358,8 +353,7 @@ class Wakener:
     fragment_id)`` reruns a session (that fragment alone, when given); ``active(session_id)``: its browser is on."""
 
     def __init__(self, store: RoomStore, rerun=None, active=None):
-        # No lock: every method changes these in single steps (one dict or set operation, which the interpreter
-        # does whole), and a session's entries change only by its own runs, its wake-up and the heartbeat.
+        # No lock: each change is one dict or set operation, which the interpreter does whole
         self._store = store
         self._members: dict[str, Member] = {}
         self._rerun = rerun or rerun_session
@@ -412,15 +406,14 @@ class Wakener:
             self._rerun(session_id, member.fragment if in_page else "")
 
     def woke(self, session_id: str, snapshot: Snapshot | None = None) -> None:
-        """The session's next run is one this wakener started: it takes a turn and reads ``snapshot``, read once
-        for all the room's students here."""
+        """The session's next run is one this wakener started: it takes a turn and reads ``snapshot``."""
         self._woken.add(session_id)
         if snapshot is not None:
             self._delivered[session_id] = snapshot
 
     def delivered(self, session_id: str, code: str) -> Snapshot | None:
         """The room as read when this session was last woken, if its run has not taken it yet: one read per move,
-        not one per student. It lags the store only by a change whose wake-up, with a newer one, is on its way."""
+        not one per student; a newer one's wake-up is on its way."""
         snapshot = self._delivered.pop(session_id, None)
         member = self._members.get(session_id)
         return snapshot if member is not None and member.code == code else None

@@ -206,9 +206,6 @@ def warm_up() -> None:
     """Import what later pages need, then freeze everything imported so far out of the collector's reach."""
     for name in LATER_MODULES:
         importlib.import_module(name)
-    import plotly.graph_objects  # noqa: F401  Streamlit imported it at start; frozen with the others
-    import torch  # noqa: F401
-
     gc.collect()
     gc.freeze()
 
