@@ -155,7 +155,7 @@ def leave(message: str = "") -> None:
         st.session_state.pop(key, None)
     if message:
         st.session_state[MESSAGE] = message
-    WAKENER.leave(patches.session_id())  # (None outside a script run: nothing to forget)
+    WAKENER.leave(patches.session_id())
 
 
 # The teacher: the room, its publication, its reveals and counts
@@ -279,7 +279,7 @@ def follow_in_page(url_path: str) -> Iterator[None]:
     """Around the page's fragment, which the wakener learns: a move it alone draws is made here, another reruns
     the whole app; a run the room woke takes its turn."""
     if is_student() and (fragment_id := patches.current_fragment_id()):
-        WAKENER.page_fragment(patches.session_id(), fragment_id)  # (no session id: no member, nothing to note)
+        WAKENER.page_fragment(patches.session_id(), fragment_id)
     with turn():
         if arrive_in_page(url_path):
             keep_turn()
@@ -299,12 +299,8 @@ def read(url_path: str) -> None:
     state, session_id, room = st.session_state, patches.session_id(), code()
     seen_version = state.get(SEEN, (-1,))[0]  # -1: not read yet
     try:
-        if session_id is None:
-            STORE.heartbeat(room, state[STUDENT], following())
-            snapshot = None
-        else:
-            WAKENER.enrol(session_id, room, state[STUDENT], following(), url_path)
-            snapshot = WAKENER.delivered(session_id, room)
+        WAKENER.enrol(session_id, room, state[STUDENT], following(), url_path)
+        snapshot = WAKENER.delivered(session_id, room)
         if snapshot is None:
             if STORE.version(room) == seen_version:
                 return
@@ -373,7 +369,7 @@ def address(params: dict[str, str]) -> dict[str, str]:
 
 def keep_turn() -> None:
     """A run the wakener started goes on in a new run (another page, or the whole app): it keeps its turn."""
-    if is_student() and patches.session_id() is not None:
+    if is_student():
         WAKENER.woke(patches.session_id())
 
 
