@@ -105,7 +105,7 @@ def app_pages(chapter: tuple, live: tuple) -> list:
     """After joining the link's room: copies of the ``chapter``'s and the ``live`` room's ``st.Page``s, made once
     (each checks its file), the live room's listed for a student alone."""
     join_from_link()
-    key = (id(chapter), id(live), is_student())
+    key = (repr(chapter), repr(live), is_student())  # not ids: each run of the entry script makes new tuples
     if key not in _PROTOTYPES:
         listed = [st.Page(page, title=title, icon=icon, **options) for page, title, icon, options in chapter]
         script, name, symbol, more = live
@@ -115,7 +115,7 @@ def app_pages(chapter: tuple, live: tuple) -> list:
     return [copy.copy(page) for page in _PROTOTYPES[key]]  # a page's "may run" flag is each run's own
 
 
-_PROTOTYPES: dict[tuple, tuple] = {}  # (the chapter's id, the live page's id, a student's?) -> its pages
+_PROTOTYPES: dict[tuple, tuple] = {}  # (the chapter, the live page, a student's?) -> its pages
 
 
 def join_from_link() -> None:
