@@ -16,7 +16,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from explorer.runtime.memory import TurnQueue
@@ -418,15 +418,13 @@ class Wakener:
         member = self._members.get(session_id)
         return snapshot if member is not None and member.code == code else None
 
-    @contextlib.contextmanager
-    def turn(self, session_id: str | None) -> Iterator[None]:
+    def turn(self, session_id: str | None) -> contextlib.AbstractContextManager:
         """Around a session's run: a run this wakener started waits for its turn, one at a time."""
-        turns = contextlib.nullcontext()
-        with contextlib.suppress(KeyError):
+        try:
             self._woken.remove(session_id)  # one step: a wake-up that lands meanwhile is not lost
-            turns = self._turns.turn()
-        with turns:
-            yield
+        except KeyError:
+            return contextlib.nullcontext()
+        return self._turns.turn()
 
     def beat(self) -> None:
         """One round of heartbeats; a closed tab's session is forgotten, a closed room's is woken to say so."""
