@@ -393,7 +393,7 @@ def vote(question: str, choice: object) -> None:
 
 def own_vote(question: str) -> str | None:
     """A student's vote on ``question`` as the room holds it (None: none), for a new session of the same browser."""
-    return _read_room(is_student(), lambda room: STORE.vote_of(room, st.session_state[STUDENT], question), None)
+    return _read_room(is_student(), lambda room: STORE.vote_of(room, st.session_state.get(STUDENT), question), None)
 
 
 def revealed_here(question: str) -> bool | None:
