@@ -245,25 +245,17 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
     raise ValueError(f"no words for a {kind!r} cell")
 
 
-def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled: bool = False) -> Cells:
-    """ω_ij = q^(i) · k^(j) (÷ √d_k with ``scaled``) from (T, d) queries and keys."""
+def scores(queries, keys, pieces: Sequence[str], *, code: str, notation: Notation, scaled=False, mask=None) -> Cells:
+    """ω_ij = q^(i) · k^(j) (÷ √d_k with ``scaled``) from (T, d) queries and keys; where ``mask`` (T, T) is True, a
+    future key's dot product is computed, then replaced by −∞."""
 
     def derive(row: int, col: int):
-        return attention.derivations.score(_f64(queries), _f64(keys), row, col, scaled=scaled)
+        found = attention.derivations.score(_f64(queries), _f64(keys), row, col, scaled=scaled)
+        if mask is None or not mask[row, col]:
+            return found
+        return replace(found, value=-math.inf, details={**found.details, "masked": True})
 
     return Cells(derive, notation, code, tuple(pieces), tuple(pieces))
-
-
-def masked_scores(found: Cells, mask) -> Cells:
-    """Scores with −∞ above the diagonal: a future key's dot product is computed, then replaced by −∞."""
-
-    def derive(row: int, col: int):
-        derivation = found.derive(row, col)
-        if not mask[row, col]:
-            return derivation
-        return replace(derivation, value=-math.inf, details={**derivation.details, "masked": True})
-
-    return replace(found, derive=derive)
 
 
 def weights(scores_matrix, pieces: Sequence[str], *, code: str, notation: Notation, masked=None) -> Cells:

@@ -149,10 +149,9 @@ def scores_with_minus_infinity():
     )
     widgets.book_caption(settings, "causal", where=text)
     code, notation = "attn_scores.masked_fill_(", Notation("masked")
-    found = cells.scores(first.queries, first.keys, pieces, code=code, notation=notation)
     with plot:
         title = "masked = attn_scores, −∞ where masked"
-        explain = cells.masked_scores(found, data.mask)
+        explain = cells.scores(first.queries, first.keys, pieces, code=code, notation=notation, mask=data.mask)
         draw(data.masked_scores, title, "masked-scores", explain, value_name="score", kind="signed", masked=mask)
     with text:
         widgets.explain_cell()

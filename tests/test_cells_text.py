@@ -107,12 +107,10 @@ def test_context_and_projection_entries():
 
 def test_masked_scores_say_minus_infinity():
     mask = attention.causal_mask(6).numpy()
-    found = view_cells.scores(X, X, PIECES, code="", notation=Notation("masked"))
-    from explorer.cells import masked_scores
-
-    words, sums = masked_scores(found, mask).explain(0, 3)
+    found = view_cells.scores(X, X, PIECES, code="", notation=Notation("masked"), mask=mask)
+    words, sums = found.explain(0, 3)
     assert "−∞" in words and sums.endswith("masked: ω_14 → −∞")
-    assert masked_scores(found, mask).derive(0, 3).value == -np.inf
+    assert found.derive(0, 3).value == -np.inf
 
 
 @pytest.mark.parametrize("kind", ["score", "weight", "context", "projection", "dropped", "masked", "renorm"])

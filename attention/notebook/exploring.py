@@ -395,10 +395,8 @@ class Exploration:
     def _masked(self, item: int, head: int) -> Stage:
         pieces = self.labels[item]
         q, k = self._queries_keys(item, head)
-        found = cells.masked_scores(
-            cells.scores(q, k, pieces, code="masked_fill", notation=self._notation("attn_scores", item, head)),
-            self.head_mask(head),
-        )
+        notation = self._notation("attn_scores", item, head)
+        found = cells.scores(q, k, pieces, code="masked_fill", notation=notation, mask=self.head_mask(head))
         shown = self.scores[item, head].masked_fill(torch.as_tensor(self.head_mask(head)), -math.inf).numpy()
         panel = Panel(
             "masked_scores",

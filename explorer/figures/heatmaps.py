@@ -375,23 +375,16 @@ def cell_marks(spec: dict, *, row: int | None = None, col: int | None = None) ->
     if not offsets and heats:
         offsets = {_axes(heats[0]): 0}
     marks = []
-    for heat in heats:
-        if _axes(heat) in offsets:
-            local = None if col is None else col - offsets[_axes(heat)]
-            marks += _marks(heat, row, local, all_columns=col is None)
+    for heat in (h for h in heats if _axes(h) in offsets and (row, col) != (None, None)):
+        rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
+        local = None if col is None else col - offsets[_axes(heat)]
+        if not rows or not cols or (row is not None and row not in rows) or (col is not None and local not in cols):
+            continue
+        x0, x1 = (min(cols), max(cols)) if col is None else (local, local)
+        y0, y1 = (min(rows), max(rows)) if row is None else (row, row)
+        line = {"color": MARK_COLOUR, "width": 3 if None in (row, col) else 4}  # a cell's outline is bolder
+        marks.append(rect(x0 - 0.5, x1 + 0.5, y0 - 0.5, y1 + 0.5, line, xref=_axes(heat)[0], yref=_axes(heat)[1]))
     return marks
-
-
-def _marks(heat: dict, row: int | None, col: int | None, *, all_columns: bool) -> list[dict]:
-    rows, cols = list(heat.get("y") or ()), list(heat.get("x") or ())
-    if (row is None and all_columns) or not rows or not cols:
-        return []
-    if (row is not None and row not in rows) or (not all_columns and col not in cols):
-        return []
-    x0, x1 = (min(cols), max(cols)) if all_columns else (col, col)
-    y0, y1 = (min(rows), max(rows)) if row is None else (row, row)
-    line = {"color": MARK_COLOUR, "width": 3 if all_columns or row is None else 4}  # a cell's outline is bolder
-    return [rect(x0 - 0.5, x1 + 0.5, y0 - 0.5, y1 + 0.5, line, xref=_axes(heat)[0], yref=_axes(heat)[1])]
 
 
 # Heatmaps: a matrix with its rows as queries and its columns as keys.
