@@ -118,7 +118,7 @@ def test_kept_figures_hold_no_plotly_objects():
 
 def test_st_plotly_chart_gets_the_same_figure_from_the_json():
     drawn = shared(counted_heatmap, np.eye(3), ["<b>", "a", "a"], ["<b>", "a", "a"], title="w", masked=np.eye(3) > 0)
-    given = plotly.tools.return_figure_from_figure_or_data(drawn.chart, validate_figure=True)
+    given = plotly.tools.return_figure_from_figure_or_data(charts.EncodedFigure(drawn.spec), validate_figure=True)
     whole = plotly.tools.return_figure_from_figure_or_data(drawn.figure(), validate_figure=True)
     assert json.loads(pio.to_json(given, validate=False)) == json.loads(pio.to_json(whole, validate=False))
 
