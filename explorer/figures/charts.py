@@ -54,10 +54,11 @@ def chart(data: list[dict], title: str, style: FigureStyle, height: int, **props
     return figure(data, figure_layout(title, style, height, plot_bgcolor="rgba(0,0,0,0)", **props))
 
 
-def value_bars(x, y, text, style: FigureStyle, **props) -> dict:
-    """A bar trace with its values written outside its bars, in the cells' text size, never cut off by the axes."""
+def value_bars(x, y, text, style: FigureStyle, colour, **props) -> dict:
+    """A bar trace in ``colour`` (one, or one a bar) with its values written outside its bars, in the cells' text
+    size, never cut off by the axes."""
     written = {"text": text, "textposition": "outside", "textfont": {"size": style.cell_text_size}}
-    return {"type": "bar", "x": x, "y": y, **written, "cliponaxis": False, **props}
+    return {"type": "bar", "x": x, "y": y, "marker": {"color": colour}, **written, "cliponaxis": False, **props}
 
 
 def bars(
@@ -79,19 +80,17 @@ def bars(
     text_labels = token_labels(labels)
     shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
     meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
+    written = {"textangle": 0, "textposition": "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"}
     data = []
     for index, (name, series) in enumerate(values.items()):
         numbers = np.asarray(series, dtype=np.float64)
         if numbers.shape != (len(labels),):
             raise ValueError(f"series {name!r} has {numbers.size} values for {len(labels)} labels.")
-        finite = np.isfinite(numbers)
-        text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
-        trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
-        full = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        text = [f"{v:.{shown_decimals}f}" for v in numbers]  # "inf", "nan" as they are
         said = f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}{meaning_line}<extra></extra>"
-        trace.update(marker={"color": series_colour(index)}, customdata=full, hovertext=text_labels, hovertemplate=said)
-        trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
-        data.append(trace)
+        hover = {"customdata": [f"{v:.{decimals}f}" for v in numbers], "hovertext": text_labels, "hovertemplate": said}
+        y = np.where(np.isfinite(numbers), numbers, 0.0)
+        data.append(value_bars(x, y, text, style, series_colour(index), name=plain_label(name), **written, **hover))
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
         band = {"xref": "x", "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12}
@@ -272,11 +271,10 @@ def dot_product_bars(
     text_labels = token_labels(labels)
     written = [dot_product_text(query_vector, keys[j], data[j], query, j) for j in range(len(keys))]
     hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
-    small = len(labels) <= TEXT_CELL_LIMIT
     colours = [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]
-    bar = value_bars(list(range(len(labels))), data, [f"{v:.4f}" for v in data], style, textangle=0, showlegend=False)
-    bar.update(marker={"color": colours}, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
-    if not small:
+    said = {"hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "textangle": 0, "showlegend": False}
+    bar = value_bars(list(range(len(labels))), data, [f"{v:.4f}" for v in data], style, colours, **said)
+    if len(labels) > TEXT_CELL_LIMIT:  # hover has the values
         del bar["text"]
         bar["textposition"] = "none"
     return chart(
@@ -338,14 +336,13 @@ def head_summary_bars(
         raise ValueError("Every series needs one value per head.")
     num_heads = lengths.pop()
     heads = [f"head {k + 1}" for k in range(num_heads)]
+    kept = "both" if style.shrink_text else "none"  # on a phone, readable_width makes the room
     data = []
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
-        trace = value_bars(heads, values, [f"{v:.2f}" for v in values], style, name=plain_label(name))
-        trace["marker"] = {"color": series_colour(index)}
-        trace["constraintext"] = "both" if style.shrink_text else "none"  # readable_width makes the room
-        trace["hovertemplate"] = f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"
-        data.append(trace)
+        said = {"name": plain_label(name), "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"}
+        text = [f"{v:.2f}" for v in values]
+        data.append(value_bars(heads, values, text, style, series_colour(index), constraintext=kept, **said))
     return chart(
         data,
         title,
@@ -366,8 +363,8 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
     rows = list(range(len(choices)))
     most = max(counts, default=0)
-    bar = value_bars(list(counts), rows, [str(n) for n in counts], style, orientation="h", hovertext=labels)
-    bar.update(marker={"color": SERIES_COLOURS[0]}, hovertemplate="%{hovertext}: %{x} students<extra></extra>")
+    said = {"orientation": "h", "hovertext": labels, "hovertemplate": "%{hovertext}: %{x} students<extra></extra>"}
+    bar = value_bars(list(counts), rows, [str(n) for n in counts], style, SERIES_COLOURS[0], **said)
     students = {"range": [0, max(most, 1) * 1.15], "dtick": max(1, int(np.ceil(max(most, 1) / 5)))}
     return chart(
         [bar],
