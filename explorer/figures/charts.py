@@ -500,11 +500,6 @@ def code_diff(right_code: str, wrong_code: str) -> str:
     return "\n".join(shown)
 
 
-def hidden_cells(weights, future) -> np.ndarray:
-    """The cells a panel leaves blank as "masked": in the future and given exactly 0 (the code hid them)."""
-    return np.asarray(future, dtype=bool) & (np.asarray(weights) == 0)
-
-
 def right_and_wrong(
     right,
     wrong,
@@ -534,8 +529,8 @@ def right_and_wrong(
     fit = labels_that_fit(height, style)
     data, shapes = [], []
     for k, values in enumerate(matrices):
-        hidden = hidden_cells(values, future) | np.isnan(values)
-        view = fit_matrix(values, hidden, pieces, pieces, True, True, style)
+        masked = np.asarray(future, dtype=bool) & (values == 0)  # blank as "masked": future, and the code hid them
+        view = fit_matrix(values, masked | np.isnan(values), pieces, pieces, True, True, style)
         rows, cols = view.values.shape
         small = view.block == 1 and rows <= PANEL_TEXT_LIMIT and cols <= PANEL_TEXT_LIMIT
         x, y = subplot_axes(k)
@@ -546,8 +541,8 @@ def right_and_wrong(
         if small:
             trace.update(cell_text(trace["z"], view.hidden), textfont={"size": style.cell_text_size})
         data.append(trace)
-        data += _masked_words(view, values, future, k, style)
-        nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], k, style)
+        data += _masked_words(view, masked, x, y, style)
+        nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], x, y, style)
         data += nan_traces
         shapes += nan_shapes
         labels = view.tick_texts()[0]
@@ -567,26 +562,24 @@ def right_and_wrong(
     return figure(pick_layer(data, layout, apart=False) if pickable else data, layout)
 
 
-def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureStyle) -> list[dict]:
+def _masked_words(view, masked: np.ndarray, x: str, y: str, style: FigureStyle) -> list[dict]:
     """The word "masked" in blank future cells, when the panel is small enough for words."""
     if view.block > 1 or len(view.row_positions) > MASK_WORD_LIMIT:
         return []
-    ii, jj = np.nonzero(hidden_cells(values, future)[np.ix_(view.row_positions, view.col_positions)])
+    ii, jj = np.nonzero(masked[np.ix_(view.row_positions, view.col_positions)])
     if ii.size == 0:
         return []
-    x, y = subplot_axes(panel)
     hover = "masked: a later token, given weight 0"
     xs, ys = [view.col_positions[j] for j in jj], [view.row_positions[i] for i in ii]
     return [cell_words(xs, ys, "masked", hover, "#555555", style.label_size, name="masked", xaxis=x, yaxis=y)]
 
 
-def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
+def _nan_rows(view, nan_rows: np.ndarray, x: str, y: str, style: FigureStyle) -> tuple[list[dict], list[dict]]:
     """The label trace and the vermilion fills of each NaN row (or block holding one), labelled "NaN row" at its
     start (only a run's first where rows are too thin for a label each)."""
     positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
     if not positions:
         return [], []
-    x, y = subplot_axes(panel)
     x0, x1 = view.col_positions[0] - 0.5 * view.block, view.col_positions[-1] + 0.5 * view.block
     fill, half = {"fillcolor": NAN_FILL, "layer": "above", "xref": x, "yref": y}, 0.5 * view.block
     fills = [rect(x0, x1, p - half, p + half, {"color": NAN_LINE, "width": 2}, **fill) for p in positions]

@@ -173,9 +173,6 @@ if (!window.cellTouchHover) {
 HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to see how its number was made."
 
 
-UNREAD = object()  # a step's selection not read yet (from the link, by ``selection``)
-
-
 def _step_key() -> str:
     """The session-state key of this step's selected cell."""
     step = st.session_state.get(RUN_STEP, NO_STEP)
@@ -413,12 +410,8 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
     marks = []
     if explain is not None:  # a click read back and, once a cell is selected, marked
-        cell_key = _step_key()
-        if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
-            state.setdefault(RUN_CELLS, []).append((name, explain))
-        else:
-            marks = _marks(drawn.spec, explain, register(name, explain), name)
-        on_select = on_pick(key, partial(_pick_cell, cell_key, name, explain))
+        marks = _marks(drawn.spec, explain, register(name, explain), name)
+        on_select = on_pick(key, partial(_pick_cell, _step_key(), name, explain))
     picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     chart = EncodedFigure(drawn.spec, marks)
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
