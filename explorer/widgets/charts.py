@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import numpy as np
-import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
@@ -76,10 +75,6 @@ class Drawn:
     title: str
     alt: str = ""  # its text alternative for screen readers (``figures.figure_alt``)
     readable_width: int = 0  # the width its cell texts need (``figures.readable_width``); a phone scrolls to it
-
-    def figure(self) -> go.Figure:
-        """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
-        return go.Figure(json.loads(self.spec), _validate=False)
 
 
 def _frozen(value):
