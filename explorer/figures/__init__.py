@@ -143,7 +143,6 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
 
 
 def series_colour(index: int) -> str:
-    """The colour of a chart's ``index``-th series (or token), the palette repeating after eight."""
     return SERIES_COLOURS[index % len(SERIES_COLOURS)]
 
 
@@ -256,23 +255,19 @@ def subplot_grid(
 
 
 def paper_text(text: str, x: float, y: float, style: FigureStyle, xanchor: str, yanchor: str) -> dict:
-    """An annotation at (``x``, ``y``) in the figure's paper coordinates, in the style's font size."""
     said = {"text": text, "showarrow": False, "font": {"size": style.font_size}}
     return {"x": x, "y": y, "xref": "paper", "yref": "paper", **said, "xanchor": xanchor, "yanchor": yanchor}
 
 
 def rect(x0: float, x1: float, y0: float, y1: float, line: dict, **props) -> dict:
-    """A rectangle shape (an outline or a band) with its ``line``; ``props`` add its axes, fill ..."""
     return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": line, **props}
 
 
 def chosen_ticks(positions: Sequence, texts: Sequence[str], chosen: Sequence[int]) -> dict:
-    """An axis's ``tickvals`` and ``ticktext``: the labels ``chosen`` (indices) of ``positions`` and ``texts``."""
     return {"tickvals": [positions[i] for i in chosen], "ticktext": [texts[i] for i in chosen]}
 
 
 def subplot_axes(k: int) -> tuple[str, str]:
-    """The x and y axes subplot ``k`` (from 0) draws on: ("x", "y"), then ("x2", "y2"), ..."""
     suffix = "" if k == 0 else str(k + 1)
     return "x" + suffix, "y" + suffix
 
@@ -385,7 +380,6 @@ def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | No
 
 
 def figure_title(fig) -> str:
-    """A figure's title as text (plotly's escapes undone), "" if it has none."""
     return html.unescape(fig.layout.title.text or "")
 
 

@@ -594,7 +594,6 @@ def _nan_rows(view, nan_rows: np.ndarray, x: str, y: str, style: FigureStyle) ->
 
 
 def measure_rows(measures) -> list[dict[str, str]]:
-    """The measured consequences as table rows: what is measured, with the right code, with the mistake."""
     return [{"measured": m.label, "right": format_number(m.right), "wrong": format_number(m.wrong)} for m in measures]
 
 

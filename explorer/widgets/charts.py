@@ -169,7 +169,6 @@ HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to se
 
 
 def _step_key() -> str:
-    """The session-state key of this step's selected cell."""
     step = st.session_state.get(RUN_STEP, NO_STEP)
     return cell_key(step[0], step[1])
 
