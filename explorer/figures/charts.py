@@ -214,17 +214,16 @@ def lines(
         legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
         legend["font"] = {"size": style.tick_size}
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    y_axis = {"range": None if y_range is None else [float(y_range[0]), float(y_range[1])]}
+    scale = {True: {"type": "log", "dtick": 1}, False: {"type": "linear"}}
+    y_span = None if y_range is None else [float(y_range[0]), float(y_range[1])]
     return chart(
         data,
         title,
         style,
         style.min_height + (100 if measured else extra_height),
         legend=legend,
-        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks),
-        yaxis=axis(
-            style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None, **y_axis
-        ),
+        xaxis=axis(style, plain_label(x_title), **scale[log_x], **ticks),
+        yaxis=axis(style, plain_label(y_title), **scale[log_y], range=y_span),
         **(layout or {}),
     )
 
