@@ -539,10 +539,8 @@ def right_and_wrong(
         trace = view.trace(titles[k], {}, **props)
         if small:
             trace.update(cell_text(trace["z"], view.hidden), textfont={"size": style.cell_text_size})
-        data.append(trace)
-        data += _masked_words(view, masked, x, y, style)
         nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], x, y, style)
-        data += nan_traces
+        data += [trace, *_masked_words(view, masked, x, y, style), *nan_traces]
         shapes += nan_shapes
         labels = view.tick_texts()[0]
         ticks = tick_positions(len(labels), fit)
