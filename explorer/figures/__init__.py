@@ -352,13 +352,6 @@ def highlighted_rows(fig) -> list[int | None]:
     return [meta.get("highlight") if isinstance(meta, dict) else None for meta in metas]
 
 
-def _row_text(label: str, values) -> str:
-    first = np.asarray(values, float)[:ALT_ROW_VALUES]
-    shown = ", ".join("masked" if not np.isfinite(v) else f"{v:.3g}" for v in first)
-    more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
-    return f"Highlighted row {label}: {shown}{more}"
-
-
 def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | None] = ()) -> str:
     """What a screen reader says for a chart: its title, then what each trace shows, its size and its range, and
     the numbers of each heatmap's highlighted row (``highlights``, one per heatmap in order)."""
@@ -372,7 +365,10 @@ def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | No
             parts.append(f"Heatmap{name}: {size}, {_range(table['values'])}")
             row = next(highlights, None)
             if row is not None and 0 <= row < len(table["values"]):
-                parts.append(_row_text(rows[row] if row < len(rows) else str(row + 1), table["values"][row]))
+                values = np.asarray(table["values"][row], float)
+                shown = ", ".join("masked" if not np.isfinite(v) else f"{v:.3g}" for v in values[:ALT_ROW_VALUES])
+                more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
+                parts.append(f"Highlighted row {rows[row] if row < len(rows) else row + 1}: {shown}{more}")
         else:
             kind = "Bar chart" if table["type"] == "bar" else "Line"
             parts.append(f"{kind}{name}: {len(table['values'])} values, {_range(table['values'])}")
