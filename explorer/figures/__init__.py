@@ -143,7 +143,6 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
 
 
 def series_colour(index: int) -> str:
-    """The colour of a chart's ``index``-th series (or token), the palette repeating after eight."""
     return SERIES_COLOURS[index % len(SERIES_COLOURS)]
 
 
@@ -256,23 +255,19 @@ def subplot_grid(
 
 
 def paper_text(text: str, x: float, y: float, style: FigureStyle, xanchor: str, yanchor: str) -> dict:
-    """An annotation at (``x``, ``y``) in the figure's paper coordinates, in the style's font size."""
     said = {"text": text, "showarrow": False, "font": {"size": style.font_size}}
     return {"x": x, "y": y, "xref": "paper", "yref": "paper", **said, "xanchor": xanchor, "yanchor": yanchor}
 
 
 def rect(x0: float, x1: float, y0: float, y1: float, line: dict, **props) -> dict:
-    """A rectangle shape (an outline or a band) with its ``line``; ``props`` add its axes, fill ..."""
     return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": line, **props}
 
 
 def chosen_ticks(positions: Sequence, texts: Sequence[str], chosen: Sequence[int]) -> dict:
-    """An axis's ``tickvals`` and ``ticktext``: the labels ``chosen`` (indices) of ``positions`` and ``texts``."""
     return {"tickvals": [positions[i] for i in chosen], "ticktext": [texts[i] for i in chosen]}
 
 
 def subplot_axes(k: int) -> tuple[str, str]:
-    """The x and y axes subplot ``k`` (from 0) draws on: ("x", "y"), then ("x2", "y2"), ..."""
     suffix = "" if k == 0 else str(k + 1)
     return "x" + suffix, "y" + suffix
 
@@ -357,13 +352,6 @@ def highlighted_rows(fig) -> list[int | None]:
     return [meta.get("highlight") if isinstance(meta, dict) else None for meta in metas]
 
 
-def _row_text(label: str, values) -> str:
-    first = np.asarray(values, float)[:ALT_ROW_VALUES]
-    shown = ", ".join("masked" if not np.isfinite(v) else f"{v:.3g}" for v in first)
-    more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
-    return f"Highlighted row {label}: {shown}{more}"
-
-
 def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | None] = ()) -> str:
     """What a screen reader says for a chart: its title, then what each trace shows, its size and its range, and
     the numbers of each heatmap's highlighted row (``highlights``, one per heatmap in order)."""
@@ -377,7 +365,10 @@ def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | No
             parts.append(f"Heatmap{name}: {size}, {_range(table['values'])}")
             row = next(highlights, None)
             if row is not None and 0 <= row < len(table["values"]):
-                parts.append(_row_text(rows[row] if row < len(rows) else str(row + 1), table["values"][row]))
+                values = np.asarray(table["values"][row], float)
+                shown = ", ".join("masked" if not np.isfinite(v) else f"{v:.3g}" for v in values[:ALT_ROW_VALUES])
+                more = f" and {len(values) - ALT_ROW_VALUES} more" if len(values) > ALT_ROW_VALUES else ""
+                parts.append(f"Highlighted row {rows[row] if row < len(rows) else row + 1}: {shown}{more}")
         else:
             kind = "Bar chart" if table["type"] == "bar" else "Line"
             parts.append(f"{kind}{name}: {len(table['values'])} values, {_range(table['values'])}")
@@ -385,7 +376,6 @@ def figure_alt(title: str, tables: Sequence[dict], highlights: Sequence[int | No
 
 
 def figure_title(fig) -> str:
-    """A figure's title as text (plotly's escapes undone), "" if it has none."""
     return html.unescape(fig.layout.title.text or "")
 
 

@@ -54,10 +54,11 @@ def chart(data: list[dict], title: str, style: FigureStyle, height: int, **props
     return figure(data, figure_layout(title, style, height, plot_bgcolor="rgba(0,0,0,0)", **props))
 
 
-def value_bars(x, y, text, style: FigureStyle, **props) -> dict:
-    """A bar trace with its values written outside its bars, in the cells' text size, never cut off by the axes."""
+def value_bars(x, y, text, style: FigureStyle, colour, **props) -> dict:
+    """A bar trace in ``colour`` (one, or one a bar) with its values written outside its bars, in the cells' text
+    size, never cut off by the axes."""
     written = {"text": text, "textposition": "outside", "textfont": {"size": style.cell_text_size}}
-    return {"type": "bar", "x": x, "y": y, **written, "cliponaxis": False, **props}
+    return {"type": "bar", "x": x, "y": y, "marker": {"color": colour}, **written, "cliponaxis": False, **props}
 
 
 def bars(
@@ -79,19 +80,17 @@ def bars(
     text_labels = token_labels(labels)
     shown_decimals = decimals if len(values) == 1 else min(decimals, 2)
     meaning_line = f"<br>{plain_label(meaning)}" if meaning else ""
+    written = {"textangle": 0, "textposition": "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"}
     data = []
     for index, (name, series) in enumerate(values.items()):
         numbers = np.asarray(series, dtype=np.float64)
         if numbers.shape != (len(labels),):
             raise ValueError(f"series {name!r} has {numbers.size} values for {len(labels)} labels.")
-        finite = np.isfinite(numbers)
-        text = [f"{v:.{shown_decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
-        trace = value_bars(x, np.where(finite, numbers, 0.0), text, style, name=plain_label(name), textangle=0)
-        full = [f"{v:.{decimals}f}" if ok else str(v) for v, ok in zip(numbers, finite, strict=True)]
+        text = [f"{v:.{shown_decimals}f}" for v in numbers]  # "inf", "nan" as they are
         said = f"%{{hovertext}}<br>{plain_label(name)}: %{{customdata}}{meaning_line}<extra></extra>"
-        trace.update(marker={"color": series_colour(index)}, customdata=full, hovertext=text_labels, hovertemplate=said)
-        trace["textposition"] = "outside" if len(labels) <= TEXT_CELL_LIMIT else "none"
-        data.append(trace)
+        hover = {"customdata": [f"{v:.{decimals}f}" for v in numbers], "hovertext": text_labels, "hovertemplate": said}
+        y = np.where(np.isfinite(numbers), numbers, 0.0)
+        data.append(value_bars(x, y, text, style, series_colour(index), name=plain_label(name), **written, **hover))
     own = {}
     if highlight is not None and 0 <= highlight < len(labels):
         band = {"xref": "x", "yref": "y domain", "fillcolor": "#D55E00", "opacity": 0.12}
@@ -215,17 +214,16 @@ def lines(
         legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
         legend["font"] = {"size": style.tick_size}
     # On a log axis, dtick 1 labels the powers of ten only: plotly's in-between "2" and "5" are 3/4 size.
-    y_axis = {"range": None if y_range is None else [float(y_range[0]), float(y_range[1])]}
+    scale = {True: {"type": "log", "dtick": 1}, False: {"type": "linear"}}
+    y_span = None if y_range is None else [float(y_range[0]), float(y_range[1])]
     return chart(
         data,
         title,
         style,
         style.min_height + (100 if measured else extra_height),
         legend=legend,
-        xaxis=axis(style, plain_label(x_title), type="log" if log_x else "linear", dtick=1 if log_x else None, **ticks),
-        yaxis=axis(
-            style, plain_label(y_title), type="log" if log_y else "linear", dtick=1 if log_y else None, **y_axis
-        ),
+        xaxis=axis(style, plain_label(x_title), **scale[log_x], **ticks),
+        yaxis=axis(style, plain_label(y_title), **scale[log_y], range=y_span),
         **(layout or {}),
     )
 
@@ -272,11 +270,10 @@ def dot_product_bars(
     text_labels = token_labels(labels)
     written = [dot_product_text(query_vector, keys[j], data[j], query, j) for j in range(len(keys))]
     hover = [f"key {label}<br>{plain_label(line)}" for label, line in zip(text_labels, written, strict=True)]
-    small = len(labels) <= TEXT_CELL_LIMIT
     colours = [SERIES_COLOURS[5] if j == query else SERIES_COLOURS[0] for j in range(len(labels))]
-    bar = value_bars(list(range(len(labels))), data, [f"{v:.4f}" for v in data], style, textangle=0, showlegend=False)
-    bar.update(marker={"color": colours}, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
-    if not small:
+    said = {"hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "textangle": 0, "showlegend": False}
+    bar = value_bars(list(range(len(labels))), data, [f"{v:.4f}" for v in data], style, colours, **said)
+    if len(labels) > TEXT_CELL_LIMIT:  # hover has the values
         del bar["text"]
         bar["textposition"] = "none"
     return chart(
@@ -338,14 +335,13 @@ def head_summary_bars(
         raise ValueError("Every series needs one value per head.")
     num_heads = lengths.pop()
     heads = [f"head {k + 1}" for k in range(num_heads)]
+    kept = "both" if style.shrink_text else "none"  # on a phone, readable_width makes the room
     data = []
     for index, (name, series) in enumerate(shares.items()):
         values = np.clip(np.asarray(series, dtype=np.float64), 0.0, 1.0)
-        trace = value_bars(heads, values, [f"{v:.2f}" for v in values], style, name=plain_label(name))
-        trace["marker"] = {"color": series_colour(index)}
-        trace["constraintext"] = "both" if style.shrink_text else "none"  # readable_width makes the room
-        trace["hovertemplate"] = f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"
-        data.append(trace)
+        said = {"name": plain_label(name), "hovertemplate": f"%{{x}}<br>{plain_label(name)}: %{{y:.3f}}<extra></extra>"}
+        text = [f"{v:.2f}" for v in values]
+        data.append(value_bars(heads, values, text, style, series_colour(index), constraintext=kept, **said))
     return chart(
         data,
         title,
@@ -366,8 +362,8 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
     labels = [f"{chr(65 + k)} · {plain_label(choice)}" for k, choice in enumerate(choices)]
     rows = list(range(len(choices)))
     most = max(counts, default=0)
-    bar = value_bars(list(counts), rows, [str(n) for n in counts], style, orientation="h", hovertext=labels)
-    bar.update(marker={"color": SERIES_COLOURS[0]}, hovertemplate="%{hovertext}: %{x} students<extra></extra>")
+    said = {"orientation": "h", "hovertext": labels, "hovertemplate": "%{hovertext}: %{x} students<extra></extra>"}
+    bar = value_bars(list(counts), rows, [str(n) for n in counts], style, SERIES_COLOURS[0], **said)
     students = {"range": [0, max(most, 1) * 1.15], "dtick": max(1, int(np.ceil(max(most, 1) / 5)))}
     return chart(
         [bar],
@@ -503,11 +499,6 @@ def code_diff(right_code: str, wrong_code: str) -> str:
     return "\n".join(shown)
 
 
-def hidden_cells(weights, future) -> np.ndarray:
-    """The cells a panel leaves blank as "masked": in the future and given exactly 0 (the code hid them)."""
-    return np.asarray(future, dtype=bool) & (np.asarray(weights) == 0)
-
-
 def right_and_wrong(
     right,
     wrong,
@@ -537,8 +528,8 @@ def right_and_wrong(
     fit = labels_that_fit(height, style)
     data, shapes = [], []
     for k, values in enumerate(matrices):
-        hidden = hidden_cells(values, future) | np.isnan(values)
-        view = fit_matrix(values, hidden, pieces, pieces, True, True, style)
+        masked = np.asarray(future, dtype=bool) & (values == 0)  # blank as "masked": future, and the code hid them
+        view = fit_matrix(values, masked | np.isnan(values), pieces, pieces, True, True, style)
         rows, cols = view.values.shape
         small = view.block == 1 and rows <= PANEL_TEXT_LIMIT and cols <= PANEL_TEXT_LIMIT
         x, y = subplot_axes(k)
@@ -548,10 +539,8 @@ def right_and_wrong(
         trace = view.trace(titles[k], {}, **props)
         if small:
             trace.update(cell_text(trace["z"], view.hidden), textfont={"size": style.cell_text_size})
-        data.append(trace)
-        data += _masked_words(view, values, future, k, style)
-        nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], k, style)
-        data += nan_traces
+        nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], x, y, style)
+        data += [trace, *_masked_words(view, masked, x, y, style), *nan_traces]
         shapes += nan_shapes
         labels = view.tick_texts()[0]
         ticks = tick_positions(len(labels), fit)
@@ -570,26 +559,24 @@ def right_and_wrong(
     return figure(pick_layer(data, layout, apart=False) if pickable else data, layout)
 
 
-def _masked_words(view, values: np.ndarray, future, panel: int, style: FigureStyle) -> list[dict]:
+def _masked_words(view, masked: np.ndarray, x: str, y: str, style: FigureStyle) -> list[dict]:
     """The word "masked" in blank future cells, when the panel is small enough for words."""
     if view.block > 1 or len(view.row_positions) > MASK_WORD_LIMIT:
         return []
-    ii, jj = np.nonzero(hidden_cells(values, future)[np.ix_(view.row_positions, view.col_positions)])
+    ii, jj = np.nonzero(masked[np.ix_(view.row_positions, view.col_positions)])
     if ii.size == 0:
         return []
-    x, y = subplot_axes(panel)
     hover = "masked: a later token, given weight 0"
     xs, ys = [view.col_positions[j] for j in jj], [view.row_positions[i] for i in ii]
     return [cell_words(xs, ys, "masked", hover, "#555555", style.label_size, name="masked", xaxis=x, yaxis=y)]
 
 
-def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tuple[list[dict], list[dict]]:
+def _nan_rows(view, nan_rows: np.ndarray, x: str, y: str, style: FigureStyle) -> tuple[list[dict], list[dict]]:
     """The label trace and the vermilion fills of each NaN row (or block holding one), labelled "NaN row" at its
     start (only a run's first where rows are too thin for a label each)."""
     positions = [p for p in view.row_positions if nan_rows[p : p + view.block].any()]
     if not positions:
         return [], []
-    x, y = subplot_axes(panel)
     x0, x1 = view.col_positions[0] - 0.5 * view.block, view.col_positions[-1] + 0.5 * view.block
     fill, half = {"fillcolor": NAN_FILL, "layer": "above", "xref": x, "yref": y}, 0.5 * view.block
     fills = [rect(x0, x1, p - half, p + half, {"color": NAN_LINE, "width": 2}, **fill) for p in positions]
@@ -604,7 +591,6 @@ def _nan_rows(view, nan_rows: np.ndarray, panel: int, style: FigureStyle) -> tup
 
 
 def measure_rows(measures) -> list[dict[str, str]]:
-    """The measured consequences as table rows: what is measured, with the right code, with the mistake."""
     return [{"measured": m.label, "right": format_number(m.right), "wrong": format_number(m.wrong)} for m in measures]
 
 

@@ -7,7 +7,7 @@ downloads, and its cells made clickable, with the panel that explains the clicke
     widgets.explain_cell()  # once on the step, where the panel should go
 
 Streamlit reports no selection on a heatmap trace, so the figure gets invisible points, one per cell
-(``figures.heatmaps.pick_layer``). A click (``picked``) or the picker sets the step's cell: it is outlined, other
+(``figures.heatmaps.pick_layer``). A click (``on_pick``) or the picker sets the step's cell: it is outlined, other
 panels mark the rows and columns they share with it by name (``Cells.rows``, ``Cells.cols``), its ``Cells.code``
 line is marked in "Show the code", and the link carries ``cell=i,j`` (from 1; ``i,j,p`` for the p-th panel)."""
 
@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import numpy as np
-import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
@@ -74,13 +73,8 @@ class Drawn:
     spec: str  # plotly's JSON of the figure
     tables: tuple[dict, ...]
     title: str
-    chart: EncodedFigure  # the figure for ``st.plotly_chart``, without plotly objects; shared, it holds only ``spec``
     alt: str = ""  # its text alternative for screen readers (``figures.figure_alt``)
     readable_width: int = 0  # the width its cell texts need (``figures.readable_width``); a phone scrolls to it
-
-    def figure(self) -> go.Figure:
-        """A new plotly figure made from the JSON, for one run to draw (about 1 ms: not validated again)."""
-        return go.Figure(json.loads(self.spec), _validate=False)
 
 
 def _frozen(value):
@@ -97,7 +91,7 @@ def prepare(fig, *, cell_text: bool = True) -> Drawn:
     spec = pio.to_json(fig, validate=False)
     title = figure_title(fig)
     alt = figure_alt(title, tables, highlighted_rows(fig))
-    return Drawn(spec, tables, title, EncodedFigure(spec), alt, figures.readable_width(fig))
+    return Drawn(spec, tables, title, alt, figures.readable_width(fig))
 
 
 class UnhashableError(TypeError):
@@ -124,11 +118,8 @@ def _feed(digest, value) -> None:
     elif isinstance(value, Mapping) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         fields = () if isinstance(value, Mapping) else dataclasses.fields(value)
         items = value.items() if isinstance(value, Mapping) else [(f.name, getattr(value, f.name)) for f in fields]
-        digest.update(f"{type(value).__qualname__}:{len(items)}{{".encode())
-        for key, item in items:
-            _feed(digest, key)
-            _feed(digest, item)
-        digest.update(b"}")
+        digest.update(f"{type(value).__qualname__}:".encode())
+        _feed(digest, list(items))  # (name, value) pairs
     elif callable(value) and hasattr(value, "__qualname__"):
         digest.update(f"callable:{value.__module__}.{value.__qualname__};".encode())
     else:
@@ -177,11 +168,7 @@ if (!window.cellTouchHover) {
 HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to see how its number was made."
 
 
-UNREAD = object()  # a step's selection not read yet (from the link, by ``selection``)
-
-
 def _step_key() -> str:
-    """The session-state key of this step's selected cell."""
     step = st.session_state.get(RUN_STEP, NO_STEP)
     return cell_key(step[0], step[1])
 
@@ -210,17 +197,9 @@ def _set(key: str, name: str, row: int, col: int, cells) -> dict:
     return chosen
 
 
-def picked(chart_key: str, step_key: str, name: str, cells) -> None:
-    """A click or tap on a chart's cell becomes the step's selection; an empty event keeps the one there is."""
-    event = st.session_state.get(chart_key) or {}
-    points = (event.get("selection") or {}).get("points") or []
-    custom = points[0].get("customdata") if points else None
-    if isinstance(custom, dict):  # the frontend sends a typed array's items as {"0": row, "1": col}
-        custom = [custom.get("0"), custom.get("1")]
-    if not isinstance(custom, list | tuple) or len(custom) < 2:
-        return
-    row, col = custom[0], custom[1]
-    if isinstance(row, int) and isinstance(col, int) and 0 <= row < cells.shape[0] and 0 <= col < cells.shape[1]:
+def _pick_cell(step_key: str, name: str, cells, row: int, col: int | None = None, *numbers: int) -> None:
+    """A click or tap on a chart's cell (``on_pick``) becomes the step's selection."""
+    if col is not None and 0 <= row < cells.shape[0] and 0 <= col < cells.shape[1]:
         _set(step_key, name, row, col, cells)
 
 
@@ -259,17 +238,15 @@ def _axes(spec: str) -> dict:
 def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
     if chosen is None or not isinstance(chosen["panel"], str):
         return []
-    if chosen["panel"] == name:
-        return figures.cell_marks(_axes(spec), row=chosen["row"], col=chosen["col"])
-    owner = dict(st.session_state.get(RUN_CELLS, [])).get(chosen["panel"])
-    axes = (owner.rows, owner.cols) if owner is not None else chosen.get("axes")
-    if axes is None:  # from a link, and drawn later in this run: its names are not known yet
-        return []
-    named = {axes[0]: chosen["row"], axes[1]: chosen["col"]}
-    row, col = named.get(cells.rows), named.get(cells.cols)
-    if row is not None and col is not None:  # the same cell of another matrix of the same shape
-        return figures.cell_marks(_axes(spec), row=row, col=col)
-    return figures.cell_marks(_axes(spec), row=row) + figures.cell_marks(_axes(spec), col=col)
+    row, col = chosen["row"], chosen["col"]
+    if chosen["panel"] != name:  # another panel's cell: the same cell, row or column where the names match
+        owner = dict(st.session_state.get(RUN_CELLS, [])).get(chosen["panel"])
+        axes = (owner.rows, owner.cols) if owner is not None else chosen.get("axes")
+        if axes is None:  # from a link, and drawn later in this run: its names are not known yet
+            return []
+        named = {axes[0]: row, axes[1]: col}
+        row, col = named.get(cells.rows), named.get(cells.cols)
+    return figures.cell_marks(_axes(spec), row=row, col=col)
 
 
 def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> None:
@@ -341,10 +318,12 @@ def on_pick(key: str, action: Callable[..., None]) -> Callable[[], None]:
 
     def callback() -> None:
         try:
-            values = tuple(st.session_state.get(key)["selection"]["points"][0]["customdata"])
+            values = st.session_state.get(key)["selection"]["points"][0]["customdata"]
         except (KeyError, IndexError, TypeError):
             return
-        if values and all(type(v) is int for v in values):
+        if isinstance(values, dict):  # the frontend sends a typed array's items as {"0": row, "1": col}
+            values = [values.get("0"), values.get("1")]
+        if isinstance(values, list | tuple) and values and all(type(v) is int for v in values):
             action(*values)
 
     return callback
@@ -423,16 +402,12 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
     state = st.session_state
     file_name = export_name(name)
     config = figures.export_config(file_name, image_format=state.get(IMAGE_FORMAT, "png"))
-    chart = drawn.chart
+    marks = []
     if explain is not None:  # a click read back and, once a cell is selected, marked
-        cell_key = _step_key()
-        if state.get(cell_key, UNREAD) is None:  # no cell selected on this step: nothing to mark or check
-            state.setdefault(RUN_CELLS, []).append((name, explain))
-        else:
-            marks = _marks(drawn.spec, explain, register(name, explain), name)
-            chart = EncodedFigure(drawn.spec, marks) if marks else drawn.chart
-        on_select = partial(picked, key, cell_key, name, explain)
+        marks = _marks(drawn.spec, explain, register(name, explain), name)
+        on_select = on_pick(key, partial(_pick_cell, _step_key(), name, explain))
     picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
+    chart = EncodedFigure(drawn.spec, marks)
     state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
     with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
