@@ -6,15 +6,13 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, session, views, widgets
+from explorer import cells, figures, models, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
 from explorer.page_text.glossary import term
 
-run = session.current_run()
+run = widgets.page("Causal mask")
 settings = run.settings
-st.title("Causal mask")
-widgets.weights_caption(settings)
 seed = views.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
 data = widgets.guard(views.mask_view, run, seed)
 pieces, mask = data.pieces, data.steps.mask
@@ -121,7 +119,7 @@ def the_mask():
         widgets.show_code(attention.causal_mask, attention.CausalAttention.__init__)
 
 
-@steps.add("× mask, ÷ row sums")
+@steps.add("× mask, ÷ row sums", attention.mask_by_renormalizing)
 def zero_and_renormalize():
     st.markdown(
         "The book's first route masks the *ordinary* weights: `masked_simple = attn_weights * mask_simple` zeroes "
@@ -135,7 +133,6 @@ def zero_and_renormalize():
     explain = cells.masked_weights(data.unmasked_weights, data.mask_simple, pieces, code=code, notation=notation)
     pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None, explain), tril_route())
     widgets.explain_cell()
-    widgets.show_code(attention.mask_by_renormalizing)
 
 
 @steps.add("Scores with −∞")
@@ -159,7 +156,7 @@ def scores_with_minus_infinity():
         widgets.show_code(attention.CausalAttention.steps)
 
 
-@steps.add("Two routes, same weights")
+@steps.add("Two routes, same weights", attention.CausalAttention.steps, attention.mask_by_renormalizing)
 def two_routes():
     attn_weights = data.steps.attn_weights[0, 0]
     worst = float(np.abs(attn_weights.sum(axis=1) - 1).max())
@@ -175,7 +172,6 @@ def two_routes():
     explain = cells.weights(first.scaled_scores, pieces, masked=data.mask, code=code, notation=notation)
     pair(tril_route(), (attn_weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask, explain))
     widgets.explain_cell()
-    widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
 
 
 @steps.add("Context vectors")

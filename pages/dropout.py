@@ -15,10 +15,8 @@ from explorer.settings import DEFAULTS
 
 SAMPLES = session.DROPOUT_SAMPLES  # the page's own slider: how many draws to average
 
-run = session.current_run()
+run = widgets.page("Dropout")
 settings = run.settings
-st.title("Dropout")
-widgets.weights_caption(settings)
 requested = session.whole_state(SAMPLES, 1000)
 used = views.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
 book_run = run.but(dropout=used.dropout, training=used.training)

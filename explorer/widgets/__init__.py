@@ -76,6 +76,14 @@ def weights_caption(settings: Settings) -> None:
         st.caption(":material/model_training: " + text)
 
 
+def page(title: str) -> Run:
+    """A chapter page's start: its title, the trained layer behind its numbers (``weights_caption``), its ``Run``."""
+    run = current_run()
+    st.title(title)
+    weights_caption(run.settings)
+    return run
+
+
 def outside_model() -> Run:
     """The run for a page the model's weights do not reach (Why attention's RNN): random weights, saying why."""
     run = current_run()
@@ -256,6 +264,7 @@ __all__ = [
     "finish_run",
     "guard",
     "outside_model",
+    "page",
     "page_stylesheet",
     "panel",
     "progress",

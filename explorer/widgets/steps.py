@@ -5,11 +5,11 @@ A page writes one function per step, named for what it shows, and adds it to its
 
     steps = widgets.Steps("dropout")
 
-    @steps.add("One dropout draw")
+    @steps.add("One dropout draw", attention.apply_dropout)  # the title, then what "Show the code" shows
     def one_draw():
         ...
 
-    steps.show()  # the stepper, then the chosen step's function
+    steps.show()  # the stepper, then the chosen step's function and its code panel
 
 The URL names the step by its function (``?step=one-draw``); an old numbered link (``?step=2``) opens the step it
 opened then (``NUMBERED``). A student who follows a live room gets no buttons: the teacher moves their steps."""
@@ -114,10 +114,11 @@ NUMBERED = {
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a page: its title in the stepper and the function that draws it."""
+    """One step of a page: its title in the stepper, the function that draws it and what its code panel shows."""
 
     title: str
     show: Callable[[], None]
+    code: tuple = ()
 
     @property
     def slug(self) -> str:
@@ -132,11 +133,12 @@ class Steps:
         self.page = page
         self.steps: list[Step] = []
 
-    def add(self, title: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
-        """A decorator: the function is the page's next step, titled ``title``."""
+    def add(self, title: str, *code: Callable | type | str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+        """A decorator: the function is the page's next step, titled ``title``; ``code``, if any, is shown by
+        "Show the code" after it (``show_code``)."""
 
         def added(show: Callable[[], None]) -> Callable[[], None]:
-            step = Step(title, show)
+            step = Step(title, show, code)
             if any(s.slug == step.slug for s in self.steps):
                 raise ValueError(f"{self.page} has two steps named {step.slug}")
             self.steps.append(step)
@@ -149,6 +151,8 @@ class Steps:
         show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
         step = self.steps[stepper(self.page, self.steps)]
         step.show()
+        if step.code:
+            show_code(*step.code)
         drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
         if drawn != shown:
             raise RuntimeError(
