@@ -129,7 +129,6 @@ def item_weights():
             "`keys.T[0]` would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on "
             "a tensor that is not 2-D is deprecated."
         )
-    widgets.explain_cell()
 
 
 @steps.add("Context vectors", attention.CausalAttention.steps)
@@ -164,7 +163,6 @@ def context_vectors():
         return cells.context(data.weights[item], data.values[item], pieces[item], columns, code=code, notation=notation)
 
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", explain, **options)
-    widgets.explain_cell()
 
 
 steps.show()

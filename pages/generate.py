@@ -87,7 +87,6 @@ def token_by_token():
     probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
                           highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
     widgets.side_by_side(weights, probs)
-    widgets.explain_cell()
 
 
 @steps.add("The KV cache grows", attention.CachedMultiHeadAttention.steps, attention.KVCache)
@@ -112,7 +111,6 @@ def kv_cache():
                          **shown)  # fmt: skip
     widgets.side_by_side(grown, full)
     st.markdown(notes.WHY_EQUAL)
-    widgets.explain_cell()
 
 
 @steps.add("Cost per new token", macs_per_new_token, attention.measure_token_times)
@@ -171,7 +169,6 @@ def sliding_window():
     windowed = widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title,
                              explain=rule, **mask)  # fmt: skip
     widgets.side_by_side(plain, windowed)
-    widgets.explain_cell()
 
 
 steps.show()

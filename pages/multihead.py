@@ -97,7 +97,6 @@ def concatenate():
     options = dict(first=shown.start * d_out, code=code, notation=Notation("context_vec"))
     merged = cells.merged(data.wrapper_weights, data.wrapper_values, pieces, cols, **options)
     widgets.token_vectors("wrapper-output", z, pieces, cols, title=title, explain=merged)
-    widgets.explain_cell()
 
 
 @steps.add("Split into heads", attention.MultiHeadAttention.steps)

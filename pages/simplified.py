@@ -130,7 +130,6 @@ def all_scores_and_weights():
         options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
-    widgets.explain_cell()
 
 
 @steps.add("All context vectors at once", attention.simplified_attention, attention.attention_loop)
@@ -152,7 +151,6 @@ def all_context_vectors():
     options = dict(value_name="context value", kind="signed", col_title="dimension", col_tokens=False)
     options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
     widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=explain, **options)
-    widgets.explain_cell()
 
 
 steps.show()

@@ -56,7 +56,6 @@ def embeddings():
     options = dict(title=title, value_name="embedding value", meaning="one coordinate of this token's input vector")
     options.update(row_title="token", col_title="dimension", col_tokens=False, explain=explain)
     widgets.draw(figures.heatmap, "input-embeddings", data.inputs, data.pieces, dims, **options)
-    widgets.explain_cell()
 
 
 steps.show()

@@ -52,7 +52,6 @@ def encoder_reads():
     code, notation = "return (1 - z) * n + z * h", Notation("encoder_states")
     options["explain"] = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
     widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
-    widgets.explain_cell()
 
 
 @steps.add("One vector for everything")
@@ -91,7 +90,6 @@ def bahdanau_looks_back():
     notation = Notation("bahdanau_weights")  # the softmax runs in the decoder's loop, which the page does not show
     options["explain"] = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
-    widgets.explain_cell()
 
 
 @steps.add("What each one sees")
@@ -112,7 +110,6 @@ def what_each_sees():
 @steps.add("Trained: the right word")
 def trained_alignment():
     widgets.show_alignment(pieces, data.ids)
-    widgets.explain_cell()
 
 
 @steps.add("Trained: the bottleneck in numbers")

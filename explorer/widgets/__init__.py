@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import streamlit as st
 
+from explorer.figures import tables_csv
 from explorer.models import describe
-from explorer.session import PRESENTER, RUN_SECTIONS, chosen, current_run, set_settings
+from explorer.session import PRESENTER, RUN_SECTIONS, RUN_STEP, chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings
 from explorer.views import Run
 from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
@@ -242,6 +243,40 @@ if (!window.chartScrollRegions) {
   mark();
 }
 </script>"""
+
+
+# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's numbers as JSON,
+# named for the page, the step and the quantity. A masked weight is 0, a masked score -inf ("-inf" in JSON), and
+# a token that looks like a spreadsheet formula is shown, never run. ``figures.tables_csv`` makes the text only when
+# a button is pressed.
+
+
+IMAGE_FORMAT = "w_image_format"
+NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
+
+
+def export_name(quantity: str) -> str:
+    """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
+    page, index = st.session_state.get(RUN_STEP, NO_STEP)[:2]
+    return "-".join(filter(None, (page, f"step{index + 1}" if page else "", quantity.replace("-", "_"))))
+
+
+def csv_download(tables, file_name: str, *, key: str) -> None:
+    """A figure's CSV button: its matrix with token labels, for a heatmap; nothing for any other figure."""
+    if not any(t["type"] == "heatmap" for t in tables):
+        return
+    st.download_button(
+        label="CSV",
+        data=lambda: tables_csv(tables),
+        file_name=f"{file_name}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        key=key,
+        help="This figure's matrix, with token labels in the header and the first column. "
+        "Masked weights are 0, masked scores -inf.",
+    )
 
 
 # The other modules, after the pieces above, which they import from here.
