@@ -81,7 +81,7 @@ def measurement_shown() -> bool:
     return True
 
 
-@steps.add("What we compare")
+@steps.add("What we compare", *(impl.build for impl in attention.IMPLEMENTATIONS.values()))
 def implementations():
     st.markdown(
         "Seven ways to run **the same** `MultiHeadAttention` parameters (seed 123, eval mode): each gives the same "
@@ -94,7 +94,6 @@ def implementations():
         worst = max(data.max_abs_difference.values())
         st.markdown(f"Measured: every output equals `{REFERENCE}`'s to within {worst:.1e} (largest |difference|).")
     st.caption(NO_GPU)
-    widgets.show_code(*(impl.build for impl in attention.IMPLEMENTATIONS.values()))
 
 
 @steps.add("Time against T")
