@@ -1,7 +1,5 @@
 """Batches & CausalAttention: two sentences stacked into one (b, num_tokens, d_in) tensor, one mask for both."""
 
-from dataclasses import replace
-
 import streamlit as st
 
 import attention
@@ -89,7 +87,7 @@ def mask_slice():
     axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-    axes.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
+    axes.update(style=widgets.style(shorter=40))  # under the text
     widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
 
@@ -152,8 +150,7 @@ def context_vectors():
         f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {first_values(output[0])}. " + alone
     )
     widgets.book_caption(settings, "causal_class")
-    style = widgets.style()
-    short = replace(style, max_height=min(style.max_height, 310))  # under the text, on a 720 px screen
+    short = widgets.style(at_most=310)  # under the text, on a 720 px screen
     options = dict(kind="signed", decimals=4 if d_out <= 4 else 2, style=short, **DIMENSIONS)
 
     def explain(item: int) -> cells.Cells:

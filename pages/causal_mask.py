@@ -1,7 +1,5 @@
 """Causal mask: hiding future tokens with -inf before the softmax, and the book's tril-and-renormalize route."""
 
-from dataclasses import replace
-
 import numpy as np
 import streamlit as st
 
@@ -22,10 +20,7 @@ steps = widgets.Steps("causal_mask")
 
 def style(compact: bool = False):
     """The page's heatmap style: small matrices fit under the stepper at 1280×720, ``compact`` ones two abreast."""
-    shown = widgets.style()
-    if num_tokens > figures.TEXT_CELL_LIMIT:
-        return shown
-    return replace(shown, max_height=min(shown.max_height, 400 if compact else 470))
+    return widgets.style(at_most=None if num_tokens > figures.TEXT_CELL_LIMIT else 400 if compact else 470)
 
 
 def draw(z, title, name, explain, narrow=False, compact=False, **options):

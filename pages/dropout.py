@@ -1,7 +1,5 @@
 """Dropout: dropping attention weights while training, scaling the survivors, and the average of many draws."""
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -24,10 +22,8 @@ data = widgets.guard(views.dropout_view, book_run, requested, views.module_seed(
 st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
 pieces, mask, active, p = data.pieces, data.mask, data.active, used.dropout
 weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
-style = pair_style = widgets.style()
-if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
-    style = replace(style, max_height=min(style.max_height, 410))
-    pair_style = replace(style, max_height=min(style.max_height, 330))
+small = len(pieces) <= figures.TEXT_CELL_LIMIT  # small matrices fit under the stepper at 1280×720
+style, pair_style = widgets.style(at_most=410 if small else None), widgets.style(at_most=330 if small else None)
 
 widgets.dropout_setting(settings, used, active)
 steps = widgets.Steps("dropout")

@@ -1,7 +1,5 @@
 """Generate: a GPT continues the prompt token by token; the KV cache, its cost, and smaller caches."""
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -98,7 +96,7 @@ def kv_cache():
     span = figures.shared_range(keys, again, kind="signed")
     dims = [f"dim {d}" for d in range(data.head_dim)]
     shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
-    shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
+    shown["style"] = widgets.style(at_most=360)  # both fit 1280×720 under the text
     made = (check.cache_keys, check.recomputed_keys, layer, head, pieces[:seen])
     code = "keys = self.W_key(x)"  # CachedMultiHeadAttention.steps: every key, cached or recomputed
     explain = cells.cached_keys(*made, shown="cached", code=code, notation=Notation("cached keys"))

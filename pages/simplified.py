@@ -1,7 +1,5 @@
 """Simplified attention (section 3.3): dot-product scores, softmax weights and context vectors, no weights yet."""
 
-from dataclasses import replace
-
 import pandas as pd
 import streamlit as st
 
@@ -49,7 +47,7 @@ def one_query_scores():
             dims = [f"dim {k}" for k in range(inputs.shape[1])]
             options = dict(title=f"inputs: predict from these (x^({n}) outlined)", value_name="embedding value")
             options.update(row_title="token", col_title="dimension", col_tokens=False, highlight_row=query)
-            options.update(style=replace(widgets.style(), max_height=min(widgets.style().max_height, 300)))  # as bars
+            options.update(style=widgets.style(at_most=300))  # as bars
             widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
             st.markdown(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
 
@@ -127,7 +125,7 @@ def all_scores_and_weights():
     for column, (name, options, explain) in zip(st.columns(2), panels, strict=True):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
         options.update(explain=explain)
-        options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
+        options.update(style=widgets.style(shorter=40))  # under the text
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
 
