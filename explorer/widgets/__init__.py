@@ -1,6 +1,6 @@
 """The widgets layer: the Streamlit pieces pages are made of, and friendly handling of bad input. This module holds
-the small shared pieces, the captions that say where the numbers come from and the stylesheet; the other
-modules' names, which use these, are imported at the end. It may import ``room``, ``session``, ``views``,
+the small shared pieces: the captions that say where the numbers come from, the stylesheet, the CSV button; the
+other modules' names, which use these, are imported at the end. It may import ``room``, ``session``, ``views``,
 ``models``, ``runtime`` and the bottom modules, never pages."""
 
 from __future__ import annotations
