@@ -225,11 +225,6 @@ def current_run() -> Run:
     return kept[1]
 
 
-def current() -> Settings:
-    """The validated settings of this session, with a trained model's sizes."""
-    return current_run().settings
-
-
 def start_session() -> None:
     """Read the URL once per session into the settings and the pages' initial state."""
     tolerate_crafted_widgets()

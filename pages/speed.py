@@ -16,7 +16,7 @@ REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against it
 FUSED = "F.scaled_dot_product_attention"
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
-session.current()  # the sidebar's settings do not apply here; the sizes below do
+session.current_run()  # the sidebar's settings do not apply here; the sizes below do
 st.title("Speed")
 devices = timing.speed_devices()
 NO_GPU = "No GPU on this server; CUDA results appear when one is present." if devices == ["cpu"] else ""

@@ -134,7 +134,7 @@ def test_csv_and_json_exports_carry_labels_and_numbers():
     assert payload["tables"][0]["rows"] == ["<b>", "␣a"]
 
 
-ENTRYPOINT_CALLS = {("session", name) for name in ("ensure_entrypoint", "current_run", "current")} | {
+ENTRYPOINT_CALLS = {("session", name) for name in ("ensure_entrypoint", "current_run")} | {
     ("widgets", "page")  # calls session.current_run first
 }  # the calls that run ensure_entrypoint
 
