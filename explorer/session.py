@@ -225,11 +225,6 @@ def current_run() -> Run:
     return kept[1]
 
 
-def current() -> Settings:
-    """The validated settings of this session, with a trained model's sizes."""
-    return current_run().settings
-
-
 def start_session() -> None:
     """Read the URL once per session into the settings and the pages' initial state."""
     tolerate_crafted_widgets()
@@ -305,9 +300,12 @@ def kept_widget(key: str, widget: str, default) -> dict:
     return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}
 
 
-def figure_style() -> figures.FigureStyle:
-    """This session's figure style: presenter mode's, a phone's or the default, narrowed to the token window."""
+def figure_style(*, at_most: int | None = None, shorter: int = 0) -> figures.FigureStyle:
+    """This session's figure style: presenter mode's, a phone's or the default, narrowed to the token window; a step
+    that fits a chart under its words lowers its height to ``at_most`` pixels or by ``shorter``."""
     state = st.session_state
     base = figures.PRESENTER if state.get(PRESENTER) else figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
-    window = state.get(TOKEN_WINDOW)
-    return replace(base, token_window=window) if window else base
+    changes = {"token_window": state[TOKEN_WINDOW]} if state.get(TOKEN_WINDOW) else {}
+    if at_most is not None or shorter:
+        changes["max_height"] = min(base.max_height, at_most or base.max_height) - shorter
+    return replace(base, **changes) if changes else base

@@ -1,7 +1,5 @@
 """Batches & CausalAttention: two sentences stacked into one (b, num_tokens, d_in) tensor, one mask for both."""
 
-from dataclasses import replace
-
 import streamlit as st
 
 import attention
@@ -11,10 +9,8 @@ from explorer.page_text import first_values, questions
 from explorer.page_text.glossary import term
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
-run = session.current_run()
+run = widgets.page("Batches & CausalAttention")
 settings = run.settings
-st.title("Batches & CausalAttention")
-widgets.weights_caption(settings)
 second_text = None
 if settings.source == BOOK:
     st.caption("The book stacks two copies of its six vectors. Choose “My own sentence” to batch two sentences.")
@@ -55,7 +51,7 @@ def side_by_side(matrices, title, name, explain, **options):
             widgets.draw(figures.heatmap, f"{name}-{i}", matrices[i], pieces[i], cols, **shown)
 
 
-@steps.add("Stack into a batch")
+@steps.add("Stack into a batch", views.batch_view, attention.token_vector)
 def stack_into_batch():
     st.markdown(
         "`CausalAttention` takes a **batch**: b sentences of equal length stacked into one (b, num_tokens, d_in) "
@@ -72,10 +68,9 @@ def stack_into_batch():
         )
     title = f"({num_tokens}, {d_in})"
     side_by_side(data.inputs, title, "batch-inputs", None, value_name="embedding", **DIMENSIONS)
-    widgets.show_code(views.batch_view, attention.token_vector)
 
 
-@steps.add("One mask slice")
+@steps.add("One mask slice", attention.CausalAttention.__init__, attention.causal_mask)
 def mask_slice():
     rows, cols = data.mask_buffer_shape
     book_buffer = settings.source == BOOK and rows != 6  # the book passes context_length = 6
@@ -92,13 +87,12 @@ def mask_slice():
     axes = dict(row_tokens=False, col_tokens=False, row_title="query token", col_title="key token")
     axes.update(meaning="1: this key is in the query's future", value_name="mask", decimals=0, kind="mask")
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-    axes.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
+    axes.update(style=widgets.style(shorter=40))  # under the text
     widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
     widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
-    widgets.show_code(attention.CausalAttention.__init__, attention.causal_mask)
 
 
-@steps.add("Each item's weights")
+@steps.add("Each item's weights", attention.CausalAttention.steps)
 def item_weights():
     d_out = data.output.shape[-1]
     notes = [
@@ -133,11 +127,9 @@ def item_weights():
             "`keys.T[0]` would hold every item's first key dimension, not item 1's keys. PyTorch warns that `.T` on "
             "a tensor that is not 2-D is deprecated."
         )
-    widgets.explain_cell()
-    widgets.show_code(attention.CausalAttention.steps)
 
 
-@steps.add("Context vectors")
+@steps.add("Context vectors", attention.CausalAttention.steps)
 def context_vectors():
     output = data.output
     d_out = output.shape[-1]
@@ -158,8 +150,7 @@ def context_vectors():
         f"(b, num_tokens, d_in) → (b, num_tokens, d_out). First row: {first_values(output[0])}. " + alone
     )
     widgets.book_caption(settings, "causal_class")
-    style = widgets.style()
-    short = replace(style, max_height=min(style.max_height, 310))  # under the text, on a 720 px screen
+    short = widgets.style(at_most=310)  # under the text, on a 720 px screen
     options = dict(kind="signed", decimals=4 if d_out <= 4 else 2, style=short, **DIMENSIONS)
 
     def explain(item: int) -> cells.Cells:
@@ -169,8 +160,6 @@ def context_vectors():
         return cells.context(data.weights[item], data.values[item], pieces[item], columns, code=code, notation=notation)
 
     side_by_side(output, f"({num_tokens}, {d_out})", "batch-context", explain, **options)
-    widgets.explain_cell()
-    widgets.show_code(attention.CausalAttention.steps)
 
 
 steps.show()

@@ -1,20 +1,16 @@
 """Causal mask: hiding future tokens with -inf before the softmax, and the book's tril-and-renormalize route."""
 
-from dataclasses import replace
-
 import numpy as np
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, session, views, widgets
+from explorer import cells, figures, models, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
 from explorer.page_text.glossary import term
 
-run = session.current_run()
+run = widgets.page("Causal mask")
 settings = run.settings
-st.title("Causal mask")
-widgets.weights_caption(settings)
 seed = views.module_seed(settings, "causal")  # the book's 789 while the sidebar's seed is the default
 data = widgets.guard(views.mask_view, run, seed)
 pieces, mask = data.pieces, data.steps.mask
@@ -24,10 +20,7 @@ steps = widgets.Steps("causal_mask")
 
 def style(compact: bool = False):
     """The page's heatmap style: small matrices fit under the stepper at 1280×720, ``compact`` ones two abreast."""
-    shown = widgets.style()
-    if num_tokens > figures.TEXT_CELL_LIMIT:
-        return shown
-    return replace(shown, max_height=min(shown.max_height, 400 if compact else 470))
+    return widgets.style(at_most=None if num_tokens > figures.TEXT_CELL_LIMIT else 400 if compact else 470)
 
 
 def draw(z, title, name, explain, narrow=False, compact=False, **options):
@@ -45,11 +38,6 @@ def pair(*panels):
             draw(z, title, name, explain, narrow=True, compact=True, masked=hidden)
 
 
-def text_and_plot():
-    """A column of words beside a wider one for the chart."""
-    return st.columns([1, 2], gap="medium")
-
-
 row = min(1, num_tokens - 1)  # the book's example row: query 2
 first = data.steps.first_head()  # the one sentence's one head, (T, ·) arrays
 
@@ -61,9 +49,9 @@ def tril_route():
     return data.weights_renormalized, "masked_simple_norm = masked_simple / row_sums", "tril-route", mask, explain
 
 
-@steps.add("Unmasked weights")
+@steps.add("Unmasked weights", attention.compare_masking)
 def unmasked_weights():
-    text, plot = text_and_plot()
+    text, plot = steps.beside()
     future_share = float(data.unmasked_weights[mask].sum()) / num_tokens
     trained_head = models.head_name(settings)  # the trained layer's head the module holds, or ""
     book = ", which has the book's `SelfAttention_v2` weight matrices" if seed == 789 else ""
@@ -79,14 +67,11 @@ def unmasked_weights():
     explain = cells.weights(first.scaled_scores, pieces, code=code, notation=notation)
     with plot:
         draw(data.unmasked_weights, "attn_weights without a mask", "unmasked-weights", explain)
-    with text:
-        widgets.explain_cell()
-        widgets.show_code(attention.compare_masking)
 
 
-@steps.add("The mask")
+@steps.add("The mask", attention.causal_mask, attention.CausalAttention.__init__)
 def the_mask():
-    text, plot = text_and_plot()
+    text, plot = steps.beside()
     rows = data.mask_buffer_shape[0]
     book = views.is_book(settings, "causal")  # the book builds its mask for its six tokens
     size = (
@@ -118,10 +103,9 @@ def the_mask():
     with text:
         question = questions.masked_second_row(data.unmasked_weights, data.weights_renormalized, pieces)
         widgets.ask(question, settings)  # the next step shows it
-        widgets.show_code(attention.causal_mask, attention.CausalAttention.__init__)
 
 
-@steps.add("× mask, ÷ row sums")
+@steps.add("× mask, ÷ row sums", attention.mask_by_renormalizing)
 def zero_and_renormalize():
     st.markdown(
         "The book's first route masks the *ordinary* weights: `masked_simple = attn_weights * mask_simple` zeroes "
@@ -134,13 +118,11 @@ def zero_and_renormalize():
     code, notation = "masked_simple = attn_weights * mask_simple", Notation("masked_simple")
     explain = cells.masked_weights(data.unmasked_weights, data.mask_simple, pieces, code=code, notation=notation)
     pair((data.masked_simple, "masked_simple = attn_weights · mask_simple", "tril-masked", None, explain), tril_route())
-    widgets.explain_cell()
-    widgets.show_code(attention.mask_by_renormalizing)
 
 
-@steps.add("Scores with −∞")
+@steps.add("Scores with −∞", attention.CausalAttention.steps)
 def scores_with_minus_infinity():
-    text, plot = text_and_plot()
+    text, plot = steps.beside()
     text.markdown(
         "The −∞ route instead masks the scores: `attn_scores.masked_fill(mask.bool(), -torch.inf)` sets the future "
         "scores to **−∞** (gray cells), with `mask = torch.triu(torch.ones(...), diagonal=1)`. The division by √d_k "
@@ -153,12 +135,9 @@ def scores_with_minus_infinity():
         title = "masked = attn_scores, −∞ where masked"
         explain = cells.scores(first.queries, first.keys, pieces, code=code, notation=notation, mask=data.mask)
         draw(data.masked_scores, title, "masked-scores", explain, value_name="score", kind="signed", masked=mask)
-    with text:
-        widgets.explain_cell()
-        widgets.show_code(attention.CausalAttention.steps)
 
 
-@steps.add("Two routes, same weights")
+@steps.add("Two routes, same weights", attention.CausalAttention.steps, attention.mask_by_renormalizing)
 def two_routes():
     attn_weights = data.steps.attn_weights[0, 0]
     worst = float(np.abs(attn_weights.sum(axis=1) - 1).max())
@@ -173,13 +152,11 @@ def two_routes():
     code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, masked=data.mask, code=code, notation=notation)
     pair(tril_route(), (attn_weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask, explain))
-    widgets.explain_cell()
-    widgets.show_code(attention.CausalAttention.steps, attention.mask_by_renormalizing)
 
 
-@steps.add("Context vectors")
+@steps.add("Context vectors", attention.CausalAttention)
 def context_vectors():
-    text, plot = text_and_plot()
+    text, plot = steps.beside()
     output = data.steps.output[0]
     text.markdown(
         "`context_vec = attn_weights @ values`: each token's context vector mixes only its own and earlier "
@@ -198,9 +175,6 @@ def context_vectors():
     with plot:
         title = f"context_vec, shape ({num_tokens}, {output.shape[1]})"
         widgets.token_vectors("causal-context", output, pieces, title=title, style=style(), explain=explain)
-    with text:
-        widgets.explain_cell()
-        widgets.show_code(attention.CausalAttention)
 
 
 steps.show()

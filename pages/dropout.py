@@ -1,7 +1,5 @@
 """Dropout: dropping attention weights while training, scaling the survivors, and the average of many draws."""
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -15,10 +13,8 @@ from explorer.settings import DEFAULTS
 
 SAMPLES = session.DROPOUT_SAMPLES  # the page's own slider: how many draws to average
 
-run = session.current_run()
+run = widgets.page("Dropout")
 settings = run.settings
-st.title("Dropout")
-widgets.weights_caption(settings)
 requested = session.whole_state(SAMPLES, 1000)
 used = views.dropout_settings(settings)  # the book's p = 0.5 in training while the sidebar's dropout is off
 book_run = run.but(dropout=used.dropout, training=used.training)
@@ -26,10 +22,8 @@ data = widgets.guard(views.dropout_view, book_run, requested, views.module_seed(
 st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the slider is not shown
 pieces, mask, active, p = data.pieces, data.mask, data.active, used.dropout
 weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
-style = pair_style = widgets.style()
-if len(pieces) <= figures.TEXT_CELL_LIMIT:  # small matrices fit under the stepper at 1280×720
-    style = replace(style, max_height=min(style.max_height, 410))
-    pair_style = replace(style, max_height=min(style.max_height, 330))
+small = len(pieces) <= figures.TEXT_CELL_LIMIT  # small matrices fit under the stepper at 1280×720
+style, pair_style = widgets.style(at_most=410 if small else None), widgets.style(at_most=330 if small else None)
 
 widgets.dropout_setting(settings, used, active)
 steps = widgets.Steps("dropout")
@@ -38,7 +32,7 @@ IDLE = "Nothing is dropped: dropout acts only in **training mode with p > 0**. "
 
 def columns(slider: bool = False):
     """A column of words beside a wider one for the chart; ``slider``: the draws slider heads the words."""
-    text, plot = st.columns([1, 2], gap="medium")
+    text, plot = steps.beside()
     if slider:
         text.slider("Dropout draws to average", 1, data.max_samples, key=SAMPLES)
     return text, plot
@@ -63,7 +57,7 @@ def average_note(note) -> None:
         note.caption(f"For {len(pieces):,} tokens the slider stops at {data.max_samples:,} draws.")
 
 
-@steps.add("The book's demo on ones")
+@steps.add("The book's demo on ones", attention.apply_dropout, attention.dropout_keep_mask)
 def demo_on_ones():
     text, plot = columns()
     ones, labels = data.ones_demo, [str(k + 1) for k in range(6)]  # rows and columns counted from 1
@@ -78,11 +72,9 @@ def demo_on_ones():
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
     title = "Dropout(0.5) on torch.ones(6, 6)"
     draw(plot, figures.heatmap, "dropout-ones", ones, labels, labels, title=title, value_name="entry", **plain)
-    with text:
-        widgets.show_code(attention.apply_dropout, attention.dropout_keep_mask)
 
 
-@steps.add("One dropout draw")
+@steps.add("One dropout draw", attention.CausalAttention.steps)
 def one_draw():
     text, plot = columns()
     where = (
@@ -106,9 +98,6 @@ def one_draw():
     explain = cells.dropped(weights, keep, rate, pieces, code=code, notation=notation)
     options = dict(title=title, value_name="attention weight after dropout", masked=mask, dropped=~keep)
     draw(plot, figures.heatmap, "dropped", dropped, pieces, pieces, explain=explain, **options)
-    with text:
-        widgets.explain_cell()
-        widgets.show_code(attention.CausalAttention.steps)
 
 
 @steps.add("Survivors × 1/(1−p)")
@@ -154,15 +143,13 @@ def row_sums():
     draw(plot, figures.bars, "dropout-row-sums", bars, pieces, title=title, value_name="row sum")
 
 
-@steps.add("Many draws")
+@steps.add("Many draws", attention.dropout_average)
 def many_draws():
     text, plot = columns(slider=True)
     average_note(text)
     series = {"max |mean − attn_weights|": data.max_abs_error}
     options = {"x_title": "number of draws", "y_title": "max |mean − weight|", "log_x": True}
     draw(plot, figures.lines, "dropout-convergence", data.num_samples, series, title="Average of many draws", **options)
-    with text:
-        widgets.show_code(attention.dropout_average)
 
 
 @steps.add("Mean vs weights")

@@ -1,7 +1,5 @@
 """Generate: a GPT continues the prompt token by token; the KV cache, its cost, and smaller caches."""
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -61,15 +59,14 @@ def chosen_token() -> tuple[int, int, int, int]:
     return k, layer, head, prompt_tokens + k  # the keys the query of step k sees
 
 
-@steps.add("Prompt and settings")
+@steps.add("Prompt and settings", attention.generate, choose_token)
 def prompt_and_settings():
     st.markdown(notes.intro_text(data))
     st.markdown(notes.generated_markdown(data))
     st.caption(notes.PROMPT_CAPTION)
-    widgets.show_code(attention.generate, choose_token)
 
 
-@steps.add("Token by token")
+@steps.add("Token by token", attention.GPTWithCache.step)
 def token_by_token():
     k, layer, head, seen = chosen_token()
     st.markdown(notes.token_text(data, k, layer, head))
@@ -88,11 +85,9 @@ def token_by_token():
     probs = widgets.panel("top-10", figures.bars, {"probability": data.top_probs[k]}, names, title=title,
                           highlight=highlight, value_name="probability", decimals=3)  # fmt: skip
     widgets.side_by_side(weights, probs)
-    widgets.explain_cell()
-    widgets.show_code(attention.GPTWithCache.step)
 
 
-@steps.add("The KV cache grows")
+@steps.add("The KV cache grows", attention.CachedMultiHeadAttention.steps, attention.KVCache)
 def kv_cache():
     k, layer, head, seen = chosen_token()
     check = widgets.guard(views.cache_check, settings, options)  # computed for this step alone
@@ -101,7 +96,7 @@ def kv_cache():
     span = figures.shared_range(keys, again, kind="signed")
     dims = [f"dim {d}" for d in range(data.head_dim)]
     shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
-    shown["style"] = replace(style, max_height=min(style.max_height, 360))  # both fit 1280×720 under the text
+    shown["style"] = widgets.style(at_most=360)  # both fit 1280×720 under the text
     made = (check.cache_keys, check.recomputed_keys, layer, head, pieces[:seen])
     code = "keys = self.W_key(x)"  # CachedMultiHeadAttention.steps: every key, cached or recomputed
     explain = cells.cached_keys(*made, shown="cached", code=code, notation=Notation("cached keys"))
@@ -114,11 +109,9 @@ def kv_cache():
                          **shown)  # fmt: skip
     widgets.side_by_side(grown, full)
     st.markdown(notes.WHY_EQUAL)
-    widgets.explain_cell()
-    widgets.show_code(attention.CachedMultiHeadAttention.steps, attention.KVCache)
 
 
-@steps.add("Cost per new token")
+@steps.add("Cost per new token", macs_per_new_token, attention.measure_token_times)
 def cost_per_token():
     st.markdown(notes.cost_text(data))
     every = np.log(np.asarray(data.text_lengths, dtype=float))
@@ -146,17 +139,15 @@ def cost_per_token():
             axes["y_title"] = "ms"
             drawn = figures.lines(list(times.lengths), series, title="Measured time per new token", **axes)
             widgets.chart(drawn, "time-per-token", key="time-per-token")
-    widgets.show_code(macs_per_new_token, attention.measure_token_times)
 
 
-@steps.add("Smaller caches")
+@steps.add("Smaller caches", attention.GroupedQueryAttention.steps, cache_bytes_per_token)
 def smaller_caches():
     st.markdown(notes.MEMORY_TEXT + "\n\n" + notes.FORMULA)
     widgets.table(pd.DataFrame(views.cache_rows(1024), columns=notes.CACHE_COLUMNS).round(2), hide_index=True)
-    widgets.show_code(attention.GroupedQueryAttention.steps, cache_bytes_per_token)
 
 
-@steps.add("Sliding window")
+@steps.add("Sliding window", attention.sliding_window_mask)
 def sliding_window():
     num_tokens = prompt_tokens
     kept = session.kept_widget(session.GENERATE_WINDOW, "w_gen_window", min(3, num_tokens))
@@ -176,8 +167,6 @@ def sliding_window():
     windowed = widgets.panel("window-mask", figures.heatmap, sliding.astype(float), prompt, prompt, title=title,
                              explain=rule, **mask)  # fmt: skip
     widgets.side_by_side(plain, windowed)
-    widgets.explain_cell()
-    widgets.show_code(attention.sliding_window_mask)
 
 
 steps.show()

@@ -11,10 +11,8 @@ from explorer.page_text import multihead as notes
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.settings import RANDOM
 
-run = session.current_run()
+run = widgets.page("Multi-head attention")
 settings = run.settings
-st.title("Multi-head attention")
-widgets.weights_caption(settings)
 data = widgets.guard(views.multihead_view, run)
 pieces, mask, dropout_on = data.pieces, data.mask, data.dropout_active
 num_heads, num_tokens, d_out = settings.num_heads, len(pieces), settings.d_out  # d_out: each wrapper head's
@@ -55,15 +53,14 @@ def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
     widgets.explain_cell()
 
 
-@steps.add("Several heads")
+@steps.add("Several heads", attention.MultiHeadAttentionWrapper)
 def several_heads():
     st.markdown(notes.several_heads_text(num_heads, trained=is_trained))
     explain = head_weights(data.wrapper_scores, data.wrapper_keep, group)
     heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads", explain)
-    widgets.show_code(attention.MultiHeadAttentionWrapper)
 
 
-@steps.add("One head")
+@steps.add("One head", attention.CausalAttention.steps)
 def one_head():
     if num_heads > 1:
         names = (lambda k: f"head {k + 1}") if num_heads <= 8 else (lambda k: str(k + 1))
@@ -84,10 +81,9 @@ def one_head():
     widgets.explain_cell()
     sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat
-    widgets.show_code(attention.CausalAttention.steps)
 
 
-@steps.add("Concatenate")
+@steps.add("Concatenate", attention.MultiHeadAttentionWrapper.forward)
 def concatenate():
     output = data.wrapper_output
     shown = range(num_heads) if num_tokens * num_heads * d_out <= notes.GRID_CELLS else group
@@ -101,19 +97,16 @@ def concatenate():
     options = dict(first=shown.start * d_out, code=code, notation=Notation("context_vec"))
     merged = cells.merged(data.wrapper_weights, data.wrapper_values, pieces, cols, **options)
     widgets.token_vectors("wrapper-output", z, pieces, cols, title=title, explain=merged)
-    widgets.explain_cell()
-    widgets.show_code(attention.MultiHeadAttentionWrapper.forward)
 
 
-@steps.add("Split into heads")
+@steps.add("Split into heads", attention.MultiHeadAttention.steps)
 def split_into_heads():
     st.markdown(notes.split_text(mha_d_out, num_heads, head_dim))
     rows = [(row.line, row.names, str(row.shape)) for row in data.shape_rows]
     widgets.table(pd.DataFrame(rows, columns=["line", "shape", "here"]), hide_index=True, width="stretch")
-    widgets.show_code(attention.MultiHeadAttention.steps)
 
 
-@steps.add("All heads at once")
+@steps.add("All heads at once", attention.MultiHeadAttention.steps, attention.heads_product)
 def all_heads_at_once():
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
     explain = head_weights(data.efficient_scores, data.efficient_keep, group)
@@ -122,10 +115,9 @@ def all_heads_at_once():
         check = views.heads_product_view()
         st.markdown(notes.heads_product_text(check))
         st.code(notes.heads_product_code(check), language="python", wrap_lines=True)
-    widgets.show_code(attention.MultiHeadAttention.steps, attention.heads_product)
 
 
-@steps.add("Merge, out_proj")
+@steps.add("Merge, out_proj", attention.MultiHeadAttention.steps)
 def merge_and_out_proj():
     context, output = data.efficient_context, data.efficient_output
     width = data.wrapper_output.shape[1]
@@ -147,10 +139,9 @@ def merge_and_out_proj():
         widgets.token_vectors("efficient-output", output, pieces, out, title=title, explain=mixed)
     widgets.explain_cell()
     st.markdown(notes.GPT_TEXT)
-    widgets.show_code(attention.MultiHeadAttention.steps)
 
 
-@steps.add("Same weight matrices, same output")
+@steps.add("Same weight matrices, same output", attention.multihead_from_wrapper)
 def same_output():
     difference = data.wrapper_vs_efficient_max_difference
     st.markdown(notes.same_output_text(d_out, head_dim, data.shared_d_out, trained=is_trained))
@@ -163,7 +154,6 @@ def same_output():
         widgets.draw(figures.agreement, "wrapper-vs-fused", wrapper_output, fused_output, title=title, **names)
     if not is_trained:
         st.caption(notes.RANDOM_NOTE)
-    widgets.show_code(attention.multihead_from_wrapper)
 
 
 if is_trained:  # a model's weights: what its heads look at, and every layer's heads

@@ -12,10 +12,8 @@ from explorer.page_text import questions
 from explorer.page_text.glossary import term
 from explorer.page_text.qkv import D_KS, TEMPERATURES
 
-run = session.current_run()
+run = widgets.page("Q, K, V & scaling")
 settings = run.settings
-st.title("Q, K, V & scaling")
-widgets.weights_caption(settings)
 pieces = widgets.guard(run.ready).pieces
 v2_seed = views.module_seed(settings, "v2")  # the book builds SelfAttention_v2 after seed 789
 view = widgets.guard(views.qkv_view, run, v2_seed)
@@ -50,16 +48,15 @@ def lab_controls():
     return widgets.guard(views.scaling_view, D_KS, num_keys, float(temperature), settings.seed), num_keys
 
 
-@steps.add("W_query, W_key, W_value")
+@steps.add("W_query, W_key, W_value", attention.SelfAttention_v1)
 def projection_weights():
     st.markdown(notes.projections_text(models.origin(settings), settings.seed))
     dims = [f"in {i}" for i in range(trace.inputs.shape[1])]
     w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
     widgets.side_by_side(*(matrix(w, getattr(view, w), None, **w_options) for w in ("W_query", "W_key", "W_value")))
-    widgets.show_code(attention.SelfAttention_v1)
 
 
-@steps.add("Queries, keys, values")
+@steps.add("Queries, keys, values", attention.SelfAttention_v1.steps)
 def queries_keys_values():
     st.markdown(
         "`queries = x @ W_query`, `keys = x @ W_key`, `values = x @ W_value`: each token gets a "
@@ -75,10 +72,9 @@ def queries_keys_values():
     widgets.side_by_side(*panels)
     widgets.explain_cell()
     widgets.book_caption(settings, "qkv_steps")
-    widgets.show_code(attention.SelfAttention_v1.steps)
 
 
-@steps.add("Scores, then ÷ √d_k")
+@steps.add("Scores, then ÷ √d_k", attention.SelfAttention_v1.steps)
 def scaled_scores():
     st.markdown(
         "`attn_scores = queries @ keys.T` pairs every query with every key. Before the softmax they are divided by "
@@ -102,10 +98,9 @@ def scaled_scores():
     widgets.book_caption(settings, "qkv_steps")
     row = (trace.attn_scores[example], trace.attn_weights[example], d_k, example)
     widgets.ask(questions.scaling_direction(*row), settings)  # the next step shows the weights
-    widgets.show_code(attention.SelfAttention_v1.steps)
 
 
-@steps.add("Weights and context vectors")
+@steps.add("Weights and context vectors", attention.SelfAttention_v1.steps)
 def weights_and_context():
     st.markdown(
         "`attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)` turns each row into attention weights that "
@@ -123,19 +118,17 @@ def weights_and_context():
     )
     widgets.explain_cell()
     widgets.book_caption(settings, "v1")
-    widgets.show_code(attention.SelfAttention_v1.steps)
 
 
-@steps.add("Why scale: saturation")
+@steps.add("Why scale: saturation", attention.scaling_lab)
 def saturation():
     lab, num_keys = lab_controls()
     st.markdown(notes.saturation_text(lab, num_keys))
     largest = lab_lines("max_weight", "largest weight in a row", lab)
     widgets.side_by_side(largest, lab_lines("entropy", "row entropy (nats)", lab))
-    widgets.show_code(attention.scaling_lab)
 
 
-@steps.add("Why scale: gradients")
+@steps.add("Why scale: gradients", attention.scaling_lab)
 def gradients():
     lab, num_keys = lab_controls()
     st.markdown(notes.gradients_text(lab))
@@ -144,10 +137,9 @@ def gradients():
     options = dict(title=f"one softmax row {notes.TOP}", value_name="attention weight", decimals=2, extra_height=70)
     row = widgets.panel("example_row", figures.bars, one_row, keys, **options)
     widgets.side_by_side(lab_lines("grad_norm", "gradient norm", lab), row)
-    widgets.show_code(attention.scaling_lab)
 
 
-@steps.add("SelfAttention_v1 = v2")
+@steps.add("SelfAttention_v1 = v2", attention.SelfAttention_v2, attention.load_v2_weights_into_v1)
 def v1_equals_v2():
     st.markdown(notes.v1_v2_text(v2_seed, view.v1_v2_max_difference, trained_head=models.head_name(settings)))
     shared = dict(highlight_row=None, value_range=figures.shared_range(view.v1_output, view.v2_output, kind="signed"))
@@ -156,7 +148,6 @@ def v1_equals_v2():
         matrix("v2_output", view.v2_output, None, title="SelfAttention_v2", **shared),
     )
     widgets.book_caption(settings, "v2")
-    widgets.show_code(attention.SelfAttention_v2, attention.load_v2_weights_into_v1)
 
 
 steps.show()

@@ -1,7 +1,5 @@
 """Simplified attention (section 3.3): dot-product scores, softmax weights and context vectors, no weights yet."""
 
-from dataclasses import replace
-
 import pandas as pd
 import streamlit as st
 
@@ -28,7 +26,7 @@ other_query = [] if query == 1 else [f"query x^({query + 1}), not the book's x^(
 steps = widgets.Steps("simplified")
 
 
-@steps.add("Scores of one query")
+@steps.add("Scores of one query", attention.simplified_attention)
 def one_query_scores():
     st.markdown(
         f"The **{term('attention_scores', 'attention scores')}** of the query x^({n}) (`inputs[{query}]`: Python "
@@ -49,13 +47,12 @@ def one_query_scores():
             dims = [f"dim {k}" for k in range(inputs.shape[1])]
             options = dict(title=f"inputs: predict from these (x^({n}) outlined)", value_name="embedding value")
             options.update(row_title="token", col_title="dimension", col_tokens=False, highlight_row=query)
-            options.update(style=replace(widgets.style(), max_height=min(widgets.style().max_height, 300)))  # as bars
+            options.update(style=widgets.style(at_most=300))  # as bars
             widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
             st.markdown(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
-    widgets.show_code(attention.simplified_attention)
 
 
-@steps.add("Scores → weights")
+@steps.add("Scores → weights", attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
 def scores_to_weights():
     st.markdown(
         f"The {term('attention_weights', 'attention weights')} `attn_weights_{n}` normalize the scores so they sum "
@@ -69,10 +66,9 @@ def scores_to_weights():
     series["torch.softmax"] = view.torch_softmax
     title = f"attn_weights_{n}, three ways"
     widgets.draw(figures.bars, "normalizations", series, pieces, title=title, value_name="attention weight")
-    widgets.show_code(attention.compare_normalizations, attention.normalize_by_sum, attention.softmax_naive)
 
 
-@steps.add("Why torch.softmax")
+@steps.add("Why torch.softmax", attention.overflow_demo, attention.softmax_naive)
 def why_torch_softmax():
     broken = int(pd.isna(view.overflow_naive).sum())
     outcome = "no score passes 88.7 here, so it survives. "
@@ -91,10 +87,9 @@ def why_torch_softmax():
         options = dict(title="Scores × 100, normalized", value_name="attention weight", decimals=2)
         widgets.draw(figures.bars, "overflow", series, pieces, **options)
     widgets.table(table, where=right, hide_index=True, height=min(35 * (len(pieces) + 1) + 3, 380))
-    widgets.show_code(attention.overflow_demo, attention.softmax_naive)
 
 
-@steps.add("The context vector")
+@steps.add("The context vector", attention.context_contributions)
 def context_vector():
     st.markdown(
         f"The **{term('context_vector', 'context vector')}** z^({n}), the book's `context_vec_{n}`, is the sum of all "
@@ -111,10 +106,9 @@ def context_vector():
     shown = ", ".join(f"{v:.4f}" for v in view.context_vecs[query][:6])
     options = dict(title=f"context_vec_{n} = [{shown}{', …' if inputs.shape[1] > 6 else ''}]", key="contributions")
     widgets.draw(figures.stacked_contributions, "context-vector", view.contributions, pieces, **options)
-    widgets.show_code(attention.context_contributions)
 
 
-@steps.add("All scores and weights at once")
+@steps.add("All scores and weights at once", attention.simplified_attention)
 def all_scores_and_weights():
     st.markdown(
         "Every query at once: `attn_scores = inputs @ inputs.T` holds all dot products, and "
@@ -131,14 +125,12 @@ def all_scores_and_weights():
     for column, (name, options, explain) in zip(st.columns(2), panels, strict=True):
         options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
         options.update(explain=explain)
-        options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under the text
+        options.update(style=widgets.style(shorter=40))  # under the text
         with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
-    widgets.explain_cell()
-    widgets.show_code(attention.simplified_attention)
 
 
-@steps.add("All context vectors at once")
+@steps.add("All context vectors at once", attention.simplified_attention, attention.attention_loop)
 def all_context_vectors():
     difference = view.loop_max_difference
     st.markdown(
@@ -157,8 +149,6 @@ def all_context_vectors():
     options = dict(value_name="context value", kind="signed", col_title="dimension", col_tokens=False)
     options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
     widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=explain, **options)
-    widgets.explain_cell()
-    widgets.show_code(attention.simplified_attention, attention.attention_loop)
 
 
 steps.show()

@@ -16,7 +16,7 @@ REFERENCE = "MultiHeadAttention"  # the book's module: every ratio is against it
 FUSED = "F.scaled_dot_product_attention"
 ONE_TENSOR = "one (b, num_heads, T, T) tensor, computed"
 
-session.current()  # the sidebar's settings do not apply here; the sizes below do
+session.current_run()  # the sidebar's settings do not apply here; the sizes below do
 st.title("Speed")
 devices = timing.speed_devices()
 NO_GPU = "No GPU on this server; CUDA results appear when one is present." if devices == ["cpu"] else ""
@@ -81,7 +81,7 @@ def measurement_shown() -> bool:
     return True
 
 
-@steps.add("What we compare")
+@steps.add("What we compare", *(impl.build for impl in attention.IMPLEMENTATIONS.values()))
 def implementations():
     st.markdown(
         "Seven ways to run **the same** `MultiHeadAttention` parameters (seed 123, eval mode): each gives the same "
@@ -94,7 +94,6 @@ def implementations():
         worst = max(data.max_abs_difference.values())
         st.markdown(f"Measured: every output equals `{REFERENCE}`'s to within {worst:.1e} (largest |difference|).")
     st.caption(NO_GPU)
-    widgets.show_code(*(impl.build for impl in attention.IMPLEMENTATIONS.values()))
 
 
 @steps.add("Time against T")

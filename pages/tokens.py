@@ -4,14 +4,12 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, session, widgets
+from explorer import cells, figures, models, widgets
 from explorer.cells import Notation
 from explorer.page_text.glossary import term
 
-run = session.current_run()
+run = widgets.page("Tokens & embeddings")
 settings = run.settings
-st.title("Tokens & embeddings")
-widgets.weights_caption(settings)
 data = widgets.guard(run.ready)
 widgets.truncation_notice(data.truncated_from, settings.context_length)
 if not data.tokenizer.startswith("GPT-2"):
@@ -21,7 +19,7 @@ labels = [figures.visible_token(p) for p in data.pieces]
 steps = widgets.Steps("tokens")
 
 
-@steps.add("Text → token ids")
+@steps.add("Text → token ids", attention.tokenize)
 def token_ids():
     st.markdown(
         f"GPT-2 splits text into **{term('token', 'tokens')}** with byte-pair encoding: common words are one token, "
@@ -32,10 +30,9 @@ def token_ids():
     table.index.name = "token"  # counted from 1; Python's index is one less
     widgets.table(table, width="content", height=min(35 * (len(table) + 1) + 3, 460))
     st.caption(f"{len(data.ids)} tokens · tokenizer: {data.tokenizer}")
-    widgets.show_code(attention.tokenize)
 
 
-@steps.add("Token ids → embedding vectors")
+@steps.add("Token ids → embedding vectors", attention.embed_tokens, attention.token_vector)
 def embeddings():
     if settings.weights != "random":
         st.markdown(models.input_text(settings))
@@ -59,8 +56,6 @@ def embeddings():
     options = dict(title=title, value_name="embedding value", meaning="one coordinate of this token's input vector")
     options.update(row_title="token", col_title="dimension", col_tokens=False, explain=explain)
     widgets.draw(figures.heatmap, "input-embeddings", data.inputs, data.pieces, dims, **options)
-    widgets.explain_cell()
-    widgets.show_code(attention.embed_tokens, attention.token_vector)
 
 
 steps.show()

@@ -1,7 +1,5 @@
 """Why attention: the RNN encoder–decoder bottleneck and Bahdanau attention (sections 3.1–3.2)."""
 
-from dataclasses import replace
-
 import streamlit as st
 
 import attention
@@ -48,11 +46,10 @@ def encoder_reads():
     control.slider("hidden_size", 4, attention.constants.MAX_HIDDEN_SIZE, help=explained, **kept)
     title = "encoder_states: the hidden state after each token"
     options = dict(title=title, value_name="hidden state", row_title="after token", col_title="hidden unit")
-    options.update(style=replace(widgets.style(), max_height=widgets.style().max_height - 40))  # under 2 paragraphs
+    options.update(style=widgets.style(shorter=40))  # under 2 paragraphs
     code, notation = "return (1 - z) * n + z * h", Notation("encoder_states")
     options["explain"] = cells.encoder_states(seq2seq_parts, pieces, steps_dims, code=code, notation=notation)
     widgets.token_vectors("encoder-states", view.encoder_states, pieces, steps_dims, decimals=2, **options)
-    widgets.explain_cell()
 
 
 @steps.add("One vector for everything")
@@ -91,7 +88,6 @@ def bahdanau_looks_back():
     notation = Notation("bahdanau_weights")  # the softmax runs in the decoder's loop, which the page does not show
     options["explain"] = cells.bahdanau(seq2seq_parts, decoder_steps, pieces, code=SCORE_CODE, notation=notation)
     widgets.draw(figures.heatmap, "bahdanau-weights", weights, decoder_steps, pieces, **options)
-    widgets.explain_cell()
 
 
 @steps.add("What each one sees")
@@ -112,7 +108,6 @@ def what_each_sees():
 @steps.add("Trained: the right word")
 def trained_alignment():
     widgets.show_alignment(pieces, data.ids)
-    widgets.explain_cell()
 
 
 @steps.add("Trained: the bottleneck in numbers")

@@ -118,8 +118,9 @@ def test_a_link_to_a_step_the_page_does_not_have_says_which_it_has():
     assert "unmasked-weights" in info and "context-vectors" in info and "<b>" in info  # quoted as typed
 
 
-def one_step_page(panel: bool):
-    """A page of one step that draws a chart whose cells explain themselves, with or without the cell panel."""
+def one_step_page(panel: str):
+    """A page of one step that draws charts whose cells explain themselves; ``panel``: where the step places the
+    cell panel: "after" its chart, "before" a second one, or "none" (the kit places it)."""
     import numpy as np
 
     from explorer import cells, figures, widgets
@@ -132,8 +133,10 @@ def one_step_page(panel: bool):
     def weights():
         explain = cells.weights(scores, ("a", "b"), code="attn_weights = ", notation=Notation("attn_weights"))
         widgets.draw(figures.heatmap, "weights", scores, ("a", "b"), ("a", "b"), title="w", explain=explain)
-        if panel:
+        if panel != "none":
             widgets.explain_cell()
+        if panel == "before":
+            widgets.draw(figures.heatmap, "again", scores, ("a", "b"), ("a", "b"), title="v", explain=explain)
 
     try:
         steps.show()
@@ -143,12 +146,12 @@ def one_step_page(panel: bool):
         st.error(str(error))
 
 
-@pytest.mark.parametrize("panel", [True, False])
-def test_a_step_that_draws_cells_to_explain_must_show_the_cell_panel(panel):
+@pytest.mark.parametrize("panel", ["after", "none", "before"])
+def test_a_step_that_draws_cells_to_explain_shows_the_cell_panel_after_its_last_such_chart(panel):
     at = function_app(one_step_page, panel=panel)
     assert not at.exception
     errors = [e.value for e in at.error]
-    if panel:
+    if panel != "before":  # the step's own panel, or the kit's after the step
         assert not errors
         assert [s.label for s in at.selectbox] == ["Query", "Key"]
     else:

@@ -1,6 +1,6 @@
 """The widgets layer: the Streamlit pieces pages are made of, and friendly handling of bad input. This module holds
-the small shared pieces, the captions that say where the numbers come from and the stylesheet; the other
-modules' names, which use these, are imported at the end. It may import ``room``, ``session``, ``views``,
+the small shared pieces: the captions that say where the numbers come from, the stylesheet, the CSV button; the
+other modules' names, which use these, are imported at the end. It may import ``room``, ``session``, ``views``,
 ``models``, ``runtime`` and the bottom modules, never pages."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import streamlit as st
 
+from explorer.figures import tables_csv
 from explorer.models import describe
-from explorer.session import PRESENTER, RUN_SECTIONS, chosen, current_run, set_settings
+from explorer.session import PRESENTER, RUN_SECTIONS, RUN_STEP, chosen, current_run, set_settings
 from explorer.settings import DEFAULTS, RANDOM, Settings
 from explorer.views import Run
 from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
@@ -74,6 +75,14 @@ def weights_caption(settings: Settings) -> None:
     """``describe`` as a caption under the page's title, when a model's weights are on."""
     if settings.weights != RANDOM and (text := describe(settings)):
         st.caption(":material/model_training: " + text)
+
+
+def page(title: str) -> Run:
+    """A chapter page's start: its title, the trained layer behind its numbers (``weights_caption``), its ``Run``."""
+    run = current_run()
+    st.title(title)
+    weights_caption(run.settings)
+    return run
 
 
 def outside_model() -> Run:
@@ -236,6 +245,40 @@ if (!window.chartScrollRegions) {
 </script>"""
 
 
+# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's numbers as JSON,
+# named for the page, the step and the quantity. A masked weight is 0, a masked score -inf ("-inf" in JSON), and
+# a token that looks like a spreadsheet formula is shown, never run. ``figures.tables_csv`` makes the text only when
+# a button is pressed.
+
+
+IMAGE_FORMAT = "w_image_format"
+NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
+
+
+def export_name(quantity: str) -> str:
+    """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
+    page, index = st.session_state.get(RUN_STEP, NO_STEP)[:2]
+    return "-".join(filter(None, (page, f"step{index + 1}" if page else "", quantity.replace("-", "_"))))
+
+
+def csv_download(tables, file_name: str, *, key: str) -> None:
+    """A figure's CSV button: its matrix with token labels, for a heatmap; nothing for any other figure."""
+    if not any(t["type"] == "heatmap" for t in tables):
+        return
+    st.download_button(
+        label="CSV",
+        data=lambda: tables_csv(tables),
+        file_name=f"{file_name}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        key=key,
+        help="This figure's matrix, with token labels in the header and the first column. "
+        "Masked weights are 0, masked scores -inf.",
+    )
+
+
 # The other modules, after the pieces above, which they import from here.
 from explorer.runtime.patches import run_page  # noqa: E402
 from explorer.widgets.charts import Panel, chart, draw, explain_cell, panel, side_by_side, style, token_vectors  # noqa: E402
@@ -256,6 +299,7 @@ __all__ = [
     "finish_run",
     "guard",
     "outside_model",
+    "page",
     "page_stylesheet",
     "panel",
     "progress",

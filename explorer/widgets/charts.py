@@ -42,8 +42,7 @@ from explorer.session import (
 )
 from explorer.session import figure_style as style
 from explorer.settings import parse_cell, quoted
-from explorer.widgets import SCROLL_WIDTHS
-from explorer.widgets.steps import IMAGE_FORMAT, NO_STEP, csv_download, export_name
+from explorer.widgets import IMAGE_FORMAT, NO_STEP, SCROLL_WIDTHS, csv_download, export_name
 
 FIGURE_ENTRIES = 512  # figures kept; a class on one sentence draws about 100 different ones
 FIGURE_BYTES = 64 * MIB  # the numbers of every kept figure together (the figures hold about as much again)

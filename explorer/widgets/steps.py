@@ -5,17 +5,18 @@ A page writes one function per step, named for what it shows, and adds it to its
 
     steps = widgets.Steps("dropout")
 
-    @steps.add("One dropout draw")
+    @steps.add("One dropout draw", attention.apply_dropout)  # the title, then what "Show the code" shows
     def one_draw():
         ...
 
-    steps.show()  # the stepper, then the chosen step's function
+    steps.show()  # the stepper, then the chosen step's function and its code panel
 
 The URL names the step by its function (``?step=one-draw``); an old numbered link (``?step=2``) opens the step it
 opened then (``NUMBERED``). A student who follows a live room gets no buttons: the teacher moves their steps."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import inspect
 import pkgutil
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from explorer import room
-from explorer.figures import JSON_NOTE, json_table, step_json, tables_csv
+from explorer.figures import JSON_NOTE, json_table, step_json
 from explorer.session import (
     CELL_CODE,
     CELL_PANELS_SHOWN,
@@ -46,6 +47,8 @@ from explorer.session import (
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, parse_position, quoted
 from explorer.views import Run
 from explorer.views.chapter import is_book, source_of
+from explorer.widgets import export_name
+from explorer.widgets.charts import explain_cell
 
 # Links made before steps had names said ?step=N. These are the steps each N opened then (2026-12), so such a
 # link opens the same step after steps are added or moved. Never change them; a renamed step needs its old
@@ -114,10 +117,11 @@ NUMBERED = {
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a page: its title in the stepper and the function that draws it."""
+    """One step of a page: its title in the stepper, the function that draws it and what its code panel shows."""
 
     title: str
     show: Callable[[], None]
+    code: tuple = ()
 
     @property
     def slug(self) -> str:
@@ -131,12 +135,14 @@ class Steps:
     def __init__(self, page: str):
         self.page = page
         self.steps: list[Step] = []
+        self.aside = None  # the step's column of words (``beside``), where its cell and code panels go
 
-    def add(self, title: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
-        """A decorator: the function is the page's next step, titled ``title``."""
+    def add(self, title: str, *code: Callable | type | str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+        """A decorator: the function is the page's next step, titled ``title``; ``code``, if any, is shown by
+        "Show the code" after it (``show_code``)."""
 
         def added(show: Callable[[], None]) -> Callable[[], None]:
-            step = Step(title, show)
+            step = Step(title, show, code)
             if any(s.slug == step.slug for s in self.steps):
                 raise ValueError(f"{self.page} has two steps named {step.slug}")
             self.steps.append(step)
@@ -144,17 +150,29 @@ class Steps:
 
         return added
 
+    def beside(self):
+        """A column of words beside a wider one for the chart; the step's cell and code panels go under the words."""
+        self.aside, plot = st.columns([1, 2], gap="medium")
+        return self.aside, plot
+
     def show(self) -> Step:
-        """The stepper, then the chosen step's function. A step that draws a chart with cells to explain must
-        show the cell panel (``explain_cell``) after its last such chart: a step that does not fails here."""
+        """The stepper, then the chosen step's function, then its cell panel (``explain_cell``) if it drew charts with
+        cells to explain and did not place the panel itself, and its code panel. A panel placed before the step's
+        last such chart fails here."""
         step = self.steps[stepper(self.page, self.steps)]
+        self.aside = None
         step.show()
-        drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN, 0)
-        if drawn != shown:
+        drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN)
+        if shown is not None and drawn != shown:
             raise RuntimeError(
                 f"{self.page}'s step {step.slug} drew {drawn} explainable charts, but its cell panel "
                 f"(widgets.explain_cell) came after {shown} of them"
             )
+        with self.aside or contextlib.nullcontext():
+            if drawn and shown is None:
+                explain_cell()
+            if step.code:
+                show_code(*step.code)
         return step
 
 
@@ -290,40 +308,6 @@ def steps_note(obj: Callable | type) -> str:
     if getattr(obj, "__name__", "") != "steps":
         return ""
     return BOOK_NOTES.get(obj.__qualname__.split(".")[0], CACHED_STEPS_NOTE)
-
-
-# What a learner takes away from a step: each heatmap's numbers as CSV and the whole step's numbers as JSON,
-# named for the page, the step and the quantity. A masked weight is 0, a masked score -inf ("-inf" in JSON), and
-# a token that looks like a spreadsheet formula is shown, never run. ``figures.tables_csv`` makes the text only when
-# a button is pressed.
-
-
-IMAGE_FORMAT = "w_image_format"
-NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
-
-
-def export_name(quantity: str) -> str:
-    """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
-    page, index = st.session_state.get(RUN_STEP, NO_STEP)[:2]
-    return "-".join(filter(None, (page, f"step{index + 1}" if page else "", quantity.replace("-", "_"))))
-
-
-def csv_download(tables, file_name: str, *, key: str) -> None:
-    """A figure's CSV button: its matrix with token labels, for a heatmap; nothing for any other figure."""
-    if not any(t["type"] == "heatmap" for t in tables):
-        return
-    st.download_button(
-        label="CSV",
-        data=lambda: tables_csv(tables),
-        file_name=f"{file_name}.csv",
-        mime="text/csv",
-        on_click="ignore",
-        icon=":material/download:",
-        type="tertiary",
-        key=key,
-        help="This figure's matrix, with token labels in the header and the first column. "
-        "Masked weights are 0, masked scores -inf.",
-    )
 
 
 def finish_run(
