@@ -3,7 +3,7 @@
 # so the running app needs no network.
 #
 # The base image is pinned to an exact Python and Debian release. To pin it by digest too, look the
-# digest up where you can reach Docker Hub and write it after the tag (README, "Deploy"):
+# digest up where you can reach Docker Hub and write it after the tag (docs/deployment.md, "Container"):
 #   docker buildx imagetools inspect python:3.11.14-slim-bookworm
 #   FROM python:3.11.14-slim-bookworm@sha256:<the index digest it prints>
 FROM python:3.11.14-slim-bookworm
@@ -17,7 +17,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 
 WORKDIR /app
 # requirements.lock pins every package, and the CPU build of torch, with sha256 hashes for
-# linux/amd64 and Python 3.11 (README, "Deploy", says how to regenerate it).
+# linux/amd64 and Python 3.11 (docs/deployment.md, "Container", says how to regenerate it).
 COPY requirements.lock .
 RUN pip install --require-hashes --only-binary :all: --no-deps \
       --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.lock

@@ -107,18 +107,18 @@ def test_no_import_cycle(package):
     assert not cycle, "import cycles: " + "; ".join(cycle)
 
 
-def test_the_readmes_project_layout_names_every_part_of_the_explorer():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    layout = readme.split("## Project layout", 1)[1].split("```")[1]
+def test_the_project_layout_names_every_part_of_the_explorer():
+    architecture = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    layout = architecture.split("## Project layout", 1)[1].split("```")[1]
     parts = [p.name for p in (ROOT / "explorer").iterdir() if p.is_dir() and (p / "__init__.py").exists()]
     parts += [p.name for p in (ROOT / "explorer").glob("*.py") if p.name != "__init__.py"]
     missing = [name for name in parts if (name + "/" if "." not in name else name) not in layout]
-    assert not missing, f"README's Project layout does not name: {missing}"
+    assert not missing, f"ARCHITECTURE.md's Project layout does not name: {missing}"
     for line in layout.splitlines():
         named = line.split()[0] if line and not line.startswith(" ") else None
         if named:
             assert (ROOT / named.rstrip("/")).exists(), (
-                f"README's Project layout names {named}, which is not in the tree"
+                f"ARCHITECTURE.md's Project layout names {named}, which is not in the tree"
             )
 
 

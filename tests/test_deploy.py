@@ -1,9 +1,9 @@
 """Deployability: a fresh virtual environment with only requirements.txt runs the app and answers /_stcore/health,
 and there ``pip install .`` gives a package whose ``check`` works without the notebook extra, and
-``pip install ".[notebook]"`` one whose ``explore`` draws (README "In your notebook").
+``pip install ".[notebook]"`` one whose ``explore`` draws (docs/notebook.md).
 
 This is what a hosted deploy and a reader do. It takes a minute or two (it installs torch), so it is marked ``slow``:
-the README's quick subset (``-m "not browser and not slow"``) leaves it out, and the full suite runs it.
+the quick check (``-m "not browser and not slow"``) leaves it out, and the full suite runs it.
 """
 
 import os

@@ -85,7 +85,7 @@ def test_heatmap_prints_cell_values_only_when_small():
 
 
 def test_large_heatmaps_and_grids_count_queries_and_keys_from_1_on_hover():
-    """The hover names query 1 · key 1 for the first cell (README "Counting from 1"), not "query #0"."""
+    """The hover names query 1 · key 1 for the first cell (docs/book.md "Counting from 1"), not "query #0"."""
     labels = [str(i) for i in range(40)]
     large = figures.heatmap(np.eye(40), labels, labels, title="large")
     grid = figures.heatmap_grid(np.stack([np.eye(40)] * 2), ["head 1", "head 2"], labels, labels, title="g")

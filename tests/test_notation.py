@@ -1,4 +1,4 @@
-"""The notation convention (README "Notation", ``explorer.page_text.glossary.NOTATION``) in every string a
+"""The notation convention (docs/book.md "Notation", ``explorer.page_text.glossary.NOTATION``) in every string a
 learner reads: the pages, the page text, the widgets, the book captions, the model's sentences, and the
 docstrings that "Show the code" prints.
 

@@ -4,6 +4,7 @@
 ``.gitignore`` must cover what it leaves, or ``git status`` shows files the reader did not make.
 """
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,31 @@ def test_pip_install_in_a_clone_leaves_git_status_empty(tmp_path):
     assert (tmp_path / "site" / "attention" / "__init__.py").is_file()
     assert (clone / "build").is_dir(), "setuptools built in the clone, as a reader's pip install . does"
     assert git("status", "--porcelain", "--untracked-files=all", cwd=clone) == ""
+
+
+def readme_commands() -> list[str]:
+    """The README's bash blocks' lines, in order."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = readme.split("```bash\n")[1:]
+    return [line for block in blocks for line in block.split("```")[0].splitlines()]
+
+
+def test_the_readme_fits_five_minutes_with_both_commands_near_the_top():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 150
+    top = "\n".join(lines[:40])
+    assert "pip install -r requirements.txt && streamlit run streamlit_app.py" in top
+    assert "pip install -r requirements-dev.txt && npm ci && python -m pytest" in top
+
+
+def test_ci_runs_the_readmes_test_command():
+    (test_command,) = [line for line in readme_commands() if "pytest" in line]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci
+
+
+def test_every_file_the_readme_and_docs_link_exists():
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#]+)\)", doc.read_text()):
+            if not target.startswith("http"):
+                assert (doc.parent / target).exists(), f"{doc.name} links to {target}, which does not exist"

@@ -3,7 +3,7 @@ own notation, and ``term`` to link a term where it first appears on a page.
 
 Pure text, written in ``TERMS_TEXT``: the Glossary page (``pages/glossary.py``) draws ``TERMS`` in order, one
 heading per term whose anchor is the term's key, so ``/glossary#d_k`` names one entry. ``NOTATION`` is the
-convention every page follows; the README's "Notation" section says the same.
+convention every page follows; docs/book.md's "Notation" section says the same.
 """
 
 from __future__ import annotations

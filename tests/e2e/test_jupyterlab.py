@@ -119,7 +119,7 @@ def lab(tmp_path_factory, _browser_available):
 
 
 def test_a_reader_steps_through_their_own_modules_and_clicks_a_cell_of_every_step(lab, browser):
-    context, page = new_page(browser, {"width": 1280, "height": 1400})  # tall: the README's picture fits
+    context, page = new_page(browser, {"width": 1280, "height": 1400})  # tall: docs/notebook.md's picture fits
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
@@ -150,7 +150,7 @@ def test_a_reader_steps_through_their_own_modules_and_clicks_a_cell_of_every_ste
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 explorer.screenshot(path=SHOTS / f"{name}-step{k + 1}-{step}.png")  # to look at, in artifacts/
                 if step == "weights" and name == "CausalAttention":
-                    SHOTS.mkdir(parents=True, exist_ok=True)  # the README's picture, without the hover box
+                    SHOTS.mkdir(parents=True, exist_ok=True)  # docs/notebook.md's picture, without the hover box
                     page.mouse.move(0, 0)
                     explorer.locator(".hoverlayer .hovertext").first.wait_for(state="detached")
                     explorer.screenshot(path=SHOTS / "explore-causal-weights.png")

@@ -1,7 +1,7 @@
-"""A whole lesson in Chromium, on the README's own commands: a teacher and three students on two app processes
+"""A whole lesson in Chromium, on the documented commands: a teacher and three students on two app processes
 behind nginx that share rooms through Redis (issue 35, "Done when").
 
-Started as the README says ("Live rooms on one server or several"), on free ports instead of 6379, 8500 and 8601:
+Started as docs/deployment.md says ("Live rooms on one server or several"), on free ports, not 6379, 8500, 8601:
 
     redis-server --port <free> --save ""
     ATTENTION_ROOMS_URL=redis://127.0.0.1:<free>/0 python deploy/run_cluster.py --processes 2 --port <free>
@@ -150,7 +150,7 @@ class Wire:
 
 @pytest.fixture
 def redis_url():
-    """``redis-server --port <free> --save ""``, as the README starts it; yields its URL for the app processes."""
+    """``redis-server --port <free> --save ""``, as docs/deployment.md starts it; yields its URL for the apps."""
     redis_server = shutil.which("redis-server", path=f"{os.environ.get('PATH', '')}:/usr/bin:/usr/sbin")
     if redis_server is None:
         if os.environ.get("CI") == "true":
@@ -180,7 +180,7 @@ def redis_url():
 @pytest.fixture
 def cluster(redis_url):
     """``python deploy/run_cluster.py --processes 2 --port <free> --first-app-port <free>`` with
-    ``ATTENTION_ROOMS_URL``, as the README runs it; stopped (and every process it started) after the test."""
+    ``ATTENTION_ROOMS_URL``, as docs/deployment.md runs it; stopped (and every process it started) after the test."""
     if nginx_binary() is None:
         if os.environ.get("CI") == "true":
             pytest.fail("nginx is missing in CI (.ci/run installs it)")
