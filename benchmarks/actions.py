@@ -1,7 +1,8 @@
 """Server cost of each kind of action (issues 15, 23 and 25): a Next click, a page switch, a new sentence, a
 cell selection; first paint; a first look at the grid of every layer and head; the functions an action enters.
 
-Usage, from the repository root (BENCHMARKS.md's sections on issues 15, 23 and 25 give each run and the method)::
+Usage, from the repository root (BENCHMARKS.md's "Cost per action and first paint" and "Every layer and head"
+give the runs)::
 
     python -m benchmarks.actions costs --pages causal_mask,multihead --sizes 6,64,1024 --repeats 10
     python -m benchmarks.actions {paint,select,grid,hops} [--repeats N] [--sizes T,...] [--list] [--against S]

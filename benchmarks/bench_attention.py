@@ -1,7 +1,8 @@
 """The command line over ``attention.measuring.speed.measure``: the Speed page's harness at any size, as a
 markdown table.
 
-Usage, from the repository root (BENCHMARKS.md's "Package" section has the GPT-2-scale comparison's five ``--only``)::
+Usage, from the repository root (BENCHMARKS.md's "The attention package" has the GPT-2-scale comparison's five
+``--only``)::
 
     python -m benchmarks.bench_attention --size gpt2 --device cpu --threads 2 --repeats 7 --only fast_multihead
 

@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 PLACEHOLDER = re.compile(r"\$\{(EXPLORER_[A-Z_]+)\}")
-# Fewer malloc arenas: the server's memory grows more slowly under a class (BENCHMARKS.md, "Load").
+# Fewer malloc arenas: the server's memory grows more slowly under a class
+# (BENCHMARKS.md, "What the server's settings buy").
 APP_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 

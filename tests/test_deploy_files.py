@@ -325,7 +325,7 @@ def test_lock_resolves_with_hashes_required():
 
 def test_the_shipped_streamlit_settings_skip_the_full_collection_after_each_run():
     """``.streamlit/config.toml`` turns off Streamlit's ``gc.collect(2)`` after every script run: under a
-    class it was 45% of the server's interpreter-lock time (BENCHMARKS.md, "A class on one link"). The
+    class it was 45% of the server's interpreter-lock time (BENCHMARKS.md, "What the server's settings buy"). The
     option must be one this Streamlit knows, or the line would be ignored with only a warning."""
     import tomllib
 

@@ -1,5 +1,5 @@
 """Two process-wide settings ``configure_server()`` makes for a server shared by a classroom
-(BENCHMARKS.md, "Where the time goes"): torch computes on one thread per script run, and the
+(BENCHMARKS.md, "What the server's settings buy"): torch computes on one thread per script run, and the
 objects made by the heavy imports are frozen out of the garbage collector's reach."""
 
 import gc

@@ -223,7 +223,7 @@ class TurnQueue:
 
 # What pages compute is a ``shared_view``: one read-only result for every session in ``SHARED``. Not
 # ``st.cache_data`` (a copy at every hit) nor ``st.cache_resource`` (bounds entries, not bytes); both also keep a
-# lock per key ever computed (ARCHITECTURE.md, "Caching and threads"; BENCHMARKS.md).
+# lock per key ever computed (ARCHITECTURE.md, "Caching and threads"; BENCHMARKS.md, "What the server's settings buy").
 CACHE_ENTRIES = 32
 VIEW_ENTRIES = 8  # the batch and multi-head views keep (b or h, T, T) arrays
 

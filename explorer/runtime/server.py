@@ -2,8 +2,8 @@
 
 One thread does the process's start (``Startup``): the first page's modules, then, after it has painted (the browser
 says so at ``PAINTED_PATH``), pandas, torch and the package, one torch thread per run and a frozen heap. The browser
-fetches the charts' code early (``page_routes``, ``preload_browser_code``). Measurements: BENCHMARKS.md, "Where the
-time goes" and "Cost per action and first paint"."""
+fetches the charts' code early (``page_routes``, ``preload_browser_code``). Measurements: BENCHMARKS.md, "What the
+server's settings buy" and "Cost per action and first paint"."""
 
 from __future__ import annotations
 
