@@ -615,7 +615,7 @@ def explain_embedding(d: Derivation, n: Notation, row_label: str, col_label: str
     where, source = d.details["where"], d.details["source"]
     words = (
         f"`inputs[{d.row}, {d.col}]`, entry {d.col} of x^({d.row + 1}), the {term('embedding')} of token "
-        f"{_token(row_label)} (id {d.details['id']}). No arithmetic made it: it is {source}."
+        f"{_token(row_label)} (id {d.details['id']}). {source}"
     )
     return words, f"x^({d.row + 1})[{d.col}] = {where} = {number(d.value)}"
 
@@ -628,15 +628,21 @@ def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) 
         value, token = float(inputs[row, col]), int(ids[row])
         if settings.weights != "random":
             where = f"layer {settings.layer}'s input"
+            below = f", then through the {settings.layer - 1} block(s) below" if settings.layer > 1 else ""
             source = (
-                f"what the trained model feeds layer {settings.layer}: row {token} of its token embedding plus "
-                f"position {row}'s row, through the blocks below and `norm1`, not written out here"
+                f"The trained model made it, in steps not written out here: row {token} of its token embedding plus "
+                f"row {row} of its position embedding (x^({row + 1}); Python counts from 0){below}, then layer "
+                f"{settings.layer}'s `norm1`, a LayerNorm."
             )
         elif settings.source == "book":
-            where, source = f"inputs[{row}][{col}]", "one of the book's six hand-picked vectors, as section 3.3 prints"
+            where = f"inputs[{row}][{col}]"
+            source = "No arithmetic made it: it is one of the book's six hand-picked vectors, as section 3.3 prints."
         else:
             where = f"token_vector({token}, d_in={len(cols)}, seed={settings.seed})[{col}]"
-            source = f"a random number drawn by a generator seeded by (seed {settings.seed}, id {token})"
+            source = (
+                f"No arithmetic made it: it is a random number drawn by a generator seeded by (seed "
+                f"{settings.seed}, id {token})."
+            )
         found = attention.derivations.Term(0, (value,), value)
         details = {"where": where, "source": source, "id": token}
         return attention.derivations.Derivation("parameter", row, col, (found,), value, value, details)
@@ -657,8 +663,8 @@ def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str,
     words = (
         f"Layer {g['layer'] + 1}, head {g['head'] + 1}: the {term('attention_weights', 'attention weight')} of the "
         f"query at token {g['query'] + 1} {_token(g['piece'])} on key x^({j}) {_token(col_label)}. {model} "
-        f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each "
-        "step's weights, not its scores, so here is the row they share: it adds up to 1."
+        f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation records "
+        "attention weights, not scores, so the panel shows this weight's whole row instead: its weights add up to 1."
     )
     more = [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
     parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + more

@@ -57,7 +57,23 @@ def test_the_book_weight_matrices_make_scores_grow_in_proportion_to_d_k():
 
 def test_the_gradient_names_its_output():
     text = qkv.gradients_text(attention.scaling_lab(d_ks=(1, 4), num_samples=8))
-    assert "the gradient of the row's output, Σ_j α_j·v_j" in text and "gradient of the output at" not in text
+    assert "a row's output is the number Σ_j α_j·v_j" in text and "gradient of the output at" not in text
+    assert "changes with the scores, the softmax's input" in text  # what the gradient is taken with respect to
+
+
+def test_the_book_picks_its_sizes_to_be_easy_to_follow_and_parameters_are_explained():
+    """Was: "The book takes d_out = 2 ≠ d_in = 3 to tell them apart"; the book's reason is an easier example."""
+    text = qkv.projections_text("", 123)
+    assert "tell them apart" not in text and "easier to follow" in text
+    assert "`torch.nn.Parameter`" in text and "trainable" in text
+
+
+def test_the_glossary_calls_the_sink_story_an_explanation_and_states_the_variance_condition():
+    from explorer.page_text.glossary import TERMS
+
+    assert "A common explanation, not a proven one" in TERMS["attention_sink"].definition
+    assert "mean 0 and variance 1" in TERMS["scaled_dot_product"].definition
+    assert "information retrieval" in TERMS["query_key_value"].definition
 
 
 def test_a_gpt_heads_d_out_is_all_heads_together():
