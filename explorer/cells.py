@@ -526,7 +526,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
         words = (
             f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
             f"{_token(row_label)}, reads input token x^({j}) {_token(keys[d.col])}. It is the {term('softmax')} over "
-            f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
+            f"the input tokens of e_ij = v_aᵀ tanh(W_a s + U_a h_j), from s, the decoder's state before step {i}, and "
             f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
         )
     else:
@@ -534,8 +534,8 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
         words = (
             f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
             f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
-            f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
-            f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
+            f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s + U_a h_j). That is a small network "
+            f"({term('bahdanau')}), not a dot product. Here s, the decoder's state before step {i}, is {state}."
         )
     return words, "\n".join([score, *_softmax_lines(d, keys)])
 

@@ -133,7 +133,8 @@ def test_a_gru_state_is_its_two_gate_terms():
 
 def test_a_bahdanau_weight_shows_its_additive_score_and_the_state_it_read():
     words, sums = written("bahdanau")
-    assert "s_2, the decoder's state after step 2" in words and "s_{i−1}" in words
+    assert "s_2, the decoder's state after step 2" in words and "s_{i−1}" not in words
+    assert "e_ij = v_aᵀ tanh(W_a s + U_a h_j)" in words and "the decoder's state before step 3" in words
     assert sums.startswith("e_32 = Σ_k v_a[k]·tanh(W_a s + U_a h_2)[k]")
     trace, _ = seq2seq()
     assert numbers(sums)[-1] == pytest.approx(float(trace.bahdanau_weights[ROW, COL]), abs=1e-4)

@@ -94,7 +94,7 @@ Turns a row of numbers into positive numbers that sum to 1, exp(x_i) / Σ_j exp(
 larger input always gets a larger output, so the order of the scores is kept.
 ## scaled_dot_product: scaled dot-product attention
 Attention whose scores are divided by √d_k before the softmax, named by Vaswani et al. (2017), “Attention Is All You
-Need”. If query and key entries have mean 0 and variance 1, a dot product over d_k entries has variance d_k; dividing
+Need”. If query and key entries have mean 0 and variance 1, a dot product over d_k entries has variance d_k. Dividing
 by √d_k brings it back to 1, which keeps the softmax from saturating when d_k is large.
 ## saturates: saturates
 A softmax saturates when one score is far above the rest: its weight is nearly 1, the others nearly 0. The row is almost

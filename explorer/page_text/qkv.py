@@ -56,8 +56,8 @@ def saturation_text(lab, num_keys: int) -> str:
     verdict = f"therefore {term('saturates')}" if largest > 0.9 else "grows sharper"  # saturated: nearly one-hot
     return (
         "The lab draws each query and key entry with mean 0 and variance 1. Their dot products over d_k entries then "
-        "have a spread (standard deviation) of about √d_k. (The book's inputs and `torch.rand` weight matrices are "
-        "all positive, so there the scores grow faster still, in proportion to d_k.) In the lab, unscaled, "
+        "have a spread (standard deviation) of about √d_k. The book's inputs and `torch.rand` weight matrices are "
+        "all positive instead, so there the scores grow faster still, in proportion to d_k. In the lab, unscaled, "
         f"the softmax {verdict}: {TOP} the largest weight averages **{lab.unscaled_max_weight[-1]:.2f}**, and the "
         f"row's {term('entropy', 'entropy')} is **{lab.unscaled_entropy[-1]:.2f}** nats (0 would be "
         f"{term('one_hot')}). Scaled: **{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** "
