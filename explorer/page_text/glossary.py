@@ -115,7 +115,8 @@ A tensor a module registers with `register_buffer`, like `CausalAttention`'s `ma
 `.to(device)` and is saved in its `state_dict`, but it is no parameter: training never changes it.
 ## dropout: dropout
 In training mode, zeroes each value with probability p and multiplies the rest by 1 / (1 − p). Chapter 3 applies it to
-the attention weights to reduce overfitting; in eval mode it does nothing.
+the attention weights to reduce overfitting; in eval mode it does nothing. GPT models are usually trained with
+p = 0.1 or 0.2; the book's demos use p = 0.5 so that the effect is easy to see.
 ## training_mode: training mode, eval mode
 `module.train()` turns dropout on, `module.eval()` turns it off. The book prints its outputs with dropout off, except
 section 3.5.2's dropout example.
