@@ -353,7 +353,8 @@ def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, k
     words = (
         f"`{n.matrix}[{_at(n, d)}]` (Python counts from 0) belongs to head {h + 1}. The "
         f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so column "
-        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. It is entry {c} of head {h + 1}'s "
+        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. Here {c} is the entry's place within head {h + 1}, "
+        f"counted from 0 as Python counts: it is entry {c} of head {h + 1}'s "
         f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
         f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
     )
