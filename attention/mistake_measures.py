@@ -406,6 +406,15 @@ def measure_merge_without_transpose(mha, x, right, wrong, curve, samples, seed):
     )
 
 
+def instead(wrong: float, right: float) -> str:
+    """ "0.500 instead of 1.000", or, where the two print alike, "1.000, as the right code's does"."""
+    return (
+        f"{wrong:.3f}, as the right code's does"
+        if f"{wrong:.3f}" == f"{right:.3f}"
+        else f"{wrong:.3f} instead of {right:.3f}"
+    )
+
+
 def measure_dropout(mha, x, right, wrong, curve, samples, seed):
     p = mha.dropout.p
     right_now, wrong_now = right[0, 0].sum(dim=-1).mean().item(), wrong[0, 0].sum(dim=-1).mean().item()
@@ -422,7 +431,7 @@ def measure_dropout(mha, x, right, wrong, curve, samples, seed):
         average = "With p = 0 nothing is dropped, so the missing rescale changes nothing; raise p to see it."
     else:
         average = (
-            f"Over {samples} draws a row sums to {wrong_mean:.3f} on average instead of {right_mean:.3f}: "
+            f"Over {samples} draws a row sums on average to {instead(wrong_mean, right_mean)}: "
             f"about 1 − p = {1 - p:.2f}. In training each context vector is then on average {1 - p:.0%} of what "
             "it is at inference, where nothing is dropped."
         )
@@ -432,7 +441,7 @@ def measure_dropout(mha, x, right, wrong, curve, samples, seed):
             "Row sum after this draw, mean over rows",
             right_now,
             wrong_now,
-            f"In this draw a row of head 1 sums to {wrong_now:.3f} on average instead of {right_now:.3f}.",
+            f"In this draw a row of head 1 sums on average to {instead(wrong_now, right_now)}.",
         ),
         Measure("mean_row_sum", f"Row sum averaged over {samples} draws", right_mean, wrong_mean, average),
     )

@@ -353,7 +353,8 @@ def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, k
     words = (
         f"`{n.matrix}[{_at(n, d)}]` (Python counts from 0) belongs to head {h + 1}. The "
         f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so column "
-        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. It is entry {c} of head {h + 1}'s "
+        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. Here {c} is the entry's place within head {h + 1}, "
+        f"counted from 0 as Python counts: it is entry {c} of head {h + 1}'s "
         f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
         f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
     )
@@ -526,7 +527,7 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
         words = (
             f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
             f"{_token(row_label)}, reads input token x^({j}) {_token(keys[d.col])}. It is the {term('softmax')} over "
-            f"the input tokens of e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j), from the decoder's state s_{{i−1}} and "
+            f"the input tokens of e_ij = v_aᵀ tanh(W_a s + U_a h_j), from s, the decoder's state before step {i}, and "
             f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
         )
     else:
@@ -534,8 +535,8 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
         words = (
             f"`bahdanau_weights[{d.row}, {d.col}]` is α_{sub(d.row, d.col)}: how much decoder step {i} reads the "
             f"encoder's state h_{j} after token x^({j}) {_token(col_label)}. It is the {term('softmax')} over the "
-            f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s_{{i−1}} + U_a h_j). That is a small network "
-            f"({term('bahdanau')}), not a dot product. Here s_{{i−1}} is {state}."
+            f"encoder tokens of the scores e_ij = v_aᵀ tanh(W_a s + U_a h_j). That is a small network "
+            f"({term('bahdanau')}), not a dot product. Here s, the decoder's state before step {i}, is {state}."
         )
     return words, "\n".join([score, *_softmax_lines(d, keys)])
 
@@ -615,7 +616,7 @@ def explain_embedding(d: Derivation, n: Notation, row_label: str, col_label: str
     where, source = d.details["where"], d.details["source"]
     words = (
         f"`inputs[{d.row}, {d.col}]`, entry {d.col} of x^({d.row + 1}), the {term('embedding')} of token "
-        f"{_token(row_label)} (id {d.details['id']}). No arithmetic made it: it is {source}."
+        f"{_token(row_label)} (id {d.details['id']}). {source}"
     )
     return words, f"x^({d.row + 1})[{d.col}] = {where} = {number(d.value)}"
 
@@ -628,15 +629,21 @@ def embeddings(inputs, ids, pieces, settings, *, code: str, notation: Notation) 
         value, token = float(inputs[row, col]), int(ids[row])
         if settings.weights != "random":
             where = f"layer {settings.layer}'s input"
+            below = f", then through the {settings.layer - 1} block(s) below" if settings.layer > 1 else ""
             source = (
-                f"what the trained model feeds layer {settings.layer}: row {token} of its token embedding plus "
-                f"position {row}'s row, through the blocks below and `norm1`, not written out here"
+                f"The trained model made it, in steps not written out here: row {token} of its token embedding plus "
+                f"row {row} of its position embedding (x^({row + 1}); Python counts from 0){below}, then layer "
+                f"{settings.layer}'s `norm1`, a LayerNorm."
             )
         elif settings.source == "book":
-            where, source = f"inputs[{row}][{col}]", "one of the book's six hand-picked vectors, as section 3.3 prints"
+            where = f"inputs[{row}][{col}]"
+            source = "No arithmetic made it: it is one of the book's six hand-picked vectors, as section 3.3 prints."
         else:
             where = f"token_vector({token}, d_in={len(cols)}, seed={settings.seed})[{col}]"
-            source = f"a random number drawn by a generator seeded by (seed {settings.seed}, id {token})"
+            source = (
+                f"No arithmetic made it: it is a random number drawn by a generator seeded by (seed "
+                f"{settings.seed}, id {token})."
+            )
         found = attention.derivations.Term(0, (value,), value)
         details = {"where": where, "source": source, "id": token}
         return attention.derivations.Derivation("parameter", row, col, (found,), value, value, details)
@@ -657,8 +664,8 @@ def explain_recorded(d: Derivation, n: Notation, row_label: str, col_label: str,
     words = (
         f"Layer {g['layer'] + 1}, head {g['head'] + 1}: the {term('attention_weights', 'attention weight')} of the "
         f"query at token {g['query'] + 1} {_token(g['piece'])} on key x^({j}) {_token(col_label)}. {model} "
-        f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation keeps each "
-        "step's weights, not its scores, so here is the row they share: it adds up to 1."
+        f"made it as the softmax of q·k/√{term('d_k')} over the {g['seen']} tokens so far. Generation records "
+        "attention weights, not scores, so the panel shows this weight's whole row instead: its weights add up to 1."
     )
     more = [f"… ({len(d.terms)})"] if len(d.terms) > ROW_TERMS else []
     parts = [number(t.value) for t in d.terms[:ROW_TERMS]] + more

@@ -77,8 +77,9 @@ def bahdanau_looks_back():
     weights = view.bahdanau_weights
     st.markdown(
         f"{term('bahdanau')} (2014) lets the decoder **look back at every encoder state**. At each decoder step a "
-        f"small network scores each state, score(s, h_j) = vᵀ tanh(W s + U h_j), and a {term('softmax')} turns the "
-        f"scores into {term('attention_weights')} over the input tokens. Untrained, the network scores all states "
+        "small network scores each encoder state h_j against s, the decoder's state: "
+        f"e_j = v_aᵀ tanh(W_a s + U_a h_j). A {term('softmax')} turns the scores into {term('attention_weights')} "
+        "over the input tokens. Untrained, the network scores all states "
         f"almost alike: the largest weight is {weights.max():.3f}, against 1/{num_tokens} = {1 / num_tokens:.3f}."
     )
     options = dict(title="bahdanau_weights", value_name="attention weight", row_tokens=False, decimals=3)
@@ -126,7 +127,7 @@ def to_self_attention():
     )
     panels = (
         ("dot-product-weights", view.dot_product_weights, "dot product: softmax(x·xᵀ)"),
-        ("additive-weights", view.additive_weights, "additive: vᵀ tanh(W x_i + U x_j)"),
+        ("additive-weights", view.additive_weights, "additive: v_aᵀ tanh(W_a x^(i) + U_a x^(j))"),
     )
     for column, (name, weights, title) in zip(st.columns(2), panels, strict=True):
         additive = name.startswith("additive")

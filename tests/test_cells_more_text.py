@@ -89,7 +89,7 @@ def written(kind: str):
         return cells.explain_window_mask(found, n, PIECES[5], PIECES[COL], PIECES)
     value = float(X[ROW, COL])
     term = derivations.Term(0, (value,), value)
-    details = {"where": "inputs[2][1]", "source": "one of the book's six hand-picked vectors", "id": 4940}
+    details = {"where": "inputs[2][1]", "source": "No arithmetic made it: it is one of the book's vectors.", "id": 4940}
     return cells.explain_embedding(derivations.Derivation("parameter", ROW, COL, (term,), value, value, details), n,
                                PIECES[ROW], "dim 1", PIECES)  # fmt: skip
 
@@ -133,7 +133,8 @@ def test_a_gru_state_is_its_two_gate_terms():
 
 def test_a_bahdanau_weight_shows_its_additive_score_and_the_state_it_read():
     words, sums = written("bahdanau")
-    assert "s_2, the decoder's state after step 2" in words and "s_{i−1}" in words
+    assert "s_2, the decoder's state after step 2" in words and "s_{i−1}" not in words
+    assert "e_ij = v_aᵀ tanh(W_a s + U_a h_j)" in words and "the decoder's state before step 3" in words
     assert sums.startswith("e_32 = Σ_k v_a[k]·tanh(W_a s + U_a h_2)[k]")
     trace, _ = seq2seq()
     assert numbers(sums)[-1] == pytest.approx(float(trace.bahdanau_weights[ROW, COL]), abs=1e-4)
@@ -150,6 +151,20 @@ def test_a_mistake_names_its_changed_line_and_shows_both_columns():
 def test_an_embedding_is_read_not_computed():
     words, sums = written("embedding")
     assert "No arithmetic made it" in words and sums == "x^(3)[1] = inputs[2][1] = 0.8500"
+
+
+@pytest.mark.parametrize("layer", [1, 3])
+def test_a_trained_layers_input_says_the_model_computed_it_and_counts_positions_as_the_book(layer):
+    """Was: "No arithmetic made it: … position 1's row, through the blocks below", also for layer 1 and x^(2)."""
+    from explorer.settings import Settings
+
+    settings = Settings(weights="trained", layer=layer)
+    found = cells.embeddings(X, [7002] * 6, PIECES, settings, code="", notation=Notation("x"))
+    words, _ = found.explain(1, 0)
+    assert "No arithmetic" not in words and "position 1's row" not in words
+    assert "row 1 of its position embedding (x^(2); Python counts from 0)" in words
+    assert f"layer {layer}'s `norm1`, a LayerNorm" in words
+    assert ("block(s) below" in words) == (layer > 1)
 
 
 @pytest.mark.parametrize("shown", ["cached", "recomputed"])

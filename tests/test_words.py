@@ -57,7 +57,24 @@ def test_the_book_weight_matrices_make_scores_grow_in_proportion_to_d_k():
 
 def test_the_gradient_names_its_output():
     text = qkv.gradients_text(attention.scaling_lab(d_ks=(1, 4), num_samples=8))
-    assert "the gradient of the row's output, Σ_j α_j·v_j" in text and "gradient of the output at" not in text
+    assert "a row's output is the number Σ_j α_j·v_j" in text and "gradient of the output at" not in text
+    assert "changes with the scores, the softmax's input" in text  # what the gradient is taken with respect to
+
+
+def test_the_book_picks_its_sizes_to_be_easy_to_follow_and_parameters_are_explained():
+    """Was: "The book takes d_out = 2 ≠ d_in = 3 to tell them apart"; the book's reason is an easier example."""
+    text = qkv.projections_text("", 123)
+    assert "tell them apart" not in text and "easier to follow" in text
+    assert "`torch.nn.Parameter`" in text and "trainable" in text
+
+
+def test_the_glossary_calls_the_sink_story_an_explanation_and_states_the_variance_condition():
+    from explorer.page_text.glossary import TERMS
+
+    assert "A common explanation, not a proven one" in TERMS["attention_sink"].definition
+    assert "mean 0 and variance 1" in TERMS["scaled_dot_product"].definition
+    assert "information retrieval" in TERMS["query_key_value"].definition
+    assert "p = 0.1 or 0.2" in TERMS["dropout"].definition  # what GPT training uses, beside the demo's 0.5
 
 
 def test_a_gpt_heads_d_out_is_all_heads_together():
@@ -138,3 +155,11 @@ def test_why_attention_names_the_token_as_the_book_does():
     at = app("pages/why_attention.py", query_params={"step": "one-vector"})
     text = markdown(at)
     assert "∂final_state/∂x^(j)" in text and "∂x_j" not in text
+
+
+def test_a_measure_never_says_a_number_instead_of_itself():
+    """Was: "a row sums to 0.414 on average instead of 0.414"."""
+    from attention.mistake_measures import instead
+
+    assert instead(0.41412, 0.41398) == "0.414, as the right code's does"
+    assert instead(0.5, 1.0) == "0.500 instead of 1.000"

@@ -72,7 +72,8 @@ Attention within one sequence: each token's query is compared with every token o
 context vector per token.
 ## query_key_value: query, key, value
 The three vectors each token gets from its embedding: x @ W_query, x @ W_key and x @ W_value. A query is compared with
-every key to score it; the attention weights then mix the values.
+every key to score it; the attention weights then mix the values. The names come from information retrieval, as in a
+database search: a query is matched against keys, and the matching items' values are returned.
 ## weight_matrices: weight matrices (trainable weights)
 W_query, W_key and W_value (and `out_proj` with several heads): the module's parameters. They start random and training
 adjusts them. Not the same as **attention weights**, which are computed anew for every input.
@@ -93,7 +94,8 @@ Turns a row of numbers into positive numbers that sum to 1, exp(x_i) / Σ_j exp(
 larger input always gets a larger output, so the order of the scores is kept.
 ## scaled_dot_product: scaled dot-product attention
 Attention whose scores are divided by √d_k before the softmax, named by Vaswani et al. (2017), “Attention Is All You
-Need”. The scaling keeps the softmax from saturating when d_k is large.
+Need”. If query and key entries have mean 0 and variance 1, a dot product over d_k entries has variance d_k. Dividing
+by √d_k brings it back to 1, which keeps the softmax from saturating when d_k is large.
 ## saturates: saturates
 A softmax saturates when one score is far above the rest: its weight is nearly 1, the others nearly 0. The row is almost
 one-hot, and small changes of the scores barely change it.
@@ -113,7 +115,8 @@ A tensor a module registers with `register_buffer`, like `CausalAttention`'s `ma
 `.to(device)` and is saved in its `state_dict`, but it is no parameter: training never changes it.
 ## dropout: dropout
 In training mode, zeroes each value with probability p and multiplies the rest by 1 / (1 − p). Chapter 3 applies it to
-the attention weights to reduce overfitting; in eval mode it does nothing.
+the attention weights to reduce overfitting; in eval mode it does nothing. GPT models are usually trained with
+p = 0.1 or 0.2; the book's demos use p = 0.5 so that the effect is easy to see.
 ## training_mode: training mode, eval mode
 `module.train()` turns dropout on, `module.eval()` turns it off. The book prints its outputs with dropout off, except
 section 3.5.2's dropout example.
@@ -162,8 +165,8 @@ the softmax, and reads their weighted sum. It inspired the attention of chapter 
 Layer normalization (chapter 4): it shifts and scales each token's vector to mean 0 and variance 1, then applies a
 learned scale and shift. A GPT block applies it before attention.
 ## attention_sink: attention sink
-A token, often the first, that a head gives much weight to when it finds nothing useful. A softmax row must sum to 1, so
-the weight has to go somewhere.
+A token, often the first, that gets a large share of a head's attention weights from most queries. A common explanation,
+not a proven one: a softmax row must sum to 1, so a head with nothing useful to attend to puts its weight there.
 """
 
 

@@ -25,9 +25,10 @@ def projections_text(origin: str, seed: int) -> str:
         f"Each embedding is projected three ways by the {term('weight_matrices', 'trainable weight matrices')} "
         f"W_query, W_key and W_value, each {term('d_in')} × {term('d_out')}: "
         + (origin or book)
-        + "\n\nThey are parameters: training adjusts them, then they stay fixed for every input. The "
-        "**attention weights** of the next steps are computed anew "
-        "for every input. The book takes d_out = 2 ≠ d_in = 3 to tell them apart. A GPT's `MultiHeadAttention` "
+        + "\n\nWrapping a tensor in `torch.nn.Parameter` registers it with the module as trainable: training "
+        "adjusts it, then it stays fixed for every input. The **attention weights** of the next steps are computed "
+        "anew for every input. The book picks d_out = 2, unlike d_in = 3, to make the computation easier to follow. "
+        "A GPT's `MultiHeadAttention` "
         "takes its d_out, all heads together, equal to d_in. One head then has "
         f"{term('head_dim')} = d_out // num_heads columns: the d_out of a single-head module like this one."
     )
@@ -56,7 +57,7 @@ def saturation_text(lab, num_keys: int) -> str:
     return (
         "The lab draws each query and key entry with mean 0 and variance 1. Their dot products over d_k entries then "
         "have a spread (standard deviation) of about √d_k. The book's inputs and `torch.rand` weight matrices are "
-        "positive, so every query and key entry is too, and the scores grow in proportion to d_k instead. Unscaled, "
+        "all positive instead, so there the scores grow faster still, in proportion to d_k. In the lab, unscaled, "
         f"the softmax {verdict}: {TOP} the largest weight averages **{lab.unscaled_max_weight[-1]:.2f}**, and the "
         f"row's {term('entropy', 'entropy')} is **{lab.unscaled_entropy[-1]:.2f}** nats (0 would be "
         f"{term('one_hot')}). Scaled: **{lab.scaled_max_weight[-1]:.2f}** and **{lab.scaled_entropy[-1]:.2f}** "
@@ -67,8 +68,9 @@ def saturation_text(lab, num_keys: int) -> str:
 def gradients_text(lab) -> str:
     grads = lab.unscaled_grad_norm
     return (
-        f"Training follows {term('gradient', 'gradients')}. Autograd measures the gradient of the row's output, Σ_j "
-        "α_j·v_j with one random number v_j per key, at the softmax's input. The Break it page measures what reaches "
+        f"Training follows {term('gradient', 'gradients')}. The lab gives each key one random value v_j, so a row's "
+        "output is the number Σ_j α_j·v_j. Autograd measures how strongly that output changes with the scores, the "
+        "softmax's input: the size of its gradient. The Break it page measures what reaches "
         f"`W_query` and `W_key`. Unscaled it {'falls' if grads[-1] < grads[0] else 'rises'} from **{grads[0]:.3f}** at "
         f"d_k = 1 to **{grads[-1]:.3f}** {TOP}; scaled it is **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax "
         "passes almost no gradient back to the scores."

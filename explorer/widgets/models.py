@@ -79,10 +79,11 @@ def show_alignment(pieces, ids) -> None:
     count = len(pieces)
     st.markdown(
         "Now **trained**: a GRU encoder–decoder that reads in both directions, as Bahdanau's did, taught to write "
-        "any sentence backwards (each token id becomes one of 16 symbols). Output step i must copy input token "
-        "T + 1 − i, counting both from 1.\n\n"
-        "Two changes from Bahdanau's model make that the only way: the context sums the input embeddings, not "
-        "the encoder states, and the output is read from the context alone. Its attention learned to look "
+        "any sentence backwards (each token id becomes one of 16 symbols). With num_tokens tokens, output step i "
+        "must copy input token num_tokens + 1 − i, counting both from 1.\n\n"
+        "Two changes from Bahdanau's model leave attention as its only way to do this: the context sums the input "
+        "embeddings, not the encoder states, and the output is read from the context alone. Its attention learned "
+        "to look "
         f"there: each step's largest weight averages **{view.mean_max_weight:.3f}** "
         f"(untrained: {view.untrained_mean_max_weight:.3f}; uniform 1/{count} = {1 / count:.3f}), "
         f"and the weight on the right token averages {view.on_anti_diagonal:.3f}. It writes {int(view.right.sum())} of "
