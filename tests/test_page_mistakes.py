@@ -37,7 +37,7 @@ def test_every_mistake_shows_the_packages_numbers(name, text):
     assert at.selectbox(key="w_mistake").value == name
 
     assert [c.value for c in at.code if c.language == "diff"] == [code_diff(mistake.right_code, mistake.wrong_code)]
-    assert mistake.why in markdown(at)
+    assert mistake.why not in markdown(at)  # it comes with the question's Reveal (tests/test_questions_first.py)
 
     next_step(at)
     (spec,) = figure_specs(at)

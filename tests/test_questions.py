@@ -215,7 +215,7 @@ PAGES = {  # page → (the step that asks, a wrong answer, the right one on the 
     "qkv": ("scaled-scores", "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
     "causal_mask": ("the-mask", 1.0, 0.55),  # the book's row 2 renormalized: 0.5517 : 0.4483 (not 1, the first row's)
     "dropout": (4, 0.5, 1.0),  # the 1/(1 − p) scaling keeps each weight's average: a row averages 1
-    "batches": (2, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
+    "batches": (2, 15, 30),  # two copies of the book's input: the (6, 6) slice's 15 ones, once per item
     "multihead": ("one-head", 2, 4),  # the wrapper concatenates 2 heads of d_out = 2
 }
 
