@@ -72,7 +72,7 @@ def mask_buffer_diagonal_0(context_length: int) -> torch.Tensor:
 
 
 def weigh_fill_zero(attn_scores: torch.Tensor, mask_bool: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-    attn_scores.masked_fill_(mask_bool, 0)  # Mistake: exp(0) = 1, not 0
+    attn_scores.masked_fill_(mask_bool, 0)  # Mistake: 0 in place of -inf
     attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # (..., num_tokens, num_tokens)
     return attn_weights
 

@@ -207,8 +207,7 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
         fate = "kept" if d.details["kept"] else "dropped"
         words = (
             f"{where}: the causal weight α_{sub(d.row, d.col)} of query {query} and {key}, "
-            f"{fate} by this {term('dropout')} draw. Survivors are scaled by 1/(1 − p), so each row's expected sum "
-            "stays 1."
+            f"{fate} by this {term('dropout')} draw. Survivors are scaled by 1/(1 − p); dropped weights become 0."
         )
         if d.details["kept"]:
             return words, f"{number(weight)} × 1/(1 − {p:g}) = {number(weight)} × {scale:.4f} = {number(d.value)}"

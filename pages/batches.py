@@ -62,7 +62,8 @@ def stack_into_batch():
         short = padding.index(max(padding))
         st.info(
             f"Sentence {short + 1} has {lengths[short]} tokens, sentence {2 - short} has {num_tokens}. To stack them, "
-            f"the shorter one is **padded at the end** with {padding[short]} × `<|endoftext|>`. GPT-2 has no padding "
+            f"the shorter one is **padded at the end** with {padding[short]} × `<|endoftext|>`: padding tokens, "
+            "fillers that are not part of the sentence (its own tokens are its real tokens). GPT-2 has no padding "
             "token of its own; the book's later chapters reuse this one, id 50256, and so does this page.",
             icon=":material/space_bar:",
         )
@@ -89,7 +90,11 @@ def mask_slice():
     title = f"self.mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
     axes.update(style=widgets.style(shorter=40))  # under the text
     widgets.draw(figures.heatmap, "batch-mask-slice", mask.astype(float), positions, positions, title=title, **axes)
-    widgets.ask(questions.padding_changes(data.unpadded_max_difference, any(padding)), settings)  # step 4 shows it
+    if second_text is None:  # one sentence twice: what the slice masks (steps 3 and 4 show it)
+        question = questions.masked_in_batch(mask, b)
+    else:  # two sentences: whether the batch, or its padding, changes them (step 4 measures it)
+        question = questions.padding_changes(data.unpadded_max_difference, any(padding))
+    widgets.ask(question, settings)
 
 
 @steps.add("Each item's weights", attention.CausalAttention.steps)
@@ -141,8 +146,9 @@ def context_vectors():
     else:
         measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
         alone = (
-            "Each sentence run **alone** (a batch of one, no padding) gives its real tokens the same context "
-            f"vectors: max |batched − alone| = {measured}."
+            "Each sentence run **alone** (a batch of one, no padding) gives its "
+            + ("real tokens" if any(padding) else "tokens")
+            + f" the same context vectors: max |batched − alone| = {measured}."
             + (" Padding at the end changed nothing: the causal mask hides it." if any(padding) else "")
         )
     st.markdown(

@@ -66,7 +66,7 @@ def demo_on_ones():
         "rely on a few of them; this reduces overfitting (fitting the training data too closely). It is switched "
         "off afterwards. The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on "
         f"`torch.ones(6, 6)`. **{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
-        f"**{ones.max():.0f}** = 1/(1 − 0.5), so each entry's expected value stays 1."
+        f"**{ones.max():.0f}** = 1/(1 − 0.5). What this scaling does on average is the Row sums step's question."
     )
     widgets.book_caption(DEFAULTS, "dropout", where=text)  # this demo does not depend on the settings
     plain = {"row_title": "row", "col_title": "column", "row_tokens": False, "col_tokens": False, "decimals": 0}
@@ -109,8 +109,8 @@ def survivors():
         text.markdown(IDLE + "Every weight survives, unscaled (factor 1):")
     else:
         text.markdown(
-            f"Survivors are multiplied by 1/(1 − p) = **{data.scale:.4f}**, so over many draws each weight w "
-            "averages (1 − p) · w/(1 − p) = w. One survivor:"
+            f"Each weight survives with probability 1 − p = {1 - p:.2f}, and survivors are multiplied by "
+            f"1/(1 − p) = **{data.scale:.4f}**. One survivor:"
         )
     if len(kept):
         row = {"query": pieces[query], "key": pieces[key], "before": weights[query, key], "after": dropped[query, key]}
@@ -135,7 +135,7 @@ def row_sums():
             f"**{sums.max():.4f}**. A row's weights mix the values, so in this draw some context vectors come out "
             "larger and some smaller than without dropout."
         )
-    with text:  # the next steps average many draws
+    with text:  # the next steps average many draws; nothing to predict while nothing is dropped
         query = len(pieces) - 1
         widgets.ask(questions.dropout_average_sum(data.row_sums, pieces, query, p, active), used)
     bars = {"row sum after dropout": data.row_sums, "before dropout": weights.sum(axis=1)}

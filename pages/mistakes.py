@@ -44,14 +44,15 @@ def above_the_step():
 @steps.add("The changed line")
 def changed_line():
     above_the_step()
-    st.markdown(f"**{mistake.title}.** {mistake.why}")
+    st.markdown(f"**{mistake.title}**")  # why it is wrong comes after the question's Reveal
     if notes.scaling_changes_nothing(name, data.head_dim):
         st.info(notes.head_dim_note(data.head_dim), icon=":material/info:")
     diff = drawn.code_diff(mistake.right_code, mistake.wrong_code)
     st.code(diff, language="diff", wrap_lines=True)  # wrapped: a phone scrolls no code block sideways
     st.caption("`-` the package's line, `+` the mistake; the rest of the forward pass is the package's.")
-    if question := notes.mistake_question(data):  # answered from this mistake's own numbers
-        show_question(question, context=(settings.key(), name))
+    question = notes.mistake_question(data)  # answered from this mistake's own numbers
+    if question is None or show_question(question, context=(settings.key(), name)):  # why: after the Reveal
+        st.markdown(f"**Why it is wrong.** {mistake.why}")
 
 
 @steps.add("Right beside wrong")

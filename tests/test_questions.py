@@ -154,8 +154,7 @@ def test_row_sums_padding_and_widths_come_from_the_numbers():
     assert dropout.answer == 1.0 and dropout.is_right(1.04) and not dropout.is_right(1.4)  # not this draw's 1.4
     assert "on average over many draws" in dropout.prompt and "1/(1 − p)" not in dropout.prompt
     assert "(1 − p) · w/(1 − p) = w" in dropout.explanation
-    idle = questions.dropout_average_sum([1.0, 1.0, 1.0], ["a", "b", "c"], 2, 0.0, False)
-    assert idle.answer == 1.0 and "Nothing is dropped" in idle.explanation
+    assert questions.dropout_average_sum([1.0, 1.0, 1.0], ["a", "b", "c"], 2, 0.0, False) is None  # nothing dropped
     assert questions.padding_changes((0.0, 2e-8), True).answer == "No, they stay the same"
     assert "causal mask hides it" in questions.padding_changes((0.0, 2e-8), True).explanation
     assert "mask" not in questions.padding_changes((0.0, 0.0), False).explanation  # no padding: items are apart
@@ -216,7 +215,7 @@ PAGES = {  # page → (the step that asks, a wrong answer, the right one on the 
     "qkv": ("scaled-scores", "It goes up", "It goes down"),  # d_k = 2: dividing the scores by √2 flattens the softmax
     "causal_mask": ("the-mask", 1.0, 0.55),  # the book's row 2 renormalized: 0.5517 : 0.4483 (not 1, the first row's)
     "dropout": (4, 0.5, 1.0),  # the 1/(1 − p) scaling keeps each weight's average: a row averages 1
-    "batches": (2, "Yes, they change", "No, they stay the same"),  # two copies of the book's input, no padding
+    "batches": (2, 15, 30),  # two copies of the book's input: the (6, 6) slice's 15 ones, once per item
     "multihead": ("one-head", 2, 4),  # the wrapper concatenates 2 heads of d_out = 2
 }
 
@@ -266,3 +265,53 @@ def test_no_answer_is_written_before_its_question():
     causal = app("pages/causal_mask.py", query_params={"step": "the-mask"})
     above = markdown(causal).split("Predict, then reveal")[0]
     assert "see only itself" not in above
+
+
+# The rule (``explorer.page_text.questions``): a tolerance at most a fifth of the way to the nearest wrong idea.
+
+
+def test_the_tolerance_is_a_fifth_of_the_way_to_the_nearest_wrong_idea_rounded_down():
+    assert questions.tolerance_for(0.930, (1.0, 0.125, 0.340), at_most=0.1) == 0.01  # one-hot: 0.07 away
+    assert questions.tolerance_for(0.1327, (1.0, 0.125, 0.340), at_most=0.1) == 0.001  # 1/8: 0.0077 away
+    assert questions.tolerance_for(1.0, (0.5, 2.0), at_most=0.05) == 0.05  # the cap, when the ideas are far
+    assert questions.tolerance_for(0.503, (0.5,), at_most=0.01) == 0.0006
+    assert questions.tolerance_for(0.5, (0.5,), at_most=0.01) == 0.01  # an idea that is the answer is not wrong
+
+
+def test_a_question_refuses_a_tolerance_that_reaches_a_wrong_idea():
+    with pytest.raises(ValueError, match="a fifth of the distance"):
+        Question("q", "?", 0.930, tolerance=0.1, wrong_ideas=(1.0,))
+    Question("q", "?", 0.930, tolerance=0.014, wrong_ideas=(1.0,))
+
+
+def test_an_estimate_says_its_tolerance_and_types_enough_decimals():
+    fine = questions.estimate("q", "How much?", 0.1327, (0.125,), at_most=0.1, explanation="Because.")
+    assert fine.prompt == "How much? (within 0.001)" and fine.decimals == 3 and fine.wrong_ideas == (0.125,)
+    assert fine.is_right(0.133) and not fine.is_right(0.125)
+    coarse = questions.estimate("q", "How much?", 1.0, (0.5, 2.0), at_most=0.05, explanation="Because.")
+    assert coarse.decimals == 2 and coarse.is_right(1.04) and not coarse.is_right(0.5)
+
+
+def test_the_books_near_tie_is_said_with_the_reveal():
+    """x^(2) gives 0.2379 to itself and 0.2333 to x^(3), whose vectors are almost equal: right, but a close call."""
+    import attention
+
+    x = attention.BOOK_INPUTS.numpy().astype(np.float64)  # (6, 3)
+    scores = x[1] @ x.T  # attn_scores_2, (6,)
+    weights = np.exp(scores) / np.exp(scores).sum()
+    question = questions.most_attended(weights, ("Your", " journey", " starts", " with", " one", " step"), 1)
+    assert question.answer == "x^(2) “␣journey”" and question.also_right == ()
+    assert "A close call: x^(3) “␣starts” gets 0.2333, only 0.0046 less" in question.explanation
+    clear = questions.most_attended([0.1, 0.6, 0.3], ("a", "b", "c"), 1)
+    assert "close call" not in clear.explanation
+
+
+def test_the_batches_question_fits_the_batch():
+    """The book's two copies: what the mask slice masks, a count. Two sentences: whether batching, or padding,
+    changes them; padding is said to be <|endoftext|> fillers before the question asks about the real tokens."""
+    mask = np.triu(np.ones((6, 6), dtype=bool), 1)
+    count = questions.masked_in_batch(mask, 2)
+    assert count.answer == 30 and count.decimals == 0 and "(2, 6, 6)" in count.prompt and "2 × 15" in count.explanation
+    padded = questions.padding_changes((0.0, 0.0), True)
+    assert "padding tokens: copies of `<|endoftext|>` added at its end" in padded.prompt
+    assert "real tokens" not in padded.prompt

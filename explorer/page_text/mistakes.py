@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .glossary import term
-from .questions import Question
+from .questions import Question, estimate
 
 SAME = 1e-6  # weights closer than this are the same (float32 rounding)
 SCALING = ("no_scaling", "divide_by_d_k")
@@ -70,7 +70,8 @@ def curve_text(num_keys: int, head_dim: int) -> str:
 
 
 # Break it: one question for each mistake, asked beside the changed line and answered from that mistake's run
-# (a ``views.beyond.MistakeView``). Each returns None where the run has no answer to give (too few tokens).
+# (a ``views.beyond.MistakeView``). Each returns None where the run has no answer to give (too few tokens). The
+# mistake's ``why`` states the answer, so the page shows it after the Reveal (the rule in ``page_text.questions``).
 
 ROW_SUM_DECIMALS = 3  # a row "sums to 1" when it does to this many decimals
 
@@ -103,6 +104,7 @@ def _fill_zero(data) -> Question | None:
         choices,
         explanation=f"It gives {share:.0%}. A masked score of 0 is an ordinary score: each later key gets "
         "exp(0) = 1 in the softmax's numerator, beside x^(1)'s own exp(score / √d_k).",
+        gives_away=("exp(0) = 1", "ordinary score", "still gives later tokens weight", f"{share:.0%}"),
     )
 
 
@@ -120,6 +122,7 @@ def _tril_mask(data) -> Question | None:
         decimals=0,
         explanation=f"It sees {_tokens(seen)}. tril(..., diagonal=1) marks x^(1) itself and x^(2), the next token, "
         "so x^(1) sees only the tokens two or more places later.",
+        gives_away=("two or more places later", f"sees {_tokens(seen)}", "marks x^(1) itself"),
     )
 
 
@@ -133,32 +136,39 @@ def _diagonal_0(data) -> Question:
         decimals=0,
         explanation=f"NaN rows: {_tokens(rows)}. The first token may see only itself, and diagonal=0 hides that too: "
         "every score in its row is −∞, and softmax of only −∞ is 0/0. Every later row still sees earlier tokens.",
+        gives_away=("NaN rows:", "may see only itself", "later row still sees"),
     )
 
 
 def _scaling(data) -> Question:
-    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k. A number, since
-    the mistake's "why" already says which way: the learner turns "one-hot" or "equal weights" into one."""
+    """The largest weight at a large d_k: near 1 (one-hot) unscaled, near 1/num_keys divided by d_k. A number: "one-hot"
+    or "equal weights" is the idea, and the tolerance tells the measured value from it (0.930 is not 1, 0.133 is
+    not 1/8). Wrong ideas: one-hot (1), equal weights (1/num_keys) and no change (the right code's value)."""
     measured = data.measure("max_weight_large_d_k")
     d_k, num_keys = data.large_d_k, data.curve.num_keys
     if measured.wrong > measured.right:
         reason = (
             f"Unscaled, the scores spread about √{d_k} ≈ {d_k**0.5:.1f} times wider, so the softmax puts nearly "
-            "all the weight on the largest score: 1 would be one-hot."
+            "all the weight on the largest score. That is close to one-hot, where one key gets weight 1, but not "
+            "quite."
         )
+        gives_away = ("one-hot", "all the weight on the largest")
     else:
         reason = (
             f"Divided by {d_k} instead of √{d_k}, the scores are {d_k**0.5:.1f} times closer together, so the "
-            f"weights come near equal: 1/{num_keys} = {1 / num_keys:.3f} each."
+            f"weights come close to equal weights, 1/{num_keys} = {1 / num_keys:.3f} each, but not quite."
         )
-    return Question(
+        gives_away = ("equal weights", "near equal", f"1/{num_keys} = ")
+    return estimate(
         f"mistakes:{data.name}:max_weight:{d_k}",
         f"Take rows of {num_keys} random keys at d_k = {d_k}, with query and key entries of variance 1. With the "
         f"right code a row's largest attention weight averages {measured.right:.3f}. What will it average with "
-        "this mistake? (within 0.1)",
+        "this mistake?",
         measured.wrong,
-        tolerance=0.1,
+        (1.0, 1 / num_keys, measured.right),
+        at_most=0.1,
         explanation=f"It averages {measured.wrong:.3f}. {reason}",
+        gives_away=gives_away,
     )
 
 
@@ -174,19 +184,23 @@ def _view_without_transpose(data) -> Question:
         decimals=0,
         explanation=f"Only {total - misplaced} keep their own: those whose place in memory is the same in both "
         "orders. " + data.measure("misplaced_slots").sentence,
+        gives_away=("keep their own", "most of a head's rows"),
     )
 
 
 def _dropout_without_rescale(data) -> Question:
+    """The average row sum without the rescale: 1 − p, measured over many draws. Wrong idea: 1, as with it."""
     measured = data.measure("mean_row_sum")
-    return Question(
+    return estimate(
         f"mistakes:dropout_without_rescale:mean_row_sum:{data.dropout:.2f}",
         f"Before dropout, each row of attention weights sums to 1. With p = {data.dropout:.2f} and no 1/(1 − p) "
-        "rescale, what will a row sum to on average over many draws? (within 0.05)",
+        "rescale, what will a row sum to on average over many draws?",
         measured.wrong,
-        tolerance=0.05,
+        (1.0,),
+        at_most=0.05,
         explanation="Each weight w survives with probability 1 − p and is not scaled up, so "
         f"its average is (1 − p) · w. {measured.sentence}",
+        gives_away=("smaller on average", "(1 − p) · w"),
     )
 
 
@@ -201,19 +215,25 @@ def _mask_after_softmax(data) -> Question:
         decimals=0,
         explanation=f"Rows that do: {_tokens(whole)}. The softmax gave part of each row to later tokens; zeroing that "
         f"part afterwards leaves less than 1. The last token, x^({len(sums)}), has no later tokens to lose weight to.",
+        gives_away=("every row but the last", "less than 1", "no later token"),
     )
 
 
 def _softmax_wrong_dim(data) -> Question:
+    """The last token's weight on itself with softmax over dim=-2: 1, alone in its masked column. Wrong ideas: the
+    right code's weight, and equal weights (1/num_tokens)."""
     num_tokens = len(data.pieces)
     weight = float(np.asarray(data.wrong_weights, dtype=np.float64)[-1, -1])
-    return Question(
+    right = float(np.asarray(data.right_weights, dtype=np.float64)[-1, -1])
+    return estimate(
         f"mistakes:softmax_wrong_dim:last_self:{num_tokens}",
         f"With softmax over dim=-2, what weight will the last token x^({num_tokens}) give itself?",
         weight,
-        tolerance=0.01,
+        (right, 1 / num_tokens),
+        at_most=0.01,
         explanation=f"It is {weight:.4f}. dim=-2 normalizes each key's column across the queries. The mask leaves only "
         f"x^({num_tokens}) in the last key's column, so that one weight is 1, whatever the scores.",
+        gives_away=("that one weight is 1", "in the last key's column"),
     )
 
 
@@ -230,6 +250,7 @@ def _merge_without_transpose(data) -> Question:
         decimals=0,
         explanation=f"Only {total - misplaced} keep their own: those whose place in memory is the same in both "
         "orders. " + data.measure("misplaced_slots").sentence,
+        gives_away=("keep their own", "scrambled"),
     )
 
 
