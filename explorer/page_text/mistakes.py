@@ -177,7 +177,8 @@ def _view_without_transpose(data) -> Question:
     total, misplaced = num_heads * num_tokens, int(data.measure("misplaced_slots").wrong)
     return Question(
         f"mistakes:view_without_transpose:slots:{num_heads}:{num_tokens}",
-        "In memory, x^(1)'s numbers for head 1 come first, then its numbers for head 2, and so on; then x^(2)'s. "
+        "In memory, `keys` holds k^(1), the key of x^(1), first: its head_dim numbers for head 1, then those for "
+        "head 2, and so on; then k^(2). "
         f"This view hands them out to head 1's {_rows(num_tokens)} first, then head 2's. Of the {num_heads} × "
         f"{num_tokens} = {total} (head, token) slots, how many will hold another token's or head's numbers?",
         misplaced,
