@@ -64,7 +64,8 @@ def demo_on_ones():
     text.markdown(
         f"{term('dropout', '**Dropout**')} zeroes randomly chosen values while training, so the model cannot "
         "rely on a few of them; this reduces overfitting (fitting the training data too closely). It is switched "
-        "off afterwards. The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on "
+        "off afterwards. GPT models usually train with p = 0.1 or 0.2; p = 0.5 makes the effect easy to see. "
+        "The book's first demo: `torch.manual_seed(123)`, then `torch.nn.Dropout(0.5)` on "
         f"`torch.ones(6, 6)`. **{int((ones == 0).sum())}** of 36 entries were dropped to 0; the others became "
         f"**{ones.max():.0f}** = 1/(1 − 0.5). What this scaling does on average is the Row sums step's question."
     )

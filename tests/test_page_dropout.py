@@ -150,3 +150,9 @@ def test_the_draw_step_says_where_dropout_can_go(mode):
     assert "two places: to the [attention weights](/glossary#" in text
     assert "or after multiplying them by the values" in text
     assert "It takes the first, the more common variant in practice" in text  # the book's choice, section 3.5.2
+
+
+def test_the_first_step_says_what_rate_gpt_training_uses():
+    """The demo's p = 0.5 is not what GPT models train with (the book: 0.1 or 0.2 are common)."""
+    at = app("pages/dropout.py")
+    assert "GPT models usually train with p = 0.1 or 0.2" in markdown(at)
