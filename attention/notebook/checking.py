@@ -43,7 +43,7 @@ from ..embeddings import BOOK_INPUTS
 from ..mistake_steps import RIGHT
 from ..mistakes import Mistake
 from ..tracing import trace
-from .diagnosing import Quote, diagnose, explain_raised, projections, reproduces, rescale
+from .diagnosing import Quote, diagnose, explain_raised, projections, reproduces, rescale, swapped_projection
 from .matching import applicable, mask_mistakes
 from .precision import precision, stage_bounds
 from .reading import CLASSES, MULTIHEAD, V1, V2, WRAPPER, ForwardRaised, Sizes, read_forward, recognise, reference
@@ -183,7 +183,13 @@ def check(module: nn.Module) -> Check:
     and torch's global random state too. Raises ``TypeError`` or ``ValueError`` for anything that is
     not one of chapter 3's classes, or whose sizes do not fit together.
     """
-    sizes = recognise(module)
+    try:
+        sizes = recognise(module)
+    except ValueError as error:
+        swapped = swapped_projection(module)
+        if swapped is None:
+            raise
+        raise ValueError(swapped) from error
     ours = reference(module, sizes)
     parameter = next(module.parameters())
     eps, words = precision(parameter.dtype)

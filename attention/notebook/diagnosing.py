@@ -346,8 +346,11 @@ def _described(found, compared, sizes: Sizes) -> Diagnosis:
     if off.any():
         row = tuple(int(i) for i in off.nonzero()[0])
         total = float(sums[row])
-        sentences.append(f"Row {row[-1] + 1} of your attn_weights sums to {total:.6g}, not 1: after the softmax, "
-                         "each query's weights over the keys sum to 1.")  # fmt: skip
+        where = f" (batch item {row[0] + 1}, head {row[1] + 1})" if weights.shape[1] > 1 else ""
+        sentences.append(
+            f"Row {row[-1] + 1} of your attn_weights{where} sums to {total:.6g}, not 1: after the softmax, "
+            "each query's weights over the keys sum to 1."
+        )
         quotes.append(Quote("yours", "attn_weights", found.run.name, row, total, row_sum=True))
     zeros = _zeros_sentences(compared) if sizes.context_length is not None else []
     if off.any() and not zeros and bool((sums[off] < 1).all()):
@@ -454,6 +457,28 @@ def _placement_sentences(placement: torch.Tensor, sizes: Sizes) -> tuple[str, ..
                           "then view puts head 1's head_dim numbers first, then head 2's.")  # fmt: skip
     return (sentence, "Your heads' numbers are interleaved: the book's transpose(1, 2) then view keeps each head's "
                       "head_dim numbers together, head 1's first.")  # fmt: skip
+
+
+# Before anything runs: a projection built the other way round.
+
+
+def swapped_projection(module: nn.Module) -> str | None:
+    """A sentence for a ``W_query``, ``W_key`` or ``W_value`` built as nn.Linear(d_out, d_in) beside two built as
+    nn.Linear(d_in, d_out); None otherwise."""
+    heads = list(module.heads) if isinstance(getattr(module, "heads", None), nn.ModuleList) else [module]
+    for head in heads:
+        linears = {name: getattr(head, name, None) for name in ("W_query", "W_key", "W_value")}
+        if not all(isinstance(linear, nn.Linear) for linear in linears.values()):
+            return None
+        shapes = {name: (linear.in_features, linear.out_features) for name, linear in linears.items()}
+        for name, (d_out, d_in) in shapes.items():
+            others = [shape for other, shape in shapes.items() if other != name]
+            if d_in != d_out and all(shape == (d_in, d_out) for shape in others):
+                return (
+                    f"{name} is built the other way round, nn.Linear({d_out}, {d_in}): the book builds "
+                    f"nn.Linear(d_in, d_out) = nn.Linear({d_in}, {d_out}), as your other two projections are."
+                )
+    return None
 
 
 # A forward that raised.
