@@ -30,6 +30,21 @@ class CausalTrilWithoutDiagonal(CausalAttention):
         self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))  # Mistake
 
 
+class CausalTrilInForward(CausalAttention):
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        mask = torch.tril(torch.ones(num_tokens, num_tokens))  # Mistake: the buffer's triu, diagonal=1 retyped
+        attn_scores.masked_fill_(mask.bool(), -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
 class CausalDropoutBeforeSoftmax(CausalAttention):
     def forward(self, x):
         b, num_tokens, d_in = x.shape

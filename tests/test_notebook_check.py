@@ -719,9 +719,12 @@ OTHERS = [
      ["normalised over dimension 0, the batch dimension, not the keys", "dim=-1, so each row sums to 1"]),
     (mutants.CausalTrilWithoutDiagonal, CAUSAL, "mask", None,
      ["Your mask hides the past and the diagonal, and leaves the future seen.", "diagonal=1"]),
+    (mutants.CausalTrilInForward, CAUSAL, "attn_weights", EVAL,
+     ["Row 6 of your attn_weights is NaN: its mask hid every key", "give weight to the future",
+      "give no weight to the past and the diagonal, which the book's mask leaves seen"]),
     (mutants.CausalDropoutBeforeSoftmax, (3, 2, 6, 0.0), "attn_weights", EVAL,
      ["not attention weights: row 6 sums to", "It is your attn_scores, masked, before the softmax.",
-      "it belongs after it: attn_weights = self.dropout(attn_weights)", "With p = 0 the output is still right"]),
+      "it belongs after it: attn_weights = self.dropout(attn_weights)", "Your output still agrees only because p = 0"]),
     (mutants.CausalDropoutBeforeSoftmax, CAUSAL, "attn_weights", EVAL, ["masked, before the softmax"]),
     (mutants.CausalDivideByDin, CAUSAL, "attn_weights", EVAL,
      ["divided by d_in = 3 before the softmax, not by √d_k = keys.shape[-1] ** 0.5 = 1.41"]),
@@ -766,7 +769,7 @@ def test_each_other_mistake_is_placed_and_said_in_the_chapters_words(cls, args, 
 
 def test_the_ten_others_are_ten_kinds_of_mistake():
     kinds = {cls.__name__.removeprefix("Causal").removeprefix("MultiHead") for cls, *_ in OTHERS}
-    kinds -= {"HeadsReversed"}  # the heads' order, as InterleavedHeads
+    kinds -= {"HeadsReversed", "TrilInForward"}  # the heads' order again; tril without diagonal=1 again
 
     assert len(kinds) == 10, kinds
 

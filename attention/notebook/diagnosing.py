@@ -219,7 +219,7 @@ def _weights(found, index, compared, sizes: Sizes, ours, eps: float) -> Diagnosi
         for scaled in (False, True):
             steps = replace(RIGHT, weigh=_scores(masked, scaled))
             if reproduces(ours, sizes, steps, "attn_weights", compared, eps):
-                return _before_softmax(found, index, sizes, masked, scaled, ours, steps)
+                return _before_softmax(found, index, sizes, masked, scaled, ours, steps, compared)
     softmax_on_keys = "The book's softmax runs over the keys, the last dimension: dim=-1, so each row sums to 1."
     for dim, theirs, words in _dims(sizes):
         if reproduces(ours, sizes, replace(RIGHT, weigh=_softmax_over(dim)), "attn_weights", compared, eps):
@@ -244,7 +244,13 @@ def _weights(found, index, compared, sizes: Sizes, ours, eps: float) -> Diagnosi
     return _described(found, compared, sizes)
 
 
-def _before_softmax(found, index, sizes: Sizes, masked: bool, scaled: bool, ours, steps: Steps) -> Diagnosis:
+def _later_agree(compared) -> bool:
+    """Whether the reader's context vectors and output agree with the package's on every run."""
+    later = [(p, stage) for p in compared for stage in ("context", "output") if stage in p.theirs]
+    return all(agree(p.theirs[stage], p.right[stage], p.bounds[stage]) for p, stage in later)
+
+
+def _before_softmax(found, index, sizes: Sizes, masked: bool, scaled: bool, ours, steps: Steps, compared) -> Diagnosis:
     """The reader's self.dropout saw scores: dropout ran before the softmax. Its last row, where the mask hides
     nothing, shows that the rows do not sum to 1."""
     name = {(True, False): "book_scores", (True, True): "masked_scores"}.get((masked, scaled))
@@ -258,8 +264,10 @@ def _before_softmax(found, index, sizes: Sizes, masked: bool, scaled: bool, ours
         f"It is your {words}, {state}, before the softmax.",
         "Dropout runs before the softmax here; it belongs after it: attn_weights = self.dropout(attn_weights).",
     ]
-    if sizes.dropout == 0:
-        sentences.append("With p = 0 the output is still right; with p > 0 dropout would drop scores, not weights.")
+    if sizes.dropout == 0 and _later_agree(compared):
+        sentences.append(
+            "Your output still agrees only because p = 0; with p > 0 dropout would drop scores, not weights."
+        )
     theirs = mistaken_stages(ours, sizes, found.run.x, steps, found.keep)["attn_weights"][index]
     quote = Quote("yours", "attn_weights", found.run.name, last, total, row_sum=True)
     return Diagnosis(tuple(sentences), (quote,), (name, words, float(theirs)))
@@ -298,27 +306,28 @@ def _estimated_factor(compared, sizes: Sizes) -> float | None:
 
 
 def _scaling(compared, sizes: Sizes, ours, eps: float) -> tuple[str, ...] | None:
-    """The factor the reader divided the scores by, when softmax(attn_scores / factor) gives their weights."""
+    """The factor the reader divided the scores by, when softmax(attn_scores / factor) gives their weights; None
+    when no factor does, or the book's does (the difference is elsewhere)."""
     factor = _estimated_factor(compared, sizes)
-    if factor is None or not reproduces(ours, sizes, replace(RIGHT, weigh=_divided_by(factor)), "attn_weights",
-                                        compared, eps):  # fmt: skip
+    steps = None if factor is None else replace(RIGHT, weigh=_divided_by(factor))
+    if steps is None or abs(factor / sizes.head_dim**0.5 - 1) < 1e-3:
+        return None
+    if not reproduces(ours, sizes, steps, "attn_weights", compared, eps):
         return None
     right = f"√d_k = keys.shape[-1] ** 0.5 = {sizes.head_dim**0.5:.3g}"
-    names = [name for name, value in _divisors(sizes) if abs(factor / value - 1) < 1e-3]
-    inverse = [name for name, value in _divisors(sizes) if abs(factor * value - 1) < 1e-3 and value != 1]
-    if "√d_k" in names:
-        return None  # the book's factor: the difference is elsewhere
-    if names == ["d_k"] or (names and names[0] == "d_k"):
-        names = ["d_k = keys.shape[-1]", *names[1:]]
-    if any(value == 1 for name, value in _divisors(sizes) if name in names) or abs(factor - 1) < 1e-3:
+    if abs(factor - 1) < 1e-3:
         return (f"Your attn_scores were not divided before the softmax; the book divides them by {right}.",)
-    if names:
-        return (f"Your attn_scores were divided by {' = '.join(names)} = {factor:.3g} before the softmax, "
-                f"not by {right}.",)  # fmt: skip
+    named = [(name, value) for name, value in _divisors(sizes) if abs(factor / value - 1) < 1e-3]
+    if named:
+        names = " = ".join("d_k = keys.shape[-1]" if name == "d_k" else name for name, _ in named)
+        return (f"Your attn_scores were divided by {names} = {named[0][1]:.3g} before the softmax, not by {right}.",)
+    inverse = [name for name, value in _divisors(sizes) if abs(factor * value - 1) < 1e-3]
     if inverse:
         return (f"Your attn_scores were multiplied by {inverse[0]} before the softmax; the book divides by {right}.",)
-    return (f"Your attn_scores were divided by {factor:.3g} before the softmax, which is none of d_k, √d_k, d_in or "
-            f"num_heads; the book divides by {right}.",)  # fmt: skip
+    return (
+        f"Your attn_scores were divided by {factor:.3g} before the softmax, which is none of d_k, √d_k, d_in or "
+        f"num_heads; the book divides by {right}.",
+    )
 
 
 def _transposed_query(ours, sizes: Sizes, compared, eps: float) -> bool:
@@ -340,6 +349,12 @@ def _described(found, compared, sizes: Sizes) -> Diagnosis:
     weights = found.theirs["attn_weights"]
     if weights.shape != found.right["attn_weights"].shape:
         return Diagnosis()
+    if bool((weights < 0).any() or weights.isinf().any()):
+        return Diagnosis((
+            "What self.dropout receives holds negative numbers or -inf, which no softmax gives: it sees scores, not "
+            "attention weights.",
+            "Dropout runs before the softmax here; it belongs after it: attn_weights = self.dropout(attn_weights).",
+        ))  # fmt: skip
     sums = weights.nansum(-1)  # (b, num_heads, num_tokens)
     off = ((sums - 1).abs() > 1e-4) & ~weights.isnan().all(-1)
     sentences, quotes = [], []
@@ -352,6 +367,11 @@ def _described(found, compared, sizes: Sizes) -> Diagnosis:
             "each query's weights over the keys sum to 1."
         )
         quotes.append(Quote("yours", "attn_weights", found.run.name, row, total, row_sum=True))
+    nan_rows = weights.isnan().all(-1) & ~found.right["attn_weights"].isnan().all(-1)
+    if nan_rows.any():
+        row = int(nan_rows.nonzero()[0][-1])
+        sentences.append(f"Row {row + 1} of your attn_weights is NaN: its mask hid every key, so the softmax had "
+                         "only -inf to share.")  # fmt: skip
     zeros = _zeros_sentences(compared) if sizes.context_length is not None else []
     if off.any() and not zeros and bool((sums[off] < 1).all()):
         zeros.append("Your zeros are where the book's mask hides, but the rows were not renormalised: mask "
@@ -372,7 +392,7 @@ def _zeros_sentences(compared) -> list[str]:
             continue
         num_tokens = weights.shape[-1]
         hidden = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), 1)
-        zero = (weights.abs() <= _TINY).flatten(0, 1)  # (b * num_heads, num_tokens, num_tokens)
+        zero = ((weights.abs() <= _TINY) | weights.isnan()).flatten(0, 1)  # (b * num_heads, num_tokens, num_tokens)
         given = (weights.abs() > _TINY) & ~weights.isnan()
         if weight_on_hidden.numel() == 0 or weight_on_hidden.shape[-1] < num_tokens:
             weight_on_hidden = given.flatten(0, 1).any(0) & hidden
@@ -386,7 +406,8 @@ def _zeros_sentences(compared) -> list[str]:
                          "mask must hide with -inf before the softmax.")  # fmt: skip
     if zero_on_seen is not None and zero_on_seen.any():
         found = _regions(zero_on_seen)
-        sentences.append(f"Your attn_weights are 0 on {_hides_words(found)}, which the book's mask leaves seen.")
+        seen = _hides_words(found)
+        sentences.append(f"Your attn_weights give no weight to {seen}, which the book's mask leaves seen.")
     return sentences
 
 
@@ -504,7 +525,8 @@ def explain_raised(error: BaseException) -> tuple[str, ...]:
         sentences.append("The mask does not fit attn_scores: slice its rows and columns to the input's length, "
                          "self.mask.bool()[:num_tokens, :num_tokens], as the book does.")  # fmt: skip
     elif "cannot be multiplied" in message and ".weight" in line:
-        matrix = (re.search(r"(W_\w+)\.weight", line) or re.search("(W)", "W")).group(1)
+        named = re.search(r"(W_\w+)\.weight", line)
+        matrix = named.group(1) if named else "W_query"
         sentences.append(f"nn.Linear keeps its weight as (d_out, d_in), so x @ {matrix}.weight multiplies by its "
                          f"transpose: the book calls self.{matrix}(x).")  # fmt: skip
     return tuple(sentences)
