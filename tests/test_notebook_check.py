@@ -830,3 +830,21 @@ def test_every_number_quoted_is_in_the_tensor_it_names(cls, args):
     numbers = re.findall(r"(?:is|sums to) (-?\d+\.\d+|-?\d+(?=[ ,.]))", text)
     quoted = {f"{quote.value:.6g}" for quote in result.quotes}
     assert set(numbers) <= quoted | {"1", "0"}, (numbers, quoted)
+
+
+class SelfAttentionV2SoftmaxDim0(SelfAttention_v2):
+    def forward(self, x):
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.T
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=0)  # Mistake: (num_tokens, num_tokens)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+def test_without_self_dropout_the_weights_are_read_off_what_forward_returns():
+    result = checked(SelfAttentionV2SoftmaxDim0, (3, 2))
+
+    assert (result.stage, result.mistake.name) == ("context", "softmax_wrong_dim")
+    assert "Your softmax normalised over dimension 0, the queries: each column (one key) sums to 1" in str(result)
