@@ -380,7 +380,7 @@ def _described(found, compared, sizes: Sizes) -> Diagnosis:
     if off.any():
         row = tuple(int(i) for i in off.nonzero()[0])
         total = float(sums[row])
-        where = f" (batch item {row[0] + 1}, head {row[1] + 1})" if weights.shape[1] > 1 else ""
+        where = f" (batch item {row[0] + 1}" + (f", head {row[1] + 1})" if weights.shape[1] > 1 else ")")
         sentences.append(
             f"Row {row[-1] + 1} of your attn_weights{where} sums to {total:.6g}, not 1: after the softmax, "
             "each query's weights over the keys sum to 1."
@@ -389,8 +389,8 @@ def _described(found, compared, sizes: Sizes) -> Diagnosis:
     nan_rows = weights.isnan().all(-1) & ~found.right["attn_weights"].isnan().all(-1)
     if nan_rows.any():
         row = int(nan_rows.nonzero()[0][-1])
-        sentences.append(f"Row {row + 1} of your attn_weights is NaN: its mask hid every key, so the softmax had "
-                         "only -inf to share.")  # fmt: skip
+        sentences.append(f"Row {row + 1} of your attn_weights is NaN, as a softmax gives where every key of a row "
+                         "is hidden (all -inf).")  # fmt: skip
     zeros = _zeros_sentences(compared) if sizes.context_length is not None else []
     if off.any() and not zeros and bool((sums[off] < 1).all()):
         zeros.append("Your zeros are where the book's mask hides, but the rows were not renormalised: mask "
