@@ -100,7 +100,7 @@ def reproduces(ours, sizes: Sizes, steps: Steps, stage: str, compared, eps: floa
         wrong = mistaken_stages(module, sizes, pass_.run.x, steps, pass_.keep)
         theirs = wrong[stage]
         finite = theirs[theirs.isfinite()].abs()
-        loose = 1e-3 * (1 + (float(finite.max()) if finite.numel() else 0.0))  # far above any rounding
+        loose = max(1e-3, 100 * eps) * (1 + (float(finite.max()) if finite.numel() else 0.0))  # far above rounding
         if not agree(pass_.theirs[stage], theirs, loose):
             return False  # most guesses are this far off: no need for the exact bound
         weights = weights or projections(module, sizes)
