@@ -1,12 +1,15 @@
 """``attention.notebook.check`` on classes written as a reader writes them from the book: right, and with one
-mistake each (the Break it page's ten), two mistakes, a forward that raises and modules that are no attention.
+mistake each (the Break it page's ten, and ten others a reader makes), two mistakes, a forward that raises and
+modules that are no attention.
 
 The reader's classes are typed from chapter 3 (``tests/book_listings.py``; the package's own are in
 ``attention/``); each mistaken class is a copy of the reader's ``CausalAttention`` or ``MultiHeadAttention``
-with the one line marked ``# Mistake`` changed.
+with the one line marked ``# Mistake`` changed (the ten others: ``tests/notebook_mutants.py``).
 """
 
 import ast
+import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +20,10 @@ from torch import nn
 
 import attention
 from attention.notebook import check
+from attention.notebook.checking import SEED, _runs
+from attention.notebook.reading import read_forward, recognise, reference
 from tests import book_listings as book
+from tests import notebook_mutants as mutants
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -671,3 +677,175 @@ def test_a_forward_that_returns_no_tensor_is_the_finding():
     assert str(result).startswith(
         "On the book's inputs in eval mode, x of shape (2, 6, 3), CausalReturningWeightsToo's"
     )
+
+
+# How each mistake differs, in the chapter's words: for the Break it page's ten and for ten others.
+
+
+@functools.cache
+def checked(cls, args):
+    """``check`` on a freshly built module, once per class and sizes: the tests below read the same result."""
+    return check(build(cls, *args))
+
+
+SAYS = {  # a Break it mistake -> what check says of it, beside its name
+    "fill_zero": "give weight to the future: keys after the query",
+    "tril_mask": "Your mask hides the past, the diagonal and the next token.",
+    "diagonal_0": "Your mask hides the diagonal and the future, and leaves the past seen.",
+    "no_scaling": "Your attn_scores were not divided before the softmax",
+    "divide_by_d_k": "Your attn_scores were divided by d_k = keys.shape[-1]",
+    "mask_after_softmax": "the rows were not renormalised",
+    "softmax_wrong_dim": "the queries: each column (one key) sums to 1, not each row (one query)",
+    "dropout_without_rescale": "without dividing by 1 - p",
+    "view_without_transpose": "split with view alone, without transpose(1, 2)",
+    "merge_without_transpose": "Row 1 of your context_vec holds numbers of tokens 1 and 2",
+}
+
+
+@pytest.mark.parametrize(("cls", "args", "name"), [m[:3] for m in MISTAKEN], ids=[m[0].__name__ for m in MISTAKEN])
+def test_each_break_it_mistake_is_also_said_in_the_chapters_words(cls, args, name):
+    text = str(checked(cls, args))
+
+    assert SAYS[name] in text
+    assert text.index(SAYS[name]) < text.index("This is the mistake")
+
+
+MH = (3, 8, 6, 0.5, 4)  # four heads of head_dim 2: √d_k, d_k, d_in, num_heads, √d_out and d_out all differ
+RANDOM_2 = "random batch 2 (2 × 5 tokens) in eval mode"
+
+# (class, sizes, first stage, input, what check says): stage None where the forward raised on that input.
+OTHERS = [
+    (mutants.CausalSoftmaxOverBatch, CAUSAL, "attn_weights", EVAL,
+     ["normalised over dimension 0, the batch dimension, not the keys", "dim=-1, so each row sums to 1"]),
+    (mutants.CausalTrilWithoutDiagonal, CAUSAL, "mask", None,
+     ["Your mask hides the past and the diagonal, and leaves the future seen.", "diagonal=1"]),
+    (mutants.CausalTrilInForward, CAUSAL, "attn_weights", EVAL,
+     ["Row 6 of your attn_weights is NaN, as a softmax gives where every key of a row is hidden",
+      "give weight to the future",
+      "give no weight to the past and the diagonal, which the book's mask leaves seen"]),
+    (mutants.CausalDropoutBeforeSoftmax, (3, 2, 6, 0.0), "attn_weights", EVAL,
+     ["not attention weights: row 6 sums to", "It is your attn_scores, masked, before the softmax.",
+      "it belongs after it: attn_weights = self.dropout(attn_weights)", "Your output still agrees only because p = 0"]),
+    (mutants.CausalDropoutBeforeSoftmax, CAUSAL, "attn_weights", EVAL, ["masked, before the softmax"]),
+    (mutants.CausalDivideByDin, CAUSAL, "attn_weights", EVAL,
+     ["divided by d_in = 3 before the softmax, not by √d_k = keys.shape[-1] ** 0.5 = 1.41"]),
+    (mutants.CausalMaskRowsOnly, CAUSAL, None, RANDOM_2,
+     ["Your line that raised: attn_scores.masked_fill_(self.mask.bool()[:num_tokens], -torch.inf)",
+      "The mask does not fit attn_scores", "self.mask.bool()[:num_tokens, :num_tokens]"]),
+    (mutants.CausalTransposedQuery, (3, 3, 6, 0.5), "attn_weights", EVAL,
+     ["Your queries are x @ W_query.weight", "multiplies x by the transpose of W_query", "queries = self.W_query(x)"]),
+    (mutants.CausalTransposedQuery, CAUSAL, None, EVAL,
+     ["so x @ W_query.weight multiplies by its transpose: the book calls self.W_query(x)"]),
+    (mutants.MultiHeadSoftmaxOverBatch, MH, "attn_weights", EVAL, ["dimension 0, the batch dimension"]),
+    (mutants.MultiHeadTrilWithoutDiagonal, MH, "mask", None, ["hides the past and the diagonal"]),
+    (mutants.MultiHeadDropoutBeforeSoftmax, (3, 8, 6, 0.0, 4), "attn_weights", EVAL,
+     ["masked, before the softmax", "belongs after it"]),
+    (mutants.MultiHeadDivideByDin, MH, "attn_weights", EVAL, ["divided by d_in = 3 before the softmax"]),
+    (mutants.MultiHeadDivideByNumHeads, MH, "attn_weights", EVAL, ["divided by num_heads = 4 before the softmax"]),
+    (mutants.MultiHeadDivideBySqrtDout, MH, "attn_weights", EVAL, ["divided by √d_out = 2.83 before the softmax"]),
+    (mutants.MultiHeadWithoutContiguous, MH, None, EVAL,
+     ["view size is not compatible", "call .contiguous() before .view(b, num_tokens, d_out)"]),
+    (mutants.MultiHeadInterleavedHeads, MH, "context", EVAL,
+     ["Column 2 of each token's context_vec holds head 2's number 1; the book's holds head 1's number 2.",
+      "Your heads' numbers are interleaved"]),
+    (mutants.MultiHeadHeadsReversed, MH, "context", EVAL,
+     ["Your heads are concatenated in the wrong order (4, 3, 2, 1)"]),
+    (mutants.MultiHeadTransposedQuery, (4, 4, 6, 0.5, 2), "attn_weights", "random batch 1 (2 × 6 tokens) in eval mode",
+     ["Your queries are x @ W_query.weight", "transpose"]),
+    (mutants.MultiHeadMaskRowsOnly, MH, None, RANDOM_2, ["The mask does not fit attn_scores"]),
+]  # fmt: skip
+OTHER_IDS = [f"{m[0].__name__}{m[1]}" for m in OTHERS]
+
+
+@pytest.mark.parametrize(("cls", "args", "stage", "run", "says"), OTHERS, ids=OTHER_IDS)
+def test_each_other_mistake_is_placed_and_said_in_the_chapters_words(cls, args, stage, run, says):
+    result = checked(cls, args)
+    text = str(result)
+
+    assert not result.agrees and result.mistake is None
+    assert (result.stage, result.run) == (stage, run)
+    assert (result.raised is not None) == (stage is None)
+    assert all(phrase in text for phrase in says), text
+
+
+def test_the_ten_others_are_ten_kinds_of_mistake():
+    kinds = {cls.__name__.removeprefix("Causal").removeprefix("MultiHead") for cls, *_ in OTHERS}
+    kinds -= {"HeadsReversed", "TrilInForward"}  # the heads' order again; tril without diagonal=1 again
+
+    assert len(kinds) == 10, kinds
+
+
+def test_dropout_before_the_softmax_quotes_scores_as_scores():
+    result = checked(mutants.CausalDropoutBeforeSoftmax, (3, 2, 6, 0.0))
+
+    assert result.seen_as[:2] == ("book_scores", "attn_scores")
+    assert "yours is 0.31108, the package's attn_scores there is 0.31108 and its attn_weights 1." in str(result)
+
+
+def test_a_projection_built_the_other_way_round_is_named():
+    swapped = build(CausalAttention, *CAUSAL)
+    swapped.W_query = nn.Linear(2, 3, bias=False)
+
+    with pytest.raises(ValueError, match=r"W_query is built the other way round, nn.Linear\(2, 3\): the book builds"):
+        check(swapped)
+
+
+ALL = [m[:2] for m in MISTAKEN] + [m[:2] for m in OTHERS]
+ALL_IDS = [m[0].__name__ for m in MISTAKEN] + OTHER_IDS
+
+
+@pytest.mark.parametrize(("cls", "args"), ALL, ids=ALL_IDS)
+def test_every_sentence_is_under_35_words(cls, args):
+    result = checked(cls, args)
+    text = str(result).replace(result.raised or "\0", "PyTorch's message.")  # quoted, not check's own words
+    sentences = [s for line in text.splitlines() for s in re.split(r"(?<=[.:])\s+(?=[A-Z])", line)]
+
+    assert max(len(sentence.split()) for sentence in sentences) <= 35, max(sentences, key=lambda s: len(s.split()))
+
+
+def _tensor(whose: str, name: str, module, run_name: str) -> torch.Tensor:
+    """The tensor a quote names, computed again here: the reader's stage through hooks, the package's through trace."""
+    sizes = recognise(module)
+    parameter = next(module.parameters())
+    runs, _ = _runs(sizes, parameter.device, parameter.dtype)
+    run = next(run for run in runs if run.name == run_name)
+    seed = SEED if run.training else None
+    module.train(run.training)
+    if whose == "yours":
+        return read_forward(module, sizes, run.x, seed=seed)[name]
+    steps = attention.trace(reference(module, sizes), run.x, training=run.training, seed=seed)
+    return getattr(steps, name).to(torch.float64)
+
+
+@pytest.mark.parametrize(("cls", "args"), ALL, ids=ALL_IDS)
+def test_every_number_quoted_is_in_the_tensor_it_names(cls, args):
+    result = checked(cls, args)
+    text = str(result)
+    module = build(cls, *args)
+
+    for quote in result.quotes:
+        tensor = _tensor(quote.whose, quote.tensor, module, quote.run)
+        value = float(tensor[quote.index].sum()) if quote.row_sum else float(tensor[quote.index])
+        assert f"{quote.value:.6g}" in text
+        assert value == pytest.approx(quote.value, abs=1e-6), quote
+    numbers = re.findall(r"(?:is|sums to) (-?\d+\.\d+|-?\d+(?=[ ,.]))", text)
+    quoted = {f"{quote.value:.6g}" for quote in result.quotes}
+    assert set(numbers) <= quoted | {"1", "0"}, (numbers, quoted)
+
+
+class SelfAttentionV2SoftmaxDim0(SelfAttention_v2):
+    def forward(self, x):
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.T
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=0)  # Mistake: (num_tokens, num_tokens)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+def test_without_self_dropout_the_weights_are_read_off_what_forward_returns():
+    result = checked(SelfAttentionV2SoftmaxDim0, (3, 2))
+
+    assert (result.stage, result.mistake.name) == ("context", "softmax_wrong_dim")
+    assert "Your softmax normalised over dimension 0, the queries: each column (one key) sums to 1" in str(result)

@@ -24,7 +24,8 @@ tensor of ones (``dropout.drop_with_mask``), so a hook on ``self.dropout`` would
 
 Agreement is "to float32 precision": every entry within ``precision.stage_bounds``, the rounding
 two summation orders can leave. Where a stage differs, ``check`` runs each of the Break it page's
-mistakes (``matching``) on the reader's weights and names the one that gives the reader's numbers.
+mistakes (``matching``) on the reader's weights and names the one that gives the reader's numbers, and says
+how the stage differs in the chapter's words (``diagnosing``), for any difference, a mistake of the page or not.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from ..embeddings import BOOK_INPUTS
 from ..mistake_steps import RIGHT
 from ..mistakes import Mistake
 from ..tracing import trace
-from .matching import applicable, mask_mistakes, mistaken_stages
+from .diagnosing import Quote, diagnose, explain_raised, projections, reproduces, rescale, swapped_projection
+from .matching import applicable, mask_mistakes
 from .precision import precision, stage_bounds
 from .reading import CLASSES, MULTIHEAD, V1, V2, WRAPPER, ForwardRaised, Sizes, read_forward, recognise, reference
 
@@ -100,7 +102,11 @@ class Check:
     counted from 1 as (batch item, head, row, column) or, for the mask, (head, row, column),
     with ``location`` in words; ``yours`` and ``expected`` the two numbers and ``allowed`` the
     float32 bound; ``mistake`` the Break it page's mistake that gives the reader's numbers, if
-    one does. ``raised`` is the reader's forward's exception, when it raised instead.
+    one does. ``raised`` is the reader's forward's exception, when it raised instead. ``diagnosis``
+    says how the stage differs, in the chapter's words; ``quotes`` holds every number the text quotes,
+    with the tensor it comes from. ``seen_as``: where the reader's tensor holds another of the
+    package's (scores where attention weights belong), that tensor's ``Trace`` name, its words and
+    its number at the entry.
     """
 
     module: str
@@ -118,6 +124,9 @@ class Check:
     precision: str = "float32"
     mistake: Mistake | None = None
     raised: str | None = None
+    diagnosis: tuple[str, ...] = ()
+    quotes: tuple[Quote, ...] = ()
+    seen_as: tuple[str, str, float] | None = None
 
     @property
     def fix(self) -> str | None:
@@ -138,11 +147,18 @@ class Check:
                 f"In the mask, at {self.location}: yours is {self.yours:g} ({_HIDES[bool(self.yours)]}), "
                 f"the package's is {self.expected:g} ({_HIDES[bool(self.expected)]})."
             )
+        elif self.location is not None and self.seen_as is not None:
+            name, words, value = self.seen_as
+            lines.append(
+                f"On {self.run}, at {self.location}: yours is {_number(self.yours)}, the package's {words} there "
+                f"is {_number(value)} and its attn_weights {_number(self.expected)}."
+            )
         elif self.location is not None:
             lines.append(
                 f"On {self.run}, at {self.location}: yours is {_number(self.yours)}, the package's is "
                 f"{_number(self.expected)} ({self.precision} rounding allows {self.allowed:.2g})."
             )
+        lines += list(self.diagnosis)
         if self.mistake is not None:
             lines += [
                 f'This is the mistake "{self.mistake.title}". Your line is like:',
@@ -151,6 +167,8 @@ class Check:
                 _indent(self.fix),
                 f"See it on the app's Break it page: {self.link}",
             ]
+        elif self.stage is not None and self.diagnosis:
+            lines.append("It is none of the Break it page's mistakes on its own.")
         elif self.stage is not None:
             lines.append("It is none of the Break it page's mistakes on its own: compare the lines that compute it.")
         return "\n".join(lines + list(self.notes))
@@ -165,7 +183,13 @@ def check(module: nn.Module) -> Check:
     and torch's global random state too. Raises ``TypeError`` or ``ValueError`` for anything that is
     not one of chapter 3's classes, or whose sizes do not fit together.
     """
-    sizes = recognise(module)
+    try:
+        sizes = recognise(module)
+    except ValueError as error:
+        swapped = swapped_projection(module)
+        if swapped is None:
+            raise
+        raise ValueError(swapped) from error
     ours = reference(module, sizes)
     parameter = next(module.parameters())
     eps, words = precision(parameter.dtype)
@@ -183,10 +207,12 @@ def check(module: nn.Module) -> Check:
                     f"On {run.name}, x of shape {tuple(run.x.shape)}, {name}'s forward "
                     + (f"raised {raised}" if raised.what == "raised" else f"{raised.what}."),
                     tuple(notes), run=run.name, raised=str(raised),
+                    diagnosis=explain_raised(raised.__cause__) if raised.__cause__ is not None else (),
                 )  # fmt: skip
             right, keep = _reference_stages(ours, sizes, run)
-            divisor, rescale = sizes.head_dim**0.5, _rescale(sizes, run)
-            bounds = stage_bounds(run.x, *_weights(ours, sizes), right, eps=eps, score_divisor=divisor, rescale=rescale)
+            divisor, scale = sizes.head_dim**0.5, rescale(sizes, run.training)
+            weights = projections(ours, sizes)
+            bounds = stage_bounds(run.x, *weights, right, eps=eps, score_divisor=divisor, rescale=scale)
             compared.append(Compared(run, theirs, right, bounds, keep))
     stages = [stage for stage in STAGES if _has(stage, sizes)]
     unseen = [stage for stage in stages if any(stage not in pass_.theirs for pass_ in compared)]
@@ -198,7 +224,8 @@ def check(module: nn.Module) -> Check:
             found = _first_difference(pass_.theirs[stage], pass_.right[stage], pass_.bounds[stage])
             if found is not None:
                 mistake = _matching_mistake(ours, sizes, stage, compared, eps)
-                return _differs(name, sizes, stage, pass_.run, found, pass_.bounds[stage], words, mistake, notes)
+                diagnosis = diagnose(stage, pass_, found.index, compared, sizes, ours, eps) if found.index else None
+                return _differs(name, sizes, stage, pass_, found, words, mistake, diagnosis, notes)
     random_runs = sum(not run.book for run in runs) // 2
     on = (["the book's inputs"] if any(run.book for run in runs) else []) + [
         f"{random_runs} random batch{'es' if random_runs != 1 else ''}"
@@ -278,27 +305,6 @@ def _reference_stages(ours: nn.Module, sizes: Sizes, run: Run) -> tuple[dict[str
     return stages, keep
 
 
-def _weights(ours: nn.Module, sizes: Sizes):
-    """The projections' (weight (out, in), bias) of every head, and ``out_proj``'s, as float64 for the bounds."""
-    heads = list(ours.heads) if sizes.kind == WRAPPER else [ours]
-
-    def plain(tensor):
-        return None if tensor is None else tensor.detach().to("cpu", torch.float64)
-
-    if sizes.kind == V1:
-        projections = [(plain(getattr(ours, n)).T, None) for n in ("W_query", "W_key", "W_value")]
-    else:
-        linears = [getattr(head, n) for head in heads for n in ("W_query", "W_key", "W_value")]
-        projections = [(plain(linear.weight), plain(linear.bias)) for linear in linears]
-    out_proj = (plain(ours.out_proj.weight), plain(ours.out_proj.bias)) if sizes.kind == MULTIHEAD else None
-    return projections, out_proj
-
-
-def _rescale(sizes: Sizes, run: Run) -> float:
-    """What dropout multiplies a kept weight by on ``run``."""
-    return 1 / (1 - sizes.dropout) if run.training else 1.0
-
-
 @dataclass(frozen=True)
 class _Difference:
     """The first entry that differs: where, and both numbers; or both shapes, when they differ."""
@@ -340,37 +346,35 @@ def _matching_mistake(
     for mistake in applicable(sizes):
         if mistake.steps.mask is not RIGHT.mask:
             continue  # its mask would have differed first
-        if all(_reproduces(ours, sizes, mistake, stage, pass_, eps) for pass_ in compared):
+        if reproduces(ours, sizes, mistake.steps, stage, compared, eps):
             found.append(mistake)
     return found[0] if len(found) == 1 else None
 
 
-def _reproduces(ours: nn.Module, sizes: Sizes, mistake: Mistake, stage: str, pass_: Compared, eps: float) -> bool:
-    """Whether ``mistake`` gives the reader's ``stage`` on this pass (NaN where the reader has NaN)."""
-    if stage not in pass_.theirs:
-        return True
-    wrong = mistaken_stages(ours, sizes, pass_.run.x, mistake.steps, pass_.keep)
-    # The bound at the mistake's own scales; unscaled scores (divisor 1) cover the scaling mistakes.
-    rescale = _rescale(sizes, pass_.run)
-    bounds = stage_bounds(pass_.run.x, *_weights(ours, sizes), wrong, eps=eps, score_divisor=1.0, rescale=rescale)
-    return _first_difference(pass_.theirs[stage], wrong[stage], bounds[stage], nan_agrees=True) is None
-
-
 def _differs(
-    name: str, sizes: Sizes, stage: str, run: Run, found: _Difference, bound: float, words: str, mistake, notes: list
+    name: str, sizes: Sizes, stage: str, pass_: Compared, found: _Difference, words: str, mistake, diagnosis, notes
 ) -> Check:
-    """The ``Check`` for a difference ``found`` at ``stage`` on ``run``, within rounding ``bound`` in ``words``."""
+    """The ``Check`` for a difference ``found`` at ``stage`` on ``pass_``, within its rounding bound, in ``words``."""
+    run, bound = pass_.run, pass_.bounds[stage]
     seen = _seen_as(stage, sizes)
     summary = f"{name} differs from attention.{sizes.kind} first at the {STAGES[stage]} ({seen})."
     if found.shapes is not None:
         yours, expected = found.shapes
         summary += f" On {run.name}, yours have shape {yours}, the package's {expected}."
         return Check(name, sizes.kind, False, summary, tuple(notes), stage=stage, run=run.name)
+    quotes = (
+        Quote("yours", stage, run.name, found.index, found.yours),
+        Quote("package", stage, run.name, found.index, found.expected),
+    )
+    if diagnosis.seen_as is not None:
+        quotes += (Quote("package", diagnosis.seen_as[0], run.name, found.index, diagnosis.seen_as[2]),)
     return Check(
         name, sizes.kind, False, summary, tuple(notes), stage=stage,
         run=None if stage == "mask" else run.name,  # the mask buffer is the same whatever the input
         index=tuple(i + 1 for i in found.index), location=_location(stage, found.index, sizes, run),
         yours=found.yours, expected=found.expected, allowed=bound, precision=words, mistake=mistake,
+        diagnosis=diagnosis.sentences, quotes=(quotes if stage != "mask" else ()) + diagnosis.quotes,
+        seen_as=diagnosis.seen_as,
     )  # fmt: skip
 
 
