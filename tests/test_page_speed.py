@@ -1,11 +1,17 @@
 """The Speed page through AppTest: nothing is measured until the button is pressed; then each step draws
 the measurement, one series per implementation, with the package's numbers."""
 
+import os
+import time
+
 import numpy as np
 import torch
 from apptest_support import app, decode, figure_specs, markdown, next_step
 
 import attention
+from attention import Growth
+from explorer.page_text import speed as words
+from explorer.views import beyond
 
 SMALLEST = {"speed_T": [16, 32], "speed_d": 32, "speed_repeats": 1}  # num_heads 4, b 1: under a second
 
@@ -123,3 +129,71 @@ def test_presenter_mode_shows_both_tables_as_html_tables():
     assert not at.exception
     assert not at.dataframe and len(at.table) == 1  # step 4: the measured ratios
     assert "× MultiHeadAttention" in at.table[0].value.columns
+
+
+def test_a_ratio_never_rounds_to_zero():
+    assert [words.times(r) for r in (0.034, 0.0004, 0.1, 2.46, 12.4)] == ["0.034×", "0.0004×", "0.1×", "2.5×", "12×"]
+
+
+def test_growth_is_stated_with_its_spread_only_when_it_is_clear():
+    clear = Growth(1.84, 1.78, 1.91, (128, 256, 512))
+    assert words.growth_words("MultiHeadAttention", clear, 3, 64) == (
+        "From T = 128 to 512, `MultiHeadAttention`'s time grew as $T^{1.8}$ ($T^{1.8}$ to $T^{1.9}$ over resampled "
+        "rounds)."
+    )
+    unclear = words.growth_words("MultiHeadAttention", Growth(1.5, 0.9, 2.4, (128, 256)), 3, 64)
+    assert "disagree too much to tell" in unclear and "$T^{0.9}$ to $T^{2.4}$" in unclear and "grew as" not in unclear
+    assert "cannot be told from too few sizes" in words.growth_words("fast_multihead", None, 3, 64)
+    assert "T ≥ 128 (2 d_model)" in words.growth_words("fast_multihead", None, 3, 64)
+    assert "cannot be told from a single timing round" in words.growth_words("fast_multihead", None, 1, 64)
+
+
+def test_peaks_are_compared_with_one_t_by_t_tensor_only_where_it_outweighs_the_linear_tensors():
+    # issue 55: T = 64, d_model = 256, 4 heads: 64 KiB per T × T tensor against (b, T, d_model) tensors of 64 KiB each
+    small = words.kept_words((0.31, 0.31), 0.0625, 64, 256, 4)
+    assert "too small beside their (b, T, d_model) tensors to tell" in small and "here stored" not in small
+    assert "× one" not in words.trace_words(1.25, 0.0625, 64, 256, 4)
+    # T = 1024, d_model = 64, 4 heads: one T × T tensor is 16 MiB, the (b, T, d_model) ones 256 KiB each
+    assert "no scores stored" in words.kept_words((1.1, 1.3), 16.0, 1024, 64, 4)
+    assert "their backend here stored the scores" in words.kept_words((20.0, 1.3), 16.0, 1024, 64, 4)
+    assert words.trace_words(33.0, 16.0, 1024, 64, 4) == "`trace` peaks at 33.0 MiB, 2.1× one `attn_weights` tensor"
+
+
+def test_a_measurement_uses_the_cores_other_work_leaves_idle():
+    assert beyond.measuring_threads(2, 0.3) == 2
+    assert beyond.measuring_threads(2, 11.0) == 1
+    assert beyond.measuring_threads(16, 4.2) == 12
+    assert beyond.measuring_threads(1, 0.0) == 1
+
+
+def test_the_plan_says_what_it_chose_and_what_the_next_size_would_cost():
+    plan = beyond.SpeedPlan((16, 32, 64, 128, 256, 512), 5.2, 41.0, 1024, 14.6, threads=1, cores=2, load=11.2)
+    text = words.plan_words(plan)
+
+    assert "T (the book's `num_tokens`) from 16 to 512, which should take about 5 s" in text
+    assert "took 41 ms in all, on 1 of 2 cores (load average 11.2)" in text
+    assert text.endswith("With T = 1024 it would take about 15 s.")
+    assert all(len(sentence.split()) <= 35 for sentence in text.split(". "))
+
+
+def test_the_default_run_lists_only_the_sizes_it_then_measures():
+    beyond.measured.clear()
+    at = app("pages/speed.py")
+    listed = at.multiselect(key="speed_T").value
+    assert f"T = {', '.join(map(str, listed))}" in at.get("popover")[0].proto.popover.label  # what the label lists
+
+    started = time.perf_counter()
+    at.button(key="speed_run").click().run(timeout=60)
+    seconds = time.perf_counter() - started
+    data = at.session_state["speed:result"]
+    print(f"default run: T = {listed}, {seconds:.1f} s, load average {os.getloadavg()[0]:.1f}, {data.device}")
+
+    assert not at.exception
+    assert list(data.num_tokens) == listed
+    assert data.skipped_tokens == ()
+    assert not timing_note(at)  # no "did not fit" note
+
+
+def timing_note(at) -> list[str]:
+    """The captions that say a size did not fit or ran fewer rounds."""
+    return [c.value for c in at.caption if "did not fit" in c.value or "fewer timing rounds" in c.value]

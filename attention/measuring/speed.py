@@ -439,9 +439,14 @@ def plan_measurement(
             call = IMPLEMENTATIONS[name].build(mha)
             call(x)  # warm-up
             probe_s.extend(call_seconds(call, x, 1))
-    sizes = sorted(set(candidates))
+    return choose_sizes(probe_s, candidates, repeats, target_s, min_sizes)
+
+
+def choose_sizes(probe_s: Sequence[float], candidates: Sequence[int], repeats: int, target_s: float, min_sizes: int):
+    """``plan_measurement``'s choice from the probe's seconds: candidates from the smallest up while the predicted
+    total stays within ``target_s``, and at least ``min_sizes`` of them."""
     total, chosen = 0.0, []
-    for T in sizes:
+    for T in sorted(set(candidates)):
         cost = predicted_seconds(probe_s, T, repeats)
         if len(chosen) >= min_sizes and total + cost > target_s:
             return Plan(tuple(chosen), total, sum(probe_s) * 1e3, T, total + cost)
