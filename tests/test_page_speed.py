@@ -131,6 +131,27 @@ def test_presenter_mode_shows_both_tables_as_html_tables():
     assert "× MultiHeadAttention" in at.table[0].value.columns
 
 
+def test_memory_growth_gives_its_range_only_when_the_slopes_differ():
+    assert words.memory_growth_words(None) == ""
+    even = words.memory_growth_words(Growth(2.0, 1.98, 2.02, (128, 256, 512)))
+    assert even == " From T = 128 to 512 its peak memory grew as T to the power 2.0."
+    uneven = words.memory_growth_words(Growth(1.8, 1.6, 2.0, (128, 256, 512)))
+    assert uneven.endswith("grew as T to the power 1.8 (1.6 to 2.0 between neighbouring T).")
+
+
+def test_every_sentence_is_at_most_35_words():
+    texts = [
+        words.growth_words("nn.MultiheadAttention without attention weights", None, 3, 64),
+        words.growth_words("MultiHeadAttention", Growth(1.5, 0.9, 2.4, (128, 256)), 3, 64),
+        words.kept_words((0.31, 0.31), 0.0625, 64, 256, 4),
+        words.kept_words((20.0, 1.3), 16.0, 1024, 64, 4),
+        words.memory_growth_words(Growth(1.8, 1.6, 2.0, (128, 256, 512))),
+    ]
+    for text in texts:
+        for sentence in text.replace("e.g.", "eg").split(". "):
+            assert len(sentence.split()) <= 35, sentence
+
+
 def test_a_ratio_never_rounds_to_zero():
     assert [words.times(r) for r in (0.034, 0.0004, 0.1, 2.46, 12.4)] == ["0.034×", "0.0004×", "0.1×", "2.5×", "12×"]
 
@@ -138,13 +159,14 @@ def test_a_ratio_never_rounds_to_zero():
 def test_growth_is_stated_with_its_spread_only_when_it_is_clear():
     clear = Growth(1.84, 1.78, 1.91, (128, 256, 512))
     assert words.growth_words("MultiHeadAttention", clear, 3, 64) == (
-        "From T = 128 to 512, `MultiHeadAttention`'s time grew as $T^{1.8}$ ($T^{1.8}$ to $T^{1.9}$ over resampled "
+        "From T = 128 to 512, `MultiHeadAttention`'s time grew as T to the power 1.8 (1.8 to 1.9 over resampled "
         "rounds)."
     )
     unclear = words.growth_words("MultiHeadAttention", Growth(1.5, 0.9, 2.4, (128, 256)), 3, 64)
-    assert "disagree too much to tell" in unclear and "$T^{0.9}$ to $T^{2.4}$" in unclear and "grew as" not in unclear
+    assert "disagree too much to tell" in unclear and "T to the power 0.9 to 2.4" in unclear
+    assert "grew as" not in unclear
     assert "cannot be told from too few sizes" in words.growth_words("fast_multihead", None, 3, 64)
-    assert "T ≥ 128 (2 d_model)" in words.growth_words("fast_multihead", None, 3, 64)
+    assert "T ≥ 128, twice d_model" in words.growth_words("fast_multihead", None, 3, 64)
     assert "cannot be told from a single timing round" in words.growth_words("fast_multihead", None, 1, 64)
 
 

@@ -38,32 +38,41 @@ def plan_words(plan) -> str:
     return words
 
 
+def power(k: float) -> str:
+    """T to the power k, in words: plain text renders at once on every screen, where LaTeX may lag."""
+    return f"T to the power {k:.1f}"
+
+
 def growth_words(name: str, growth: Growth | None, rounds: int, d_model: int) -> str:
     """How ``name``'s time grew with T, with its spread; or why the measurement cannot tell."""
     if growth is None:
         why = "a single timing round" if rounds < 2 else "too few sizes"
         return (
-            f"How `{name}`'s time grows with T cannot be told from {why} where the T × T work dominates: T ≥ "
-            f"{2 * d_model} (2 d_model) and {FIXED_COST_MULTIPLE}× its time at the smallest T."
+            f"How `{name}`'s time grows cannot be told from {why} where the T × T work dominates (T ≥ {2 * d_model}, "
+            f"twice d_model, and {FIXED_COST_MULTIPLE}× its time at the smallest T)."
         )
     span = f"From T = {growth.num_tokens[0]} to {growth.num_tokens[-1]}"
-    interval = f"$T^{{{growth.low:.1f}}}$ to $T^{{{growth.high:.1f}}}$"
     if not growth.clear:
-        return f"{span}, `{name}`'s rounds disagree too much to tell how its time grew: anything from {interval}."
-    return f"{span}, `{name}`'s time grew as $T^{{{growth.exponent:.1f}}}$ ({interval} over resampled rounds)."
+        return (
+            f"{span}, `{name}`'s rounds disagree too much to tell how its time grew: anything from "
+            f"{power(growth.low)} to {growth.high:.1f}."
+        )
+    return (
+        f"{span}, `{name}`'s time grew as {power(growth.exponent)} ({growth.low:.1f} to {growth.high:.1f} over "
+        "resampled rounds)."
+    )
 
 
 def memory_growth_words(growth: Growth | None) -> str:
     """How the book module's peak memory grew, where one T × T tensor dominates; empty where it does not."""
     if growth is None:
         return ""
-    slopes = (
-        f"$T^{{{growth.exponent:.1f}}}$"
-        if round(growth.low, 1) == round(growth.high, 1)
-        else f"$T^{{{growth.exponent:.1f}}}$ (between neighbouring T: $T^{{{growth.low:.1f}}}$ to "
-        f"$T^{{{growth.high:.1f}}}$)"
+    span = (
+        f" From T = {growth.num_tokens[0]} to {growth.num_tokens[-1]} its peak memory grew as {power(growth.exponent)}"
     )
-    return f" From T = {growth.num_tokens[0]} to {growth.num_tokens[-1]} its peak memory grew as {slopes}."
+    if round(growth.low, 1) == round(growth.high, 1):
+        return span + "."
+    return span + f" ({growth.low:.1f} to {growth.high:.1f} between neighbouring T)."
 
 
 def kept_words(peaks_mib: tuple[float, float], one_mib: float, num_tokens: int, d_model: int, num_heads: int) -> str:
