@@ -156,8 +156,8 @@ def why():
     )
     rows = [(n, data.time_ms[n][-1], ratio(n), memory[n][-1], memory[n][-1] / one[-1]) for n in data.time_ms]
     columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one attn_weights tensor"]
-    table = pd.DataFrame(rows, columns=columns).set_index("implementation").map(lambda v: float(f"{v:.3g}"))
-    widgets.table(table.reset_index(), hide_index=True, width="stretch")  # 3 significant digits: no ratio shows 0
+    table = pd.DataFrame(rows, columns=columns).set_index("implementation").map(words.number)  # no ratio shows 0
+    widgets.table(table.reset_index(), hide_index=True, width="stretch")
     widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
 
 

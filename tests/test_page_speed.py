@@ -88,7 +88,7 @@ def test_run_then_every_step_draws_the_measurement():
     assert "here stored the scores" not in markdown(at) and "no scores stored" not in markdown(at)
     table = at.dataframe[0].value
     assert list(table["implementation"]) == list(attention.IMPLEMENTATIONS)
-    assert table["× MultiHeadAttention"][0] == 1.0
+    assert table["× MultiHeadAttention"][0] == "1"
     assert not at.exception
 
 
@@ -154,6 +154,7 @@ def test_every_sentence_is_at_most_35_words():
 
 def test_a_ratio_never_rounds_to_zero():
     assert [words.times(r) for r in (0.034, 0.0004, 0.1, 2.46, 12.4)] == ["0.034×", "0.0004×", "0.1×", "2.5×", "12×"]
+    assert [words.number(v) for v in (1234.5, 44.4, 0.6234, 0.00123)] == ["1,234", "44.4", "0.623", "0.00123"]
 
 
 def test_growth_is_stated_with_its_spread_only_when_it_is_clear():

@@ -14,6 +14,7 @@ from tolerances import attention_bounds
 import attention
 from attention import IMPLEMENTATIONS, MultiHeadAttention, SpeedResult, build, expected_attention_bytes, measure
 from attention.measuring.speed import (
+    LOOP_OVERHEAD,
     MAX_WEIGHTS_BYTES,
     PROFILE_S,
     choose_sizes,
@@ -296,14 +297,14 @@ def test_measure_keeps_each_rounds_median_and_its_growth_reads_them():
 
 def test_a_plan_takes_the_smallest_sizes_whose_predicted_measurement_fits():
     probe = [0.010] * 7  # each implementation: 10 ms a call at T = 256
-    plan = choose_sizes(probe, [1024, 16, 64, 256, 512], repeats=3, target_s=2.0, min_sizes=3)
+    plan = choose_sizes(probe, [1024, 16, 64, 256, 512], repeats=3, target_s=3.0, min_sizes=3)
 
     costs = [predicted_seconds(probe, t, 3) for t in (16, 64, 256, 512, 1024)]
     assert costs == sorted(costs)  # larger T, longer
-    assert costs[3] == pytest.approx(7 * (6 * 0.040 + PROFILE_S))  # T = 512: each call 4× the probe's
+    assert costs[3] == pytest.approx(LOOP_OVERHEAD * 7 * (6 * 0.040 + PROFILE_S))  # T = 512: each call 4× the probe's
     assert plan.num_tokens == (16, 64, 256)
-    assert plan.predicted_s == pytest.approx(sum(costs[:3])) and plan.predicted_s <= 2.0
-    assert plan.next_tokens == 512 and plan.next_s == pytest.approx(sum(costs[:4])) and plan.next_s > 2.0
+    assert plan.predicted_s == pytest.approx(sum(costs[:3])) and plan.predicted_s <= 3.0
+    assert plan.next_tokens == 512 and plan.next_s == pytest.approx(sum(costs[:4])) and plan.next_s > 3.0
     assert plan.probe_ms == pytest.approx(70)
 
 

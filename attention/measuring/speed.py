@@ -74,6 +74,7 @@ MAX_SPREAD = 0.5  # a fitted exponent whose 5–95% interval is wider than this 
 RESAMPLES = 1000  # bootstrap resamples of the timing rounds
 LINEAR_TENSORS = 8  # (b, T, d_model) tensors a call may hold at once: q, k, v, their copies, context, output
 PROBE_TOKENS = 256  # plan_measurement() times one call of each implementation at this T
+LOOP_OVERHEAD = 1.5  # what the calls alone leave out: 2-core runs at load 13-15 took 1.0-1.7 times their sum
 PROFILE_S = 0.015  # what one memory measurement adds to its call (the profiler's start and stop), on a busy 2-core CPU
 
 Call = Callable[[torch.Tensor], torch.Tensor]
@@ -402,11 +403,11 @@ def predicted_seconds(probe_s: Sequence[float], num_tokens: int, repeats: int) -
     A call is assumed to grow as T² above the probe and as T below it, so
     at the largest sizes, where a plan is decided, the prediction errs high. Per implementation: three calls
     (the comparison, one timed call and the memory call) and ``repeats`` rounds of at least ``MIN_ROUND_S``,
-    plus ``PROFILE_S`` for the memory call's profiler.
+    plus ``PROFILE_S`` for the memory call's profiler; all of it times ``LOOP_OVERHEAD``.
     """
     scale = num_tokens / PROBE_TOKENS
     per_call = [s * max(scale, scale**2) for s in probe_s]
-    return sum(3 * t + repeats * max(t, MIN_ROUND_S) + PROFILE_S for t in per_call)
+    return LOOP_OVERHEAD * sum(3 * t + repeats * max(t, MIN_ROUND_S) + PROFILE_S for t in per_call)
 
 
 def plan_measurement(
@@ -424,8 +425,8 @@ def plan_measurement(
     """The smallest ``candidates`` that ``measure`` at these sizes should finish within ``target_s`` on this
     machine, as it is loaded now: at least ``min_sizes`` of them.
 
-    It times one call of each implementation at T = ``PROBE_TOKENS``
-    (after a warm-up call), with the threads torch has now, and predicts each
+    It times each implementation at T = ``PROBE_TOKENS``, the median of
+    three calls after a warm-up call, with the threads torch has now, and predicts each
     T's share with ``predicted_seconds``.
     """
     names = tuple(implementations)
@@ -438,7 +439,7 @@ def plan_measurement(
         for name in names:
             call = IMPLEMENTATIONS[name].build(mha)
             call(x)  # warm-up
-            probe_s.extend(call_seconds(call, x, 1))
+            probe_s.append(statistics.median(call_seconds(call, x, 3)))
     return choose_sizes(probe_s, candidates, repeats, target_s, min_sizes)
 
 

@@ -19,6 +19,11 @@ def times(ratio: float) -> str:
     return f"{ratio:.2g}×"
 
 
+def number(value: float) -> str:
+    """A table's number to 3 significant digits, without an exponent from 0.0001 up: 1,234, 44.4, 0.623."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def amount(value_mib: float) -> str:
     """MiB above one, KiB below: 1.5 MiB, 320 KiB."""
     return f"{value_mib:.1f} MiB" if value_mib >= 1 else f"{value_mib * 1024:.0f} KiB"
