@@ -340,7 +340,7 @@ def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
 # each within ``SPEED_BUDGET_S``; a result measured before is returned at once, without queueing.
 SPEED_ENTRIES = 16
 SPEED_BUDGET_S = 20.0  # each measurement stops within this; the queue's wait is a multiple of it
-SPEED_PLAN_S = 5.0  # the default run's measurement, predicted: with the page around it and a busy machine, within 10 s
+SPEED_PLAN_S = 4.0  # the default run, predicted: at load 13-21 on 2 cores runs took up to 1.9× this, page included
 PLAN_EVERY_S = 300  # the default sizes are planned again after this, for the machine's load then
 SPEED_QUEUE = TurnQueue()
 
