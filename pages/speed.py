@@ -1,4 +1,6 @@
-"""Speed: the same attention computed six ways, timed live at sizes you pick: what materializing T × T costs."""
+"""Speed: the same attention computed seven ways, timed live at sizes you pick: what materializing T × T costs. The
+default sizes are planned for this machine (``explorer.views.beyond.default_plan``); the words that depend on the
+measurement are in ``explorer.page_text.speed``."""
 
 import pandas as pd
 import streamlit as st

@@ -39,6 +39,12 @@ parameters. Memory that bypasses torch's allocator (BLAS work space, thread
 stacks) is not counted. The load average (``os.getloadavg``) before and after
 is recorded, because on a shared machine it says how far to trust the times.
 
+How fast a cost grows (``time_growth``, ``memory_growth``): an exponent k
+in cost ∝ T^k is fitted only over the T where the T × T work dominates, with
+its spread (a bootstrap over the timing rounds for time; the slopes between
+neighbouring T for memory), or not at all. ``plan_measurement`` picks the
+sizes whose measurement fits a time on this machine, from a probe at T = 256.
+
 ``benchmarks/bench_attention.py`` is the command line over ``measure``, for
 sizes beyond the Speed page's (GPT-2's b=8, T=1,024, d=768, h=12).
 """
