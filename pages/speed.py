@@ -108,12 +108,10 @@ def time():
     st.markdown(
         f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
         f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms. "
-        + words.growth_words(REFERENCE, growth[REFERENCE], rounds, d_model)
-        + " "
-        + words.growth_words("fast_multihead", growth["fast_multihead"], rounds, d_model)
-        + f" Which kernel `{FUSED}` runs depends on the backend PyTorch picks for this device and these sizes. "
-        "Some skip the blocks above the diagonal; a plain one computes every q·k score. "
-        "Flat stretches are fixed costs per call (Python, launching operations). "
+        + words.growth_words({name: growth[name] for name in (REFERENCE, "fast_multihead")}, rounds, d_model)
+        + f" {words.load_words(data.load, data.threads)} Which kernel `{FUSED}` runs depends on the backend PyTorch "
+        "picks for this device and these sizes. Some skip the blocks above the diagonal; a plain one computes every "
+        "q·k score. Flat stretches are fixed costs per call (Python, launching operations). "
         + term("log_log", "Both axes are logarithmic")
         + ": each step along one multiplies."
     )

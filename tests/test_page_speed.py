@@ -141,8 +141,9 @@ def test_memory_growth_gives_its_range_only_when_the_slopes_differ():
 
 def test_every_sentence_is_at_most_35_words():
     texts = [
-        words.growth_words("nn.MultiheadAttention without attention weights", None, 3, 64),
-        words.growth_words("MultiHeadAttention", Growth(1.5, 0.9, 2.4, (128, 256)), 3, 64),
+        words.growth_words({"nn.MultiheadAttention without attention weights": None, "fast_multihead": None}, 3, 64),
+        words.growth_words({"MultiHeadAttention": Growth(1.5, 0.9, 2.4, (128, 256))}, 3, 64),
+        words.load_words(23.9, 1),
         words.kept_words((0.31, 0.31), 0.0625, 64, 256, 4),
         words.kept_words((20.0, 1.3), 16.0, 1024, 64, 4),
         words.memory_growth_words(Growth(1.8, 1.6, 2.0, (128, 256, 512))),
@@ -159,16 +160,25 @@ def test_a_ratio_never_rounds_to_zero():
 
 def test_growth_is_stated_with_its_spread_only_when_it_is_clear():
     clear = Growth(1.84, 1.78, 1.91, (128, 256, 512))
-    assert words.growth_words("MultiHeadAttention", clear, 3, 64) == (
+    assert words.growth_words({"MultiHeadAttention": clear}, 3, 64) == (
         "From T = 128 to 512, `MultiHeadAttention`'s time grew as T to the power 1.8 (1.8 to 1.9 over resampled "
         "rounds)."
     )
-    unclear = words.growth_words("MultiHeadAttention", Growth(1.5, 0.9, 2.4, (128, 256)), 3, 64)
+    unclear = words.growth_words({"MultiHeadAttention": Growth(1.5, 0.9, 2.4, (128, 256))}, 3, 64)
     assert "disagree too much to tell" in unclear and "T to the power 0.9 to 2.4" in unclear
     assert "grew as" not in unclear
-    assert "cannot be told from too few sizes" in words.growth_words("fast_multihead", None, 3, 64)
-    assert "T ≥ 128, twice d_model" in words.growth_words("fast_multihead", None, 3, 64)
-    assert "cannot be told from a single timing round" in words.growth_words("fast_multihead", None, 1, 64)
+    untold = words.growth_words({"MultiHeadAttention": None, "fast_multihead": None}, 3, 64)
+    assert untold.startswith("Too few sizes to tell how the time of `MultiHeadAttention` and `fast_multihead` grows")
+    assert "T ≥ 128 (twice d_model)" in untold and untold.count("to tell") == 1
+    assert "One timing round per T cannot tell" in words.growth_words({"fast_multihead": None}, 1, 64)
+    mixed = words.growth_words({"MultiHeadAttention": clear, "fast_multihead": None}, 3, 64)
+    assert "`MultiHeadAttention`'s time grew as" in mixed and "how the time of `fast_multihead` grows" in mixed
+
+
+def test_a_busy_machine_is_said_to_scatter_the_times():
+    assert "load average was 11.2" in words.load_words(11.2, 1)
+    assert words.load_words(0.4, 2) == ""
+    assert words.load_words(float("nan"), 1) == ""
 
 
 def test_peaks_are_compared_with_one_t_by_t_tensor_only_where_it_outweighs_the_linear_tensors():

@@ -48,23 +48,41 @@ def power(k: float) -> str:
     return f"T to the power {k:.1f}"
 
 
-def growth_words(name: str, growth: Growth | None, rounds: int, d_model: int) -> str:
-    """How ``name``'s time grew with T, with its spread; or why the measurement cannot tell."""
-    if growth is None:
-        why = "a single timing round" if rounds < 2 else "too few sizes"
-        return (
-            f"How `{name}`'s time grows cannot be told from {why} where the T × T work dominates (T ≥ {2 * d_model}, "
-            f"twice d_model, and {FIXED_COST_MULTIPLE}× its time at the smallest T)."
+def growth_words(growths: dict[str, Growth | None], rounds: int, d_model: int) -> str:
+    """How each implementation's time grew with T, with its spread; or, for all those it cannot tell, why not."""
+    said, untold = [], [f"`{name}`" for name, growth in growths.items() if growth is None]
+    for name, growth in growths.items():
+        if growth is None:
+            continue
+        span = f"From T = {growth.num_tokens[0]} to {growth.num_tokens[-1]}"
+        if growth.clear:
+            said.append(
+                f"{span}, `{name}`'s time grew as {power(growth.exponent)} ({growth.low:.1f} to {growth.high:.1f} "
+                "over resampled rounds)."
+            )
+        else:
+            said.append(
+                f"{span}, `{name}`'s rounds disagree too much to tell how its time grew: anything from "
+                f"{power(growth.low)} to {growth.high:.1f}."
+            )
+    names = " and ".join(untold)
+    if untold and rounds < 2:
+        said.append(f"One timing round per T cannot tell how the time of {names} grows: it gives no spread.")
+    elif untold:
+        said.append(
+            f"Too few sizes to tell how the time of {names} grows where the T × T work dominates: T ≥ {2 * d_model} "
+            f"(twice d_model) and {FIXED_COST_MULTIPLE}× the smallest T's time."
         )
-    span = f"From T = {growth.num_tokens[0]} to {growth.num_tokens[-1]}"
-    if not growth.clear:
-        return (
-            f"{span}, `{name}`'s rounds disagree too much to tell how its time grew: anything from "
-            f"{power(growth.low)} to {growth.high:.1f}."
-        )
+    return " ".join(said)
+
+
+def load_words(load: float, threads: int) -> str:
+    """A warning that times scatter, when other work kept the machine busy; empty otherwise."""
+    if not load >= threads:
+        return ""
     return (
-        f"{span}, `{name}`'s time grew as {power(growth.exponent)} ({growth.low:.1f} to {growth.high:.1f} over "
-        "resampled rounds)."
+        f"The load average was {load:.1f} as it started: other work shared these cores, so calls were delayed "
+        "at random and the times scatter."
     )
 
 
