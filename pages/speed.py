@@ -1,4 +1,6 @@
-"""Speed: the same attention computed six ways, timed live at sizes you pick: what materializing T × T costs."""
+"""Speed: the same attention computed seven ways, timed live at sizes you pick: what materializing T × T costs. The
+default sizes are planned for this machine (``explorer.views.beyond.default_plan``); the words that depend on the
+measurement are in ``explorer.page_text.speed``."""
 
 import pandas as pd
 import streamlit as st
@@ -6,6 +8,7 @@ import streamlit as st
 import attention
 from attention.measuring import speed
 from explorer import figures, session, widgets
+from explorer.page_text import speed as words
 from explorer.page_text.glossary import term
 from explorer.views import beyond as timing
 
@@ -20,7 +23,9 @@ session.current_run()  # the sidebar's settings do not apply here; the sizes bel
 st.title("Speed")
 devices = timing.speed_devices()
 NO_GPU = "No GPU on this server; CUDA results appear when one is present." if devices == ["cpu"] else ""
-defaults = {"speed_T": list(T_CHOICES[2:]), "speed_d": 256, "speed_h": 4, "speed_b": 1, "speed_repeats": 3}
+SIZES = {"speed_d": 64, "speed_h": 4, "speed_b": 1, "speed_repeats": 3}  # small d_model: T × T dominates early
+plan = timing.default_plan(T_CHOICES, *SIZES.values())  # the T whose measurement fits this machine now
+defaults = {"speed_T": list(plan.num_tokens), **SIZES}
 for key, value in {**defaults, "speed_device": devices[-1]}.items():
     st.session_state.setdefault(key, value)
 heads = [h for h in range(1, 13) if st.session_state["speed_d"] % h == 0]
@@ -39,6 +44,7 @@ with sizes_column.popover(label, icon=":material/tune:", width="stretch", key="s
     left.number_input("repeats", 1, 5, key="speed_repeats", help="Timing rounds; the median call is shown")
     middle.selectbox("device", devices, key="speed_device")
     st.caption(NO_GPU)
+st.caption(words.plan_words(plan))
 if run.button("Run the comparison", icon=":material/play_arrow:", type="primary", disabled=not choice[0],
               key="speed_run", width="stretch"):  # fmt: skip
     with widgets.progress("Starting the measurement…") as report:
@@ -54,15 +60,11 @@ def ratio(name: str) -> float:
 
 
 def pace(name: str) -> str:
-    return f"{ratio(name):.1f}× the time of `{REFERENCE}`"
-
-
-def amount(value_mib: float) -> str:
-    return f"{value_mib:.1f} MiB" if value_mib >= 1 else f"{value_mib * 1024:.0f} KiB"
+    return f"{words.times(ratio(name))} the time of `{REFERENCE}`"
 
 
 def mib(name: str) -> str:
-    return amount(data.peak_memory_mib[name][-1])
+    return words.amount(data.peak_memory_mib[name][-1])
 
 
 def chart(series: dict, title: str, y_title: str, name: str, dashed=()) -> None:
@@ -100,24 +102,21 @@ def implementations():
 def time():
     if not measurement_shown():
         return
-    T, time_ms, k = list(data.num_tokens), data.time_ms, data.time_exponent
-    fastest, span = min(time_ms, key=lambda n: time_ms[n][-1]), T[-3:]
-    growth = (
-        f" From T = {span[0]} to {span[-1]} the time of `{REFERENCE}` grew as $T^{{{k[REFERENCE]:.1f}}}$, that of "
-        f"`fast_multihead` as $T^{{{k['fast_multihead']:.1f}}}$. Which kernel `{FUSED}` runs depends on the backend "
-        "PyTorch picks for this device and these sizes. Some skip the blocks above the diagonal; a plain one "
-        "computes every q·k score."
-    )
+    T, time_ms, growth = list(data.num_tokens), data.time_ms, data.time_growth
+    fastest = min(time_ms, key=lambda n: time_ms[n][-1])
+    rounds, d_model = min(data.rounds, default=1), data.sizes["d_model"]
     st.markdown(
         f"The median time of one call. At T = {T[-1]}, `{fastest}` is fastest ({time_ms[fastest][-1]:.3g} ms), "
-        f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms."
-        + (growth if len(T) > 1 else "")
-        + " Flat stretches are fixed costs per call (Python, launching operations). "
+        f"`{REFERENCE}` takes {time_ms[REFERENCE][-1]:.3g} ms. "
+        + words.growth_words({name: growth[name] for name in (REFERENCE, "fast_multihead")}, rounds, d_model)
+        + f" {words.load_words(data.load, data.threads)} Which kernel `{FUSED}` runs depends on the backend PyTorch "
+        "picks for this device and these sizes. Some skip the blocks above the diagonal; a plain one computes every "
+        "q·k score. Flat stretches are fixed costs per call (Python, launching operations). "
         + term("log_log", "Both axes are logarithmic")
         + ": each step along one multiplies."
     )
     chart(data.time_ms, "Median time of one call", "ms", "speed-time")
-    widgets.show_code(speed.measure, speed.call_seconds)
+    widgets.show_code(speed.measure, speed.call_seconds, speed.time_growth)
 
 
 @steps.add("Memory against T")
@@ -127,8 +126,8 @@ def memory():
     T, one = list(data.num_tokens), data.one_weights_mib
     st.markdown(
         "The peak memory of one call: its intermediates and output. Dashed: one (b, num_heads, T, T) float32 tensor, "
-        f"b·num_heads·T²·4 bytes, computed, not measured ({amount(one[-1])} at T = {T[-1]}). Lines parallel to it "
-        f"grow as T²; lines half as steep grow as T ({term('log_log', 'both axes are logarithmic')})."
+        f"b·num_heads·T²·4 bytes, computed, not measured ({words.amount(one[-1])} at T = {T[-1]}). Lines parallel to "
+        f"it grow as T²; lines half as steep grow as T ({term('log_log', 'both axes are logarithmic')})."
     )
     series = {**data.peak_memory_mib, ONE_TENSOR: data.one_weights_mib}
     chart(series, "Peak memory of one call", "MiB", "speed-memory", dashed=[ONE_TENSOR])
@@ -139,26 +138,26 @@ def memory():
 def why():
     if not measurement_shown():
         return
-    T, one, memory, k = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib, data.memory_exponent
-    grew = f" From T = {T[-3:][0]} to {T[-1]} its memory grew as $T^{{{k[REFERENCE]:.1f}}}$." if len(T) > 1 else ""
-    linear = f", growing as $T^{{{k[FUSED]:.1f}}}$ and $T^{{{k['fast_multihead']:.1f}}}$," if len(T) > 1 else ""
-    below = memory[FUSED][-1] < one[-1]
-    kept = "less than one T × T tensor" if below else "at least one T × T tensor, so it stored the scores"
+    T, one, memory = list(data.num_tokens), data.one_weights_mib, data.peak_memory_mib
+    shape = (T[-1], data.sizes["d_model"], data.sizes["num_heads"])
+    fused = (memory[FUSED][-1], memory["fast_multihead"][-1])
     st.markdown(
-        f"At T = {T[-1]}, `trace` peaks at {mib('trace')}, {memory['trace'][-1] / one[-1]:.1f}× one `attn_weights` "
-        f"tensor ({amount(one[-1])}): it keeps the book's masked scores and the attention weights, and takes "
-        f"{pace('trace')}. `{REFERENCE}`, the book's code, makes the same two plus the scaled scores, a third, and "
-        f"drops them when it returns: {mib(REFERENCE)}.{grew} `nn.MultiheadAttention` makes the scores and returns "
-        f"every head's attention weights: {mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper "
-        f"holds one head's (b, T, T) tensors at a time ({mib('MultiHeadAttentionWrapper')}) but runs "
-        f"{data.sizes['num_heads']} smaller products one after another: {pace('MultiHeadAttentionWrapper')}. `{FUSED}` "
-        f"and `fast_multihead` use one {term('fused_kernel')}: a single operation for scores, softmax and values. "
-        f"Measured, its backend here kept {kept}: {mib(FUSED)} and {mib('fast_multihead')}{linear} and take "
-        f"{ratio(FUSED):.1f}× and {ratio('fast_multihead'):.1f}× the time of `{REFERENCE}`."
+        words.trace_words(memory["trace"][-1], one[-1], *shape)
+        + f" at T = {T[-1]}: it keeps the book's masked scores and the attention weights, and takes {pace('trace')}. "
+        f"`{REFERENCE}`, the book's code, makes the same two plus the scaled scores, a third, and drops them when it "
+        f"returns: {mib(REFERENCE)}.{words.memory_growth_words(data.memory_growth[REFERENCE])} "
+        f"`nn.MultiheadAttention` makes the scores and returns every head's attention weights: "
+        f"{mib('nn.MultiheadAttention')}, {pace('nn.MultiheadAttention')}. The wrapper holds one head's (b, T, T) "
+        f"tensors at a time ({mib('MultiHeadAttentionWrapper')}) but runs {data.sizes['num_heads']} smaller products "
+        f"one after another: {pace('MultiHeadAttentionWrapper')}. `{FUSED}` and `fast_multihead` use one "
+        f"{term('fused_kernel')}: a single operation for scores, softmax and values, taking "
+        f"{words.times(ratio(FUSED))} and {words.times(ratio('fast_multihead'))} the time of `{REFERENCE}`. "
+        + words.kept_words(fused, one[-1], *shape)
     )
     rows = [(n, data.time_ms[n][-1], ratio(n), memory[n][-1], memory[n][-1] / one[-1]) for n in data.time_ms]
     columns = ["implementation", f"ms at T = {T[-1]}", f"× {REFERENCE}", "peak MiB", "× one attn_weights tensor"]
-    widgets.table(pd.DataFrame(rows, columns=columns).round(2), hide_index=True, width="stretch")
+    table = pd.DataFrame(rows, columns=columns).set_index("implementation").map(words.number)  # no ratio shows 0
+    widgets.table(table.reset_index(), hide_index=True, width="stretch")
     widgets.show_code(attention.MultiHeadAttention.steps, attention.fast_multihead)
 
 

@@ -2,6 +2,10 @@
 sane medians and honest peak memory, and it rejects sizes it cannot run."""
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,10 +13,20 @@ from tolerances import attention_bounds
 
 import attention
 from attention import IMPLEMENTATIONS, MultiHeadAttention, SpeedResult, build, expected_attention_bytes, measure
-from attention.measuring.speed import MAX_WEIGHTS_BYTES, peak_memory_bytes
+from attention.measuring.speed import (
+    LOOP_OVERHEAD,
+    MAX_WEIGHTS_BYTES,
+    PROFILE_S,
+    choose_sizes,
+    memory_growth,
+    peak_memory_bytes,
+    predicted_seconds,
+    time_growth,
+)
 from benchmarks import bench_attention
 
 MIB = 2**20
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
@@ -220,3 +234,99 @@ def test_without_a_budget_every_t_runs_every_round():
     assert result.num_tokens == (8, 16)
     assert result.skipped_tokens == ()
     assert result.rounds == (2, 2)
+
+
+def rounds_growing_as(sizes, exponent, noise=(1.0, 1.0, 1.0), fixed_ms=0.0):
+    """Three timing rounds per T: fixed_ms + T^exponent / 1000 ms, each round scaled by one of ``noise``."""
+    return [tuple((fixed_ms + t**exponent / 1000) * n for n in noise) for t in sizes]
+
+
+def test_time_growth_fits_where_t_by_t_dominates_with_a_narrow_interval_from_steady_rounds():
+    sizes = [16, 32, 64, 128, 256, 512]
+    growth = time_growth(sizes, rounds_growing_as(sizes, 2.0, noise=(1.0, 1.02, 0.98), fixed_ms=0.3), d_model=64)
+
+    assert growth.num_tokens == (128, 256, 512)  # T ≥ 2 d_model, and ≥ 10× the time at T = 16 (0.556 ms)
+    assert growth.exponent == pytest.approx(2.0, abs=0.05)
+    assert growth.low <= growth.exponent <= growth.high
+    assert growth.high - growth.low < 0.1
+    assert growth.clear
+
+
+def test_time_growth_leaves_out_the_sizes_where_a_fixed_cost_dominates():
+    sizes = [128, 256, 512, 1024]
+    growth = time_growth(sizes, rounds_growing_as(sizes, 2.0, fixed_ms=40.0), d_model=16)
+
+    assert growth is None  # 40 ms fixed: only T = 1024 takes 10× T = 128's time, and one T fits nothing
+
+
+def test_time_growth_cannot_tell_below_two_d_model_or_from_one_round():
+    sizes = [64, 128, 256]
+    assert time_growth(sizes, rounds_growing_as(sizes, 2.0), d_model=256) is None  # every T < 2 d_model
+    one_round = [(t**2 / 1000,) for t in [16, 128, 256, 512]]
+    assert time_growth([16, 128, 256, 512], one_round, d_model=32) is None
+
+
+def test_time_growth_with_disagreeing_rounds_is_not_clear():
+    sizes = [16, 128, 256, 512]
+    rounds = [(0.1, 0.1, 0.1), (16.0, 40.0, 8.0), (65.0, 30.0, 200.0), (260.0, 900.0, 150.0)]
+    growth = time_growth(sizes, rounds, d_model=32)
+
+    assert growth is not None
+    assert growth.high - growth.low > attention.measuring.speed.MAX_SPREAD
+    assert not growth.clear
+
+
+def test_memory_growth_uses_only_the_sizes_where_one_t_by_t_tensor_outweighs_the_linear_ones():
+    sizes = [32, 64, 128, 256, 512]  # d_model 64, 4 heads: 4 T ≥ 8 · 64 from T = 128
+    peaks = [0.5, 0.6, 1.0, 3.0, 12.0]
+    growth = memory_growth(sizes, peaks, d_model=64, num_heads=4)
+
+    assert growth.num_tokens == (128, 256, 512)
+    assert growth.low == pytest.approx(math.log2(3.0)) and growth.high == pytest.approx(2.0)
+    assert memory_growth([32, 64], [0.5, 0.6], d_model=64, num_heads=4) is None
+
+
+def test_measure_keeps_each_rounds_median_and_its_growth_reads_them():
+    result = measure(["trace"], [8, 16], d_model=8, num_heads=2, repeats=3)
+
+    assert [len(r) for r in result.round_ms["trace"]] == list(result.rounds) == [3, 3]
+    for median, rounds in zip(result.time_ms["trace"], result.round_ms["trace"], strict=True):
+        assert min(rounds) <= median <= max(rounds)
+    assert result.time_growth("trace") is None  # T = 16 < 2 d_model: the fixed cost dominates
+
+
+def test_a_plan_takes_the_smallest_sizes_whose_predicted_measurement_fits():
+    probe = [0.010] * 7  # each implementation: 10 ms a call at T = 256
+    plan = choose_sizes(probe, [1024, 16, 64, 256, 512], repeats=3, target_s=3.0, min_sizes=3)
+
+    costs = [predicted_seconds(probe, t, 3) for t in (16, 64, 256, 512, 1024)]
+    assert costs == sorted(costs)  # larger T, longer
+    assert costs[3] == pytest.approx(LOOP_OVERHEAD * 7 * (6 * 0.040 + PROFILE_S))  # T = 512: each call 4× the probe's
+    assert plan.num_tokens == (16, 64, 256)
+    assert plan.predicted_s == pytest.approx(sum(costs[:3])) and plan.predicted_s <= 3.0
+    assert plan.next_tokens == 512 and plan.next_s == pytest.approx(sum(costs[:4])) and plan.next_s > 3.0
+    assert plan.probe_ms == pytest.approx(70)
+
+
+def test_a_plan_keeps_its_smallest_sizes_however_slow_and_every_size_when_all_fit():
+    assert choose_sizes([1.0] * 7, [16, 32, 64, 128], 3, target_s=0.1, min_sizes=3).num_tokens == (16, 32, 64)
+    everything = choose_sizes([1e-5] * 7, [16, 32, 64, 128], 3, target_s=10, min_sizes=3)
+    assert everything.num_tokens == (16, 32, 64, 128) and everything.next_tokens is None
+
+
+def test_plan_measurement_probes_every_implementation_and_returns_a_plan():
+    plan = attention.plan_measurement(
+        list(IMPLEMENTATIONS), [16, 32, 64], d_model=16, num_heads=2, repeats=1, target_s=60
+    )
+
+    assert plan.num_tokens == (16, 32, 64)
+    assert plan.probe_ms > 0 and plan.predicted_s > 0
+
+
+def test_peak_memory_writes_no_profiler_lines_to_stderr():
+    code = "import torch, attention.measuring.speed as s; print(s.peak_memory_bytes(torch.ones, torch.tensor(3)))"
+    env = {key: value for key, value in os.environ.items() if key != "KINETO_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT)
+
+    assert int(done.stdout) >= 4  # one float32 made: the measurement still works
+    assert "profiler_start" not in done.stderr and "USDT" not in done.stderr

@@ -39,6 +39,12 @@ parameters. Memory that bypasses torch's allocator (BLAS work space, thread
 stacks) is not counted. The load average (``os.getloadavg``) before and after
 is recorded, because on a shared machine it says how far to trust the times.
 
+How fast a cost grows (``time_growth``, ``memory_growth``): an exponent k
+in cost ∝ T^k is fitted only over the T where the T × T work dominates, with
+its spread (a bootstrap over the timing rounds for time; the slopes between
+neighbouring T for memory), or not at all. ``plan_measurement`` picks the
+sizes whose measurement fits a time on this machine, from a probe at T = 256.
+
 ``benchmarks/bench_attention.py`` is the command line over ``measure``, for
 sizes beyond the Speed page's (GPT-2's b=8, T=1,024, d=768, h=12).
 """
@@ -47,10 +53,11 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -68,6 +75,13 @@ MAX_BATCH = 64
 MAX_REPEATS = 100
 MAX_WEIGHTS_BYTES = 256 * 2**20  # the largest (b, num_heads, T, T) float32 tensor measure() will make
 MIB = 2**20
+FIXED_COST_MULTIPLE = 10  # a growth is fitted where a call takes this many times its time at the smallest T
+MAX_SPREAD = 0.5  # a fitted exponent whose 5–95% interval is wider than this says nothing
+RESAMPLES = 1000  # bootstrap resamples of the timing rounds
+LINEAR_TENSORS = 8  # (b, T, d_model) tensors a call may hold at once: q, k, v, their copies, context, output
+PROBE_TOKENS = 256  # plan_measurement() times one call of each implementation at this T
+LOOP_OVERHEAD = 1.5  # what the calls alone leave out: 2-core runs at load 13-15 took 1.0-1.7 times their sum
+PROFILE_S = 0.015  # what one memory measurement adds to its call (the profiler's start and stop), on a busy 2-core CPU
 
 Call = Callable[[torch.Tensor], torch.Tensor]
 
@@ -219,7 +233,10 @@ def peak_memory_bytes(call: Call, x: torch.Tensor) -> int:
     was allocated before. On CPU: ``torch.autograd.profiler`` with
     ``profile_memory=True`` records every allocation and free the calling
     thread makes through torch's allocator; their running sum, in time order,
-    peaks at this number.
+    peaks at this number. The profiler's library (kineto) would otherwise
+    write "USDT ... profiler_start" and "profiler_stop" to stderr on every
+    call, filling a server's log: unless ``KINETO_LOG_LEVEL`` is set, it is
+    set to silence them before the first profile reads it.
     """
     if x.device.type == "cuda":
         synchronize(x.device)
@@ -228,6 +245,7 @@ def peak_memory_bytes(call: Call, x: torch.Tensor) -> int:
         call(x)
         synchronize(x.device)
         return torch.cuda.max_memory_allocated(x.device) - before
+    os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # read once, at the first profile: no USDT lines on stderr
     with torch.autograd.profiler.profile(profile_memory=True) as profile:
         call(x)
     events = [event for event in profile.kineto_results.events() if event.name() == "[memory]"]
@@ -250,12 +268,86 @@ def call_seconds(call: Call, x: torch.Tensor, number: int) -> list[float]:
     return seconds
 
 
+def log_log_slope(sizes: Sequence[float], values: Sequence[float]) -> float:
+    """The slope of a least-squares line through (log T, log value): k in value ∝ T^k."""
+    xs, ys = [math.log(t) for t in sizes], [math.log(v) for v in values]
+    x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - x_mean) ** 2 for x in xs)
+    return sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, ys, strict=True)) / spread
+
+
+@dataclass(frozen=True)
+class Growth:
+    """cost ∝ T^exponent over ``num_tokens``; ``low`` to ``high`` is its spread (see where it is made)."""
+
+    exponent: float
+    low: float
+    high: float
+    num_tokens: tuple[int, ...]  # the T it was fitted over, at least two
+
+    @property
+    def clear(self) -> bool:
+        """Whether the spread is narrow enough (``MAX_SPREAD``) for the exponent to say something."""
+        return self.high - self.low <= MAX_SPREAD
+
+
+def time_growth(num_tokens: Sequence[int], rounds_ms: Sequence[Sequence[float]], d_model: int) -> Growth | None:
+    """The exponent of time ∝ T^k fitted where the T × T work dominates, with a bootstrap interval over rounds.
+
+    Fitted over the T at which a call takes at least ``FIXED_COST_MULTIPLE``
+    times its time at the smallest T (so the fixed cost per call, at most
+    that time, is a tenth or less) and T ≥ 2 d_model (so the two T × T
+    products, 2 b T² d_model multiply-adds, outweigh the four projections'
+    4 b T d_model²). ``rounds_ms[i]`` holds one median per timing round at
+    ``num_tokens[i]``. The exponent is the log–log slope through each T's
+    median of rounds; ``low`` and ``high`` are the 5th and 95th percentiles
+    of that slope over ``RESAMPLES`` resamplings of each T's rounds, with a
+    fixed seed. None when fewer than two T qualify; with one round per T the
+    interval is a point, so callers also need ``len(rounds) > 1``.
+    """
+    medians = [statistics.median(r) for r in rounds_ms]
+    at_start = medians[0]
+    chosen = [
+        i for i, (size, m) in enumerate(zip(num_tokens, medians, strict=True))
+        if m >= FIXED_COST_MULTIPLE * at_start and size >= 2 * d_model
+    ]  # fmt: skip
+    if len(chosen) < 2 or min(len(rounds_ms[i]) for i in chosen) < 2:
+        return None
+    sizes = [num_tokens[i] for i in chosen]
+    draw = random.Random(SEED)  # noqa: S311 (a seeded resampling, not a secret)
+    slopes = sorted(
+        log_log_slope(sizes, [statistics.median(draw.choices(rounds_ms[i], k=len(rounds_ms[i]))) for i in chosen])
+        for _ in range(RESAMPLES)
+    )
+    low, high = slopes[int(0.05 * RESAMPLES)], slopes[int(0.95 * RESAMPLES) - 1]
+    return Growth(log_log_slope(sizes, [medians[i] for i in chosen]), low, high, tuple(sizes))
+
+
+def memory_growth(num_tokens: Sequence[int], peak_mib: Sequence[float], d_model: int, num_heads: int) -> Growth | None:
+    """The exponent of peak memory ∝ T^k where one (b, num_heads, T, T) tensor outweighs ``LINEAR_TENSORS``
+    (b, T, d_model) tensors (num_heads T ≥ 8 d_model); ``low`` to ``high`` is the range of the slopes between
+    neighbouring T (memory is not noisy, but it need not grow evenly). None with fewer than two such T."""
+    chosen = [i for i, T in enumerate(num_tokens) if t_by_t_dominates(T, d_model, num_heads) and peak_mib[i] > 0]
+    if len(chosen) < 2:
+        return None
+    sizes, values = [num_tokens[i] for i in chosen], [peak_mib[i] for i in chosen]
+    local = [log_log_slope(sizes[j : j + 2], values[j : j + 2]) for j in range(len(sizes) - 1)]
+    return Growth(log_log_slope(sizes, values), min(local), max(local), tuple(sizes))
+
+
+def t_by_t_dominates(num_tokens: int, d_model: int, num_heads: int) -> bool:
+    """Whether one (b, num_heads, T, T) tensor is at least ``LINEAR_TENSORS`` (b, T, d_model) tensors: then a
+    peak above one T × T tensor means the call stored one, and below it means it stored none."""
+    return num_heads * num_tokens * num_tokens >= LINEAR_TENSORS * num_tokens * d_model
+
+
 @dataclass(frozen=True)
 class SpeedResult:
     """The median time of one call and the peak memory, per implementation and sequence length.
 
     ``time_ms[name][i]`` and ``peak_memory_mib[name][i]`` belong to
-    ``num_tokens[i]``. ``max_abs_difference[name]`` is the largest
+    ``num_tokens[i]``; ``round_ms[name][i]`` holds the median call of each
+    timing round there. ``max_abs_difference[name]`` is the largest
     |output − ``MultiHeadAttention``'s output| over every T. ``load_before``
     and ``load_after`` are ``os.getloadavg()`` (1, 5 and 15 minutes) around
     the measurement.
@@ -275,6 +367,7 @@ class SpeedResult:
     load_after: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     rounds: tuple[int, ...] = ()
     skipped_tokens: tuple[int, ...] = ()
+    round_ms: dict[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
 
     def ratio(self, name: str, to: str, metric: str = "time_ms") -> tuple[float, ...]:
         """``name``'s medians (or peaks) divided by ``to``'s, at each T."""
@@ -283,14 +376,90 @@ class SpeedResult:
 
     def growth_exponent(self, name: str, metric: str = "time_ms", points: int = 3) -> float:
         """k in cost ∝ T^k at the largest T: the slope of a least-squares line on log–log axes through
-        the ``points`` largest T (all of them if there are fewer); nan with one T."""
+        the ``points`` largest T (all of them if there are fewer); nan with one T. No spread, no check
+        that the T² term dominates: ``time_growth`` and ``memory_growth`` have both."""
         sizes, values = self.num_tokens[-points:], getattr(self, metric)[name][-points:]
         if len(sizes) < 2 or min(values) <= 0:
             return math.nan
-        xs, ys = [math.log(t) for t in sizes], [math.log(v) for v in values]
-        x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
-        spread = sum((x - x_mean) ** 2 for x in xs)
-        return sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, ys, strict=True)) / spread
+        return log_log_slope(sizes, values)
+
+    def time_growth(self, name: str) -> Growth | None:
+        """``time_growth`` of ``name``'s timing rounds."""
+        return time_growth(self.num_tokens, self.round_ms[name], self.d_model)
+
+    def memory_growth(self, name: str) -> Growth | None:
+        """``memory_growth`` of ``name``'s peaks."""
+        return memory_growth(self.num_tokens, self.peak_memory_mib[name], self.d_model, self.num_heads)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes ``plan_measurement`` chose and what it predicted."""
+
+    num_tokens: tuple[int, ...]  # the smallest candidates whose measurement should fit
+    predicted_s: float  # the measurement of ``num_tokens``, predicted
+    probe_ms: float  # one call of every implementation at ``PROBE_TOKENS``, summed, as timed
+    next_tokens: int | None = None  # the first candidate left out
+    next_s: float = math.nan  # the measurement with it, predicted
+
+
+def predicted_seconds(probe_s: Sequence[float], num_tokens: int, repeats: int) -> float:
+    """``measure``'s seconds at one T, from each implementation's one call at ``PROBE_TOKENS`` (``probe_s``).
+
+    A call is assumed to grow as T² above the probe and as T below it, so
+    at the largest sizes, where a plan is decided, the prediction errs high. Per implementation: three calls
+    (the comparison, one timed call and the memory call) and ``repeats`` rounds of at least ``MIN_ROUND_S``,
+    plus ``PROFILE_S`` for the memory call's profiler; all of it times ``LOOP_OVERHEAD``.
+    """
+    scale = num_tokens / PROBE_TOKENS
+    per_call = [s * max(scale, scale**2) for s in probe_s]
+    return LOOP_OVERHEAD * sum(3 * t + repeats * max(t, MIN_ROUND_S) + PROFILE_S for t in per_call)
+
+
+def plan_measurement(
+    implementations: Sequence[str],
+    candidates: Sequence[int],
+    *,
+    d_model: int,
+    num_heads: int,
+    batch_size: int = 1,
+    repeats: int = 3,
+    target_s: float,
+    device: str = "cpu",
+    min_sizes: int = 3,
+) -> Plan:
+    """The smallest ``candidates`` that ``measure`` at these sizes should finish within ``target_s`` on this
+    machine, as it is loaded now: at least ``min_sizes`` of them.
+
+    It times each implementation at T = ``PROBE_TOKENS``, the median of
+    three calls after a warm-up call, with the threads torch has now, and predicts each
+    T's share with ``predicted_seconds``.
+    """
+    names = tuple(implementations)
+    check_request(names, [PROBE_TOKENS, *candidates], d_model, num_heads, batch_size, repeats)
+    where = check_device(device)
+    mha = build(MultiHeadAttention, SEED, d_model, d_model, PROBE_TOKENS, 0.0, num_heads=num_heads).to(where)
+    x = torch.rand(batch_size, PROBE_TOKENS, d_model, generator=torch.Generator().manual_seed(SEED)).to(where)
+    probe_s = []
+    with torch.inference_mode():
+        for name in names:
+            call = IMPLEMENTATIONS[name].build(mha)
+            call(x)  # warm-up
+            probe_s.append(statistics.median(call_seconds(call, x, 3)))
+    return choose_sizes(probe_s, candidates, repeats, target_s, min_sizes)
+
+
+def choose_sizes(probe_s: Sequence[float], candidates: Sequence[int], repeats: int, target_s: float, min_sizes: int):
+    """``plan_measurement``'s choice from the probe's seconds: candidates from the smallest up while the predicted
+    total stays within ``target_s``, and at least ``min_sizes`` of them."""
+    total, chosen = 0.0, []
+    for T in sorted(set(candidates)):
+        cost = predicted_seconds(probe_s, T, repeats)
+        if len(chosen) >= min_sizes and total + cost > target_s:
+            return Plan(tuple(chosen), total, sum(probe_s) * 1e3, T, total + cost)
+        total += cost
+        chosen.append(T)
+    return Plan(tuple(chosen), total, sum(probe_s) * 1e3)
 
 
 def check_device(device: str) -> torch.device:
@@ -374,6 +543,7 @@ def measure(
     calls = {name: IMPLEMENTATIONS[name].build(mha) for name in names}
     times: dict[str, list[float]] = {name: [] for name in names}
     memory: dict[str, list[float]] = {name: [] for name in names}
+    per_round: dict[str, list[tuple[float, ...]]] = {name: [] for name in names}
     differences = dict.fromkeys(names, 0.0)
     total, done = len(sizes) * len(names) * (repeats + 2), 0
     shuffle = torch.Generator().manual_seed(SEED)
@@ -424,6 +594,11 @@ def measure(
         for T in measured:
             for name in names:
                 times[name].append(statistics.median(samples[T][name]) * 1e3)
+                n = numbers[T][name]
+                calls = samples[T][name]
+                per_round[name].append(
+                    tuple(statistics.median(calls[i : i + n]) * 1e3 for i in range(0, len(calls), n))
+                )
             rounds.append(len(samples[T][names[0]]) // numbers[T][names[0]])
     return SpeedResult(
         implementations=names,
@@ -440,4 +615,5 @@ def measure(
         load_after=os.getloadavg(),
         rounds=tuple(rounds),
         skipped_tokens=sizes[len(measured) :],
+        round_ms={name: tuple(values) for name, values in per_round.items()},
     )

@@ -3,8 +3,11 @@ and without the KV cache, and Speed's measurements. Like every view, each select
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -31,14 +34,16 @@ class SpeedView:
     num_tokens: np.ndarray
     time_ms: Mapping[str, np.ndarray]
     peak_memory_mib: Mapping[str, np.ndarray]
-    time_exponent: Mapping[str, float]
-    memory_exponent: Mapping[str, float]
+    time_growth: Mapping[str, attention.Growth | None]  # None where no T² regime was measured
+    memory_growth: Mapping[str, attention.Growth | None]
     max_abs_difference: Mapping[str, float]
     one_weights_mib: np.ndarray
     sizes: Mapping[str, int]  # b, d_model, num_heads, repeats
     device: str
     rounds: tuple[int, ...] = ()  # timing rounds run at each T; fewer than repeats when the budget ran out
     skipped_tokens: tuple[int, ...] = ()  # the T not measured because they would not fit in the budget
+    threads: int = 1  # torch threads it measured with
+    load: float = float("nan")  # the 1-minute load average before it
 
 
 SCALING_MISTAKES = {"no_scaling": "no scaling", "divide_by_d_k": "÷ d_k"}  # name → legend label
@@ -335,6 +340,8 @@ def timed(settings: Settings, *, on_progress=None) -> attention.TokenTimes:
 # each within ``SPEED_BUDGET_S``; a result measured before is returned at once, without queueing.
 SPEED_ENTRIES = 16
 SPEED_BUDGET_S = 20.0  # each measurement stops within this; the queue's wait is a multiple of it
+SPEED_PLAN_S = 4.0  # the default run, predicted: at load 13-21 on 2 cores runs took up to 1.9× this, page included
+PLAN_EVERY_S = 300  # the default sizes are planned again after this, for the machine's load then
 SPEED_QUEUE = TurnQueue()
 
 
@@ -372,6 +379,54 @@ def budget_note(view: SpeedView) -> str:
     return ("; ".join(notes) + ". Lower b, d_model or T to measure more.") if notes else ""
 
 
+@dataclass(frozen=True)
+class SpeedPlan:
+    """The default run's sizes, planned on this machine (``attention.plan_measurement``) with ``threads`` threads."""
+
+    num_tokens: tuple[int, ...]
+    predicted_s: float
+    probe_ms: float
+    next_tokens: int | None
+    next_s: float
+    threads: int
+    cores: int
+    load: float
+
+
+def measuring_threads(cores: int, load: float) -> int:
+    """Torch threads for a measurement: the cores other work leaves idle (``cores`` less the 1-minute ``load``
+    average, rounded), at least one. A thread that waits for a busy core stalls the others at every operation: on
+    2 cores at a load of 11, two threads made one call up to 100 times slower than one thread did."""
+    return max(1, min(cores, int(cores - load + 0.5)))
+
+
+@contextlib.contextmanager
+def measuring_with_idle_cores() -> Iterator[tuple[int, float]]:
+    """Within: torch uses ``measuring_threads`` threads (yielded, with the load average); after it, one again."""
+    load = os.getloadavg()[0]
+    threads = measuring_threads(machine_threads(), load)
+    torch.set_num_threads(threads)
+    try:
+        yield threads, load
+    finally:
+        torch.set_num_threads(1)
+
+
+@shared_view(max_entries=2)
+def planned(candidates: tuple[int, ...], d_model: int, num_heads: int, batch_size: int, repeats: int, period: int):
+    """``attention.plan_measurement`` on the CPU within ``SPEED_PLAN_S``; ``period`` (the time over ``PLAN_EVERY_S``)
+    makes a plan last that long, then the next visitor plans again for the load then."""
+    with measuring_with_idle_cores() as (threads, load):
+        sizes = dict(d_model=d_model, num_heads=num_heads, batch_size=batch_size, repeats=repeats)
+        plan = attention.plan_measurement(list(attention.IMPLEMENTATIONS), candidates, **sizes, target_s=SPEED_PLAN_S)
+    return SpeedPlan(**asdict(plan), threads=threads, cores=machine_threads(), load=load)
+
+
+def default_plan(candidates, d_model, num_heads, batch_size, repeats) -> SpeedPlan:
+    """``planned`` for now: planned again every ``PLAN_EVERY_S``."""
+    return planned(tuple(candidates), d_model, num_heads, batch_size, repeats, int(time.time() // PLAN_EVERY_S))
+
+
 @shared_view(max_entries=SPEED_ENTRIES)
 def measured(
     num_tokens: tuple[int, ...],
@@ -384,31 +439,32 @@ def measured(
     on_progress=None,
 ) -> SpeedView:
     """Every implementation's median time and peak memory against T (``attention.measure``) within
-    ``SPEED_BUDGET_S``, reporting to ``on_progress(done, total, label)``; call it through ``speed_view``."""
-    torch.set_num_threads(machine_threads())  # this thread's timings use every core, as in a notebook
-    try:
+    ``SPEED_BUDGET_S``, with ``measuring_threads``, reporting to ``on_progress(done, total, label)``; call it through
+    ``speed_view``."""
+    with measuring_with_idle_cores() as (threads, load):
         sizes = dict(d_model=d_model, num_heads=num_heads, batch_size=batch_size, repeats=repeats, device=device)
         result = attention.measure(
             list(attention.IMPLEMENTATIONS), num_tokens, **sizes, on_progress=on_progress, time_budget_s=SPEED_BUDGET_S
         )
-    finally:
-        torch.set_num_threads(1)
     names = result.implementations
+    cpu = f"cpu, {threads} of {machine_threads()} threads" if threads < machine_threads() else f"cpu, {threads} threads"
     return SpeedView(
         implementations=tuple(names),
         num_tokens=np.array(result.num_tokens),
         time_ms={name: np.array(result.time_ms[name]) for name in names},
         peak_memory_mib={name: np.array(result.peak_memory_mib[name]) for name in names},
-        time_exponent={name: result.growth_exponent(name, "time_ms") for name in names},
-        memory_exponent={name: result.growth_exponent(name, "peak_memory_mib") for name in names},
+        time_growth={name: result.time_growth(name) for name in names},
+        memory_growth={name: result.memory_growth(name) for name in names},
         max_abs_difference=dict(result.max_abs_difference),
         one_weights_mib=np.array(
             [attention.expected_attention_bytes(batch_size, num_heads, t) / 2**20 for t in result.num_tokens]
         ),
         sizes={"b": batch_size, "d_model": d_model, "num_heads": num_heads, "repeats": repeats},
-        device=result.device if result.device != "cpu" else f"cpu, {machine_threads()} threads",
+        device=result.device if result.device != "cpu" else cpu,
         rounds=result.rounds,
         skipped_tokens=result.skipped_tokens,
+        threads=threads,
+        load=load,
     )
 
 

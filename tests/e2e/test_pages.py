@@ -130,10 +130,15 @@ def test_speed_page_measures_when_asked(app_page):
     """Timings differ run to run, so they cannot equal AppTest's: they must be drawn, finite and positive,
     and the computed reference line must be b·num_heads·T²·4 bytes at the sizes shown."""
     app_page.goto(SPEED.url_path)
+    label = app_page.page.locator('[data-testid="stMain"] [data-testid="stPopover"]').filter(has_text="Sizes")
+    listed = [int(t) for t in re.search(r"T = ([\d, ]+) ·", label.inner_text()).group(1).split(", ")]
     app_page.press_and_wait(app_page.page.locator('[data-testid="stMain"] .st-key-speed_run button'))
+    assert "did not fit" not in app_page.page.inner_text('[data-testid="stMain"]')
     app_page.next()
     timings = app_page.plots()
     assert timings and all(np.all(np.isfinite(t["y"]) & (t["y"] > 0)) for p in timings for t in p.traces)
+    drawn = app_page.page.evaluate("() => document.querySelector('.js-plotly-plot').data[0].x")
+    assert drawn == listed  # the default run measured every size its label lists, and only those
     app_page.screenshot("speed-measured-step2")
     app_page.next()
     (memory,) = app_page.plots()
