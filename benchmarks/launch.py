@@ -185,7 +185,7 @@ class ClusterServer:
     proxied, memory_log = True, ""
 
     def __init__(self, servers: int, log_path: str, env: dict[str, str]) -> None:
-        self.cluster = Cluster(servers, app_env=env)
+        self.cluster = Cluster(servers, app_env=env, show_upstream=True)  # protocol.py reads X-Upstream
         self.base = self.cluster.url
         self.app_bases = [f"http://127.0.0.1:{port}" for port in self.cluster.app_ports]
         self.log_dir = Path(log_path).with_suffix("")

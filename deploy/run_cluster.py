@@ -9,6 +9,9 @@ exiting at start. Ctrl-C or SIGTERM stops every process it started.
 
     python deploy/run_cluster.py --processes 2 --port 8500    # then open http://127.0.0.1:8500
 
+With ``EXPLORER_SHOW_UPSTREAM=1`` in its environment, every reply says which app process answered (``X-Upstream``);
+the tests use it. Without it no reply names an internal address.
+
 Needs nginx (Debian: ``apt-get install nginx``); nginx's own service need not run.
 """
 
@@ -31,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
+SHOW_UPSTREAM = "EXPLORER_SHOW_UPSTREAM"  # "1": replies carry X-Upstream (the template's include)
 PLACEHOLDER = re.compile(r"\$\{(EXPLORER_[A-Z_]+)\}")
 # Fewer malloc arenas: the server's memory grows more slowly under a class
 # (BENCHMARKS.md, "What the server's settings buy").
@@ -118,14 +122,17 @@ class Cluster:
         port: int | None = None,
         app_ports: list[int] | None = None,
         app_env: dict[str, str] | None = None,
+        show_upstream: bool | None = None,
     ) -> None:
-        """``app_env`` is added to the app processes' environment (after ``APP_ENV``, which it may override)."""
+        """``app_env`` is added to the app processes' environment (after ``APP_ENV``, which it may override);
+        ``show_upstream`` adds X-Upstream to every reply (None: as ``EXPLORER_SHOW_UPSTREAM=1`` asks)."""
         if processes < 1:
             raise ValueError("--processes must be at least 1")
         self.port = port or free_port()
         self.app_ports = app_ports or [free_port() for _ in range(processes)]
         self.url = f"http://127.0.0.1:{self.port}"
         self.app_env = {**APP_ENV, **(app_env or {})}
+        self.show_upstream = os.environ.get(SHOW_UPSTREAM) == "1" if show_upstream is None else show_upstream
         self.runtime = Path(tempfile.mkdtemp(prefix="explorer-cluster-"))
         self.runtime.chmod(0o755)  # nginx started as root runs its workers as another user
         self.procs: list[subprocess.Popen] = []
@@ -141,6 +148,12 @@ class Cluster:
             "EXPLORER_RUNTIME_DIR": str(self.runtime),
         }
         return render(TEMPLATE.read_text(), values)
+
+    def write_nginx_conf(self) -> None:
+        """nginx's configuration in the runtime folder, with the include that adds X-Upstream if asked."""
+        (self.runtime / "nginx.conf").write_text(self.nginx_conf())
+        if self.show_upstream:
+            (self.runtime / "show-upstream.conf").write_text("add_header X-Upstream $upstream_addr always;\n")
 
     def _spawn(self, command: list[str], log_name: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         with (self.runtime / log_name).open("a") as log:  # a restarted process writes on after its last run
@@ -159,7 +172,7 @@ class Cluster:
         nginx = nginx_binary()
         if nginx is None:
             raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
-        (self.runtime / "nginx.conf").write_text(self.nginx_conf())
+        self.write_nginx_conf()
         nginx_cmd = self._nginx_command()
         check = subprocess.run([*nginx_cmd, "-t", "-q"], capture_output=True, text=True, check=False)  # noqa: S603
         if check.returncode != 0:

@@ -14,10 +14,10 @@ settings = run.settings
 pieces = widgets.guard(run.ready).pieces
 QUERY = session.SIMPLIFIED_QUERY  # the chosen query, kept while the widget is off screen
 query = session.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
-heading, picker = st.columns([3, 1], vertical_alignment="bottom")
+heading, picker = st.columns(2, vertical_alignment="bottom")  # the picker shows "x^(2) = inputs[1] ␣journey" whole
 heading.title("Simplified attention")
 kept = session.kept_widget(QUERY, "w_simplified_query", query)
-label = lambda i: f"x^({i + 1}) = inputs[{i}]  {figures.visible_token(pieces[i])}"  # noqa: E731
+label = lambda i: f"x^({i + 1}) = inputs[{i}] {figures.visible_token(pieces[i])}"  # noqa: E731
 picker.selectbox("Query token", range(len(pieces)), format_func=label, **kept)
 widgets.weights_caption(settings)
 view = widgets.guard(views.simplified_view, run, query)

@@ -138,7 +138,8 @@ def to_self_attention():
             options = dict(title=title, value_name="attention weight", explain=explain)
             widgets.draw(figures.heatmap, name, weights, pieces, pieces, **options)
     widgets.explain_cell()
-    st.page_link("pages/simplified.py", label="Next: simplified self-attention", icon=":material/arrow_forward:")
+    following = "Next: Tokens & embeddings, the vectors self-attention reads"
+    st.page_link("pages/tokens.py", label=following, icon=":material/arrow_forward:")
 
 
 steps.show()

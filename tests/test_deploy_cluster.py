@@ -43,7 +43,7 @@ def need_nginx() -> None:
 @pytest.fixture(scope="module")
 def cluster():
     need_nginx()
-    with run_cluster.Cluster(processes=2) as running:
+    with run_cluster.Cluster(processes=2, show_upstream=True) as running:
         yield running
 
 
@@ -249,7 +249,13 @@ def test_the_cluster_command_starts_a_killed_app_process_again_while_the_proxy_s
     command = [sys.executable, "deploy/run_cluster.py", "--processes", "2", "--port", str(port)]
     command += ["--first-app-port", str(first)]
     proc = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        command,
+        cwd=ROOT,
+        env={**os.environ, run_cluster.SHOW_UPSTREAM: "1"},  # health() reads which process answered
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     lines, seen = lines_of(proc.stdout), []
     pids = []
@@ -315,3 +321,38 @@ def test_a_process_that_keeps_exiting_at_start_is_started_again_later_each_time(
     assert [backoff.after_exit(0.5) for _ in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
     assert backoff.after_exit(run_cluster.STEADY_SECONDS) == 0
     assert backoff.after_exit(0.5) == 1
+
+
+@pytest.mark.parametrize("show", [False, True], ids=["by-default", "EXPLORER_SHOW_UPSTREAM"])
+def test_replies_name_the_app_process_only_when_asked(show, tmp_path):
+    """Issue 54: every reply carried ``X-Upstream: 127.0.0.1:8622``, an internal address. The proxy's own
+    configuration, in front of a stand-in app process: no such header, unless the cluster is asked (its tests)."""
+    import http.server
+
+    need_nginx()
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Healthy)
+    threading.Thread(target=app.serve_forever, daemon=True).start()
+    cluster = run_cluster.Cluster(1, app_ports=[app.server_port], show_upstream=show)
+    cluster.write_nginx_conf()
+    proxy = subprocess.Popen([*cluster._nginx_command(), "-g", "daemon off;"], start_new_session=True)
+    try:
+        run_cluster.wait_healthy(f"{cluster.url}/_stcore/health", proxy, 30)
+        status, pairs = get(cluster, "/_stcore/health")
+        assert status == 200
+        assert header(pairs, "X-Upstream") == ([f"127.0.0.1:{app.server_port}"] if show else [])
+        named = [name for name, value in pairs if f":{app.server_port}" in value]
+        assert named == (["X-Upstream"] if show else []), "no other header names the app's address"
+    finally:
+        run_cluster.stop(proxy)
+        app.shutdown()

@@ -294,6 +294,15 @@ def test_a_link_whose_first_run_needs_torch_starts_its_import_with_the_page(monk
     assert started == ([path] if imports else [])
 
 
+def test_a_pages_path_names_the_apps_root_for_the_frontend(monkeypatch):
+    """Issue 54: at /tokens the frontend asked /tokens/_stcore/health first (404); the page now names the root."""
+    monkeypatch.setattr(server, "start_importing_app", lambda: None)
+    routes = {r.path: r for r in server.page_routes(["tokens"])}
+    at_root, at_page = (_answer(routes[path], path=path).body.decode() for path in ("/", "/tokens"))
+    assert server.AT_ROOT not in at_root
+    assert at_page.index(server.AT_ROOT) < at_page.index('<script type="module"'), "read before Streamlit's code"
+
+
 def _answer(route, *, path: str, query: str = "", method: str = "GET"):
     """``route``'s response to a request for ``path?query``, in a thread of its own (the browser tests'
     Playwright keeps an event loop running in this one)."""

@@ -1,5 +1,7 @@
 """The Why attention page: the RNN bottleneck and Bahdanau attention, on the user's sentence."""
 
+from pathlib import Path
+
 import numpy as np
 import torch
 from apptest_support import app, decode, figure_specs
@@ -93,3 +95,16 @@ def test_a_typed_sentence_and_hostile_text():
     ticks = figure_specs(at)[0]["layout"]["xaxis"]["ticktext"]
     assert "&lt;" in ticks and "<b>" not in "".join(ticks)
     assert abs(float(share.sum()) - 1.0) < 1e-5
+
+
+def test_the_last_step_links_the_page_that_comes_next_in_the_navigation():
+    """Issue 54: the link said "Next: simplified self-attention", skipping Tokens & embeddings."""
+    from explorer_app import PAGES
+
+    scripts = [script for script, *_ in PAGES]
+    following, title, _, options = PAGES[scripts.index(PAGE) + 1]
+    at = app(PAGE, query_params={"step": "to-self-attention"})
+    assert not at.exception
+    (link,) = at.get("page_link")
+    assert link.proto.page == options.get("url_path", Path(following).stem)
+    assert link.proto.label.startswith(f"Next: {title}")

@@ -468,7 +468,9 @@ def teacher_panel() -> None:
         )
         return
     room, link = code(), join_link(code())
-    st.markdown(f"<div style='font-size:2.4rem;line-height:1.2'>Room <b>{room}</b></div>", unsafe_allow_html=True)
+    # Its own padding below: Streamlit pulls the next element 1rem up under a Markdown block, onto this large line.
+    heading = "font-size:2.4rem;line-height:1.2;padding-bottom:1rem"
+    st.markdown(f"<div style='{heading}'>Room <b>{room}</b></div>", unsafe_allow_html=True)
     if st.session_state.pop(RESUMED, False):
         st.caption(f"You are back in room {room}: its students and votes were kept.")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):

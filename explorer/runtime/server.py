@@ -220,13 +220,20 @@ FIRST_PAGE_CHUNKS = (
 )
 STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
 PAINTED_PATH = "/api/explorer/painted"
+# At a page's path (/generate) Streamlit's frontend first looks for the server there (/generate/_stcore/health and
+# /host-config: two 404s in the console) and then one level up (its issue 7074). ``window.__streamlit``'s
+# BACKEND_BASE_URL, which its frontend reads as it loads (its PR 11537), names the app's root: the page's folder.
+AT_ROOT = (
+    "<script>window.__streamlit = Object.assign({}, window.__streamlit, {BACKEND_BASE_URL: "
+    'new URL(location.pathname.replace(/\\/+$/, "").replace(/[^/]*$/, ""), location.href).href});</script>'
+)
 paint_route = False  # the server answers PAINTED_PATH (``page_routes``)
 
 
 def page_routes(pages: list[str]) -> list:
     """``st.App`` routes answering ``/`` and each page's path with Streamlit's page plus a low-priority preload link
-    per chunk (after the frontend's ~40 modules), starting torch's import for a link that ``needs_torch``, and
-    ``PAINTED_PATH``. None with a ``server.baseUrlPath``."""
+    per chunk (after the frontend's ~40 modules) and, at a page's path, ``AT_ROOT``; starting torch's import for a
+    link that ``needs_torch``; and ``PAINTED_PATH``. None with a ``server.baseUrlPath``."""
     global paint_route
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
@@ -239,11 +246,13 @@ def page_routes(pages: list[str]) -> list:
     links = "".join(
         f'<link rel="modulepreload" crossorigin fetchpriority="low" href="./static/js/{name}">' for name in chunks
     )
-    page = index.replace("</head>", links + "</head>", 1)
+    root = index.replace("</head>", links + "</head>", 1)
+    deep = index.replace("<head>", "<head>" + AT_ROOT, 1).replace("</head>", links + "</head>", 1)
 
     async def streamlit_page(request):
         if needs_torch(request.url.path, request.query_params):  # its first run will: import while it loads
             start_importing_app()
+        page = root if request.url.path.rstrip("/") == "" else deep
         return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
 
     async def told_painted(request):

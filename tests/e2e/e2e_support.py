@@ -107,9 +107,10 @@ HARMLESS_CONSOLE_ERRORS = (
         r"^https://fonts\.gstatic\.com/",
         "favicon from fonts.gstatic.com, unreachable without network",
     ),
-    # Opened at a deep link (/causal_mask?step=3), Streamlit's frontend does not know the app's base
-    # path yet: it probes /causal_mask/_stcore/health and /causal_mask/_stcore/host-config (404),
-    # then finds the app at the root. Every deep link and page reload logs these two.
+    # Opened at a deep link (/causal_mask?step=3) that the app's page routes do not answer (with a
+    # server.baseUrlPath), Streamlit's frontend does not know the app's base path yet: it probes
+    # /causal_mask/_stcore/health and /host-config (404), then finds the app at the root. The page routes'
+    # pages name the root (explorer/runtime/server.py, AT_ROOT; test_pages.py checks there is no 404).
     Harmless(
         r"^Failed to load resource: the server responded with a status of 404",
         r"^http://127\.0\.0\.1:\d+/[^/?#]+/_stcore/(health|host-config)$",

@@ -194,7 +194,7 @@ def cluster(redis_url):
         proc = subprocess.Popen(
             command,
             cwd=ROOT,
-            env={**os.environ, "ATTENTION_ROOMS_URL": redis_url},
+            env={**os.environ, "ATTENTION_ROOMS_URL": redis_url, "EXPLORER_SHOW_UPSTREAM": "1"},  # X-Upstream
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -149,3 +149,17 @@ def test_speed_page_measures_when_asked(app_page):
     np.testing.assert_allclose(computed["y"], expected, rtol=1e-9)
     assert all(np.all(np.isfinite(t["y"]) & (t["y"] > 0)) for t in memory.traces)
     app_page.screenshot("speed-measured-step3")
+
+
+def test_a_deep_link_finds_the_server_at_once(app_page):
+    """Issue 54: opened at /glossary, Streamlit's frontend asked /glossary/_stcore/health and /host-config first (two
+    404s in the console) before the root. Now the page names the root, and moving to another page keeps its path."""
+    missing = []
+    app_page.page.on("response", lambda reply: reply.status == 404 and missing.append(reply.url))
+    app_page.goto("glossary", "present=1")
+    app_page.goto("dropout", "step=2")
+    assert missing == []
+    app_page.page.locator('[data-testid="stSidebarNav"]').get_by_text("Tokens & embeddings").click()
+    app_page.page.wait_for_url(re.compile(r"/tokens(\?|$)"))
+    app_page.settle()
+    assert missing == []

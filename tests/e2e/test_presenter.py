@@ -112,3 +112,34 @@ def test_stepper_buttons_read_once_and_the_clicker_buttons_not_at_all(app_page):
              .filter((b) => b.offsetParent !== null).length"""
     )
     assert focusable == 0
+
+
+CLIPPED_CHOICES = """() => {
+  // Each select box in the main area whose chosen value is wider than the room its box gives it (the box cuts it).
+  const pen = document.createElement('canvas').getContext('2d');
+  return [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSelectbox"] input[role="combobox"]')]
+    .filter((box) => {
+      const style = getComputedStyle(box);
+      pen.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+      const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      return pen.measureText(box.value).width > room + 0.5;
+    }).map((box) => box.value);
+}"""
+
+
+@pytest.mark.parametrize("sidebar", [False, True], ids=["sidebar-closed", "sidebar-open"])
+def test_a_presenter_sees_the_whole_query_token(app_page, sidebar):
+    """Issue 54: Simplified attention's Query token box showed "x^(2) = inputs[1]  jou" to a teacher whose sidebar
+    was open (a live room's controls are there). Each token's option must show whole, at 18 px."""
+    sentence = urllib.parse.quote("Your journey starts with understanding attention")
+    for query in (1, 4):  # inputs[1] " journey" (the book's x^(2)) and inputs[4] " understanding", the longest
+        app_page.goto("simplified", f"present=1&input=text&text={sentence}&query={query}")
+        if sidebar and app_page.page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "true":
+            app_page.page.locator('[data-testid="stExpandSidebarButton"]').click()
+            app_page.page.wait_for_function(
+                "() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'false'"
+            )
+            app_page.page.wait_for_timeout(400)  # the sidebar slides
+        shown = app_page.page.locator('[data-testid="stMain"] input[role="combobox"]').first.input_value()
+        assert shown.startswith(f"x^({query + 1}) = inputs[{query}]"), shown
+        assert app_page.page.evaluate(CLIPPED_CHOICES) == []

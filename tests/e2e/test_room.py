@@ -131,7 +131,7 @@ def room_app(request, open_app, browser):
             pytest.fail("nginx or redis-server is missing in CI (.ci/run installs them)")
         pytest.skip("nginx or redis-server is not installed")
     redis = RedisServer()
-    cluster = Cluster(processes=2, app_env={"ATTENTION_ROOMS_URL": redis.start()})
+    cluster = Cluster(processes=2, app_env={"ATTENTION_ROOMS_URL": redis.start()}, show_upstream=True)
     opened = []
     try:
         cluster.start()

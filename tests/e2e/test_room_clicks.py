@@ -32,6 +32,28 @@ COVERED = """([scope, centre]) => {
   return covered;
 }"""
 MAIN, SIDEBAR = '[data-testid="stMain"]', '[data-testid="stSidebar"]'
+# The texts (their lines), buttons and images in ``scope`` that overlap or come closer than 4 px to another.
+CROWDED = """(scope) => {
+  const parts = [...document.querySelector(scope).querySelectorAll(
+    '[data-testid="stMarkdownContainer"] > *, [data-testid="stCaptionContainer"], button, img'
+  )].filter((el) => !el.closest('[data-testid="stElementToolbar"]') && (!el.closest('button') || el.matches('button')))
+    .filter((el) => el.getClientRects().length);
+  const crowded = [];
+  parts.forEach((a, i) => parts.slice(i + 1).forEach((b) => {
+    if (a.contains(b) || b.contains(a)) return;
+    const box = (el) => {  // a text's own lines, without its box's padding
+      if (el.matches('button, img')) return el.getBoundingClientRect();
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      return range.getBoundingClientRect();
+    };
+    const p = box(a), q = box(b);
+    const gap = (lo, hi) => Math.max(lo.top - hi.bottom, hi.top - lo.bottom, lo.left - hi.right, hi.left - lo.right);
+    const name = (el) => el.textContent.trim().slice(0, 20) || el.outerHTML.slice(0, 60);
+    if (gap(p, q) < 4) crowded.push(`${name(a)} | ${name(b)}`);
+  }));
+  return crowded;
+}"""
 
 
 def covered(app_page, scope: str) -> list[str]:
@@ -92,6 +114,7 @@ def test_every_room_button_takes_a_click_at_its_centre(open_app, phone):
     for name in ("Show the code to the class", "Close the room"):
         assert in_view(teacher, panel.get_by_role("button", name=name)), f"{name}: seen without scrolling"
     assert covered(teacher, ".st-key-room_panel") == []
+    assert teacher.page.evaluate(CROWDED, ".st-key-room_panel") == [], "issue 54: the Room heading touched a button"
 
     click_centre(teacher, panel.get_by_role("button", name="Show the code to the class"), scroll=False)
     dialog = teacher.page.get_by_role("dialog")
