@@ -48,7 +48,7 @@ def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
         head_control("Heads shown", "head_group", range(len(spans)), group_size, spans.__getitem__)
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
-    layout.update(cell_text=len(group) * num_tokens <= 12, explain=explain)
+    layout.update(explain=explain)  # the cell values that fit a head's share of the width; hover has them all
     widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
     widgets.explain_cell()
 
@@ -70,14 +70,15 @@ def one_head():
     with left:
         options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
         explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1))
-        options.update(kind="weights", cell_text=num_tokens <= 10, explain=explain)
+        options.update(kind="weights", explain=explain, style=widgets.style(share=0.59))  # st.columns([3, 2])
         widgets.draw(figures.heatmap, "head-weights", data.wrapper_weights[head], pieces, pieces, **options)
     with right:
         context, title, cols = data.wrapper_head_context[head], f"head {head + 1}: context_vec", notes.labels(d_out)
         code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v")
         values = data.wrapper_values[head]
         explain = cells.context(data.wrapper_weights[head], values, pieces, cols, code=code, notation=notation)
-        widgets.token_vectors("head-context", context, pieces, cols, title=title, explain=explain)
+        shown = dict(title=title, explain=explain, style=widgets.style(share=0.39))
+        widgets.token_vectors("head-context", context, pieces, cols, **shown)
     widgets.explain_cell()
     sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat
