@@ -7,6 +7,7 @@ import attention
 from explorer import cells, figures, models, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
+from explorer.page_text.even_weights import even_note
 from explorer.page_text.glossary import term
 
 run = widgets.page("Causal mask")
@@ -63,6 +64,8 @@ def unmasked_weights():
         f"**{future_share:.1%}** of its weight on the future. A {term('causal_mask')} hides it."
     )
     widgets.book_caption(settings, "causal", where=text)
+    gap = views.near_even(data.unmasked_weights)
+    widgets.even_note(even_note(gap, num_tokens, settings, masked=False), where=text)
     code, notation = "unmasked_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, code=code, notation=notation)
     with plot:
@@ -153,6 +156,7 @@ def two_routes():
     code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, masked=data.mask, code=code, notation=notation)
     pair(tril_route(), (attn_weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask, explain))
+    widgets.even_note(even_note(views.near_even(attn_weights, mask), num_tokens, settings, masked=True))
 
 
 @steps.add("Context vectors", attention.CausalAttention)

@@ -8,6 +8,7 @@ from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes
+from explorer.page_text.even_weights import even_note
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.settings import RANDOM
 
@@ -50,6 +51,8 @@ def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
     layout.update(explain=explain)  # the cell values that fit a head's share of the width; hover has them all
     widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
+    widgets.even_note(even_note(views.near_even(weights[group.start : group.stop], mask), num_tokens, settings,
+                                masked=True))  # fmt: skip
     widgets.explain_cell()
 
 
@@ -72,6 +75,8 @@ def one_head():
         explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1))
         options.update(kind="weights", explain=explain, style=widgets.style(share=0.59))  # st.columns([3, 2])
         widgets.draw(figures.heatmap, "head-weights", data.wrapper_weights[head], pieces, pieces, **options)
+        gap = views.near_even(data.wrapper_weights[head], mask)
+        widgets.even_note(even_note(gap, num_tokens, settings, masked=True))
     with right:
         context, title, cols = data.wrapper_head_context[head], f"head {head + 1}: context_vec", notes.labels(d_out)
         code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v")
