@@ -31,7 +31,7 @@ def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked:
     )
     said = (
         f"Every weight here is within **{within(gap)}** of {share}: attention is spread almost evenly, so on the "
-        "fixed 0–1 scale the cells look alike."
+        "fixed 0–1 colour scale the cells look alike."
     )
     if settings.weights != RANDOM:
         return (
@@ -40,9 +40,9 @@ def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked:
         )
     if not projected:
         why = (
-            f"Section 3.3 has no {term('weight_matrices', 'weight matrices')}: each score is a dot product of two "
-            f"inputs, here {settings.effective_d_in}-d vectors with entries between 0 and 1, so the scores lie "
-            f"close together and {term('softmax')} turns close scores into nearly equal weights."
+            f"Section 3.3 has no {term('weight_matrices', 'weight matrices')}: each score is the dot product of two "
+            f"inputs, here {settings.effective_d_in}-d vectors with entries between 0 and 1. Such scores lie close "
+            f"together, and {term('softmax')} turns close scores into nearly equal weights."
         )
         try_this = (
             f"Choose {TRAINED_CHOICE}: the inputs become the vectors that a small GPT trained on The Verdict feeds "
