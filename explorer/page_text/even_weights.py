@@ -14,8 +14,8 @@ TRAINED_CHOICE = "**Trained** under **Weight matrices** in the sidebar"  # as th
 
 
 def within(gap: float) -> str:
-    """``gap`` rounded up to hundredths, so "within 0.02" is true of every weight; never "0.00" unless exactly 0."""
-    return f"{math.ceil(gap * 100 - 1e-9) / 100:.2f}"
+    """``gap`` rounded up to thousandths, so "within 0.021" is true of every weight; "0.000" only if exactly 0."""
+    return f"{math.ceil(gap * 1000 - 1e-9) / 1000:.3f}"
 
 
 def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked: bool, projected: bool = True) -> str:
