@@ -300,12 +300,15 @@ def kept_widget(key: str, widget: str, default) -> dict:
     return {"key": widget, "on_change": lambda: st.session_state.update({key: st.session_state[widget]})}
 
 
-def figure_style(*, at_most: int | None = None, shorter: int = 0) -> figures.FigureStyle:
+def figure_style(*, at_most: int | None = None, shorter: int = 0, share: float = 1.0) -> figures.FigureStyle:
     """This session's figure style: presenter mode's, a phone's or the default, narrowed to the token window; a step
-    that fits a chart under its words lowers its height to ``at_most`` pixels or by ``shorter``."""
+    that fits a chart under its words lowers its height to ``at_most`` pixels or by ``shorter``; a chart in a column
+    gets its ``share`` of the page's width (``figures.COLUMN_SHARES``), which its cell numbers must fit."""
     state = st.session_state
     base = figures.PRESENTER if state.get(PRESENTER) else figures.PHONE if state.get(PHONE) else figures.DEFAULT_STYLE
     changes = {"token_window": state[TOKEN_WINDOW]} if state.get(TOKEN_WINDOW) else {}
+    if share != 1.0:
+        changes["share"] = share
     if at_most is not None or shorter:
         changes["max_height"] = min(base.max_height, at_most or base.max_height) - shorter
     return replace(base, **changes) if changes else base

@@ -1,5 +1,7 @@
 """Batches & CausalAttention: two sentences stacked into one (b, num_tokens, d_in) tensor, one mask for both."""
 
+import dataclasses
+
 import streamlit as st
 
 import attention
@@ -42,7 +44,8 @@ def side_by_side(matrices, title, name, explain, **options):
     """One heatmap per batch item on one colour scale; ``explain(i)`` makes item i's cells (None: none to explain)."""
     kind = options["kind"] = options.get("kind") or figures.infer_kind(matrices, options.get("value_name", ""))
     options.update(value_range=figures.shared_range(matrices, kind=kind))
-    options.update(cell_text=matrices.shape[-1] <= 8)  # half a screen is too narrow for more columns' cell text
+    share = figures.COLUMN_SHARES.get(b, 1 / b)  # each item's column: its cell values are those that fit it
+    options.update(style=dataclasses.replace(options.get("style") or widgets.style(), share=share))
     for i, column in enumerate(st.columns(b)):
         cols = [f"dim {k}" for k in range(matrices.shape[-1])] if "col_tokens" in options else pieces[i]
         with column:

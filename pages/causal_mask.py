@@ -7,6 +7,7 @@ import attention
 from explorer import cells, figures, models, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
+from explorer.page_text.even_weights import even_note
 from explorer.page_text.glossary import term
 
 run = widgets.page("Causal mask")
@@ -18,16 +19,16 @@ num_tokens = len(pieces)
 steps = widgets.Steps("causal_mask")
 
 
-def style(compact: bool = False):
-    """The page's heatmap style: small matrices fit under the stepper at 1280×720, ``compact`` ones two abreast."""
-    return widgets.style(at_most=None if num_tokens > figures.TEXT_CELL_LIMIT else 400 if compact else 470)
+def style(compact: bool = False, share: float = figures.COLUMN_SHARES["beside"]):
+    """The page's heatmap style: small matrices fit under the stepper at 1280×720, ``compact`` ones two abreast; a
+    chart takes ``share`` of the page's width (beside the step's words unless told)."""
+    return widgets.style(at_most=None if num_tokens > figures.TEXT_CELL_LIMIT else 400 if compact else 470, share=share)
 
 
-def draw(z, title, name, explain, narrow=False, compact=False, **options):
-    """A query × key heatmap, its cells explained by ``explain`` (or None); ``narrow``: no cell text beyond 8 tokens."""
+def draw(z, title, name, explain, compact=False, share=figures.COLUMN_SHARES["beside"], **options):
+    """A query × key heatmap, its cells explained by ``explain`` (or None), with the cell values that fit ``share``."""
     options.setdefault("value_name", "attention weight")
-    cell_text = not (narrow and num_tokens > 8)
-    options.update(title=title, style=style(compact), cell_text=cell_text)
+    options.update(title=title, style=style(compact, share))
     widgets.draw(figures.heatmap, name, z, pieces, pieces, explain=explain, **options)
 
 
@@ -35,7 +36,7 @@ def pair(*panels):
     """Two (matrix, title, name, masked, cells) heatmaps side by side."""
     for column, (z, title, name, hidden, explain) in zip(st.columns(2), panels, strict=True):
         with column:
-            draw(z, title, name, explain, narrow=True, compact=True, masked=hidden)
+            draw(z, title, name, explain, compact=True, share=figures.COLUMN_SHARES[2], masked=hidden)
 
 
 row = min(1, num_tokens - 1)  # the book's example row: query 2
@@ -63,6 +64,8 @@ def unmasked_weights():
         f"**{future_share:.1%}** of its weight on the future. A {term('causal_mask')} hides it."
     )
     widgets.book_caption(settings, "causal", where=text)
+    gap = views.near_even(data.unmasked_weights)
+    widgets.even_note(even_note(gap, num_tokens, settings, masked=False), where=text)
     code, notation = "unmasked_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, code=code, notation=notation)
     with plot:
@@ -92,13 +95,14 @@ def the_mask():
         text.info(f"The text has {data.truncated_from:,} tokens; the mask covers only the first {rows:,}.")
     options = dict(value_name="mask", decimals=0, kind="mask")
     buffer, simple = plot.columns(2)
+    quarter = figures.COLUMN_SHARES["beside"] * figures.COLUMN_SHARES[2]  # two columns beside the words
     with buffer:
         title = f"mask[:{num_tokens}, :{num_tokens}] (1 = masked)"
-        draw(mask.astype(float), title, "causal-mask", None, narrow=True, meaning="1: a future key", **options)
+        draw(mask.astype(float), title, "causal-mask", None, share=quarter, meaning="1: a future key", **options)
     with simple:
         title = "mask_simple = torch.tril(ones)"
         names = {"False (0): visible": "0: a future key, zeroed", "True (1): masked, a future key": "1: kept"}
-        shown = dict(title=title, style=style(), legend_names=names, cell_text=num_tokens <= 8, **options)
+        shown = dict(title=title, style=style(share=quarter), legend_names=names, **options)
         widgets.draw(figures.heatmap, "mask-simple", data.mask_simple, pieces, pieces, **shown)
     with text:
         question = questions.masked_second_row(data.unmasked_weights, data.weights_renormalized, pieces)
@@ -152,6 +156,7 @@ def two_routes():
     code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     explain = cells.weights(first.scaled_scores, pieces, masked=data.mask, code=code, notation=notation)
     pair(tril_route(), (attn_weights, "attn_weights = softmax(masked / √d_k)", "causal-weights", mask, explain))
+    widgets.even_note(even_note(views.near_even(attn_weights, mask), num_tokens, settings, masked=True))
 
 
 @steps.add("Context vectors", attention.CausalAttention)

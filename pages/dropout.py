@@ -23,7 +23,9 @@ st.session_state[SAMPLES] = min(requested, data.max_samples)  # kept while the s
 pieces, mask, active, p = data.pieces, data.mask, data.active, used.dropout
 weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
 small = len(pieces) <= figures.TEXT_CELL_LIMIT  # small matrices fit under the stepper at 1280×720
-style, pair_style = widgets.style(at_most=410 if small else None), widgets.style(at_most=330 if small else None)
+beside, pair = figures.COLUMN_SHARES["beside"], figures.COLUMN_SHARES[2]
+style = widgets.style(at_most=410 if small else None, share=beside)  # beside the step's words
+pair_style = widgets.style(at_most=330 if small else None, share=pair)
 
 widgets.dropout_setting(settings, used, active)
 steps = widgets.Steps("dropout")
@@ -164,7 +166,7 @@ def mean_vs_weights():
     for column, (matrix, title, name) in zip(st.columns(2), panels, strict=True):
         with column:
             options = dict(title=title, value_name="attention weight", masked=mask, kind="weights")
-            options.update(style=pair_style, cell_text=len(pieces) <= 8)
+            options.update(style=pair_style)
             widgets.draw(figures.heatmap, name, matrix, pieces, pieces, **options)
 
 

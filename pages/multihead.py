@@ -8,6 +8,7 @@ from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes
+from explorer.page_text.even_weights import even_note
 from explorer.runtime.memory import SHARED_D_OUT_LIMIT
 from explorer.settings import RANDOM
 
@@ -48,8 +49,10 @@ def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
         head_control("Heads shown", "head_group", range(len(spans)), group_size, spans.__getitem__)
     titles = notes.head_titles(group, head, num_heads)
     layout = dict(title=title, masked=mask, columns=len(group), max_row_height=160 + 720 // len(group))
-    layout.update(cell_text=len(group) * num_tokens <= 12, explain=explain)
+    layout.update(explain=explain)  # the cell values that fit a head's share of the width; hover has them all
     widgets.draw(figures.heatmap_grid, name, weights[group.start : group.stop], titles, pieces, pieces, **layout)
+    widgets.even_note(even_note(views.near_even(weights[group.start : group.stop], mask), num_tokens, settings,
+                                masked=True))  # fmt: skip
     widgets.explain_cell()
 
 
@@ -70,14 +73,17 @@ def one_head():
     with left:
         options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
         explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1))
-        options.update(kind="weights", cell_text=num_tokens <= 10, explain=explain)
+        options.update(kind="weights", explain=explain, style=widgets.style(share=0.59))  # st.columns([3, 2])
         widgets.draw(figures.heatmap, "head-weights", data.wrapper_weights[head], pieces, pieces, **options)
+        gap = views.near_even(data.wrapper_weights[head], mask)
+        widgets.even_note(even_note(gap, num_tokens, settings, masked=True))
     with right:
         context, title, cols = data.wrapper_head_context[head], f"head {head + 1}: context_vec", notes.labels(d_out)
         code, notation = "context_vec = dropped_weights @ values", Notation("context_vec", right="v")
         values = data.wrapper_values[head]
         explain = cells.context(data.wrapper_weights[head], values, pieces, cols, code=code, notation=notation)
-        widgets.token_vectors("head-context", context, pieces, cols, title=title, explain=explain)
+        shown = dict(title=title, explain=explain, style=widgets.style(share=0.39))
+        widgets.token_vectors("head-context", context, pieces, cols, **shown)
     widgets.explain_cell()
     sizes = (settings.effective_d_in, settings.context_length, settings.dropout)
     widgets.ask(questions.context_size(num_heads, d_out, data.wrapper_output.shape[1], *sizes), settings)  # next: cat

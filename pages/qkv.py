@@ -9,6 +9,7 @@ from explorer import cells, figures, models, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
+from explorer.page_text.even_weights import even_note
 from explorer.page_text.glossary import term
 from explorer.page_text.qkv import D_KS, TEMPERATURES
 
@@ -116,6 +117,7 @@ def weights_and_context():
         matrix("attn_weights", trace.attn_weights, weights, keys=True, row_title="query", kind="weights"),
         matrix("output", trace.output, context, title="context_vec = attn_weights @ values"),
     )
+    widgets.even_note(even_note(views.near_even(trace.attn_weights), len(pieces), settings, masked=False))
     widgets.explain_cell()
     widgets.book_caption(settings, "v1")
 

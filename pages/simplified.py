@@ -7,6 +7,7 @@ import attention
 from explorer import cells, figures, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import questions
+from explorer.page_text.even_weights import even_note
 from explorer.page_text.glossary import term
 
 run = session.current_run()
@@ -123,11 +124,12 @@ def all_scores_and_weights():
     all_weights = cells.weights(view.attn_scores, pieces, code=code, notation=notation)
     panels = (("attn_scores", {"kind": "signed"}, all_scores), ("attn_weights", {"kind": "weights"}, all_weights))
     for column, (name, options, explain) in zip(st.columns(2), panels, strict=True):
-        options.update(title=name, value_name=name, highlight_row=query, key=name, cell_text=len(pieces) <= 8)
-        options.update(explain=explain)
-        options.update(style=widgets.style(shorter=40))  # under the text
-        with column:  # half a screen is too narrow for the cell values of more than 8 tokens; hover still has them
+        options.update(title=name, value_name=name, highlight_row=query, key=name, explain=explain)
+        options.update(style=widgets.style(shorter=40, share=figures.COLUMN_SHARES[2]))  # under the text
+        with column:  # the cell values that fit half a screen; hover has them all
             widgets.draw(figures.heatmap, name.replace("_", "-"), getattr(view, name), pieces, pieces, **options)
+    gap = views.near_even(view.attn_weights)
+    widgets.even_note(even_note(gap, len(pieces), settings, masked=False, projected=False))
 
 
 @steps.add("All context vectors at once", attention.simplified_attention, attention.attention_loop)

@@ -136,6 +136,7 @@ def to_self_attention():
         explain = cells.contrast(data.inputs, settings.seed, pieces, additive=additive, code=code, notation=notation)
         with column:
             options = dict(title=title, value_name="attention weight", explain=explain)
+            options.update(style=widgets.style(share=figures.COLUMN_SHARES[2]))
             widgets.draw(figures.heatmap, name, weights, pieces, pieces, **options)
     widgets.explain_cell()
     following = "Next: Tokens & embeddings, the vectors self-attention reads"

@@ -1,6 +1,7 @@
 """The shared figure builders: labels are literal and distinct, conventions hold, numbers survive."""
 
 import html
+from dataclasses import replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -9,7 +10,7 @@ import torch
 from tolerances import EPS32, summation_error, within
 
 from explorer import figures
-from explorer.figures.heatmaps import NARROW_WIDTH
+from explorer.figures.heatmaps import plot_width
 
 HOSTILE = ["<b>bold</b>", "<br>", '<a href="javascript:alert(1)">x</a>', "&amp;", " step", " step"]
 
@@ -52,12 +53,16 @@ def test_heatmap_masked_cells_are_blank_and_labelled():
     assert len(labels) == 1 and list(labels[0].text) == ["masked"] * 3
 
 
+SIDE_BY_SIDE = figures.COLUMN_SHARES[2]
+
+
 @pytest.mark.parametrize(
     ("tokens", "style", "says"),
     [
         (8, figures.DEFAULT_STYLE, True),
-        (4, figures.PRESENTER, True),
-        (6, figures.PRESENTER, False),
+        (8, replace(figures.DEFAULT_STYLE, share=SIDE_BY_SIDE), False),
+        (4, replace(figures.PRESENTER, share=SIDE_BY_SIDE), True),
+        (6, replace(figures.PRESENTER, share=SIDE_BY_SIDE), False),
         (6, figures.PHONE, True),
     ],
 )
@@ -71,7 +76,8 @@ def test_masked_is_written_only_where_it_keeps_a_gap_else_a_legend_says_it(token
     legend = [t for t in fig.data if t.name == "masked: a future key"]
     assert (len(words), len(legend)) == ((1, 0) if says else (0, 1))
     width = tokens * (len("masked") * figures.WORD_EM * style.label_size + figures.WORD_GAP_PX)
-    assert says == (width <= NARROW_WIDTH or not style.shrink_text)
+    plot = plot_width(style, pieces, colour_bar=True)
+    assert says == (not style.shrink_text or width <= plot)
     assert fig.layout.showlegend is (None if says else True)
 
 

@@ -134,12 +134,45 @@ def subplot_height(fig) -> float:
     return (fig.layout.yaxis.domain[1] - fig.layout.yaxis.domain[0]) * plot_height
 
 
-def test_twelve_by_twelve_fits_a_steps_height_and_keeps_its_labels_on_a_laptop():
+def test_twelve_by_twelve_fits_a_steps_height_and_its_labels_move_to_the_hover_on_a_laptop():
+    """A label takes a band of its own above its small multiple: 12 layers in a step's height leave no room for
+    one, so the hover alone has them (it did not cover the weights when it was written over them either)."""
     _, fig = grid(layers=12, heads=12, tokens=30)
     assert len(heatmaps(fig)) == 144
     assert fig.layout.height <= figures.DEFAULT_STYLE.max_height
     assert subplot_height(fig) >= 26  # each small multiple still a readable triangle
-    assert all(p.mode == "markers+text" for p in picks(fig)) and labels_fit(12, figures.DEFAULT_STYLE)
+    assert not labels_fit(12, figures.DEFAULT_STYLE) and all(p.mode == "markers" for p in picks(fig))
+    assert all(f"L{k // 12 + 1}H{k % 12 + 1}" in p.hovertemplate for k, p in enumerate(picks(fig)))
+
+
+def label_boxes(fig) -> list[tuple[float, float]]:
+    """Each written label's vertical extent, bottom and top, in paper coordinates: above its point, which sits
+    on the middle of its small multiple's top edge, plus the 2 px marker's half and plotly's 3 px text offset."""
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    boxes = []
+    for k, point in enumerate(picks(fig)):
+        y_axis = fig.layout[f"yaxis{'' if k == 0 else k + 1}"]
+        assert point.textposition == "top center" and point.cliponaxis is False
+        assert point.y[0] == min(y_axis.range)  # the top edge (the y axis is reversed)
+        bottom = y_axis.domain[1] + (point.marker.size / 2 + 3) / plot_height
+        boxes.append((bottom, bottom + 1.25 * point.textfont.size / plot_height))
+    return boxes
+
+
+@pytest.mark.parametrize(("layers", "heads", "style"), [(4, 4, figures.DEFAULT_STYLE), (4, 4, figures.PRESENTER)])
+def test_labels_stand_above_the_small_multiples_and_overlap_none_of_them(layers, heads, style):
+    """The small GPT's 4 × 4 grid: each "spread 0.73" stands in a band above its small multiple, inside the figure
+    and under the "head j" headers, and meets no small multiple's domain (it was drawn over the matrices)."""
+    _, fig = grid(layers=layers, heads=heads, tokens=10, style=style)
+    assert all(p.mode == "markers+text" for p in picks(fig))
+    domains = [fig.layout[f"yaxis{'' if k == 0 else k + 1}"].domain for k in range(layers * heads)]
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    top = 1 + fig.layout.margin.t / plot_height
+    headers = [a for a in fig.layout.annotations if a.text.startswith("head")]
+    for bottom, upper in label_boxes(fig):
+        assert not any(low < upper and bottom < high for low, high in domains)
+        assert upper < top
+    assert all(a.yshift >= 1.25 * style.font_size for a in headers)  # the headers stand above the first labels
 
 
 def test_on_a_projector_12_layers_fit_under_the_stepper_and_their_labels_move_to_the_hover():

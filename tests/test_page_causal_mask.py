@@ -3,7 +3,7 @@ section 3.5.1 (789, ``SelfAttention_v2``'s weights), the sidebar's seed once it 
 
 import numpy as np
 import torch
-from apptest_support import app, captions, decode, figure_specs, markdown, next_step, zs
+from apptest_support import app, captions, decode, figure_specs, markdown, next_step, type_sentence, zs
 
 import attention
 
@@ -106,3 +106,25 @@ def test_the_mask_step_names_the_sidebars_buffer_once_the_numbers_are_not_the_bo
     assert not at.exception
     assert "(/glossary#context_length) = 1,024, so it is (1024, 1024)" in markdown(at)
     assert "[buffer](/glossary#buffer)" in markdown(at)
+
+
+NOTE = "Every weight here is within **"  # the note under near-uniform weights (``page_text.even_weights``)
+
+
+def notes(at) -> list[str]:
+    return [box.value for box in at.info if box.value.startswith(NOTE)]
+
+
+def test_a_near_uniform_sentence_is_told_so_and_what_to_try_and_the_books_example_is_not():
+    """Issue 54: the book's weights lie up to 0.037 from 1/6 (no note); "The cat sat on the mat because it was tired"
+    gives every weight within 0.02 of 1/10, which the 0–1 scale shows as one colour. Trained weights end it."""
+    at = app(PAGE)
+    assert not at.exception and notes(at) == []
+    type_sentence(at, "The cat sat on the mat because it was tired")
+    (note,) = notes(at)
+    assert "of an even share, 1/10 = 0.10" in note and "random" in note and "3-d inputs" in note
+    weights = at.radio(key="w_weights")
+    assert "**Trained** under **Weight matrices** in the sidebar" in note
+    assert weights.label == "Weight matrices" and "Trained (small GPT on The Verdict)" in weights.options
+    weights.set_value("trained").run()
+    assert not at.exception and notes(at) == []  # the trained layer's weights are far from even

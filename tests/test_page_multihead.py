@@ -179,3 +179,22 @@ def test_the_all_heads_step_shows_section_3_6_2s_check_with_the_packages_numbers
     assert "\n# [[1.3208, 1.1631, 1.2879], [1.1631, 2.2150, 1.8424], [1.2879, 1.8424, 2.0402]]\n# [[0.4391" in code
     assert "print(first_head @ first_head.T)\n# [[1.3208, 1.1631, 1.2879]" in code  # the same numbers, head by head
     assert "print(second_head @ second_head.T)\n# [[0.4391, 0.7003, 0.5903]" in code
+
+
+def test_the_heads_write_masked_in_their_masked_cells_as_causal_mask_does():
+    """Issue 54: the grid of heads left its masked cells blank while Causal mask writes "masked" in them."""
+    at = app(PAGE)
+    (spec,) = figure_specs(at)
+    words = [t for t in spec["data"] if t.get("name") == "masked" and t.get("mode") == "text"]
+    assert [t["xaxis"] for t in words] == ["x", "x2"] and all(t["text"] == ["masked"] * 15 for t in words)
+    assert all(t.get("text") is not None for t in spec["data"] if t["type"] == "heatmap")  # and their weights
+
+
+def test_near_uniform_heads_get_the_note_and_the_books_two_heads_do_not():
+    """The book's wrapper: head 2's weights lie 0.06 from even, so no note; the 10-token sentence's heads lie within
+    0.03 of an even share of the keys each query may see."""
+    at = app(PAGE)
+    assert not [box for box in at.info if box.value.startswith("Every weight here is within")]
+    type_sentence(at, "The cat sat on the mat because it was tired")
+    (note,) = [box.value for box in at.info if box.value.startswith("Every weight here is within")]
+    assert "an even share of the keys its query may see (1/n for n keys)" in note and "Trained" in note

@@ -162,19 +162,20 @@ def test_a_second_student_on_a_view_builds_no_figure(page, step, monkeypatch):
     assert figure_specs(first) == figure_specs(second) != []
 
 
-def test_a_panel_counts_the_columns_its_heatmap_shows():
-    """``side_by_side`` drops cell values from heatmaps wider than their column; a token window narrows
-    token columns (not d_out ones) before that decision, as ``figures.fit_matrix`` does."""
-    from explorer.widgets import charts
-
-    z, window = np.zeros((20, 20)), dataclasses.replace(figures.DEFAULT_STYLE, token_window=(4, 10))
+def test_a_heatmap_prints_the_cell_values_that_fit_its_share_of_the_width():
+    """``side_by_side`` gives each panel its column's share of the width; the heatmap prints the values that fit
+    it, after a token window has narrowed token columns (not d_out ones), as ``figures.fit_matrix`` does."""
+    z = np.full((20, 20), 0.05)
     labels = [f"t{i}" for i in range(20)]
-    assert charts.Panel("w", figures.heatmap, (z, labels, labels), {"style": figures.DEFAULT_STYLE}).columns() == 20
-    assert charts.Panel("w", figures.heatmap, (z, labels, labels), {"style": window}).columns() == 6
-    assert (
-        charts.Panel("v", figures.heatmap, (z, labels, labels), {"style": window, "col_tokens": False}).columns() == 20
-    )
-    assert charts.Panel("l", figures.lines, ([1, 2], {"a": [1, 2]}), {"style": window}).columns() == 0
+    half = dataclasses.replace(figures.DEFAULT_STYLE, share=figures.COLUMN_SHARES[2])
+    window = dataclasses.replace(half, token_window=(4, 10))
+
+    def printed(style, **options):
+        return figures.heatmap(z, labels, labels, title="w", kind="weights", style=style, **options).data[0].text
+
+    assert printed(half) is None  # 20 columns in half the width: the hover has them
+    assert printed(window) is not None and np.shape(printed(window)) == (6, 6)
+    assert printed(window, col_tokens=False) is None  # 20 d_out columns stay 20
 
 
 def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch):

@@ -95,6 +95,10 @@ TICK_LIMIT = 40  # label every token up to this many; beyond it, every k-th
 MASK_WORD_LIMIT = 8  # write "masked" in blank cells up to this many per axis (wider, the words overlap)
 WORD_EM = 0.56  # a letter of the charts' sans-serif font, in ems ("masked" at 18 px is 59 px wide in Chromium)
 WORD_GAP_PX = 6  # the room kept between the words of two neighbouring cells
+# A text's width, in ems of the charts' font (Source Sans, as Streamlit sets it): "0.10" at 12 px is 20.9 px wide in
+# Chromium, so a digit is 0.5 em and a point 0.25; a minus sign is counted as a digit, any other character as a letter.
+CHAR_EM = {**dict.fromkeys("0123456789-−+", 0.5), ".": 0.25, " ": 0.25}
+CELL_TEXT_GAP_PX = 4  # the room kept between the numbers of two neighbouring cells
 
 
 # Each scale as the [position, colour] stops plotly's validator expands it to, to the last bit: figures are built
@@ -117,6 +121,9 @@ class FigureStyle:
     token_window: tuple[int, int] | None = None  # show only tokens [start, stop) on token axes
     max_cells_per_axis: int = 192  # larger matrices are drawn as block means, to keep payloads small
     shrink_text: bool = True  # plotly shrinks a bar's value to the bar's width; a phone scrolls sideways instead
+    min_cell_text_size: int = 10  # cell numbers are drawn down to this size to fit their cells, else left out
+    page_width: int | None = 820  # the main column's width at 1280×720 (px); None: unknown, a chart scrolls instead
+    share: float = 1.0  # the share of ``page_width`` this chart is drawn in (0.49 for one of two columns)
 
 
 DEFAULT_STYLE = FigureStyle()
@@ -129,6 +136,8 @@ PRESENTER = FigureStyle(
     height_per_row=44,
     min_height=280,
     max_height=420,  # under the title, the stepper and a line of text at 1280×720
+    min_cell_text_size=18,  # every text at least 18 px: numbers that do not fit at 18 px are left to the hover
+    page_width=1120,  # presenter mode collapses the sidebar
 )
 PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs more width scrolls sideways
     font_size=16,
@@ -139,6 +148,8 @@ PHONE = FigureStyle(  # no chart text under 16 px on a phone; a chart that needs
     height_per_row=40,
     min_height=280,
     shrink_text=False,
+    min_cell_text_size=16,
+    page_width=None,  # a chart whose texts need more width scrolls sideways (``widgets.charts.phone_scroll``)
 )
 
 
@@ -167,6 +178,39 @@ def words_fit(word: str, columns: int, style: FigureStyle, plot_px: float) -> bo
     """Whether ``word`` in ``columns`` cells side by side keeps a gap to its neighbours in a plot ``plot_px`` wide;
     always where a chart scrolls sideways (a phone), drawn wide enough for its texts (``readable_width``)."""
     return not style.shrink_text or columns * (len(word) * WORD_EM * style.label_size + WORD_GAP_PX) <= plot_px
+
+
+# A column's share of the page's width (``FigureStyle.share``): ``st.columns`` with n equal columns and its 16 px
+# gaps; "beside" is the chart column of a step's words beside its chart (``widgets.Steps.beside``, [1, 2], 32 px gap).
+COLUMN_SHARES = {1: 1.0, 2: 0.49, 3: 0.32, "beside": 0.64}
+
+
+def text_px(text: str, size: float) -> float:
+    """How wide ``text`` is drawn at ``size`` px in the charts' font (``CHAR_EM``)."""
+    return size * sum(CHAR_EM.get(c, WORD_EM) for c in text)
+
+
+def chart_width(style: FigureStyle) -> float | None:
+    """The width (px) a chart in this style is drawn in at 1280×720; None where it is not known."""
+    return None if style.page_width is None else style.page_width * style.share
+
+
+def cell_text_size(texts, cell_px: float | None, style: FigureStyle) -> int | None:
+    """The largest font size, from ``style.cell_text_size`` down to ``style.min_cell_text_size``, at which each of
+    ``texts`` (rows of cell texts, "" in blank cells) fits its cell ``cell_px`` wide and two neighbours keep
+    ``CELL_TEXT_GAP_PX`` apart; None if none does. A cell width that is not known (None) fits any text."""
+    if cell_px is None:
+        return style.cell_text_size
+    widths = np.array([[text_px(t, 1.0) for t in row] for row in texts], dtype=np.float64)  # in ems
+    if widths.size == 0:
+        return style.cell_text_size
+    own = widths.max()
+    pairs = (widths[:, 1:] + widths[:, :-1]) / 2  # two neighbours' half widths
+    pairs = pairs[(widths[:, 1:] > 0) & (widths[:, :-1] > 0)]
+    for size in range(style.cell_text_size, style.min_cell_text_size - 1, -1):
+        if own * size <= cell_px and (pairs.size == 0 or pairs.max() * size + CELL_TEXT_GAP_PX <= cell_px):
+            return size
+    return None
 
 
 def figure_height(rows: int, style: FigureStyle, extra: int = 120) -> int:

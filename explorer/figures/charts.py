@@ -379,9 +379,10 @@ def vote_bars(choices: Sequence[str], counts: Sequence[int], *, title: str, styl
 
 # Every layer and head at a glance (as BertViz's model view): one small weight matrix per head, rows = layers,
 # columns = heads, on the one 0–1 scale, fitting a 1280×720 screen for GPT-2's 12 layers. Each has one transparent
-# point in its blank upper-right triangle that carries its head's summary (written there if ``labels_fit``) and,
-# with ``hoverdistance = -1``, takes a click anywhere in it (plotly reports no clicks on heatmaps, streamlit issues
-# 8760 and 15042); ``customdata`` is [layer, head] from 1. A point per cell would take Chromium 5 s to draw.
+# point on the middle of its top edge that carries its head's summary (written in a band above it, clear of every
+# small multiple's cells, if ``labels_fit``) and, with ``hoverdistance = -1``, takes a click anywhere in it
+# (plotly reports no clicks on heatmaps, streamlit issues 8760 and 15042); ``customdata`` is [layer, head] from 1.
+# A point per cell would take Chromium 5 s to draw.
 
 
 PICK = "open this head"  # the name of the scatter traces a click selects (``tables.OVERLAYS``: not data)
@@ -404,9 +405,15 @@ def _row(num_layers: int, style: FigureStyle) -> int:
     return max(MIN_ROW_PX, (style.max_height - _top(style) - BOTTOM_PX) // num_layers)
 
 
+def _band(style: FigureStyle) -> int:
+    """The band above each small multiple that holds its label: a line of text."""
+    return int(1.4 * style.font_size)
+
+
 def labels_fit(num_layers: int, style: FigureStyle) -> bool:
-    """Whether a head's label fits in its small multiple, at most 40% of the row's height (else only hover has it)."""
-    return style.font_size <= 0.4 * _row(num_layers, style)
+    """Whether a head's label fits in a band above its small multiple, which keeps at least 2.5 lines of text of
+    height (else only hover has it)."""
+    return _row(num_layers, style) - GAP_PX - _band(style) >= 2.5 * style.font_size
 
 
 def every_head_grid(
@@ -426,22 +433,23 @@ def every_head_grid(
     grid = (num_layers, num_heads)
     if np.shape(labels)[:2] != grid or np.shape(details)[:2] != grid or len(pieces) != rows or rows != cols:
         raise ValueError("every_head_grid needs weights (L, h, T, T), an L × h grid of labels and T tokens.")
-    top, plot_height = _top(style), num_layers * _row(num_layers, style)
-    height = top + plot_height + BOTTOM_PX
     written = labels_fit(num_layers, style)
-    spacing = {"horizontal_spacing": min(0.03, 0.24 / num_heads), "vertical_spacing": GAP_PX / plot_height}
+    band = _band(style) if written else 0  # each label in a band above its small multiple, never over its cells
+    top, plot_height = _top(style) + band, num_layers * _row(num_layers, style) - band
+    height = top + plot_height + BOTTOM_PX
+    spacing = {"horizontal_spacing": min(0.03, 0.24 / num_heads), "vertical_spacing": (GAP_PX + band) / plot_height}
     axes, _ = subplot_grid(num_layers, num_heads, [], style, **spacing)
     hidden = np.triu(np.ones((rows, cols), dtype=bool), k=1)  # the causal mask: keys after the query
     positions = list(range(1, rows + 1))  # tokens counted from 1, as the hover's "query 1 · key 1" reads
     ticks = {"tickmode": "array", "tickvals": positions, "ticktext": token_labels(pieces), "showticklabels": False}
-    spots = {"x": [1 + 0.72 * (cols - 1)], "y": [1 + 0.24 * (rows - 1)]}  # inside the blank upper-right triangle
+    spots = {"x": [(cols + 1) / 2], "y": [0.5]}  # the middle of the top edge: the label stands above it
     point = {"type": "scatter", "name": PICK, **spots, "mode": "markers+text" if written else "markers"}
-    point |= {"textposition": "middle center", "textfont": {"size": style.font_size, "color": LABEL_COLOUR}}
-    point |= {"marker": {"size": 2.2 * style.font_size, "color": "rgba(0,0,0,0)"}, "showlegend": False}
+    point |= {"textposition": "top center", "textfont": {"size": style.font_size, "color": LABEL_COLOUR}}
+    point |= {"marker": {"size": 2, "color": "rgba(0,0,0,0)"}, "showlegend": False}
     data, annotations, shapes = [], [], []
     numbered = num_heads > NUMBERS_ABOVE  # "head 12" is wider than a phone's column
     if numbered:
-        annotations.append(paper_text("head", 0.0, 1.0, style, "right", "bottom"))
+        annotations.append(paper_text("head", 0.0, 1.0, style, "right", "bottom") | {"yshift": band})
     for layer in range(num_layers):
         for head in range(num_heads):
             k = layer * num_heads + head
@@ -460,7 +468,8 @@ def every_head_grid(
             domain_x, domain_y = axes["xaxis" + x[1:]]["domain"], axes["yaxis" + y[1:]]["domain"]
             if layer == 0:
                 header = str(head + 1) if numbered else f"head {head + 1}"
-                annotations.append(paper_text(header, sum(domain_x) / 2, 1.0, style, "center", "bottom"))
+                header = paper_text(header, sum(domain_x) / 2, 1.0, style, "center", "bottom")
+                annotations.append(header | {"yshift": band})  # above the first row's labels
             if head == 0:
                 annotations.append(paper_text(f"layer {layer + 1}", 0.0, sum(domain_y) / 2, style, "right", "middle"))
             if current == (layer + 1, head + 1):  # the layer and head the chapter pages hold now

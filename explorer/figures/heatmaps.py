@@ -4,6 +4,7 @@ and how wide a figure must be for its texts to stay apart."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from . import (
     TICK_LIMIT,
     FigureStyle,
     axis,
+    cell_text_size,
+    chart_width,
     chosen_ticks,
     figure,
     figure_height,
@@ -34,6 +37,7 @@ from . import (
     rect,
     subplot_axes,
     subplot_grid,
+    text_px,
     tick_positions,
     token_labels,
     visible_token,
@@ -118,12 +122,45 @@ def hidden_value(kind: str, masked: bool) -> str | float | None:
 # What part of a matrix a heatmap draws: cell text, and block means for a matrix too large to read cell by cell.
 
 
-def cell_text(values: np.ndarray, hidden: np.ndarray, decimals: int = 2) -> dict:
-    """A heatmap's numbers printed in its cells, "" in hidden ones, as one string array (a figure copies it in one
-    piece, nested lists string by string)."""
+def cell_texts(values: np.ndarray, hidden: np.ndarray, decimals: int = 2, *, compact: bool = False) -> np.ndarray:
+    """A heatmap's numbers as printed in its cells, "" in hidden ones, as one string array (a figure copies it in
+    one piece, nested lists string by string); ``compact`` drops a weight's leading zero (".10"), as tables of
+    probabilities print them, where "0.10" would not fit its cell."""
     rows = zip(values, hidden, strict=True)
-    text = np.array([["" if off else f"{v:.{decimals}f}" for v, off in zip(*row, strict=True)] for row in rows])
-    return {"text": text, "texttemplate": "%{text}"}
+    text = [["" if off else f"{v:.{decimals}f}" for v, off in zip(*row, strict=True)] for row in rows]
+    if compact:
+        text = [[t[1:] if t.startswith("0.") else t for t in row] for row in text]
+    return np.array(text)
+
+
+def cell_text(texts: np.ndarray, size: int) -> dict:
+    """A heatmap trace's printed numbers (``cell_texts``) at ``size`` px."""
+    return {"text": texts, "texttemplate": "%{text}", "textfont": {"size": size}}
+
+
+CHROME_PX = 30  # a heatmap's side margins and its y axis title's standoff and tick padding, besides the texts
+
+
+def plot_width(style: FigureStyle, row_text: Sequence[str], *, colour_bar: bool, title: bool = True) -> float | None:
+    """The width (px) of a heatmap's plot area at 1280×720 (``chart_width``): what its y axis title, row labels and
+    colour bar leave; None where the chart's width is not known. Measured in Chromium, it is 0-30 px wider."""
+    width = chart_width(style)
+    if width is None:
+        return None
+    labels = max((text_px(html.unescape(t), style.tick_size) for t in row_text), default=0.0)
+    left = CHROME_PX + (style.font_size + 14 if title else 0) + labels
+    return width - left - (3.5 * style.tick_size + 24 if colour_bar else 0)
+
+
+def fitted_cell_text(values, hidden, decimals: int, kind: str, cell_px: float | None, style) -> dict:
+    """The numbers a heatmap prints in cells ``cell_px`` wide, at the largest size that fits (``cell_text_size``);
+    a weight drops its leading zero if only that fits. Empty if nothing fits: the hover keeps the values."""
+    for compact in (False, True) if kind == WEIGHTS else (False,):
+        texts = cell_texts(values, hidden, decimals, compact=compact)
+        size = cell_text_size(texts, cell_px, style)
+        if size is not None:
+            return cell_text(texts, size)
+    return {}
 
 
 @dataclass(frozen=True)
@@ -459,9 +496,10 @@ def heatmap(
     if may_stand:
         height = min(style.max_height, height + labels_height)
     keep = view.row_positions.index(highlight_row) if highlighted else None
+    plot_px = plot_width(style, row_text, colour_bar=kind != MASK)  # None where the chart's width is not known
     # "masked" written in small matrices' grey cells where it fits beside its neighbours; else a legend says it
     may_say = masked is not None and kind != MASK and small and max(rows, cols) <= MASK_WORD_LIMIT and view.block == 1
-    says = may_say and words_fit(masked_word(kind), cols, style, NARROW_WIDTH)
+    says = may_say and words_fit(masked_word(kind), cols, style, NARROW_WIDTH if plot_px is None else plot_px)
     # (one dropout draw writes its own words in its cells, so it never needs the legend)
     grey_legend = may_say and not says and bool(hidden.any()) and dropped is None
     # a legend under the plot: a mask's two entries take two lines but in a wide plot, the grey cells' one
@@ -472,8 +510,13 @@ def heatmap(
     top = 2 * style.title_size + (3 * style.tick_size + labels_height + 16 if may_stand else 2 * style.tick_size + 24)
     plot_height = height - top - (legend_height + 10)
     row_fit = max(2, min(TICK_LIMIT, int(plot_height / (ROW_LABEL_LINES * style.tick_size))))
-    # cell text only where it fits: else the values (and the words "masked") would overlap
-    prints_values = small and plot_height / rows >= 1.3 * style.cell_text_size
+    # cell text only where it fits, across (``fitted_cell_text``) and down: else the values would overlap
+    shown = small and plot_height / rows >= 1.3 * style.min_cell_text_size
+    cell_px = None if plot_px is None else plot_px / cols
+    printed = fitted_cell_text(values, hidden, decimals, kind, cell_px, style) if shown else {}
+    if printed and plot_height / rows < 1.3 * printed["textfont"]["size"]:  # a smaller size fits down
+        printed["textfont"]["size"] = max(style.min_cell_text_size, int(plot_height / rows / 1.3))
+    prints_values = bool(printed)
     row_ticks = tick_positions(rows, row_fit, keep)
 
     blank = 0.0 if dropped is not None else hidden_value(kind, masked is not None)
@@ -486,7 +529,7 @@ def heatmap(
         row_of, col_of = np.array(row_text)[:, None], np.array(col_text)[None, :]  # (rows, 1), (1, cols)
         trace["customdata"] = np.stack(np.broadcast_arrays(row_of, col_of), axis=-1)  # (rows, cols, 2)
         trace["textfont"] = {"size": style.cell_text_size}
-        trace.update(cell_text(values, hidden, decimals) if prints_values else {})
+        trace.update(printed)
     else:
         trace["customdata"] = token_numbers(view)
     trace["hovertemplate"] = (
@@ -576,6 +619,7 @@ def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, st
 # Several same-sized matrices side by side, e.g. one attention-weight matrix per head, on one colour scale.
 
 
+GREY_NOTE = "grey cells: masked, a future key (weight 0)"
 GRID_ROW_SPACING = 0.12  # the room between a grid's rows of panels: this over the rows, + 0.04, of the height
 
 
@@ -607,16 +651,6 @@ def heatmap_grid(
     view = views[0]
     rows, cols = view.values.shape
     row_text, col_text = view.tick_texts()
-    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and count <= 4
-    data, first = [], "" if view.block == 1 else " block from"
-    for k in range(count):
-        x, y = subplot_axes(k)
-        hover = f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · key{first} %{{customdata[1]}}"
-        props = {"hovertemplate": f"{hover}<br>attention weight = %{{z:.4f}}<extra></extra>", "xaxis": x, "yaxis": y}
-        props |= {"customdata": token_numbers(views[k]), "textfont": {"size": style.cell_text_size}}  # from 1
-        meta = {"kind": WEIGHTS, "hidden_value": 0.0}  # a masked weight is exactly 0
-        trace = views[k].trace(titles[k], meta, **props, **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0))
-        data.append(trace | (cell_text(trace["z"], views[k].hidden) if small else {}))
     row_height = max(figure_height(rows, style, extra=60), 240)
     if max_row_height is not None:
         row_height = min(row_height, max_row_height)
@@ -626,6 +660,33 @@ def heatmap_grid(
     # margin above, and the column labels with the bottom margin below (2 lines), shared by the grid's rows
     plot_height = height - (2 * style.title_size + 2 * style.tick_size + 24) - (2 * style.tick_size + 10)
     panel_height = plot_height * (1 - gap * (grid_rows - 1)) / grid_rows
+    # numbers in the cells where they fit across (``fitted_cell_text``) and down
+    small = rows <= TEXT_CELL_LIMIT and cols <= TEXT_CELL_LIMIT and view.block == 1
+    small = small and panel_height / rows >= 1.3 * style.min_cell_text_size
+    plot_px = plot_width(style, row_text, colour_bar=True, title=False)  # the panels share it, with their gaps
+    panel_px = None if plot_px is None else plot_px * (1 - spacing["horizontal_spacing"] * (columns - 1)) / columns
+    # masked cells as on every heatmap (``masked_cells``): "masked" written in them where it fits, else said above
+    may_say = bool(views[0].hidden.any()) and masked is not None and small and max(rows, cols) <= MASK_WORD_LIMIT
+    says = may_say and words_fit("masked", cols, style, NARROW_WIDTH if panel_px is None else panel_px)
+    data, first = [], "" if view.block == 1 else " block from"
+    printed = []
+    for k in range(count):
+        x, y = subplot_axes(k)
+        hover = f"{plain_label(titles[k])}<br>query{first} %{{customdata[0]}} · key{first} %{{customdata[1]}}"
+        props = {"hovertemplate": f"{hover}<br>attention weight = %{{z:.4f}}<extra></extra>", "xaxis": x, "yaxis": y}
+        props |= {"customdata": token_numbers(views[k]), "textfont": {"size": style.cell_text_size}}  # from 1
+        meta = {"kind": WEIGHTS, "hidden_value": 0.0}  # a masked weight is exactly 0
+        trace = views[k].trace(titles[k], meta, **props, **colour_settings(WEIGHTS, 0.0, 1.0, style, show=k == 0))
+        cell_px = None if panel_px is None else panel_px / cols
+        printed.append(fitted_cell_text(trace["z"], views[k].hidden, 2, WEIGHTS, cell_px, style) if small else {})
+        data.append(trace | printed[-1])
+    words = says and all(printed)
+    for k in range(count) if view.block == 1 and masked is not None else ():
+        x, y = subplot_axes(k)
+        marks = masked_cells(views[k], views[k].hidden, WEIGHTS, style, words)
+        data += [mark | {"xaxis": x, "yaxis": y} for mark in marks]
+    # a legend under the grid would meet its column labels: the grey cells are named under the title instead
+    grey_note = GREY_NOTE if masked is not None and views[0].hidden.any() and not words else ""
     row_fit = max(2, int(panel_height / (1.3 * style.tick_size)))
     row_ticks, col_ticks = tick_positions(rows, row_fit), tick_positions(cols, max(2, fit // columns + 1))
     y_ticks = chosen_ticks(view.row_positions, row_text, row_ticks)
@@ -633,7 +694,7 @@ def heatmap_grid(
     for name, props in axes.items():
         ticks = x_ticks if name.startswith("x") else {**y_ticks, "autorange": "reversed"}
         axes[name] = axis(style, **props, **ticks, showgrid=False)
-    layout = figure_layout(title, style, height, **axes, annotations=annotations)
+    layout = figure_layout(title, style, height, subtitle=grey_note, **axes, annotations=annotations)
     return figure(pick_layer(data, layout) if pickable else data, layout)
 
 

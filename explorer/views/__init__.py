@@ -155,6 +155,7 @@ from explorer.views.chapter import (  # noqa: E402, F401
     mask_view,
     module_seed,
     multihead_view,
+    near_even,
     qkv_view,
     scaling_view,
     seq2seq_parts,

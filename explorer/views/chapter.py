@@ -667,3 +667,20 @@ def line_shapes(function, *args, **kwargs) -> tuple[ShapeRow, ...]:
     finally:
         sys.settrace(previous)
     return tuple(rows)
+
+
+# How far a page's attention weights are from spreading evenly: random 3-d inputs and weight matrices often give
+# weights within a few hundredths of 1/n, which the fixed 0–1 colour scale shows as one colour (issue 54).
+
+
+EVEN_TOLERANCE = 0.03  # weights within this of an even share differ by at most 0.06: one colour on the 0–1 scale
+
+
+def near_even(weights, masked=None) -> float | None:
+    """The largest |w − 1/n| over ``weights`` (..., num_tokens, num_tokens), n the keys each query may see (those
+    not ``masked``), when it is at most ``EVEN_TOLERANCE``: the weights are near-uniform. None when they are not."""
+    found = np.asarray(weights, dtype=np.float64)
+    visible = np.ones(found.shape[-2:], dtype=bool) if masked is None else ~np.asarray(masked, dtype=bool)
+    keys = np.maximum(visible.sum(axis=-1, keepdims=True), 1)  # (num_tokens, 1): n for each query
+    gap = float(np.abs(np.where(visible, found - 1.0 / keys, 0.0)).max()) if found.size else 0.0
+    return gap if gap <= EVEN_TOLERANCE else None

@@ -98,6 +98,12 @@ def outside_model() -> Run:
     return Run.of(replace(chosen(), weights=RANDOM))
 
 
+def even_note(text: str, *, where=None) -> None:
+    """The note that a step's weights are near-uniform (``page_text.even_weights``), in ``where``; none if empty."""
+    if text:
+        (where or st).info(text, icon=":material/balance:")
+
+
 def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), where=None) -> None:
     """Show ``note`` as a caption (in ``where``, a container, or the page) and record it for the export."""
     (where or st).caption(":material/menu_book: " + note_of(settings, section, tuple(also)))
@@ -295,6 +301,7 @@ __all__ = [
     "chart",
     "draw",
     "dropout_setting",
+    "even_note",
     "explain_cell",
     "finish_run",
     "guard",

@@ -336,9 +336,6 @@ def chart(fig, name: str, *, key: str | None = None) -> None:
     _show(prepare(fig), name, key)
 
 
-TEXT_COLUMNS = {1: figures.TEXT_CELL_LIMIT, 2: 8, 3: 4}  # widest heatmap whose cell values fit, by figures per row
-
-
 @dataclasses.dataclass(frozen=True)
 class Panel:
     """A figure to draw beside others: ``builder(*args, **options)`` (a ``figures`` function), shown as ``name``."""
@@ -349,35 +346,27 @@ class Panel:
     options: dict
     explain: object = None  # ``explorer.cells.Cells``: its cells can be picked (``widgets.charts``)
 
-    def columns(self) -> int:
-        """How many columns of cells the panel's heatmap shows (0 for any other figure): its matrix's,
-        or those inside the token window when its columns are tokens (``figures.fit_matrix``)."""
-        if self.builder is not figures.heatmap:
-            return 0
-        columns, window = int(np.shape(self.args[0])[1]), self.options["style"].token_window
-        if window is not None and self.options.get("col_tokens", True):
-            columns = len(range(columns)[window[0] : window[1]])
-        return columns
 
-
-def panel(name: str, builder: Callable, *args, explain=None, **options) -> Panel:
-    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one."""
+def panel(name: str, builder: Callable, *args, explain=None, share: float = 1.0, **options) -> Panel:
+    """A ``Panel`` for ``side_by_side``, in this session's ``style`` unless ``options`` name one; ``share`` is its
+    column's share of the page's width (``figures.COLUMN_SHARES``)."""
     if "style" not in options:
-        options["style"] = style()
+        options["style"] = style(share=share)
     if explain is not None:
         options["pickable"] = True
     return Panel(name, builder, args, options, explain)
 
 
 def side_by_side(*panels: Panel) -> None:
-    """Panels in columns, each drawn as ``draw`` draws. A heatmap too wide for its column loses its cell values
-    (hover still has them). An underscore in a name becomes a hyphen in its file name; the key keeps it."""
-    widest = TEXT_COLUMNS[len(panels)]
+    """Panels in columns, each drawn as ``draw`` draws, in its column's share of the width: a heatmap prints the cell
+    values that fit it (hover has them all). An underscore in a name becomes a hyphen in its file name; the key
+    keeps it."""
+    share = figures.COLUMN_SHARES[len(panels)]
     for column, shown in zip(st.columns(len(panels)), panels, strict=True):
         with column:
             name, key = shown.name.replace("_", "-"), shown.name
-            cell_text = shown.columns() <= widest
-            draw(shown.builder, name, *shown.args, key=key, cell_text=cell_text, explain=shown.explain, **shown.options)
+            options = shown.options | {"style": dataclasses.replace(shown.options["style"], share=share)}
+            draw(shown.builder, name, *shown.args, key=key, explain=shown.explain, **options)
 
 
 def draw(
