@@ -15,7 +15,7 @@ hidden_size = st.session_state.setdefault(session.WHY_HIDDEN, views.WHY_HIDDEN_S
 view = widgets.guard(views.why_view, run, hidden_size)
 pieces, num_tokens = data.pieces, len(data.pieces)
 
-steps_dims = [f"h{k}" for k in range(hidden_size)]
+steps_dims = [f"h_t[{k}]" for k in range(hidden_size)]  # entry k of a state h_t, as the cell panel writes it
 SCORE_CODE = "return torch.tanh(query_part.unsqueeze(-2) + key_parts) @ v_a"  # additive_scores: Bahdanau's score
 steps = widgets.Steps("why_attention")
 

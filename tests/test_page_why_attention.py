@@ -108,3 +108,11 @@ def test_the_last_step_links_the_page_that_comes_next_in_the_navigation():
     (link,) = at.get("page_link")
     assert link.proto.page == options.get("url_path", Path(following).stem)
     assert link.proto.label.startswith(f"Next: {title}")
+
+
+def test_a_states_entries_are_named_as_entries_of_h_t_not_as_states():
+    """Was: columns "h0" … "h15", which read as the states h_0 … h_15 beside the rows' h_t."""
+    at = app(PAGE)
+    ticks = figure_specs(at)[0]["layout"]["xaxis"]["ticktext"]
+    assert ticks[0] == "h_t[0]" and all(t.startswith("h_t[") for t in ticks)
+    assert len(ticks) <= WHY_HIDDEN_SIZE
