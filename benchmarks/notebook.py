@@ -1,11 +1,12 @@
 """``notebooks/chapter3.ipynb`` as a reader runs it: JupyterLab in headless Chromium, the kernel started, Run All.
 
 Each run opens a fresh copy of the notebook in a new browser context (nothing cached in the page), waits for its
-kernel to be idle, then presses Run → Run All Cells and times, from that click, the first stepper in the page (the
+kernel to be idle, then presses Run → Run All Cells and times, from that click: the first stepper in the page (the
 kernel has run the cells before the first ``explore``: the imports, two classes), the first heatmap drawn (plotly's
-``_fullLayout`` and the heatmap's image, ``tests/e2e/jupyter.py``'s test), every heatmap drawn, and the last cell
-finished. It then saves the notebook from JupyterLab with its widget state (ipywidgets' ``saveState``) and reports
-the file's size, and shuts the kernel down. The load average is read before each run: the machine may be shared.
+``_fullLayout`` and the heatmap's image, ``tests/e2e/jupyter.py``'s test), every heatmap drawn (or how many drew in
+3 minutes), and the last cell finished. It then saves the notebook from JupyterLab with its widget state
+(ipywidgets' ``saveState``), reports the file's size, and shuts the kernel down. The load average is read before
+each run: the machine may be shared.
 
     python -m benchmarks.notebook --runs 3
     python -m benchmarks.notebook --package /tmp/main  # another checkout's ``attention`` (e.g. a baseline)
@@ -32,6 +33,7 @@ from benchmarks.launch import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "chapter3.ipynb"
+EVERY_TIMEOUT_MS = 180_000
 HEATMAPS = 18  # six explore() calls, each with its first step's heatmaps (three for queries, keys and values)
 SAVE_STATE = {"@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True}}
 FIGURES = ".jp-NotebookPanel:not(.lm-mod-hidden) .js-plotly-plot"
@@ -54,6 +56,7 @@ def shut_down_kernels(lab) -> None:
 
 def run_once(browser, lab, name: str) -> dict:
     from jupyter import _PLOTLY_DRAWN, new_page, open_notebook
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     drawn = f"() => [...document.querySelectorAll('{FIGURES}')].filter({_PLOTLY_DRAWN}).length"  # figures drawn
 
@@ -69,8 +72,12 @@ def run_once(browser, lab, name: str) -> dict:
         stepper = time.perf_counter() - t0  # the kernel has run the cells up to the first explore()
         page.wait_for_function(f"() => ({drawn})() >= 1", polling="raf", timeout=300_000)
         first = time.perf_counter() - t0
-        page.wait_for_function(f"() => ({drawn})() >= {HEATMAPS}", polling=100, timeout=300_000)
-        every = time.perf_counter() - t0
+        try:
+            page.wait_for_function(f"() => ({drawn})() >= {HEATMAPS}", polling=100, timeout=EVERY_TIMEOUT_MS)
+            every = round(time.perf_counter() - t0, 2)
+        except PlaywrightTimeout:  # plotly's own FigureWidget, on a busy machine: some never draw
+            every = None
+        count = page.evaluate(drawn)
         page.wait_for_function(
             """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
                  .every((p) => /^\\[\\d+\\]:$/.test(p.textContent.trim()))""",
@@ -83,7 +90,8 @@ def run_once(browser, lab, name: str) -> dict:
         return {
             "first_stepper_s": round(stepper, 2),
             "first_heatmap_s": round(first, 2),
-            "all_heatmaps_s": round(every, 2),
+            "all_heatmaps_s": every,
+            "heatmaps_drawn": count,
             "cells_finished_s": round(finished, 2),
             "saved": saved,
             "saved_bytes": size,
@@ -114,7 +122,10 @@ def main(argv: list[str] | None = None) -> None:
             sample = run_once(browser, lab, f"run{k + 1}.ipynb")
             print(json.dumps(sample), flush=True)
             samples.append(sample)
-    summary = {key: statistics.median(s[key] for s in samples) for key in samples[0] if key != "saved"}
+    summary = {}
+    for key in [key for key in samples[0] if key != "saved"]:
+        values = [sample[key] for sample in samples if sample[key] is not None]
+        summary[key] = statistics.median(values) if values else None
     print(json.dumps({"median": summary, "runs": len(samples), "package": str(args.package)}))
 
 
