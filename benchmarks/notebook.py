@@ -5,8 +5,8 @@ kernel to be idle, then presses Run → Run All Cells and times, from that click
 kernel has run the cells before the first ``explore``: the imports, two classes), the first heatmap drawn (plotly's
 ``_fullLayout`` and the heatmap's image, ``tests/e2e/jupyter.py``'s test), every heatmap drawn (or how many drew in
 3 minutes), and the last cell finished. It then saves the notebook from JupyterLab with its widget state
-(ipywidgets' ``saveState``), reports the file's size, and shuts the kernel down. The load average is read before
-each run: the machine may be shared.
+(ipywidgets' ``saveState``), reports the file's size, stops the kernel and forgets the workspace. The load average
+is read before each run: the machine may be shared.
 
     python -m benchmarks.notebook --runs 3
     python -m benchmarks.notebook --package /tmp/main  # another checkout's ``attention`` (e.g. a baseline)
@@ -36,7 +36,8 @@ NOTEBOOK = ROOT / "notebooks" / "chapter3.ipynb"
 EVERY_TIMEOUT_MS = 180_000
 HEATMAPS = 18  # six explore() calls, each with its first step's heatmaps (three for queries, keys and values)
 SAVE_STATE = {"@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True}}
-FIGURES = ".jp-NotebookPanel:not(.lm-mod-hidden) .js-plotly-plot"
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in view
+FIGURES = f"{PANEL} .js-plotly-plot"
 SAVED = """async () => {
   const widget = window.jupyterapp.shell.currentWidget;
   await widget.context.save();
@@ -44,14 +45,20 @@ SAVED = """async () => {
 }"""
 
 
-def shut_down_kernels(lab) -> None:
-    """Stop every kernel of the server (the next run starts its own)."""
+def forget_run(lab) -> None:
+    """Stop every kernel and forget every workspace, so that the next run neither reopens this run's notebook (and
+    its kernel) nor finds its steppers in the page."""
     headers = {"Authorization": f"token {lab.token}"}
-    with urllib.request.urlopen(urllib.request.Request(f"{lab.base_url}api/kernels", headers=headers)) as reply:
-        kernels = json.load(reply)
-    for kernel in kernels:
-        request = urllib.request.Request(f"{lab.base_url}api/kernels/{kernel['id']}", headers=headers, method="DELETE")
-        urllib.request.urlopen(request).close()
+
+    def call(path: str, method: str = "GET"):
+        request = urllib.request.Request(f"{lab.base_url}{path}", headers=headers, method=method)
+        with urllib.request.urlopen(request) as reply:
+            return json.loads(reply.read() or b"null")
+
+    for kernel in call("api/kernels"):
+        call(f"api/kernels/{kernel['id']}", "DELETE")
+    for workspace in call("lab/api/workspaces")["workspaces"]["ids"]:
+        call(f"lab/api/workspaces/{workspace}", "DELETE")
 
 
 def run_once(browser, lab, name: str) -> dict:
@@ -68,7 +75,7 @@ def run_once(browser, lab, name: str) -> dict:
         page.locator("#jp-MainMenu").get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         t0 = time.perf_counter()
-        page.locator(".ae-explorer").first.wait_for(state="attached", timeout=300_000)
+        page.locator(f"{PANEL} .ae-explorer").first.wait_for(state="attached", timeout=300_000)
         stepper = time.perf_counter() - t0  # the kernel has run the cells up to the first explore()
         page.wait_for_function(f"() => ({drawn})() >= 1", polling="raf", timeout=300_000)
         first = time.perf_counter() - t0
@@ -101,7 +108,7 @@ def run_once(browser, lab, name: str) -> dict:
     finally:
         context.close()
         with contextlib.suppress(OSError):
-            shut_down_kernels(lab)
+            forget_run(lab)
 
 
 def main(argv: list[str] | None = None) -> None:
