@@ -9,7 +9,7 @@ kernel has run the cells before the first ``explore``: the imports, two classes)
 is read before each run: the machine may be shared.
 
     python -m benchmarks.notebook --runs 3
-    python -m benchmarks.notebook --package /tmp/main  # another checkout's ``attention`` (e.g. a baseline)
+    python -m benchmarks.notebook --package /tmp/main --no-save  # another checkout's ``attention``, unsaved
 
 Prints one JSON line per run and a summary (medians).
 """
@@ -61,7 +61,7 @@ def forget_run(lab) -> None:
         call(f"lab/api/workspaces/{workspace}", "DELETE")
 
 
-def run_once(browser, lab, name: str) -> dict:
+def run_once(browser, lab, name: str, save: bool = True) -> dict:
     from jupyter import _PLOTLY_DRAWN, new_page, open_notebook
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -92,8 +92,8 @@ def run_once(browser, lab, name: str) -> dict:
             timeout=300_000,
         )
         finished = time.perf_counter() - t0
-        saved = page.evaluate(SAVED)
-        size = (lab.root_dir / name).stat().st_size
+        saved = page.evaluate(SAVED) if save else False
+        size = (lab.root_dir / name).stat().st_size if save else None
         return {
             "first_stepper_s": round(stepper, 2),
             "first_heatmap_s": round(first, 2),
@@ -114,6 +114,7 @@ def run_once(browser, lab, name: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-save", action="store_true", help="skip the save (92 MB for plotly's own FigureWidget)")
     parser.add_argument("--package", type=Path, default=ROOT, help="the checkout whose attention the kernel imports")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tests" / "e2e"))
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         lab = stack.enter_context(jupyter_lab(root, settings=SAVE_STATE))
         browser = stack.enter_context(chromium())
         for k in range(args.runs):
-            sample = run_once(browser, lab, f"run{k + 1}.ipynb")
+            sample = run_once(browser, lab, f"run{k + 1}.ipynb", save=not args.no_save)
             print(json.dumps(sample), flush=True)
             samples.append(sample)
     summary = {}
