@@ -67,7 +67,7 @@ class Heatmap(go.FigureWidget):
 
     Give it the figure whole (its size too): until plotly's module has loaded, the front end would miss a change."""
 
-    _esm = Path(__file__).with_name("heatmap.js")
+    _esm = Path(__file__).with_name("heatmap.js").read_text(encoding="utf-8")  # installed as package data
     _plotly_code = traitlets.Instance(PlotlyCode).tag(sync=True, **widgets.widget_serialization)
     _plotly_version = traitlets.Unicode(plotly.__version__).tag(sync=True)
 
