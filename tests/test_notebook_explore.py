@@ -329,3 +329,19 @@ def test_multihead_cells_name_the_head_in_the_index():
     widget.go("context")
     widget.select("context", 2, 0)
     assert widget.explanation.startswith("(attn_weights @ values)[0, 1, 2, 0] is entry")
+
+
+def test_plotlys_code_is_one_widgets_state_however_many_heatmaps():
+    """A saved notebook keeps every live widget's state: plotly's 5 MB module (plotly.js inside) is held there once,
+    by one ``PlotlyCode``, not by each heatmap (chapter3.ipynb's 18 heatmaps made 92 MB); and a step's heatmaps
+    are closed when the next step replaces them, so stepping adds nothing to keep."""
+    module, x = build("MultiHeadAttention")
+    first, second = explore(module, x), explore(module, x)
+    heatmaps = [*first.figures.values(), *second.figures.values()]
+    assert len(heatmaps) == 6 and len({id(heatmap._plotly_code) for heatmap in heatmaps}) == 1
+    code = heatmaps[0]._plotly_code.get_state()["source"]
+    assert len(code) > 1_000_000 and "plotly" in code
+    assert all(len(heatmap.get_state()["_esm"]) < 10_000 for heatmap in heatmaps)
+    shown = list(first.figures.values())
+    first.next()
+    assert all(heatmap.comm is None for heatmap in shown) and all(h.comm for h in first.figures.values())

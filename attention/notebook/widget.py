@@ -1,7 +1,10 @@
 """``explore``'s stepper in a notebook: ipywidgets around plotly's ``FigureWidget`` (an anywidget).
 
 The app's figure builders (``explorer.figures.heatmap`` with its layer of clickable cell centres) draw each
-stage's matrices, with the app's colour rules. A click on a cell reaches Python through the FigureWidget's
+stage's matrices, with the app's colour rules. Each is a ``Heatmap``: a FigureWidget whose front-end module is
+``heatmap.js`` (2 kB) instead of plotly's own (5 MB, plotly.js inside), which is the state of one ``PlotlyCode``
+widget per kernel. So a saved notebook stores plotly.js once and the page imports it once, where plotly's
+FigureWidget does both once per figure. A click on a cell reaches Python through the FigureWidget's
 ``on_click``; the cell's ``explorer.cells.Cells`` gives its derivation and the app's words, shown under the
 charts with the glossary's definitions of the terms they use, and the cell is outlined. The reader's
 ``forward`` is shown with the lines that make the stage marked.
@@ -12,9 +15,13 @@ from __future__ import annotations
 import html
 import inspect
 import re
+from pathlib import Path
 
 import ipywidgets as widgets
+import plotly
 import plotly.graph_objects as go
+import traitlets
+from plotly.basewidget import BaseFigureWidget
 
 from explorer.figures import PICK_TRACE, cell_marks, heatmap
 from explorer.page_text.glossary import TERMS
@@ -36,6 +43,37 @@ STYLE = "".join(  # one rule a line
         "</style>",
     )
 )
+
+
+class PlotlyCode(widgets.Widget):
+    """plotly's FigureWidget module (plotly.js inside) as one widget's state, shared by every ``Heatmap``."""
+
+    source = traitlets.Unicode().tag(sync=True)
+
+
+_shared: PlotlyCode | None = None
+
+
+def plotly_code() -> PlotlyCode:
+    """This kernel's ``PlotlyCode``, made on first use (and again if ``Widget.close_all`` closed it)."""
+    global _shared  # one per kernel: what makes the saved notebook and the page hold plotly.js once
+    if _shared is None or _shared.comm is None:
+        _shared = PlotlyCode(source=str(BaseFigureWidget._esm))  # anywidget has read plotly's file into _esm
+    return _shared
+
+
+class Heatmap(go.FigureWidget):
+    """plotly's FigureWidget, whose front end ``heatmap.js`` imports plotly's module from ``PlotlyCode``.
+
+    Give it the figure whole (its size too): until plotly's module has loaded, the front end would miss a change."""
+
+    _esm = Path(__file__).with_name("heatmap.js").read_text(encoding="utf-8")  # installed as package data
+    _plotly_code = traitlets.Instance(PlotlyCode).tag(sync=True, **widgets.widget_serialization)
+    _plotly_version = traitlets.Unicode(plotly.__version__).tag(sync=True)
+
+    @traitlets.default("_plotly_code")
+    def _shared_code(self) -> PlotlyCode:
+        return plotly_code()
 
 
 def markdown(text: str, terms: list[str] | None = None) -> str:
@@ -82,7 +120,7 @@ class Explorer(widgets.VBox):
     def __init__(self, exploration: Exploration):
         self.exploration = data = exploration
         self.item, self.head, self.index = 0, 0, 0
-        self.figures: dict[str, go.FigureWidget] = {}
+        self.figures: dict[str, Heatmap] = {}
         self.selected: tuple[str, int, int] | None = None
         self._stages = data.stages()
         sizes = data.sizes
@@ -203,8 +241,11 @@ class Explorer(widgets.VBox):
         warning = f'<div class="ae-warning">{markdown(stage.warning)}</div>' if stage.warning else ""
         self.text.value = f"<div>{markdown(stage.text)}</div>{warning}"
         width = 280 if len(stage.panels) > 1 else 560  # three panels fit one row of a notebook's 850 px
+        replaced = self.figures.values()
         self.figures = {panel.key: self._figure(panel, width) for panel in stage.panels}
         self.charts.children = tuple(self.figures.values())
+        for figure in replaced:  # never shown again: closed, so neither the page nor a saved notebook keeps them
+            figure.close()
         self.selected = None
         self.cell.value = PROMPT
         self.code.value = self._code(stage)
@@ -212,7 +253,7 @@ class Explorer(widgets.VBox):
         self.next_button.disabled = index == count - 1
         self.position.value = f"Step {index + 1} of {count} · {html.escape(stage.title)}"  # last: the step is drawn
 
-    def _figure(self, panel: Panel, width: int) -> go.FigureWidget:
+    def _figure(self, panel: Panel, width: int) -> Heatmap:
         pieces = self.exploration.labels[self.item]
         rows, cols = panel.matrix.shape
         figure = heatmap(
@@ -230,15 +271,13 @@ class Explorer(widgets.VBox):
             decimals=2 if rows * cols <= 64 else 1,
             pickable=True,
         )
-        widget = go.FigureWidget(figure)
-        widget.layout.width = width
-        widget.layout.autosize = False
+        widget = Heatmap(figure.update_layout(width=width, autosize=False))
         for trace in widget.data:
             if trace.name == PICK_TRACE:
                 trace.on_click(self._clicked(panel.key, widget))
         return widget
 
-    def _clicked(self, panel_key: str, widget: go.FigureWidget):
+    def _clicked(self, panel_key: str, widget: Heatmap):
         def clicked(trace, points, state) -> None:
             if self.figures.get(panel_key) is not widget:  # a click on a chart the step has just replaced
                 return

@@ -129,17 +129,20 @@ def _wait_answering(base_url: str, token: str, proc: subprocess.Popen, timeout: 
 
 
 @contextlib.contextmanager
-def jupyter_lab(root_dir: Path, *, log: Path | None = None, timeout: float = START_SECONDS) -> Iterator[JupyterLab]:
+def jupyter_lab(
+    root_dir: Path, *, log: Path | None = None, timeout: float = START_SECONDS, settings: dict | None = None
+) -> Iterator[JupyterLab]:
     """Start ``jupyter lab`` serving ``root_dir``; yield a ``JupyterLab`` once it answers; stop its process group.
 
     The server, and the kernels it starts, get temporary ``JUPYTER_RUNTIME_DIR``, ``JUPYTER_CONFIG_DIR`` and
     ``IPYTHONDIR`` and temporary lab user-settings and workspaces folders; the data folders stay as installed.
+    ``settings`` adds user settings to ``USER_SETTINGS`` (file name → values).
     Raises ``RuntimeError`` (with the log's tail) if it does not answer in ``timeout`` seconds.
     """
     root_dir = Path(root_dir)
     with tempfile.TemporaryDirectory(prefix="jl-state-") as state:
         state_dir = Path(state)
-        for name, values in USER_SETTINGS.items():
+        for name, values in (USER_SETTINGS | (settings or {})).items():
             path = state_dir / "settings" / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values), encoding="utf-8")

@@ -4,16 +4,19 @@ The notebook types the book's classes and calls ``explore`` on each. Here Jupyte
 and for the reader's ``CausalAttention`` and ``MultiHeadAttention`` the test presses Next through every step and
 clicks a cell of each step's first heatmap at its centre: the explanation must write the clicked number out,
 and that number must be the one the same class computes here (``tests/book_listings.py``, same seeds). The
-notebook also runs top to bottom in a fresh kernel under nbclient (``execute_notebook``).
+notebook also runs top to bottom in a fresh kernel under nbclient (``execute_notebook``), and the file it
+would save holds plotly's module once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 from e2e_support import ARTIFACTS
@@ -170,10 +173,17 @@ def test_a_reader_steps_through_their_own_modules_and_clicks_a_cell_of_every_ste
         context.close()
 
 
-def test_the_example_notebook_runs_top_to_bottom_in_a_fresh_kernel(tmp_path):
-    shutil.copy(NOTEBOOK, tmp_path / NOTEBOOK.name)
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """The example notebook run top to bottom by nbclient in a fresh kernel, as ``jupyter nbconvert --execute``."""
+    root = tmp_path_factory.mktemp("executed")
+    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
     with importable_package():
-        nb = execute_notebook(tmp_path / NOTEBOOK.name, timeout=300)
+        return execute_notebook(root / NOTEBOOK.name, timeout=300)
+
+
+def test_the_example_notebook_runs_top_to_bottom_in_a_fresh_kernel(executed):
+    nb = executed
     assert not error_outputs(nb)
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert all(cell.execution_count for cell in code)
@@ -184,3 +194,14 @@ def test_the_example_notebook_runs_top_to_bottom_in_a_fresh_kernel(tmp_path):
         o for cell in code for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
     assert len(widgets) == 6  # every explore() call showed its stepper
+
+
+def test_the_executed_notebook_saves_plotlys_code_once(executed):
+    """``jupyter nbconvert --to notebook --execute`` keeps every widget's state in the file: plotly's 5 MB module
+    must be in it once, not once per heatmap (18 heatmaps made 92 MB), and the file at most 10 MB."""
+    text = nbformat.writes(executed)
+    states = executed.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    heavy = [key for key, model in states.items() if len(json.dumps(model["state"])) > 1_000_000]
+    heatmaps = [model for model in states.values() if model["state"].get("_anywidget_id", "").endswith(".Heatmap")]
+    assert len(heatmaps) == 18 and len(heavy) == 1, (len(heatmaps), len(heavy))
+    assert len(text.encode()) <= 10_000_000, len(text.encode())
