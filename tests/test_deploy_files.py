@@ -303,7 +303,7 @@ def test_lock_pins_every_package_with_hashes_within_requirements():
         assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), name
     assert pins["torch"][0] == "2.13.0+cpu", "the container installs the CPU build of torch"
     for line in (ROOT / "requirements.txt").read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
+        if line.strip() and not line.startswith(("#", "-")):  # "--extra-index-url" is pip's, not a package
             requirement = Requirement(line)
             version = Version(pins[requirement.name.lower()][0])
             assert requirement.specifier.contains(version), f"{requirement} vs lock {version}"

@@ -99,4 +99,4 @@ def test_multi_head_grid_prints_12_tokens_and_writes_masked_as_causal_mask_does(
     fig = figures.heatmap_grid(wide, ["head 1", "head 2"], pieces(12), pieces(12), title="g", masked=big, columns=2)
     assert all(t.text is not None for t in fig.data if t.type == "heatmap")  # numbers in both heads
     assert not [t for t in fig.data if t.name == "masked" and t.mode == "text"]  # "masked" does not fit 12 columns
-    assert fig.layout.title.subtitle.text == "grey cells: masked, a future key (weight 0)"
+    assert fig.layout.title.subtitle.text == "gray cells: masked, a future key (weight 0)"

@@ -694,7 +694,7 @@ SAYS = {  # a Break it mistake -> what check says of it, beside its name
     "diagonal_0": "Your mask hides the diagonal and the future, and leaves the past seen.",
     "no_scaling": "Your attn_scores were not divided before the softmax",
     "divide_by_d_k": "Your attn_scores were divided by d_k = keys.shape[-1]",
-    "mask_after_softmax": "the rows were not renormalised",
+    "mask_after_softmax": "the rows were not renormalized",
     "softmax_wrong_dim": "the queries: each column (one key) sums to 1, not each row (one query)",
     "dropout_without_rescale": "without dividing by 1 - p",
     "view_without_transpose": "split with view alone, without transpose(1, 2)",
@@ -716,7 +716,7 @@ RANDOM_2 = "random batch 2 (2 × 5 tokens) in eval mode"
 # (class, sizes, first stage, input, what check says): stage None where the forward raised on that input.
 OTHERS = [
     (mutants.CausalSoftmaxOverBatch, CAUSAL, "attn_weights", EVAL,
-     ["normalised over dimension 0, the batch dimension, not the keys", "dim=-1, so each row sums to 1"]),
+     ["normalized over dimension 0, the batch dimension, not the keys", "dim=-1, so each row sums to 1"]),
     (mutants.CausalTrilWithoutDiagonal, CAUSAL, "mask", None,
      ["Your mask hides the past and the diagonal, and leaves the future seen.", "diagonal=1"]),
     (mutants.CausalTrilInForward, CAUSAL, "attn_weights", EVAL,
@@ -848,4 +848,4 @@ def test_without_self_dropout_the_weights_are_read_off_what_forward_returns():
     result = checked(SelfAttentionV2SoftmaxDim0, (3, 2))
 
     assert (result.stage, result.mistake.name) == ("context", "softmax_wrong_dim")
-    assert "Your softmax normalised over dimension 0, the queries: each column (one key) sums to 1" in str(result)
+    assert "Your softmax normalized over dimension 0, the queries: each column (one key) sums to 1" in str(result)

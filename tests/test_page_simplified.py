@@ -149,7 +149,7 @@ def test_hostile_text_is_shown_literally():
             assert ticks  # labelled, though thinned to fit: the escaped "&lt;/" may be one left out
         next_step(at)
     assert "javascript" not in markdown(at) and "<b>x" not in markdown(at)
-    assert at.selectbox(key="w_simplified_query").options[4] == "x^(5) = inputs[4]  </"  # shown as plain text
+    assert at.selectbox(key="w_simplified_query").options[4] == "x^(5) = inputs[4] </"  # shown as plain text
 
 
 def test_a_long_sentence_stacks_the_largest_contributions_and_groups_the_rest():

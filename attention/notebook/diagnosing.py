@@ -236,7 +236,7 @@ def _weight_guesses(stage: str, found, compared, sizes: Sizes, ours, eps: float)
     softmax_on_keys = "The book's softmax runs over the keys, the last dimension: dim=-1, so each row sums to 1."
     for dim, theirs, words in _dims(sizes):
         if reproduces(ours, sizes, replace(RIGHT, weigh=_softmax_over(dim)), stage, compared, eps):
-            return Diagnosis((f"Your softmax normalised over dimension {theirs}, {words}.", softmax_on_keys))
+            return Diagnosis((f"Your softmax normalized over dimension {theirs}, {words}.", softmax_on_keys))
     scaling = _scaling(stage, compared, sizes, ours, eps)
     if scaling is not None:
         return Diagnosis(scaling)
@@ -393,7 +393,7 @@ def _described(found, compared, sizes: Sizes) -> Diagnosis:
                          "is hidden (all -inf).")  # fmt: skip
     zeros = _zeros_sentences(compared) if sizes.context_length is not None else []
     if off.any() and not zeros and bool((sums[off] < 1).all()):
-        zeros.append("Your zeros are where the book's mask hides, but the rows were not renormalised: mask "
+        zeros.append("Your zeros are where the book's mask hides, but the rows were not renormalized: mask "
                      "attn_scores with -inf before the softmax, not the weights after it.")  # fmt: skip
     sentences += zeros
     if not sentences:

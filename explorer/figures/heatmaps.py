@@ -619,7 +619,7 @@ def _dropout_marks(view: MatrixView, future: np.ndarray, dropped: np.ndarray, st
 # Several same-sized matrices side by side, e.g. one attention-weight matrix per head, on one colour scale.
 
 
-GREY_NOTE = "grey cells: masked, a future key (weight 0)"
+GREY_NOTE = "gray cells: masked, a future key (weight 0)"
 GRID_ROW_SPACING = 0.12  # the room between a grid's rows of panels: this over the rows, + 0.04, of the height
 
 

@@ -31,7 +31,7 @@ def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked:
     )
     said = (
         f"Every weight here is within **{within(gap)}** of {share}: attention is spread almost evenly, so on the "
-        "fixed 0–1 colour scale the cells look alike."
+        "fixed 0–1 color scale the cells look alike."
     )
     if settings.weights != RANDOM:
         return (
