@@ -319,10 +319,10 @@ def finish_run(
     drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
     if drawn:
         sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
-        shown = step or (page_title, 0, "", "1")
+        exported = step or (page_title, 0, "", "1")  # not ``shown``, reassigned below: the lambda runs when pressed
         st.download_button(
             "Download this step's numbers (JSON)",
-            data=lambda: step_json(step_payload(page_title, shown, run, sections, drawn)),
+            data=lambda: step_json(step_payload(page_title, exported, run, sections, drawn)),
             file_name=f"{export_name('numbers')}.json",
             mime="application/json",
             on_click="ignore",
