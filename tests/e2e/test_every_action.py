@@ -394,10 +394,11 @@ def test_every_action(open_app, spec, record_property):
         back_to_book_dropout(app, walked)
     number, total = app.step() if app.has_stepper() else (1, 1)
     assert number == 1, f"{spec.stem} opens at step {number}"
-    titles = []
+    titles, seen = [], set()
     while True:
         titles.append(app.step_name() if app.has_stepper() else "")
         found = walk_step(app, spec, number, total, walked)
+        seen |= set(found)
         if found["generate_time"]:
             time_one_token(app, walked)
         if found["page_link"]:
@@ -430,6 +431,8 @@ def test_every_action(open_app, spec, record_property):
     walked.time("total", started)
     if total > 1:
         assert walked.clicked["next"] == total - 1 and walked.clicked["prev"] == 1
+    unpressed = seen - set(walked.clicked) - {"glossary_link"}  # a term's link is text to follow, not yet walked
+    assert not unpressed, f"{spec.stem}: the walk saw but did not press {unpressed}"
     if spec.stem == "speed":  # "Time against T" and "Memory" drew the measurement, and offered its JSON
         assert walked.clicked["json"] == 2, f"speed: {walked.clicked['json']} steps with a JSON, not the measured 2"
     logged = Counter(problems(log.read_text(errors="replace"))) - logged_before
