@@ -54,6 +54,7 @@ RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions name
 RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.charts``)
 CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
 CELL_PANELS_SHOWN = "cell_panels_shown"  # how many of RUN_CELLS the cell panel had when drawn (``Steps.show``)
+RUN_ASIDE = "run_aside"  # the step's column of words (``Steps.beside``), if any: its JSON download goes there
 
 
 def step_key(page: str) -> str:
@@ -204,7 +205,7 @@ def begin_run() -> Run | None:
     if state.pop(SET_HERE, False):
         return None
     state[RUN_FIGURES] = []
-    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE, CELL_PANELS_SHOWN):
+    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE, CELL_PANELS_SHOWN, RUN_ASIDE):
         state.pop(key, None)
     return current_run()
 

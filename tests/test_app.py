@@ -120,7 +120,7 @@ def test_long_text_is_truncated_with_a_notice():
 def test_each_step_offers_json_and_heatmaps_offer_csv():
     at = app(TOKENS, query_params={"step": "embeddings"})
     labels = [b.label for b in at.get("download_button")]
-    assert "CSV" in labels and "Download this step's numbers (JSON)" in labels
+    assert "CSV" in labels and "This step's numbers (JSON)" in labels
 
 
 def test_csv_and_json_exports_carry_labels_and_numbers():

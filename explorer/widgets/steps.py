@@ -33,6 +33,7 @@ from explorer.session import (
     LINK_SLOT,
     PAGE_PARAMS,
     PRESENTER,
+    RUN_ASIDE,
     RUN_CELLS,
     RUN_FIGURES,
     RUN_SECTIONS,
@@ -173,6 +174,7 @@ class Steps:
                 explain_cell()
             if step.code:
                 show_code(*step.code)
+        st.session_state[RUN_ASIDE] = self.aside  # the step's JSON download goes under its words (``finish_run``)
         return step
 
 
@@ -313,21 +315,24 @@ def steps_note(obj: Callable | type) -> str:
 def finish_run(
     page_title: str, run: Run, url_path: str, address: Callable[[dict[str, str]], dict[str, str]] = dict
 ) -> dict[str, str]:
-    """After the page: the step's JSON download, then the view written into the URL and offered as "Copy link to this
-    view" in the sidebar. ``address`` makes the address bar's parameters from the view's. Returns the view's."""
+    """After the page: the step's JSON download (under the step's words when they have a column), then the view
+    written into the URL and offered as "Copy link to this view" in the sidebar. ``address`` makes the address bar's
+    parameters from the view's. Returns the view's."""
     state = st.session_state
     drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
     if drawn:
         sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
-        shown = step or (page_title, 0, "", "1")
-        st.download_button(
-            "Download this step's numbers (JSON)",
-            data=lambda: step_json(step_payload(page_title, shown, run, sections, drawn)),
+        exported = step or (page_title, 0, "", "1")  # not ``shown``, reassigned below: the lambda runs when pressed
+        aside = state.get(RUN_ASIDE)  # a step's narrow column of words: the button takes its width, not more
+        (aside or st).download_button(
+            "This step's numbers (JSON)",  # short: it fits a step's column of words at 1280 px
+            data=lambda: step_json(step_payload(page_title, exported, run, sections, drawn)),
             file_name=f"{export_name('numbers')}.json",
             mime="application/json",
             on_click="ignore",
-            icon=":material/data_object:",
+            icon=":material/download:",  # as each chart's CSV: the label says what, the icon that it downloads
             key="step_json",
+            width="stretch" if aside else "content",
         )
     settings = state.get(SETTINGS) or chosen()  # ``chosen``, not entered at each run
     page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
