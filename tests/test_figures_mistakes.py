@@ -159,3 +159,10 @@ def test_thin_nan_rows_get_one_label_per_run():
     (labels,) = [t for t in fig.data if t.type == "scatter" and t.name == "NaN"]
     assert list(labels.y) == [0, 27]
     assert len([s for s in fig.layout.shapes if s.fillcolor == drawn.NAN_FILL]) == 4  # every NaN row is filled
+
+
+def test_the_panels_print_their_weights_with_two_decimals():
+    """Was: the raw float32 numbers ("0.24581576883792877") after cell_text's signature changed."""
+    fig = drawn.right_and_wrong(RIGHT, RIGHT, TOKENS, future=FUTURE, title="t")
+    texts = np.asarray(heatmaps(fig)[0].text)
+    assert texts[1, 0] == "0.50" and texts[0, 1] == ""  # a shown weight; a masked cell's number is blank

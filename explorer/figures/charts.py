@@ -37,7 +37,16 @@ from . import (
     tick_positions,
     token_labels,
 )
-from .heatmaps import WEIGHTS, cell_text, cell_words, colour_settings, fit_matrix, pick_layer, token_numbers
+from .heatmaps import (
+    WEIGHTS,
+    cell_text,
+    cell_texts,
+    cell_words,
+    colour_settings,
+    fit_matrix,
+    pick_layer,
+    token_numbers,
+)
 
 # Charts of per-token and per-size values: bars, a stacked context vector, lines, and a
 # dot product written out with its numbers.
@@ -547,7 +556,7 @@ def right_and_wrong(
         props |= {"customdata": token_numbers(view), "hovertemplate": f"{hover}<extra></extra>"}  # tokens from 1
         trace = view.trace(titles[k], {}, **props)
         if small:
-            trace.update(cell_text(trace["z"], view.hidden), textfont={"size": style.cell_text_size})
+            trace.update(cell_text(cell_texts(trace["z"], view.hidden), style.cell_text_size))  # 2 decimals
         nan_traces, nan_shapes = _nan_rows(view, nan_rows[k], x, y, style)
         data += [trace, *_masked_words(view, masked, x, y, style), *nan_traces]
         shapes += nan_shapes
