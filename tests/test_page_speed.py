@@ -203,7 +203,7 @@ def test_the_plan_says_what_it_chose_and_what_the_next_size_would_cost():
     plan = beyond.SpeedPlan((16, 32, 64, 128, 256, 512), 5.2, 41.0, 1024, 14.6, threads=1, cores=2, load=11.2)
     text = words.plan_words(plan)
 
-    assert "T (the book's `num_tokens`) from 16 to 512, which should take about 5 s" in text
+    assert "T (the book's num_tokens) from 16 to 512, which should take about 5 s" in text
     assert "took 41 ms in all, on 1 of 2 cores (load average 11.2)" in text
     assert text.endswith("With T = 1024 it would take about 15 s.")
     assert all(len(sentence.split()) <= 35 for sentence in text.split(". "))

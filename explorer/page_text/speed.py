@@ -34,7 +34,7 @@ def plan_words(plan) -> str:
     sizes = plan.num_tokens
     cores = f"{plan.threads} of {plan.cores} cores" if plan.threads < plan.cores else f"{plan.cores} cores"
     words = (
-        f"The default sizes fit this machine: T (the book's `num_tokens`) from {sizes[0]} to {sizes[-1]}, which "
+        f"The default sizes fit this machine: T (the book's num_tokens) from {sizes[0]} to {sizes[-1]}, which "
         f"should take about {plan.predicted_s:.0f} s to measure. One call of each implementation at T = 256 took "
         f"{plan.probe_ms:.0f} ms in all, on {cores} (load average {plan.load:.1f})."
     )
