@@ -25,7 +25,9 @@ weights, keep, dropped = data.attn_weights, data.keep, data.dropped_weights
 small = len(pieces) <= figures.TEXT_CELL_LIMIT  # small matrices fit under the stepper at 1280×720
 beside, pair = figures.COLUMN_SHARES["beside"], figures.COLUMN_SHARES[2]
 style = widgets.style(at_most=410 if small else None, share=beside)  # beside the step's words
-pair_style = widgets.style(at_most=330 if small else None, share=pair)
+pair_style = widgets.style(
+    at_most=330 if small else None, shorter=0 if small else 24, share=pair
+)  # room for the masked note
 
 widgets.dropout_setting(settings, used, active)
 steps = widgets.Steps("dropout")
