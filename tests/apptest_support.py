@@ -84,6 +84,13 @@ def next_step(at: AppTest) -> AppTest:
     return at
 
 
+def share_link(at: AppTest) -> str:
+    """The sidebar's "Copy link to this view": the one link on the page."""
+    links = [c.value for c in at.code if c.value.startswith("http")]
+    assert len(links) == 1, "exactly one share link is on the page"
+    return links[0]
+
+
 def previous_step(at: AppTest) -> AppTest:
     """Press the stepper's Previous; the step it opens must run without an exception."""
     stepper_button(at, "prev").click().run()

@@ -8,19 +8,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
-from apptest_support import ROOT, app, decode, figure_specs, next_step, type_sentence
+from apptest_support import ROOT, app, decode, figure_specs, next_step, share_link, type_sentence
 
 import attention
 from explorer import figures
 from explorer import figures as tables
 
 TOKENS = "pages/tokens.py"
-
-
-def share_link(at) -> str:
-    links = [c.value for c in at.code if c.value.startswith("http")]
-    assert len(links) == 1, "exactly one share link is on the page"
-    return links[0]
 
 
 def test_the_app_opens_on_why_attention_with_the_books_example():
