@@ -20,10 +20,11 @@ from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (
     CHOICES,
+    OLD_NAMES,
     Settings,
     from_query_params,
+    index_from_link,
     literal,
-    parse_position,
     quoted,
     to_query_params,
     validate,
@@ -265,20 +266,22 @@ def presenter() -> bool:
 
 
 def kept_index(key: str, name: str, page: str, *, default: int, count: int) -> int:
-    """An index a page keeps under ``key`` across reruns and steps: started from the link's ``name`` parameter
-    (or ``default``), clamped below ``count``, written into the URL."""
+    """An index (from 0) a page keeps under ``key`` across reruns and steps: started from the link's ``name``
+    parameter, which counts from 1 as the book does (``name`` ends in "_n"; an old link's name, ``OLD_NAMES``,
+    counted from 0 and still opens what it opened), or ``default``; clamped below ``count``; written into the URL
+    as ``name``, from 1."""
     if key not in st.session_state:
-        linked = initial_param(name, page, key)
-        number = parse_position(linked)
-        if linked is not None and number is None:
-            notice(f"{name}={quoted(linked)} in the link is not a position; using {default}.")
-        st.session_state[key] = default if number is None else number
+        new, old = initial_param(name, page, key), initial_param(OLD_NAMES[name], page, key)
+        index, why = index_from_link(name, new, old)
+        if why:
+            notice(f"{why}; using {default + 1}.")
+        st.session_state[key] = default if index is None else index
     value = st.session_state[key]
     if not _WHOLE(value) or value < 0:
-        notice(f"{name}={quoted(value)} is not a position; using {default}.")
+        notice(f"{name}={quoted(value)} is not a position; using {default + 1}.")
         value = default
     index = st.session_state[key] = max(0, min(value, count - 1))
-    page_param(name, index)
+    page_param(name, index + 1)
     return index
 
 

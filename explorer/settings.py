@@ -236,7 +236,18 @@ LINK_NAMES = {field.name: field.name for field in fields(Settings)} | {
     "context_length": "ctx",
     "dropout": "p",
     "training": "mode",
-    "head": "layer_head",
+    "head": "layer_head_n",
+}
+# Every index in a link counts from 1, as the book counts (x^(1), head 1, layer 1, cell 1,1). Links once wrote
+# these from 0; each was renamed rather than recounted, so that a name means one thing: a name ending in "_n"
+# counts from 1, and its old name (the value here), never written now, is still read from 0, so an old link
+# opens the view it opened. New name -> old name.
+OLD_NAMES = {
+    "layer_head_n": "layer_head",  # the sidebar's head of a model's layer
+    "head_n": "head",  # Multi-head attention's inspected head; Generate's head
+    "query_n": "query",  # Simplified attention's query token
+    "token_n": "token",  # Generate's new token
+    "gen_layer_n": "gen_layer",  # Generate's layer
 }
 _MODES = {
     **dict.fromkeys(("1", "true", "yes", "on", "train"), True),
@@ -248,6 +259,10 @@ def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
     """Settings from a URL's query parameters; bad or unknown values fall back with a notice."""
     notices: list[str] = []
     raw = {field: params[name] for field, name in LINK_NAMES.items() if name in params}
+    if "head" in raw:
+        raw["head"] = _head_from_one(raw["head"], notices)
+    elif OLD_NAMES["layer_head_n"] in params:  # an old link's, from 0 (``OLD_NAMES``)
+        raw["head"] = params[OLD_NAMES["layer_head_n"]]
     if "text" in raw:
         text = raw["text"] = str(raw["text"])
         if len(text) > MAX_URL_TEXT_CHARS:
@@ -261,6 +276,29 @@ def from_query_params(params: Mapping[str, str]) -> tuple[Settings, list[str]]:
         raw["training"] = _MODES.get(str(raw["training"]).lower(), raw["training"])
     settings, more = validate(replace(DEFAULTS, **raw))
     return settings, notices + more
+
+
+def _head_from_one(raw, notices: list[str]):
+    """The head index (from 0) of a link's ``layer_head_n``, which counts from 1; else the default, with a notice."""
+    number, high = parse_whole(raw), int(LIMITS["head"].high) + 1
+    if number is None or not 1 <= number <= high:
+        notices.append(f"layer_head_n={quoted(raw)} is not a head from 1 to {high}; using head {DEFAULTS.head + 1}.")
+        return DEFAULTS.head
+    return number - 1
+
+
+def index_from_link(name: str, new, old) -> tuple[int | None, str]:
+    """The index (from 0) a page's link gives: its ``name`` parameter's value ``new``, counted from 1, else the old
+    name's (``OLD_NAMES``) value ``old``, counted from 0; None when neither is there or readable, with why."""
+    if new is not None:
+        number = parse_position(new)
+        if number is None or number < 1:
+            return None, f"{name}={quoted(new)} in the link is not a number from 1"
+        return number - 1, ""
+    number = parse_position(old)
+    if old is not None and number is None:
+        return None, f"{OLD_NAMES[name]}={quoted(old)} in the link is not a position"
+    return number, ""
 
 
 @functools.lru_cache(maxsize=256)  # pure in frozen settings; callers copy before adding to it
@@ -277,5 +315,5 @@ def to_query_params(settings: Settings) -> dict[str, str]:
     if settings.training != DEFAULTS.training:
         params["mode"] = "train" if settings.training else "eval"
     if settings.weights != DEFAULTS.weights:
-        params.update(weights=settings.weights, layer=str(settings.layer), layer_head=str(settings.head))
+        params.update(weights=settings.weights, layer=str(settings.layer), layer_head_n=str(settings.head + 1))
     return params

@@ -40,22 +40,24 @@ style = widgets.style()
 steps = widgets.Steps("generate")
 
 
-def picker(column, label: str, key: str, name: str, count: int, first: int) -> int:
-    """An index kept across steps and in the link (``kept_index``), chosen with a slider that counts from ``first``."""
-    index, widget = session.kept_index(key, name, "generate", default=0, count=count), f"w_generate_{name}"
+def picker(column, label: str, key: str, name: str, count: int) -> int:
+    """An index (from 0) kept across steps and in the link as ``{name}_n`` (``kept_index``), chosen with a slider
+    that counts from 1, as the link and the book do."""
+    index, widget = session.kept_index(key, f"{name}_n", "generate", default=0, count=count), f"w_generate_{name}"
     if count > 1:
-        st.session_state[widget] = index + first
-        update = lambda: st.session_state.update({key: st.session_state[widget] - first})  # noqa: E731
-        column.slider(label, first, count - 1 + first, key=widget, on_change=update)
+        st.session_state[widget] = index + 1
+        update = lambda: st.session_state.update({key: st.session_state[widget] - 1})  # noqa: E731
+        column.slider(label, 1, count, key=widget, on_change=update)
     return index
 
 
 def chosen_token() -> tuple[int, int, int, int]:
-    """The new token, layer and head picked above the chart (kept across steps and in the link), and its keys."""
+    """The new token, layer and head picked above the chart (kept across steps and in the link as ``token_n``,
+    ``gen_layer_n`` and ``head_n``), and its keys."""
     left, middle, right = st.columns([3, 1, 1])
-    k = picker(left, "New token", session.GENERATE_TOKEN, "token", n_new, 1)
-    layer = picker(middle, "Layer", session.GENERATE_LAYER, "gen_layer", data.num_layers, 1)
-    head = picker(right, "Head", session.GENERATE_HEAD, "head", data.num_heads, 1)  # heads count from 1, as layers
+    k = picker(left, "New token", session.GENERATE_TOKEN, "token", n_new)
+    layer = picker(middle, "Layer", session.GENERATE_LAYER, "gen_layer", data.num_layers)
+    head = picker(right, "Head", session.GENERATE_HEAD, "head", data.num_heads)
     return k, layer, head, prompt_tokens + k  # the keys the query of step k sees
 
 

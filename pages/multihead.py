@@ -21,7 +21,7 @@ mha_d_out = data.efficient_output.shape[-1]  # d_out of MultiHeadAttention: the 
 head_dim = mha_d_out // num_heads
 widgets.truncation_notice(data.truncated_from, settings.context_length)
 HEAD = session.MULTIHEAD_HEAD
-head = session.kept_index(HEAD, "head", "multihead", default=0, count=num_heads)
+head = session.kept_index(HEAD, "head_n", "multihead", default=0, count=num_heads)
 group_size, group = notes.head_group(head, num_heads, num_tokens)  # the heads a grid draws at once
 weights_name = "attn_weights" + (" after dropout" if dropout_on else "")
 p = settings.dropout if dropout_on else 0.0  # the cell panel's dropout rate

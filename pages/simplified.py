@@ -14,7 +14,7 @@ run = session.current_run()
 settings = run.settings
 pieces = widgets.guard(run.ready).pieces
 QUERY = session.SIMPLIFIED_QUERY  # the chosen query, kept while the widget is off screen
-query = session.kept_index(QUERY, "query", "simplified", default=1, count=len(pieces))
+query = session.kept_index(QUERY, "query_n", "simplified", default=1, count=len(pieces))
 heading, picker = st.columns(2, vertical_alignment="bottom")  # the picker shows "x^(2) = inputs[1] ␣journey" whole
 heading.title("Simplified attention")
 kept = session.kept_widget(QUERY, "w_simplified_query", query)

@@ -70,7 +70,7 @@ def test_the_keyboard_route_sets_the_sidebars_layer_and_head():
     assert at.sidebar.number_input(key="w_layer").value == 3
     assert at.sidebar.number_input(key="w_head").value == 2  # the sidebar counts heads from 1
     assert at.session_state["settings"].layer == 3 and at.session_state["settings"].head == 1
-    assert (at.query_params["layer"], at.query_params["layer_head"]) == ("3", "1")  # links carry it
+    assert (at.query_params["layer"], at.query_params["layer_head_n"]) == ("3", "2")  # links carry it, from 1
     assert "They hold **layer 3, head 2** now" in markdown(at)
     shapes = grid_spec(at)["layout"]["shapes"]
     assert [(s["xref"], s["yref"]) for s in shapes] == [("x10 domain", "y10 domain")]  # layer 3, head 2 outlined

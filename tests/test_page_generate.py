@@ -62,6 +62,18 @@ def test_token_by_token_shows_the_packages_row_and_probabilities(expected, bound
     assert "the same 40 tokens" in markdown(at)
 
 
+def test_a_link_counts_token_layer_and_head_from_1_and_an_old_link_from_0():
+    new = next_step(app(PAGE, query_params={"token_n": "5", "gen_layer_n": "2", "head_n": "2"}))
+    old = next_step(app(PAGE, query_params={"token": "4", "gen_layer": "1", "head": "1"}))  # counted from 0
+    for at in (new, old):
+        assert not at.exception
+        assert [at.slider(key=f"w_generate_{name}").value for name in ("token", "gen_layer", "head")] == [5, 2, 2]
+        written = {name: at.query_params.get(name) for name in ("token_n", "gen_layer_n", "head_n", "token", "head")}
+        assert written == {"token_n": "5", "gen_layer_n": "2", "head_n": "2", "token": None, "head": None}
+    assert figure_specs(new) == figure_specs(old)
+    assert "New token 5 of 40" in markdown(new) and "layer 2, head 2" in figure_specs(new)[0]["layout"]["title"]["text"]
+
+
 def test_timing_runs_both_ways_in_one_measurement():
     at = app(PAGE, query_params={"step": "cost-per-token"})
     at.button(key="generate_time").click().run()

@@ -4,7 +4,17 @@ import inspect
 
 import numpy as np
 import torch
-from apptest_support import app, captions, decode, figure_specs, markdown, next_step, previous_step, type_sentence
+from apptest_support import (
+    app,
+    captions,
+    decode,
+    figure_specs,
+    markdown,
+    next_step,
+    previous_step,
+    share_link,
+    type_sentence,
+)
 from tolerances import attention_bounds
 
 import attention
@@ -100,15 +110,24 @@ def test_every_step_with_the_books_numbers():
 
 def test_the_inspected_head_comes_from_the_link_and_the_control():
     wrapper = attention.trace(built(attention.MultiHeadAttentionWrapper), attention.BOOK_INPUTS)
-    at = app(PAGE, query_params={"head": "1", "step": "one-head"})
+    at = app(PAGE, query_params={"head_n": "2", "step": "one-head"})
     assert not at.exception
     assert titles(at)[0] == "head 2: attn_weights"  # heads[1], the second head
     assert_weights(traces(figure_specs(at)[0])[0], wrapper.attn_weights[0, 1].numpy())
-    assert at.query_params["head"] == "1"
+    assert at.query_params["head_n"] == "2"
     at.segmented_control(key="head").set_value(0).run()
-    assert titles(at)[0] == "head 1: attn_weights" and at.query_params["head"] == "0"
+    assert titles(at)[0] == "head 1: attn_weights" and at.query_params["head_n"] == "1"
+    assert "head_n=1" in share_link(at)
     previous_step(at)
     assert subplot_titles(at)[0] == "head 1 (inspected)"
+
+
+def test_an_old_link_counting_heads_from_0_opens_the_head_it_opened():
+    new = app(PAGE, query_params={"head_n": "2", "step": "one-head"})
+    old = app(PAGE, query_params={"head": "1", "step": "one-head"})  # written when links counted from 0
+    assert not old.exception
+    assert titles(old)[0] == "head 2: attn_weights" and figure_specs(old) == figure_specs(new)
+    assert old.query_params["head_n"] == "2" and "head" not in old.query_params  # the address bar's new name
 
 
 def test_many_heads_are_shown_four_at_a_time():

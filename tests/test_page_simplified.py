@@ -2,7 +2,16 @@
 
 import numpy as np
 import torch
-from apptest_support import answer_and_reveal, app, decode, figure_specs, markdown, next_step, type_sentence
+from apptest_support import (
+    answer_and_reveal,
+    app,
+    decode,
+    figure_specs,
+    markdown,
+    next_step,
+    share_link,
+    type_sentence,
+)
 from tolerances import summation_error, within
 
 import attention
@@ -79,7 +88,7 @@ def test_the_chosen_query_drives_every_step_and_the_url():
     (spec,) = figure_specs(at)
     np.testing.assert_array_equal(decode(spec["data"][0]["y"]), book.attn_scores[4].numpy())
     assert "x^(5)·x^(1) = 0.77×0.43" in spec["data"][0]["hovertext"][0]
-    assert at.query_params["query"] == "4"
+    assert at.query_params["query_n"] == "5"  # x^(5), counted from 1 as the book counts
 
     at.switch_page("pages/tokens.py").run()
     at.switch_page(PAGE).run()
@@ -117,6 +126,17 @@ def test_a_link_opens_its_query_and_step():
     (spec,) = figure_specs(at)
     expected = torch.softmax(attention.simplified_attention(attention.BOOK_INPUTS).attn_scores[3], dim=-1)
     np.testing.assert_array_equal(decode(spec["data"][2]["y"]), expected.numpy())
+
+
+def test_a_link_counts_the_query_from_1_and_an_old_link_from_0():
+    new = app(PAGE, query_params={"query_n": "4", "step": "scores-to-weights"})
+    old = app(PAGE, query_params={"query": "3", "step": "scores-to-weights"})  # written when links counted from 0
+    for at in (new, old):
+        assert not at.exception
+        assert at.selectbox(key="w_simplified_query").value == 3  # inputs[3], x^(4)
+        assert at.query_params["query_n"] == "4" and "query" not in at.query_params  # the address bar's new name
+        assert "query_n=4" in share_link(at)
+    assert figure_specs(new) == figure_specs(old)
 
 
 def test_a_typed_sentence_with_a_larger_d_in_updates_the_figures():

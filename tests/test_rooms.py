@@ -404,7 +404,9 @@ def test_a_student_on_the_live_room_page_reruns_only_the_page_when_the_teacher_s
 @pytest.mark.parametrize(
     "old, new, needs_the_app",
     [
-        ({"step": "2", "text": "a b"}, {"step": "5", "query": "3", "head": "1", "text": "a b"}, False),
+        ({"step": "2", "text": "a b"}, {"step": "5", "query_n": "4", "head_n": "2", "text": "a b"}, False),
+        ({"step": "2", "text": "a b"}, {"step": "5", "query": "3", "head": "1", "text": "a b"}, False),  # old names
+        ({"weights": "trained", "layer_head": "1"}, {"weights": "trained", "layer_head_n": "2"}, False),  # same head
         ({"input": "text", "text": "a b"}, {"input": "text", "text": "a b c"}, True),
         ({"d_out": "4"}, {"d_out": "4", "cell": "2,1", "second": "x y"}, False),
         ({"d_out": "4"}, {"d_out": "2"}, True),

@@ -12,9 +12,12 @@ from explorer.settings import (
     LIMITS,
     MAX_TEXT_CHARS,
     MAX_URL_TEXT_CHARS,
+    OLD_NAMES,
     TEXT,
+    TRAINED,
     Settings,
     from_query_params,
+    index_from_link,
     to_query_params,
     validate,
 )
@@ -149,6 +152,42 @@ def test_positions_and_ranges_from_links():
     assert [parse_range(raw, 100) for raw in ("²-40", "1-٣", "1-2-3", "-40", "1234567-2", None)] == [None] * 6
 
 
+# Every index in a link counts from 1, as the book counts; an old link's name for it counted from 0 (``OLD_NAMES``).
+
+
+def test_a_link_counts_the_layers_head_from_1_and_an_old_link_from_0():
+    head_2 = Settings(weights=TRAINED, layer=3, head=1)  # Settings.head is an index: layer 3's head 2
+    assert to_query_params(head_2) == {"weights": "trained", "layer": "3", "layer_head_n": "2"}
+    assert from_query_params({"weights": "trained", "layer": "3", "layer_head_n": "2"}) == (head_2, [])
+    assert from_query_params({"weights": "trained", "layer": "3", "layer_head": "1"}) == (head_2, [])  # an old link
+    both = {"weights": "trained", "layer": "3", "layer_head_n": "2", "layer_head": "3"}
+    assert from_query_params(both) == (head_2, [])  # the name that counts from 1 wins
+
+
+@pytest.mark.parametrize("raw", ["0", "26", "-1", "²", "x"])
+def test_a_head_from_1_that_is_no_head_opens_head_1_with_a_notice(raw):
+    settings, notices = from_query_params({"weights": "trained", "layer_head_n": raw})
+    assert settings.head == 0
+    assert notices == [f"layer_head_n='{raw}' is not a head from 1 to 25; using head 1."]
+
+
+@pytest.mark.parametrize("name", sorted(OLD_NAMES))
+def test_a_pages_index_counts_from_1_and_its_old_name_from_0(name):
+    assert index_from_link(name, "2", None) == (1, "")  # the second: query x^(2), head 2, new token 2, layer 2
+    assert index_from_link(name, None, "1") == (1, "")  # an old link's 1 was the second too
+    assert index_from_link(name, "2", "5") == (1, "")  # the name that counts from 1 wins
+    assert index_from_link(name, None, None) == (None, "")
+    assert index_from_link(name, "0", None) == (None, f"{name}='0' in the link is not a number from 1")
+    assert index_from_link(name, None, "²") == (None, f"{OLD_NAMES[name]}='²' in the link is not a position")
+
+
+def test_every_new_name_ends_in_n_and_no_old_name_is_a_settings_link_name():
+    from explorer.settings import LINK_NAMES
+
+    assert all(new == old + "_n" for new, old in OLD_NAMES.items())
+    assert LINK_NAMES["head"] == "layer_head_n" and not set(OLD_NAMES.values()) & set(LINK_NAMES.values())
+
+
 @pytest.mark.parametrize(
     ("params", "name"),
     [
@@ -189,7 +228,9 @@ LONG_TEXT = " ".join(f"word{k}" for k in range(60))  # over ui.WINDOW_THRESHOLD 
     [
         ("pages/causal_mask.py", {"step": "²"}),
         ("pages/simplified.py", {"query": "²"}),
+        ("pages/simplified.py", {"query_n": "²"}),
         ("pages/multihead.py", {"head": "³"}),
+        ("pages/multihead.py", {"head_n": "³"}),
         ("pages/tokens.py", {"input": "text", "text": LONG_TEXT, "win": "²-40"}),
     ],
 )

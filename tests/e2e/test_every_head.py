@@ -79,7 +79,7 @@ def test_a_mouse_click_inside_a_small_multiples_triangle_opens_its_layer_and_hea
         assert outlined(app_page) == ["x10 domain"]
 
     eventually(opened)
-    assert "layer=3" in app_page.page.url and "layer_head=1" in app_page.page.url
+    assert "layer=3" in app_page.page.url and "layer_head_n=2" in app_page.page.url
     assert "They hold layer 3, head 2 now" in app_page.page.locator('[data-testid="stMain"]').inner_text()
     app_page.press_and_wait(app_page.page.get_by_role("link", name="Causal mask: layer 3, head 2"))
     assert "/causal_mask" in app_page.page.url
