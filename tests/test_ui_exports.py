@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import types
 
 import numpy as np
 
@@ -73,3 +74,12 @@ def test_file_names_carry_page_step_and_quantity(monkeypatch):
     assert figures.export_config(steps.export_name("masked-weights"))["toImageButtonOptions"]["filename"] == (
         "causal_mask-step3-masked_weights"
     )
+
+
+def test_the_steps_json_counts_the_layers_head_from_1_as_a_link_does():
+    settings = Settings(weights="trained", layer=3, head=1)  # Settings.head is an index: layer 3's head 2
+    run = types.SimpleNamespace(settings=settings, prepared=None)
+    step = ("Causal mask", 2, "× mask, ÷ row sums", "zero-and-renormalize")
+    payload = json.loads(tables.step_json(steps.step_payload("Causal mask", step, run, [], [])))
+    written = payload["settings"]
+    assert (payload["step"], written["layer"], written["head_n"], "head" in written) == (3, 3, 2, False)

@@ -350,15 +350,17 @@ def finish_run(
 
 
 def step_payload(page_title: str, step: tuple, run: Run, sections: list[dict], drawn: list[dict]) -> dict:
-    """What the step's JSON holds: the page and step, the settings, the tokenizer, whether the numbers are the
-    book's, and every figure's numbers. Made only when the button is pressed."""
+    """What the step's JSON holds: the page and step, the settings (every index in them counted from 1, as in the
+    link), the tokenizer, whether the numbers are the book's, and every figure's numbers. Made only when the button
+    is pressed."""
     settings = run.settings
+    shown = {k: v for k, v in vars(settings).items() if k != "head" and (k != "text" or settings.source == "text")}
     return {
         "page": page_title,
         "step": step[1] + 1,
         "step_name": step[3],
         "step_title": step[2],
-        "settings": {k: v for k, v in vars(settings).items() if k != "text" or settings.source == "text"},
+        "settings": shown | {"head_n": settings.head + 1},  # from 1, as the link's layer_head_n (``OLD_NAMES``)
         "tokenizer": "none (the input could not be tokenized)" if run.prepared is None else run.prepared.tokenizer,
         "book_values": is_book(settings),
         "book_sections": sections,
