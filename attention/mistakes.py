@@ -150,7 +150,7 @@ MISTAKES: dict[str, Mistake] = {
             "dropout_without_rescale",
             "Dropout without the 1/(1 − p) rescale",
             "dropped_weights, dropout_mask = drop_with_mask(self.dropout, attn_weights)"
-            "  # attn_weights * keep / (1 - p)",
+            "  # the book's attn_weights = self.dropout(attn_weights): attn_weights * keep / (1 - p)",
             "dropped_weights = attn_weights * keep  # keep: 1 with probability 1 - p, else 0",
             "Without 1/(1 − p) the weights are smaller on average in training than at inference, where nothing "
             "is dropped. nn.Dropout rescales for you.",
@@ -181,7 +181,8 @@ MISTAKES: dict[str, Mistake] = {
         Mistake(
             "merge_without_transpose",
             "Merging heads without transposing back",
-            "context_vec = (dropped_weights @ values).transpose(1, 2)",
+            "context_vec = (dropped_weights @ values).transpose(1, 2)  # dropped_weights: the book's attn_weights "
+            "after dropout",
             "context_vec = dropped_weights @ values",
             "Without transpose(1, 2), memory holds head 1's vectors for every token, then head 2's. view cuts that "
             "into rows, so a token's row holds other tokens' context vectors: rows are scrambled across tokens.",

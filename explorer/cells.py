@@ -153,6 +153,11 @@ def _f64(array) -> np.ndarray:
     return np.array(array, dtype=np.float64)
 
 
+BOOK_DROPPED = (  # ``dropped_weights`` is this app's name; the book overwrites its weights
+    " (the book's `attn_weights` after `attn_weights = self.dropout(attn_weights)`; here it gets its own name, so "
+    "both can be drawn)"
+)
+
 # The chapter's matrices: scores, weights, the masks' two routes, dropout, context vectors, projections.
 
 
@@ -206,7 +211,8 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
         weight = d.terms[0].factors[0]
         fate = "kept" if d.details["kept"] else "dropped"
         words = (
-            f"{where}: the causal weight α_{sub(d.row, d.col)} of query {query} and {key}, "
+            f"{where}{BOOK_DROPPED if n.matrix.startswith('dropped_weights') else ''}: the causal weight "
+            f"α_{sub(d.row, d.col)} of query {query} and {key}, "
             f"{fate} by this {term('dropout')} draw. Survivors are scaled by 1/(1 − p); dropped weights become 0."
         )
         if d.details["kept"]:
@@ -349,16 +355,16 @@ def explain_merged(d: Derivation, n: Notation, row_label: str, col_label: str, k
     """A column of the heads side by side (``merge``): its head and column, then that head's Σ_j α_ij · v^(j)[c']."""
     h, c, head_dim = d.details["head"], d.details["head_col"], d.details["head_dim"]
     i, columns = d.row + 1, "1 column" if head_dim == 1 else f"{head_dim} columns"
+    first = h * head_dim  # head h + 1's first column, counted from 0
     words = (
         f"`{n.matrix}[{_at(n, d)}]` (Python counts from 0) belongs to head {h + 1}. The "
-        f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so column "
-        f"{d.col} = (head {h + 1} − 1) · {head_dim} + {c}. Here {c} is the entry's place within head {h + 1}, "
-        f"counted from 0 as Python counts: it is entry {c} of head {h + 1}'s "
-        f"{term('context_vector', 'context vector')} z^({i}) for query x^({i}) {_token(row_label)}. That head made "
-        f"it as every token's value v^(j)[{c}] times its weight α_{i}j, added up."
+        f"{term('num_heads', 'heads')}' context vectors sit side by side, {columns} each, so head {h + 1}'s "
+        f"columns start at column {first}, and column {d.col} is its entry {c}, also counted from 0."
+        f" That entry of head {h + 1}'s {term('context_vector', 'context vector')} z^({i}), for query x^({i}) "
+        f"{_token(row_label)}, adds up every token's value v^(j), entry {c}, times its weight α_{i}j."
     )
-    line = f"head {h + 1}: z^({i})[{c}] = {_sum(d, ROW_TERMS, '')} = {number(d.value)}"
-    return words, f"column {d.col} = head {h + 1}, its column {c}\n{line}"
+    line = f"head {h + 1}: z^({i}), entry {c} = {_sum(d, ROW_TERMS, '')} = {number(d.value)}"
+    return words, f"column {d.col} = head {h + 1}'s entry {c}\n{line}"
 
 
 def merged(weights, values, pieces, cols, *, first: int = 0, code: str, notation: Notation) -> Cells:

@@ -35,7 +35,7 @@ for index, cut in enumerate(data.truncated_from):
     widgets.truncation_notice(cut, settings.context_length, subject=f"Sentence {index + 1}")
 
 item_names = [f"batch[{i}]: sentence {i + 1}" if second_text else f"batch[{i}]: copy {i + 1}" for i in range(b)]
-DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": "dimension"}
+DIMENSIONS = {"col_tokens": False, "row_title": "token", "col_title": figures.DIMENSION}
 p = settings.dropout if dropout_on else None
 steps = widgets.Steps("batches")
 

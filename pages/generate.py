@@ -97,7 +97,7 @@ def kv_cache():
     keys, again = check.cache_keys[layer, head, :seen], check.recomputed_keys[layer, head, :seen]
     span = figures.shared_range(keys, again, kind="signed")
     dims = [f"dim {d}" for d in range(data.head_dim)]
-    shown = dict(kind="signed", value_range=span, row_title="token", col_title="dimension", col_tokens=False)
+    shown = dict(kind="signed", value_range=span, row_title="token", col_title=figures.DIMENSION, col_tokens=False)
     shown["style"] = widgets.style(at_most=360)  # both fit 1280×720 under the text
     made = (check.cache_keys, check.recomputed_keys, layer, head, pieces[:seen])
     code = "keys = self.W_key(x)"  # CachedMultiHeadAttention.steps: every key, cached or recomputed

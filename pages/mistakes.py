@@ -73,6 +73,7 @@ def right_beside_wrong():
             icon=":material/error:",
         )
     st.markdown(notes.difference_text(name, data.head_dim, data.max_weight_difference))
+    st.markdown(f"**Why it is wrong.** {mistake.why}")  # after step 1's question, so a learner who skipped it reads it
 
 
 @steps.add("What it costs")

@@ -26,7 +26,7 @@ steps = widgets.Steps("qkv")
 def matrix(name: str, z, explain, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
     """A named heatmap: token rows (example outlined), token (``keys``) or d_out columns, cells explained or None."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
-    options = {"kind": "signed", "row_title": "token", "col_title": "key" if keys else "output dim", **options}
+    options = {"kind": "signed", "row_title": "token", "col_title": "key" if keys else "output dim (counted from 0)", **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)
@@ -53,7 +53,7 @@ def lab_controls():
 def projection_weights():
     st.markdown(notes.projections_text(models.origin(settings), settings.seed))
     dims = [f"in {i}" for i in range(trace.inputs.shape[1])]
-    w_options = {"rows": dims, "row_title": "input dim", "row_tokens": False}
+    w_options = {"rows": dims, "row_title": "input dim (counted from 0)", "row_tokens": False}
     widgets.side_by_side(*(matrix(w, getattr(view, w), None, **w_options) for w in ("W_query", "W_key", "W_value")))
 
 

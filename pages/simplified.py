@@ -47,7 +47,7 @@ def one_query_scores():
         else:
             dims = [f"dim {k}" for k in range(inputs.shape[1])]
             options = dict(title=f"inputs: predict from these (x^({n}) outlined)", value_name="embedding value")
-            options.update(row_title="token", col_title="dimension", col_tokens=False, highlight_row=query)
+            options.update(row_title="token", col_title=figures.DIMENSION, col_tokens=False, highlight_row=query)
             options.update(style=widgets.style(at_most=300))  # as bars
             widgets.draw(figures.heatmap, "simplified-inputs", inputs, pieces, dims, **options)
             st.markdown(f"The scores `attn_scores_{n}` replace this chart when the answer is revealed.")
@@ -148,7 +148,7 @@ def all_context_vectors():
     dims = [f"dim {k}" for k in range(inputs.shape[1])]
     code, notation = "context_vecs = attn_weights @ inputs", Notation("all_context_vecs", right="x")
     explain = cells.context(view.attn_weights, inputs, pieces, dims, code=code, notation=notation)
-    options = dict(value_name="context value", kind="signed", col_title="dimension", col_tokens=False)
+    options = dict(value_name="context value", kind="signed", col_title=figures.DIMENSION, col_tokens=False)
     options.update(title="all_context_vecs = attn_weights @ inputs", highlight_row=query, key="context_vecs")
     widgets.draw(figures.heatmap, "context-vectors", view.context_vecs, pieces, dims, explain=explain, **options)
 

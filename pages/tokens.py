@@ -54,7 +54,7 @@ def embeddings():
     explain = cells.embeddings(data.inputs, data.ids, data.pieces, settings, code=code, notation=Notation("inputs"))
     title = f"Input embeddings, shape ({len(data.pieces)}, {data.inputs.shape[1]})"
     options = dict(title=title, value_name="embedding value", meaning="one coordinate of this token's input vector")
-    options.update(row_title="token", col_title="dimension", col_tokens=False, explain=explain)
+    options.update(row_title="token", col_title=figures.DIMENSION, col_tokens=False, explain=explain)
     widgets.draw(figures.heatmap, "input-embeddings", data.inputs, data.pieces, dims, **options)
 
 

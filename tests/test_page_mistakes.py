@@ -40,6 +40,7 @@ def test_every_mistake_shows_the_packages_numbers(name, text):
     assert mistake.why not in markdown(at)  # it comes with the question's Reveal (tests/test_questions_first.py)
 
     next_step(at)
+    assert mistake.why in markdown(at)  # step 2 comes after the question: the learner who skipped it reads why
     (spec,) = figure_specs(at)
     right_z, wrong_z = (decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap")
     right, wrong = run.right_weights.numpy(), run.wrong_weights.numpy()

@@ -119,7 +119,7 @@ def test_a_merged_column_counts_heads_from_1_in_its_formula():
     values = np.arange(2 * 3 * 2, dtype=np.float64).reshape(2, 3, 2)
     found = derivations.merge(weights, values, 1, 3)  # column 3: head 2's column 1
     words, _ = cells.explain_merged(found, Notation("context_vec"), " journey", "x", ["a", "b", "c"])
-    assert "belongs to head 2" in words and "column 3 = (head 2 − 1) · 2 + 1" in words
+    assert "belongs to head 2" in words and "head 2's columns start at column 2, and column 3 is its entry 1" in words
 
 
 @pytest.mark.parametrize("owner", ["SelfAttention_v1", "SelfAttention_v2", "CausalAttention", "MultiHeadAttention"])
@@ -163,3 +163,22 @@ def test_a_measure_never_says_a_number_instead_of_itself():
 
     assert instead(0.41412, 0.41398) == "0.414, as the right code's does"
     assert instead(0.5, 1.0) == "0.500 instead of 1.000"
+
+
+def test_a_vectors_entries_are_said_to_count_from_0_on_the_axis_that_lists_them():
+    """Was: columns "dim 0", "dim 1" beside tokens and heads counted from 1, with no word on which counts how."""
+    from explorer import figures
+
+    fig = figures.heatmap(np.eye(2, 3), ["a", "b"], cells.dims(3), title="t", col_title=figures.DIMENSION,
+                          col_tokens=False, row_title="token")  # fmt: skip
+    assert fig.layout.xaxis.title.text == "dimensions (counted from 0)"
+    assert "dimension (counted from 0): " in fig.data[0].hovertemplate
+
+
+def test_a_dropped_weights_cell_says_it_is_the_books_attn_weights_after_dropout():
+    """``dropped_weights`` is this app's name: the book writes ``attn_weights = self.dropout(attn_weights)``."""
+    found = derivations.dropped_weight(0.25, True, 0.5, row=1, col=0)
+    words, _ = explain(found, Notation("dropped_weights"), "b", "a", ["a", "b"])
+    assert "the book's `attn_weights` after `attn_weights = self.dropout(attn_weights)`" in words
+    words, _ = explain(found, Notation("attn_weights"), "b", "a", ["a", "b"])
+    assert "self.dropout" not in words

@@ -70,8 +70,15 @@ def plain_label(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
+DIMENSION = "dimension (counted from 0)"  # a vector's entries, as Python indexes them; tokens count from 1
+
+
 def plural(word: str) -> str:
-    """An axis title from a row or column name: "query" → "queries", "key" → "keys"."""
+    """An axis title from a row or column name: "query" → "queries", "key" → "keys"; a note in brackets stays:
+    "dimension (counted from 0)" → "dimensions (counted from 0)"."""
+    name, bracket, note = word.partition(" (")
+    if bracket and name.isalpha():
+        return plural(name) + bracket + note
     if not word.isalpha():  # a symbol such as "d_out" names the axis as it is
         return word
     if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":

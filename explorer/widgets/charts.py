@@ -419,5 +419,5 @@ def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str]
     values on the diverging scale, 4 decimals as the book prints them up to 4 columns, else 2."""
     dims = np.shape(vectors)[1]
     cols = [f"dim {k}" for k in range(dims)] if cols is None else cols
-    shown = dict(row_title="token", col_title="dimension", col_tokens=False, kind="signed", value_name="context value")
+    shown = dict(row_title="token", col_title=figures.DIMENSION, col_tokens=False, kind="signed", value_name="context value")
     draw(figures.heatmap, name, vectors, pieces, cols, **(shown | {"decimals": 4 if dims <= 4 else 2} | options))
