@@ -5,7 +5,7 @@
 wrapper, whose ``forward`` is the book's one line, it calls each head's
 ``steps`` in the order that line does. One exception, for speed: with
 dropout off, on a CPU, ``MultiHeadAttention`` runs
-``measuring.fast.multihead_steps``, which ``tests/test_trace.py`` holds to
+``measuring.fast.multihead_steps``, which ``tests/test_tracing.py`` holds to
 the same bits, with one (b, h, T, T) tensor fewer. It keeps what that code
 made, including which weights dropout kept, and derives the rest only when
 asked: the unmasked scores, the scaled and the masked scores and each head's

@@ -22,7 +22,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NumberInput_pb2 import NumberInput
 
-TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/state.py)
+TEXT_WIDGET_KEY = "w_text"  # the sidebar's sentence (explorer/session.py's WIDGETS)
 RUN_TIMEOUT_S = 300.0  # a run that takes longer is an error
 MAX_CACHED_HASHES = 500
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")

@@ -150,7 +150,7 @@ def book_figures() -> dict[str, dict[int, list[tuple]]]:
 
     Page stem -> {step (1-based): [(figure title pattern, what it must show)]}; what it must show is the book's
     matrix (a heatmap), ("bars", trace name or "" for the first, the book's row) or ("row", index, the book's row
-    of a heatmap). A function, so that importing this module imports no torch (``test_first_paint``).
+    of a heatmap). A function, so that importing this module imports no torch (``test_server_first_paint``).
     """
     from attention.book import book_values
 

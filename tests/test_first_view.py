@@ -19,7 +19,7 @@ def book_inputs() -> np.ndarray:
 
 def test_the_stored_view_is_what_the_torch_code_computes():
     stored = models.stored_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
-    assert stored is not None, "no stored first view: run `python -m explorer.first_view`"
+    assert stored is not None, "no stored first view: run `python scripts/first_view.py`"
     computed = chapter.computed_why_view(book_inputs(), DEFAULTS.seed, chapter.WHY_HIDDEN_SIZE)
     for field in dataclasses.fields(models.WhyView):
         want, got = getattr(computed, field.name), getattr(stored, field.name)

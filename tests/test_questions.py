@@ -119,7 +119,7 @@ def test_a_whole_number_question_takes_whole_numbers():
     assert at.error[0].value.startswith("Not quite: you said 2; the answer is **4**")
 
 
-# The pages' questions (``explorer.questions``): each answer is read from the numbers it is given.
+# The pages' questions (``explorer.page_text.questions``): each answer is read from the numbers it is given.
 
 
 def test_most_attended_reads_the_largest_weight():

@@ -2,7 +2,7 @@
 and the cache that shares computed results read-only with every session. It does not import Streamlit.
 
 Anyone may ask for 16 heads of d_out = 1,024 on 1,024 tokens in training mode: about 1 GiB while computed, as much
-as a shared server has. So ``estimate`` (checked against measured sizes in ``tests/test_budget.py``) and ``plan`` keep
+as a shared server has. So ``estimate`` (checked against measured sizes in ``tests/test_memory.py``) and ``plan`` keep
 a view within ``VIEW_BUDGET``: all tokens, the first tokens that fit with a note, or a refusal naming the setting.
 """
 

@@ -1,4 +1,4 @@
-"""explorer.weights without Streamlit: head slices, the wrapper of heads, the layer's copy, per-head summaries, and
+"""``explorer.models`` without Streamlit: head slices, the wrapper of heads, the layer's copy, per-head summaries, and
 the settings a trained model fixes."""
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""The memory budget: estimates against measured sizes, plans that lower or refuse, turns, the byte-bounded cache."""
+"""``explorer.runtime.memory``: the budget's estimates against measured sizes, plans that lower or refuse, turns,
+the byte-bounded cache."""
 
 import dataclasses
 import threading

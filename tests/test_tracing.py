@@ -1,5 +1,5 @@
-"""Stage 8, trace: every intermediate of a forward pass for all five modules, shapes as documented,
-seeded dropout draws, reproducible ``build``, and the package's public names."""
+"""Stage 8, trace (``attention.tracing``): every intermediate of a forward pass for all five modules, shapes as
+documented, seeded dropout draws, reproducible ``build``, and the package's public names."""
 
 import concurrent.futures
 import contextlib

@@ -1,4 +1,5 @@
-"""Figures built once for every session (issue 15, scope 2): keyed by the contents of what they show."""
+"""Figures built once for every session (``explorer.widgets.charts``, issue 15, scope 2): keyed by the contents of
+what they show."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The layer of points that makes a heatmap's cells clickable (``figures.heatmaps``), built without Streamlit."""
+"""Clickable cells (``figures.heatmaps``): a point per cell for a click to pick, and a picked cell's marks."""
 
 import dataclasses
 import json

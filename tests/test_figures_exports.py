@@ -1,4 +1,5 @@
-"""Exports that mean what they say: masked weights 0, masked scores -inf, safe labels, named files."""
+"""Exports that mean what they say (``explorer.figures``' CSV and JSON, a step's file names): masked weights 0,
+masked scores -inf, safe labels, named files."""
 
 import csv
 import io

@@ -1,7 +1,8 @@
-"""A fast first paint after a cold start (issue 15): the first run needs no torch (its modules import it
-lazily and its numbers are stored), the browser is asked for the charts' code with the page, torch and
-the rest are imported after the first page has painted, and the benchmark's phase breakdown reads the
-websocket's messages right."""
+"""The first paint (``explorer.runtime.server``), fast after a cold start (issue 15).
+
+The first run needs no torch (its modules import it lazily and its numbers are stored), the browser is asked for the
+charts' code with the page, torch and the rest are imported after the first page has painted, and the benchmark's
+phase breakdown reads the websocket's messages right."""
 
 import importlib
 import subprocess

@@ -1,4 +1,4 @@
-"""``figures.readable_width``: how wide a figure must be for its texts to stay apart (a phone scrolls to it)."""
+"""``figures.heatmaps.readable_width``: how wide a figure must be for its texts to stay apart (a phone scrolls)."""
 
 import numpy as np
 

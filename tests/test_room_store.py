@@ -1,4 +1,5 @@
-"""The live room's store (``explorer.room``): the same tests in memory and in Redis.
+"""The live room's store (``explorer.room.store``, as ``explorer.room.make_store`` makes it): the same tests in memory
+and in Redis.
 
 The Redis store runs against a real ``redis-server`` started on a free loopback port. Without one the Redis
 tests are skipped, except in CI (``CI=true``), where .ci/run installs it and a missing one fails.
