@@ -9,9 +9,11 @@ makes the ``Run`` once per change. A link's parameters are read once per session
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import threading
 import urllib.parse
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
@@ -45,17 +47,34 @@ WINDOW_TOKENS = "window_tokens"  # how many tokens the window was made for: anot
 INITIAL_PARAMS = "initial_params"  # the link's query parameters a page has not read yet (each is read once)
 LINK_PAGE = "link_page"  # the page the link opened: another page does not read its parameters
 LINKED_KEYS = "linked_keys"  # the state keys a link started (a step, a query token): a new link starts them again
-PAGE_PARAMS = "page_params"  # what a page adds to this run's link (its query token, head, cell)
 LINK_SLOT = "link_slot"  # where the "Copy link" popover goes (the sidebar's container)
 
-# This run: what it drew, for the downloads, the link and the cell panel (reset by ``begin_run``)
-RUN_FIGURES = "run_figures"  # the figures drawn in this run, for the step's JSON export
-RUN_STEP = "run_step"  # (page, step index, step title, step slug): the step this run shows, for file names and link
-RUN_SECTIONS = "run_book_sections"  # the book sections this run's captions named, for the step's JSON export
-RUN_CELLS = "run_cells"  # this run's panels a learner can pick cells of: [(name, Cells)] (``widgets.charts``)
-CELL_CODE = "cell_code"  # the code line that made the selected cell's matrix, for ``show_code``
-CELL_PANELS_SHOWN = "cell_panels_shown"  # how many of RUN_CELLS the cell panel had when drawn (``Steps.show``)
-RUN_ASIDE = "run_aside"  # the step's column of words (``Steps.beside``), if any: its JSON download goes there
+
+@dataclass
+class ThisRun:
+    """What one page run drew, for the parts of the same run that come after it: the step's downloads, its link,
+    its cell panel and its code panel. ``begin_run`` makes it; ``this_run()`` reaches it. It never outlives the
+    run, so it is not in ``st.session_state``."""
+
+    step: tuple | None = None  # (page, step index, step title, step slug): the step shown, for file names and link
+    figures: list[dict] = dataclasses.field(default_factory=list)  # the figures drawn, for the step's JSON export
+    sections: list[dict] = dataclasses.field(default_factory=list)  # the book sections its captions named, likewise
+    cells: list[tuple] = dataclasses.field(default_factory=list)  # the panels whose cells can be picked: (name, Cells)
+    cell_code: str | None = None  # the code line that made the selected cell's matrix, for ``show_code``
+    cell_panels_shown: int | None = None  # how many of ``cells`` the cell panel had when drawn (``Steps.show``)
+    aside: object = None  # the step's column of words (``Steps.beside``), if any: its JSON download goes there
+    params: dict[str, str] = dataclasses.field(default_factory=dict)  # the page's part of the link (query, head, cell)
+
+
+_RUNS = threading.local()  # each session's script runs on its own thread, one run at a time
+
+
+def this_run() -> ThisRun:
+    """The page run under way on this thread (an empty one before any)."""
+    found = getattr(_RUNS, "run", None)
+    if found is None:
+        found = _RUNS.run = ThisRun()
+    return found
 
 
 def step_key(page: str) -> str:
@@ -117,7 +136,7 @@ def notice(text: str, *, where=None) -> None:
 
 def page_param(name: str, value) -> None:
     """Record a page's own state (step, query token, head) for the URL of this run."""
-    st.session_state.setdefault(PAGE_PARAMS, {})[name] = str(value)
+    this_run().params[name] = str(value)
 
 
 def initial_param(name: str, page: str, key: str | None = None) -> str | None:
@@ -200,14 +219,11 @@ def set_settings(**changes) -> None:
 
 
 def begin_run() -> Run | None:
-    """Start a page's run: forget what the previous run drew and return this session's ``Run``; None when a
+    """Start a page's run: a new ``this_run()``, and this session's ``Run``; None when a
     page's button changed the settings, which only the whole app's run redraws in the sidebar."""
-    state = st.session_state
-    if state.pop(SET_HERE, False):
+    _RUNS.run = ThisRun()
+    if st.session_state.pop(SET_HERE, False):
         return None
-    state[RUN_FIGURES] = []
-    for key in (RUN_STEP, RUN_SECTIONS, RUN_CELLS, CELL_CODE, CELL_PANELS_SHOWN, RUN_ASIDE):
-        state.pop(key, None)
     return current_run()
 
 

@@ -26,7 +26,8 @@ steps = widgets.Steps("qkv")
 def matrix(name: str, z, explain, *, title: str = "", rows=None, keys: bool = False, **options) -> widgets.Panel:
     """A named heatmap: token rows (example outlined), token (``keys``) or d_out columns, cells explained or None."""
     cols = pieces if keys else [f"out {j}" for j in range(z.shape[1])]
-    options = {"kind": "signed", "row_title": "token", "col_title": "key" if keys else "output dim (counted from 0)", **options}
+    col_title = "key" if keys else "output dim (counted from 0)"
+    options = {"kind": "signed", "row_title": "token", "col_title": col_title, **options}
     if rows is None:
         rows, options["highlight_row"] = pieces, options.get("highlight_row", example)
     options.update(title=title or name, value_name=name, col_tokens=keys)

@@ -57,6 +57,22 @@ def app(page: str | None = None, *, query_params: dict | None = None, timeout: f
     return at.run()
 
 
+def runs_recorded(monkeypatch) -> list:
+    """The record (``session.this_run()``) of every page run from now on, last one last: what a run handed its
+    downloads, link and panels, which it keeps out of the session."""
+    from explorer import session
+
+    records, begin = [], session.begin_run
+
+    def begin_and_record():
+        found = begin()
+        records.append(session.this_run())
+        return found
+
+    monkeypatch.setattr(session, "begin_run", begin_and_record)
+    return records
+
+
 def function_app(script, *, presenter: bool = False, **kwargs) -> AppTest:
     """An AppTest of ``script`` alone (a function, called with ``kwargs``), in presenter mode if asked."""
     at = AppTest.from_function(script, kwargs=kwargs, default_timeout=30)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -249,6 +250,75 @@ def test_the_key_check_finds_a_key_written_as_a_string(tmp_path):
         'kept under "simplified:query"',
         'constant "multihead:head"',
     ]
+
+
+# Every key the session keeps, and why a later run reads it: what one run's parts hand each other travels in
+# ``session.this_run()`` instead, which begins with each run (issue 56).
+OUTLIVES_THE_RUN = {
+    "SETTINGS": "the sidebar's settings, read by every run",
+    "SETTINGS_NOTICES": "why settings were corrected, shown in the next whole run's sidebar",
+    "SET_HERE": "a page's button changed settings: the next run is the whole app's",
+    "RUN_KEY": "the Run made for the settings, reused until they change",
+    "PRESENTER": "presenter mode from the link, for every later run",
+    "PHONE": "the browser's width class, measured once",
+    "TOKEN_WINDOW": "the sidebar's token window, which a run of the page alone does not redraw",
+    "WINDOW_TOKENS": "the token count the window was made for",
+    "INITIAL_PARAMS": "the opening link's parameters, each read by the first run that needs it",
+    "LINK_PAGE": "the page the link opened",
+    "LINKED_KEYS": "the keys a link started, started again by the next link",
+    "LINK_SLOT": "the sidebar's container, drawn by the whole run, filled by later page runs",
+    "WHY_HIDDEN": "a page control's value across reruns",
+    "SIMPLIFIED_QUERY": "a page control's value across reruns",
+    "QKV_TEMPERATURE": "a page control's value across reruns",
+    "QKV_NUM_KEYS": "a page control's value across reruns",
+    "MULTIHEAD_HEAD": "a page control's value across reruns",
+    "DROPOUT_SAMPLES": "a page control's value across reruns",
+    "MISTAKE": "a page control's value across reruns",
+    "SPEED_RESULT": "Speed's last measurement, redrawn by later runs",
+    "GENERATE_NEW": "a page control's value across reruns",
+    "GENERATE_TEMPERATURE": "a page control's value across reruns",
+    "GENERATE_TOP_K": "a page control's value across reruns",
+    "GENERATE_SEED": "a page control's value across reruns",
+    "GENERATE_TOKEN": "a page control's value across reruns",
+    "GENERATE_LAYER": "a page control's value across reruns",
+    "GENERATE_HEAD": "a page control's value across reruns",
+    "GENERATE_WINDOW": "a page control's value across reruns",
+    "GENERATE_TIMES": "Generate's timing, shown until the next press",
+    "CODE": "the room this session joined",
+    "TOKEN": "a teacher's token for the room",
+    "STUDENT": "a student's id in the room",
+    "FOLLOWING": "whether a student follows the room",
+    "SEEN": "the room version a student last read",
+    "APPLIED": "the teacher's position a student last moved to",
+    "PUBLISHED": "the position a teacher last published",
+    "MESSAGE": "why the session left its room, until dismissed",
+    "COOKIE_HELD": "the teacher's room cookie as this session believes it",
+    "VOTER_HELD": "the student's voter id from the browser",
+    "ROOM_LINK_READ": "the link's room read once per session",
+    "ROOM_COOKIE_READ": "the room cookies read once per session",
+    "ROOM_SLOT": "the sidebar's container for a presenter's room",
+    "RESUMED": "a resumed room, said once",
+}
+
+
+def test_every_session_key_says_why_it_outlives_the_run():
+    """No key hands a value from one function to another within a run: each one declared is read by a later run."""
+    lines = re.findall(r'^([A-Z_][A-Z_0-9, ]*) = f?"', (ROOT / KEYS_HOME).read_text(encoding="utf-8"), re.M)
+    declared = [name for line in lines for name in line.split(", ")]
+    assert set(declared) == set(OUTLIVES_THE_RUN), set(declared) ^ set(OUTLIVES_THE_RUN)
+
+
+def test_one_runs_record_begins_with_the_run_and_is_not_kept_in_the_session():
+    from explorer import session
+
+    first = session.this_run()
+    first.figures.append({"name": "x"})
+    assert session.this_run() is first
+    with mock.patch.object(session, "st") as st, mock.patch.object(session, "current_run"):
+        st.session_state = {}
+        session.begin_run()
+        assert session.this_run() is not first and session.this_run().figures == []
+        assert not any(isinstance(v, session.ThisRun) for v in st.session_state.values())
 
 
 # The app memoises in two ways: ``runtime.memory.SharedCache`` (one read-only result for every session, bounded

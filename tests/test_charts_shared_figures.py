@@ -182,10 +182,9 @@ def test_a_heatmap_prints_the_cell_values_that_fit_its_share_of_the_width():
 def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch):
     """A Next click back to a step this session drew finds its charts in the shared figures (``charts.shared``)
     and builds none, and the charts still join the step's JSON export. A new sentence builds new ones."""
-    from apptest_support import next_step, previous_step, type_sentence
+    from apptest_support import next_step, previous_step, runs_recorded, type_sentence
 
-    from explorer.session import RUN_FIGURES
-
+    runs = runs_recorded(monkeypatch)
     at = app("pages/causal_mask.py")
     at = previous_step(next_step(next_step(at)))  # steps 1, 2, 3 and back to 2: step 3's charts are drawn
     assert not at.exception
@@ -196,7 +195,7 @@ def test_a_rerun_finds_its_charts_by_their_contents_and_builds_none(monkeypatch)
     at = next_step(at)  # step 3 again
     assert not at.exception
     assert calls == []  # no chart built: each was found by its numbers, labels and options
-    assert len(at.session_state[RUN_FIGURES]) == 2  # both of step 3's heatmaps are in its JSON export
+    assert len(runs[-1].figures) == 2  # both of step 3's heatmaps are in its JSON export
     again = previous_step(next_step(previous_step(at)))
     assert [json.dumps(s, sort_keys=True) for s in figure_specs(again)] == [
         json.dumps(s, sort_keys=True) for s in before

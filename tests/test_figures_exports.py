@@ -70,7 +70,10 @@ def test_the_book_flag_follows_the_settings():
 
 
 def test_file_names_carry_page_step_and_quantity(monkeypatch):
-    monkeypatch.setattr(steps.st, "session_state", {"run_step": ("causal_mask", 2, "Scores with −∞")})
+    from explorer import widgets
+    from explorer.session import ThisRun
+
+    monkeypatch.setattr(widgets, "this_run", lambda: ThisRun(step=("causal_mask", 2, "Scores with −∞")))
     assert steps.export_name("masked-weights") == "causal_mask-step3-masked_weights"
     assert figures.export_config(steps.export_name("masked-weights"))["toImageButtonOptions"]["filename"] == (
         "causal_mask-step3-masked_weights"

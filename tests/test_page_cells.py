@@ -7,10 +7,9 @@ import re
 
 import numpy as np
 import pytest
-from apptest_support import app, decode, figure_specs, next_step, previous_step, type_sentence
+from apptest_support import app, decode, figure_specs, next_step, previous_step, runs_recorded, type_sentence
 
 from explorer import figures
-from explorer.session import CELL_CODE
 from explorer.widgets import steps
 
 # page -> {step (from 0): the names of its explainable panels, in the order they are drawn}
@@ -51,11 +50,20 @@ def the_line_is_marked(at, shown: bool = True) -> None:
     """The selected matrix's ``Cells.code`` is in exactly one line of the code the step shows (a part of a line
     finds that line alone), and that line is the marked one; where the step does not show it (not ``shown``), in
     none, and nothing is marked."""
-    wanted = at.session_state[CELL_CODE]
+    wanted = RUNS[-1].cell_code  # the selected matrix's line, as the last run recorded it
     lines = [line for c in at.main.code if c.language == "python" for line in c.value.split("\n")]
     found = [line for line in lines if wanted in line]
     assert len(found) == int(shown), f"{wanted!r} is in {len(found)} lines of the step's code: {found}"
     assert [line for line in lines if steps.CELL_MARK.strip("# ") in line] == found
+
+
+RUNS: list = []  # this test's page runs' records (``runs_recorded``)
+
+
+@pytest.fixture(autouse=True)
+def _record_runs(monkeypatch):
+    global RUNS
+    RUNS = runs_recorded(monkeypatch)
 
 
 def go_to(page: str, step: int, **query):

@@ -322,3 +322,16 @@ def test_crafted_page_state_gives_a_notice_not_an_exception(page, key, value):
     ]
     at.run()
     assert not at.exception
+
+
+def test_the_token_window_stays_in_the_link_after_a_click_that_reruns_only_the_page():
+    """The sidebar writes the window; a Next click reruns the page alone, whose link must still carry ``win=``."""
+    from apptest_support import app, next_step
+
+    at = app("pages/causal_mask.py", query_params={"input": "text", "text": LONG_TEXT, "win": "2-12"})
+    param = lambda name: "".join(at.query_params[name])  # noqa: E731 (a str, or a list of one)
+    assert not at.exception and param("win") == "2-12"
+    first_step = param("step")
+    next_step(at)
+    assert not at.exception
+    assert param("win") == "2-12" and param("step") != first_step

@@ -14,7 +14,7 @@ import streamlit as st
 
 from explorer.figures import tables_csv
 from explorer.models import describe
-from explorer.session import PRESENTER, RUN_SECTIONS, RUN_STEP, chosen, current_run, set_settings
+from explorer.session import PRESENTER, chosen, current_run, set_settings, this_run
 from explorer.settings import DEFAULTS, RANDOM, Settings
 from explorer.views import Run
 from explorer.views.chapter import BOOK_DROPOUT, TITLES, departures, note_of
@@ -108,7 +108,7 @@ def book_caption(settings: Settings, section: str, *, also: Sequence[str] = (), 
     """Show ``note`` as a caption (in ``where``, a container, or the page) and record it for the export."""
     (where or st).caption(":material/menu_book: " + note_of(settings, section, tuple(also)))
     book = not departures(settings, section) and not also
-    st.session_state.setdefault(RUN_SECTIONS, []).append({"section": TITLES[section], "book": book})
+    this_run().sections.append({"section": TITLES[section], "book": book})
 
 
 def dropout_setting(settings: Settings, used: Settings, active: bool) -> None:
@@ -258,12 +258,12 @@ if (!window.chartScrollRegions) {
 
 
 IMAGE_FORMAT = "w_image_format"
-NO_STEP = ("", 0, "")  # RUN_STEP on a page without steps
+NO_STEP = ("", 0, "")  # ``this_run().step`` on a page without steps
 
 
 def export_name(quantity: str) -> str:
     """A file name stem that says the page, the step and the quantity: "causal_mask-step3-masked_weights"."""
-    page, index = st.session_state.get(RUN_STEP, NO_STEP)[:2]
+    page, index = (this_run().step or NO_STEP)[:2]
     return "-".join(filter(None, (page, f"step{index + 1}" if page else "", quantity.replace("-", "_"))))
 
 

@@ -30,15 +30,11 @@ from explorer import figures
 from explorer.figures import figure_alt, figure_tables, figure_title, highlighted_rows
 from explorer.runtime.memory import MIB, SharedCache
 from explorer.session import (
-    CELL_CODE,
-    CELL_PANELS_SHOWN,
-    RUN_CELLS,
-    RUN_FIGURES,
-    RUN_STEP,
     cell_key,
     initial_param,
     notice,
     page_param,
+    this_run,
 )
 from explorer.session import figure_style as style
 from explorer.settings import parse_cell, quoted
@@ -168,7 +164,7 @@ HINT = "Click or tap any cell of a heatmap on this step, or pick one here, to se
 
 
 def _step_key() -> str:
-    step = st.session_state.get(RUN_STEP, NO_STEP)
+    step = this_run().step or NO_STEP
     return cell_key(step[0], step[1])
 
 
@@ -180,7 +176,7 @@ def selection() -> dict | None:
     """This step's selected cell: {"panel", "row", "col", "labels"}, or None."""
     key = _step_key()
     if key not in st.session_state:
-        raw = initial_param("cell", st.session_state.get(RUN_STEP, NO_STEP)[0])
+        raw = initial_param("cell", (this_run().step or NO_STEP)[0])
         found = parse_cell(raw)
         if raw is not None and found is None:
             notice(f"cell={quoted(raw)} in the link is not a cell such as 2,1 (query 2, key 1); none is selected.")
@@ -204,7 +200,7 @@ def _pick_cell(step_key: str, name: str, cells, row: int, col: int | None = None
 
 def register(name: str, cells) -> dict | None:
     """Add a panel to this run's explainable ones; the step's selection as it applies to it, checked."""
-    panels = st.session_state.setdefault(RUN_CELLS, [])
+    panels = this_run().cells
     panels.append((name, cells))
     key, chosen = _step_key(), selection()
     if chosen is None:
@@ -221,7 +217,7 @@ def register(name: str, cells) -> dict | None:
     if chosen.get("labels") != _labels_id(cells):  # a new sentence: start afresh
         st.session_state[key] = None
         return None
-    st.session_state[CELL_CODE] = cells.code
+    this_run().cell_code = cells.code
     return chosen
 
 
@@ -239,7 +235,7 @@ def _marks(spec: str, cells, chosen: dict | None, name: str) -> list[dict]:
         return []
     row, col = chosen["row"], chosen["col"]
     if chosen["panel"] != name:  # another panel's cell: the same cell, row or column where the names match
-        owner = dict(st.session_state.get(RUN_CELLS, [])).get(chosen["panel"])
+        owner = dict(this_run().cells).get(chosen["panel"])
         axes = (owner.rows, owner.cols) if owner is not None else chosen.get("axes")
         if axes is None:  # from a link, and drawn later in this run: its names are not known yet
             return []
@@ -266,8 +262,8 @@ def _picker_changed(key: str, panels: dict, widgets: tuple[str, str, str]) -> No
 
 def explain_cell(where=None) -> None:
     """The step's cell picker and the explanation of its selected cell, in ``where`` (default: the page)."""
-    panels = dict(st.session_state.get(RUN_CELLS, []))
-    st.session_state[CELL_PANELS_SHOWN] = len(st.session_state.get(RUN_CELLS, []))  # checked by ``Steps.show``
+    panels = dict(this_run().cells)
+    this_run().cell_panels_shown = len(panels)  # checked by ``Steps.show``
     if not panels:
         return
     key, chosen = _step_key(), selection()
@@ -396,7 +392,7 @@ def _show(drawn: Drawn, name: str, key: str | None, on_select: Callable | None =
         on_select = on_pick(key, partial(_pick_cell, _step_key(), name, explain))
     picks = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     chart = EncodedFigure(drawn.spec, marks)
-    state.setdefault(RUN_FIGURES, []).append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
+    this_run().figures.append({"name": name, "title": drawn.title or name, "tables": drawn.tables})
     with phone_scroll(drawn.readable_width, key or name):  # the download inside: a keyboard reaches the scroll
         st.plotly_chart(chart, key=key, config=config, width="stretch", alt=drawn.alt, **picks)
         csv_download(drawn.tables, file_name, key=f"csv:{key or name}")
@@ -419,5 +415,6 @@ def token_vectors(name: str, vectors, pieces: Sequence[str], cols: Sequence[str]
     values on the diverging scale, 4 decimals as the book prints them up to 4 columns, else 2."""
     dims = np.shape(vectors)[1]
     cols = [f"dim {k}" for k in range(dims)] if cols is None else cols
-    shown = dict(row_title="token", col_title=figures.DIMENSION, col_tokens=False, kind="signed", value_name="context value")
+    shown = dict(row_title="token", col_title=figures.DIMENSION, col_tokens=False, kind="signed")
+    shown["value_name"] = "context value"
     draw(figures.heatmap, name, vectors, pieces, cols, **(shown | {"decimals": 4 if dims <= 4 else 2} | options))

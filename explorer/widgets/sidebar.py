@@ -23,7 +23,6 @@ from explorer.session import (
     initial_param,
     notice,
     on_change_of,
-    page_param,
     refill_widgets,
     start_session,
     widgets_valid,
@@ -177,5 +176,4 @@ def token_window_control(run: Run) -> None:
             "shows tokens 1 to 40.",
         )
     if (start, stop) != (0, num_tokens):
-        st.session_state[TOKEN_WINDOW] = (start, max(stop, start + 1))
-        page_param("win", f"{start}-{stop}")
+        st.session_state[TOKEN_WINDOW] = (start, max(stop, start + 1))  # and the link's win= (``finish_run``)

@@ -28,21 +28,15 @@ import streamlit as st
 from explorer import room
 from explorer.figures import JSON_NOTE, json_table, step_json
 from explorer.session import (
-    CELL_CODE,
-    CELL_PANELS_SHOWN,
     LINK_SLOT,
-    PAGE_PARAMS,
     PRESENTER,
-    RUN_ASIDE,
-    RUN_CELLS,
-    RUN_FIGURES,
-    RUN_SECTIONS,
-    RUN_STEP,
     SETTINGS,
+    TOKEN_WINDOW,
     chosen,
     initial_param,
     notice,
     step_key,
+    this_run,
     view_link,
 )
 from explorer.settings import MAX_URL_TEXT_CHARS, TEXT, parse_position, quoted
@@ -163,7 +157,7 @@ class Steps:
         step = self.steps[stepper(self.page, self.steps)]
         self.aside = None
         step.show()
-        drawn, shown = len(st.session_state.get(RUN_CELLS, ())), st.session_state.get(CELL_PANELS_SHOWN)
+        drawn, shown = len(this_run().cells), this_run().cell_panels_shown
         if shown is not None and drawn != shown:
             raise RuntimeError(
                 f"{self.page}'s step {step.slug} drew {drawn} explainable charts, but its cell panel "
@@ -174,7 +168,7 @@ class Steps:
                 explain_cell()
             if step.code:
                 show_code(*step.code)
-        st.session_state[RUN_ASIDE] = self.aside  # the step's JSON download goes under its words (``finish_run``)
+        this_run().aside = self.aside  # the step's JSON download goes under its words (``finish_run``)
         return step
 
 
@@ -217,7 +211,7 @@ def stepper(page: str, steps: Sequence[Step]) -> int:
         unsafe_allow_html=True,
     )
     middle.progress((index + 1) / count)
-    st.session_state[RUN_STEP] = (page, index, step.title, step.slug)  # the link's step (``finish_run``)
+    this_run().step = (page, index, step.title, step.slug)  # the link's step (``finish_run``)
     if room.following():  # a student who follows the room gets the teacher's steps, and no buttons or keys
         return index
     # No arrow icons: Streamlit already shows each shortcut (← and →) beside the label.
@@ -281,7 +275,7 @@ def show_code(*objects: Callable | type | str, title: str = "Show the code") -> 
     panel = st.expander(title, icon=":material/code:", key=code_panel_key(title), on_change="rerun")
     if not panel.open:
         return
-    marked = st.session_state.get(CELL_CODE)  # set while this run drew its charts
+    marked = this_run().cell_code  # set while this run drew its charts
     with panel:
         for obj in objects:
             obj = pkgutil.resolve_name(obj) if isinstance(obj, str) else obj  # a dotted name, looked up now
@@ -318,12 +312,12 @@ def finish_run(
     """After the page: the step's JSON download (under the step's words when they have a column), then the view
     written into the URL and offered as "Copy link to this view" in the sidebar. ``address`` makes the address bar's
     parameters from the view's. Returns the view's."""
-    state = st.session_state
-    drawn, step = state.get(RUN_FIGURES, []), state.get(RUN_STEP)
+    state, this = st.session_state, this_run()
+    drawn, step = this.figures, this.step
     if drawn:
-        sections = list(state.get(RUN_SECTIONS, []))  # the book sections this run's captions named
+        sections = list(this.sections)  # the book sections this run's captions named
         exported = step or (page_title, 0, "", "1")  # not ``shown``, reassigned below: the lambda runs when pressed
-        aside = state.get(RUN_ASIDE)  # a step's narrow column of words: the button takes its width, not more
+        aside = this.aside  # a step's narrow column of words: the button takes its width, not more
         (aside or st).download_button(
             "This step's numbers (JSON)",  # short: it fits a step's column of words at 1280 px
             data=lambda: step_json(step_payload(page_title, exported, run, sections, drawn)),
@@ -335,7 +329,9 @@ def finish_run(
             width="stretch" if aside else "content",
         )
     settings = state.get(SETTINGS) or chosen()  # ``chosen``, not entered at each run
-    page_params = tuple(state.pop(PAGE_PARAMS, {}).items())
+    if state.get(TOKEN_WINDOW):  # the sidebar's window of tokens, which a run of the page alone does not draw
+        this.params["win"] = "{}-{}".format(*state[TOKEN_WINDOW])
+    page_params = tuple(this.params.items())
     params, link = view_link(settings, step, page_params, bool(state.get(PRESENTER)), st.context.url, url_path)
     shown = address(params)
     if st.query_params.to_dict() != shown:
