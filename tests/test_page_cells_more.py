@@ -10,7 +10,7 @@ import pytest
 import torch
 from apptest_support import app, decode, figure_specs, next_step
 from test_derivations import grown_and_recomputed_keys
-from test_page_cells import COL, ROW, go_to, picker, the_line_is_marked
+from test_page_cells import COL, ROW, _record_runs, go_to, picker, the_line_is_marked  # noqa: F401 (the fixture)
 
 import attention
 from attention import derivations
