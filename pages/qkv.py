@@ -105,9 +105,10 @@ def scaled_scores():
 @steps.add("Weights and context vectors", attention.SelfAttention_v1.steps)
 def weights_and_context():
     st.markdown(
-        "`attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)` turns each row into attention weights that "
-        "sum to 1. `context_vec = attn_weights @ values` mixes the values into one context vector per token, "
-        "d_out numbers each." + notes.example_rows(trace, example, attn_weights="attn_weights", context_vec="output")
+        "`attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)` turns each row into attention "
+        "weights that sum to 1. `context_vec = attn_weights @ values` mixes the values into one context vector per "
+        "token, d_out numbers each."
+        + notes.example_rows(trace, example, attn_weights="attn_weights", context_vec="output")
     )
     code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
     weights = cells.weights(trace.scaled_scores, pieces, code=code, notation=notation)
