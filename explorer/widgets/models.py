@@ -47,10 +47,10 @@ def show_summaries(settings: Settings) -> None:
         st.info("With one token there is no previous token to look at; type a longer sentence.")
         return
     st.markdown(
-        f"Layer {settings.layer}'s heads on this sentence, each row's attention weights averaged over queries 2 to T "
-        "(query 1 sees only itself). The bars show how much goes to **the token just before** and to **the first "
-        f"token**. They also show how spread out a row is: its {term('entropy', 'entropy')} as a share of spreading "
-        "evenly (1 is uniform, 0 is one token)."
+        f"Layer {settings.layer}'s heads on this sentence, each row's attention weights averaged over queries 2 to "
+        "num_tokens (query 1 sees only itself). The bars show how much goes to **the token just before** and to "
+        f"**the first token**. They also show how spread out a row is: its {term('entropy', 'entropy')} as a share "
+        "of spreading evenly (1 is uniform, 0 is one token)."
     )
     shares = {
         "on the previous token": found.previous_token,
@@ -227,8 +227,9 @@ def label_text(num_heads: int, *, written: bool = True) -> str:
         where = "On a phone only the hover shows them. " if num_heads > SHORT_ABOVE else ""
     return (
         f"{where}{legend}A label says **prev** or **first** when the token just before, or the first token, gets "
-        f"at least {MOSTLY:.0%} of a row's weight on average (queries 2 to T). Otherwise it says **spread**: the "
-        f"rows' {term('entropy', 'entropy')} as a share of spreading evenly (1 is even, 0 is one token)."
+        f"at least {MOSTLY:.0%} of a row's weight on average (queries 2 to num_tokens). Otherwise it says "
+        f"**spread**: the rows' {term('entropy', 'entropy')} as a share of spreading evenly (1 is even, 0 is one "
+        "token)."
     )
 
 
