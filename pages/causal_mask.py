@@ -58,7 +58,7 @@ def unmasked_weights():
     book = ", which has the book's `SelfAttention_v2` weight matrices" if seed == 789 else ""
     built = f"holding {trained_head}" if trained_head else f"built after `torch.manual_seed({seed})`{book}"
     text.markdown(
-        f"These are the weights **before** masking of a `CausalAttention` {built}"
+        f"These are the attention weights **before** masking of a `CausalAttention` {built}"
         + ": the softmax of attn_scores / √d_k. Every query attends to every key, including tokens that come "
         "after it. A language model predicts the next token, so that is cheating: on average a query puts "
         f"**{future_share:.1%}** of its weight on the future. A {term('causal_mask')} hides it."
