@@ -30,7 +30,7 @@ def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked:
         else f"an even share, 1/{num_tokens} = {1 / num_tokens:.2f}"
     )
     said = (
-        f"Every weight here is within **{within(gap)}** of {share}: attention is spread almost evenly, so on the "
+        f"Every weight here is within **{within(gap)}** of {share}. Attention is spread almost evenly, so on the "
         "fixed 0–1 color scale the cells look alike."
     )
     if settings.weights != RANDOM:
@@ -55,7 +55,7 @@ def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked:
             "nearly equal weights."
         )
         try_this = (
-            f"Choose {TRAINED_CHOICE} to see the weights of a small GPT trained on The Verdict, whose heads learned "
-            "which tokens to attend to."
+            f"Choose {TRAINED_CHOICE} to see the weights of a small GPT trained on The Verdict, whose heads "
+            "learned which tokens to attend to."
         )
     return f"{said} {why} {try_this}"
