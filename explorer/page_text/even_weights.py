@@ -55,7 +55,7 @@ def even_note(gap: float | None, num_tokens: int, settings: Settings, *, masked:
             "nearly equal weights."
         )
         try_this = (
-            f"Choose {TRAINED_CHOICE} to see the weights of a small GPT trained on The Verdict, whose heads "
+            f"Choose {TRAINED_CHOICE} to see the attention weights of a small GPT trained on The Verdict, whose heads "
             "learned which tokens to attend to."
         )
     return f"{said} {why} {try_this}"
