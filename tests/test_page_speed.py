@@ -136,7 +136,7 @@ def test_memory_growth_gives_its_range_only_when_the_slopes_differ():
     even = words.memory_growth_words(Growth(2.0, 1.98, 2.02, (128, 256, 512)))
     assert even == " From T = 128 to 512 its peak memory grew as T to the power 2.0."
     uneven = words.memory_growth_words(Growth(1.8, 1.6, 2.0, (128, 256, 512)))
-    assert uneven.endswith("grew as T to the power 1.8 (1.6 to 2.0 between neighbouring T).")
+    assert uneven.endswith("grew as T to the power 1.8 (1.6 to 2.0 between neighboring T).")
 
 
 def test_every_sentence_is_at_most_35_words():

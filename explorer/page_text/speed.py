@@ -95,7 +95,7 @@ def memory_growth_words(growth: Growth | None) -> str:
     )
     if round(growth.low, 1) == round(growth.high, 1):
         return span + "."
-    return span + f" ({growth.low:.1f} to {growth.high:.1f} between neighbouring T)."
+    return span + f" ({growth.low:.1f} to {growth.high:.1f} between neighboring T)."
 
 
 def kept_words(peaks_mib: tuple[float, float], one_mib: float, num_tokens: int, d_model: int, num_heads: int) -> str:
