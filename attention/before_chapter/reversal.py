@@ -55,7 +55,7 @@ class ReversalSeq2Seq(nn.Module):
       context is the weighted sum of the input tokens' *embeddings*, and the
       output symbol is read from the context alone. Bahdanau sums the
       annotations and reads the output from the decoder state too, but an
-      annotation also knows its neighbours and the decoder state knows what it
+      annotation also knows its neighbors and the decoder state knows what it
       wrote last; trained that way, the model looked one token off, or split
       its weight between the right token and the one it had just written, and
       still got every symbol right. Summing embeddings and reading only the

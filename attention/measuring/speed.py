@@ -29,7 +29,7 @@ How it measures (``measure``): inputs and parameters are seeded; everything
 runs in eval mode under ``torch.inference_mode()``. Time is the median of
 single calls over ``repeats`` rounds. Each round calls every implementation
 once, in an order shuffled with a fixed seed, so a burst of load from another
-process slows them all alike and none always follows the same neighbour (after
+process slows them all alike and none always follows the same neighbor (after
 one frees a gigabyte, say); one that takes less than ``MIN_ROUND_S`` is called
 several times per round, each call timed. The median ignores the calls that a
 busy machine stalls. Memory (``peak_memory_bytes``) is the most memory torch's
@@ -42,7 +42,7 @@ is recorded, because on a shared machine it says how far to trust the times.
 How fast a cost grows (``time_growth``, ``memory_growth``): an exponent k
 in cost ∝ T^k is fitted only over the T where the T × T work dominates, with
 its spread (a bootstrap over the timing rounds for time; the slopes between
-neighbouring T for memory), or not at all. ``plan_measurement`` picks the
+neighboring T for memory), or not at all. ``plan_measurement`` picks the
 sizes whose measurement fits a time on this machine, from a probe at T = 256.
 
 ``benchmarks/bench_attention.py`` is the command line over ``measure``, for
@@ -326,7 +326,7 @@ def time_growth(num_tokens: Sequence[int], rounds_ms: Sequence[Sequence[float]],
 def memory_growth(num_tokens: Sequence[int], peak_mib: Sequence[float], d_model: int, num_heads: int) -> Growth | None:
     """The exponent of peak memory ∝ T^k where one (b, num_heads, T, T) tensor outweighs ``LINEAR_TENSORS``
     (b, T, d_model) tensors (num_heads T ≥ 8 d_model); ``low`` to ``high`` is the range of the slopes between
-    neighbouring T (memory is not noisy, but it need not grow evenly). None with fewer than two such T."""
+    neighboring T (memory is not noisy, but it need not grow evenly). None with fewer than two such T."""
     chosen = [i for i, T in enumerate(num_tokens) if t_by_t_dominates(T, d_model, num_heads) and peak_mib[i] > 0]
     if len(chosen) < 2:
         return None
