@@ -204,6 +204,7 @@ def test_the_plan_says_what_it_chose_and_what_the_next_size_would_cost():
     text = words.plan_words(plan)
 
     assert "T (the book's num_tokens) from 16 to 512, which should take about 5 s" in text
+    assert "the book's d_in = d_out = d_model" in text  # d_model, the sizes' name, is defined where it appears
     assert "took 41 ms in all, on 1 of 2 cores (load average 11.2)" in text
     assert text.endswith("With T = 1024 it would take about 15 s.")
     assert all(len(sentence.split()) <= 35 for sentence in text.split(". "))

@@ -35,8 +35,9 @@ def plan_words(plan) -> str:
     cores = f"{plan.threads} of {plan.cores} cores" if plan.threads < plan.cores else f"{plan.cores} cores"
     words = (
         f"The default sizes fit this machine: T (the book's num_tokens) from {sizes[0]} to {sizes[-1]}, which "
-        f"should take about {plan.predicted_s:.0f} s to measure. One call of each implementation at T = 256 took "
-        f"{plan.probe_ms:.0f} ms in all, on {cores} (load average {plan.load:.1f})."
+        f"should take about {plan.predicted_s:.0f} s to measure. Each token's vector has d_model numbers, in and "
+        "out: every implementation has the book's d_in = d_out = d_model. One call of each implementation at T = "
+        f"256 took {plan.probe_ms:.0f} ms in all, on {cores} (load average {plan.load:.1f})."
     )
     if plan.next_tokens is not None:
         words += f" With T = {plan.next_tokens} it would take about {plan.next_s:.0f} s."
