@@ -251,8 +251,8 @@ def measure_no_scaling(mha, x, right, wrong, curve, samples, seed):
     *kept, param = measures
     sentence = (
         param.sentence
-        + f" In {starved:.0%} of rows it is below {STARVED:.0%} of the right code's median: those rows are "
-        "one-hot, and their W_query and W_key barely learn from them."
+        + f" In {starved:.0%} of rows it is below {STARVED:.0%} of the right code's median: almost no gradient "
+        "reaches W_query and W_key from those rows."
     )
     return (*kept, replace(param, sentence=sentence))
 
