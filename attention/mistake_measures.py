@@ -196,10 +196,7 @@ def _scaling_measures(mha, right, wrong, curve, way_back: str) -> tuple[Measure,
     input and the parameters ("1" or "1/d_k")."""
     at = SATURATION_D_KS.index(LARGE_D_K)
     right_max, wrong_max = right.max(dim=-1).values.mean().item(), wrong.max(dim=-1).values.mean().item()
-    here = (
-        f"Here head_dim = {mha.head_dim}: the largest weight in a row is {wrong_max:.3f} on average "
-        f"instead of {right_max:.3f}."
-    )
+    here = f"Here head_dim = {mha.head_dim}: the largest weight in a row averages {instead(wrong_max, right_max)}."
     if mha.head_dim == 1:
         here += " With head_dim = 1, √d_k = d_k = 1, so the mistake changes nothing until d_k grows."
     wrong_at, right_at = curve.wrong_max_weight[at].item(), curve.right_max_weight[at].item()

@@ -154,6 +154,7 @@ def test_no_scaling_changes_nothing_at_head_dim_1(book_mha, book_batch):
     result = run_mistake("no_scaling", book_mha, book_batch)
     assert torch.equal(result.wrong_output, result.right_output)
     assert "changes nothing" in result.measure("max_weight_here").sentence
+    assert "as the right code's does" in result.measure("max_weight_here").sentence  # not "0.414 instead of 0.414"
 
 
 def test_no_scaling_saturates_the_softmax(random_mha, random_x):
