@@ -532,8 +532,9 @@ def explain_bahdanau(d: Derivation, n: Notation, row_label: str, col_label: str,
         words = (
             f"The {d.details['model']} model's α_{sub(d.row, d.col)}: how much output step {i}, which must write "
             f"{_token(row_label)}, reads input token x^({j}) {_token(keys[d.col])}. It is the {term('softmax')} over "
-            f"the input tokens of e_ij = v_aᵀ tanh(W_a s + U_a h_j), from s, the decoder's state before step {i}, and "
-            f"the annotation h_j ({e.details['attention_size']} rows of v_a)."
+            f"the input tokens of e_ij = v_aᵀ tanh(W_a s + U_a h_j). Here s is the decoder's state before step {i}, "
+            f"h_j the encoder's state at input token j (both directions), and the sum runs over v_a's "
+            f"{e.details['attention_size']} entries."
         )
     else:
         state = "the encoder's final state" if d.row == 0 else f"s_{d.row}, the decoder's state after step {d.row}"
@@ -584,7 +585,7 @@ def explain_contrast(d: Derivation, n: Notation, row_label: str, col_label: str,
     if s.kind == "additive_score":
         words = (
             f"{where}, softmax of an additive score: v_aᵀ tanh(W_a x^({i}) + U_a x^({j})), with untrained W_a, U_a "
-            f"and v_a of {s.details['attention_size']} rows. The score is a sum over those rows, not over x's entries."
+            f"and v_a of {s.details['attention_size']} entries. The score is a sum over v_a's entries, not over x's."
         )
         score = f"e_{sub(d.row, d.col)} = Σ_k v_a[k]·tanh(W_a x^({i}) + U_a x^({j}))[k] = {_sum(s)}"
     else:
