@@ -327,16 +327,22 @@ def projections(inputs, weight_matrix, pieces, dims, *, code: str, notation: Not
 
 
 def explain_head_weight(d: Derivation, n: Notation, row_label: str, col_label: str, keys: Sequence[str]):
-    """A cell of a grid of heads: the weight (or dropped weight) of head ``details["head"]``, written as
-    ``attn_weights[h, i, j]``; the column's token is the key's (``keys[j]``), not the grid's label."""
-    head = d.details["head"]
-    words, sums = explain(d, replace(n, item=head), row_label, keys[d.col], keys)
-    return f"Head {head + 1} of {d.details['num_heads']}. " + words, sums
+    """A cell of a grid of heads: the weight (or dropped weight) of head ``details["head"]``, written as the code
+    indexes it: ``attn_weights[0, h, i, j]`` in ``MultiHeadAttention`` (``details["stacked"]``), else
+    ``attn_weights[0, i, j]`` in the wrapper's ``heads[h]``; the column's token is the key's (``keys[j]``)."""
+    head, stacked = d.details["head"], d.details["stacked"]
+    words, sums = explain(d, replace(n, item=f"0, {head}" if stacked else 0), row_label, keys[d.col], keys)
+    own = "" if stacked else f" (`heads[{head}]`)"
+    return f"Head {head + 1} of {d.details['num_heads']}{own}. " + words, sums
 
 
-def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, notation: Notation) -> Cells:
+def head_weights(
+    scores, keep, p: float, shown: range, pieces, *, code: str, notation: Notation, stacked: bool = True
+) -> Cells:
     """The heads ``shown`` of (num_heads, T, T) scaled scores (−∞ where masked), after dropout's ``keep``
-    (None: no dropout) with rate ``p``, as a grid: panel k's key j is column k · T + j (``figures.pick_layer``)."""
+    (None: no dropout) with rate ``p``, as a grid: panel k's key j is column k · T + j (``figures.pick_layer``).
+    ``stacked``: the heads are ``MultiHeadAttention``'s, one (b, num_heads, T, T) tensor; else the wrapper's, each
+    a ``CausalAttention`` with its own (b, T, T) tensor."""
     count = len(pieces)
 
     def derive(row: int, col: int):  # head h's weight from its scores, then dropout's draw if any
@@ -344,7 +350,7 @@ def head_weights(scores, keep, p: float, shown: range, pieces, *, code: str, not
         found = attention.derivations.weight(_f64(scores[head, row]), col, row=row, subtract_max=False)
         if keep is not None:
             found = attention.derivations.dropped_weight(found.value, bool(keep[head, row, col]), p, row=row, col=col)
-        return replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0]})
+        return replace(found, details={**found.details, "head": head, "num_heads": scores.shape[0], "stacked": stacked})
 
     labels = tuple(f"head {h + 1} · key {j + 1}: {pieces[j]}" for h in shown for j in range(count))
     return Cells(derive, notation, code, tuple(pieces), labels, cols="head · key", keys=tuple(pieces),

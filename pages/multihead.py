@@ -36,10 +36,11 @@ def head_control(label: str, key: str, options, scale: int, format_func) -> None
     st.segmented_control(label, options, key=key, required=True, on_change=update, format_func=format_func)
 
 
-def head_weights(scores, keep, shown: range) -> cells.Cells:
-    """The weights of the heads ``shown``, from a module's (scaled, −∞ where masked) scores and dropout's draw."""
+def head_weights(scores, keep, shown: range, *, stacked: bool) -> cells.Cells:
+    """The weights of the heads ``shown``, from a module's (scaled, −∞ where masked) scores and dropout's draw;
+    ``stacked``: ``MultiHeadAttention``'s heads, in one tensor, not the wrapper's."""
     code, notation = "attn_weights = torch.softmax(", Notation("attn_weights", scaled=True)
-    return cells.head_weights(scores, keep, p, shown, pieces, code=code, notation=notation)
+    return cells.head_weights(scores, keep, p, shown, pieces, code=code, notation=notation, stacked=stacked)
 
 
 def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
@@ -59,7 +60,7 @@ def heads_grid(weights, title: str, name: str, explain: cells.Cells) -> None:
 @steps.add("Several heads", attention.MultiHeadAttentionWrapper)
 def several_heads():
     st.markdown(notes.several_heads_text(num_heads, trained=is_trained))
-    explain = head_weights(data.wrapper_scores, data.wrapper_keep, group)
+    explain = head_weights(data.wrapper_scores, data.wrapper_keep, group, stacked=False)
     heads_grid(data.wrapper_weights, f"{weights_name} of each head", "wrapper-heads", explain)
 
 
@@ -72,7 +73,7 @@ def one_head():
     left, right = st.columns([3, 2])
     with left:
         options = dict(title=f"head {head + 1}: {weights_name}", value_name="attention weight", masked=mask)
-        explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1))
+        explain = head_weights(data.wrapper_scores, data.wrapper_keep, range(head, head + 1), stacked=False)
         options.update(kind="weights", explain=explain, style=widgets.style(share=0.59))  # st.columns([3, 2])
         widgets.draw(figures.heatmap, "head-weights", data.wrapper_weights[head], pieces, pieces, **options)
         gap = views.near_even(data.wrapper_weights[head], mask)
@@ -115,7 +116,7 @@ def split_into_heads():
 @steps.add("All heads at once", attention.MultiHeadAttention.steps, attention.heads_product)
 def all_heads_at_once():
     st.markdown(notes.all_heads_text(data.efficient_weights.shape, head_dim, d_out, trained=is_trained))
-    explain = head_weights(data.efficient_scores, data.efficient_keep, group)
+    explain = head_weights(data.efficient_scores, data.efficient_keep, group, stacked=True)
     heads_grid(data.efficient_weights, f"{weights_name} of each head", "efficient-heads", explain)
     with st.expander("Section 3.6.2's check: one batched matmul equals each head's own product"):
         check = views.heads_product_view()

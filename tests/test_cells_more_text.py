@@ -59,7 +59,7 @@ def written(kind: str):
         return cells.explain_mixed(found, n, PIECES[ROW], "dim 1", PIECES)
     if kind == "head_weight":
         found = derivations.weight(heads()[0][1, ROW].log(), COL, row=ROW)
-        found = dataclasses.replace(found, details={**found.details, "head": 1, "num_heads": 2})
+        found = dataclasses.replace(found, details={**found.details, "head": 1, "num_heads": 2, "stacked": True})
         return cells.explain_head_weight(found, Notation("attn_weights", scaled=True), PIECES[ROW], "head 2", PIECES)
     if kind.startswith("mistake:"):
         name = kind.split(":")[1]

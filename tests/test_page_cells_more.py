@@ -217,7 +217,9 @@ def test_a_grid_of_heads_explains_the_second_heads_cell():
     picker(at, "row").select_index(ROW).run()
     z = drawn(at)[0][1]  # head 2's panel
     assert last_number(panel_sums(at)) == pytest.approx(float(z[ROW, COL]), abs=1e-4)
-    assert "Head 2 of 2" in "\n".join(m.value for m in at.main.markdown)
+    words = "\n".join(m.value for m in at.main.markdown)
+    assert "Head 2 of 2" in words
+    assert f"`attn_weights[0, 1, {ROW}, {COL}]`" in words  # MultiHeadAttention's (b, num_heads, T, T) tensor
     marked = [s for s in figure_specs(at)[0]["layout"]["shapes"] if s["line"].get("width") == 4]
     assert [(s["xref"], s["x0"]) for s in marked] == [("x2", COL - 0.5)]
 
