@@ -138,7 +138,7 @@ def times_text(times) -> str:
 MEMORY_TEXT = (
     "The cache keeps a key and a value for every token, in every layer, for every key/value head. Grouped-query "
     "attention (GQA, in Llama 3 and Qwen) lets several query heads share one key/value head; multi-query attention "
-    "(MQA) shares one among all. The query heads stay; the cache shrinks by num_heads / num_kv_heads. "
+    "(MQA) shares one among all. The query heads stay; the cache is num_heads / num_kv_heads times smaller. "
     "`GroupedQueryAttention` with as many groups as heads is `MultiHeadAttention`. The GQA and MQA rows of GPT-2 small "
     "and the small GPT are what-ifs: both models use multi-head attention. Llama 3 8B really has 8 key/value heads."
 )
