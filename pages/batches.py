@@ -147,9 +147,10 @@ def context_vectors():
             "with each sentence alone is skipped (nan). Switch training off to measure it."
         )
     else:
-        measured = ", ".join(f"{d:.1e} (sentence {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
+        unit = "sentence" if second_text else "copy"  # as the charts' titles name the items
+        measured = ", ".join(f"{d:.1e} ({unit} {i + 1})" for i, d in enumerate(data.unpadded_max_difference))
         alone = (
-            "Each sentence run **alone** (a batch of one, no padding) gives its "
+            f"Each {unit} run **alone** (a batch of one, no padding) gives its "
             + ("real tokens" if any(padding) else "tokens")
             + f" the same context vectors: max |batched − alone| = {measured}."
             + (" Padding at the end changed nothing: the causal mask hides it." if any(padding) else "")
