@@ -123,7 +123,7 @@ def survivors():
         widgets.table(pd.DataFrame(row), where=text, hide_index=True)
     else:
         text.warning("This draw dropped every weight.")
-    title = f"Weights of query “{figures.visible_token(pieces[query])}”, one row"
+    title = f"Attention weights of query “{figures.visible_token(pieces[query])}”, one row"
     bars = {"before dropout": weights[query], "after dropout": dropped[query]}
     draw(plot, figures.bars, "dropout-row", bars, pieces, title=title, value_name="attention weight")
 
