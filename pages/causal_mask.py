@@ -80,11 +80,12 @@ def the_mask():
     size = (
         f"The book passes context_length = {num_tokens}, so its mask is ({num_tokens}, {num_tokens})."
         if book
-        else f"Here {term('context_length')} = {rows:,}, so it is ({rows}, {data.mask_buffer_shape[1]})."
+        else f"Here context_length = {rows:,}, so it is ({rows}, {data.mask_buffer_shape[1]})."
     )
     text.markdown(
         f"`CausalAttention` builds its mask once, as a {term('buffer', 'buffer')} named `mask` of shape "
-        f"(context_length, context_length). {size} Each call slices `self.mask[:{num_tokens}, :{num_tokens}]`.\n\n"
+        f"(context_length, context_length), where {term('context_length')} is the most tokens it accepts. {size} "
+        f"Each call slices `self.mask[:{num_tokens}, :{num_tokens}]`.\n\n"
         "A buffer moves with the module under `.to(device)` and is saved with it, but training never changes "
         f"it. True (1) is above the diagonal, where the key comes after the query: **{int(mask.sum()):,}** of "
         f"{num_tokens * num_tokens:,} cells. The book starts from the opposite picture, `mask_simple = "

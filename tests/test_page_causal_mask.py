@@ -104,7 +104,8 @@ def test_dropout_in_the_sidebar_leaves_this_page_in_eval_mode():
 def test_the_mask_step_names_the_sidebars_buffer_once_the_numbers_are_not_the_books():
     at = app(PAGE, query_params={"input": "text", "text": "one two three four", "step": "the-mask"})
     assert not at.exception
-    assert "(/glossary#context_length) = 1,024, so it is (1024, 1024)" in markdown(at)
+    assert "Here context_length = 1,024, so it is (1024, 1024)" in markdown(at)
+    assert "[`context_length`](/glossary#context_length) is the most tokens it accepts" in markdown(at)
     assert "[buffer](/glossary#buffer)" in markdown(at)
 
 
