@@ -77,7 +77,7 @@ def why_torch_softmax():
         outcome = f"**`softmax_naive` gives nan for {broken} of {len(pieces)} tokens**. "
     st.markdown(
         f"Multiply the scores `attn_scores_{n}` by 100: the largest becomes **{view.overflow_scores.max():.1f}**. "
-        f"In float32, exp() of anything above 88.7 is inf, and inf / inf is nan: {outcome}"
+        f"In float32, exp() of anything above 88.7 is inf, and inf / inf is nan (not a number): {outcome}"
         "`torch.softmax` subtracts the row's maximum before exp(), so it cannot overflow."
     )
     series = {"softmax_naive": view.overflow_naive, "torch.softmax": view.overflow_torch}
