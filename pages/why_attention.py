@@ -61,9 +61,9 @@ def one_vector():
         f"**bottleneck**: the whole sentence, however long, must fit in one vector of {hidden_size} numbers. "
         f"**Fading**: each update passes the previous state through the GRU's weight matrices and {term('gates')}, "
         "so an early token's influence on the final state tends to shrink with every later token.\n\n"
-        f"Autograd measures the fading: the size (norm) of ∂final_state/∂x^(j), how much the final state changes "
-        f"with token j (a {term('gradient')} for each of its numbers), as shares of the total. Here the first "
-        f"token keeps **{share[0]:.1%}** and the last **{share[-1]:.1%}**."
+        "PyTorch's autograd measures the fading: the size (norm) of ∂final_state/∂x^(j), how much the final state "
+        f"changes with token j (a {term('gradient')} for each of its numbers), as shares of the total. Here the "
+        f"first token keeps **{share[0]:.1%}** and the last **{share[-1]:.1%}**."
     )
     series = {"share of the final state's dependence": share}
     options = dict(title="Influence of each token on the final state", value_name="share")

@@ -69,8 +69,8 @@ def gradients_text(lab) -> str:
     grads = lab.unscaled_grad_norm
     return (
         f"Training follows {term('gradient', 'gradients')}. The lab gives each key j one random number v_j, so a "
-        "row's output is the number Σ_j α_j·v_j, with α_j key j's attention weight. Autograd measures how strongly "
-        "that output changes with the scores, the softmax's input: the size of its gradient. Unscaled it "
+        "row's output is the number Σ_j α_j·v_j, with α_j key j's attention weight. PyTorch's autograd measures how "
+        "strongly that output changes with the scores, the softmax's input: the size of its gradient. Unscaled it "
         f"{'falls' if grads[-1] < grads[0] else 'rises'} from **{grads[0]:.3f}** at d_k = 1 to **{grads[-1]:.3f}** "
         f"{TOP}; scaled it is **{lab.scaled_grad_norm[-1]:.3f}**. A saturated softmax passes almost no gradient back "
         "to the scores. The Break it page measures what reaches `W_query` and `W_key`."
