@@ -427,7 +427,7 @@ CHANGED = {
     "mask_after_softmax": "the softmax runs before the mask, so the row's sum counts future keys",
     "softmax_wrong_dim": "the softmax runs down the column (over queries), not along the row",
     "dropout_without_rescale": "the kept weight is not scaled by 1/(1 − p)",
-    "merge_without_transpose": "nothing yet: the changed line comes after the weights",
+    "merge_without_transpose": "it comes after the weights, so this weight is the same on both sides",
 }
 
 
