@@ -122,7 +122,7 @@ def simplified_attention(inputs: torch.Tensor) -> SimplifiedAttention:
 
 
 def context_contributions(inputs: torch.Tensor, attn_weights: torch.Tensor, query: int) -> torch.Tensor:
-    """Each input's share of one query's context vector: ``attn_weights[query, j] * x_j``.
+    """Each input's share of one query's context vector: ``attn_weights[query, j] * inputs[j]``.
 
     Summing the rows gives the context vector. Shapes: returns (num_tokens, d_in).
     """
