@@ -154,8 +154,8 @@ def _f64(array) -> np.ndarray:
 
 
 BOOK_DROPPED = (  # ``dropped_weights`` is this app's name; the book overwrites its weights
-    " (the book's `attn_weights` after `attn_weights = self.dropout(attn_weights)`; here it gets its own name, so "
-    "both can be drawn)"
+    " `dropped_weights` is the book's `attn_weights` after `attn_weights = self.dropout(attn_weights)`; here it gets "
+    "its own name, so both can be drawn."
 )
 
 # The chapter's matrices: scores, weights, the masks' two routes, dropout, context vectors, projections.
@@ -211,9 +211,9 @@ def explain(derivation: Derivation, notation: Notation, row_label: str, col_labe
         weight = d.terms[0].factors[0]
         fate = "kept" if d.details["kept"] else "dropped"
         words = (
-            f"{where}{BOOK_DROPPED if n.matrix.startswith('dropped_weights') else ''}: the causal weight "
-            f"α_{sub(d.row, d.col)} of query {query} and {key}, "
-            f"{fate} by this {term('dropout')} draw. Survivors are scaled by 1/(1 − p); dropped weights become 0."
+            f"{where}: the causal weight α_{sub(d.row, d.col)} of query {query} and {key}, {fate} by this "
+            f"{term('dropout')} draw.{BOOK_DROPPED if n.matrix.startswith('dropped_weights') else ''} Survivors are "
+            "scaled by 1/(1 − p); dropped weights become 0."
         )
         if d.details["kept"]:
             return words, f"{number(weight)} × 1/(1 − {p:g}) = {number(weight)} × {scale:.4f} = {number(d.value)}"

@@ -124,7 +124,9 @@ def test_every_sentence_is_at_most_35_words_and_tokens_are_escaped(kind):
         "projection": lambda: view_cells.projections(
             X, X[:3], hostile, ("o0", "o1", "o2"), code="", notation=Notation("q")
         ),
-        "dropped": lambda: view_cells.dropped(weights, weights > 0.15, 0.5, hostile, code="", notation=Notation("d")),
+        "dropped": lambda: view_cells.dropped(  # the app's own name adds the book's: the longest words
+            weights, weights > 0.15, 0.5, hostile, code="", notation=Notation("dropped_weights")
+        ),
         "masked": lambda: view_cells.masked_weights(
             weights, np.tril(weights), hostile, code="", notation=Notation("m")
         ),
