@@ -62,7 +62,7 @@ def concatenate_text(num_heads: int, num_tokens: int, d_out: int, first_row: str
     return (
         f"`torch.cat([head(x) for head in self.heads], dim=-1)`: each head's d_out = {d_out} columns side by side, "
         f"so the wrapper returns (b, num_tokens, num_heads · d_out) = (1, {num_tokens}, {num_heads * d_out}) for "
-        f"one sentence. The book's batch holds two sentences of 6 tokens, and its 2 heads have d_out = 2 each, so "
+        f"one sentence. The book's batch holds two copies of its 6 tokens, and its 2 heads have d_out = 2 each, so "
         f"it prints torch.Size([2, 6, 4]). First row: {first_row}. " + last
     )
 
