@@ -139,7 +139,8 @@ def _weights_controls() -> bool:
     if found is not None:
         st.caption(
             f"The model fixes d_in = {settings.d_in}, num_heads = {settings.num_heads} and context_length = "
-            f"{settings.context_length}. d_out is one head's size, head_dim = {settings.d_out}. The seed stays at "
+            f"{settings.context_length}. d_out here is one head's size, head_dim = {settings.d_out}; the layer's "
+            f"`MultiHeadAttention` has d_out = {settings.num_heads * settings.d_out}. The seed stays at "
             f"{settings.seed} and only picks the dropout draws."
         )
     return found is not None
