@@ -22,8 +22,10 @@ in a cycle). From the top:
   Streamlit's private names, the first paint.
 * At the bottom, importing none of the above: ``settings`` (validated settings, what a link sent, the one
   Markdown escaper), ``cells`` (what a heatmap's cells are, with their
-  words), ``figures`` (pure figure builders) and ``page_text`` (the words of pages with long text, the
+  words) and ``page_text`` (the words of pages with long text, the
   questions built from measured numbers, the glossary). ``attention.notebook.explore`` imports only these.
+
+Every layer draws with ``attention.figures``, the pure figure builders the notebook's ``explore`` shares.
 
 A command-line tool lives in ``scripts/``; measurements live in ``benchmarks/``.
 """

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import attention
-from explorer.figures import visible_token
+from attention.figures import visible_token
 from explorer.page_text.generate import sentence_start
 from explorer.page_text.glossary import term
 from explorer.settings import literal

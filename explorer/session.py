@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from explorer import figures
+from attention import figures
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (

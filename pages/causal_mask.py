@@ -4,7 +4,8 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, views, widgets
+from attention import figures
+from explorer import cells, models, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import first_values, questions
 from explorer.page_text.even_weights import even_note

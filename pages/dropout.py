@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
+from attention import figures
+from explorer import cells, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import questions
 from explorer.page_text.glossary import term

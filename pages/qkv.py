@@ -5,7 +5,8 @@ import math
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, session, views, widgets
+from attention import figures
+from explorer import cells, models, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions

@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 import attention
+from attention import figures
 from attention.measuring import speed
-from explorer import figures, session, widgets
+from explorer import session, widgets
 from explorer.page_text import speed as words
 from explorer.page_text.glossary import term
 from explorer.views import beyond as timing

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, widgets
+from attention import figures
+from explorer import cells, models, widgets
 from explorer.cells import Notation
 from explorer.page_text.glossary import term
 

@@ -3,7 +3,8 @@
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
+from attention import figures
+from explorer import cells, session, views, widgets
 from explorer.cells import Notation
 from explorer.page_text.glossary import term
 

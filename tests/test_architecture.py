@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = (
     (
         "explorer.settings",
-        "explorer.figures",
         "explorer.page_text",
         "explorer.cells",
     ),

@@ -8,8 +8,8 @@ import types
 
 import numpy as np
 
-from explorer import figures
-from explorer import figures as tables
+from attention import figures
+from attention import figures as tables
 from explorer.settings import Settings
 from explorer.views import chapter
 from explorer.widgets import steps

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from apptest_support import app, decode, figure_specs, next_step, previous_step, type_sentence
 
-from explorer import figures
+from attention import figures
 from explorer.session import CELL_CODE
 from explorer.widgets import steps
 

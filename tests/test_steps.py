@@ -123,7 +123,8 @@ def one_step_page(panel: str):
     cell panel: "after" its chart, "before" a second one, or "none" (the kit places it)."""
     import numpy as np
 
-    from explorer import cells, figures, widgets
+    from attention import figures
+    from explorer import cells, widgets
     from explorer.cells import Notation
 
     scores = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)

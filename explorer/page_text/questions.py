@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.figures import visible_token
+from attention.figures import visible_token
 from explorer.settings import literal
 
 

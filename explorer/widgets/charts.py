@@ -26,8 +26,8 @@ import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
-from explorer import figures
-from explorer.figures import figure_alt, figure_tables, figure_title, highlighted_rows
+from attention import figures
+from attention.figures import figure_alt, figure_tables, figure_title, highlighted_rows
 from explorer.runtime.memory import MIB, SharedCache
 from explorer.session import (
     CELL_CODE,

@@ -10,9 +10,10 @@ from __future__ import annotations
 import streamlit as st
 
 import attention
-from explorer import cells, figures
+from attention import figures
+from attention.figures.charts import every_head_grid, head_summary_bars, labels_fit
+from explorer import cells
 from explorer.cells import Notation
-from explorer.figures.charts import every_head_grid, head_summary_bars, labels_fit
 from explorer.models import every_head, summaries
 from explorer.page_text.glossary import term
 from explorer.session import PHONE, set_settings
