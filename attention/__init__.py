@@ -42,9 +42,9 @@ code and measures them (``mistake_measures``). The subpackage ``notebook``,
 imported only when used, is for a reader's own classes: ``notebook.check(module)``
 compares one typed from the book with the package's, stage by stage.
 
-Beside the math, imported only when used and needing the notebook extra (plotly, numpy): the subpackage
-``figures``, pure figure builders (a matrix's heatmap with clickable cells, charts), which the app and
-``notebook.explore`` draw with.
+Beside the math, imported only when used and needing the notebook extra (plotly, numpy), what the app and
+``notebook.explore`` both show: ``figures``, pure figure builders (a matrix's heatmap with clickable cells,
+charts), and ``words``, a cell's derivation in words (``words.cells``) and the glossary (``words.glossary``).
 
 Example, reproducing the chapter's last printed output::
 
@@ -168,8 +168,8 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
 }
 SUBMODULES = tuple(_EXPORTS)  # dotted below the package: "tracing", "after_chapter.gpt"
 # Imported on first use too: the chapter's neighbours, ``notebook.check``, which tests a reader's own classes, and
-# the figures drawn from the numbers (plotly).
-SUBPACKAGES = ("after_chapter", "before_chapter", "figures", "measuring", "notebook")
+# the figures and words shown with the numbers.
+SUBPACKAGES = ("after_chapter", "before_chapter", "figures", "measuring", "notebook", "words")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 

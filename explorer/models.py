@@ -22,7 +22,7 @@ from attention.constants import (
     checkpoint_named,
 )
 from attention.tokens import BPE_NAME
-from explorer.page_text.glossary import term
+from attention.words.glossary import term
 from explorer.runtime import torch
 from explorer.runtime.memory import CACHE_ENTRIES, shared_view
 from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings

@@ -16,6 +16,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention import figures
+from attention.words import literal
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (
@@ -24,7 +25,6 @@ from explorer.settings import (
     Settings,
     from_query_params,
     index_from_link,
-    literal,
     quoted,
     to_query_params,
     validate,

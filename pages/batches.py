@@ -6,10 +6,11 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, session, views, widgets
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
+from explorer import session, views, widgets
 from explorer.page_text import first_values, questions
-from explorer.page_text.glossary import term
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 run = widgets.page("Batches & CausalAttention")

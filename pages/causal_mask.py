@@ -5,11 +5,12 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, models, views, widgets
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
+from explorer import models, views, widgets
 from explorer.page_text import first_values, questions
 from explorer.page_text.even_weights import even_note
-from explorer.page_text.glossary import term
 
 run = widgets.page("Causal mask")
 settings = run.settings

@@ -5,8 +5,9 @@ import streamlit as st
 
 import attention
 from attention.figures import charts as drawn
-from explorer import cells, session, widgets
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from explorer import session, widgets
 from explorer.page_text import mistakes as notes
 from explorer.views.beyond import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question

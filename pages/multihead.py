@@ -5,8 +5,9 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, session, views, widgets
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from explorer import session, views, widgets
 from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes
 from explorer.page_text.even_weights import even_note

@@ -6,12 +6,13 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, models, session, views, widgets
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
+from explorer import models, session, views, widgets
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
 from explorer.page_text.even_weights import even_note
-from explorer.page_text.glossary import term
 from explorer.page_text.qkv import D_KS, TEMPERATURES
 
 run = widgets.page("Q, K, V & scaling")

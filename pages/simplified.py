@@ -5,11 +5,12 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, session, views, widgets
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
+from explorer import session, views, widgets
 from explorer.page_text import questions
 from explorer.page_text.even_weights import even_note
-from explorer.page_text.glossary import term
 
 run = session.current_run()
 settings = run.settings

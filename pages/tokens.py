@@ -5,9 +5,10 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, models, widgets
-from explorer.cells import Notation
-from explorer.page_text.glossary import term
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
+from explorer import models, widgets
 
 run = widgets.page("Tokens & embeddings")
 settings = run.settings

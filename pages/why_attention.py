@@ -4,9 +4,10 @@ import streamlit as st
 
 import attention
 from attention import figures
-from explorer import cells, session, views, widgets
-from explorer.cells import Notation
-from explorer.page_text.glossary import term
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
+from explorer import session, views, widgets
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Why attention")

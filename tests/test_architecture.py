@@ -18,7 +18,6 @@ LAYERS = (
     (
         "explorer.settings",
         "explorer.page_text",
-        "explorer.cells",
     ),
     ("explorer.runtime",),
     ("explorer.models",),

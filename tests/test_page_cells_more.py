@@ -15,8 +15,8 @@ from test_page_cells import COL, ROW, go_to, picker, the_line_is_marked
 import attention
 from attention import derivations
 from attention.before_chapter.reversal import untrained_reversal
+from attention.words.cells import factor, number
 from explorer import views
-from explorer.cells import factor, number
 from explorer.settings import Settings
 from explorer.widgets import steps
 

@@ -124,8 +124,9 @@ def one_step_page(panel: str):
     import numpy as np
 
     from attention import figures
-    from explorer import cells, widgets
-    from explorer.cells import Notation
+    from attention.words import cells
+    from attention.words.cells import Notation
+    from explorer import widgets
 
     scores = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
     steps = widgets.Steps("steps_test")

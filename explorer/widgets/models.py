@@ -12,10 +12,10 @@ import streamlit as st
 import attention
 from attention import figures
 from attention.figures.charts import every_head_grid, head_summary_bars, labels_fit
-from explorer import cells
-from explorer.cells import Notation
+from attention.words import cells
+from attention.words.cells import Notation
+from attention.words.glossary import term
 from explorer.models import every_head, summaries
-from explorer.page_text.glossary import term
 from explorer.session import PHONE, set_settings
 from explorer.settings import TRAINED, Settings
 from explorer.views.chapter import reversal_view

@@ -17,9 +17,8 @@ import numpy as np
 
 import attention
 from attention.figures import visible_token
-from explorer.page_text.generate import sentence_start
-from explorer.page_text.glossary import term
-from explorer.settings import literal
+from attention.words import literal, sentence_start
+from attention.words.glossary import term
 
 if TYPE_CHECKING:
     from attention.derivations import Derivation
