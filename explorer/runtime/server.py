@@ -161,7 +161,8 @@ def prepare_first_run() -> None:
         patches.warm_emoji_list()
         first_page_chunks()
         pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
-        stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
+        # by name, as FIRST_RUN_MODULES: models is a layer above runtime, whose lazy torch and memory it imports
+        stored = importlib.import_module("explorer.models")
         stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 
