@@ -1,4 +1,4 @@
-"""Exports that mean what they say (``explorer.figures``' CSV and JSON, a step's file names): masked weights 0,
+"""Exports that mean what they say (``attention.figures``' CSV and JSON, a step's file names): masked weights 0,
 masked scores -inf, safe labels, named files."""
 
 import csv

@@ -167,7 +167,7 @@ def test_a_measure_never_says_a_number_instead_of_itself():
 
 def test_a_vectors_entries_are_said_to_count_from_0_on_the_axis_that_lists_them():
     """Was: columns "dim 0", "dim 1" beside tokens and heads counted from 1, with no word on which counts how."""
-    from explorer import figures
+    from attention import figures
 
     fig = figures.heatmap(np.eye(2, 3), ["a", "b"], cells.dims(3), title="t", col_title=figures.DIMENSION,
                           col_tokens=False, row_title="token")  # fmt: skip
