@@ -24,7 +24,7 @@ in a cycle). From the top:
   ``page_text`` (the words of pages with long text, the questions built from measured numbers).
 
 Every layer may import the ``attention`` package, which imports nothing of the app. What the notebook's
-``explore`` shows too lives there: ``attention.figures`` (pure figure builders) and ``attention.words`` (what
+``explore`` shows too lives there: ``attention.figures`` (pure figure builders) and ``attention.prose`` (what
 a heatmap's cells are, with their words; the glossary; the one Markdown escaper).
 
 A command-line tool lives in ``scripts/``; measurements live in ``benchmarks/``.

@@ -16,7 +16,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention import figures
-from attention.words import literal
+from attention.prose import literal
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (

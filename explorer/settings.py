@@ -3,7 +3,7 @@
 ``Settings`` holds everything a view depends on, built from widgets or a link's query parameters and written back
 to the URL. Every value is clamped to ``LIMITS`` (one session must not exhaust a shared server), each change told
 in a notice, never an error. First the strict parsers of what a visitor sent and ``quoted`` for a notice. The
-app's one Markdown escaper, ``literal``, lives in ``attention.words``, which the notebook shares.
+app's one Markdown escaper, ``literal``, lives in ``attention.prose``, which the notebook shares.
 """
 
 from __future__ import annotations

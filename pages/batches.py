@@ -6,9 +6,9 @@ import streamlit as st
 
 import attention
 from attention import figures
-from attention.words import cells
-from attention.words.cells import Notation
-from attention.words.glossary import term
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
 from explorer import session, views, widgets
 from explorer.page_text import first_values, questions
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS

@@ -8,8 +8,8 @@ import attention
 from attention import figures
 from attention.after_chapter.generation import MAX_NEW_TOKENS, choose_token
 from attention.measuring.costs import cache_bytes_per_token, macs_per_new_token
-from attention.words import cells
-from attention.words.cells import Notation
+from attention.prose import cells
+from attention.prose.cells import Notation
 from explorer import session, widgets
 from explorer.page_text import generate as notes
 from explorer.views import beyond as views

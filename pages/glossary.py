@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attention.words.glossary import NOTATION, TERMS
+from attention.prose.glossary import NOTATION, TERMS
 from explorer import session
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone

@@ -5,8 +5,8 @@ import streamlit as st
 
 import attention
 from attention.figures import charts as drawn
-from attention.words import cells
-from attention.words.cells import Notation
+from attention.prose import cells
+from attention.prose.cells import Notation
 from explorer import session, widgets
 from explorer.page_text import mistakes as notes
 from explorer.views.beyond import SCALING_MISTAKES, changed_step, mistake_view

@@ -5,8 +5,8 @@ import streamlit as st
 
 import attention
 from attention import figures
-from attention.words import cells
-from attention.words.cells import Notation
+from attention.prose import cells
+from attention.prose.cells import Notation
 from explorer import session, views, widgets
 from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes

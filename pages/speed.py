@@ -8,7 +8,7 @@ import streamlit as st
 import attention
 from attention import figures
 from attention.measuring import speed
-from attention.words.glossary import term
+from attention.prose.glossary import term
 from explorer import session, widgets
 from explorer.page_text import speed as words
 from explorer.views import beyond as timing

@@ -4,9 +4,9 @@ import streamlit as st
 
 import attention
 from attention import figures
-from attention.words import cells
-from attention.words.cells import Notation
-from attention.words.glossary import term
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
 from explorer import session, views, widgets
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone

@@ -139,7 +139,7 @@ def test_the_app_import_check_finds_statements_and_names_in_strings(tmp_path):
 
 # ``pip install .`` installs torch, tiktoken and safetensors: the math needs nothing else. Figures and words, beside
 # it, need the notebook extra (plotly, numpy), and the notebook's widgets theirs.
-BESIDE_THE_MATH = ("attention.figures", "attention.words", "attention.notebook")
+BESIDE_THE_MATH = ("attention.figures", "attention.prose", "attention.notebook")
 NOTEBOOK_EXTRA = ("plotly", "numpy", "ipywidgets", "anywidget", "traitlets", "jupyterlab")
 
 

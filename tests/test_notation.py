@@ -1,4 +1,4 @@
-"""The notation convention (docs/book.md "Notation", ``attention.words.glossary.NOTATION``) in every string a
+"""The notation convention (docs/book.md "Notation", ``attention.prose.glossary.NOTATION``) in every string a
 learner reads: the pages, the page text, the widgets, the book captions, the model's sentences, and the
 docstrings that "Show the code" prints.
 
@@ -24,7 +24,7 @@ LEARNER_FILES = sorted(
     [
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("explorer/page_text/*.py"),
-        *ROOT.glob("attention/words/*.py"),  # the cell panel's words and the glossary
+        *ROOT.glob("attention/prose/*.py"),  # the cell panel's words and the glossary
         *ROOT.glob("explorer/widgets/*.py"),
         *ROOT.glob("attention/figures/*.py"),  # hovers, legends and block labels
         ROOT / "explorer/settings.py",  # the sidebar's help texts
@@ -37,14 +37,14 @@ LEARNER_FILES = sorted(
 SENTENCE_FILES = sorted(
     [
         *ROOT.glob("explorer/page_text/*.py"),
-        *ROOT.glob("attention/words/*.py"),
+        *ROOT.glob("attention/prose/*.py"),
         ROOT / "explorer/widgets/models.py",  # the grid of every head's words
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("attention/notebook/*.py"),
     ]
 )
 MAX_WORDS = 35
-NOT_SHOWN = ("notebook", "figures", "words")  # attention's subpackages whose code the code panel never prints
+NOT_SHOWN = ("notebook", "figures", "prose")  # attention's subpackages whose code the code panel never prints
 
 
 def _name(path: Path) -> str:

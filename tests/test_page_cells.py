@@ -148,7 +148,7 @@ def test_a_link_opens_the_cell_and_a_new_sentence_starts_afresh():
 def test_a_bad_cell_in_the_link_gets_a_notice_not_a_traceback(raw, says):
     at = app("pages/causal_mask.py", query_params={"step": "unmasked-weights", "cell": raw})
     assert not at.exception
-    notices = "\n".join(i.value for i in at.info).replace("\\", "")  # drawn escaped (``attention.words.literal``)
+    notices = "\n".join(i.value for i in at.info).replace("\\", "")  # drawn escaped (``attention.prose.literal``)
     assert (says in notices) if says else "cell=" in notices
     assert picker(at, "row").value is None
 

@@ -15,7 +15,7 @@ from test_page_cells import COL, ROW, go_to, picker, the_line_is_marked
 import attention
 from attention import derivations
 from attention.before_chapter.reversal import untrained_reversal
-from attention.words.cells import factor, number
+from attention.prose.cells import factor, number
 from explorer import views
 from explorer.settings import Settings
 from explorer.widgets import steps

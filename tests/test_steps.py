@@ -124,8 +124,8 @@ def one_step_page(panel: str):
     import numpy as np
 
     from attention import figures
-    from attention.words import cells
-    from attention.words.cells import Notation
+    from attention.prose import cells
+    from attention.prose.cells import Notation
     from explorer import widgets
 
     scores = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)

@@ -12,8 +12,8 @@ from apptest_support import app, markdown
 
 import attention
 from attention import derivations
-from attention.words import cells
-from attention.words.cells import Notation, explain
+from attention.prose import cells
+from attention.prose.cells import Notation, explain
 from explorer.page_text import generate, multihead, qkv
 from explorer.widgets import steps as widget_steps
 
@@ -69,7 +69,7 @@ def test_the_book_picks_its_sizes_to_be_easy_to_follow_and_parameters_are_explai
 
 
 def test_the_glossary_calls_the_sink_story_an_explanation_and_states_the_variance_condition():
-    from attention.words.glossary import TERMS
+    from attention.prose.glossary import TERMS
 
     assert "A common explanation, not a proven one" in TERMS["attention_sink"].definition
     assert "mean 0 and variance 1" in TERMS["scaled_dot_product"].definition

@@ -9,7 +9,7 @@ the forward did not pass through a hooked submodule is computed here from the st
 chapter's formula; the stage's text says which.
 
 ``stages(item, head)`` lays them out in the chapter's order, each with its heatmaps and, for every heatmap,
-the ``attention.words.cells.Cells`` the app makes too: the derivation of any cell and its words. A stage
+the ``attention.prose.cells.Cells`` the app makes too: the derivation of any cell and its words. A stage
 whose tensor is not what the chapter's formula makes from the stage before says so and points at ``check``.
 """
 
@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from attention.words import cells
-from attention.words.cells import Cells, Notation
-from attention.words.glossary import term
+from attention.prose import cells
+from attention.prose.cells import Cells, Notation
+from attention.prose.glossary import term
 
 from ..causal import CausalAttention
 from ..constants import BOOK_SENTENCE, BOOK_TOKENS

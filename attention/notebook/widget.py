@@ -5,7 +5,7 @@ stage's matrices, with the app's colour rules. Each is a ``Heatmap``: a FigureWi
 ``heatmap.js`` (2 kB) instead of plotly's own (5 MB, plotly.js inside), which is the state of one ``PlotlyCode``
 widget per kernel. So a saved notebook stores plotly.js once and the page imports it once, where plotly's
 FigureWidget does both once per figure. A click on a cell reaches Python through the FigureWidget's
-``on_click``; the cell's ``attention.words.cells.Cells`` gives its derivation and the app's words, shown under the
+``on_click``; the cell's ``attention.prose.cells.Cells`` gives its derivation and the app's words, shown under the
 charts with the glossary's definitions of the terms they use, and the cell is outlined. The reader's
 ``forward`` is shown with the lines that make the stage marked.
 """
@@ -24,7 +24,7 @@ import traitlets
 from plotly.basewidget import BaseFigureWidget
 
 from attention.figures import PICK_TRACE, cell_marks, heatmap
-from attention.words.glossary import TERMS
+from attention.prose.glossary import TERMS
 
 from .exploring import Exploration, Panel, Stage
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from attention.words.glossary import term
+from attention.prose.glossary import term
 from explorer.settings import RANDOM, Settings
 
 TRAINED_CHOICE = "**Trained** under **Weight matrices** in the sidebar"  # as the sidebar names the setting

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attention.words import literal, sentence_start
+from attention.prose import literal, sentence_start
 from explorer.page_text.questions import quote as quoted_token
 
 WINDOW_LEGEND = {

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attention.words.glossary import term
+from attention.prose.glossary import term
 
 from .questions import Question, estimate
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from attention.words.glossary import term
+from attention.prose.glossary import term
 
 from . import first_values
 

@@ -31,7 +31,7 @@ SETTLED_MODULES = ("pandas",)
 LATER_MODULES = ("pyarrow",)
 # Imported as the server starts (``lifespan``): what the entry script and first page import, no torch among it.
 FIRST_RUN_MODULES = tuple(f"explorer.{name}" for name in ("session", "views", "widgets", "models"))
-FIRST_RUN_MODULES += ("attention.figures", "attention.words.glossary")
+FIRST_RUN_MODULES += ("attention.figures", "attention.prose.glossary")
 # Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
 APP_MODULES = ("torch", *(f"attention.{name}" for name in attention.SUBMODULES))
 # While imports run in the background, the interpreter hands the GIL on every 0.5 ms instead of 5 ms.

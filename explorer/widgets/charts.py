@@ -344,7 +344,7 @@ class Panel:
     builder: Callable
     args: tuple
     options: dict
-    explain: object = None  # ``attention.words.cells.Cells``: its cells can be picked (``widgets.charts``)
+    explain: object = None  # ``attention.prose.cells.Cells``: its cells can be picked (``widgets.charts``)
 
 
 def panel(name: str, builder: Callable, *args, explain=None, share: float = 1.0, **options) -> Panel:
@@ -381,7 +381,7 @@ def draw(
 ) -> None:
     """Draw, keyed by ``key`` or else ``name``, the figure ``builder`` makes in this session's ``style``, built once
     for all sessions (``shared``), with its PNG or SVG and CSV downloads; ``on_select`` is called when a click
-    selects a point, and ``explain`` (``attention.words.cells.Cells``) lets a learner pick its cells."""
+    selects a point, and ``explain`` (``attention.prose.cells.Cells``) lets a learner pick its cells."""
     options = panel(name, builder, *args, explain=explain, **options).options
     _show(shared(builder, *args, cell_text=cell_text, **options), name, key or name, on_select, explain)
 

@@ -12,9 +12,9 @@ import streamlit as st
 import attention
 from attention import figures
 from attention.figures.charts import every_head_grid, head_summary_bars, labels_fit
-from attention.words import cells
-from attention.words.cells import Notation
-from attention.words.glossary import term
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
 from explorer.models import every_head, summaries
 from explorer.session import PHONE, set_settings
 from explorer.settings import TRAINED, Settings

@@ -10,7 +10,7 @@ import zlib
 
 import streamlit as st
 
-from attention.words import literal
+from attention.prose import literal
 from explorer import room
 from explorer.page_text.questions import Question
 from explorer.session import PRESENTER, question_keys

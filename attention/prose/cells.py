@@ -17,8 +17,8 @@ import numpy as np
 
 import attention
 from attention.figures import visible_token
-from attention.words import literal, sentence_start
-from attention.words.glossary import term
+from attention.prose import literal, sentence_start
+from attention.prose.glossary import term
 
 if TYPE_CHECKING:
     from attention.derivations import Derivation
