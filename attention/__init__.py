@@ -42,6 +42,10 @@ code and measures them (``mistake_measures``). The subpackage ``notebook``,
 imported only when used, is for a reader's own classes: ``notebook.check(module)``
 compares one typed from the book with the package's, stage by stage.
 
+Beside the math, imported only when used and needing the notebook extra (plotly, numpy), what the app and
+``notebook.explore`` both show: ``figures``, pure figure builders (a matrix's heatmap with clickable cells,
+charts), and ``prose``, a cell's derivation in words (``prose.cells``) and the glossary (``prose.glossary``).
+
 Example, reproducing the chapter's last printed output::
 
     import torch
@@ -163,8 +167,9 @@ _EXPORTS = {  # every submodule, in alphabetical order -> the names the package 
     ),
 }
 SUBMODULES = tuple(_EXPORTS)  # dotted below the package: "tracing", "after_chapter.gpt"
-# Imported on first use too: the chapter's neighbours, and ``notebook.check``, which tests a reader's own classes.
-SUBPACKAGES = ("after_chapter", "before_chapter", "measuring", "notebook")
+# Imported on first use too: the chapter's neighbours, ``notebook.check``, which tests a reader's own classes, and
+# the figures and words shown with the numbers.
+SUBPACKAGES = ("after_chapter", "before_chapter", "figures", "measuring", "notebook", "prose")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 

@@ -7,8 +7,8 @@ make. The kinds, in the file's order: scores, weights, dropout, context entries 
 (sections 3.3–3.5); multi-head attention's merged columns and ``out_proj``'s mix of the heads (3.6);
 the RNN encoder–decoder's GRU states and Bahdanau's additive scores (3.1–3.2, the problem attention
 solves); for the Break it page, a mistake's cell beside the right one; and, after the chapter (the Generate
-page), a cached key beside the same key recomputed, and a sliding window's mask. The explorer's cell panel
-writes it out (``explorer.cells``); tests check every term against the package's own computation.
+page), a cached key beside the same key recomputed, and a sliding window's mask. The cell panel, the app's and
+the notebook's, writes it out (``attention.prose.cells``); tests check every term against the package's own computation.
 
 Indices count from 0, as Python does; the explorer shows them from 1, as the book does (x^(1) is
 ``inputs[0]``).

@@ -323,9 +323,9 @@ def first_look(settings, *, cold: bool) -> tuple[float, float, int]:
     """What one learner's first look at the grid of every layer and head costs the server (``cold``: its caches
     cleared): ms for the numbers (tokens, one pass collecting every layer's weights, each head's summaries) and
     for the figure (labels, the small multiples, their JSON for the browser), and the JSON's bytes."""
+    from attention.figures import DEFAULT_STYLE
+    from attention.figures.charts import every_head_grid
     from explorer import models
-    from explorer.figures import DEFAULT_STYLE
-    from explorer.figures.charts import every_head_grid
     from explorer.widgets import models as words
     from explorer.widgets.charts import FIGURES, shared
 

@@ -20,10 +20,12 @@ in a cycle). From the top:
   the sentence prepared for them, the modules built from them.
 * ``runtime``: the server process: lazy torch, memory estimates, one queue, the shared cache, every use of
   Streamlit's private names, the first paint.
-* At the bottom, importing none of the above: ``settings`` (validated settings, what a link sent, the one
-  Markdown escaper), ``cells`` (what a heatmap's cells are, with their
-  words), ``figures`` (pure figure builders) and ``page_text`` (the words of pages with long text, the
-  questions built from measured numbers, the glossary). ``attention.notebook.explore`` imports only these.
+* At the bottom, importing none of the above: ``settings`` (validated settings, what a link sent) and
+  ``page_text`` (the words of pages with long text, the questions built from measured numbers).
+
+Every layer may import the ``attention`` package, which imports nothing of the app. What the notebook's
+``explore`` shows too lives there: ``attention.figures`` (pure figure builders) and ``attention.prose`` (what
+a heatmap's cells are, with their words; the glossary; the one Markdown escaper).
 
 A command-line tool lives in ``scripts/``; measurements live in ``benchmarks/``.
 """

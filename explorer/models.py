@@ -21,8 +21,8 @@ from attention.constants import (
     VERDICT_CONFIG,
     checkpoint_named,
 )
+from attention.prose.glossary import term
 from attention.tokens import BPE_NAME
-from explorer.page_text.glossary import term
 from explorer.runtime import torch
 from explorer.runtime.memory import CACHE_ENTRIES, shared_view
 from explorer.settings import BOOK, GPT2, RANDOM, TRAINED, Settings

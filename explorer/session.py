@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from explorer import figures
+from attention import figures
+from attention.prose import literal
 from explorer.models import effective, fit
 from explorer.runtime.patches import ensure_entrypoint, tolerate_crafted_widgets
 from explorer.settings import (
@@ -26,7 +27,6 @@ from explorer.settings import (
     Settings,
     from_query_params,
     index_from_link,
-    literal,
     quoted,
     to_query_params,
     validate,

@@ -2,8 +2,8 @@
 
 ``Settings`` holds everything a view depends on, built from widgets or a link's query parameters and written back
 to the URL. Every value is clamped to ``LIMITS`` (one session must not exhaust a shared server), each change told
-in a notice, never an error. First the strict parsers of what a visitor sent, ``quoted`` for a notice, and
-``literal``, the app's one Markdown escaper.
+in a notice, never an error. First the strict parsers of what a visitor sent and ``quoted`` for a notice. The
+app's one Markdown escaper, ``literal``, lives in ``attention.prose``, which the notebook shares.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import string
 from collections.abc import Mapping
 from dataclasses import astuple, dataclass, fields, replace
 
@@ -73,20 +72,6 @@ def parse_range(raw, count: int) -> tuple[int, int] | None:
         return None
     start, stop = sorted(min(int(group), count) for group in match.groups())
     return start, max(stop, start + 1)
-
-
-_SCHEME = re.compile(r"(?i)\b(https?|ftps?|mailto|javascript|data|file|xmpp|tel|sms)\\:")
-_WWW = re.compile(r"(?i)\b(www)\\\.")
-
-
-def literal(text: str) -> str:
-    """``text`` escaped so that Markdown shows it as it is: no link, image, emphasis or HTML. A backslash makes
-    punctuation literal; a word joiner (U+2060) breaks a bare address where the autolinker would find one
-    (after a scheme or "www", before "@"). The text reads the same."""
-    escaped = "".join("\\" + c if c in string.punctuation else c for c in str(text))  # all ASCII punctuation
-    escaped = _SCHEME.sub("\\1\u2060\\\\:", escaped)
-    escaped = _WWW.sub("\\1\u2060\\\\.", escaped)
-    return escaped.replace("\\@", "\u2060\\@")
 
 
 BOOK = "book"

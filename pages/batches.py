@@ -5,10 +5,12 @@ import dataclasses
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
-from explorer.cells import Notation
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import session, views, widgets
 from explorer.page_text import first_values, questions
-from explorer.page_text.glossary import term
 from explorer.settings import BOOK, MAX_TEXT_CHARS, MAX_URL_TEXT_CHARS
 
 run = widgets.page("Batches & CausalAttention")

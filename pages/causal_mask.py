@@ -4,11 +4,13 @@ import numpy as np
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, views, widgets
-from explorer.cells import Notation
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import models, views, widgets
 from explorer.page_text import first_values, questions
 from explorer.page_text.even_weights import even_note
-from explorer.page_text.glossary import term
 
 run = widgets.page("Causal mask")
 settings = run.settings

@@ -5,10 +5,12 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
-from explorer.cells import Notation
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import session, views, widgets
 from explorer.page_text import questions
-from explorer.page_text.glossary import term
 from explorer.settings import DEFAULTS
 
 SAMPLES = session.DROPOUT_SAMPLES  # the page's own slider: how many draws to average

@@ -5,10 +5,12 @@ import pandas as pd
 import streamlit as st
 
 import attention
+from attention import figures
 from attention.after_chapter.generation import MAX_NEW_TOKENS, choose_token
 from attention.measuring.costs import cache_bytes_per_token, macs_per_new_token
-from explorer import cells, figures, session, widgets
-from explorer.cells import Notation
+from attention.prose import cells
+from attention.prose.cells import Notation
+from explorer import session, widgets
 from explorer.page_text import generate as notes
 from explorer.views import beyond as views
 

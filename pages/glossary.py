@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from attention.prose.glossary import NOTATION, TERMS
 from explorer import session
-from explorer.page_text.glossary import NOTATION, TERMS
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Glossary")

@@ -4,9 +4,10 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, session, widgets
-from explorer.cells import Notation
-from explorer.figures import charts as drawn
+from attention.figures import charts as drawn
+from attention.prose import cells
+from attention.prose.cells import Notation
+from explorer import session, widgets
 from explorer.page_text import mistakes as notes
 from explorer.views.beyond import SCALING_MISTAKES, changed_step, mistake_view
 from explorer.widgets.questions import show_question

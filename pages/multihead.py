@@ -4,8 +4,10 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
-from explorer.cells import Notation
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from explorer import session, views, widgets
 from explorer.page_text import first_values, questions
 from explorer.page_text import multihead as notes
 from explorer.page_text.even_weights import even_note

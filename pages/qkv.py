@@ -5,12 +5,14 @@ import math
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, session, views, widgets
-from explorer.cells import Notation
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import models, session, views, widgets
 from explorer.page_text import qkv as notes
 from explorer.page_text import questions
 from explorer.page_text.even_weights import even_note
-from explorer.page_text.glossary import term
 from explorer.page_text.qkv import D_KS, TEMPERATURES
 
 run = widgets.page("Q, K, V & scaling")

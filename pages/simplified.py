@@ -4,11 +4,13 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
-from explorer.cells import Notation
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import session, views, widgets
 from explorer.page_text import questions
 from explorer.page_text.even_weights import even_note
-from explorer.page_text.glossary import term
 
 run = session.current_run()
 settings = run.settings

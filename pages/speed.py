@@ -6,10 +6,11 @@ import pandas as pd
 import streamlit as st
 
 import attention
+from attention import figures
 from attention.measuring import speed
-from explorer import figures, session, widgets
+from attention.prose.glossary import term
+from explorer import session, widgets
 from explorer.page_text import speed as words
-from explorer.page_text.glossary import term
 from explorer.views import beyond as timing
 
 T_CHOICES = (16, 32, 64, 128, 256, 512, 1024)

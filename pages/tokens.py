@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 import attention
-from explorer import cells, figures, models, widgets
-from explorer.cells import Notation
-from explorer.page_text.glossary import term
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import models, widgets
 
 run = widgets.page("Tokens & embeddings")
 settings = run.settings

@@ -3,9 +3,11 @@
 import streamlit as st
 
 import attention
-from explorer import cells, figures, session, views, widgets
-from explorer.cells import Notation
-from explorer.page_text.glossary import term
+from attention import figures
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
+from explorer import session, views, widgets
 
 session.ensure_entrypoint()  # a deep link opened first after a start runs this page alone
 st.title("Why attention")

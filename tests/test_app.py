@@ -11,8 +11,8 @@ import pytest
 from apptest_support import ROOT, app, decode, figure_specs, next_step, share_link, type_sentence
 
 import attention
-from explorer import figures
-from explorer import figures as tables
+from attention import figures
+from attention import figures as tables
 
 TOKENS = "pages/tokens.py"
 

@@ -1,4 +1,5 @@
-"""The explorer's layers (``explorer/__init__.py``) and the package's import graph, checked from the source.
+"""The explorer's layers (``explorer/__init__.py``), the package's import graph and the package standing alone
+(no import of the app or Streamlit), checked from the source.
 
 Every import counts, also one inside a function, except the lazy imports of torch and third-party modules:
 a cycle or an import from a layer above its own fails here, naming the modules.
@@ -18,9 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = (
     (
         "explorer.settings",
-        "explorer.figures",
         "explorer.page_text",
-        "explorer.cells",
     ),
     ("explorer.runtime",),
     ("explorer.models",),
@@ -83,6 +82,88 @@ def test_explorer_layers_import_only_downwards():
 def test_every_explorer_module_has_a_layer():
     unplaced = [m for m in graph() if m.startswith("explorer.") and layer_of(m) is None]
     assert not unplaced, f"modules outside every layer of explorer/__init__.py: {unplaced}"
+
+
+# The package stands alone: ``pip install ".[notebook]"`` gives the notebook's ``explore`` and ``check`` without the
+# app (``tests/test_deploy.py`` installs it so). Nothing under attention/ imports the app or Streamlit, by an import
+# statement or by a module's name in a string, as ``importlib.import_module`` and ``__import__`` take it.
+APP_MODULE = re.compile(r"(?:explorer|streamlit)(?:\.[\w.]*)?")  # "explorer.models"; "explorer." of an f-string
+
+
+def app_imports(path: Path) -> list[str]:
+    """Where ``path`` imports the app (``explorer``) or Streamlit, anywhere in it, as "line N: name": an import
+    statement, or a string that is such a module's name. Words in docstrings and comments may name them."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if node.level == 0 else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value.strip()]
+        else:
+            continue
+        found += [f"line {node.lineno}: {name}" for name in names if APP_MODULE.fullmatch(name)]
+    return found
+
+
+def test_the_attention_package_imports_neither_the_app_nor_streamlit():
+    found = {
+        str(p.relative_to(ROOT)): uses for p in sorted((ROOT / "attention").rglob("*.py")) if (uses := app_imports(p))
+    }
+    assert not found, f"attention/ imports the app or Streamlit: {found}"
+
+
+def test_the_app_import_check_finds_statements_and_names_in_strings(tmp_path):
+    module = tmp_path / "module.py"
+    module.write_text(
+        '"""Draws as explorer.figures does; explorer.cells writes the words."""\n'
+        "import importlib\n"
+        "import streamlit as st\n"
+        "from explorer.cells import Cells\n"
+        "def load(name):\n"
+        "    from explorer import figures  # lazily\n"
+        '    importlib.import_module("explorer.models")\n'
+        '    __import__("streamlit")\n'
+        '    importlib.import_module(f"explorer.{name}")\n'
+        '    return "ae-explorer", "streamlit issues 8760"\n'
+    )
+    assert app_imports(module) == [
+        "line 3: streamlit",
+        "line 4: explorer.cells",
+        "line 6: explorer",
+        "line 7: explorer.models",
+        "line 8: streamlit",
+        "line 9: explorer.",
+    ]
+
+
+# ``pip install .`` installs torch, tiktoken and safetensors: the math needs nothing else. Figures and words, beside
+# it, need the notebook extra (plotly, numpy), and the notebook's widgets theirs.
+BESIDE_THE_MATH = ("attention.figures", "attention.prose", "attention.notebook")
+NOTEBOOK_EXTRA = ("plotly", "numpy", "ipywidgets", "anywidget", "traitlets", "jupyterlab")
+
+
+def imported_roots(path: Path) -> set[str]:
+    """The top-level packages ``path`` imports, anywhere in it (relative imports left out)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_packages_math_imports_neither_figures_nor_words_nor_the_notebook_extra():
+    modules = {module_name(p): p for p in (ROOT / "attention").rglob("*.py")}
+    math = {m: p for m, p in modules.items() if not m.startswith(BESIDE_THE_MATH)}
+    edges = graph()
+    beside = {m: found for m in math if (found := sorted(t for t in edges[m] if t.startswith(BESIDE_THE_MATH)))}
+    assert not beside, f"the math imports figures, words or the notebook: {beside}"
+    extra = {m: found for m, p in math.items() if (found := sorted(imported_roots(p) & set(NOTEBOOK_EXTRA)))}
+    assert not extra, f"the math needs the notebook extra: {extra}"
+    assert "plotly" in imported_roots(ROOT / "attention" / "figures" / "__init__.py")  # the check reads imports
 
 
 @pytest.mark.parametrize("package", ["explorer", "attention"])

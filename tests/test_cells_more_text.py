@@ -1,4 +1,4 @@
-"""The cell panel's words for Multi-head, Why attention, Break it, Tokens and Generate (``explorer.cells``'
+"""The cell panel's words for Multi-head, Why attention, Break it, Tokens and Generate (``attention.prose.cells``'
 ``explain_…`` functions): sentences of at most 35 words, the book's notation, and the numbers the package made."""
 
 import dataclasses
@@ -11,8 +11,8 @@ from test_cells_text import numbers, sentences
 
 import attention
 from attention import derivations
-from explorer import cells
-from explorer.cells import Notation, number
+from attention.prose import cells
+from attention.prose.cells import Notation, number
 
 PIECES = ("Your", " journey", " starts", " with", " one", " step")
 X = attention.BOOK_INPUTS.numpy().astype(np.float64)

@@ -1,5 +1,5 @@
-"""The cell panel's words (``explorer.cells.explain``) and the tril route's derivations: every number on the page is
-the package's own, written as the book writes it, in sentences of at most 35 words."""
+"""The cell panel's words (``attention.prose.cells.explain``) and the tril route's derivations: every number on the
+page is the package's own, written as the book writes it, in sentences of at most 35 words."""
 
 import re
 
@@ -10,8 +10,8 @@ from tolerances import summation_error
 
 import attention
 from attention import derivations
-from explorer import cells as view_cells
-from explorer.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
+from attention.prose import cells as view_cells
+from attention.prose.cells import DOT_TERMS, ROW_TERMS, Notation, explain, sub
 
 PIECES = ("Your", " journey", " starts", " with", " one", " step")
 X = attention.BOOK_INPUTS.numpy()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from apptest_support import app, next_step
 
-from explorer.figures import figure_alt
+from attention.figures import figure_alt
 
 
 def test_a_heatmap_alt_says_its_title_size_labels_and_range():
@@ -30,7 +30,7 @@ def test_the_highlighted_row_is_read_out_with_its_numbers():
 
 
 def test_a_drawn_heatmap_with_an_inspected_query_reads_that_row():
-    from explorer import figures
+    from attention import figures
     from explorer.widgets.charts import prepare
 
     weights = np.array([[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.2, 0.3, 0.5]])

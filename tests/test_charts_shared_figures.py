@@ -14,7 +14,7 @@ import pytest
 from apptest_support import app, figure_specs
 from plotly.basedatatypes import BaseFigure, BasePlotlyType
 
-from explorer import figures
+from attention import figures
 from explorer.widgets import charts
 from explorer.widgets.charts import UnhashableError, fingerprint, shared
 

@@ -16,7 +16,7 @@ import itertools
 import numpy as np
 import pytest
 
-from explorer.figures import COLOUR_STOPS, DIVERGING, MASK_COLOURS, MASKED_FILL, SEQUENTIAL
+from attention.figures import COLOUR_STOPS, DIVERGING, MASK_COLOURS, MASKED_FILL, SEQUENTIAL
 
 SIMULATIONS = {  # Machado et al. 2009, severity 1.0: linear RGB -> the same as seen with the deficiency
     "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],

@@ -1,6 +1,7 @@
 """Deployability: a fresh virtual environment with only requirements.txt runs the app and answers /_stcore/health,
 and there ``pip install .`` gives a package whose ``check`` works without the notebook extra, and
-``pip install ".[notebook]"`` one whose ``explore`` draws (docs/notebook.md).
+``pip install ".[notebook]"`` one whose ``explore`` draws (docs/notebook.md). A reader's own environment, with
+``pip install ".[notebook]"`` alone, gets the ``attention`` package without the app or Streamlit, and both work.
 
 This is what a hosted deploy and a reader do. It takes a minute or two (it installs torch), so it is marked ``slow``:
 the quick check (``-m "not browser and not slow"``) leaves it out, and the full suite runs it.
@@ -137,3 +138,38 @@ def test_the_package_works_without_the_notebook_extra_and_explore_with_it(fresh,
     with_extra = run()
     # a CausalAttention takes a batch: the sentence is batch item 0 of a batch of one
     assert "explained: attn_weights[0, 1, 0] is the attention weight" in with_extra, with_extra
+
+
+ALONE = """
+import importlib.metadata, importlib.util, sys
+installed = importlib.metadata.files("attention-explorer")
+print("installed packages:", sorted({f.parts[0] for f in installed if f.suffix == ".py" and len(f.parts) > 1}))
+print("streamlit importable:", importlib.util.find_spec("streamlit") is not None)
+print("explorer importable:", importlib.util.find_spec("explorer") is not None)
+exec(sys.argv[2])  # the reader's check and explore
+print("app modules imported:", sorted(m for m in sys.modules if m.split(".")[0] in ("explorer", "streamlit")))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_the_notebook_extra_alone_installs_the_package_without_the_app_and_explore_works(tmp_path):
+    """A reader's install: a fresh virtual environment with ``pip install ".[notebook]"`` only, no requirements.txt.
+    It holds the ``attention`` package alone (no ``explorer``, no Streamlit), and ``check`` and ``explore`` work."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    copy = tmp_path / "repository"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "artifacts", "__pycache__", ".*cache", "node_*"))
+    pip(python, ".[notebook]", cwd=copy)
+    outside = tmp_path / "elsewhere"  # away from the copy, so only what pip installed can be imported
+    outside.mkdir()
+    command = [str(python), "-c", ALONE, str(copy / "tests"), READER]
+    found = subprocess.run(command, cwd=outside, capture_output=True, text=True, env=CLEAN_ENV, timeout=600)
+    assert found.returncode == 0, found.stderr[-3000:]
+    said = found.stdout
+    assert "installed packages: ['attention']" in said, said
+    assert "streamlit importable: False" in said and "explorer importable: False" in said, said
+    assert "CausalAttention agrees with attention.CausalAttention" in said, said
+    assert "explained: attn_weights[0, 1, 0] is the attention weight" in said, said
+    assert "app modules imported: []" in said, said

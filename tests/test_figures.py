@@ -9,8 +9,8 @@ import pytest
 import torch
 from tolerances import EPS32, summation_error, within
 
-from explorer import figures
-from explorer.figures.heatmaps import plot_width
+from attention import figures
+from attention.figures.heatmaps import plot_width
 
 HOSTILE = ["<b>bold</b>", "<br>", '<a href="javascript:alert(1)">x</a>', "&amp;", " step", " step"]
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from explorer import figures
+from attention import figures
 
 
 def test_without_cell_text_drops_numbers_and_masked_labels_but_keeps_the_data():

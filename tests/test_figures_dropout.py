@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from explorer import figures
+from attention import figures
 
 FUTURE = np.triu(np.ones((4, 4), dtype=bool), 1)
 KEEP = np.array([[1, 0, 1, 1], [0, 1, 0, 1], [1, 1, 0, 1], [1, 0, 1, 1]], dtype=bool)

@@ -1,4 +1,4 @@
-"""Exports that mean what they say (``explorer.figures``' CSV and JSON, a step's file names): masked weights 0,
+"""Exports that mean what they say (``attention.figures``' CSV and JSON, a step's file names): masked weights 0,
 masked scores -inf, safe labels, named files."""
 
 import csv
@@ -8,8 +8,8 @@ import types
 
 import numpy as np
 
-from explorer import figures
-from explorer import figures as tables
+from attention import figures
+from attention import figures as tables
 from explorer.settings import Settings
 from explorer.views import chapter
 from explorer.widgets import steps

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from explorer import figures
-from explorer.figures.heatmaps import plot_width
+from attention import figures
+from attention.figures.heatmaps import plot_width
 
 HALF = figures.COLUMN_SHARES[2]
 PIECES = ["The", " dog", " chased", " the", " ball", " across", " the", " garden", " until", " it", " was", " dark"]

@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from explorer import figures
-from explorer.figures import figure_tables
-from explorer.figures.charts import PICK, every_head_grid, labels_fit
+from attention import figures
+from attention.figures import figure_tables
+from attention.figures.charts import PICK, every_head_grid, labels_fit
 from explorer.models import HeadSummaries
 from explorer.widgets.models import grid_title, head_label, head_labels, label_text
 

@@ -1,4 +1,4 @@
-"""``explorer.figures.charts``: the diff, right beside wrong on one 0–1 scale, NaN rows, the numbers and the curve."""
+"""``attention.figures.charts``: the diff, right beside wrong on one 0–1 scale, NaN rows, the numbers and the curve."""
 
 from types import SimpleNamespace
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import attention
-from explorer import figures
-from explorer.figures import charts as drawn
+from attention import figures
+from attention.figures import charts as drawn
 
 FUTURE = np.triu(np.ones((4, 4), dtype=bool), 1)
 RIGHT = np.tril(np.full((4, 4), 0.25)) / np.tril(np.full((4, 4), 0.25)).sum(axis=1, keepdims=True)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from explorer import figures
+from attention import figures
 
 
 def grid(**options):

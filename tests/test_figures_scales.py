@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from explorer import figures
+from attention import figures
 
 TOKENS = ["Your", " journey", " starts", " with"]
 FUTURE = np.triu(np.ones((4, 4), dtype=bool), 1)

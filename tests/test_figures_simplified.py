@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import attention
-from explorer import figures
+from attention import figures
 
 
 def test_dot_product_text_writes_the_books_example():

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from explorer import figures
+from attention import figures
 
 
 def test_measured_lines_draw_each_series_on_log_log_axes_ticked_at_every_size():

@@ -16,8 +16,8 @@ import plotly.subplots
 import pytest
 from plotly.basedatatypes import BaseFigure
 
-from explorer import figures
-from explorer.figures import charts, figure, subplot_grid
+from attention import figures
+from attention.figures import charts, figure, subplot_grid
 
 TOKENS = ["<b>", "&amp;", " ", "\n", "dup", "dup", "<a href='x'>y</a>", " step"]
 RNG = np.random.default_rng(0)

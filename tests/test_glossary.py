@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from apptest_support import app, markdown
 
-from explorer.page_text.glossary import NOTATION, TERMS, term
+from attention.prose.glossary import NOTATION, TERMS, term
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = (  # issue 24: the chapter's terms and the jargon the pages use

@@ -7,8 +7,8 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from explorer import figures
-from explorer.figures import figure_tables
+from attention import figures
+from attention.figures import figure_tables
 
 PIECES = ["Your", " journey", " starts", " with"]
 

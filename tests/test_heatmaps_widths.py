@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from explorer import figures
-from explorer.figures.heatmaps import LABEL_PITCH_PX
+from attention import figures
+from attention.figures.heatmaps import LABEL_PITCH_PX
 
 
 def test_a_heatmap_of_numbers_needs_room_for_its_longest_number_in_every_column():
@@ -61,7 +61,7 @@ def test_every_text_of_the_phone_style_is_at_least_16_px():
 
 
 def test_grouped_bars_keep_their_values_whole_on_a_phone_and_get_the_room():
-    from explorer.figures.charts import head_summary_bars
+    from attention.figures.charts import head_summary_bars
 
     shares = {name: [0.2, 0.35, 0.4, 0.25] for name in ("previous", "first", "spread")}
     phone = head_summary_bars(shares, title="t", style=figures.PHONE)

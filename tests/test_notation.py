@@ -1,4 +1,4 @@
-"""The notation convention (docs/book.md "Notation", ``explorer.page_text.glossary.NOTATION``) in every string a
+"""The notation convention (docs/book.md "Notation", ``attention.prose.glossary.NOTATION``) in every string a
 learner reads: the pages, the page text, the widgets, the book captions, the model's sentences, and the
 docstrings that "Show the code" prints.
 
@@ -24,9 +24,9 @@ LEARNER_FILES = sorted(
     [
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("explorer/page_text/*.py"),
-        ROOT / "explorer/cells.py",  # the cell panel's words
+        *ROOT.glob("attention/prose/*.py"),  # the cell panel's words and the glossary
         *ROOT.glob("explorer/widgets/*.py"),
-        *ROOT.glob("explorer/figures/*.py"),  # hovers, legends and block labels
+        *ROOT.glob("attention/figures/*.py"),  # hovers, legends and block labels
         ROOT / "explorer/settings.py",  # the sidebar's help texts
         ROOT / "explorer/views/chapter.py",
         ROOT / "explorer/models.py",
@@ -37,13 +37,14 @@ LEARNER_FILES = sorted(
 SENTENCE_FILES = sorted(
     [
         *ROOT.glob("explorer/page_text/*.py"),
-        ROOT / "explorer/cells.py",
+        *ROOT.glob("attention/prose/*.py"),
         ROOT / "explorer/widgets/models.py",  # the grid of every head's words
         *ROOT.glob("pages/*.py"),
         *ROOT.glob("attention/notebook/*.py"),
     ]
 )
 MAX_WORDS = 35
+NOT_SHOWN = ("notebook", "figures", "prose")  # attention's subpackages whose code the code panel never prints
 
 
 def _name(path: Path) -> str:
@@ -112,12 +113,12 @@ def _docstring_nodes(tree: ast.Module) -> set[int]:
 def learner_strings(path: Path) -> list[tuple[int, str]]:
     """(line, text) of every string ``path`` shows a learner.
 
-    In ``attention/``: the docstrings of classes and functions (what the code panel prints) and the strings
+    In ``attention/``'s math: the docstrings of classes and functions (what the code panel prints) and the strings
     (error messages, notes). Elsewhere: every string but the docstrings.
     """
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = _docstring_nodes(tree)
-    shown_code = path.relative_to(ROOT).parts[0] == "attention" and path.parent.name != "notebook"
+    shown_code = path.relative_to(ROOT).parts[0] == "attention" and path.parent.name not in NOT_SHOWN
     module_doc = id(tree.body[0].value) if ast.get_docstring(tree) is not None else None
     strings = []
     for node in ast.walk(tree):

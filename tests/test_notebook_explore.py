@@ -254,8 +254,8 @@ def test_without_the_notebook_extra_check_works_and_explore_says_what_to_install
 
 
 def test_every_module_explore_imports_is_installed_with_the_package():
-    """``pip install ".[notebook]"`` must carry what explore imports from the app: its packages are listed in
-    pyproject.toml, and no module of the Streamlit app comes with them."""
+    """``pip install ".[notebook]"`` must carry what explore imports: its packages are listed in pyproject.toml,
+    which installs ``attention`` alone, and it imports nothing of the app (``explorer``) nor Streamlit."""
     code = (
         "import sys, attention.notebook.widget, attention.notebook.exploring\n"
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('explorer', 'attention', 'streamlit'))))"
@@ -264,7 +264,8 @@ def test_every_module_explore_imports_is_installed_with_the_package():
     modules = found.stdout.split()
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["notebook"]
-    assert not [m for m in modules if m.startswith("streamlit")]
+    assert not [m for m in modules if m.split(".")[0] in ("explorer", "streamlit")]
+    assert all(package.split(".")[0] == "attention" for package in packages)
     for module in modules:
         package = module if (ROOT / module.replace(".", "/") / "__init__.py").exists() else module.rpartition(".")[0]
         assert package in packages, f"{module} is imported by explore but its package is not installed"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from apptest_support import app, decode, figure_specs, next_step, previous_step, runs_recorded, type_sentence
 
-from explorer import figures
+from attention import figures
 from explorer.widgets import steps
 
 # page -> {step (from 0): the names of its explainable panels, in the order they are drawn}
@@ -156,7 +156,7 @@ def test_a_link_opens_the_cell_and_a_new_sentence_starts_afresh():
 def test_a_bad_cell_in_the_link_gets_a_notice_not_a_traceback(raw, says):
     at = app("pages/causal_mask.py", query_params={"step": "unmasked-weights", "cell": raw})
     assert not at.exception
-    notices = "\n".join(i.value for i in at.info).replace("\\", "")  # drawn escaped (``settings.literal``)
+    notices = "\n".join(i.value for i in at.info).replace("\\", "")  # drawn escaped (``attention.prose.literal``)
     assert (says in notices) if says else "cell=" in notices
     assert picker(at, "row").value is None
 

@@ -15,8 +15,8 @@ from test_page_cells import COL, ROW, _record_runs, go_to, picker, the_line_is_m
 import attention
 from attention import derivations
 from attention.before_chapter.reversal import untrained_reversal
+from attention.prose.cells import factor, number
 from explorer import views
-from explorer.cells import factor, number
 from explorer.settings import Settings
 from explorer.widgets import steps
 

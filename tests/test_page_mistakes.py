@@ -7,7 +7,7 @@ import torch
 from apptest_support import app, decode, figure_specs, markdown, next_step, reveal, type_sentence
 
 import attention
-from explorer.figures.charts import code_diff, format_number
+from attention.figures.charts import code_diff, format_number
 
 SENTENCE = "The cat saw the cat, and <b>the</b> cat sat."
 PAGE = "pages/mistakes.py"

@@ -15,7 +15,7 @@ from apptest_support import (
 from tolerances import summation_error, within
 
 import attention
-from explorer import figures
+from attention import figures
 
 PAGE = "pages/simplified.py"
 BOOK_SCORES = [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]  # "journey", section 3.3.1

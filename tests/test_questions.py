@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from apptest_support import function_app, markdown, reveal, reveal_button
 
+from attention.prose import literal as plain
 from explorer.page_text import questions
 from explorer.page_text.questions import Question
-from explorer.settings import literal as plain
 from explorer.widgets.questions import state_key
 
 

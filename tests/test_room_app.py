@@ -250,7 +250,7 @@ def test_a_multiple_choice_question_charts_each_choice_in_its_order():
 
 
 def unescaped(markdown_text: str) -> str:
-    """What Streamlit shows for Markdown that ``settings.literal`` escaped: the text without its backslashes."""
+    """What Streamlit shows for Markdown that ``attention.prose.literal`` escaped: the text without its backslashes."""
     return re.sub(r"\\(.)", r"\1", markdown_text.replace("\u2060", ""))
 
 

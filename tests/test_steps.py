@@ -123,8 +123,10 @@ def one_step_page(panel: str):
     cell panel: "after" its chart, "before" a second one, or "none" (the kit places it)."""
     import numpy as np
 
-    from explorer import cells, figures, widgets
-    from explorer.cells import Notation
+    from attention import figures
+    from attention.prose import cells
+    from attention.prose.cells import Notation
+    from explorer import widgets
 
     scores = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
     steps = widgets.Steps("steps_test")

@@ -12,8 +12,8 @@ from apptest_support import app, markdown
 
 import attention
 from attention import derivations
-from explorer import cells
-from explorer.cells import Notation, explain
+from attention.prose import cells
+from attention.prose.cells import Notation, explain
 from explorer.page_text import generate, multihead, qkv
 from explorer.widgets import steps as widget_steps
 
@@ -69,7 +69,7 @@ def test_the_book_picks_its_sizes_to_be_easy_to_follow_and_parameters_are_explai
 
 
 def test_the_glossary_calls_the_sink_story_an_explanation_and_states_the_variance_condition():
-    from explorer.page_text.glossary import TERMS
+    from attention.prose.glossary import TERMS
 
     assert "A common explanation, not a proven one" in TERMS["attention_sink"].definition
     assert "mean 0 and variance 1" in TERMS["scaled_dot_product"].definition
@@ -167,7 +167,7 @@ def test_a_measure_never_says_a_number_instead_of_itself():
 
 def test_a_vectors_entries_are_said_to_count_from_0_on_the_axis_that_lists_them():
     """Was: columns "dim 0", "dim 1" beside tokens and heads counted from 1, with no word on which counts how."""
-    from explorer import figures
+    from attention import figures
 
     fig = figures.heatmap(np.eye(2, 3), ["a", "b"], cells.dims(3), title="t", col_title=figures.DIMENSION,
                           col_tokens=False, row_title="token")  # fmt: skip

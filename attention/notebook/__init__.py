@@ -5,8 +5,8 @@ figures and cell explanations, and ``check(module)`` says whether a class typed 
 (JupyterLab, Notebook 7, VS Code), and ``print(check(ca))`` puts the reader's ``CausalAttention`` (or v1,
 v2, the wrapper, ``MultiHeadAttention``) beside the package's, stage by stage. ``check`` needs only torch;
 ``explore`` needs the notebook extra (``pip install ".[notebook]"``: ipywidgets, anywidget, plotly) and
-the app's bottom layer (``explorer.cells``, ``explorer.figures``, ``explorer.page_text``), which the
-package installs with it. ``import attention`` imports neither.
+draws and writes with what the app does too, the package's ``attention.figures`` and ``attention.prose``;
+nothing of the app's ``explorer``, nor Streamlit. ``import attention`` imports neither.
 
 - ``reading``: which class the reader wrote, its sizes, and its forward traced with hooks;
 - ``precision``: how far rounding lets two correct passes drift, stage by stage;

@@ -9,8 +9,8 @@ the forward did not pass through a hooked submodule is computed here from the st
 chapter's formula; the stage's text says which.
 
 ``stages(item, head)`` lays them out in the chapter's order, each with its heatmaps and, for every heatmap,
-the app's ``explorer.cells.Cells``: the derivation of any cell and its words. A stage whose tensor is not
-what the chapter's formula makes from the stage before says so and points at ``check``.
+the ``attention.prose.cells.Cells`` the app makes too: the derivation of any cell and its words. A stage
+whose tensor is not what the chapter's formula makes from the stage before says so and points at ``check``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from explorer import cells
-from explorer.cells import Cells, Notation
-from explorer.page_text.glossary import term
+from attention.prose import cells
+from attention.prose.cells import Cells, Notation
+from attention.prose.glossary import term
 
 from ..causal import CausalAttention
 from ..constants import BOOK_SENTENCE, BOOK_TOKENS

@@ -1,11 +1,11 @@
 """``explore``'s stepper in a notebook: ipywidgets around plotly's ``FigureWidget`` (an anywidget).
 
-The app's figure builders (``explorer.figures.heatmap`` with its layer of clickable cell centres) draw each
+The app's figure builders (``attention.figures.heatmap`` with its layer of clickable cell centres) draw each
 stage's matrices, with the app's colour rules. Each is a ``Heatmap``: a FigureWidget whose front-end module is
 ``heatmap.js`` (2 kB) instead of plotly's own (5 MB, plotly.js inside), which is the state of one ``PlotlyCode``
 widget per kernel. So a saved notebook stores plotly.js once and the page imports it once, where plotly's
 FigureWidget does both once per figure. A click on a cell reaches Python through the FigureWidget's
-``on_click``; the cell's ``explorer.cells.Cells`` gives its derivation and the app's words, shown under the
+``on_click``; the cell's ``attention.prose.cells.Cells`` gives its derivation and the app's words, shown under the
 charts with the glossary's definitions of the terms they use, and the cell is outlined. The reader's
 ``forward`` is shown with the lines that make the stage marked.
 """
@@ -23,8 +23,8 @@ import plotly.graph_objects as go
 import traitlets
 from plotly.basewidget import BaseFigureWidget
 
-from explorer.figures import PICK_TRACE, cell_marks, heatmap
-from explorer.page_text.glossary import TERMS
+from attention.figures import PICK_TRACE, cell_marks, heatmap
+from attention.prose.glossary import TERMS
 
 from .exploring import Exploration, Panel, Stage
 

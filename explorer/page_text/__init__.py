@@ -1,6 +1,6 @@
 """The words of the pages whose text is long, one module per page (a page with short text writes its words in
-its steps), with the questions and the glossary that every page shares. Nothing here draws; the pages call these
-functions and render what they return."""
+its steps), with the questions that every page shares (the glossary, shared with the notebook, is
+``attention.prose.glossary``). Nothing here draws; the pages call these functions and render what they return."""
 
 from __future__ import annotations
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 
+from attention.prose.glossary import term
 from explorer.settings import RANDOM, Settings
-
-from .glossary import term
 
 TRAINED_CHOICE = "**Trained** under **Weight matrices** in the sidebar"  # as the sidebar names the setting
 

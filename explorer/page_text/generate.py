@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from attention.prose import literal, sentence_start
 from explorer.page_text.questions import quote as quoted_token
-from explorer.settings import literal
 
 WINDOW_LEGEND = {
     "False (0): visible": "0: visible",
@@ -42,11 +42,6 @@ def settings_label(options) -> str:
     choice = "greedy" if options.temperature == 0 else f"temperature {options.temperature:g}"
     top = f" · top-k {options.top_k}" if options.top_k else ""
     return f"Generation: {options.max_new_tokens} new tokens · {choice}{top} · seed {options.seed}"
-
-
-def sentence_start(name: str) -> str:
-    """A model's name where it begins a sentence: "The small GPT …", "GPT-2"."""
-    return name[:1].upper() + name[1:]
 
 
 def intro_text(view) -> str:

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .glossary import term
+from attention.prose.glossary import term
+
 from .questions import Question, estimate
 
 SAME = 1e-6  # weights closer than this are the same (float32 rounding)

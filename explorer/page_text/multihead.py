@@ -3,7 +3,7 @@ step text that quotes this input's shapes."""
 
 from __future__ import annotations
 
-from .glossary import term
+from attention.prose.glossary import term
 
 GRID_CELLS = 2**20  # heads are drawn together while their matrices hold at most this many cells
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from attention.prose.glossary import term
+
 from . import first_values
-from .glossary import term
 
 D_KS = tuple(2**k for k in range(11))  # d_k = 1 … 1024
 TEMPERATURES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)

@@ -3,7 +3,7 @@
 Each function takes what its page already has (weights, sums, shapes) and returns a ``Question`` whose answer is
 read from those numbers, so a new sentence or new settings change the answer with them. Pages pass it to
 ``widgets.ask`` before the step that shows the result; Break it's questions are in ``page_text.mistakes``.
-A question's text quotes tokens through ``settings.literal``, the app's one Markdown escaper.
+A question's text quotes tokens through ``attention.prose.literal``, the app's one Markdown escaper.
 
 The rule: a question comes before its answer. Nothing a learner reads before pressing Reveal states the answer:
 not the step's words, not a Break it mistake's explanation, not the cell panel, not an earlier step's words. So
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.figures import visible_token
-from explorer.settings import literal
+from attention.figures import visible_token
+from attention.prose import literal
 
 
 def quote(piece: str) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from explorer import figures
+from attention import figures
 from explorer.page_text.questions import Question
 from explorer.room.store import (
     IDLE_SECONDS,

@@ -30,8 +30,8 @@ SETTLED_MODULES = ("pandas",)
 # Imported after the first paint, for the pages that come later: Streamlit converts a table with pyarrow.
 LATER_MODULES = ("pyarrow",)
 # Imported as the server starts (``lifespan``): what the entry script and first page import, no torch among it.
-FIRST_RUN_MODULES = tuple(f"explorer.{name}" for name in ("session", "views", "widgets", "figures", "models"))
-FIRST_RUN_MODULES += ("explorer.page_text.glossary",)
+FIRST_RUN_MODULES = tuple(f"explorer.{name}" for name in ("session", "views", "widgets", "models"))
+FIRST_RUN_MODULES += ("attention.figures", "attention.prose.glossary")
 # Imported after the first page has painted (``configure_server``): torch and the whole ``attention`` package.
 APP_MODULES = ("torch", *(f"attention.{name}" for name in attention.SUBMODULES))
 # While imports run in the background, the interpreter hands the GIL on every 0.5 ms instead of 5 ms.
@@ -161,7 +161,8 @@ def prepare_first_run() -> None:
         patches.warm_emoji_list()
         first_page_chunks()
         pio.to_json(go.Figure(go.Heatmap(z=np.zeros((2, 2)))), validate=False)
-        stored = importlib.import_module("explorer.models")  # imported by name, as every app module here
+        # by name, as FIRST_RUN_MODULES: models is a layer above runtime, whose lazy torch and memory it imports
+        stored = importlib.import_module("explorer.models")
         stored.stored_why_view(np.zeros((0, 0)), 0, 0)  # reads the stored first view
 
 

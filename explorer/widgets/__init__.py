@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from explorer.figures import tables_csv
+from attention.figures import tables_csv
 from explorer.models import describe
 from explorer.session import PRESENTER, chosen, current_run, set_settings, this_run
 from explorer.settings import DEFAULTS, RANDOM, Settings

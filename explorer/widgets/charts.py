@@ -1,9 +1,9 @@
 """Charts, whole: a figure built once and shared by every session that draws it (``shared``), drawn with its
 downloads, and its cells made clickable, with the panel that explains the clicked one (issue 25)::
 
-    cells = explorer.cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
-                                notation=Notation("attn_weights", scaled=True))
-    widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=cells)
+    explained = cells.weights(steps.scaled_scores, pieces, code="attn_weights = torch.softmax(",
+                              notation=Notation("attn_weights", scaled=True))
+    widgets.draw(figures.heatmap, "weights", z, pieces, pieces, title=..., explain=explained)
     widgets.explain_cell()  # once on the step, where the panel should go
 
 Streamlit reports no selection on a heatmap trace, so the figure gets invisible points, one per cell
@@ -26,8 +26,8 @@ import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
-from explorer import figures
-from explorer.figures import figure_alt, figure_tables, figure_title, highlighted_rows
+from attention import figures
+from attention.figures import figure_alt, figure_tables, figure_title, highlighted_rows
 from explorer.runtime.memory import MIB, SharedCache
 from explorer.session import (
     cell_key,
@@ -340,7 +340,7 @@ class Panel:
     builder: Callable
     args: tuple
     options: dict
-    explain: object = None  # ``explorer.cells.Cells``: its cells can be picked (``widgets.charts``)
+    explain: object = None  # ``attention.prose.cells.Cells``: its cells can be picked (``widgets.charts``)
 
 
 def panel(name: str, builder: Callable, *args, explain=None, share: float = 1.0, **options) -> Panel:
@@ -377,7 +377,7 @@ def draw(
 ) -> None:
     """Draw, keyed by ``key`` or else ``name``, the figure ``builder`` makes in this session's ``style``, built once
     for all sessions (``shared``), with its PNG or SVG and CSV downloads; ``on_select`` is called when a click
-    selects a point, and ``explain`` (``explorer.cells.Cells``) lets a learner pick its cells."""
+    selects a point, and ``explain`` (``attention.prose.cells.Cells``) lets a learner pick its cells."""
     options = panel(name, builder, *args, explain=explain, **options).options
     _show(shared(builder, *args, cell_text=cell_text, **options), name, key or name, on_select, explain)
 

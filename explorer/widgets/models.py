@@ -10,11 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 import attention
-from explorer import cells, figures
-from explorer.cells import Notation
-from explorer.figures.charts import every_head_grid, head_summary_bars, labels_fit
+from attention import figures
+from attention.figures.charts import every_head_grid, head_summary_bars, labels_fit
+from attention.prose import cells
+from attention.prose.cells import Notation
+from attention.prose.glossary import term
 from explorer.models import every_head, summaries
-from explorer.page_text.glossary import term
 from explorer.session import PHONE, set_settings
 from explorer.settings import TRAINED, Settings
 from explorer.views.chapter import reversal_view

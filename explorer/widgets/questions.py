@@ -10,10 +10,10 @@ import zlib
 
 import streamlit as st
 
+from attention.prose import literal
 from explorer import room
 from explorer.page_text.questions import Question
 from explorer.session import PRESENTER, question_keys
-from explorer.settings import literal
 
 
 def state_key(question: Question, context: object = None) -> str:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from attention.figures import JSON_NOTE, json_table, step_json
 from explorer import room
-from explorer.figures import JSON_NOTE, json_table, step_json
 from explorer.session import (
     LINK_SLOT,
     PRESENTER,

@@ -32,8 +32,8 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 import attention
+from attention import figures
 from benchmarks.launch import SETTLED, VIEWPORT  # one definition for the browser tests, benchmarks and scripts
-from explorer import figures
 from explorer.runtime import server as app_server
 from explorer.settings import Settings
 from explorer.views import chapter

@@ -37,7 +37,7 @@ def numbers(text: str) -> list[float]:
 
 
 def written(derivation) -> list[float]:
-    """The numbers the panel's sum writes for ``derivation``, in its order (``explorer.cells.explain``)."""
+    """The numbers the panel's sum writes for ``derivation``, in its order (``attention.prose.cells.explain``)."""
     d = derivation
     if d.kind in ("score", "context", "projection"):
         return [f for t in d.terms for f in t.factors] + [d.total]

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import attention
-from explorer.figures import visible_token
-from explorer.page_text.generate import sentence_start
-from explorer.page_text.glossary import term
-from explorer.settings import literal
+from attention.figures import visible_token
+from attention.prose import literal, sentence_start
+from attention.prose.glossary import term
 
 if TYPE_CHECKING:
     from attention.derivations import Derivation
