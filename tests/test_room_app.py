@@ -4,7 +4,9 @@ neither move the room nor reveal for it. Teacher and students are AppTests in on
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import re
 
@@ -450,3 +452,19 @@ def test_a_student_who_follows_has_no_stepper_buttons_keys_or_other_page_and_see
     assert sorted(stepper_keys(student)) == own
     button(student, "room_follow").click().run()
     assert stepper_keys(student) == [] and step_of(student) == 2
+
+
+def test_the_teachers_results_hold_each_vote_with_the_prompt_the_students_read_and_the_reveal():
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks for x^(2)'s weight on x^(1) after the mask
+    students = [join(code) for _ in range(2)]
+    for student, value in zip(students, (0.5, 0.5), strict=True):
+        answer(student, value)
+    teacher.run()
+    [b for b in teacher.button if b.label == "Reveal"][0].click().run()
+    text = room.room_results(code, teacher.session_state["room_token"])
+    (row,) = list(csv.DictReader(io.StringIO(text)))
+    assert row["question"].startswith("Before the mask, the second token “") and "**" not in row["question"]
+    assert (row["choice"], row["count"], row["revealed"]) == ("0.50", "2", "yes")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["revealed_at_utc"])
+    assert room.room_results(code, "not the token").splitlines() == [",".join(room.RESULT_COLUMNS)]

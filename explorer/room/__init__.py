@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import csv
 import functools
 import io
 import json
@@ -27,6 +28,7 @@ from explorer.page_text.questions import Question
 from explorer.room.store import (
     IDLE_SECONDS,
     LIVE_PAGE,
+    Result,
     RoomFullError,
     RoomGoneError,
     RoomStore,
@@ -215,12 +217,13 @@ def publish(url_path: str, params: dict[str, str]) -> None:
         leave(f"Room {code()} has closed; open a new one from the sidebar.")
 
 
-def reveal(question: str, on: bool = True) -> None:
-    """The teacher reveals (or asks again) a question for the whole room; nothing for anyone else."""
+def reveal(question: str, on: bool = True, asked: Question | None = None) -> None:
+    """The teacher reveals (or asks again) a question for the whole room, ``asked`` as the class reads it; nothing
+    for anyone else."""
     if not is_teacher():
         return
     try:
-        STORE.reveal(code(), st.session_state[TOKEN], question, on)
+        STORE.reveal(code(), st.session_state[TOKEN], question, on, *_shown(asked))
     except (RoomGoneError, RoomFullError, PermissionError) as error:
         notice(str(error))
 
@@ -232,6 +235,41 @@ def revealed_by_teacher(question: str) -> bool | None:
 
 def tally(question: str) -> dict[str, int]:
     return _read_room(is_teacher(), lambda room: STORE.tally(room, question), {})
+
+
+def _shown(asked: Question | None) -> tuple[str, tuple[str, ...] | None]:
+    """A question's prompt and choices as the store keeps them for the results."""
+    return ("", None) if asked is None else (asked.prompt, asked.choices)
+
+
+RESULT_COLUMNS = ("question_id", "question", "choice", "count", "revealed", "revealed_at_utc")
+
+
+def results_csv(rows: list[Result]) -> str:
+    """The room's results as a spreadsheet reads them: a row per question and choice, with its count and its
+    Reveal (no voter ids). Text that starts like a formula is shown, never run."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(RESULT_COLUMNS)
+    for row in rows:
+        text = [figures.csv_text(value) for value in (row.question, plain(row.prompt), row.choice)]
+        writer.writerow([*text, row.count, "yes" if row.revealed_at else "no", row.revealed_at or ""])
+    return buffer.getvalue()
+
+
+def plain(markdown: str) -> str:
+    """A prompt's Markdown as the student reads it on screen: no bold marks, code ticks or escapes."""
+    text = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown.replace("**", "").replace("`", ""))
+    return text.replace("\u2060", "")
+
+
+def room_results(room: str, token: str) -> str:
+    """The room's results as CSV for its teacher's ``token`` (only the heading once the room has closed). Called on
+    a thread of its own when the teacher presses the download, where no session state is at hand."""
+    try:
+        return results_csv(STORE.results(room, token))
+    except (RoomGoneError, PermissionError):
+        return results_csv([])
 
 
 def _read_room(allowed: bool, read, default):
@@ -381,12 +419,12 @@ def turn():
 # A student's votes
 
 
-def vote(question: str, choice: object) -> None:
-    """A student's answer, recorded as their vote (None: no answer)."""
+def vote(question: str, choice: object, asked: Question | None = None) -> None:
+    """A student's answer, recorded as their vote (None: no answer), to ``asked`` as they read it."""
     if not is_student() or choice is None:
         return
     try:
-        STORE.vote(code(), st.session_state[STUDENT], question, str(choice))
+        STORE.vote(code(), st.session_state[STUDENT], question, str(choice), *_shown(asked))
     except (RoomGoneError, RoomFullError, ValueError) as error:
         notice(str(error))
 
@@ -454,8 +492,8 @@ def qr_png(link: str) -> bytes:
 
 
 def teacher_panel() -> None:
-    """In presenter mode: "Open a room", or the room's code, buttons and counts, then its link and QR code, which
-    may lie below a 1280×720 screen's edge."""
+    """In presenter mode: "Open a room", or the room's code, buttons and counts, then its votes as CSV, its
+    link and QR code, which may lie below a 1280×720 screen's edge."""
     remember_room()
     if not is_teacher():
         st.button(
@@ -477,6 +515,17 @@ def teacher_panel() -> None:
         join_dialog(room, link)
     teacher_counts()
     st.button("Close the room", key="room_close", type="tertiary", on_click=leave)
+    st.download_button(
+        "Download the votes (CSV)",
+        data=functools.partial(room_results, room, st.session_state[TOKEN]),  # computed when pressed
+        file_name=f"room-{room}-votes.csv",
+        mime="text/csv",
+        key="room_results",
+        icon=":material/download:",
+        on_click="ignore",
+        width="stretch",
+        help="One row per question and answer: its count and when you revealed it. No names or ids.",
+    )
     st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
     st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
 
