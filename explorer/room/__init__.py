@@ -348,7 +348,7 @@ def read(url_path: str) -> None:
     except (RoomGoneError, RoomFullError) as error:
         leave(str(error))
         return
-    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
+    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed, snapshot.step)
 
 
 def teachers_position() -> dict | None:
@@ -440,6 +440,28 @@ def revealed_here(question: str) -> bool | None:
     return (bool(seen) and question in seen[2]) if following() else None
 
 
+# A student's pace
+
+
+PACE_SAID = {"fast": "Too fast", "got": "Got it"}  # what a student presses, by the mark the store keeps
+
+
+def pace(mark: str) -> None:
+    """A following student's "Too fast" or "Got it" on the teacher's step they last saw (a button's ``on_click``)."""
+    seen = st.session_state.get(SEEN)
+    if not following() or not seen:
+        return
+    try:
+        counted = STORE.pace(code(), st.session_state[STUDENT], seen[3], mark)
+    except (RoomGoneError, RoomFullError) as error:
+        notice(str(error))
+        return
+    if counted:
+        st.toast(f"Your teacher sees “{PACE_SAID[mark]}” for this step.", icon=":material/check:")
+    else:
+        st.toast("Your teacher has moved on: press again on this step.", icon=":material/update:")
+
+
 # The live room on screen: a presenter's room in the sidebar, a student's bar above the page, the class's votes.
 
 
@@ -467,11 +489,21 @@ def student_bar() -> None:
     if following():
         text.caption(f"Room **{code()}** · following the teacher: their page and step come to you.")
         button.button("On my own", key="room_alone", on_click=follow, args=(False,), width="stretch")
+        pace_buttons()
     else:
         text.caption(f"Room **{code()}** · on your own: the teacher's moves wait for you.")
         button.button(
             "Follow the teacher", key="room_follow", on_click=follow, args=(True,), type="primary", width="stretch"
         )
+
+
+@st.fragment
+def pace_buttons() -> None:
+    """ "Too fast" and "Got it" side by side, on a phone too; a press reruns only these."""
+    with st.container(horizontal=True, key="room_pace", vertical_alignment="center"):
+        st.caption("This step:")
+        st.button("Too fast", key="room_fast", icon=":material/speed:", on_click=pace, args=("fast",))
+        st.button("Got it", key="room_got", icon=":material/thumb_up:", on_click=pace, args=("got",))
 
 
 def join_link(code: str) -> str:
@@ -492,7 +524,7 @@ def qr_png(link: str) -> bytes:
 
 
 def teacher_panel() -> None:
-    """In presenter mode: "Open a room", or the room's code, buttons and counts, then its votes as CSV, its
+    """In presenter mode: "Open a room", or the room's code, buttons, counts and pace, then its votes as CSV, its
     link and QR code, which may lie below a 1280×720 screen's edge."""
     remember_room()
     if not is_teacher():
@@ -513,8 +545,8 @@ def teacher_panel() -> None:
         st.caption(f"You are back in room {room}: its students and votes were kept.")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(room, link)
+    st.button("Close the room", key="room_close", type="tertiary", on_click=leave)  # above the counts: seen on 720 px
     teacher_counts()
-    st.button("Close the room", key="room_close", type="tertiary", on_click=leave)
     st.download_button(
         "Download the votes (CSV)",
         data=functools.partial(room_results, room, st.session_state[TOKEN]),  # computed when pressed
@@ -569,7 +601,9 @@ def teacher_counts() -> None:
     except RoomGoneError:
         leave(f"Room {code()} has closed; open a new one from the sidebar.")
         st.rerun(scope="app")
-    st.markdown(f"**{room.following} following · {room.exploring} exploring**")
+    marks = _read_room(True, STORE.pace_counts, dict.fromkeys(PACE_SAID, 0))
+    pace_line = f"This step: {marks['fast']} too fast · {marks['got']} got it"
+    st.markdown(f"**{room.following} following · {room.exploring} exploring**  \n{pace_line}")
 
 
 def vote_chart(question: Question, key: str) -> None:
