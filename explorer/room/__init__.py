@@ -1,10 +1,11 @@
 """The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
-follow the teacher's page, step and settings, and vote on the questions.
+follow the teacher's page, step and settings, vote on the questions and say "Too fast" or "Got it".
 
 ``store`` keeps the rooms (in memory, or in Redis with ``ATTENTION_ROOMS_URL``) and reruns the students whose room
 changed; nothing polls. This module is one session in a room: joining, the teacher's ``publish`` at each run's end,
 a student's arrival where the teacher is (``follow_teacher``, ``follow_in_page``: on the Live room page, a move to
-another step or page reruns only the page's fragment), the votes, and the room on screen (``controls``).
+another step or page reruns only the page's fragment), the votes and their CSV, the pace, and the room on screen
+(``controls``).
 """
 
 from __future__ import annotations
