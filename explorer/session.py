@@ -114,7 +114,7 @@ GENERATE_TIMES = "generate:times"  # Generate's timing of one new token both way
 # The live room (``explorer.room``)
 CODE, TOKEN, STUDENT = "room_code", "room_token", "room_student"  # the room joined; a teacher's token; a student's id
 FOLLOWING = "room_following"  # a student follows the teacher (True) or explores on their own
-SEEN = "room_seen"  # a student's last read: (version, position, revealed questions)
+SEEN = "room_seen"  # a student's last read: (version, position, revealed questions, the teacher's step)
 APPLIED = "room_applied"  # the teacher's position this student last moved to
 PUBLISHED = "room_published"  # the position this teacher last published
 MESSAGE = "room_message"  # why this session left its room (or could not join), until dismissed

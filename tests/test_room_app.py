@@ -4,7 +4,9 @@ neither move the room nor reveal for it. Teacher and students are AppTests in on
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import re
 
@@ -450,3 +452,49 @@ def test_a_student_who_follows_has_no_stepper_buttons_keys_or_other_page_and_see
     assert sorted(stepper_keys(student)) == own
     button(student, "room_follow").click().run()
     assert stepper_keys(student) == [] and step_of(student) == 2
+
+
+def pace_shown(teacher) -> str:
+    """The pace line of the teacher's room panel, as the teacher reads it."""
+    (line,) = [line for m in teacher.sidebar.markdown for line in m.value.splitlines() if line.startswith("This step:")]
+    return line
+
+
+def test_a_students_pace_reaches_the_teachers_panel_once_per_student_and_a_move_resets_it():
+    teacher, code = open_room()
+    students = [join(code) for _ in range(3)]
+    button(students[0], "room_fast").click().run()
+    assert "Your teacher sees “Too fast”" in students[0].toast[0].value
+    button(students[0], "room_fast").click().run()  # pressed again: still one
+    button(students[1], "room_fast").click().run()
+    button(students[1], "room_got").click().run()  # changed their mind: moved, not added
+    button(students[2], "room_got").click().run()
+    teacher.run()
+    assert pace_shown(teacher) == "This step: 1 too fast · 2 got it"
+    next_step(teacher)
+    teacher.run()  # the panel's next refresh, after the move was published
+    assert pace_shown(teacher) == "This step: 0 too fast · 0 got it"
+    button(students[0], "room_got").click().run()  # pressed on the step the teacher left: not counted
+    assert "moved on" in students[0].toast[0].value
+    students[0].run()  # the move reaches the student
+    button(students[0], "room_got").click().run()
+    teacher.run()
+    assert pace_shown(teacher) == "This step: 0 too fast · 1 got it"
+    button(students[0], "room_alone").click().run()  # on their own: no pace buttons
+    assert "room_fast" not in [b.key for b in students[0].button]
+
+
+def test_the_teachers_results_hold_each_vote_with_the_prompt_the_students_read_and_the_reveal():
+    teacher, code = open_room()
+    next_step(teacher)  # step 2 asks for x^(2)'s weight on x^(1) after the mask
+    students = [join(code) for _ in range(2)]
+    for student, value in zip(students, (0.5, 0.5), strict=True):
+        answer(student, value)
+    teacher.run()
+    [b for b in teacher.button if b.label == "Reveal"][0].click().run()
+    text = room.room_results(code, teacher.session_state["room_token"])
+    (row,) = list(csv.DictReader(io.StringIO(text)))
+    assert row["question"].startswith("Before the mask, the second token “") and "**" not in row["question"]
+    assert (row["choice"], row["count"], row["revealed"]) == ("0.50", "2", "yes")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["revealed_at_utc"])
+    assert room.room_results(code, "not the token").splitlines() == [",".join(room.RESULT_COLUMNS)]

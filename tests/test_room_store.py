@@ -7,6 +7,8 @@ tests are skipped, except in CI (``CI=true``), where .ci/run installs it and a m
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import shutil
 import socket
@@ -181,6 +183,82 @@ def test_reveals_and_moves_change_the_version(store_and_clock):
     after_reveal = store.version(code)
     store.publish(code, token, {"page": "", "params": {}})
     assert before < after_reveal < store.version(code)
+
+
+def test_a_reveal_notes_its_utc_time_and_asking_again_forgets_it(store_and_clock):
+    store, clock = store_and_clock
+    clock.now = 1_796_720_400.0  # 2026-12-08 09:00:00 UTC
+    code, token = store.create()
+    store.reveal(code, token, "q1", prompt="Which?", choices=("x", "y"))
+    assert [row.revealed_at for row in store.results(code, token)] == ["2026-12-08T09:00:00Z"] * 2
+    store.reveal(code, token, "q1", revealed=False)  # asked again
+    assert store.results(code, token) == []
+
+
+def test_the_results_count_every_choice_and_every_distinct_number_anonymously(store_and_clock):
+    store, clock = store_and_clock
+    clock.now = 1_796_720_400.0 - 2
+    code, token = store.create()
+    for student in "abcd":
+        store.heartbeat(code, student, True)
+    choices = ("x", "=HYPERLINK(1)", "z")
+    for student, choice in zip("abc", ("x", "=HYPERLINK(1)", "x"), strict=True):
+        store.vote(code, student, "mc", choice, prompt="Which **token**?", choices=choices)
+    clock.now += 1  # asked after "mc": listed after it
+    for student, number in zip("abcd", ("0.50", "1.00", "0.50", "-0.25"), strict=True):
+        store.vote(code, student, "num", number, prompt="What sum?")
+    clock.now += 1  # 2026-12-08 09:00:00 UTC
+    store.reveal(code, token, "mc")
+    rows = store.results(code, token)
+    assert [(r.question, r.choice, r.count) for r in rows] == [
+        ("mc", "x", 2),
+        ("mc", "=HYPERLINK(1)", 1),
+        ("mc", "z", 0),  # a choice nobody picked is a row too
+        ("num", "-0.25", 1),
+        ("num", "0.50", 2),
+        ("num", "1.00", 1),
+    ]
+    assert {(r.question, r.prompt, r.revealed_at) for r in rows} == {
+        ("mc", "Which **token**?", "2026-12-08T09:00:00Z"),
+        ("num", "What sum?", None),
+    }
+    with pytest.raises(PermissionError):
+        store.results(code, "not the token")
+    text = rooms.results_csv(rows)
+    parsed = list(csv.reader(io.StringIO(text)))
+    assert parsed[0] == ["question_id", "question", "choice", "count", "revealed", "revealed_at_utc"]
+    assert parsed[1] == ["mc", "Which token?", "x", "2", "yes", "2026-12-08T09:00:00Z"]
+    assert parsed[2][2] == "'=HYPERLINK(1)"  # shown in a spreadsheet, never run
+    assert parsed[4] == ["num", "What sum?", "-0.25", "1", "no", ""]  # a number stays a number
+    assert not any(student in text.split(",") for student in "abcd")  # no voter ids
+
+
+def test_pace_counts_one_mark_per_student_on_the_teachers_step_and_a_move_resets_it(store_and_clock):
+    store, _ = store_and_clock
+    code, token = store.create()
+    store.publish(code, token, {"page": "causal_mask", "params": {"step": "unmasked-weights"}})
+    step = store.snapshot(code).step
+    for student in "abc":
+        store.heartbeat(code, student, True)
+    assert store.pace(code, "a", step, "fast") and store.pace(code, "b", step, "got")
+    store.pace(code, "a", step, "fast")  # pressed again: still one
+    store.pace(code, "c", step, "fast")
+    store.pace(code, "c", step, "got")  # changed their mind
+    assert not store.pace(code, "stranger", step, "fast")  # never heartbeated: not counted
+    assert store.pace_counts(code) == {"fast": 1, "got": 2}
+    store.publish(code, token, {"page": "causal_mask", "params": {"step": "unmasked-weights", "cell": "2,1"}})
+    assert store.snapshot(code).step == step and store.pace_counts(code) == {"fast": 1, "got": 2}  # same step
+    store.reveal(code, token, "q1")
+    assert store.pace_counts(code) == {"fast": 1, "got": 2}  # a reveal is no move
+    store.publish(code, token, {"page": "causal_mask", "params": {"step": "the-mask"}})
+    assert store.snapshot(code).step == step + 1 and store.pace_counts(code) == {"fast": 0, "got": 0}
+    assert not store.pace(code, "a", step, "fast")  # pressed on the step the teacher left: not counted
+    assert store.pace_counts(code) == {"fast": 0, "got": 0}
+    store.pace(code, "a", step + 1, "got")
+    store.publish(code, token, {"page": "dropout", "params": {"step": "the-mask"}})  # another page
+    assert store.pace_counts(code) == {"fast": 0, "got": 0}
+    with pytest.raises(ValueError):
+        store.pace(code, "a", step + 2, "slow")
 
 
 def test_a_room_is_bounded(store_and_clock, monkeypatch):

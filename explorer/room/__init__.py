@@ -1,16 +1,18 @@
 """The live room, the whole feature: a teacher opens a room in presenter mode, students join with ``?room=CODE``,
-follow the teacher's page, step and settings, and vote on the questions.
+follow the teacher's page, step and settings, vote on the questions and say "Too fast" or "Got it".
 
 ``store`` keeps the rooms (in memory, or in Redis with ``ATTENTION_ROOMS_URL``) and reruns the students whose room
 changed; nothing polls. This module is one session in a room: joining, the teacher's ``publish`` at each run's end,
 a student's arrival where the teacher is (``follow_teacher``, ``follow_in_page``: on the Live room page, a move to
-another step or page reruns only the page's fragment), the votes, and the room on screen (``controls``).
+another step or page reruns only the page's fragment), the votes and their CSV, the pace, and the room on screen
+(``controls``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import csv
 import functools
 import io
 import json
@@ -27,6 +29,7 @@ from explorer.page_text.questions import Question
 from explorer.room.store import (
     IDLE_SECONDS,
     LIVE_PAGE,
+    Result,
     RoomFullError,
     RoomGoneError,
     RoomStore,
@@ -215,12 +218,13 @@ def publish(url_path: str, params: dict[str, str]) -> None:
         leave(f"Room {code()} has closed; open a new one from the sidebar.")
 
 
-def reveal(question: str, on: bool = True) -> None:
-    """The teacher reveals (or asks again) a question for the whole room; nothing for anyone else."""
+def reveal(question: str, on: bool = True, asked: Question | None = None) -> None:
+    """The teacher reveals (or asks again) a question for the whole room, ``asked`` as the class reads it; nothing
+    for anyone else."""
     if not is_teacher():
         return
     try:
-        STORE.reveal(code(), st.session_state[TOKEN], question, on)
+        STORE.reveal(code(), st.session_state[TOKEN], question, on, *_shown(asked))
     except (RoomGoneError, RoomFullError, PermissionError) as error:
         notice(str(error))
 
@@ -232,6 +236,41 @@ def revealed_by_teacher(question: str) -> bool | None:
 
 def tally(question: str) -> dict[str, int]:
     return _read_room(is_teacher(), lambda room: STORE.tally(room, question), {})
+
+
+def _shown(asked: Question | None) -> tuple[str, tuple[str, ...] | None]:
+    """A question's prompt and choices as the store keeps them for the results."""
+    return ("", None) if asked is None else (asked.prompt, asked.choices)
+
+
+RESULT_COLUMNS = ("question_id", "question", "choice", "count", "revealed", "revealed_at_utc")
+
+
+def results_csv(rows: list[Result]) -> str:
+    """The room's results as a spreadsheet reads them: a row per question and choice, with its count and its
+    Reveal (no voter ids). Text that starts like a formula is shown, never run."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(RESULT_COLUMNS)
+    for row in rows:
+        text = [figures.csv_text(value) for value in (row.question, plain(row.prompt), row.choice)]
+        writer.writerow([*text, row.count, "yes" if row.revealed_at else "no", row.revealed_at or ""])
+    return buffer.getvalue()
+
+
+def plain(markdown: str) -> str:
+    """A prompt's Markdown as the student reads it on screen: no bold marks, code ticks or escapes."""
+    text = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown.replace("**", "").replace("`", ""))
+    return text.replace("\u2060", "")
+
+
+def room_results(room: str, token: str) -> str:
+    """The room's results as CSV for its teacher's ``token`` (only the heading once the room has closed). Called on
+    a thread of its own when the teacher presses the download, where no session state is at hand."""
+    try:
+        return results_csv(STORE.results(room, token))
+    except (RoomGoneError, PermissionError):
+        return results_csv([])
 
 
 def _read_room(allowed: bool, read, default):
@@ -310,7 +349,7 @@ def read(url_path: str) -> None:
     except (RoomGoneError, RoomFullError) as error:
         leave(str(error))
         return
-    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed)
+    state[SEEN] = (snapshot.version, snapshot.position, snapshot.revealed, snapshot.step)
 
 
 def teachers_position() -> dict | None:
@@ -381,12 +420,12 @@ def turn():
 # A student's votes
 
 
-def vote(question: str, choice: object) -> None:
-    """A student's answer, recorded as their vote (None: no answer)."""
+def vote(question: str, choice: object, asked: Question | None = None) -> None:
+    """A student's answer, recorded as their vote (None: no answer), to ``asked`` as they read it."""
     if not is_student() or choice is None:
         return
     try:
-        STORE.vote(code(), st.session_state[STUDENT], question, str(choice))
+        STORE.vote(code(), st.session_state[STUDENT], question, str(choice), *_shown(asked))
     except (RoomGoneError, RoomFullError, ValueError) as error:
         notice(str(error))
 
@@ -400,6 +439,28 @@ def revealed_here(question: str) -> bool | None:
     """For a student who follows, whether the teacher revealed ``question`` (None: not following)."""
     seen = st.session_state.get(SEEN)
     return (bool(seen) and question in seen[2]) if following() else None
+
+
+# A student's pace
+
+
+PACE_SAID = {"fast": "Too fast", "got": "Got it"}  # what a student presses, by the mark the store keeps
+
+
+def pace(mark: str) -> None:
+    """A following student's "Too fast" or "Got it" on the teacher's step they last saw (a button's ``on_click``)."""
+    seen = st.session_state.get(SEEN)
+    if not following() or not seen:
+        return
+    try:
+        counted = STORE.pace(code(), st.session_state[STUDENT], seen[3], mark)
+    except (RoomGoneError, RoomFullError) as error:
+        notice(str(error))
+        return
+    if counted:
+        st.toast(f"Your teacher sees “{PACE_SAID[mark]}” for this step.", icon=":material/check:")
+    else:
+        st.toast("Your teacher has moved on: press again on this step.", icon=":material/update:")
 
 
 # The live room on screen: a presenter's room in the sidebar, a student's bar above the page, the class's votes.
@@ -429,11 +490,21 @@ def student_bar() -> None:
     if following():
         text.caption(f"Room **{code()}** · following the teacher: their page and step come to you.")
         button.button("On my own", key="room_alone", on_click=follow, args=(False,), width="stretch")
+        pace_buttons()
     else:
         text.caption(f"Room **{code()}** · on your own: the teacher's moves wait for you.")
         button.button(
             "Follow the teacher", key="room_follow", on_click=follow, args=(True,), type="primary", width="stretch"
         )
+
+
+@st.fragment
+def pace_buttons() -> None:
+    """ "Too fast" and "Got it" side by side, on a phone too; a press reruns only these."""
+    with st.container(horizontal=True, key="room_pace", vertical_alignment="center"):
+        st.caption("This step:")
+        st.button("Too fast", key="room_fast", icon=":material/speed:", on_click=pace, args=("fast",))
+        st.button("Got it", key="room_got", icon=":material/thumb_up:", on_click=pace, args=("got",))
 
 
 def join_link(code: str) -> str:
@@ -454,8 +525,8 @@ def qr_png(link: str) -> bytes:
 
 
 def teacher_panel() -> None:
-    """In presenter mode: "Open a room", or the room's code, buttons and counts, then its link and QR code, which
-    may lie below a 1280×720 screen's edge."""
+    """In presenter mode: "Open a room", or the room's code, buttons, counts and pace, then its votes as CSV, its
+    link and QR code, which may lie below a 1280×720 screen's edge."""
     remember_room()
     if not is_teacher():
         st.button(
@@ -475,8 +546,19 @@ def teacher_panel() -> None:
         st.caption(f"You are back in room {room}: its students and votes were kept.")
     if st.button("Show the code to the class", key="room_show", icon=":material/qr_code_2:", width="stretch"):
         join_dialog(room, link)
+    st.button("Close the room", key="room_close", type="tertiary", on_click=leave)  # above the counts: seen on 720 px
     teacher_counts()
-    st.button("Close the room", key="room_close", type="tertiary", on_click=leave)
+    st.download_button(
+        "Download the votes (CSV)",
+        data=functools.partial(room_results, room, st.session_state[TOKEN]),  # computed when pressed
+        file_name=f"room-{room}-votes.csv",
+        mime="text/csv",
+        key="room_results",
+        icon=":material/download:",
+        on_click="ignore",
+        width="stretch",
+        help="One row per question and answer: its count and when you revealed it. No names or ids.",
+    )
     st.image(qr_png(link), width="stretch", alt=f"QR code of the join link {link}")
     st.markdown(f"<{link}>")  # not the image's caption, which Streamlit fades below the contrast a link needs
 
@@ -520,7 +602,9 @@ def teacher_counts() -> None:
     except RoomGoneError:
         leave(f"Room {code()} has closed; open a new one from the sidebar.")
         st.rerun(scope="app")
-    st.markdown(f"**{room.following} following · {room.exploring} exploring**")
+    marks = _read_room(True, STORE.pace_counts, dict.fromkeys(PACE_SAID, 0))
+    pace_line = f"This step: {marks['fast']} too fast · {marks['got']} got it"
+    st.markdown(f"**{room.following} following · {room.exploring} exploring**  \n{pace_line}")
 
 
 def vote_chart(question: Question, key: str) -> None:

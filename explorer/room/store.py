@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import datetime
 import hashlib
 import hmac
 import json
@@ -30,6 +31,8 @@ MAX_STUDENTS = 200
 MAX_QUESTIONS = 200  # questions with votes or reveals in one room
 MAX_ROOMS = 1000  # open rooms in one store
 MAX_CHOICE_CHARS = 40
+MAX_PROMPT_CHARS = 2000  # a question's prompt as the store keeps it for the teacher's results
+PACE_MARKS = ("fast", "got")  # a student's "Too fast" or "Got it" on the teacher's step
 _LOG = logging.getLogger(__name__)
 
 
@@ -56,6 +59,18 @@ class Snapshot:
     revealed: frozenset[str]
     following: int
     exploring: int
+    step: int = 0  # changes when the teacher moves to another step or page, not on a reveal or a picked cell
+
+
+@dataclass(frozen=True)
+class Result:
+    """One row of a room's results: how many students chose ``choice`` in ``question`` (anonymous)."""
+
+    question: str  # the question's key, as the room stores its votes
+    prompt: str  # Markdown, as the students read it ("" when the room never learned it)
+    choice: str  # a choice, or a number as the students typed it ("" for a number question without votes)
+    count: int
+    revealed_at: str | None  # when the teacher revealed it, UTC ISO 8601 ("2026-12-08T09:15:00Z"); None: not revealed
 
 
 def digest(token: str) -> str:
@@ -234,7 +249,8 @@ class RoomStore:
 
     def _write(self, code: str, *commands: tuple, more: tuple[str, ...] = (), publish: bool = False) -> list:
         """``commands``, then the room's keys (and ``more``) live on for ``IDLE_SECONDS``; ``publish`` a move."""
-        keys = [f"room:{code}", f"room:{code}:seen", f"room:{code}:questions", *more]
+        parts = ("", ":seen", ":questions", ":asked", ":reveals", ":pace")
+        keys = [f"room:{code}{part}" for part in parts] + list(more)
         renew = [("expire", key, IDLE_SECONDS) for key in keys] + [("hset", ROOMS, code, self._clock() + IDLE_SECONDS)]
         return self._run(*commands, *renew, *([("publish", CHANNEL, code)] if publish else []))
 
@@ -262,7 +278,8 @@ class RoomStore:
         present = [follows == "1" for at, follows in map(str.split, seen.values()) if now - float(at) <= ACTIVE_SECONDS]
         revealed = frozenset(question for question, state in questions.items() if state == "1")
         position = json.loads(found["position"]) if found.get("position") else None
-        return Snapshot(int(found.get("version") or 0), position, revealed, sum(present), len(present) - sum(present))
+        version, step = int(found.get("version") or 0), int(found.get("step") or 0)
+        return Snapshot(version, position, revealed, sum(present), len(present) - sum(present), step)
 
     def version(self, code: str) -> int:
         """The room's version alone, the cheap read; raises ``RoomGoneError``."""
@@ -273,22 +290,41 @@ class RoomStore:
         return token_matches(self._room(code)[0], token)
 
     def publish(self, code: str, token: str, position: dict) -> int:
-        """Move the room to ``position`` (the teacher's only); returns the new version."""
-        self._room(code, token=token, teacher=True)
+        """Move the room to ``position`` (the teacher's only); returns the new version. Another step or page is a
+        new ``step`` too, which starts its pace afresh."""
         room = f"room:{code}"
-        changes = ("hset", room, "position", json.dumps(position)), ("hincrby", room, "version", 1)
+        _, old = self._room(code, ("hget", room, "position"), token=token, teacher=True)
+        changes = [("hset", room, "position", json.dumps(position)), ("hincrby", room, "version", 1)]
+        if old is None or another_step(json.loads(old), position):
+            changes += [("hincrby", room, "step", 1), ("delete", f"{room}:pace")]
         return int(self._write(code, *changes, publish=True)[1])
 
-    def reveal(self, code: str, token: str, question: str, revealed: bool = True) -> None:
-        """Reveal (or hide again) a question's answer for every student (the teacher's only)."""
+    def reveal(
+        self, code: str, token: str, question: str, revealed: bool = True, prompt: str = "", choices=None
+    ) -> None:
+        """Reveal (or hide again) a question's answer for every student (the teacher's only), noting when; the
+        ``prompt`` and ``choices`` are kept for the results."""
         questions = f"room:{code}:questions"
         _, asked = self._room(code, ("hgetall", questions), token=token, teacher=True)
         if revealed:
             room_for_question(question, asked)
-            changes = [("hset", questions, question, "1")]
+            when = datetime.datetime.fromtimestamp(self._clock(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            changes = [("hset", questions, question, "1"), ("hset", f"room:{code}:reveals", question, when)]
+            changes += self._asked(code, question, prompt, choices)
         else:  # asked again: a fresh vote
-            changes = [("hdel", questions, question), ("delete", f"room:{code}:votes:{question}")]
+            changes = [
+                ("hdel", questions, question),
+                ("hdel", f"room:{code}:reveals", question),
+                ("delete", f"room:{code}:votes:{question}"),
+            ]
         self._write(code, *changes, ("hincrby", f"room:{code}", "version", 1), publish=True)
+
+    def _asked(self, code: str, question: str, prompt: str, choices) -> list[tuple]:
+        """The command that keeps a question's prompt and choices, the first time they are given."""
+        if not prompt:
+            return []
+        shown = {"prompt": prompt[:MAX_PROMPT_CHARS], "choices": None if choices is None else list(choices)}
+        return [("hsetnx", f"room:{code}:asked", question, json.dumps({**shown, "at": self._clock()}))]
 
     def heartbeat(self, code: str, student: str, following: bool) -> None:
         """A student is here, following or exploring; ``RoomFullError`` for a new one beyond ``MAX_STUDENTS``."""
@@ -303,8 +339,9 @@ class RoomStore:
                 raise RoomFullError(f"This room is full: it holds {MAX_STUDENTS} students.")
         self._write(code, *(("hdel", seen, s) for s in stale), ("hset", seen, student, f"{now} {int(following)}"))
 
-    def vote(self, code: str, student: str, question: str, choice: str) -> None:
-        """A present student's answer to a question not yet revealed; a later vote replaces it."""
+    def vote(self, code: str, student: str, question: str, choice: str, prompt: str = "", choices=None) -> None:
+        """A present student's answer to a question not yet revealed; a later vote replaces it. The ``prompt`` and
+        ``choices`` are kept for the results."""
         if len(choice := str(choice)) > MAX_CHOICE_CHARS:
             raise ValueError(f"An answer has at most {MAX_CHOICE_CHARS} characters.")
         questions, votes = f"room:{code}:questions", f"room:{code}:votes:{question}"
@@ -312,7 +349,8 @@ class RoomStore:
         if present is None or asked.get(question) == "1":
             return
         room_for_question(question, asked)
-        self._write(code, ("hsetnx", questions, question, "0"), ("hset", votes, student, choice), more=(votes,))
+        changes = ("hsetnx", questions, question, "0"), ("hset", votes, student, choice)
+        self._write(code, *changes, *self._asked(code, question, prompt, choices), more=(votes,))
 
     def tally(self, code: str, question: str) -> dict[str, int]:
         """How many students chose each answer."""
@@ -321,6 +359,58 @@ class RoomStore:
     def vote_of(self, code: str, student: str, question: str) -> str | None:
         """The student's vote on a question (None: none), for their session after a reload or in a new tab."""
         return self._room(code, ("hget", f"room:{code}:votes:{question}", student))[1]
+
+    def results(self, code: str, token: str) -> list[Result]:
+        """Every question with votes or a reveal, in the order the room first heard of them: a row per choice (0s
+        too) or per distinct number answer, smallest first (the teacher's only)."""
+        room = f"room:{code}"
+        reads = ("hgetall", f"{room}:questions"), ("hgetall", f"{room}:asked"), ("hgetall", f"{room}:reveals")
+        _, questions, asked, reveals = self._room(code, *reads, token=token, teacher=True)
+        shown = {question: json.loads(asked[question]) if question in asked else {} for question in questions}
+        order = sorted(questions, key=lambda question: (shown[question].get("at", float("inf")), question))
+        votes = self._run(*(("hgetall", f"{room}:votes:{question}") for question in order)) if order else []
+        rows = []
+        for question, chosen in zip(order, votes, strict=True):
+            counts, choices = collections.Counter(chosen.values()), shown[question].get("choices")
+            if choices is None:
+                choices = sorted(counts, key=number_first) or [""]
+            else:
+                choices += sorted(set(counts) - set(choices))  # none unless the question's choices changed
+            prompt, when = shown[question].get("prompt", ""), reveals.get(question)
+            rows += [Result(question, prompt, choice, counts[choice], when) for choice in choices]
+        return rows
+
+    def pace(self, code: str, student: str, step: int, mark: str) -> bool:
+        """A present student's "Too fast" (``fast``) or "Got it" (``got``) on the step they saw; another press on
+        that step replaces theirs. False when the teacher has moved on since (nothing is counted)."""
+        if mark not in PACE_MARKS:
+            raise ValueError(f"A pace is one of {PACE_MARKS}.")
+        room = f"room:{code}"
+        _, present, now = self._room(code, ("hget", f"{room}:seen", student), ("hget", room, "step"))
+        if present is None or int(now or 0) != step:
+            return False
+        self._write(code, ("hset", f"{room}:pace", student, f"{step} {mark}"))
+        return True
+
+    def pace_counts(self, code: str) -> dict[str, int]:
+        """How many students pressed each pace mark on the teacher's step now."""
+        room = f"room:{code}"
+        _, step, marks = self._room(code, ("hget", room, "step"), ("hgetall", f"{room}:pace"))
+        counts = collections.Counter(mark.split()[1] for mark in marks.values() if mark.split()[0] == str(step or 0))
+        return {mark: counts[mark] for mark in PACE_MARKS}
+
+
+def another_step(old: dict, new: dict) -> bool:
+    """Whether the teacher moved to another page or step (not another cell, token or head on the same step)."""
+    return old.get("page") != new.get("page") or old.get("params", {}).get("step") != new.get("params", {}).get("step")
+
+
+def number_first(answer: str) -> tuple:
+    """Numbers by value, before any other answer."""
+    try:
+        return (0, float(answer), answer)
+    except ValueError:
+        return (1, 0.0, answer)
 
 
 def room_for_question(question: str, asked: dict[str, str]) -> None:

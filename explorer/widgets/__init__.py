@@ -200,7 +200,7 @@ BASE_CSS = """<style>
   [class*="st-key-scroll"] {overflow-x: auto; overscroll-behavior-x: contain;}
   /* what a student taps in a live room, at least 44 × 44 px: the question's answer and buttons, the room's bar */
   [class*="st-key-predict_"] :is(button, [data-baseweb="input"], label[data-baseweb="radio"]),
-    :is(.st-key-room_alone, .st-key-room_follow) button {min-height: 44px; min-width: 44px;}
+    :is(.st-key-room_alone, .st-key-room_follow, .st-key-room_pace) button {min-height: 44px; min-width: 44px;}
   /* plotly's toolbar would cover a narrow chart's title: a phone has the CSV download under each chart */
   [data-testid="stMain"] .js-plotly-plot .modebar-container {display: none;}
   [class*="st-key-scroll"]::before {content: "Swipe sideways to see the whole chart ↔"; font-size: 1rem;

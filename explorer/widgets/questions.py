@@ -53,7 +53,7 @@ def show_question(question: Question, *, context: object = None, presenter: bool
                 icon=":material/visibility:",
                 disabled=not presenter and given is None,
                 on_click=_reveal,
-                args=(key, True),
+                args=(key, True, question),
                 help=None if presenter or given is not None else "Answer first, then reveal.",
             )
             return False
@@ -63,13 +63,13 @@ def show_question(question: Question, *, context: object = None, presenter: bool
     return True
 
 
-def _reveal(key: str, on: bool) -> None:
-    """Reveal the answer under ``key`` (or ask again); a teacher's reveal is the whole room's."""
+def _reveal(key: str, on: bool, question: Question | None = None) -> None:
+    """Reveal the answer to ``question`` under ``key`` (or ask again); a teacher's reveal is the whole room's."""
     answer_key, revealed_key, _ = question_keys(key)
     st.session_state[revealed_key] = on
     if not on:
         st.session_state[answer_key] = None
-    room.reveal(key, on)
+    room.reveal(key, on, question)
 
 
 def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: bool, vote_as: str) -> None:
@@ -80,7 +80,7 @@ def _answer_box(question: Question, answer_key: str, widget: str, *, disabled: b
         st.session_state[answer_key] = st.session_state[widget]
         given = st.session_state[widget]
         numeric = question.choices is None and isinstance(given, int | float)
-        room.vote(vote_as, f"{given:.{question.decimals}f}" if numeric else given)  # "1.00" and 1 are one vote
+        room.vote(vote_as, f"{given:.{question.decimals}f}" if numeric else given, question)  # "1.00", 1: one vote
 
     if question.choices is not None:
         st.radio(
